@@ -1,0 +1,186 @@
+"""Kubernetes resource quantities, parsed and formatted exactly as apimachinery does.
+
+Source of the rules: k8s.io/apimachinery/pkg/api/resource/quantity.go (`ParseQuantity`,
+`parseQuantityString`, `CanonicalizeBytes`) and suffix.go. Grammar::
+
+    <quantity>        ::= <signedNumber><suffix>
+    <number>          ::= <digits> | <digits>.<digits> | <digits>. | .<digits>
+    <suffix>          ::= <binarySI> | <decimalExponent> | <decimalSI>
+    <binarySI>        ::= Ki | Mi | Gi | Ti | Pi | Ei
+    <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
+    <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
+
+Values are held as exact `fractions.Fraction` (CPU in cores, memory in bytes); nothing is
+ever a float. Kubernetes silently rounds values finer than 1n up and caps values above
+2^63-1; krm-fn refuses both for cpu and memory instead, because a manifest that relies on
+that rounding is almost always a typo (`0.0001m`, `1e400`).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+__all__ = ["Quantity", "QuantityError", "parse", "parse_cpu", "parse_memory", "format_cpu", "format_decimal_si",
+           "format_binary_si", "format_like"]
+
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL_BY_EXP = {v: k for k, v in _DECIMAL.items()}
+_BINARY_BY_EXP = {v: k for k, v in _BINARY.items()}
+# number then suffix; the suffix alphabet and the optional signed exponent digits mirror
+# parseQuantityString's scanner (characters "eEinumkKMGTP", then [+-]?[0-9]*).
+_RE = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([+-]?[0-9]*)$")
+_MAX = 2 ** 63 - 1
+
+
+class QuantityError(ValueError):
+    """A string that Kubernetes would not accept as a resource quantity (or that krm-fn
+    refuses for cpu/memory: negative, finer than 1n, larger than 2^63-1)."""
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A parsed quantity.
+
+    `value` is exact (cores for cpu, bytes for memory); `fmt` is the Kubernetes Format the
+    suffix implies ("DecimalSI", "BinarySI" or "DecimalExponent"); `text` is the string as
+    written, kept so that memory keeps the user's unit.
+    """
+
+    value: Fraction
+    fmt: str
+    text: str
+
+    @property
+    def millis(self) -> Fraction:
+        """The value in thousandths (millicores for cpu)."""
+        return self.value * 1000
+
+    @property
+    def is_integer(self) -> bool:
+        """True when the value is a whole number: the static CPU Manager's test
+        (`value*1000 == milliValue`, policy_static.go) for exclusive CPUs."""
+        return self.value.denominator == 1
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def parse(text: object) -> Quantity:
+    """Parse `text` (a str, or an int/float scalar a YAML reader produced) into a Quantity.
+
+    Raises QuantityError naming the problem. Accepts every spelling apimachinery accepts
+    (`1`, `1.`, `.5`, `+2`, `500m`, `1Gi`, `1e3`, `1E3`, `2E`, `100u`, `5n`).
+    """
+    if isinstance(text, bool) or text is None:
+        raise QuantityError(f"{text!r} is not a quantity")
+    s = repr(text) if isinstance(text, float) else str(text)
+    if s == "":
+        raise QuantityError("empty quantity")
+    m = _RE.match(s)
+    if not m:
+        raise QuantityError(f"{s!r} is not a quantity (expected a number and an optional "
+                            "suffix such as 500m, 4, 1Gi, 1e3)")
+    sign, whole, frac, suf, expdigits = m.groups()
+    frac = frac or ""
+    if whole == "" and frac == "":
+        raise QuantityError(f"{s!r} is not a quantity: no digits")
+    number = Fraction(int(whole or "0")) + (Fraction(int(frac), 10 ** len(frac)) if frac else 0)
+    full_suffix = suf + expdigits
+    if full_suffix in _BINARY:
+        fmt, value = "BinarySI", number * (2 ** _BINARY[full_suffix])
+    elif full_suffix in _DECIMAL:
+        fmt, value = "DecimalSI", number * Fraction(10) ** _DECIMAL[full_suffix]
+    elif suf in ("e", "E") and re.fullmatch(r"[+-]?[0-9]+", expdigits or ""):
+        exp = int(expdigits)
+        if abs(exp) > 400:
+            raise QuantityError(f"{s!r} is out of range")
+        fmt, value = "DecimalExponent", number * Fraction(10) ** exp
+    else:
+        raise QuantityError(f"{s!r} has an unknown suffix {full_suffix!r} (use one of "
+                            "n u m k M G T P E Ki Mi Gi Ti Pi Ei, or e<exponent>)")
+    if sign == "-" and value != 0:
+        raise QuantityError(f"{s!r} is negative")
+    if value > _MAX:
+        raise QuantityError(f"{s!r} is larger than 2^63-1, the largest quantity Kubernetes keeps")
+    if value != 0 and (value * 10 ** 9).denominator != 1:
+        raise QuantityError(f"{s!r} is finer than 1n; Kubernetes would round it up")
+    return Quantity(value, fmt, s)
+
+
+def _canonical_decimal(value: Fraction) -> tuple[int, int]:
+    """(mantissa, exponent) with exponent a multiple of 3, as large as possible, and an
+    integer mantissa: CanonicalizeBytes for DecimalSI/DecimalExponent."""
+    if value == 0:
+        return 0, 0
+    exp = -9
+    mant = value * 10 ** 9
+    assert mant.denominator == 1, value
+    mant = int(mant)
+    while mant % 1000 == 0 and exp < 18:
+        mant //= 1000
+        exp += 3
+    return mant, exp
+
+
+def format_decimal_si(value: Fraction) -> str:
+    """Canonical DecimalSI string: 1.5 -> "1500m", 2 -> "2", 1000 -> "1k", 0 -> "0"."""
+    mant, exp = _canonical_decimal(Fraction(value))
+    if mant == 0:
+        return "0"
+    return f"{mant}{_DECIMAL_BY_EXP[exp]}"
+
+
+def format_binary_si(value: Fraction) -> str:
+    """Canonical BinarySI string (bytes): 4294967296 -> "4Gi", 1536Mi stays "1536Mi".
+
+    Like CanonicalizeBytes: values below 1024 or not whole bytes fall back to DecimalSI.
+    """
+    value = Fraction(value)
+    if value.denominator != 1 or -1024 < value < 1024:
+        return format_decimal_si(value)
+    n, exp = int(value), 0
+    while n % 1024 == 0 and exp < 60:
+        n //= 1024
+        exp += 10
+    return f"{n}{_BINARY_BY_EXP[exp]}" if exp else str(n)
+
+
+def format_cpu(cores: Fraction) -> str:
+    """Canonical CPU string: whole cores as "4", fractions as millicores "500m".
+
+    Raises QuantityError if `cores` is finer than 1m (Kubernetes CPU granularity).
+    """
+    cores = Fraction(cores)
+    if (cores * 1000).denominator != 1:
+        raise QuantityError(f"{float(cores)} cores is finer than 1m")
+    return format_decimal_si(cores)
+
+
+def format_like(value: Fraction, like: Quantity | None) -> str:
+    """Format bytes in the unit family of `like` (BinarySI when the user wrote Mi/Gi,
+    DecimalSI otherwise): used for computed memory values such as an emptyDir sizeLimit."""
+    if like is not None and like.fmt == "BinarySI":
+        return format_binary_si(value)
+    return format_decimal_si(value)
+
+
+def parse_cpu(text: object) -> Quantity:
+    """Parse a cpu quantity (cores). Raises QuantityError also when the value is finer
+    than 1m, the CPU granularity Kubernetes keeps (it would round `0.0001m` up to `1m`)."""
+    q = parse(text)
+    if q.millis.denominator != 1:
+        raise QuantityError(f"{q.text!r} is finer than 1m, the smallest CPU unit; "
+                            "Kubernetes would round it up")
+    return q
+
+
+def parse_memory(text: object) -> Quantity:
+    """Parse a memory quantity (bytes). Raises QuantityError also when the value is not a
+    whole number of bytes (`500m` of memory is almost always a typo for `500M`)."""
+    q = parse(text)
+    if q.value.denominator != 1:
+        raise QuantityError(f"{q.text!r} is not a whole number of bytes (did you mean "
+                            f"{q.text[:-1] + 'M' if q.text.endswith('m') else 'a byte count'}?)")
+    return q

@@ -1,0 +1,69 @@
+"""KRM function results (functions-spec `results`): one `Result` per change, warning or error.
+
+Shape (kustomize cmd/config/docs/api-conventions/functions-spec.md)::
+
+    message: str (required)       severity: error | warning | info (always written)
+    resourceRef: {apiVersion, kind, name, namespace?}
+    field: {path, currentValue?, proposedValue?}
+    file: {path, index?}
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+@dataclass(frozen=True)
+class Ref:
+    """Identity of a KRM object: apiVersion, kind, name, namespace ("" when unset)."""
+
+    api_version: str
+    kind: str
+    name: str
+    namespace: str = ""
+
+    def as_dict(self) -> dict:
+        d = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
+        if self.namespace:
+            d["namespace"] = self.namespace
+        return d
+
+    def __str__(self) -> str:
+        ns = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind} {ns}{self.name}"
+
+
+@dataclass(frozen=True)
+class Result:
+    """One result. `path` is the field path (`spec.template.spec.containers[0].resources
+    .limits.cpu`); `current`/`proposed` are the values before and after, as strings."""
+
+    message: str
+    severity: str = INFO
+    ref: Ref | None = None
+    path: str | None = None
+    current: str | None = None
+    proposed: str | None = None
+    file: dict | None = None
+
+    def as_dict(self) -> dict:
+        d: dict[str, Any] = {"message": self.message, "severity": self.severity}
+        if self.ref is not None:
+            d["resourceRef"] = self.ref.as_dict()
+        if self.path is not None:
+            fld: dict[str, Any] = {"path": self.path}
+            if self.current is not None:
+                fld["currentValue"] = self.current
+            if self.proposed is not None:
+                fld["proposedValue"] = self.proposed
+            d["field"] = fld
+        if self.file:
+            d["file"] = dict(self.file)
+        return d
+
+    def line(self) -> str:
+        """One human-readable line, as printed on stderr: `error: Deployment ns/x spec...: msg`."""
+        where = " ".join(x for x in (str(self.ref) if self.ref else "", self.path or "") if x)
+        return f"{self.severity}: {where + ': ' if where else ''}{self.message}"
