@@ -1,0 +1,61 @@
+"""Writing new YAML text (emitted objects, results, kubelet-config file bodies).
+
+Style rules: block style, keys in insertion order, string values double-quoted unless
+they are words no YAML reader could retype (so `"4"`, `"true"`, `"0644"`, `"500m"` are
+quoted, `static` is not), multi-line strings as literal blocks, numbers
+and booleans plain, never anchors or aliases (kustomize splits items and an alias into
+another item fails with `unknown anchor`).
+"""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+try:  # libyaml when present; the pure-Python emitter gives the same text
+    from yaml import CSafeDumper as _Base
+except ImportError:  # pragma: no cover
+    from yaml import SafeDumper as _Base
+
+_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
+# A value is written plain only when it starts with a letter and holds no character that
+# could make any YAML 1.1 or 1.2 reader retype it or read it as syntax; else double-quoted.
+_PLAIN_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9_./-]*$")
+_RESERVED_KEYS = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True",
+                  "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF",
+                  "null", "Null", "NULL"}
+
+
+class _Dumper(_Base):
+    def ignore_aliases(self, data):  # never anchors
+        return True
+
+
+def _repr_str(dumper, s: str):
+    if "\n" in s and not any(c in s for c in "\t\r") and s == s.rstrip(" ") \
+            and not re.search(r" \n", s):
+        return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|")
+    plain = _PLAIN_VALUE.match(s) and s not in _RESERVED_KEYS
+    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=None if plain else '"')
+
+
+def _repr_dict(dumper, d: dict):
+    value = []
+    node = yaml.MappingNode("tag:yaml.org,2002:map", value, flow_style=False)
+    for k, v in d.items():
+        ks = str(k)
+        style = None if _PLAIN_KEY.match(ks) and ks not in _RESERVED_KEYS else '"'
+        value.append((dumper.represent_scalar("tag:yaml.org,2002:str", ks, style=style),
+                      dumper.represent_data(v)))
+    return node
+
+
+_Dumper.add_representer(str, _repr_str)
+_Dumper.add_representer(dict, _repr_dict)
+
+
+def to_yaml(obj) -> str:
+    """Serialise plain data (dict/list/str/int/bool/None) to a YAML document (no `---`)."""
+    text = yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
+                     allow_unicode=True, width=10_000)
+    return text
