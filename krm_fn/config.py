@@ -299,7 +299,7 @@ def _default(f: Field) -> Any:
         return _build(f.fields, {}, f.name)
     if f.kind == "objectlist":
         return [_build(f.fields, {}, f"{f.name}[0]")]
-    if f.kind in ("cpu", "memory") and f.default is not None:
+    if f.kind in ("cpu", "memory", "version") and f.default is not None:
         return _convert(f, f.default, f.name, False)
     if isinstance(f.default, (list, dict)):
         return type(f.default)(f.default)

@@ -31,12 +31,17 @@ class _Dumper(_Base):
         return True
 
 
+def is_plain_safe(s: str) -> bool:
+    """True when `s` can be written as a plain scalar without any YAML reader retyping it."""
+    return bool(_PLAIN_VALUE.match(s)) and s not in _RESERVED_KEYS
+
+
 def _repr_str(dumper, s: str):
     if "\n" in s and not any(c in s for c in "\t\r") and s == s.rstrip(" ") \
             and not re.search(r" \n", s):
         return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|")
-    plain = _PLAIN_VALUE.match(s) and s not in _RESERVED_KEYS
-    return dumper.represent_scalar("tag:yaml.org,2002:str", s, style=None if plain else '"')
+    return dumper.represent_scalar("tag:yaml.org,2002:str", s,
+                                   style=None if is_plain_safe(s) else '"')
 
 
 def _repr_dict(dumper, d: dict):

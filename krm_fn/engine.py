@@ -1,0 +1,278 @@
+"""The pure core: plain items + functionConfig in, edits + emitted objects + results out.
+
+Data flow (DESIGN.md): load config (strict) -> for each selected workload locate its pod
+specs (workloads.KINDS) -> PodView -> rules in order -> node plan per node pool that
+received a workload -> render each requested format. An item with an error result is left
+unchanged (its edits are dropped). No YAML here: the I/O module replays the edits.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+
+from krm_fn import config as config_mod
+from krm_fn.node import plan as plan_mod
+from krm_fn.node.formats import RenderContext, render
+from krm_fn.pod import DELETE, Edits, build_views
+from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
+from krm_fn.rules import RULES, PoolInfo, RuleContext
+from krm_fn.workloads import get_path, locations
+
+SKIP_ANNOTATION = "krm-fn.dev/skip"
+POOL_ANNOTATION = "krm-fn.dev/node-pool"
+LOCAL_CONFIG = "config.kubernetes.io/local-config"
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+# Annotations the orchestrators own; ignored when comparing an emitted object with the copy
+# of it that kpt feeds back in on the next render.
+_ORCHESTRATOR_PREFIXES = ("config.kubernetes.io/path", "config.kubernetes.io/index",
+                          "internal.config.kubernetes.io/", "config.k8s.io/id",
+                          "kustomize.config.k8s.io/")
+
+
+@dataclass
+class Output:
+    """`ops[i]`: edits for input item i as (path, value) pairs; `emitted`: new objects
+    (plain dicts) to append; `results`: every Result, in order."""
+
+    ops: dict = field(default_factory=dict)
+    emitted: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+
+    @property
+    def has_errors(self) -> bool:
+        return any(r.severity == ERROR for r in self.results)
+
+
+def ref_of(obj: dict) -> Ref:
+    """Ref of a plain object (missing fields become "")."""
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return Ref(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""),
+               str(md.get("name") or ""), str(md.get("namespace") or ""))
+
+
+def _annotations(obj: object, path: tuple = ("metadata",)) -> dict:
+    a = get_path(obj, path + ("annotations",))
+    return a if isinstance(a, dict) else {}
+
+
+def _is_local(obj: dict) -> bool:
+    v = _annotations(obj).get(LOCAL_CONFIG)
+    return v is not None and str(v) != "false"
+
+
+def _selected(obj: dict, sel: SimpleNamespace) -> bool:
+    md = obj.get("metadata") or {}
+    if sel.kinds and obj.get("kind") not in sel.kinds:
+        return False
+    if sel.names and md.get("name") not in sel.names:
+        return False
+    if sel.namespaces:
+        ns = md.get("namespace") or "default"
+        if ns not in sel.namespaces and not (ns == "default" and "" in sel.namespaces):
+            return False
+    if sel.matchLabels:
+        labels = md.get("labels") if isinstance(md.get("labels"), dict) else {}
+        if any(str(labels.get(k)) != v for k, v in sel.matchLabels.items()):
+            return False
+    return True
+
+
+def _pinned(pod, cfg) -> frozenset:
+    names = [c.name for c in pod.containers]
+    chosen = [n for n in cfg.workloads.pinnedContainers if n in names]
+    if chosen:
+        return frozenset(chosen)
+    default = pod.annotations.get(DEFAULT_CONTAINER)
+    if default in names:
+        return frozenset([default])
+    if pod.at.model_container and pod.at.model_container in names:
+        return frozenset([pod.at.model_container])
+    apps = [c.name for c in pod.containers if c.role == "app"]
+    return frozenset(apps[:1])
+
+
+def _pool_for(obj: dict, cfg, ref: Ref, results: list):
+    """(index, pool namespace) for the workload, or (None, None) with an error result."""
+    pools = cfg.nodePools
+    if not pools:
+        return None, None
+    wanted = _annotations(obj).get(POOL_ANNOTATION)
+    for at in locations(obj):
+        wanted = wanted or _annotations(obj, at.meta).get(POOL_ANNOTATION)
+    if wanted is not None:
+        for i, p in enumerate(pools):
+            if p.name == wanted:
+                return i, p
+        results.append(Result(f"annotation {POOL_ANNOTATION}={wanted!r} names no node pool "
+                              f"(pools: {', '.join(p.name for p in pools)})", ERROR, ref,
+                              f"metadata.annotations['{POOL_ANNOTATION}']"))
+        return None, None
+    for at in locations(obj):
+        ns = get_path(obj, at.spec + ("nodeSelector",))
+        if isinstance(ns, dict):
+            for i, p in enumerate(pools):
+                if p.nodeSelector and all(str(ns.get(k)) == v for k, v in p.nodeSelector.items()):
+                    return i, p
+    return 0, pools[0]
+
+
+def _tune(obj: dict, cfg, ref: Ref):
+    """Run the rules on a copy of `obj`; returns (ops, results, pool index or None)."""
+    results: list[Result] = []
+    pool_index, pool = _pool_for(obj, cfg, ref, results)
+    if results:
+        return [], results, None
+    info = PoolInfo.from_config(pool) if pool is not None else None
+    work = copy.deepcopy(obj)
+    edits = Edits(work)
+    found = False
+    for at in locations(obj):
+        try:
+            pod = build_views(work, at, ref, edits, results)
+        except ValueError as e:
+            results.append(Result(str(e), ERROR, ref))
+            continue
+        if pod is None:
+            continue
+        found = True
+        ctx = RuleContext(cfg, info, _pinned(pod, cfg))
+        for rule in RULES:
+            rule.apply(pod, ctx)
+    if any(r.severity == ERROR for r in results):
+        results.append(Result("left unchanged because of the errors above", ERROR, ref))
+        return [], results, None
+    return edits.ops, results, (pool_index if found else None)
+
+
+def _plainify(v):
+    """Scalars as the I/O layer reads them back (strings; None stays None)."""
+    if isinstance(v, dict):
+        return {str(k): _plainify(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plainify(x) for x in v]
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return None
+    return str(v)
+
+
+def _strip_orchestrator(obj: dict) -> dict:
+    obj = copy.deepcopy(obj)
+    ann = _annotations(obj)
+    for k in list(ann):
+        if k.startswith(_ORCHESTRATOR_PREFIXES):
+            del ann[k]
+    if isinstance(obj.get("metadata"), dict) and "annotations" in obj["metadata"] and not ann:
+        del obj["metadata"]["annotations"]
+    return obj
+
+
+def _update_ops(old: dict, new: dict) -> list:
+    """Edits that turn a previously emitted object `old` (read back) into `new`, keeping
+    the orchestrator annotations kpt put on it. [] when nothing changed."""
+    if _strip_orchestrator(old) == _plainify(_strip_orchestrator(new)):
+        return []
+    ops = []
+    for key in list(new) + [k for k in old if k not in new]:
+        if key == "metadata":
+            for mkey in ("labels", "annotations"):
+                nv = (new.get("metadata") or {}).get(mkey)
+                if mkey == "annotations":
+                    keep = {k: v for k, v in _annotations(old).items()
+                            if k.startswith(_ORCHESTRATOR_PREFIXES)}
+                    nv = {**(nv or {}), **keep} or None
+                ov = (old.get("metadata") or {}).get(mkey)
+                if _plainify(nv) != ov:
+                    ops.append((("metadata", mkey), DELETE if nv is None else nv))
+            continue
+        if key not in new:
+            ops.append(((key,), DELETE))
+        elif _plainify(new[key]) != old.get(key):
+            ops.append(((key,), new[key]))
+    return ops
+
+
+def transform(items: list, function_config: dict | None, set_path: bool = False) -> Output:
+    """Tune `items` (plain dicts as read from YAML, scalars as strings) per
+    `function_config` (plain typed dict, or None for defaults).
+
+    `set_path`: the orchestrator is kpt (items carry path annotations), so emitted objects
+    get their own `internal.config.kubernetes.io/path`. Never raises for bad input: every
+    problem is an error Result.
+    """
+    out = Output()
+    fc_ref = ref_of(function_config) if isinstance(function_config, dict) else None
+    try:
+        cfg = config_mod.load(function_config)
+    except config_mod.ConfigError as e:
+        out.results.append(Result(f"invalid function config: {e.message}", ERROR, fc_ref,
+                                  e.path or None))
+        return out
+    placed: dict[int, int] = {}
+    seen_ids: dict[tuple, int] = {}
+    for i, obj in enumerate(items):
+        if not isinstance(obj, dict):
+            out.results.append(Result(f"item {i} is not a mapping (found "
+                                      f"{type(obj).__name__}); every item must be a KRM "
+                                      f"object", ERROR, None, f"items[{i}]"))
+            continue
+        ref = ref_of(obj)
+        missing = [f for f, v in (("apiVersion", ref.api_version), ("kind", ref.kind),
+                                  ("metadata.name", ref.name)) if not v]
+        if missing:
+            out.results.append(Result(f"item {i} has no {', '.join(missing)}; every item must "
+                                      f"be a KRM object", ERROR, ref if ref.kind else None,
+                                      f"items[{i}]." + missing[0]))
+            continue
+        key = (ref.api_version.split("/")[0] if "/" in ref.api_version else "", ref.kind,
+               ref.namespace, ref.name)
+        if key in seen_ids:
+            out.results.append(Result(f"duplicate item: items {seen_ids[key]} and {i} are "
+                                      f"both {ref}", ERROR, ref, f"items[{i}]"))
+            continue
+        seen_ids[key] = i
+        if (_is_local(obj) or ref.api_version.startswith("kpt.dev/") or ref.kind == "Kptfile"
+                or (fc_ref is not None and ref == fc_ref)):
+            continue
+        if not locations(obj) or not _selected(obj, cfg.selector):
+            continue
+        if str(_annotations(obj).get(SKIP_ANNOTATION, "")).lower() == "true":
+            out.results.append(Result(f"skipped: annotation {SKIP_ANNOTATION} is \"true\"",
+                                      INFO, ref))
+            continue
+        ops, results, pool_index = _tune(obj, cfg, ref)
+        out.results.extend(results)
+        if ops:
+            out.ops[i] = ops
+        if pool_index is not None:
+            placed[pool_index] = placed.get(pool_index, 0) + 1
+    if not placed and not out.has_errors:
+        out.results.append(Result("no workload was selected: nothing tuned and no kubelet "
+                                  "config emitted (check spec.selector)", WARNING, fc_ref))
+    ctx = RenderContext(cfg.output.namespace, set_path)
+    by_id = {(ref_of(o).api_version, ref_of(o).kind, ref_of(o).namespace, ref_of(o).name): i
+             for i, o in enumerate(items) if isinstance(o, dict)}
+    for pool_index in sorted(placed):
+        pool = cfg.nodePools[pool_index]
+        plan, presults = plan_mod.build(pool, cfg.kubernetesVersion, fc_ref, pool_index)
+        out.results.extend(presults)
+        if any(r.severity == ERROR for r in presults):
+            continue
+        for fmt in cfg.output.formats:
+            for obj in render(fmt, plan, ctx):
+                r = ref_of(obj)
+                existing = by_id.get((r.api_version, r.kind, r.namespace, r.name))
+                if existing is None:
+                    out.emitted.append(obj)
+                    out.results.append(Result(f"node pool {pool.name!r}: emitted {fmt} "
+                                              f"({placed[pool_index]} workload(s) placed)",
+                                              INFO, r))
+                else:
+                    ops = _update_ops(items[existing], obj)
+                    if ops:
+                        out.ops.setdefault(existing, []).extend(ops)
+                        out.results.append(Result(f"node pool {pool.name!r}: updated {fmt}",
+                                                  INFO, r))
+    return out

@@ -1,0 +1,163 @@
+"""PodView and ContainerView: one normalised view of a pod spec, whatever the workload kind.
+
+Rules see only these views (kube-score style: kinds are normalised away before checks).
+Every write goes through `Edits.set`, which changes the plain-data copy the rules read and
+records an operation `(path, value)` for the I/O layer to replay on the original YAML, so
+that comments, order and quoting of everything else are kept. `DELETE` as a value removes
+the key.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
+from krm_fn.workloads import PodSpecAt, get_path
+
+DELETE = object()
+
+
+def _show(value: Any) -> str | None:
+    if value is DELETE:
+        return None
+    return value if isinstance(value, str) else json.dumps(value)
+
+
+def path_str(path: tuple) -> str:
+    """(`spec`, `containers`, 0, `env`) -> `spec.containers[0].env`; keys with `.` or `/`
+    are bracketed: `nodeSelector['krm-fn.dev/cpu-pinning']`."""
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif "." in p or "/" in p or not p:
+            out += f"['{p}']"
+        else:
+            out += ("." if out else "") + p
+    return out
+
+
+@dataclass
+class Edits:
+    """Recorded writes on one item's plain data. `ops` is a list of (path tuple, value)."""
+
+    root: dict
+    ops: list = field(default_factory=list)
+
+    def set(self, path: tuple, value: Any) -> None:
+        """Set `path` to `value` in the plain data (creating missing mappings; an int key
+        equal to the list length appends) and record the op."""
+        cur = self.root
+        for i, key in enumerate(path[:-1]):
+            nxt = cur[key] if isinstance(cur, list) else cur.get(key)
+            if not isinstance(nxt, (dict, list)):
+                nxt = [] if isinstance(path[i + 1], int) else {}
+                if isinstance(cur, list):
+                    cur[key] = nxt
+                else:
+                    cur[key] = nxt
+            cur = nxt
+        last = path[-1]
+        if value is DELETE:
+            if isinstance(cur, dict):
+                cur.pop(last, None)
+        elif isinstance(cur, list) and last == len(cur):
+            cur.append(value)
+        else:
+            cur[last] = value
+        self.ops.append((tuple(path), value))
+
+
+@dataclass
+class ContainerView:
+    """One container. `role` is `app` (containers[] or a KServe framework key), `init`
+    (a run-to-completion init container) or `sidecar` (an init container with
+    `restartPolicy: Always`, KEP-753). `path` is the container's path from the object root."""
+
+    name: str
+    role: str
+    path: tuple
+    data: dict
+
+    def get(self, *keys: str) -> Any:
+        return get_path(self.data, keys)
+
+
+@dataclass
+class PodView:
+    """One pod spec of a workload: containers, volumes, nodeSelector and annotations,
+    with helpers that write through `Edits` and collect results."""
+
+    ref: Ref
+    at: PodSpecAt
+    spec: dict
+    meta: dict | None
+    containers: list[ContainerView]
+    edits: Edits
+    results: list[Result]
+
+    @property
+    def annotations(self) -> dict:
+        a = self.meta.get("annotations") if isinstance(self.meta, dict) else None
+        return a if isinstance(a, dict) else {}
+
+    def spec_path(self, *rest) -> tuple:
+        return self.at.spec + tuple(rest)
+
+    def set(self, path: tuple, value: Any, message: str, current: Any = None,
+            severity: str = INFO) -> None:
+        """Write `value` at `path` (from the object root) and add a result (info unless
+        the change deserves a warning)."""
+        self.edits.set(path, value)
+        self.results.append(Result(message, severity, self.ref, path_str(path),
+                                   None if current is None else str(current),
+                                   _show(value)))
+
+    def warn(self, path: tuple | None, message: str) -> None:
+        self.results.append(Result(message, WARNING, self.ref,
+                                   path_str(path) if path else None))
+
+    def error(self, path: tuple | None, message: str) -> None:
+        self.results.append(Result(message, ERROR, self.ref, path_str(path) if path else None))
+
+
+def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
+                results: list[Result]) -> PodView | None:
+    """The PodView for one registered location of `obj`, or None when the object does not
+    carry a pod spec there. Raises ValueError naming the field when a container list or a
+    container is not of the right shape."""
+    spec = get_path(obj, at.spec)
+    if spec is None:
+        return None
+    if not isinstance(spec, dict):
+        raise ValueError(f"{path_str(at.spec)} must be a mapping")
+    meta = get_path(obj, at.meta)
+    containers: list[ContainerView] = []
+    for list_key in ("containers", "initContainers"):
+        lst = spec.get(list_key)
+        if lst is None:
+            continue
+        if not isinstance(lst, list):
+            raise ValueError(f"{path_str(at.spec + (list_key,))} must be a list")
+        for i, c in enumerate(lst):
+            p = at.spec + (list_key, i)
+            if not isinstance(c, dict):
+                raise ValueError(f"{path_str(p)} must be a mapping (a container)")
+            name = c.get("name")
+            role = "app"
+            if list_key == "initContainers":
+                role = "sidecar" if c.get("restartPolicy") == "Always" else "init"
+            containers.append(ContainerView(str(name) if name is not None else f"#{i}",
+                                            role, p, c))
+    for key in at.container_keys:
+        c = spec.get(key)
+        if c is None:
+            continue
+        p = at.spec + (key,)
+        if not isinstance(c, dict):
+            raise ValueError(f"{path_str(p)} must be a mapping (a container)")
+        name = c.get("name") or at.model_container or key
+        containers.insert(0, ContainerView(str(name), "app", p, c))
+    return PodView(ref, at, spec, meta if isinstance(meta, dict) else None, containers,
+                   edits, results)

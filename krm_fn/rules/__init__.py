@@ -1,0 +1,48 @@
+"""Workload rules, one module each, applied in order to every PodView.
+
+Each module's docstring is its user documentation; each exposes
+`apply(pod: PodView, ctx: RuleContext) -> None`, writing through `pod.set` and reporting
+through `pod.warn` / `pod.error`. Order (DESIGN.md): resources -> threads -> cgroup v2 ->
+node placement (sidecar-injector annotations come with issue #3).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import SimpleNamespace
+
+from krm_fn.rules import cgroup, placement, resources, threads
+
+
+@dataclass(frozen=True)
+class PoolInfo:
+    """What the rules need to know of the node pool a workload is placed in.
+
+    `threads_per_core`: SMT siblings per core; `full_pcpus_only`: the static policy option
+    `full-pcpus-only` is "true" (exclusive CPU counts must be multiples of threads_per_core,
+    else the kubelet fails the pod with SMTAlignmentError, kubelet.md §10.3).
+    """
+
+    name: str
+    node_selector: dict
+    threads_per_core: int
+    full_pcpus_only: bool
+
+    @classmethod
+    def from_config(cls, pool: SimpleNamespace) -> "PoolInfo":
+        opts = pool.kubelet.cpuManagerPolicyOptions
+        return cls(pool.name, dict(pool.nodeSelector), pool.topology.threadsPerCore,
+                   opts.get("full-pcpus-only") == "true")
+
+
+@dataclass(frozen=True)
+class RuleContext:
+    """Config and placement for one pod: `cfg` is the loaded config (config.load),
+    `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
+    containers to pin in this pod."""
+
+    cfg: SimpleNamespace
+    pool: PoolInfo | None
+    pinned: frozenset
+
+
+RULES = (resources, threads, cgroup, placement)
