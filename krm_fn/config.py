@@ -125,7 +125,9 @@ SCHEMA = (
     )),
     Field("workloads", "object", None, "How pod specs are rewritten.", fields=(
         Field("cpuRounding", "choice", "up", "Fractional CPU on a pinned container: round `up`, "
-              "round `down` (minimum 1), or `error`.", choices=("up", "down", "error")),
+              "round `down` (minimum 1), `keep` it (not pinned; thread vars get the value "
+              "rounded down), or `error` (also for SMT rounding).",
+              choices=("up", "down", "keep", "error")),
         Field("pinnedContainers", "list", [], "Names of the containers to pin. Default: the "
               "`kubectl.kubernetes.io/default-container` annotation, else the KServe model "
               "container, else the first entry of `containers`."),

@@ -15,6 +15,8 @@ What the rule does, per container:
   else the first container): cpu becomes the larger of request and limit, rounded per
   `cpuRounding` (warning with old and new value), then up to a multiple of the node pool's
   threads-per-core when `full-pcpus-only` is on (warning; else SMTAlignmentError).
+  `cpuRounding: keep` leaves a fractional value as it is (the container then runs in
+  the shared pool and its thread vars get the value rounded down, at least 1).
   Memory becomes the larger of request and limit, in the unit the user wrote. A pinned
   container with no cpu or no memory takes `defaultCpus` / `defaultMemory` (warning) or
   is an error.
@@ -101,6 +103,13 @@ def _smt(pod: PodView, c: ContainerView, n: int, ctx, why: str) -> int:
     if n % t == 0:
         return n
     m = math.ceil(n / t) * t
+    if ctx.cfg.workloads.cpuRounding == "error":
+        pod.error(c.path + ("resources", "limits", "cpu"),
+                  f"container {c.name!r}: cpu {n} is not a multiple of {t}: node pool "
+                  f"{pool.name!r} uses full-pcpus-only with {t} threads per core, so the "
+                  f"kubelet would fail the pod with SMTAlignmentError; set {m} "
+                  f"(spec.workloads.cpuRounding is error)")
+        return n
     pod.warn(c.path + ("resources", "limits", "cpu"),
              f"container {c.name!r}: cpu {n} raised to {m}: node pool {pool.name!r} uses "
              f"full-pcpus-only with {t} threads per core, so {why} must be a multiple of {t} "
@@ -161,6 +170,11 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
         if value.denominator != 1:
             mode = cfg.workloads.cpuRounding
             old = quantity.format_cpu(value)
+            if mode == "keep":
+                pod.warn(c.path + ("resources", "limits", "cpu"),
+                         f"container {c.name!r} asks for {old} CPUs and is not pinned "
+                         f"(spec.workloads.cpuRounding is keep): it runs in the shared pool")
+                return old, value, _GUARANTEED
             if mode == "error":
                 pod.error(c.path + ("resources", "limits", "cpu"),
                           f"container {c.name!r} is pinned but asks for {old} CPUs; the "
@@ -195,8 +209,22 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
     return quantity.format_cpu(value), value, _GUARANTEED
 
 
+def _sidecar_version(pod: PodView, ctx) -> None:
+    version = ctx.cfg.kubernetesVersion
+    for c in pod.containers:
+        if c.role != "sidecar" or version >= (1, 29):
+            continue
+        pod.warn(c.path + ("restartPolicy",),
+                 f"init container {c.name!r} is a native sidecar (restartPolicy: Always); "
+                 f"before Kubernetes 1.29 the static CPU Manager let it share its exclusive "
+                 f"CPUs with app containers (kubernetes/kubernetes#119442, fixed by PR "
+                 f"#119447 and, for memory, PR #120715), and before 1.28 the kubelet does "
+                 f"not know native sidecars at all: upgrade the nodes to pin it")
+
+
 def apply(pod: PodView, ctx) -> None:
     """Make every container of `pod` Guaranteed; see the module docstring."""
+    _sidecar_version(pod, ctx)
     order = [c for c in pod.containers if c.role == "app"] + \
             [c for c in pod.containers if c.role != "app"]
     largest_app: int | None = None

@@ -9,6 +9,8 @@ containers, and any app or sidecar container that asks for whole CPUs, which the
 pins too — gets each variable of `spec.workloads.threads.env` set to
 `CPUs - threads.reservedCpus` (at least 1), as a quoted string.
 
+- A pinned container kept fractional (`cpuRounding: keep`) gets the value rounded down,
+  at least 1: never a `resourceFieldRef`, which rounds up (1500m -> 2).
 - A value already there that is lower is kept (`existing: keep-lower`); a higher one is
   replaced with a warning; `existing: replace` always writes the count.
 - A value that is not a whole number, or comes from `valueFrom`, is left alone with a
@@ -22,7 +24,10 @@ from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import INFO, WARNING
 
 
-def _cpus(c: ContainerView) -> int | None:
+def _cpus(c: ContainerView, pinned: bool) -> int | None:
+    """Whole CPUs of the container; for a pinned container kept fractional
+    (cpuRounding: keep) the value rounded down, at least 1 (a resourceFieldRef would round
+    up and oversubscribe: kubelet.md §12)."""
     raw = c.get("resources", "limits", "cpu")
     if raw is None:
         return None
@@ -30,11 +35,15 @@ def _cpus(c: ContainerView) -> int | None:
         q = quantity.parse_cpu(raw)
     except quantity.QuantityError:
         return None
-    return int(q.value) if q.is_integer and q.value > 0 else None
+    if q.value <= 0:
+        return None
+    if q.is_integer:
+        return int(q.value)
+    return max(1, int(q.value)) if pinned else None
 
 
-def _container(pod: PodView, c: ContainerView, cfg) -> None:
-    cpus = _cpus(c)
+def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
+    cpus = _cpus(c, pinned)
     if cpus is None:
         return
     threads = cfg.workloads.threads
@@ -94,4 +103,4 @@ def _container(pod: PodView, c: ContainerView, cfg) -> None:
 def apply(pod: PodView, ctx) -> None:
     """Set thread env vars on every container with whole CPUs; see the module docstring."""
     for c in pod.containers:
-        _container(pod, c, ctx.cfg)
+        _container(pod, c, ctx.cfg, c.name in ctx.pinned and c.role == "app")

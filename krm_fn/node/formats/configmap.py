@@ -1,0 +1,58 @@
+"""Format `configmap` (default): one v1 ConfigMap per node pool.
+
+`data.kubelet-config.yaml` is the pool's full KubeletConfiguration (apiVersion/kind
+included), usable as a kubelet `--config-dir` drop-in (KEP-3983; the file must be named
+`*.conf` there) and as a kubeadm `kubeletconfiguration` patch (kubelet.md §14).
+`data.rollout.txt` names the pool and its nodeSelector, then the numbered rollout steps
+(kubelet.md §3, cases.md C05). A ConfigMap applies cleanly to any cluster, so GitOps tools
+carry it; the kubelet does not read it, a human or node tooling does.
+"""
+from __future__ import annotations
+
+from krm_fn import yamlout
+
+DATA_CONFIG_KEY = "kubelet-config.yaml"
+DATA_ROLLOUT_KEY = "rollout.txt"
+
+
+def name_of(plan) -> str:
+    """metadata.name of the pool's ConfigMap: `kubelet-config-<pool>`."""
+    return f"kubelet-config-{plan.pool}"
+
+
+def path_of(plan) -> str:
+    """File the object goes to under kpt: `node/kubelet-<pool>.yaml`."""
+    return f"node/kubelet-{plan.pool}.yaml"
+
+
+def rollout_text(plan) -> str:
+    """The rollout note: a line naming the pool and its nodeSelector, then one numbered
+    step per line (`1. Cordon the node...`), newline-terminated."""
+    sel = ", ".join(f"{k}={v}" for k, v in plan.node_selector.items())
+    head = (f"Node pool {plan.pool} (nodeSelector {sel})" if sel
+            else f"Node pool {plan.pool} (no nodeSelector)")
+    lines = [head + ": apply on each node, one node at a time:"]
+    lines += [f"{i}. {step}" for i, step in enumerate(plan.rollout, 1)]
+    return "\n".join(lines) + "\n"
+
+
+def render(plan, ctx) -> list[dict]:
+    """[ConfigMap] for `plan` (NodePlan) in `ctx.namespace` (RenderContext)."""
+    from krm_fn.node.formats import MANAGED_BY_LABEL, PATH_ANNOTATION, POOL_LABEL
+
+    metadata: dict = {
+        "name": name_of(plan),
+        "namespace": str(ctx.namespace),
+        "labels": {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(plan.pool)},
+    }
+    if ctx.set_path:
+        metadata["annotations"] = {PATH_ANNOTATION: path_of(plan)}
+    return [{
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": metadata,
+        "data": {
+            DATA_CONFIG_KEY: yamlout.to_yaml(plan.kubelet),
+            DATA_ROLLOUT_KEY: rollout_text(plan),
+        },
+    }]

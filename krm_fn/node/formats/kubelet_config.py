@@ -1,0 +1,38 @@
+"""Format `kubelet-config`: the bare KubeletConfiguration of each pool, as a local-config
+object for kpt packages.
+
+kpt requires `metadata.name` on every item and writes new items to the file named by
+`internal.config.kubernetes.io/path` (krm.md §4); `config.kubernetes.io/local-config: "true"`
+keeps it client-side, and kustomize drops local-config objects from build output (krm.md §3),
+so a bare KubeletConfiguration never reaches `kubectl apply`.
+"""
+from __future__ import annotations
+
+
+def name_of(plan) -> str:
+    """metadata.name: `kubelet-config-<pool>`."""
+    return f"kubelet-config-{plan.pool}"
+
+
+def path_of(plan) -> str:
+    """File the object goes to under kpt: `node/kubelet-config-<pool>.yaml`."""
+    return f"node/kubelet-config-{plan.pool}.yaml"
+
+
+def render(plan, ctx) -> list[dict]:
+    """[KubeletConfiguration]: apiVersion, kind, metadata {name, annotations {local-config
+    "true", path when ctx.set_path}}, then the plan's kubelet fields in order."""
+    from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION, PATH_ANNOTATION
+
+    annotations = {LOCAL_CONFIG_ANNOTATION: "true"}
+    if ctx.set_path:
+        annotations[PATH_ANNOTATION] = path_of(plan)
+    obj: dict = {
+        "apiVersion": plan.kubelet["apiVersion"],
+        "kind": plan.kubelet["kind"],
+        "metadata": {"name": name_of(plan), "annotations": annotations},
+    }
+    for key, value in plan.kubelet.items():
+        if key not in obj:
+            obj[key] = value
+    return [obj]

@@ -1,0 +1,111 @@
+"""Static CPU Manager policy options (`cpuManagerPolicyOptions`) as data, and their check.
+
+Source: kubelet.md §3 (KEPs 2625, 2902, 3327, 4176, 4540, 4800; kubelet
+pkg/kubelet/cm/cpumanager/policy_options.go). The kubelet checks every key it is given
+against the alpha/beta/stable sets of its version *before* parsing the value, so an alpha
+option needs the `CPUManagerPolicyAlphaOptions` gate even when set to "false"; beta options
+need `CPUManagerPolicyBetaOptions`, which is on by default in every version covered and is
+never written; stable options skip the gate check. Incompatible combinations are checked on
+the parsed values, so only options set to "true" take part in them.
+"""
+from __future__ import annotations
+
+ALPHA, BETA, GA = "alpha", "beta", "ga"
+
+# Kubernetes minor versions the maturity table covers (kubelet.md §3).
+VERSIONS: tuple[tuple[int, int], ...] = ((1, 31), (1, 32), (1, 33), (1, 34), (1, 35), (1, 36))
+
+ALPHA_GATE = "CPUManagerPolicyAlphaOptions"
+
+# option -> (source, maturity per VERSIONS entry; None = the option does not exist yet).
+CPU_OPTIONS: dict[str, tuple[str, tuple[str | None, ...]]] = {
+    "full-pcpus-only": ("KEP-2625", (BETA, BETA, GA, GA, GA, GA)),
+    "distribute-cpus-across-numa": ("KEP-2902", (ALPHA, ALPHA, BETA, BETA, BETA, BETA)),
+    "align-by-socket": ("KEP-3327", (ALPHA, ALPHA, ALPHA, ALPHA, ALPHA, ALPHA)),
+    "distribute-cpus-across-cores": ("KEP-4176", (ALPHA, ALPHA, ALPHA, ALPHA, ALPHA, ALPHA)),
+    "strict-cpu-reservation": ("KEP-4540", (None, ALPHA, BETA, BETA, GA, GA)),
+    "prefer-align-cpus-by-uncorecache": ("KEP-4800", (None, ALPHA, ALPHA, BETA, BETA, GA)),
+}
+
+# Pairs of options that stop the kubelet at start-up when both are "true" (kubelet.md §3).
+FORBIDDEN_PAIRS: tuple[tuple[str, str], ...] = (
+    ("full-pcpus-only", "distribute-cpus-across-cores"),
+    ("distribute-cpus-across-numa", "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-cores"),
+    ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-numa"),
+)
+
+# option -> topologyManagerPolicy values it cannot be combined with (kubelet.md §3).
+FORBIDDEN_WITH_TOPOLOGY_POLICY: dict[str, tuple[str, ...]] = {
+    "align-by-socket": ("single-numa-node",),
+}
+
+
+def version_str(version: tuple[int, int]) -> str:
+    """(1, 34) -> "1.34"."""
+    return f"{version[0]}.{version[1]}"
+
+
+def maturity(option: str, version: tuple[int, int]) -> str | None:
+    """Maturity of `option` on Kubernetes `version` (major, minor): "alpha", "beta", "ga",
+    or None when the option does not exist there. Raises KeyError for an option not in
+    CPU_OPTIONS and ValueError for a version outside VERSIONS."""
+    if tuple(version) not in VERSIONS:
+        known = f"{version_str(VERSIONS[0])}-{version_str(VERSIONS[-1])}"
+        raise ValueError(f"no CPU Manager option data for Kubernetes {version_str(version)} "
+                         f"(known: {known})")
+    return CPU_OPTIONS[option][1][VERSIONS.index(tuple(version))]
+
+
+def check_cpu_options(options: dict[str, str], version: tuple[int, int],
+                      topology_policy: str) -> tuple[dict[str, bool], list[str]]:
+    """Check `cpuManagerPolicyOptions` for a static-policy kubelet of `version`.
+
+    `options` maps option name -> "true"/"false"; `version` is (major, minor);
+    `topology_policy` is the `topologyManagerPolicy` value. Returns `(gates, problems)`:
+    `gates` is the `featureGates` map to emit (`{"CPUManagerPolicyAlphaOptions": True}` when
+    any listed option is alpha on `version`, else empty; beta/GA gates are never written,
+    kubelet.md §2 emit rule); `problems` are error messages, one per problem: an unknown
+    option, an option that does not exist on `version`, a value that is not "true"/"false",
+    a forbidden pair of options set to "true", or an option set to "true" with a forbidden
+    topology policy. A version outside 1.31-1.36 with any option given is one problem (no
+    data to check against). Never raises for bad input.
+    """
+    gates: dict[str, bool] = {}
+    problems: list[str] = []
+    vs = version_str(version)
+    known_version = tuple(version) in VERSIONS
+    if options and not known_version:
+        known = f"{version_str(VERSIONS[0])}-{version_str(VERSIONS[-1])}"
+        problems.append(f"cannot check cpuManagerPolicyOptions for Kubernetes {vs}: krm-fn "
+                        f"knows option maturity for {known} only; set kubernetesVersion to "
+                        f"one of those or remove the options")
+    for name, value in options.items():
+        if value not in ("true", "false"):
+            problems.append(f"cpuManagerPolicyOptions.{name} must be \"true\" or \"false\", "
+                            f"found {value!r}")
+        if name not in CPU_OPTIONS:
+            problems.append(f"unknown CPU Manager policy option {name!r} (known: "
+                            f"{', '.join(CPU_OPTIONS)}); the kubelet refuses to start")
+            continue
+        if not known_version:
+            continue
+        m = maturity(name, version)
+        if m is None:
+            first = next(v for v in VERSIONS if maturity(name, v) is not None)
+            problems.append(f"CPU Manager policy option {name!r} does not exist in Kubernetes "
+                            f"{vs} (added in {version_str(first)}, {CPU_OPTIONS[name][0]}); the "
+                            f"kubelet refuses to start with it")
+        elif m == ALPHA:
+            gates[ALPHA_GATE] = True
+    on = {k for k, v in options.items() if v == "true"}
+    for a, b in FORBIDDEN_PAIRS:
+        if a in on and b in on:
+            problems.append(f"CPU Manager policy options {a!r} and {b!r} cannot both be "
+                            f"\"true\": the kubelet refuses to start; remove one of them")
+    for name, policies in FORBIDDEN_WITH_TOPOLOGY_POLICY.items():
+        if name in on and topology_policy in policies:
+            problems.append(f"CPU Manager policy option {name!r} cannot be used with "
+                            f"topologyManagerPolicy {topology_policy!r}: the kubelet refuses "
+                            f"to start; remove the option or choose another policy")
+    return gates, problems

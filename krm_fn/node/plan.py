@@ -1,0 +1,279 @@
+"""The node plan: per node pool, the KubeletConfiguration the pool's kubelets need.
+
+`build(pool, version, ref)` turns one `spec.nodePools[i]` config entry into a `NodePlan`
+(pure data, no YAML) plus the results explaining what was changed, dropped or refused.
+Every rule cites kubelet.md (/work/shared/reference/kubelet.md) by section.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from krm_fn import quantity
+from krm_fn.node import options as cpu_options
+from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
+from krm_fn.results import ERROR, WARNING, Ref, Result
+
+KUBELET_API_VERSION = "kubelet.config.k8s.io/v1beta1"
+KUBELET_KIND = "KubeletConfiguration"
+
+# The kubelet's evictionHard defaults; setting any signal zeroes the unspecified ones
+# (kubelet.md §1, types.go), so krm-fn always writes all four under the user's values.
+EVICTION_HARD_DEFAULTS: dict[str, str] = {
+    "memory.available": "100Mi",
+    "nodefs.available": "10%",
+    "nodefs.inodesFree": "5%",
+    "imagefs.available": "15%",
+}
+
+# failCgroupV1 exists from 1.31 (kubelet.md §1); an older kubelet rejects the field.
+FAIL_CGROUP_V1_SINCE = (1, 31)
+
+# Fields that make `reservedSystemCPUs` a kubelet validation error (kubelet.md §1, §6).
+RESERVED_CGROUP_FIELDS = ("systemReservedCgroup", "kubeReservedCgroup")
+
+# Changing the CPU/memory manager policy or the reserved set on a node whose checkpoint was
+# written under other settings makes the kubelet crash-loop (kubelet.md §3 last bullet,
+# cases.md C05). Node-by-node procedure, as short imperative steps.
+ROLLOUT_STEPS: tuple[str, ...] = (
+    "Cordon the node: kubectl cordon <node>",
+    "Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data",
+    "Stop the kubelet",
+    "Delete /var/lib/kubelet/cpu_manager_state",
+    "Delete /var/lib/kubelet/memory_manager_state when memoryManagerPolicy changes",
+    "Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir "
+    "drop-in directory, or as a kubeadm kubeletconfiguration patch)",
+    "Start the kubelet",
+    "Uncordon the node: kubectl uncordon <node>",
+)
+
+
+@dataclass
+class NodePlan:
+    """Desired kubelet state of one node pool.
+
+    `pool`: pool name; `node_selector`: the pool's node labels (str -> str); `topology`:
+    the nodes' CPU topology; `reserved_cpus`: sorted logical CPU ids of `reservedSystemCPUs`
+    (empty when the configured set is invalid); `exclusive_cpus`: logical CPUs not reserved
+    (capacity left for pods' exclusive CPUs; kubelet.md §6 allocatable = capacity −
+    count(reservedSystemCPUs)); `kubelet`: the KubeletConfiguration as a plain,
+    insertion-ordered dict (str/int/bool/list/dict only); `rollout`: imperative steps to
+    apply it on a node.
+    """
+
+    pool: str
+    node_selector: dict
+    topology: Topology
+    reserved_cpus: list[int]
+    exclusive_cpus: int
+    kubelet: dict
+    rollout: list[str] = field(default_factory=lambda: list(ROLLOUT_STEPS))
+
+
+class _Unplain(ValueError):
+    pass
+
+
+def _plain(v: Any) -> Any:
+    """Deep copy of YAML-read data as plain dict/list/str/int/float/bool/None (ruamel's
+    CommentedMap, ScalarString, ScalarBoolean, ... become their plain counterparts)."""
+    if v is None:
+        return None
+    if isinstance(v, bool) or type(v).__name__ == "ScalarBoolean":
+        return bool(v)
+    if isinstance(v, dict):
+        return {str(k): _plain(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_plain(x) for x in v]
+    if isinstance(v, str):
+        return str(v)
+    if isinstance(v, int):
+        return int(v)
+    if isinstance(v, float):
+        return float(v)
+    raise _Unplain(f"unsupported value of type {type(v).__name__}: {v!r}")
+
+
+def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
+          ) -> tuple[NodePlan, list[Result]]:
+    """Build the NodePlan of one node pool.
+
+    `pool`: a `spec.nodePools[i]` namespace from krm_fn.config.load (see POOL_FIELDS);
+    `version`: target Kubernetes (major, minor); `ref`: the functionConfig's Ref, used as
+    the resourceRef of every result; `index`: i, for result paths such as
+    `spec.nodePools[0].kubelet.kubeReserved.cpu`.
+
+    Returns `(plan, results)`. Problems the kubelet would refuse at start-up are error
+    results (the plan is still returned, holding what was asked); dropped or overridden
+    values are warnings. Raises ValueError only for a topology that krm_fn.config already
+    rejects (counts < 1, cores not divisible by NUMA nodes), and TypeError when `version`
+    is not a (major, minor) tuple of ints.
+    """
+    if not (isinstance(version, tuple) and len(version) == 2
+            and all(isinstance(x, int) and not isinstance(x, bool) for x in version)):
+        raise TypeError(f"version must be a (major, minor) tuple of ints, found {version!r}")
+    p = f"spec.nodePools[{index}]"
+    k = pool.kubelet
+    results: list[Result] = []
+
+    def res(sev: str, path: str, msg: str, current: Any = None, proposed: Any = None):
+        results.append(Result(msg, sev, ref, f"{p}.{path}",
+                              None if current is None else str(current),
+                              None if proposed is None else str(proposed)))
+
+    topo = Topology.from_config(pool.topology)
+    kubelet: dict[str, Any] = {"apiVersion": KUBELET_API_VERSION, "kind": KUBELET_KIND}
+
+    # cpuManagerPolicyOptions: availability per version, forbidden pairs, alpha gate (§3, §2).
+    opts = {str(a): str(b) for a, b in (k.cpuManagerPolicyOptions or {}).items()}
+    gates, problems = cpu_options.check_cpu_options(opts, version, k.topologyManagerPolicy)
+    for msg in problems:
+        res(ERROR, "kubelet.cpuManagerPolicyOptions", msg)
+    if gates:
+        kubelet["featureGates"] = dict(gates)
+    kubelet["cpuManagerPolicy"] = "static"
+    if opts:
+        kubelet["cpuManagerPolicyOptions"] = opts
+    kubelet["cpuManagerReconcilePeriod"] = str(k.cpuManagerReconcilePeriod)
+    kubelet["topologyManagerPolicy"] = str(k.topologyManagerPolicy)
+    kubelet["topologyManagerScope"] = str(k.topologyManagerScope)
+    kubelet["memoryManagerPolicy"] = str(k.memoryManagerPolicy)
+
+    # kubeReserved / systemReserved: cpu is replaced by reservedSystemCPUs (§6).
+    reserved_maps: dict[str, dict[str, str]] = {}
+    for name in ("kubeReserved", "systemReserved"):
+        m = {str(a): str(b) for a, b in (getattr(k, name) or {}).items()}
+        if "cpu" in m:
+            res(WARNING, f"kubelet.{name}.cpu",
+                f"{name}.cpu {m['cpu']!r} dropped: reservedSystemCPUs replaces it (with "
+                f"reservedSystemCPUs set the kubelet deletes kubeReserved.cpu and sets "
+                f"systemReserved.cpu to the number of reserved CPUs); size the CPU "
+                f"reservation with reserved.cores or kubelet.reservedSystemCPUs instead",
+                current=m["cpu"])
+            del m["cpu"]
+        reserved_maps[name] = m
+
+    eviction = dict(EVICTION_HARD_DEFAULTS)
+    eviction.update({str(a): str(b) for a, b in (k.evictionHard or {}).items()})
+
+    # reservedMemory (Static only): Σ limits.memory == kube + system + eviction (§5).
+    if k.memoryManagerPolicy == "Static":
+        total = Fraction(0)
+        ok = True
+        terms = [(f"kubelet.{n}.memory", reserved_maps[n].get("memory"))
+                 for n in ("kubeReserved", "systemReserved")]
+        terms.append(("kubelet.evictionHard.memory.available", eviction["memory.available"]))
+        for path, text in terms:
+            if text is None:
+                continue
+            if text.endswith("%"):
+                res(ERROR, path, f"memoryManagerPolicy Static needs reservedMemory = "
+                    f"kubeReserved.memory + systemReserved.memory + evictionHard"
+                    f"[memory.available], and krm-fn cannot resolve the percentage {text!r} "
+                    f"without the node's capacity; write an absolute quantity such as 100Mi",
+                    current=text)
+                ok = False
+                continue
+            try:
+                total += quantity.parse_memory(text).value
+            except quantity.QuantityError as e:
+                res(ERROR, path, f"not a memory quantity: {e}", current=text)
+                ok = False
+        if ok and total == 0:
+            res(ERROR, "kubelet.memoryManagerPolicy", "memoryManagerPolicy Static needs a "
+                "non-zero reservedMemory, but kubeReserved.memory + systemReserved.memory + "
+                "evictionHard[memory.available] is 0; reserve some memory")
+            ok = False
+        if ok:
+            kubelet["reservedMemory"] = [{"numaNode": 0,
+                                          "limits": {"memory": quantity.format_binary_si(total)}}]
+
+    # reservedSystemCPUs: explicit cpuset, or whole cores chosen from the topology (§6, §13).
+    reserved: list[int] = []
+    if k.reservedSystemCPUs is not None:
+        text = str(k.reservedSystemCPUs)
+        kubelet["reservedSystemCPUs"] = text
+        path = "kubelet.reservedSystemCPUs"
+        try:
+            cpus = parse_cpuset(text)
+        except ValueError as e:
+            res(ERROR, path, f"{e}; the kubelet refuses a reservedSystemCPUs it cannot parse",
+                current=text)
+        else:
+            outside = [c for c in cpus if c >= topo.total_cpus]
+            if not cpus:
+                res(ERROR, path, "reservedSystemCPUs is empty; the static CPU Manager needs a "
+                    "non-zero reservation (set a cpuset such as 0-1 or remove the field to "
+                    "use reserved.cores)", current=text)
+            elif outside:
+                res(ERROR, path, f"CPUs {format_cpuset(outside)} do not exist on this pool's "
+                    f"nodes (CPUs 0-{topo.total_cpus - 1}); the kubelet fails to start",
+                    current=text)
+            elif len(cpus) >= topo.total_cpus:
+                res(ERROR, path, f"reservedSystemCPUs {text!r} covers every CPU of the node; "
+                    f"nothing is left for pods", current=text)
+            else:
+                reserved = cpus
+                chosen = set(cpus)
+                touched = sorted({c.core for c in topo.cpus() if c.cpu in chosen})
+                partial = [core for core in touched
+                           if not set(topo.siblings_of(core)) <= chosen]
+                if partial:
+                    whole = sorted(c for core in touched for c in topo.siblings_of(core))
+                    res(WARNING, path, f"reservedSystemCPUs {text!r} splits physical cores "
+                        f"{', '.join(map(str, partial))} from their SMT siblings; pods cannot "
+                        f"get those cores whole (full-pcpus-only counts the siblings as used); "
+                        f"reserve whole cores, e.g. {format_cpuset(whole)!r}",
+                        current=text, proposed=format_cpuset(whole))
+    else:
+        try:
+            reserved = reserve_cores(topo, pool.reserved.cores,
+                                     bool(pool.reserved.spreadAcrossNuma))
+        except ValueError as e:
+            res(ERROR, "reserved.cores", str(e), current=pool.reserved.cores)
+        else:
+            kubelet["reservedSystemCPUs"] = format_cpuset(reserved)
+
+    for name in ("kubeReserved", "systemReserved"):
+        if reserved_maps[name]:
+            kubelet[name] = reserved_maps[name]
+    kubelet["evictionHard"] = eviction
+    kubelet["podPidsLimit"] = int(k.podPidsLimit)
+    if tuple(version) >= FAIL_CGROUP_V1_SINCE:
+        kubelet["failCgroupV1"] = bool(k.failCgroupV1)
+    else:
+        res(WARNING, "kubelet.failCgroupV1", f"failCgroupV1 dropped: the field exists from "
+            f"Kubernetes 1.31 and kubernetesVersion is {cpu_options.version_str(version)}; "
+            f"make sure the pool's nodes run cgroup v2",
+            current=str(bool(k.failCgroupV1)).lower())
+
+    # extra: merged last; extra wins over what krm-fn set, with a warning.
+    for key, value in (k.extra or {}).items():
+        key = str(key)
+        path = f"kubelet.extra.{key}"
+        try:
+            value = _plain(value)
+        except _Unplain as e:
+            res(ERROR, path, f"{e}; write plain YAML values")
+            continue
+        if key in kubelet:
+            res(WARNING, path, f"extra.{key} overrides the {key} krm-fn set "
+                f"({kubelet[key]!r} -> {value!r})", current=kubelet[key], proposed=value)
+        kubelet[key] = value
+    if kubelet.get("reservedSystemCPUs"):
+        for key in RESERVED_CGROUP_FIELDS:
+            if kubelet.get(key):
+                res(ERROR, f"kubelet.extra.{key}", f"{key} cannot be set together with "
+                    f"reservedSystemCPUs: the kubelet rejects the configuration; remove "
+                    f"{key} (or set it to \"\")", current=kubelet[key])
+    if kubelet.get("cpuManagerPolicy") == "none" and kubelet.get("cpuManagerPolicyOptions"):
+        res(ERROR, "kubelet.extra.cpuManagerPolicy", "cpuManagerPolicy none does not take "
+            "cpuManagerPolicyOptions (the kubelet refuses to start); keep the static policy")
+
+    plan = NodePlan(pool=str(pool.name),
+                    node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},
+                    topology=topo, reserved_cpus=reserved,
+                    exclusive_cpus=topo.total_cpus - len(reserved),
+                    kubelet=kubelet, rollout=list(ROLLOUT_STEPS))
+    return plan, results

@@ -1,0 +1,220 @@
+"""CPU topology of a node pool, reserved-core selection and Linux cpuset list strings.
+
+Numbering (kubelet.md §13 "Reserved selection"; Linux x86 enumeration):
+
+- Physical cores are numbered 0..C-1, C = sockets * cores_per_socket, socket-major: cores
+  0..cores_per_socket-1 are on socket 0, and so on.
+- Each socket holds `numa_per_socket` NUMA nodes of `cores_per_socket // numa_per_socket`
+  consecutive cores; NUMA node id = socket * numa_per_socket + core_in_socket // cores_per_numa.
+- Logical CPU of SMT thread t (0..T-1) on core c:
+  `split` (Linux x86 default, CPU i and i+C are siblings): c + t*C;
+  `adjacent` (siblings 2i and 2i+1 when T == 2): c*T + t.
+
+Cpuset strings are the Linux cpuset "list format" (`0-2,5,32-33`), which is what the
+kubelet's `reservedSystemCPUs` field takes (kubelet.md §1, parsed by k8s.io/utils/cpuset).
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Iterable, NamedTuple
+
+SIBLING_MODES = ("split", "adjacent")
+
+
+class Cpu(NamedTuple):
+    """One logical CPU: its id, physical core id, socket id and NUMA node id (all ints)."""
+
+    cpu: int
+    core: int
+    socket: int
+    numa: int
+
+
+@dataclass(frozen=True)
+class Topology:
+    """CPU topology of every node in a pool.
+
+    Fields: `sockets`, `numa_per_socket`, `cores_per_socket` (physical cores per socket),
+    `threads_per_core` (SMT siblings per core, 1 = SMT off), `siblings` ("split" or
+    "adjacent", see the module docstring). All counts are >= 1 and `cores_per_socket` is a
+    multiple of `numa_per_socket`; violations raise ValueError.
+    """
+
+    sockets: int
+    numa_per_socket: int
+    cores_per_socket: int
+    threads_per_core: int
+    siblings: str = "split"
+
+    def __post_init__(self) -> None:
+        for name in ("sockets", "numa_per_socket", "cores_per_socket", "threads_per_core"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"topology {name} must be a whole number >= 1, found {v!r}")
+        if self.cores_per_socket % self.numa_per_socket:
+            raise ValueError(f"{self.cores_per_socket} cores per socket do not divide evenly "
+                             f"into {self.numa_per_socket} NUMA nodes per socket")
+        if self.siblings not in SIBLING_MODES:
+            raise ValueError(f"topology siblings must be one of {', '.join(SIBLING_MODES)}, "
+                             f"found {self.siblings!r}")
+
+    @classmethod
+    def from_config(cls, ns) -> "Topology":
+        """Build from a config `topology` namespace (`sockets`, `numaNodesPerSocket`,
+        `coresPerSocket`, `threadsPerCore`, `siblings`; krm_fn.config POOL_FIELDS)."""
+        return cls(sockets=ns.sockets, numa_per_socket=ns.numaNodesPerSocket,
+                   cores_per_socket=ns.coresPerSocket, threads_per_core=ns.threadsPerCore,
+                   siblings=ns.siblings)
+
+    @property
+    def total_cores(self) -> int:
+        """Physical cores per node (sockets * cores_per_socket)."""
+        return self.sockets * self.cores_per_socket
+
+    @property
+    def total_cpus(self) -> int:
+        """Logical CPUs per node (total_cores * threads_per_core): the node's cpu capacity."""
+        return self.total_cores * self.threads_per_core
+
+    @property
+    def numa_nodes(self) -> int:
+        """NUMA nodes per node (sockets * numa_per_socket)."""
+        return self.sockets * self.numa_per_socket
+
+    @property
+    def cores_per_numa(self) -> int:
+        """Physical cores in each NUMA node."""
+        return self.cores_per_socket // self.numa_per_socket
+
+    def _check_core(self, core: int) -> None:
+        if isinstance(core, bool) or not isinstance(core, int) or not 0 <= core < self.total_cores:
+            raise ValueError(f"core {core!r} does not exist (cores 0-{self.total_cores - 1})")
+
+    def socket_of(self, core: int) -> int:
+        """Socket id of physical core `core`. Raises ValueError for a core that does not exist."""
+        self._check_core(core)
+        return core // self.cores_per_socket
+
+    def numa_of(self, core: int) -> int:
+        """NUMA node id of physical core `core`.
+        Raises ValueError for a core that does not exist."""
+        self._check_core(core)
+        socket, in_socket = divmod(core, self.cores_per_socket)
+        return socket * self.numa_per_socket + in_socket // self.cores_per_numa
+
+    def siblings_of(self, core: int) -> list[int]:
+        """Logical CPU ids of physical core `core` (all its SMT threads), sorted.
+        Raises ValueError for a core that does not exist."""
+        self._check_core(core)
+        c, t = self.total_cores, self.threads_per_core
+        if self.siblings == "split":
+            return [core + i * c for i in range(t)]
+        return [core * t + i for i in range(t)]
+
+    def cpus(self) -> list[Cpu]:
+        """Every logical CPU of a node as `Cpu(cpu, core, socket, numa)`, sorted by cpu id."""
+        out = [Cpu(cpu, core, self.socket_of(core), self.numa_of(core))
+               for core in range(self.total_cores) for cpu in self.siblings_of(core)]
+        return sorted(out)
+
+    def cores_of_numa(self, numa: int) -> list[int]:
+        """Physical core ids of NUMA node `numa`, ascending.
+        Raises ValueError for a NUMA node that does not exist."""
+        n = self.numa_nodes
+        if isinstance(numa, bool) or not isinstance(numa, int) or not 0 <= numa < n:
+            raise ValueError(f"NUMA node {numa!r} does not exist (NUMA nodes 0-{n - 1})")
+        first = numa * self.cores_per_numa  # NUMA nodes hold consecutive core ids
+        return list(range(first, first + self.cores_per_numa))
+
+
+def reserve_cores(topology: Topology, cores: int, spread: bool) -> list[int]:
+    """CPUs reserved for system daemons (`reservedSystemCPUs`), as sorted logical CPU ids.
+
+    Whole physical cores with all their SMT siblings (kubelet.md §6 krm-fn rule; with
+    `full-pcpus-only` the siblings of reserved CPUs count as used, §10.3). Without `spread`:
+    the lowest core ids, NUMA node 0 first, then NUMA 1, ... With `spread`: `cores // N` cores
+    from each of the N NUMA nodes, the remainder one each to the lowest NUMA ids, the lowest
+    core ids of each node (the OpenShift Performance Profile Creator's rule, kubelet.md §13).
+
+    Raises ValueError when `cores` < 1 (the static policy needs a non-zero reservation,
+    kubelet.md §3) or when `cores` >= the node's physical cores (nothing would be left for
+    pods).
+    """
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+        raise ValueError(f"reserved cores must be a whole number >= 1 (the static CPU Manager "
+                         f"needs a non-zero reservation), found {cores!r}")
+    if cores >= topology.total_cores:
+        raise ValueError(f"cannot reserve {cores} cores: the node has {topology.total_cores} "
+                         f"physical cores and at least one must be left for pods")
+    if spread:
+        n = topology.numa_nodes
+        chosen: list[int] = []
+        for numa in range(n):
+            share = cores // n + (1 if numa < cores % n else 0)
+            # share <= cores_per_numa always holds because cores < total cores
+            chosen += topology.cores_of_numa(numa)[:share]
+    else:
+        chosen = list(range(cores))  # core ids are NUMA-ordered: lowest ids are NUMA 0 first
+    return sorted(cpu for core in chosen for cpu in topology.siblings_of(core))
+
+
+def format_cpuset(cpus: Iterable[int]) -> str:
+    """Linux cpuset list string of `cpus`: [0, 1, 2, 5, 32, 33] -> "0-2,5,32-33"; [] -> "".
+
+    Input order does not matter. Raises ValueError on a negative or non-integer id or a
+    duplicate.
+    """
+    ids = list(cpus)
+    for c in ids:
+        if isinstance(c, bool) or not isinstance(c, int) or c < 0:
+            raise ValueError(f"CPU id must be a whole number >= 0, found {c!r}")
+    if len(set(ids)) != len(ids):
+        dups = sorted({c for c in ids if ids.count(c) > 1})
+        raise ValueError(f"duplicate CPU ids {dups}")
+    ids.sort()
+    parts: list[str] = []
+    i = 0
+    while i < len(ids):
+        j = i
+        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
+            j += 1
+        parts.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
+        i = j + 1
+    return ",".join(parts)
+
+
+_NUM = re.compile(r"[0-9]+")
+
+
+def parse_cpuset(text: str) -> list[int]:
+    """Parse a Linux cpuset list string into sorted CPU ids: "0-2,5" -> [0, 1, 2, 5]; "" -> [].
+
+    Grammar (k8s.io/utils/cpuset Parse): comma-separated elements, each `N` or `N-M` with
+    N <= M, decimal digits only. Stricter than the kubelet: whitespace, empty elements,
+    reversed ranges and CPUs listed twice raise ValueError naming the offending element.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"cpuset must be a string such as \"0-1,32-33\", found {text!r}")
+    if text == "":
+        return []
+    seen: set[int] = set()
+    for elem in text.split(","):
+        if "-" in elem:
+            lo_s, _, hi_s = elem.partition("-")
+            if not (_NUM.fullmatch(lo_s) and _NUM.fullmatch(hi_s)):
+                raise ValueError(f"cpuset {text!r}: bad range {elem!r} (expected N-M)")
+            lo, hi = int(lo_s), int(hi_s)
+            if lo > hi:
+                raise ValueError(f"cpuset {text!r}: reversed range {elem!r}")
+            ids = range(lo, hi + 1)
+        else:
+            if not _NUM.fullmatch(elem):
+                raise ValueError(f"cpuset {text!r}: bad element {elem!r} (expected a CPU id "
+                                 f"or a range N-M)")
+            ids = range(int(elem), int(elem) + 1)
+        dup = seen.intersection(ids)
+        if dup:
+            raise ValueError(f"cpuset {text!r}: CPU {min(dup)} listed twice")
+        seen.update(ids)
+    return sorted(seen)

@@ -1,0 +1,241 @@
+import copy
+
+import pytest
+
+from krm_fn import config
+from krm_fn.node import plan as node_plan
+from krm_fn.node.topology import Topology
+from krm_fn.results import ERROR, WARNING, Ref, Result
+
+REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
+
+EVICTION_DEFAULTS = {"memory.available": "100Mi", "nodefs.available": "10%",
+                     "nodefs.inodesFree": "5%", "imagefs.available": "15%"}
+
+DEFAULT_KUBELET = {
+    "apiVersion": "kubelet.config.k8s.io/v1beta1",
+    "kind": "KubeletConfiguration",
+    "cpuManagerPolicy": "static",
+    "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+    "cpuManagerReconcilePeriod": "30s",
+    "topologyManagerPolicy": "best-effort",
+    "topologyManagerScope": "pod",
+    "memoryManagerPolicy": "None",
+    "reservedSystemCPUs": "0-1,32-33",
+    "kubeReserved": {"memory": "500Mi"},
+    "systemReserved": {"memory": "500Mi"},
+    "evictionHard": EVICTION_DEFAULTS,
+    "podPidsLimit": 4096,
+    "failCgroupV1": True,
+}
+
+
+def pool(**kubelet):
+    p = copy.deepcopy(config.load(None).nodePools[0])
+    for k, v in kubelet.items():
+        setattr(p.kubelet, k, v)
+    return p
+
+
+def build(p=None, version=(1, 34), index=0):
+    return node_plan.build(p or pool(), version, REF, index=index)
+
+
+def test_defaults_full_plan():
+    plan, results = build()
+    assert results == []
+    assert plan.kubelet == DEFAULT_KUBELET
+    assert list(plan.kubelet) == list(DEFAULT_KUBELET)   # key order
+    assert list(plan.kubelet["evictionHard"]) == list(EVICTION_DEFAULTS)
+    assert plan.pool == "inference"
+    assert plan.node_selector == {"krm-fn.dev/cpu-pinning": "true"}
+    assert plan.topology == Topology(2, 1, 16, 2, "split")
+    assert plan.reserved_cpus == [0, 1, 32, 33]
+    assert plan.exclusive_cpus == 60
+    assert plan.rollout == [
+        "Cordon the node: kubectl cordon <node>",
+        "Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data",
+        "Stop the kubelet",
+        "Delete /var/lib/kubelet/cpu_manager_state",
+        "Delete /var/lib/kubelet/memory_manager_state when memoryManagerPolicy changes",
+        "Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir "
+        "drop-in directory, or as a kubeadm kubeletconfiguration patch)",
+        "Start the kubelet",
+        "Uncordon the node: kubectl uncordon <node>",
+    ]
+
+
+def test_static_memory_manager_reserved_memory_1636Mi():
+    plan, results = build(pool(memoryManagerPolicy="Static", kubeReserved={"memory": "1Gi"},
+                               systemReserved={"memory": "512Mi"}, evictionHard={}))
+    assert results == []
+    assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "1636Mi"}}]
+    keys = list(plan.kubelet)
+    assert keys[keys.index("memoryManagerPolicy") + 1] == "reservedMemory"
+    assert keys[keys.index("reservedMemory") + 1] == "reservedSystemCPUs"
+
+
+def test_static_memory_manager_defaults_1100Mi():
+    plan, results = build(pool(memoryManagerPolicy="Static"))
+    assert results == []
+    assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "1100Mi"}}]
+
+
+def test_static_memory_manager_percentage_is_error():
+    plan, results = build(pool(memoryManagerPolicy="Static",
+                               evictionHard={"memory.available": "5%"}), index=2)
+    assert "reservedMemory" not in plan.kubelet
+    assert len(results) == 1
+    r = results[0]
+    assert (r.severity, r.path, r.current, r.ref) == (
+        ERROR, "spec.nodePools[2].kubelet.evictionHard.memory.available", "5%", REF)
+    assert "percentage '5%'" in r.message
+
+
+def test_memory_manager_none_has_no_reserved_memory():
+    plan, _ = build()
+    assert "reservedMemory" not in plan.kubelet
+
+
+def test_cpu_dropped_from_reservations_with_warning():
+    plan, results = build(pool(kubeReserved={"cpu": "500m", "memory": "1Gi"},
+                               systemReserved={"cpu": "1"}))
+    assert plan.kubelet["kubeReserved"] == {"memory": "1Gi"}
+    assert "systemReserved" not in plan.kubelet           # empty after dropping cpu
+    assert [(r.severity, r.path, r.current) for r in results] == [
+        (WARNING, "spec.nodePools[0].kubelet.kubeReserved.cpu", "500m"),
+        (WARNING, "spec.nodePools[0].kubelet.systemReserved.cpu", "1"),
+    ]
+    assert all("reservedSystemCPUs replaces it" in r.message for r in results)
+    assert all(r.ref == REF for r in results)
+
+
+def test_alpha_option_adds_gate_first():
+    plan, results = build(pool(cpuManagerPolicyOptions={"full-pcpus-only": "true",
+                                                        "align-by-socket": "true"}))
+    assert results == []
+    assert plan.kubelet["featureGates"] == {"CPUManagerPolicyAlphaOptions": True}
+    assert list(plan.kubelet)[:4] == ["apiVersion", "kind", "featureGates", "cpuManagerPolicy"]
+
+
+def test_forbidden_pair_is_error():
+    plan, results = build(pool(cpuManagerPolicyOptions={
+        "full-pcpus-only": "true", "distribute-cpus-across-cores": "true"}))
+    assert plan.kubelet["featureGates"] == {"CPUManagerPolicyAlphaOptions": True}
+    assert results == [Result(
+        "CPU Manager policy options 'full-pcpus-only' and 'distribute-cpus-across-cores' "
+        "cannot both be \"true\": the kubelet refuses to start; remove one of them",
+        ERROR, REF, "spec.nodePools[0].kubelet.cpuManagerPolicyOptions")]
+
+
+def test_empty_options_omitted():
+    plan, results = build(pool(cpuManagerPolicyOptions={}))
+    assert results == []
+    assert "cpuManagerPolicyOptions" not in plan.kubelet
+    assert "featureGates" not in plan.kubelet
+
+
+def test_fail_cgroup_v1_dropped_before_1_31():
+    plan, results = build(pool(cpuManagerPolicyOptions={}), version=(1, 30))
+    assert "failCgroupV1" not in plan.kubelet
+    assert [(r.severity, r.path, r.current) for r in results] == [
+        (WARNING, "spec.nodePools[0].kubelet.failCgroupV1", "true")]
+    assert "exists from Kubernetes 1.31" in results[0].message
+    plan, results = build(version=(1, 31))
+    assert plan.kubelet["failCgroupV1"] is True and results == []
+
+
+def test_eviction_hard_merged_over_defaults():
+    plan, _ = build(pool(evictionHard={"nodefs.available": "20%", "pid.available": "10%"}))
+    assert plan.kubelet["evictionHard"] == {
+        "memory.available": "100Mi", "nodefs.available": "20%", "nodefs.inodesFree": "5%",
+        "imagefs.available": "15%", "pid.available": "10%"}
+    assert list(plan.kubelet["evictionHard"])[-1] == "pid.available"
+
+
+def test_explicit_reserved_system_cpus():
+    plan, results = build(pool(reservedSystemCPUs="0-3,32-35"))
+    assert results == []
+    assert plan.kubelet["reservedSystemCPUs"] == "0-3,32-35"
+    assert plan.reserved_cpus == [0, 1, 2, 3, 32, 33, 34, 35]
+    assert plan.exclusive_cpus == 56
+
+
+@pytest.mark.parametrize("text,fragment", [
+    ("3-1", "reversed range"),
+    ("0-1,64", "CPUs 64 do not exist"),
+    ("", "empty"),
+    ("0-63", "covers every CPU"),
+])
+def test_bad_reserved_system_cpus(text, fragment):
+    plan, results = build(pool(reservedSystemCPUs=text))
+    assert [(r.severity, r.path, r.current) for r in results] == [
+        (ERROR, "spec.nodePools[0].kubelet.reservedSystemCPUs", text)]
+    assert fragment in results[0].message
+    assert plan.reserved_cpus == []
+
+
+def test_reserved_system_cpus_partial_core_warning():
+    plan, results = build(pool(reservedSystemCPUs="0-1"))
+    assert plan.kubelet["reservedSystemCPUs"] == "0-1"
+    assert [(r.severity, r.current, r.proposed) for r in results] == [
+        (WARNING, "0-1", "0-1,32-33")]
+
+
+def test_reserved_cores_too_many_is_error():
+    p = pool()
+    p.reserved.cores = 32
+    plan, results = build(p)
+    assert [(r.severity, r.path) for r in results] == [
+        (ERROR, "spec.nodePools[0].reserved.cores")]
+    assert "reservedSystemCPUs" not in plan.kubelet
+
+
+def test_reserved_spread():
+    p = pool()
+    p.reserved.cores = 4
+    p.reserved.spreadAcrossNuma = True
+    plan, _ = build(p)
+    assert plan.kubelet["reservedSystemCPUs"] == "0-1,16-17,32-33,48-49"
+
+
+def test_extra_merged_last_and_wins():
+    plan, results = build(pool(extra={"podPidsLimit": 8192, "containerLogMaxFiles": 3}))
+    assert plan.kubelet["podPidsLimit"] == 8192
+    assert list(plan.kubelet)[-1] == "containerLogMaxFiles"
+    assert list(plan.kubelet).index("podPidsLimit") == list(DEFAULT_KUBELET).index("podPidsLimit")
+    assert [(r.severity, r.path, r.current, r.proposed) for r in results] == [
+        (WARNING, "spec.nodePools[0].kubelet.extra.podPidsLimit", "4096", "8192")]
+    assert "podPidsLimit" in results[0].message
+
+
+def test_extra_reserved_cgroup_is_error():
+    _, results = build(pool(extra={"systemReservedCgroup": "/system"}))
+    assert [(r.severity, r.path) for r in results] == [
+        (ERROR, "spec.nodePools[0].kubelet.extra.systemReservedCgroup")]
+
+
+def test_extra_values_become_plain():
+    class S(str):
+        pass
+
+    class D(dict):
+        pass
+
+    plan, _ = build(pool(extra={"allowedUnsafeSysctls": [S("net.core.somaxconn")],
+                                "x": D(a=S("b"))}))
+    assert type(plan.kubelet["allowedUnsafeSysctls"][0]) is str
+    assert type(plan.kubelet["x"]) is dict and type(plan.kubelet["x"]["a"]) is str
+
+
+def test_version_must_be_tuple():
+    with pytest.raises(TypeError, match="tuple"):
+        node_plan.build(pool(), "1.34", REF)
+
+
+def test_extra_policy_none_with_options_is_error():
+    plan, results = build(pool(extra={"cpuManagerPolicy": "none"}))
+    assert plan.kubelet["cpuManagerPolicy"] == "none"
+    assert [(r.severity, r.path) for r in results] == [
+        (WARNING, "spec.nodePools[0].kubelet.extra.cpuManagerPolicy"),
+        (ERROR, "spec.nodePools[0].kubelet.extra.cpuManagerPolicy")]
