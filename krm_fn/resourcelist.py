@@ -264,12 +264,23 @@ def _apply_ops(data, ops) -> None:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     for path, value in ops:
         cur = data
+        chain = [data]
+        created = False
         for i, key in enumerate(path[:-1]):
             nxt = cur[key] if isinstance(cur, list) else cur.get(key)
             if not isinstance(nxt, (dict, list)):
                 nxt = CommentedSeq() if isinstance(path[i + 1], int) else CommentedMap()
                 _put(cur, key, nxt)
+                created = True
             cur = nxt
+            chain.append(cur)
+        if created or isinstance(value, (dict, list)):
+            # A new collection goes in block style; flow containers on its path become
+            # block (from the root down, so no block node ends up inside a flow one).
+            for node in chain:
+                fa = getattr(node, "fa", None)
+                if fa is not None and fa.flow_style():
+                    fa.set_block_style()
         last = path[-1]
         if value is DELETE:
             if isinstance(cur, dict) and last in cur:

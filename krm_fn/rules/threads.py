@@ -20,8 +20,8 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
 from __future__ import annotations
 
 from krm_fn import quantity
-from krm_fn.pod import ContainerView, PodView
-from krm_fn.results import INFO, WARNING
+from krm_fn.pod import ContainerView, PodView, path_str
+from krm_fn.results import INFO, WARNING, Result
 
 
 def _cpus(c: ContainerView, pinned: bool) -> int | None:
@@ -42,6 +42,14 @@ def _cpus(c: ContainerView, pinned: bool) -> int | None:
     return max(1, int(q.value)) if pinned else None
 
 
+def q_integer(c: ContainerView) -> bool:
+    """True when the container's cpu limit is a whole number."""
+    try:
+        return quantity.parse_cpu(c.get("resources", "limits", "cpu")).is_integer
+    except quantity.QuantityError:
+        return False
+
+
 def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
     cpus = _cpus(c, pinned)
     if cpus is None:
@@ -53,6 +61,9 @@ def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
                  f"threads.reservedCpus {threads.reservedCpus} leaves no thread; using 1")
         count = 1
     want = str(count)
+    why = (f"the {cpus} pinned CPUs" if q_integer(c) else
+           f"its fractional CPU rounded down, at least 1") + (
+        f" minus {threads.reservedCpus} reserved" if threads.reservedCpus else "")
     env = c.data.get("env")
     if env is not None and not isinstance(env, list):
         pod.error(c.path + ("env",), f"container {c.name!r}: env must be a list")
@@ -66,12 +77,11 @@ def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
             return
         by_name[e["name"]] = i  # the last entry wins, as in the kubelet
     next_index = len(env)
+    added: list[str] = []
     for var in threads.env:
         if var not in by_name:
-            pod.set(c.path + ("env", next_index), {"name": var, "value": want},
-                    f"container {c.name!r}: {var}={want}, the {cpus} pinned CPUs"
-                    + (f" minus {threads.reservedCpus} reserved" if threads.reservedCpus else "")
-                    + " (runtimes size thread pools from the host CPU count otherwise)")
+            pod.edits.set(c.path + ("env", next_index), {"name": var, "value": want})
+            added.append(var)
             next_index += 1
             continue
         i = by_name[var]
@@ -79,25 +89,28 @@ def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
         if "valueFrom" in e:
             pod.warn(c.path + ("env", i, "valueFrom"),
                      f"container {c.name!r}: {var} comes from valueFrom and is left alone; "
-                     f"make sure it resolves to at most {want} (the pinned CPUs)")
+                     f"make sure it resolves to at most {want} ({why})")
             continue
         raw = e.get("value")
         text = "" if raw is None else str(raw).strip()
         if not text.isdigit():
             pod.warn(c.path + ("env", i, "value"),
                      f"container {c.name!r}: {var}={text!r} is not a whole number and is "
-                     f"left alone; set it to {want} (the pinned CPUs)")
+                     f"left alone; set it to {want} ({why})")
             continue
         n = int(text)
-        if n == count:
-            continue
-        if threads.existing == "keep-lower" and n <= count:
+        if n == count or (threads.existing == "keep-lower" and n < count):
             continue
         pod.set(c.path + ("env", i, "value"), want,
                 f"container {c.name!r}: {var} {text} -> {want}"
-                + (f": {text} is above the {count} pinned CPUs and would oversubscribe the "
-                   f"cpuset" if n > count else ": threads.existing is replace"), raw,
+                + (f": {text} is more threads than {why} and would oversubscribe them"
+                   if n > count else ": threads.existing is replace"), raw,
                 severity=WARNING if n > count else INFO)
+    if added:
+        pod.results.append(Result(
+            f"container {c.name!r}: {', '.join(added)} set to {want} ({why}; runtimes "
+            f"size thread pools from the host CPU count otherwise)", INFO, pod.ref,
+            path_str(c.path + ("env",)), None, want))
 
 
 def apply(pod: PodView, ctx) -> None:
