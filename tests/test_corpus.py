@@ -1,0 +1,90 @@
+"""Run the function over every manifest of ../shared/corpus/public (real manifests from
+public projects): no traceback, exit 0, and every pod spec of a selected workload comes
+out Guaranteed (kubernetes pkg/apis/core/v1/helper/qos/qos.go) with whole pinned CPUs.
+Items of kinds without a registered pod spec come out byte for byte."""
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+import yaml
+
+from krm_fn import quantity
+from krm_fn.workloads import get_path, locations
+from tests.helpers import ROOT, run_cli
+
+CORPUS = ROOT.parent / "shared" / "corpus" / "public"
+FILES = sorted(CORPUS.glob("*/*.yaml"))
+CONFIG = """\
+apiVersion: krm-fn.dev/v1alpha1
+kind: InferenceTuning
+metadata: {name: corpus}
+spec:
+  workloads: {defaultCpus: "2", defaultMemory: 4Gi}
+"""
+
+
+def guaranteed(spec: dict) -> list[str]:
+    """Reasons the pod spec is not Guaranteed (empty list = Guaranteed)."""
+    problems = []
+    for key in ("initContainers", "containers"):
+        for c in spec.get(key) or []:
+            res = c.get("resources") or {}
+            for r in ("cpu", "memory"):
+                lim = (res.get("limits") or {}).get(r)
+                req = (res.get("requests") or {}).get(r, lim)
+                if lim is None or quantity.parse(str(lim)).value == 0:
+                    problems.append(f"{c.get('name')}: no {r} limit")
+                elif quantity.parse(str(req)).value != quantity.parse(str(lim)).value:
+                    problems.append(f"{c.get('name')}: {r} request {req} != limit {lim}")
+    return problems
+
+
+def framework_containers(spec: dict, at) -> list[dict]:
+    return [spec[k] for k in at.container_keys if isinstance(spec.get(k), dict)]
+
+
+def test_corpus_is_present():
+    assert len(FILES) >= 14, f"corpus not found at {CORPUS}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_corpus_manifest(path: Path, tmp_path):
+    cfg = tmp_path / "config.yaml"
+    cfg.write_text(CONFIG)
+    src = path.read_text()
+    p = run_cli(["run", "--config", str(cfg), str(path)])
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    docs_in = [d for d in yaml.safe_load_all(src) if d is not None]
+    docs_out = [d for d in yaml.safe_load_all(p.stdout) if d is not None]
+    assert docs_out[:len(docs_in)] != [] and len(docs_out) >= len(docs_in)
+    tuned = 0
+    for before, after in zip(docs_in, docs_out):
+        assert (before["kind"], before["metadata"]["name"]) == \
+            (after["kind"], after["metadata"]["name"])
+        locs = locations(after)
+        if not locs:
+            assert before == after
+            continue
+        for at in locs:
+            spec = get_path(after, at.spec)
+            if spec is None:
+                continue
+            tuned += 1
+            assert guaranteed(spec) == [], f"{after['kind']} {after['metadata']['name']}"
+            first = (framework_containers(spec, at) or spec.get("containers"))[0]
+            cpu = quantity.parse(str(first["resources"]["limits"]["cpu"])).value
+            assert cpu.denominator == 1 and cpu % 2 == 0, cpu   # whole cores, SMT pairs
+            env = {e["name"]: e.get("value") for e in first["env"]}
+            assert 1 <= int(env["OMP_NUM_THREADS"]) <= int(cpu)
+            assert env["PYTHON_CPU_COUNT"] == str(int(cpu))
+            assert spec["nodeSelector"]["krm-fn.dev/cpu-pinning"] == "true"
+    if not tuned:
+        assert p.stdout == src   # nothing selected: byte for byte
+    else:
+        assert any(d["kind"] == "ConfigMap" and d["metadata"]["name"] == "kubelet-config-inference"
+                   for d in docs_out[len(docs_in):])
+    # unchanged documents are byte-identical: a second run over the output changes nothing
+    again = run_cli(["run", "--config", str(cfg), "-"], p.stdout)
+    assert again.returncode == 0, again.stderr
+    assert again.stdout == p.stdout
