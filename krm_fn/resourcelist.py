@@ -84,7 +84,7 @@ class _Builder:
 
     def scalar(self, node):
         v = node.value
-        plain = node.style is None and node.tag in ("tag:yaml.org,2002:null",
+        plain = not node.style and node.tag in ("tag:yaml.org,2002:null",
                                                     "tag:yaml.org,2002:bool",
                                                     "tag:yaml.org,2002:int",
                                                     "tag:yaml.org,2002:float",
@@ -320,18 +320,39 @@ def _indent(text: str, column: int) -> str:
     return "\n".join([lines[0]] + [pad + line if line else line for line in lines[1:]])
 
 
+_KEY_OPENS_BLOCK = re.compile(r"^( *)(- )?[^#\s][^#]*:\s*(#.*)?$")
+
+
+def guess_indent(body: str) -> tuple[int, int]:
+    """(mapping indent, block sequence dash offset) used by the text, as ruamel's
+    load_yaml_guess_indent finds them, without parsing: from the first key that opens a
+    nested mapping and the first that opens a nested sequence. Defaults (2, 0)."""
+    lines = [ln for ln in body.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
+    mapping, offset = None, None
+    for a, b in zip(lines, lines[1:]):
+        m = _KEY_OPENS_BLOCK.match(a)
+        if not m or a.rstrip().endswith("|") or a.rstrip().endswith(">"):
+            continue
+        base = len(m.group(1)) + (2 if m.group(2) else 0)
+        ind = len(b) - len(b.lstrip(" "))
+        if b.lstrip(" ").startswith("- ") and offset is None:
+            offset = max(0, ind - base)
+        elif not b.lstrip(" ").startswith("- ") and mapping is None and ind > base:
+            mapping = ind - base
+        if mapping is not None and offset is not None:
+            break
+    return mapping or 2, offset or 0
+
+
 def rewrite_item(text: str, column: int, ops) -> str:
     """Replay `ops` on one item's YAML text (its first line starting at `column`) and
     return the new text at the same indentation, ending like the original span."""
-    from ruamel.yaml.util import load_yaml_guess_indent
     body = _dedent(text, column)
     trailing = body[len(body.rstrip()):]
-    _, indent, block_seq_indent = load_yaml_guess_indent(body)
+    indent, offset = guess_indent(body)
     y = _ruamel()(typ="rt")
     y.preserve_quotes = True
     y.width = 1 << 16
-    indent = indent or 2
-    offset = block_seq_indent or 0
     y.indent(mapping=indent, sequence=max(indent, offset + 2), offset=offset)
     data = y.load(body)
     _apply_ops(data, ops)
@@ -372,6 +393,8 @@ def render(doc: Document, ops: dict, emitted: list, results: list) -> str:
         if flow and not doc.items:
             # `items: []` (or null): replace the empty value with a block sequence.
             block = "\n" + _seq_block(emitted, column)
+            while start > 0 and text[start - 1] == " ":
+                start -= 1
             edits.append((start, end, block.rstrip("\n")))
         elif flow:
             return _render_full(doc, ops, emitted, results)

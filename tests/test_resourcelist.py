@@ -1,0 +1,81 @@
+"""I/O layer: parsing, span splicing, indentation guessing, error messages."""
+import pytest
+
+from krm_fn import resourcelist
+from krm_fn.resourcelist import InputError, guess_indent
+
+
+@pytest.mark.parametrize("body,expected", [
+    ("a:\n  b: 1\n  c:\n  - x\n", (2, 0)),
+    ("a:\n    b: 1\n    c:\n      - x\n", (4, 2)),
+    ("spec:\n  containers:\n    - name: x\n      env:\n        - name: A\n", (2, 2)),
+    ("- name: x\n  image: y\n", (2, 0)),
+    ("k: |\n    text: here\nm:\n   n: 1\n", (3, 0)),
+])
+def test_guess_indent(body, expected):
+    assert guess_indent(body) == expected
+
+
+def test_rewrite_item_keeps_indentation_comments_and_quotes():
+    text = ("kind: Pod   # pod\nspec:\n    containers:\n      - name: 'a'\n"
+            "        # comment\n        image: \"x\"\n")
+    out = resourcelist.rewrite_item(text, 0, [(("spec", "containers", 0, "env"),
+                                               [{"name": "A", "value": "4"}])])
+    assert out == ("kind: Pod   # pod\nspec:\n    containers:\n      - name: 'a'\n"
+                   "        # comment\n        image: \"x\"\n        env:\n"
+                   "          - name: A\n            value: \"4\"\n")
+
+
+@pytest.mark.parametrize("text,message", [
+    ("a: [", "input is not valid YAML at line 2, column 1"),
+    ("a: 1\n", "input is not a ResourceList"),
+    ("kind: ResourceList\napiVersion: config.kubernetes.io/v1\n",
+     "ResourceList has no items field"),
+    ("kind: ResourceList\napiVersion: v1\nitems: []\n", "ResourceList apiVersion 'v1' is not"),
+    ("kind: ResourceList\napiVersion: config.kubernetes.io/v1\nitems: {}\n",
+     "ResourceList items must be a list"),
+    ("kind: ResourceList\napiVersion: config.kubernetes.io/v1\nitems:\n- {a: 1, a: 2}\n",
+     "items[0]: duplicate key 'a'"),
+    ("", "no input"),
+])
+def test_bad_input_messages(text, message):
+    with pytest.raises(InputError) as e:
+        resourcelist.parse(text, require_resource_list=True)
+    assert message in str(e.value)
+
+
+@pytest.mark.parametrize("version", ["config.kubernetes.io/v1", "config.kubernetes.io/v1beta1",
+                                     "config.kubernetes.io/v1alpha1"])
+def test_accepts_resource_list_versions(version):
+    doc = resourcelist.parse(f"apiVersion: {version}\nkind: ResourceList\nitems: []\n", True)
+    assert doc.items == [] and doc.api_version == version
+
+
+def test_empty_items_get_block_sequence_when_objects_are_emitted():
+    doc = resourcelist.parse("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+                             "items: []\n", True)
+    out = resourcelist.render(doc, {}, [{"apiVersion": "v1", "kind": "ConfigMap",
+                                         "metadata": {"name": "x"}}], [])
+    assert out == ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+                   "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: x\n")
+
+
+def test_scalars_are_strings_for_items_and_typed_for_function_config():
+    doc = resourcelist.parse(
+        "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+        "- {apiVersion: v1, kind: ConfigMap, metadata: {name: a}, data: {x: on, y: 0644, z: ~}}\n"
+        "functionConfig: {a: 1, b: true, c: '1', d: null, e: 1.5}\n", True)
+    assert doc.items[0]["data"] == {"x": "on", "y": "0644", "z": None}
+    assert doc.function_config == {"a": 1, "b": True, "c": "1", "d": None, "e": 1.5}
+
+
+def test_alias_expansion_is_bounded():
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        prev = f"*a{i - 1}"
+        lines.append(f"a{i}: &a{i} [{', '.join([prev] * 10)}]")
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: bomb}\n  data:\n"
+            + "".join(f"    {ln}\n" for ln in lines))
+    doc = resourcelist.parse(text, True)   # shared, not expanded
+    assert doc.items[0]["metadata"]["name"] == "bomb"
