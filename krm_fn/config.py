@@ -408,9 +408,28 @@ def load(obj: Any) -> SimpleNamespace:
         raise ConfigError("kind", f"functionConfig must be a {API_VERSION} {KIND} or a v1 "
                                   f"ConfigMap, found {obj.get('apiVersion')!r} "
                                   f"{obj.get('kind')!r}")
-    cfg = _build(SCHEMA, spec, "data" if flat else "spec", from_flat=flat)
-    _check(cfg)
+    try:
+        cfg = _build(SCHEMA, spec, "data" if flat else "spec", from_flat=flat)
+        _check(cfg)
+    except ConfigError as e:
+        raise (_flat_error(e) if flat else e) from None
     return cfg
+
+
+def _nested_path(prefix: tuple, f: Field, root: str) -> str:
+    parts = [n + ("[0]" if k == "objectlist" else "") for n, k in prefix] + [f.name]
+    return root + "." + ".".join(parts)
+
+
+def _flat_error(e: ConfigError) -> ConfigError:
+    """Name the flat ConfigMap key (`data.threadsPerCore`) instead of the nested field."""
+    for key, (prefix, f) in FLAT_KEYS.items():
+        for root in ("data", "spec"):
+            nested = _nested_path(prefix, f, root)
+            if e.path == nested or e.path.startswith(nested + ".") or \
+                    e.path.startswith(nested + "["):
+                return ConfigError("data." + key + e.path[len(nested):], e.message)
+    return e
 
 
 def flat_key_table() -> str:

@@ -226,16 +226,21 @@ def transform(items: list, function_config: dict | None, set_path: bool = False)
                                       f"be a KRM object", ERROR, ref if ref.kind else None,
                                       f"items[{i}]." + missing[0]))
             continue
+        if (_is_local(obj) or ref.api_version.startswith("kpt.dev/") or ref.kind == "Kptfile"
+                or (fc_ref is not None and ref == fc_ref)):
+            continue
+        # kpt allows the same object in different files (subpackages): the path is part of
+        # the identity when the orchestrator sends one.
+        ann = _annotations(obj)
         key = (ref.api_version.split("/")[0] if "/" in ref.api_version else "", ref.kind,
-               ref.namespace, ref.name)
+               ref.namespace, ref.name,
+               str(ann.get("internal.config.kubernetes.io/path",
+                           ann.get("config.kubernetes.io/path", ""))))
         if key in seen_ids:
             out.results.append(Result(f"duplicate item: items {seen_ids[key]} and {i} are "
                                       f"both {ref}", ERROR, ref, f"items[{i}]"))
             continue
         seen_ids[key] = i
-        if (_is_local(obj) or ref.api_version.startswith("kpt.dev/") or ref.kind == "Kptfile"
-                or (fc_ref is not None and ref == fc_ref)):
-            continue
         if not locations(obj) or not _selected(obj, cfg.selector):
             continue
         if str(_annotations(obj).get(SKIP_ANNOTATION, "")).lower() == "true":

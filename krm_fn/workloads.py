@@ -23,6 +23,7 @@ class PodSpecAt:
     meta: tuple
     container_keys: tuple = ()
     model_container: str | None = None   # name of the default container to pin, if known
+    platform: str | None = None          # "kserve": KServe injects containers at admission
 
 
 def _t(*path: str) -> PodSpecAt:
@@ -48,7 +49,8 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
     ("batch", "CronJob"): (_t("spec", "jobTemplate", "spec", "template"),),
     ("serving.kserve.io", "InferenceService"): (
         PodSpecAt(spec=("spec", "predictor"), meta=("spec", "predictor"),
-                  container_keys=KSERVE_FRAMEWORKS, model_container="kserve-container"),),
+                  container_keys=KSERVE_FRAMEWORKS, model_container="kserve-container",
+                  platform="kserve"),),
 }
 
 

@@ -158,8 +158,10 @@ def test_c12_kserve_framework_container_gets_thread_env():
     for v in ("OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "PYTHON_CPU_COUNT"):
         assert env[v] == "4"
     assert pred["nodeSelector"] == {"krm-fn.dev/cpu-pinning": "true"}
-    warn = results(out, "warning")
-    assert warn[0]["field"]["path"] == "spec.predictor.pytorch.env[1].value"
+    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
+    assert warn["spec.predictor.pytorch.env[1].value"].startswith(
+        "container 'kserve-container': MKL_NUM_THREADS 40 -> 4")
+    assert "KServe injects a storage-initializer" in warn["spec.predictor"]
 
 
 def test_c13_gomaxprocs_on_every_pinned_container_only():

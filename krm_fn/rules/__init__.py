@@ -2,15 +2,15 @@
 
 Each module's docstring is its user documentation; each exposes
 `apply(pod: PodView, ctx: RuleContext) -> None`, writing through `pod.set` and reporting
-through `pod.warn` / `pod.error`. Order (DESIGN.md): resources -> threads -> cgroup v2 ->
-node placement (sidecar-injector annotations come with issue #3).
+through `pod.warn` / `pod.error`. Order (DESIGN.md): resources -> injected containers ->
+threads -> cgroup v2 -> node placement (sidecar-injector annotations come with issue #3).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from krm_fn.rules import cgroup, placement, resources, threads
+from krm_fn.rules import cgroup, injected, placement, resources, threads
 
 
 @dataclass(frozen=True)
@@ -45,4 +45,4 @@ class RuleContext:
     pinned: frozenset
 
 
-RULES = (resources, threads, cgroup, placement)
+RULES = (resources, injected, threads, cgroup, placement)
