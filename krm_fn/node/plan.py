@@ -275,5 +275,16 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
                     node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},
                     topology=topo, reserved_cpus=reserved,
                     exclusive_cpus=topo.total_cpus - len(reserved),
-                    kubelet=kubelet, rollout=list(ROLLOUT_STEPS))
+                    kubelet=kubelet, rollout=_rollout(kubelet))
     return plan, results
+
+
+def _rollout(kubelet: dict) -> list[str]:
+    """ROLLOUT_STEPS, with a first check when the config refuses cgroup v1 (kubelet.md §9:
+    failCgroupV1 true on a cgroup v1 host stops the kubelet)."""
+    steps = list(ROLLOUT_STEPS)
+    if kubelet.get("failCgroupV1") is True:
+        steps.insert(0, "Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` prints "
+                        "cgroup2fs): failCgroupV1 is true, so the kubelet refuses to start on "
+                        "cgroup v1")
+    return steps

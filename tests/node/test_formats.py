@@ -66,14 +66,15 @@ CONFIGMAP_YAML = """\
       failCgroupV1: true
     rollout.txt: |
       Node pool inference (nodeSelector krm-fn.dev/cpu-pinning=true): apply on each node, one node at a time:
-      1. Cordon the node: kubectl cordon <node>
-      2. Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data
-      3. Stop the kubelet
-      4. Delete /var/lib/kubelet/cpu_manager_state
-      5. Delete /var/lib/kubelet/memory_manager_state when memoryManagerPolicy changes
-      6. Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir drop-in directory, or as a kubeadm kubeletconfiguration patch)
-      7. Start the kubelet
-      8. Uncordon the node: kubectl uncordon <node>
+      1. Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` prints cgroup2fs): failCgroupV1 is true, so the kubelet refuses to start on cgroup v1
+      2. Cordon the node: kubectl cordon <node>
+      3. Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data
+      4. Stop the kubelet
+      5. Delete /var/lib/kubelet/cpu_manager_state
+      6. Delete /var/lib/kubelet/memory_manager_state when memoryManagerPolicy changes
+      7. Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir drop-in directory, or as a kubeadm kubeletconfiguration patch)
+      8. Start the kubelet
+      9. Uncordon the node: kubectl uncordon <node>
 """
 
 CONFIGMAP_KPT_METADATA = """\

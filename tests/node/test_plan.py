@@ -53,6 +53,8 @@ def test_defaults_full_plan():
     assert plan.reserved_cpus == [0, 1, 32, 33]
     assert plan.exclusive_cpus == 60
     assert plan.rollout == [
+        "Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` prints cgroup2fs): "
+        "failCgroupV1 is true, so the kubelet refuses to start on cgroup v1",
         "Cordon the node: kubectl cordon <node>",
         "Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data",
         "Stop the kubelet",
