@@ -8,6 +8,7 @@ unchanged (its edits are dropped). No YAML here: the I/O module replays the edit
 from __future__ import annotations
 
 import copy
+import dataclasses
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -248,6 +249,14 @@ def transform(items: list, function_config: dict | None, set_path: bool = False)
                                       INFO, ref))
             continue
         ops, results, pool_index = _tune(obj, cfg, ref)
+        path = ann.get("internal.config.kubernetes.io/path", ann.get("config.kubernetes.io/path"))
+        if path:
+            index = ann.get("internal.config.kubernetes.io/index",
+                            ann.get("config.kubernetes.io/index", "0"))
+            file = {"path": str(path)}
+            if str(index).isdigit() and int(index):
+                file["index"] = int(index)
+            results = [dataclasses.replace(r, file=file) for r in results]
         out.results.extend(results)
         if ops:
             out.ops[i] = ops
