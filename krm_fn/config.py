@@ -421,15 +421,26 @@ def _nested_path(prefix: tuple, f: Field, root: str) -> str:
     return root + "." + ".".join(parts)
 
 
-def _flat_error(e: ConfigError) -> ConfigError:
-    """Name the flat ConfigMap key (`data.threadsPerCore`) instead of the nested field."""
+def flat_path(path: str) -> str:
+    """The ConfigMap form's name for a nested config field path:
+    `spec.nodePools[0].topology.threadsPerCore` -> `data.threadsPerCore` (unchanged when no
+    flat key covers it)."""
     for key, (prefix, f) in FLAT_KEYS.items():
         for root in ("data", "spec"):
             nested = _nested_path(prefix, f, root)
-            if e.path == nested or e.path.startswith(nested + ".") or \
-                    e.path.startswith(nested + "["):
-                return ConfigError("data." + key + e.path[len(nested):], e.message)
-    return e
+            if path == nested or path.startswith(nested + ".") or path.startswith(nested + "["):
+                return "data." + key + path[len(nested):]
+    return path
+
+
+def is_flat(obj: Any) -> bool:
+    """True when a functionConfig object is the ConfigMap (flat keys) form."""
+    return isinstance(obj, dict) and obj.get("kind") == "ConfigMap"
+
+
+def _flat_error(e: ConfigError) -> ConfigError:
+    """Name the flat ConfigMap key (`data.threadsPerCore`) instead of the nested field."""
+    return ConfigError(flat_path(e.path), e.message)
 
 
 def flat_key_table() -> str:

@@ -211,6 +211,22 @@ def transform(items: list, function_config: dict | None, set_path: bool = False)
         out.results.append(Result(f"invalid function config: {e.message}", ERROR, fc_ref,
                                   e.path or None))
         return out
+    # Node plans first: a pool whose kubelet config would not start is a config error, and
+    # nothing is changed on a config error.
+    plans, plan_results = [], []
+    for pool_index, pool in enumerate(cfg.nodePools):
+        plan, presults = plan_mod.build(pool, cfg.kubernetesVersion, fc_ref, pool_index)
+        if config_mod.is_flat(function_config):
+            presults = [dataclasses.replace(r, path=config_mod.flat_path(r.path))
+                        if r.path else r for r in presults]
+        plans.append(plan)
+        plan_results.append(presults)
+    if any(r.severity == ERROR for pr in plan_results for r in pr):
+        for pr in plan_results:
+            out.results.extend(pr)
+        out.results.append(Result("nothing changed because of the function config errors "
+                                  "above", ERROR, fc_ref))
+        return out
     placed: dict[int, int] = {}
     seen_ids: dict[tuple, int] = {}
     for i, obj in enumerate(items):
@@ -269,11 +285,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False)
     by_id = {(ref_of(o).api_version, ref_of(o).kind, ref_of(o).namespace, ref_of(o).name): i
              for i, o in enumerate(items) if isinstance(o, dict)}
     for pool_index in sorted(placed):
-        pool = cfg.nodePools[pool_index]
-        plan, presults = plan_mod.build(pool, cfg.kubernetesVersion, fc_ref, pool_index)
-        out.results.extend(presults)
-        if any(r.severity == ERROR for r in presults):
-            continue
+        pool, plan = cfg.nodePools[pool_index], plans[pool_index]
+        out.results.extend(plan_results[pool_index])
         for fmt in cfg.output.formats:
             for obj in render(fmt, plan, ctx):
                 r = ref_of(obj)

@@ -27,6 +27,27 @@ CPU_OPTIONS: dict[str, tuple[str, tuple[str | None, ...]]] = {
     "prefer-align-cpus-by-uncorecache": ("KEP-4800", (None, ALPHA, ALPHA, BETA, BETA, GA)),
 }
 
+# Kubernetes minor version that added each option (kubelet.md §3 "added" column).
+ADDED: dict[str, tuple[int, int]] = {
+    "full-pcpus-only": (1, 22),
+    "distribute-cpus-across-numa": (1, 23),
+    "align-by-socket": (1, 25),
+    "distribute-cpus-across-cores": (1, 31),
+    "strict-cpu-reservation": (1, 32),
+    "prefer-align-cpus-by-uncorecache": (1, 32),
+}
+
+
+def clamp_version(version: tuple[int, int]) -> tuple[int, int]:
+    """The version whose option data applies to `version`: itself inside VERSIONS, else the
+    nearest covered one (options only ever graduate, so an older release's maturity is at
+    most the oldest covered one's; callers check ADDED for options that did not exist)."""
+    version = tuple(version)
+    if version in VERSIONS:
+        return version
+    return VERSIONS[-1] if version > VERSIONS[-1] else VERSIONS[0]
+
+
 # Pairs of options that stop the kubelet at start-up when both are "true" (kubelet.md §3).
 FORBIDDEN_PAIRS: tuple[tuple[str, str], ...] = (
     ("full-pcpus-only", "distribute-cpus-across-cores"),

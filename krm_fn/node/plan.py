@@ -127,7 +127,20 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
 
     # cpuManagerPolicyOptions: availability per version, forbidden pairs, alpha gate (§3, §2).
     opts = {str(a): str(b) for a, b in (k.cpuManagerPolicyOptions or {}).items()}
-    gates, problems = cpu_options.check_cpu_options(opts, version, k.topologyManagerPolicy)
+    checked = cpu_options.clamp_version(version)
+    if opts and checked != tuple(version):
+        res(WARNING, "kubelet.cpuManagerPolicyOptions",
+            f"krm-fn's option data covers Kubernetes {cpu_options.version_str(cpu_options.VERSIONS[0])}"
+            f"-{cpu_options.version_str(cpu_options.VERSIONS[-1])}; options for {cpu_options.version_str(version)} "
+            f"are checked as for {cpu_options.version_str(checked)}: confirm their maturity in the kubelet "
+            f"release notes")
+    gates, problems = cpu_options.check_cpu_options(opts, checked, k.topologyManagerPolicy)
+    for name in opts:
+        added = cpu_options.ADDED.get(name)
+        if added and tuple(version) < added and cpu_options.maturity(name, checked) is not None:
+            problems.append(f"CPU Manager policy option {name!r} does not exist in Kubernetes "
+                            f"{cpu_options.version_str(version)} (added in {cpu_options.version_str(added)}); the kubelet refuses "
+                            f"to start with it")
     for msg in problems:
         res(ERROR, "kubelet.cpuManagerPolicyOptions", msg)
     if gates:

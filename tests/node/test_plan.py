@@ -241,3 +241,16 @@ def test_extra_policy_none_with_options_is_error():
     assert [(r.severity, r.path) for r in results] == [
         (WARNING, "spec.nodePools[0].kubelet.extra.cpuManagerPolicy"),
         (ERROR, "spec.nodePools[0].kubelet.extra.cpuManagerPolicy")]
+
+
+def test_versions_before_the_option_table_are_checked_as_the_oldest_covered():
+    # the defaults (full-pcpus-only) work on 1.27 with a warning, not an error
+    plan, results = build(pool(), version=(1, 27))
+    assert [r.severity for r in results if "option data" in r.message] == ["warning"]
+    assert not [r for r in results if r.severity == "error"]
+    # an option added after the target version is an error
+    plan, results = build(pool(cpuManagerPolicyOptions={"distribute-cpus-across-cores": "true"}),
+                          version=(1, 30))
+    errors = [r.message for r in results if r.severity == "error"]
+    assert errors == ["CPU Manager policy option 'distribute-cpus-across-cores' does not exist "
+                      "in Kubernetes 1.30 (added in 1.31); the kubelet refuses to start with it"]
