@@ -107,7 +107,8 @@ def _read_inputs(files) -> str:
 @cli.command()
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="InferenceTuning (or ConfigMap) file; defaults when omitted.")
-@click.argument("files", nargs=-1, required=True)
+@click.argument("files", nargs=-1, required=True,
+                type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 def run(config_file, files) -> None:
     """Tune plain multi-document YAML FILES (or - for stdin) and print the result.
 

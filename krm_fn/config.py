@@ -10,6 +10,7 @@ quantities in bytes (`"128Mi"`), durations are Go durations (`"30s"`).
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -290,6 +291,12 @@ def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
             raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
         return {str(a): _scalar_str(b, f"{path}.{a}") for a, b in v.items()}
     if k == "any":
+        if from_flat and isinstance(v, str):
+            try:
+                v = json.loads(v) if v.strip() else {}
+            except ValueError as e:
+                raise ConfigError(path, f"expected a JSON object such as "
+                                        f"{{\"maxPods\": 110}}, found {v!r} ({e})") from None
         if not isinstance(v, dict):
             raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
         return v
@@ -336,6 +343,24 @@ def _build(fields, data: Any, path: str, from_flat: bool = False) -> SimpleNames
     return ns
 
 
+_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
+_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
+_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _check_labels(labels: dict, path: str) -> None:
+    """Label keys and values as the API server validates them (Kubernetes "Labels and
+    Selectors": optional DNS-subdomain prefix + '/' + name of at most 63 characters; values
+    at most 63 characters, alphanumeric at both ends)."""
+    for key, value in labels.items():
+        prefix, _, name = key.rpartition("/")
+        if (not _LABEL_NAME.match(name) or len(name) > 63
+                or (prefix and (not _DNS_SUBDOMAIN.match(prefix) or len(prefix) > 253))):
+            raise ConfigError(f"{path}.{key}", f"{key!r} is not a valid label key")
+        if value and (not _LABEL_NAME.match(value) or len(value) > 63):
+            raise ConfigError(f"{path}.{key}", f"{value!r} is not a valid label value")
+
+
 def _check(cfg: SimpleNamespace) -> None:
     names = [p.name for p in cfg.nodePools]
     for i, n in enumerate(names):
@@ -353,6 +378,17 @@ def _check(cfg: SimpleNamespace) -> None:
             raise ConfigError(f"spec.nodePools[{i}].topology.coresPerSocket",
                               f"{p.topology.coresPerSocket} cores do not divide evenly into "
                               f"{p.topology.numaNodesPerSocket} NUMA nodes per socket")
+    if cfg.workloads.initContainerCpu.is_integer:
+        raise ConfigError("spec.workloads.initContainerCpu", f"must be a fractional CPU such as "
+                          f"500m so the init container runs in the shared pool, found "
+                          f"{cfg.workloads.initContainerCpu.text!r} (whole CPUs would be pinned)")
+    for i, p in enumerate(cfg.nodePools):
+        _check_labels(p.nodeSelector, f"spec.nodePools[{i}].nodeSelector")
+    _check_labels(cfg.selector.matchLabels, "spec.selector.matchLabels")
+    if not _DNS_LABEL.match(cfg.output.namespace) or len(cfg.output.namespace) > 63:
+        raise ConfigError("spec.output.namespace", f"must be a DNS label (lowercase letters, "
+                                                   f"digits, '-'), found "
+                                                   f"{cfg.output.namespace!r}")
     if cfg.workloads.threads.reservedCpus < 0:
         raise ConfigError("spec.workloads.threads.reservedCpus", "must not be negative")
 

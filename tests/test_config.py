@@ -99,3 +99,26 @@ def test_errors_name_the_field(obj, path, message):
 def test_readme_documents_every_flat_key():
     readme = (ROOT / "README.md").read_text()
     assert config.flat_key_table() in readme
+
+
+@pytest.mark.parametrize("obj,path,message", [
+    ({"kind": "ConfigMap", "data": {"initContainerCpu": "1"}}, "data.initContainerCpu",
+     "must be a fractional CPU"),
+    ({"kind": "ConfigMap", "data": {"nodeSelector": "bad key!=x"}}, "data.nodeSelector.bad key!",
+     "'bad key!' is not a valid label key"),
+    ({"kind": "ConfigMap", "data": {"matchLabels": "tier=not ok"}}, "data.matchLabels.tier",
+     "'not ok' is not a valid label value"),
+    ({"kind": "ConfigMap", "data": {"namespace": "Bad NS"}}, "data.namespace",
+     "must be a DNS label"),
+    ({"kind": "ConfigMap", "data": {"extra": "maxPods=30"}}, "data.extra",
+     "expected a JSON object"),
+])
+def test_values_that_would_make_invalid_objects(obj, path, message):
+    with pytest.raises(ConfigError) as e:
+        config.load(obj)
+    assert (e.value.path, message in e.value.message) == (path, True), e.value
+
+
+def test_flat_extra_is_json_with_types():
+    cfg = config.load({"kind": "ConfigMap", "data": {"extra": '{"maxPods": 30, "x": true}'}})
+    assert cfg.nodePools[0].kubelet.extra == {"maxPods": 30, "x": True}

@@ -2,7 +2,7 @@
 public projects): no traceback, exit 0, and every pod spec of a selected workload comes
 out Guaranteed (kubernetes pkg/apis/core/v1/helper/qos/qos.go) with whole pinned CPUs.
 Items of kinds without a registered pod spec come out byte for byte."""
-from fractions import Fraction
+import os
 from pathlib import Path
 
 import pytest
@@ -12,7 +12,7 @@ from krm_fn import quantity
 from krm_fn.workloads import get_path, locations
 from tests.helpers import ROOT, run_cli
 
-CORPUS = ROOT.parent / "shared" / "corpus" / "public"
+CORPUS = Path(os.environ.get("KRM_FN_CORPUS") or ROOT.parent / "shared" / "corpus" / "public")
 FILES = sorted(CORPUS.glob("*/*.yaml"))
 CONFIG = """\
 apiVersion: krm-fn.dev/v1alpha1
@@ -44,6 +44,10 @@ def framework_containers(spec: dict, at) -> list[dict]:
 
 
 def test_corpus_is_present():
+    # The corpus lives in ../shared beside the checkout (as CI lays it out). Outside CI a
+    # checkout without it skips, saying why; under CI a missing corpus fails.
+    if not FILES and os.environ.get("CI") != "true":
+        pytest.skip(f"public corpus not found at {CORPUS} (set KRM_FN_CORPUS to its folder)")
     assert len(FILES) >= 14, f"corpus not found at {CORPUS}"
 
 

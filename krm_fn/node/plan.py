@@ -36,6 +36,21 @@ RESERVED_CGROUP_FIELDS = ("systemReservedCgroup", "kubeReservedCgroup")
 # Changing the CPU/memory manager policy or the reserved set on a node whose checkpoint was
 # written under other settings makes the kubelet crash-loop (kubelet.md §3 last bullet,
 # cases.md C05). Node-by-node procedure, as short imperative steps.
+# KubeletConfiguration fields krm-fn writes itself: kubelet.extra may not set them (the
+# checks above would be bypassed). Value: the typed pool field to use instead, or None.
+MANAGED: dict[str, str | None] = {
+    "apiVersion": None, "kind": None, "cpuManagerPolicy": None, "reservedMemory": None,
+    "cpuManagerPolicyOptions": "cpuManagerPolicyOptions",
+    "cpuManagerReconcilePeriod": "cpuManagerReconcilePeriod",
+    "topologyManagerPolicy": "topologyManagerPolicy",
+    "topologyManagerScope": "topologyManagerScope",
+    "memoryManagerPolicy": "memoryManagerPolicy",
+    "reservedSystemCPUs": "reservedSystemCPUs",
+    "kubeReserved": "kubeReserved", "systemReserved": "systemReserved",
+    "evictionHard": "evictionHard", "podPidsLimit": "podPidsLimit",
+    "failCgroupV1": "failCgroupV1",
+}
+
 ROLLOUT_STEPS: tuple[str, ...] = (
     "Cordon the node: kubectl cordon <node>",
     "Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data",
@@ -261,7 +276,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
             f"make sure the pool's nodes run cgroup v2",
             current=str(bool(k.failCgroupV1)).lower())
 
-    # extra: merged last; extra wins over what krm-fn set, with a warning.
+    # extra: other KubeletConfiguration fields, added last; featureGates are merged.
     for key, value in (k.extra or {}).items():
         key = str(key)
         path = f"kubelet.extra.{key}"
@@ -270,9 +285,25 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
         except _Unplain as e:
             res(ERROR, path, f"{e}; write plain YAML values")
             continue
-        if key in kubelet:
-            res(WARNING, path, f"extra.{key} overrides the {key} krm-fn set "
-                f"({kubelet[key]!r} -> {value!r})", current=kubelet[key], proposed=value)
+        if key in MANAGED:
+            typed = MANAGED[key]
+            res(ERROR, path, f"{key} is managed by krm-fn and cannot be set in kubelet.extra"
+                + (f"; set kubelet.{typed} instead" if typed else
+                   " (it follows from the pool's other settings)"))
+            continue
+        if key == "featureGates":
+            if not isinstance(value, dict):
+                res(ERROR, path, "featureGates must be a mapping of gate name to true/false")
+                continue
+            gates = dict(kubelet.get("featureGates") or {})
+            for gate, on in value.items():
+                if gate in gates and gates[gate] != on:
+                    res(ERROR, f"{path}.{gate}", f"feature gate {gate} is {gates[gate]} because "
+                        f"of the pool's cpuManagerPolicyOptions; extra.featureGates cannot set "
+                        f"it to {on}")
+                gates[gate] = on
+            kubelet["featureGates"] = gates
+            continue
         kubelet[key] = value
     if kubelet.get("reservedSystemCPUs"):
         for key in RESERVED_CGROUP_FIELDS:
@@ -280,9 +311,6 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
                 res(ERROR, f"kubelet.extra.{key}", f"{key} cannot be set together with "
                     f"reservedSystemCPUs: the kubelet rejects the configuration; remove "
                     f"{key} (or set it to \"\")", current=kubelet[key])
-    if kubelet.get("cpuManagerPolicy") == "none" and kubelet.get("cpuManagerPolicyOptions"):
-        res(ERROR, "kubelet.extra.cpuManagerPolicy", "cpuManagerPolicy none does not take "
-            "cpuManagerPolicyOptions (the kubelet refuses to start); keep the static policy")
 
     plan = NodePlan(pool=str(pool.name),
                     node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},

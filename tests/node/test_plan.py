@@ -201,14 +201,33 @@ def test_reserved_spread():
     assert plan.kubelet["reservedSystemCPUs"] == "0-1,16-17,32-33,48-49"
 
 
-def test_extra_merged_last_and_wins():
-    plan, results = build(pool(extra={"podPidsLimit": 8192, "containerLogMaxFiles": 3}))
-    assert plan.kubelet["podPidsLimit"] == 8192
-    assert list(plan.kubelet)[-1] == "containerLogMaxFiles"
-    assert list(plan.kubelet).index("podPidsLimit") == list(DEFAULT_KUBELET).index("podPidsLimit")
-    assert [(r.severity, r.path, r.current, r.proposed) for r in results] == [
-        (WARNING, "spec.nodePools[0].kubelet.extra.podPidsLimit", "4096", "8192")]
-    assert "podPidsLimit" in results[0].message
+def test_extra_adds_other_fields_last():
+    plan, results = build(pool(extra={"containerLogMaxFiles": 3, "maxPods": 50}))
+    assert list(plan.kubelet)[-2:] == ["containerLogMaxFiles", "maxPods"]
+    assert plan.kubelet["maxPods"] == 50
+    assert results == []
+
+
+@pytest.mark.parametrize("key,typed", [("podPidsLimit", "podPidsLimit"),
+                                       ("reservedSystemCPUs", "reservedSystemCPUs"),
+                                       ("kubeReserved", "kubeReserved"),
+                                       ("cpuManagerPolicy", None), ("reservedMemory", None)])
+def test_extra_cannot_bypass_managed_fields(key, typed):
+    plan, results = build(pool(extra={key: "x"}))
+    assert [(r.severity, r.path) for r in results] == [
+        (ERROR, f"spec.nodePools[0].kubelet.extra.{key}")]
+    assert results[0].message.startswith(f"{key} is managed by krm-fn")
+    if typed:
+        assert results[0].message.endswith(f"set kubelet.{typed} instead")
+
+
+def test_extra_feature_gates_merge_and_cannot_flip_ours():
+    plan, results = build(pool(extra={"featureGates": {"SomeGate": True}}))
+    assert plan.kubelet["featureGates"] == {"SomeGate": True} and results == []
+    plan, results = build(pool(cpuManagerPolicyOptions={"align-by-socket": "true"},
+                               extra={"featureGates": {"CPUManagerPolicyAlphaOptions": False}}))
+    assert [(r.severity, r.path) for r in results] == [
+        (ERROR, "spec.nodePools[0].kubelet.extra.featureGates.CPUManagerPolicyAlphaOptions")]
 
 
 def test_extra_reserved_cgroup_is_error():
@@ -233,14 +252,6 @@ def test_extra_values_become_plain():
 def test_version_must_be_tuple():
     with pytest.raises(TypeError, match="tuple"):
         node_plan.build(pool(), "1.34", REF)
-
-
-def test_extra_policy_none_with_options_is_error():
-    plan, results = build(pool(extra={"cpuManagerPolicy": "none"}))
-    assert plan.kubelet["cpuManagerPolicy"] == "none"
-    assert [(r.severity, r.path) for r in results] == [
-        (WARNING, "spec.nodePools[0].kubelet.extra.cpuManagerPolicy"),
-        (ERROR, "spec.nodePools[0].kubelet.extra.cpuManagerPolicy")]
 
 
 def test_versions_before_the_option_table_are_checked_as_the_oldest_covered():
