@@ -52,6 +52,39 @@ def ref_of(obj: dict) -> Ref:
                str(md.get("name") or ""), str(md.get("namespace") or ""))
 
 
+def _identity_problem(obj: dict) -> tuple[str, str] | None:
+    """(field path, message) when the object lacks a string apiVersion, kind or
+    metadata.name, or its metadata, labels or annotations are not mappings; else None."""
+    for key in ("apiVersion", "kind"):
+        v = obj.get(key)
+        if not isinstance(v, str) or not v:
+            return key, f"{key} must be a non-empty string, found {_shown(v)}"
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        return "metadata", f"metadata must be a mapping, found {_shown(md)}"
+    name = md.get("name")
+    if not isinstance(name, str) or not name:
+        return "metadata.name", f"metadata.name must be a non-empty string, found {_shown(name)}"
+    if md.get("namespace") is not None and not isinstance(md.get("namespace"), str):
+        return "metadata.namespace", "metadata.namespace must be a string"
+    for key in ("labels", "annotations"):
+        v = md.get(key)
+        if v is not None and not isinstance(v, dict):
+            return f"metadata.{key}", f"metadata.{key} must be a mapping, found {_shown(v)}"
+        for k, x in (v or {}).items():
+            if x is not None and not isinstance(x, str):
+                return f"metadata.{key}['{k}']", f"metadata.{key} values must be strings"
+    return None
+
+
+def _shown(v: object) -> str:
+    if v is None:
+        return "nothing"
+    if isinstance(v, (dict, list)):
+        return "a mapping" if isinstance(v, dict) else "a list"
+    return repr(v)
+
+
 def _annotations(obj: object, path: tuple = ("metadata",)) -> dict:
     a = get_path(obj, path + ("annotations",))
     return a if isinstance(a, dict) else {}
@@ -236,12 +269,12 @@ def transform(items: list, function_config: dict | None, set_path: bool = False)
                                       f"object", ERROR, None, f"items[{i}]"))
             continue
         ref = ref_of(obj)
-        missing = [f for f, v in (("apiVersion", ref.api_version), ("kind", ref.kind),
-                                  ("metadata.name", ref.name)) if not v]
-        if missing:
-            out.results.append(Result(f"item {i} has no {', '.join(missing)}; every item must "
-                                      f"be a KRM object", ERROR, ref if ref.kind else None,
-                                      f"items[{i}]." + missing[0]))
+        problem = _identity_problem(obj)
+        if problem:
+            field_path, message = problem
+            out.results.append(Result(f"item {i}: {message}; every item must be a KRM object",
+                                      ERROR, None,
+                                      f"items[{i}].{field_path}"))
             continue
         if (_is_local(obj) or ref.api_version.startswith("kpt.dev/") or ref.kind == "Kptfile"
                 or (fc_ref is not None and ref == fc_ref)):

@@ -223,7 +223,8 @@ def load_config_file(text: str) -> dict | None:
 def has_path_annotations(doc: Document) -> bool:
     """True when the items carry kpt's path annotations (the orchestrator is kpt)."""
     for it in doc.items:
-        ann = (it.get("metadata") or {}).get("annotations") if isinstance(it, dict) else None
+        md = it.get("metadata") if isinstance(it, dict) else None
+        ann = md.get("annotations") if isinstance(md, dict) else None
         if isinstance(ann, dict) and ("internal.config.kubernetes.io/path" in ann
                                       or "config.kubernetes.io/path" in ann):
             return True

@@ -62,7 +62,8 @@ def group_of(api_version: object) -> str:
 
 def locations(obj: dict) -> tuple[PodSpecAt, ...]:
     """Pod spec locations registered for the object's (group, kind); () for other kinds."""
-    return KINDS.get((group_of(obj.get("apiVersion")), obj.get("kind")), ())
+    kind = obj.get("kind")
+    return KINDS.get((group_of(obj.get("apiVersion")), kind), ()) if isinstance(kind, str) else ()
 
 
 def get_path(obj: object, path: tuple) -> object:
