@@ -37,7 +37,8 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool) -> N
     from krm_fn import engine, resourcelist
     doc = resourcelist.parse(text, require_resource_list=require_rl)
     fc = doc.function_config if function_config is None else function_config
-    out = engine.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc))
+    out = engine.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc),
+                           aliased=doc.aliased)
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
     sys.stdout.write(resourcelist.render(doc, out.ops, out.emitted, results))
     sys.stdout.flush()

@@ -228,13 +228,16 @@ def _update_ops(old: dict, new: dict) -> list:
     return ops
 
 
-def transform(items: list, function_config: dict | None, set_path: bool = False) -> Output:
+def transform(items: list, function_config: dict | None, set_path: bool = False,
+              aliased: frozenset | set = frozenset()) -> Output:
     """Tune `items` (plain dicts as read from YAML, scalars as strings) per
     `function_config` (plain typed dict, or None for defaults).
 
     `set_path`: the orchestrator is kpt (items carry path annotations), so emitted objects
-    get their own `internal.config.kubernetes.io/path`. Never raises for bad input: every
-    problem is an error Result.
+    get their own `internal.config.kubernetes.io/path`. `aliased`: indices of items that use
+    YAML aliases; they are never edited (an edit through an alias would change every place
+    the alias is used), so a needed change there is an error. Never raises for bad input:
+    every problem is an error Result.
     """
     out = Output()
     fc_ref = ref_of(function_config) if isinstance(function_config, dict) else None
@@ -298,6 +301,12 @@ def transform(items: list, function_config: dict | None, set_path: bool = False)
                                       INFO, ref))
             continue
         ops, results, pool_index = _tune(obj, cfg, ref)
+        if ops and i in aliased:
+            results.append(Result("uses YAML anchors and aliases, so krm-fn cannot change it "
+                                  "without changing every place an alias points to; expand "
+                                  "the aliases (kustomize does this before running functions)"
+                                  " and run again; left unchanged", ERROR, ref))
+            ops, pool_index = [], None
         path = ann.get("internal.config.kubernetes.io/path", ann.get("config.kubernetes.io/path"))
         if path:
             index = ann.get("internal.config.kubernetes.io/index",

@@ -52,17 +52,22 @@ class Span:
 @dataclass
 class Document:
     """Parsed input. `mode` is `resourcelist` or `multidoc`; `items` are plain dicts;
-    `spans[i]` locates items[i] (None when it cannot be spliced); `function_config` is the
-    typed functionConfig or None."""
+    `spans[i]` and `nodes[i]` locate items[i] in the text; `function_config` is the typed
+    functionConfig or None; `aliased` holds the indices of items that use YAML aliases."""
 
     text: str
     mode: str
     items: list
     spans: list
     function_config: dict | None = None
-    items_span: tuple | None = None        # (start, end, column, flow) of the items value
-    results_span: tuple | None = None      # (key start, value end) of an existing results
+    nodes: list = field(default_factory=list)
+    aliased: set = field(default_factory=set)
+    root: object = None
+    items_key: object = None
+    items_node: object = None
+    results_node: object = None
     existing_results: list = field(default_factory=list)
+    flow: bool = False
     api_version: str = "config.kubernetes.io/v1"
 
 
@@ -71,27 +76,33 @@ class Document:
 _NULL = {"", "~", "null", "Null", "NULL"}
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False,
          "FALSE": False}
+_PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float", "str",
+                                                   "timestamp", "value", "merge")}
 _INT = re.compile(r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
 _FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|"
                     r"^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
 
 
 class _Builder:
+    """Plain data from libyaml nodes. Aliases are kept shared (never expanded) but their
+    expanded size is counted, so a "billion laughs" input is refused before anything
+    downstream (copies, str(), dumps) could expand it. `owner` records which item first
+    built each node: an alias into another item is refused (kustomize splits items, so
+    such an alias breaks), and items that use an alias inside themselves are listed in
+    `aliased`."""
+
     def __init__(self, typed: bool):
         self.typed = typed
-        self.count = 0
+        self.expanded = 0
         self.memo: dict[int, object] = {}
+        self.size: dict[int, int] = {}
+        self.owner: dict[int, int] = {}
+        self.item = -1
+        self.aliased: set[int] = set()
 
     def scalar(self, node):
         v = node.value
-        plain = not node.style and node.tag in ("tag:yaml.org,2002:null",
-                                                    "tag:yaml.org,2002:bool",
-                                                    "tag:yaml.org,2002:int",
-                                                    "tag:yaml.org,2002:float",
-                                                    "tag:yaml.org,2002:str",
-                                                    "tag:yaml.org,2002:timestamp",
-                                                    "tag:yaml.org,2002:value",
-                                                    "tag:yaml.org,2002:merge")
+        plain = not node.style and node.tag in _PLAIN_TAGS
         if node.tag == "tag:yaml.org,2002:null" or (plain and v in _NULL):
             return None
         if not self.typed or not plain:
@@ -105,35 +116,52 @@ class _Builder:
                          .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
         return v
 
+    def _count(self, n: int) -> None:
+        self.expanded += n
+        if self.expanded > MAX_NODES:
+            raise InputError(f"input is too large or expands too far through aliases "
+                             f"(more than {MAX_NODES} nodes)")
+
     def build(self, node, where: str):
         key = id(node)
         if key in self.memo:
+            if self.owner.get(key, self.item) != self.item:
+                raise InputError(f"{where}: alias to an anchor in another item (line "
+                                 f"{node.start_mark.line + 1}); kustomize splits items, so "
+                                 f"aliases cannot cross them: expand the alias")
+            self.aliased.add(self.item)
+            self._count(self.size[key])
             return self.memo[key]
-        self.count += 1
-        if self.count > MAX_NODES:
-            raise InputError(f"input is too large or expands too far through aliases "
-                             f"(more than {MAX_NODES} nodes)")
+        before = self.expanded
+        self._count(1)
         if isinstance(node, yaml.ScalarNode):
-            return self.scalar(node)
-        if isinstance(node, yaml.SequenceNode):
-            out: list = []
-            self.memo[key] = out
+            value = self.scalar(node)
+        elif isinstance(node, yaml.SequenceNode):
+            value = []
+            self.memo[key], self.owner[key] = value, self.item
             for i, child in enumerate(node.value):
-                out.append(self.build(child, f"{where}[{i}]"))
-            return out
-        mapping: dict = {}
-        self.memo[key] = mapping
-        for k, v in node.value:
-            if k.tag == "tag:yaml.org,2002:merge":
-                raise InputError(f"{where}: YAML merge keys (<<) are not supported")
-            kv = self.build(k, where)
-            if isinstance(kv, (dict, list)):
-                raise InputError(f"{where}: a mapping key must be a scalar")
-            kv = "" if kv is None else kv if isinstance(kv, str) else str(kv)
-            if kv in mapping:
-                raise InputError(f"{where}: duplicate key {kv!r} (line {k.start_mark.line + 1})")
-            mapping[kv] = self.build(v, f"{where}.{kv}")
-        return mapping
+                value.append(self.build(child, f"{where}[{i}]"))
+        else:
+            value = {}
+            self.memo[key], self.owner[key] = value, self.item
+            for k, v in node.value:
+                if k.tag == "tag:yaml.org,2002:merge":
+                    raise InputError(f"{where}: YAML merge keys (<<) are not supported")
+                kv = self.build(k, where)
+                if isinstance(kv, (dict, list)):
+                    raise InputError(f"{where}: a mapping key must be a scalar")
+                kv = "" if kv is None else kv if isinstance(kv, str) else str(kv)
+                if kv in value:
+                    raise InputError(f"{where}: duplicate key {kv!r} (line "
+                                     f"{k.start_mark.line + 1})")
+                value[kv] = self.build(v, f"{where}.{kv}")
+        self.memo[key], self.owner[key] = value, self.item
+        self.size[key] = self.expanded - before
+        return value
+
+    def build_item(self, index: int, node, where: str):
+        self.item = index
+        return self.build(node, where)
 
 
 def _compose_all(text: str) -> list:
@@ -147,9 +175,35 @@ def _compose_all(text: str) -> list:
         raise InputError(f"input is not valid YAML: {str(e).splitlines()[0]}") from None
 
 
-def _span(node) -> Span:
-    return Span(node.start_mark.index, node.end_mark.index, node.start_mark.column,
-                getattr(node, "flow_style", False) is True)
+def _is_empty_doc(node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null" \
+        and node.value == ""
+
+
+def _content_end(node) -> int:
+    """Offset just past the last character of `node`'s own content: for block collections
+    the end of their last value, not the start of whatever token follows (libyaml's end
+    mark for a block collection lies after any comments that follow it)."""
+    while True:
+        if isinstance(node, yaml.MappingNode) and node.value and node.flow_style is not True:
+            node = node.value[-1][1]
+        elif isinstance(node, yaml.SequenceNode) and node.value and node.flow_style is not True:
+            node = node.value[-1]
+        else:
+            return node.end_mark.index
+
+
+def _line_end(text: str, pos: int) -> int:
+    """Offset just past the line end at or after `pos` (len(text) at the end)."""
+    if pos > 0 and text[pos - 1] == "\n":
+        return pos
+    nl = text.find("\n", pos)
+    return len(text) if nl < 0 else nl + 1
+
+
+def _span(text: str, node) -> Span:
+    return Span(node.start_mark.index, _line_end(text, _content_end(node)),
+                node.start_mark.column, getattr(node, "flow_style", False) is True)
 
 
 def parse(text: str, require_resource_list: bool) -> Document:
@@ -157,7 +211,7 @@ def parse(text: str, require_resource_list: bool) -> Document:
     `require_resource_list` and it is not a single ResourceList, or when it is malformed."""
     if "\x00" in text:
         raise InputError("input is not YAML text (it contains NUL bytes)")
-    nodes = [n for n in _compose_all(text) if n is not None]
+    nodes = [n for n in _compose_all(text) if n is not None and not _is_empty_doc(n)]
     builder = _Builder(typed=False)
     is_rl = (len(nodes) == 1 and isinstance(nodes[0], yaml.MappingNode)
              and any(k.value == "kind" and isinstance(v, yaml.ScalarNode)
@@ -169,10 +223,16 @@ def parse(text: str, require_resource_list: bool) -> Document:
                                  "(run it through kustomize or kpt, or use `krm-fn run`)")
             raise InputError("input is not a ResourceList (kind: ResourceList, apiVersion: "
                              "config.kubernetes.io/v1); use `krm-fn run` for plain YAML")
-        items = [builder.build(n, f"document {i + 1}") for i, n in enumerate(nodes)]
-        return Document(text, "multidoc", items, [_span(n) for n in nodes])
+        items = [builder.build_item(i, n, f"document {i + 1}") for i, n in enumerate(nodes)]
+        return Document(text, "multidoc", items, [_span(text, n) for n in nodes],
+                        nodes=nodes, aliased=builder.aliased)
     root = nodes[0]
-    fields = {k.value: (k, v) for k, v in root.value}
+    fields: dict = {}
+    for k, v in root.value:
+        if k.value in fields:
+            raise InputError(f"ResourceList: duplicate key {k.value!r} (line "
+                             f"{k.start_mark.line + 1})")
+        fields[k.value] = (k, v)
     api_version = fields.get("apiVersion", (None, None))[1]
     av = api_version.value if isinstance(api_version, yaml.ScalarNode) else None
     if av not in RESOURCE_LIST_VERSIONS:
@@ -180,37 +240,37 @@ def parse(text: str, require_resource_list: bool) -> Document:
                          f"{', '.join(RESOURCE_LIST_VERSIONS)}")
     if "items" not in fields:
         raise InputError("ResourceList has no items field")
-    items_node = fields["items"][1]
-    doc = Document(text, "resourcelist", [], [], api_version=av)
+    items_key, items_node = fields["items"]
+    doc = Document(text, "resourcelist", [], [], api_version=av, root=root,
+                   flow=root.flow_style is True)
     if isinstance(items_node, yaml.ScalarNode) and builder.scalar(items_node) is None:
-        doc.items_span = (items_node.start_mark.index, items_node.end_mark.index,
-                          fields["items"][0].start_mark.column, True)
+        doc.items_node = None
     elif not isinstance(items_node, yaml.SequenceNode):
         raise InputError("ResourceList items must be a list")
     else:
-        doc.items = [builder.build(n, f"items[{i}]") for i, n in enumerate(items_node.value)]
-        doc.spans = [_span(n) for n in items_node.value]
-        flow = items_node.flow_style is True or not items_node.value
-        column = (items_node.value[0].start_mark.column - 2 if items_node.value
-                  else fields["items"][0].start_mark.column)
-        doc.items_span = (items_node.start_mark.index, items_node.end_mark.index, column, flow)
+        doc.items = [builder.build_item(i, n, f"items[{i}]")
+                     for i, n in enumerate(items_node.value)]
+        doc.spans = [_span(text, n) for n in items_node.value]
+        doc.nodes = list(items_node.value)
+        doc.items_node = items_node
+        doc.flow = doc.flow or items_node.flow_style is True
+    doc.items_key = items_key
+    doc.aliased = builder.aliased
     if "functionConfig" in fields:
         fc = _Builder(typed=True).build(fields["functionConfig"][1], "functionConfig")
-        if fc is not None and not isinstance(fc, dict):
-            raise InputError("ResourceList functionConfig must be a mapping")
         doc.function_config = fc
     if "results" in fields:
         k, v = fields["results"]
+        doc.results_node = v
         existing = _Builder(typed=False).build(v, "results")
         doc.existing_results = existing if isinstance(existing, list) else []
-        doc.results_span = (k.start_mark.index, v.end_mark.index)
     return doc
 
 
 def load_config_file(text: str) -> dict | None:
     """A functionConfig given as its own YAML document (legacy exec plugin, `krm-fn run
     --config`), read with YAML 1.2 core types. Raises InputError."""
-    nodes = [n for n in _compose_all(text) if n is not None]
+    nodes = [n for n in _compose_all(text) if n is not None and not _is_empty_doc(n)]
     if len(nodes) != 1:
         raise InputError(f"the config file must hold exactly one YAML document, found "
                          f"{len(nodes)}")
@@ -231,10 +291,291 @@ def has_path_annotations(doc: Document) -> bool:
     return False
 
 
-# --- round-trip editing of changed items ------------------------------------------------
+# --- span edits: replay the engine's ops on the input text --------------------------------
+
+_KEY_OPENS_BLOCK = re.compile(r"^( *)(- +)?[^#\s][^#]*:\s*(#.*)?$")
+
+
+def guess_indent(body: str) -> tuple[int, int]:
+    """(mapping indent, block sequence dash offset) the text uses, from the first key that
+    opens a nested mapping and the first that opens a nested sequence. Defaults (2, 0)."""
+    lines = [ln for ln in body.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
+    mapping, offset = None, None
+    for a, b in zip(lines, lines[1:]):
+        m = _KEY_OPENS_BLOCK.match(a.rstrip("\r"))
+        if not m or a.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
+            continue
+        base = len(m.group(1)) + (len(m.group(2)) if m.group(2) else 0)
+        ind = len(b) - len(b.lstrip(" "))
+        if b.lstrip(" ").startswith("- ") and offset is None:
+            offset = max(0, ind - base)
+        elif not b.lstrip(" ").startswith("- ") and mapping is None and ind > base:
+            mapping = ind - base
+        if mapping is not None and offset is not None:
+            break
+    return mapping or 2, offset or 0
+
+
+class _Unsupported(Exception):
+    """An edit the span editor cannot express; the item is then rewritten by ruamel."""
+
+
+def _child(node, key):
+    """(key node or None, value node) of `node` at `key`, or None when absent."""
+    if isinstance(node, yaml.MappingNode) and isinstance(key, str):
+        for k, v in node.value:
+            if isinstance(k, yaml.ScalarNode) and k.value == key:
+                return k, v
+        return None
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        return None, node.value[key]
+    return None
+
+
+def _nest(rest: tuple, value):
+    for key in reversed(rest):
+        value = [value] if isinstance(key, int) else {key: value}
+    return value
+
+
+def _merge(into, new) -> None:
+    """Deep-merge plain `new` into `into` (dicts by key, lists append)."""
+    if isinstance(into, dict):
+        for k, v in new.items():
+            if k in into and isinstance(into[k], (dict, list)) and isinstance(v, type(into[k])):
+                _merge(into[k], v)
+            else:
+                into[k] = v
+    else:
+        into.extend(new)
+
+
+def _dash_column(text: str, item) -> int:
+    """Column of the `-` that introduces a block sequence entry (the entry's content may
+    start on a later line, after comments: `- # note` / `  kind: Pod`)."""
+    i = item.start_mark.index
+    line_start = _line_start(text, i)
+    before = text[line_start:i]
+    while True:
+        head = before.rstrip(" ")
+        code = head.split(" #", 1)[0].rstrip(" ") if not head.lstrip().startswith("#") else ""
+        if code.endswith("-") and (len(code) == 1 or code[-2] == " "):
+            return len(code) - 1
+        if code.strip():
+            raise _Unsupported("sequence entry not introduced by a dash")
+        if line_start == 0:
+            raise _Unsupported("sequence entry without a dash")
+        end = line_start - 1
+        line_start = _line_start(text, end)
+        before = text[line_start:end].rstrip("\r")
+
+
+def _line_start(text: str, pos: int) -> int:
+    return text.rfind("\n", 0, pos) + 1
+
+
+def _flow_close(text: str, node) -> int:
+    """Offset of the closing bracket of a flow collection, and whether it is empty."""
+    close = node.end_mark.index - 1
+    if text[close] not in "}]":
+        raise _Unsupported("flow collection end not found")
+    return close
+
+
+def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
+    """Text edits (start, end, replacement) that replay `ops` — (path, value) pairs from the
+    engine — on the item whose libyaml node is `node`. Only the changed scalars and the
+    inserted lines are touched; everything else stays byte for byte. Raises _Unsupported
+    for shapes it cannot edit in place."""
+    unit, seq_offset = guess_indent(text[node.start_mark.index:_content_end(node)])
+    replaces: dict[int, tuple[int, int, str]] = {}
+    inserts: dict[int, list] = {}      # id(container node) -> [node, {key: value} | [items]]
+    for path, value in ops:
+        if value is DELETE:
+            raise _Unsupported("delete")
+        cur, i = node, 0
+        while i < len(path):
+            found = _child(cur, path[i])
+            if found is None:
+                break
+            cur, i = found[1], i + 1
+        if i == len(path):
+            if not isinstance(cur, yaml.ScalarNode) or isinstance(value, (dict, list)):
+                raise _Unsupported("replace a collection")
+            replaces[cur.start_mark.index] = (cur.start_mark.index, cur.end_mark.index,
+                                              yamlout.scalar(value))
+            continue
+        key, rest = path[i], path[i + 1:]
+        new = _nest(rest, value)
+        if isinstance(cur, yaml.SequenceNode):
+            if not isinstance(key, int) or key != len(cur.value) + len(
+                    inserts.get(id(cur), [None, []])[1]):
+                raise _Unsupported("sequence index")
+            inserts.setdefault(id(cur), [cur, []])[1].append(new)
+        elif isinstance(cur, yaml.MappingNode) and isinstance(key, str):
+            entry = inserts.setdefault(id(cur), [cur, {}])[1]
+            if key in entry and isinstance(entry[key], (dict, list)):
+                _merge(entry[key], new)
+            else:
+                entry[key] = new
+        elif isinstance(cur, yaml.ScalarNode) and cur.tag == "tag:yaml.org,2002:null":
+            entry = inserts.setdefault(id(cur), [cur, [] if isinstance(key, int) else {}])[1]
+            if isinstance(entry, list):
+                entry.append(new)
+            elif key in entry and isinstance(entry[key], (dict, list)):
+                _merge(entry[key], new)
+            else:
+                entry[key] = new
+        else:
+            raise _Unsupported("insert into a scalar")
+    edits = list(replaces.values())
+    converted = []
+    for cur, content in inserts.values():
+        where = _block_context(node, cur) if _to_block(cur, content) else None
+        if where is not None:
+            converted.append((cur, content, where))
+        else:
+            edits.extend(_insert_edits(text, node, cur, content, unit, seq_offset, nl))
+    for cur, content, where in converted:
+        edits = _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl)
+    return edits
+
+
+def _to_block(cur, content) -> bool:
+    """A one-line flow mapping that receives a new collection (an env list, a requests
+    mapping) is rewritten in block style, so the result stays readable."""
+    return (isinstance(cur, yaml.MappingNode) and cur.flow_style is True and cur.value
+            and cur.start_mark.line == cur.end_mark.line
+            and any(isinstance(v, (dict, list)) for v in content.values()))
+
+
+def _block_context(root, target):
+    """("entry", None) when `target` is an entry of a block sequence, ("value", key node)
+    when it is the value of a block mapping, None otherwise (inside a flow collection)."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                if v is target:
+                    return None if n.flow_style is True else ("value", k)
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            for v in n.value:
+                if v is target:
+                    return None if n.flow_style is True else ("entry", None)
+                stack.append(v)
+    return None
+
+
+def _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl):
+    """Replace the flow mapping `cur` by block lines: its keys with their (edited) value
+    text kept verbatim, then the new keys of `content` in block style."""
+    start, end = cur.start_mark.index, cur.end_mark.index
+    inner = [e for e in edits if start <= e[0] and e[1] <= end]
+    rest = [e for e in edits if not (start <= e[0] and e[1] <= end)]
+    flow_text = _splice(text[start:end], [(e[0] - start, e[1] - start) + tuple(e[2:])
+                                          for e in inner])
+    parsed = yaml.compose(flow_text, Loader=_Loader)
+    mode, key_node = where
+    if mode == "entry":
+        col = cur.start_mark.column
+    else:
+        col = key_node.start_mark.column + unit
+    lines = [f"{flow_text[k.start_mark.index:k.end_mark.index]}: "
+             f"{flow_text[v.start_mark.index:v.end_mark.index]}" for k, v in parsed.value]
+    lines += [ln[col:] for ln in yamlout.block(content, col, unit, seq_offset)]
+    pad = " " * col
+    if mode == "entry":
+        new = lines[0] + "".join(nl + pad + ln for ln in lines[1:])
+        rest.append((start, end, new))
+    else:
+        colon = text.rfind(":", key_node.end_mark.index, start)
+        rest.append((colon + 1, end, "".join(nl + pad + ln for ln in lines)))
+    return rest
+
+
+def _insert_edits(text, root, cur, content, unit, seq_offset, nl):
+    if isinstance(cur, yaml.ScalarNode):
+        # `key:` with a null value: the new collection goes below the key line.
+        key_node = _key_of(root, cur)
+        if key_node is None:
+            raise _Unsupported("null outside a mapping")
+        col = key_node.start_mark.column + (unit if isinstance(content, dict) else seq_offset)
+        lines = yamlout.block(content, col, unit, seq_offset)
+        pos = _line_end(text, cur.end_mark.index)
+        out = [(cur.start_mark.index, cur.end_mark.index, "")]
+        prefix = "" if text[:pos].endswith("\n") else nl
+        out.append((pos, pos, prefix + nl.join(lines) + nl, -col))
+        return out
+    if cur.flow_style is True:
+        close = _flow_close(text, cur)
+        j = close - 1
+        while j > cur.start_mark.index and text[j] in " \t\r\n":
+            j -= 1
+        empty = not cur.value
+        parts = ([f"{yamlout.key(k)}: {yamlout.flow(v)}" for k, v in content.items()]
+                 if isinstance(content, dict) else [yamlout.flow(v) for v in content])
+        return [(j + 1, j + 1, ("" if empty else ", ") + ", ".join(parts))]
+    if isinstance(cur, yaml.MappingNode):
+        if not cur.value:
+            raise _Unsupported("empty block mapping")
+        col = cur.value[0][0].start_mark.column
+        out = []
+        rest = dict(content)
+        # `requests` goes before an existing `limits`, as people write it.
+        for k in list(rest):
+            before = _INSERT_BEFORE.get(k)
+            found = _child(cur, before) if before else None
+            if found is not None:
+                pos = _line_start(text, found[0].start_mark.index)
+                lines = yamlout.block({k: rest.pop(k)}, col, unit, seq_offset)
+                out.append((pos, pos, nl.join(lines) + nl, -col))
+        if rest:
+            pos = _line_end(text, _content_end(cur))
+            prefix = "" if text[:pos].endswith("\n") else nl
+            lines = yamlout.block(rest, col, unit, seq_offset)
+            out.append((pos, pos, prefix + nl.join(lines) + nl, -col))
+        return out
+    # block sequence: new entries after the last one, at its dash column
+    if not cur.value:
+        raise _Unsupported("empty block sequence")
+    first = cur.value[0]
+    dash = _dash_column(text, first)
+    offset = first.start_mark.column - dash
+    lines = []
+    for item in content:
+        body = (yamlout.block(item, dash + offset, unit, seq_offset)
+                if isinstance(item, (dict, list)) and item else [" " * (dash + offset) + yamlout.flow(item)])
+        lines.append(" " * dash + "-" + " " * (offset - 1) + body[0][dash + offset:])
+        lines.extend(body[1:])
+    pos = _line_end(text, _content_end(cur))
+    prefix = "" if text[:pos].endswith("\n") else nl
+    return [(pos, pos, prefix + nl.join(lines) + nl, -dash)]
+
+
+_INSERT_BEFORE = {"requests": "limits"}
+
+
+def _key_of(root, target):
+    """The key node whose value is `target`, searching under `root`."""
+    stack = [root]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                if v is target:
+                    return k
+                stack.append(v)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend(n.value)
+    return None
+
+
+# --- ruamel fallback ------------------------------------------------------------------------
 
 def _ruamel():
-    from ruamel.yaml import YAML  # imported only when an item changes
+    from ruamel.yaml import YAML  # imported only for the fallback paths
     return YAML
 
 
@@ -258,9 +599,6 @@ def _styled(value):
     return value
 
 
-_INSERT_BEFORE = {"requests": "limits"}
-
-
 def _apply_ops(data, ops) -> None:
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
     for path, value in ops:
@@ -276,8 +614,6 @@ def _apply_ops(data, ops) -> None:
             cur = nxt
             chain.append(cur)
         if created or isinstance(value, (dict, list)):
-            # A new collection goes in block style; flow containers on its path become
-            # block (from the root down, so no block node ends up inside a flow one).
             for node in chain:
                 fa = getattr(node, "fa", None)
                 if fa is not None and fa.flow_style():
@@ -303,121 +639,123 @@ def _put(container, key, value) -> None:
         container[key] = value
 
 
-def _dedent(text: str, column: int) -> str:
+def _ruamel_item(text: str, column: int, ops, nl: str) -> str:
+    """Fallback: the item re-read with ruamel's round-trip loader, `ops` applied, written
+    back at the same indentation."""
     lines = text.split("\n")
-    out = [lines[0]]
     pad = " " * column
-    for line in lines[1:]:
-        if line.startswith(pad):
-            out.append(line[column:])
-        else:
-            out.append(line.lstrip(" "))
-    return "\n".join(out)
-
-
-def _indent(text: str, column: int) -> str:
-    pad = " " * column
-    lines = text.split("\n")
-    return "\n".join([lines[0]] + [pad + line if line else line for line in lines[1:]])
-
-
-_KEY_OPENS_BLOCK = re.compile(r"^( *)(- )?[^#\s][^#]*:\s*(#.*)?$")
-
-
-def guess_indent(body: str) -> tuple[int, int]:
-    """(mapping indent, block sequence dash offset) used by the text, as ruamel's
-    load_yaml_guess_indent finds them, without parsing: from the first key that opens a
-    nested mapping and the first that opens a nested sequence. Defaults (2, 0)."""
-    lines = [ln for ln in body.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
-    mapping, offset = None, None
-    for a, b in zip(lines, lines[1:]):
-        m = _KEY_OPENS_BLOCK.match(a)
-        if not m or a.rstrip().endswith("|") or a.rstrip().endswith(">"):
-            continue
-        base = len(m.group(1)) + (2 if m.group(2) else 0)
-        ind = len(b) - len(b.lstrip(" "))
-        if b.lstrip(" ").startswith("- ") and offset is None:
-            offset = max(0, ind - base)
-        elif not b.lstrip(" ").startswith("- ") and mapping is None and ind > base:
-            mapping = ind - base
-        if mapping is not None and offset is not None:
-            break
-    return mapping or 2, offset or 0
-
-
-def rewrite_item(text: str, column: int, ops) -> str:
-    """Replay `ops` on one item's YAML text (its first line starting at `column`) and
-    return the new text at the same indentation, ending like the original span."""
-    body = _dedent(text, column)
-    trailing = body[len(body.rstrip()):]
-    indent, offset = guess_indent(body)
+    body = "\n".join([lines[0]] + [ln[column:] if ln.startswith(pad) else ln.lstrip(" ")
+                                   for ln in lines[1:]])
+    unit, offset = guess_indent(body)
     y = _ruamel()(typ="rt")
     y.preserve_quotes = True
     y.width = 1 << 16
-    y.indent(mapping=indent, sequence=max(indent, offset + 2), offset=offset)
+    y.indent(mapping=unit, sequence=max(unit, offset + 2), offset=offset)
     data = y.load(body)
     _apply_ops(data, ops)
     buf = io.StringIO()
     y.dump(data, buf)
-    new = buf.getvalue().rstrip() + (trailing if trailing else "\n")
-    return _indent(new, column)
+    out = buf.getvalue().rstrip("\n").split("\n")
+    new = "\n".join([out[0]] + [pad + ln if ln else ln for ln in out[1:]]) + "\n"
+    return new.replace("\n", nl) if nl != "\n" else new
 
 
 # --- output ------------------------------------------------------------------------------
 
-def _seq_block(objs, column: int) -> str:
+def _seq_entries(objs, dash: int, offset: int, nl: str) -> str:
     out = []
     for obj in objs:
-        body = yamlout.to_yaml(obj).rstrip("\n")
-        out.append(" " * column + "- " + _indent(body, column + 2) + "\n")
+        lines = yamlout.to_yaml(obj).rstrip("\n").split("\n")
+        pad = " " * (dash + offset)
+        out.append(" " * dash + "-" + " " * (offset - 1) + lines[0] + nl
+                   + "".join((pad + ln if ln else ln) + nl for ln in lines[1:]))
     return "".join(out)
 
 
-def render(doc: Document, ops: dict, emitted: list, results: list) -> str:
-    """The output text: the input with changed items rewritten, `emitted` objects appended
-    to the items and `results` (plain dicts) written (ResourceList mode only)."""
+def render(doc: Document, ops: dict, emitted: list, results: list,
+           replace: dict | None = None) -> str:
+    """The output text: the input with the edits `ops[i]` replayed on item i, items in
+    `replace` (index -> plain object) rewritten whole, `emitted` objects appended to the
+    items and `results` (plain dicts) written (ResourceList mode only)."""
     text = doc.text
+    nl = "\r\n" if "\r\n" in text else "\n"
+    replace = replace or {}
+    if doc.mode == "resourcelist" and doc.flow:
+        return _render_full(doc, ops, emitted, results, replace)
     edits: list[tuple[int, int, str]] = []
     for i, item_ops in sorted(ops.items()):
         sp = doc.spans[i]
-        edits.append((sp.start, sp.end, rewrite_item(text[sp.start:sp.end], sp.column,
-                                                     item_ops)))
+        try:
+            edits.extend(item_edits(text, doc.nodes[i], item_ops, nl))
+        except _Unsupported:
+            edits.append((sp.start, sp.end, _ruamel_item(text[sp.start:sp.end], sp.column,
+                                                         item_ops, nl)))
+    for i, obj in sorted(replace.items()):
+        sp = doc.spans[i]
+        body = yamlout.to_yaml(obj).rstrip("\n").split("\n")
+        pad = " " * sp.column
+        edits.append((sp.start, sp.end, body[0] + nl + "".join(
+            (pad + ln if ln else ln) + nl for ln in body[1:])))
     if doc.mode == "multidoc":
         new_text = _splice(text, edits)
         if emitted:
             if new_text and not new_text.endswith("\n"):
-                new_text += "\n"
-            new_text += "".join("---\n" + yamlout.to_yaml(o) for o in emitted)
+                new_text += nl
+            new_text += "".join(("---\n" + yamlout.to_yaml(o)).replace("\n", nl)
+                                for o in emitted)
         return new_text
-    start, end, column, flow = doc.items_span
+    root_col = doc.items_key.start_mark.column
     if emitted:
-        if flow and not doc.items:
-            # `items: []` (or null): replace the empty value with a block sequence.
-            block = "\n" + _seq_block(emitted, column)
+        if doc.items_node is None or not doc.items_node.value:
+            # `items: []` (or null): the empty value becomes a block sequence.
+            value = doc.items_node or _child(doc.root, "items")[1]
+            start, end = value.start_mark.index, value.end_mark.index
             while start > 0 and text[start - 1] == " ":
                 start -= 1
-            edits.append((start, end, block.rstrip("\n")))
-        elif flow:
-            return _render_full(doc, ops, emitted, results)
+            block = nl + _seq_entries(emitted, root_col, 2, nl)
+            edits.append((start, end, block[:-len(nl)]))
         else:
-            insert_at = end
-            prefix = "" if text[:insert_at].endswith("\n") else "\n"
-            edits.append((insert_at, insert_at, prefix + _seq_block(emitted, column)))
-    all_results = list(doc.existing_results) + list(results)
-    if all_results:
-        block = "results:\n" + _indent(yamlout.to_yaml(all_results).rstrip("\n"), 0) + "\n"
-        if doc.results_span:
-            rs, re_ = doc.results_span
-            edits.append((rs, re_, block.rstrip("\n")))
+            first = doc.items_node.value[0]
+            dash = _dash_column(text, first)
+            pos = _line_end(text, _content_end(doc.items_node))
+            prefix = "" if text[:pos].endswith("\n") else nl
+            edits.append((pos, pos, prefix + _seq_entries(emitted, dash,
+                                                          first.start_mark.column - dash, nl)))
+    if results:
+        pad = " " * root_col
+        body = yamlout.to_yaml(list(results)).rstrip("\n").split("\n")
+        entries = "".join((pad + ln if ln else ln) + nl for ln in body)
+        rn = doc.results_node
+        if rn is not None and isinstance(rn, yaml.SequenceNode) and rn.value \
+                and rn.flow_style is not True:
+            dash = _dash_column(text, rn.value[0])
+            pos = _line_end(text, _content_end(rn))
+            body = yamlout.to_yaml(list(results)).rstrip("\n").split("\n")
+            entries = "".join((" " * dash + ln if ln else ln) + nl for ln in body)
+            prefix = "" if text[:pos].endswith("\n") else nl
+            edits.append((pos, pos, prefix + entries))
+        elif rn is not None:
+            start = rn.start_mark.index
+            while start > 0 and text[start - 1] == " ":
+                start -= 1
+            if rn.value and isinstance(rn, yaml.SequenceNode):
+                return _render_full(doc, ops, emitted, results, replace)
+            end = rn.end_mark.index
+            edits.append((start, end, nl + entries[:-len(nl)]))
         else:
-            edits.append((len(text), len(text), ("" if text.endswith("\n") or not text
-                                                  else "\n") + block))
+            pos = _line_end(text, _content_end(doc.root))
+            prefix = "" if text[:pos].endswith("\n") else nl
+            edits.append((pos, pos, prefix + pad + "results:" + nl + entries))
     return _splice(text, edits)
 
 
 def _splice(text: str, edits) -> str:
     out, pos = [], 0
-    for start, end, new in sorted(edits, key=lambda e: (e[0], e[1])):
+    # At one offset: deeper insertions (larger column, smaller 4th element) come first.
+    for start, end, new, *_ in sorted(edits, key=lambda e: (e[0], e[1], e[3] if len(e) > 3
+                                                              else 0)):
+        if start < pos:
+            raise AssertionError("overlapping text edits")
         out.append(text[pos:start])
         out.append(new)
         pos = end
@@ -425,23 +763,28 @@ def _splice(text: str, edits) -> str:
     return "".join(out)
 
 
-def _render_full(doc: Document, ops: dict, emitted: list, results: list) -> str:
-    """Fallback for a ResourceList whose items are a non-empty flow sequence (JSON input):
-    the whole document is re-read with ruamel and written in block style."""
+def _render_full(doc: Document, ops: dict, emitted: list, results: list,
+                 replace: dict) -> str:
+    """Fallback for a flow-style ResourceList (JSON input): the whole document is re-read
+    with ruamel and written in block style."""
     y = _ruamel()(typ="rt")
     y.preserve_quotes = True
     y.width = 1 << 16
     data = y.load(doc.text)
-    for i, item_ops in ops.items():
-        _apply_ops(data["items"][i], item_ops)
     data.fa.set_block_style()
-    data["items"].fa.set_block_style()
+    if data.get("items") is None:
+        data["items"] = []
+    items = data["items"]
+    items.fa.set_block_style()
+    for i, item_ops in ops.items():
+        _apply_ops(items[i], item_ops)
+    for i, obj in replace.items():
+        items[i] = _styled(obj)
     for obj in emitted:
-        data["items"].append(_styled(obj))
+        items.append(_styled(obj))
     if results:
         existing = data.get("results") or []
         data["results"] = _styled(list(existing) + list(results))
-    y.default_flow_style = False
     buf = io.StringIO()
     y.dump(data, buf)
     return buf.getvalue()

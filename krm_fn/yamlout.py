@@ -8,6 +8,7 @@ another item fails with `unknown anchor`).
 """
 from __future__ import annotations
 
+import json
 import re
 
 import yaml
@@ -64,3 +65,58 @@ def to_yaml(obj) -> str:
     text = yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
                      allow_unicode=True, width=10_000)
     return text
+
+
+def scalar(value) -> str:
+    """One scalar as single-line YAML text: plain when safe, else double-quoted (JSON
+    escapes are valid YAML double-quoted escapes). Numbers and booleans plain."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    s = str(value)
+    return s if is_plain_safe(s) else json.dumps(s, ensure_ascii=False)
+
+
+def key(k) -> str:
+    """A mapping key as YAML text."""
+    ks = str(k)
+    return ks if _PLAIN_KEY.match(ks) and ks not in _RESERVED_KEYS else json.dumps(ks)
+
+
+def flow(value) -> str:
+    """A value in flow style (for insertion inside `{...}` / `[...]`)."""
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{key(k)}: {flow(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, list):
+        return "[" + ", ".join(flow(v) for v in value) + "]"
+    return scalar(value)
+
+
+def block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:
+    """Block-style lines (no line ends) for a mapping or list at column `col`, with
+    `unit` spaces per nesting level and sequences' dashes `seq_offset` columns right of
+    their key (the style of the document being edited)."""
+    pad = " " * col
+    out: list[str] = []
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if isinstance(v, dict) and v:
+                out.append(f"{pad}{key(k)}:")
+                out.extend(block(v, col + unit, unit, seq_offset))
+            elif isinstance(v, list) and v:
+                out.append(f"{pad}{key(k)}:")
+                out.extend(block(v, col + seq_offset, unit, seq_offset))
+            else:
+                out.append(f"{pad}{key(k)}: {flow(v)}")
+        return out
+    for item in value:
+        if isinstance(item, (dict, list)) and item:
+            inner = block(item, col + 2, unit, seq_offset)
+            out.append(f"{pad}- {inner[0][col + 2:]}")
+            out.extend(inner[1:])
+        else:
+            out.append(f"{pad}- {flow(item)}")
+    return out

@@ -16,14 +16,41 @@ def test_guess_indent(body, expected):
     assert guess_indent(body) == expected
 
 
-def test_rewrite_item_keeps_indentation_comments_and_quotes():
+def _edit(item_text: str, ops) -> str:
+    """Render a one-item multi-doc input after `ops`."""
+    doc = resourcelist.parse(item_text, require_resource_list=False)
+    return resourcelist.render(doc, {0: ops}, [], [])
+
+
+def test_span_edits_keep_indentation_comments_and_quotes():
     text = ("kind: Pod   # pod\nspec:\n    containers:\n      - name: 'a'\n"
             "        # comment\n        image: \"x\"\n")
-    out = resourcelist.rewrite_item(text, 0, [(("spec", "containers", 0, "env"),
-                                               [{"name": "A", "value": "4"}])])
+    out = _edit(text, [(("spec", "containers", 0, "env"), [{"name": "A", "value": "4"}])])
     assert out == ("kind: Pod   # pod\nspec:\n    containers:\n      - name: 'a'\n"
                    "        # comment\n        image: \"x\"\n        env:\n"
                    "          - name: A\n            value: \"4\"\n")
+
+
+def test_span_edits_leave_untouched_scalars_alone():
+    text = ("kind: Pod\nspec:\n  note: \"caf\\u00e9\"\n  when: 2001-12-14t21:59:43.10-05:00\n"
+            "  long: a\n    b\n  t: 'a\tb'\n  n: ~\n  u: 12_3\n  l: [a, # why\n    b]\n"
+            "  x: 1\n")
+    out = _edit(text, [(("spec", "x"), "2")])
+    assert out == text.replace("  x: 1\n", '  x: "2"\n')
+
+
+def test_span_edits_keep_crlf():
+    text = "kind: Pod\r\nspec:\r\n  a: 1\r\n"
+    out = _edit(text, [(("spec", "b"), "2")])
+    assert out == 'kind: Pod\r\nspec:\r\n  a: 1\r\n  b: "2"\r\n'
+
+
+def test_comment_after_an_item_stays_after_it():
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            "- kind: Pod\n  spec:\n    a: 1\n# about the next item\n- kind: Other\n")
+    doc = resourcelist.parse(text, True)
+    out = resourcelist.render(doc, {0: [(("spec", "b"), "x")]}, [], [])
+    assert out == text.replace("    a: 1\n", "    a: 1\n    b: x\n")
 
 
 @pytest.mark.parametrize("text,message", [
@@ -77,5 +104,18 @@ def test_alias_expansion_is_bounded():
     text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
             "- apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: bomb}\n  data:\n"
             + "".join(f"    {ln}\n" for ln in lines))
-    doc = resourcelist.parse(text, True)   # shared, not expanded
-    assert doc.items[0]["metadata"]["name"] == "bomb"
+    with pytest.raises(InputError, match="expands too far through aliases"):
+        resourcelist.parse(text, True)
+
+
+def test_alias_across_items_is_refused():
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            "- {kind: A, metadata: {labels: &l {app: x}}}\n- {kind: B, spec: {selector: *l}}\n")
+    with pytest.raises(InputError, match="aliases cannot cross them"):
+        resourcelist.parse(text, True)
+
+
+def test_items_using_aliases_are_listed():
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            "- {kind: A, a: &e [1], b: *e}\n- {kind: B}\n")
+    assert resourcelist.parse(text, True).aliased == {0}
