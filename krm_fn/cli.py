@@ -40,7 +40,7 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool) -> N
     out = engine.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc),
                            aliased=doc.aliased)
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
-    sys.stdout.write(resourcelist.render(doc, out.ops, out.emitted, results))
+    sys.stdout.write(resourcelist.render(doc, out.ops, out.emitted, results, out.replace))
     sys.stdout.flush()
     shown = [r for r in out.results
              if r.severity == "error" or (echo_warnings and r.severity == "warning")]

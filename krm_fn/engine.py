@@ -15,7 +15,7 @@ from types import SimpleNamespace
 from krm_fn import config as config_mod
 from krm_fn.node import plan as plan_mod
 from krm_fn.node.formats import RenderContext, render
-from krm_fn.pod import DELETE, Edits, build_views
+from krm_fn.pod import Edits, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules import RULES, PoolInfo, RuleContext
 from krm_fn.workloads import get_path, locations
@@ -33,10 +33,12 @@ _ORCHESTRATOR_PREFIXES = ("config.kubernetes.io/path", "config.kubernetes.io/ind
 
 @dataclass
 class Output:
-    """`ops[i]`: edits for input item i as (path, value) pairs; `emitted`: new objects
-    (plain dicts) to append; `results`: every Result, in order."""
+    """`ops[i]`: edits for input item i as (path, value) pairs; `replace[i]`: a whole new
+    object for input item i (a kubelet config krm-fn emitted on an earlier run); `emitted`:
+    new objects (plain dicts) to append; `results`: every Result, in order."""
 
     ops: dict = field(default_factory=dict)
+    replace: dict = field(default_factory=dict)
     emitted: list = field(default_factory=list)
     results: list = field(default_factory=list)
 
@@ -151,23 +153,22 @@ def _pool_for(obj: dict, cfg, ref: Ref, results: list):
     return 0, pools[0]
 
 
-def _tune(obj: dict, cfg, ref: Ref):
+def _tune(obj: dict, cfg, ref: Ref, plans: list):
     """Run the rules on a copy of `obj`; returns (ops, results, pool index or None)."""
     results: list[Result] = []
     pool_index, pool = _pool_for(obj, cfg, ref, results)
     if results:
         return [], results, None
-    info = PoolInfo.from_config(pool) if pool is not None else None
+    info = (PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus)
+            if pool is not None else None)
     work = copy.deepcopy(obj)
     edits = Edits(work)
     found = False
     for at in locations(obj):
         try:
             pod = build_views(work, at, ref, edits, results)
-        except ValueError as e:
-            results.append(Result(str(e), ERROR, ref))
-            continue
-        if pod is None:
+        except ShapeError as e:
+            results.append(Result(e.message, ERROR, ref, path_str(e.path)))
             continue
         found = True
         ctx = RuleContext(cfg, info, _pinned(pod, cfg))
@@ -203,29 +204,34 @@ def _strip_orchestrator(obj: dict) -> dict:
     return obj
 
 
-def _update_ops(old: dict, new: dict) -> list:
-    """Edits that turn a previously emitted object `old` (read back) into `new`, keeping
-    the orchestrator annotations kpt put on it. [] when nothing changed."""
+def _replacement(old: dict, new: dict) -> tuple[dict | None, list[str]]:
+    """A previously emitted object `old` (read back, e.g. by kpt on the next render) and the
+    desired `new`: (object to write in its place, keeping the orchestrator annotations kpt
+    put on it, and the changed field paths), or (None, []) when nothing changed."""
     if _strip_orchestrator(old) == _plainify(_strip_orchestrator(new)):
-        return []
-    ops = []
-    for key in list(new) + [k for k in old if k not in new]:
+        return None, []
+    obj = copy.deepcopy(new)
+    keep = {k: v for k, v in _annotations(old).items() if k.startswith(_ORCHESTRATOR_PREFIXES)}
+    if keep:
+        md = obj.setdefault("metadata", {})
+        md["annotations"] = {**(md.get("annotations") or {}), **keep}
+    changed = []
+    want = _plainify(_strip_orchestrator(new))
+    have = _strip_orchestrator(old)
+    for key in list(want) + [k for k in have if k not in want]:
         if key == "metadata":
-            for mkey in ("labels", "annotations"):
-                nv = (new.get("metadata") or {}).get(mkey)
-                if mkey == "annotations":
-                    keep = {k: v for k, v in _annotations(old).items()
-                            if k.startswith(_ORCHESTRATOR_PREFIXES)}
-                    nv = {**(nv or {}), **keep} or None
-                ov = (old.get("metadata") or {}).get(mkey)
-                if _plainify(nv) != ov:
-                    ops.append((("metadata", mkey), DELETE if nv is None else nv))
-            continue
-        if key not in new:
-            ops.append(((key,), DELETE))
-        elif _plainify(new[key]) != old.get(key):
-            ops.append(((key,), new[key]))
-    return ops
+            for mkey in sorted(set(want.get("metadata", {})) | set(have.get("metadata", {}))):
+                if want.get("metadata", {}).get(mkey) != have.get("metadata", {}).get(mkey):
+                    changed.append(f"metadata.{mkey}")
+        elif want.get(key) != have.get(key):
+            sub = want.get(key), have.get(key)
+            if all(isinstance(x, dict) for x in sub):
+                changed += [f"{key}.{k}" if "." not in k and "/" not in k else f"{key}['{k}']"
+                            for k in sorted(set(sub[0]) | set(sub[1]))
+                            if sub[0].get(k) != sub[1].get(k)]
+            else:
+                changed.append(key)
+    return obj, changed
 
 
 def transform(items: list, function_config: dict | None, set_path: bool = False,
@@ -300,7 +306,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
             out.results.append(Result(f"skipped: annotation {SKIP_ANNOTATION} is \"true\"",
                                       INFO, ref))
             continue
-        ops, results, pool_index = _tune(obj, cfg, ref)
+        ops, results, pool_index = _tune(obj, cfg, ref, plans)
         if ops and i in aliased:
             results.append(Result("uses YAML anchors and aliases, so krm-fn cannot change it "
                                   "without changing every place an alias points to; expand "
@@ -339,9 +345,13 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                               f"({placed[pool_index]} workload(s) placed)",
                                               INFO, r))
                 else:
-                    ops = _update_ops(items[existing], obj)
-                    if ops:
-                        out.ops.setdefault(existing, []).extend(ops)
-                        out.results.append(Result(f"node pool {pool.name!r}: updated {fmt}",
-                                                  INFO, r))
+                    new, changed = _replacement(items[existing], obj)
+                    if new is not None:
+                        out.replace[existing] = new
+                        out.ops.pop(existing, None)
+                        for field_path in changed:
+                            out.results.append(Result(
+                                f"node pool {pool.name!r}: {fmt} {field_path} rewritten to "
+                                f"the plan (the object is generated by krm-fn: change the "
+                                f"function config instead)", WARNING, r, field_path))
     return out

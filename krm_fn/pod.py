@@ -18,6 +18,16 @@ from krm_fn.workloads import PodSpecAt, get_path
 DELETE = object()
 
 
+class ShapeError(ValueError):
+    """A pod spec part that is not of the shape Kubernetes requires. `path` is the field
+    path tuple from the object root."""
+
+    def __init__(self, path: tuple, message: str):
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
 def _show(value: Any) -> str | None:
     if value is DELETE:
         return None
@@ -124,14 +134,19 @@ class PodView:
 
 def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
                 results: list[Result]) -> PodView | None:
-    """The PodView for one registered location of `obj`, or None when the object does not
-    carry a pod spec there. Raises ValueError naming the field when a container list or a
-    container is not of the right shape."""
-    spec = get_path(obj, at.spec)
-    if spec is None:
-        return None
-    if not isinstance(spec, dict):
-        raise ValueError(f"{path_str(at.spec)} must be a mapping")
+    """The PodView for one registered location of `obj`. Raises ShapeError naming the field
+    when the pod spec is missing or a container list or container is not of the right
+    shape."""
+    cur: object = obj
+    for i, key in enumerate(at.spec):
+        nxt = cur.get(key) if isinstance(cur, dict) else None
+        if nxt is None:
+            raise ShapeError(at.spec[:i + 1], f"missing: a {obj.get('kind')} keeps its pod "
+                                              f"spec at {path_str(at.spec)}")
+        if not isinstance(nxt, dict):
+            raise ShapeError(at.spec[:i + 1], "must be a mapping")
+        cur = nxt
+    spec = cur
     meta = get_path(obj, at.meta)
     containers: list[ContainerView] = []
     for list_key in ("containers", "initContainers"):
@@ -139,24 +154,25 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
         if lst is None:
             continue
         if not isinstance(lst, list):
-            raise ValueError(f"{path_str(at.spec + (list_key,))} must be a list")
+            raise ShapeError(at.spec + (list_key,), "must be a list")
         for i, c in enumerate(lst):
             p = at.spec + (list_key, i)
             if not isinstance(c, dict):
-                raise ValueError(f"{path_str(p)} must be a mapping (a container)")
+                raise ShapeError(p, "must be a mapping (a container)")
             name = c.get("name")
+            if not isinstance(name, str) or not name:
+                raise ShapeError(p + ("name",), "every container needs a name")
             role = "app"
             if list_key == "initContainers":
                 role = "sidecar" if c.get("restartPolicy") == "Always" else "init"
-            containers.append(ContainerView(str(name) if name is not None else f"#{i}",
-                                            role, p, c))
+            containers.append(ContainerView(name, role, p, c))
     for key in at.container_keys:
         c = spec.get(key)
         if c is None:
             continue
         p = at.spec + (key,)
         if not isinstance(c, dict):
-            raise ValueError(f"{path_str(p)} must be a mapping (a container)")
+            raise ShapeError(p, "must be a mapping (a container)")
         name = c.get("name") or at.model_container or key
         containers.insert(0, ContainerView(str(name), "app", p, c))
     return PodView(ref, at, spec, meta if isinstance(meta, dict) else None, containers,

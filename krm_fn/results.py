@@ -66,4 +66,5 @@ class Result:
     def line(self) -> str:
         """One human-readable line, as printed on stderr: `error: Deployment ns/x spec...: msg`."""
         where = " ".join(x for x in (str(self.ref) if self.ref else "", self.path or "") if x)
-        return f"{self.severity}: {where + ': ' if where else ''}{self.message}"
+        line = f"{self.severity}: {where + ': ' if where else ''}{self.message}"
+        return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -25,8 +26,8 @@ def run_cli(args: list[str], stdin: str | bytes = b"", cwd=None) -> subprocess.C
 
 def without_results(text: str) -> str:
     """ResourceList text up to its top-level `results:` key (krm-fn writes it last)."""
-    i = text.find("\nresults:\n")
-    return text if i < 0 else text[: i + 1]
+    m = re.search(r"\n *results:\r?\n", text)
+    return text if m is None else text[: m.start() + 1]
 
 
 def load(text: str) -> dict:

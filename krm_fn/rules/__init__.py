@@ -19,19 +19,24 @@ class PoolInfo:
 
     `threads_per_core`: SMT siblings per core; `full_pcpus_only`: the static policy option
     `full-pcpus-only` is "true" (exclusive CPU counts must be multiples of threads_per_core,
-    else the kubelet fails the pod with SMTAlignmentError, kubelet.md §10.3).
+    else the kubelet fails the pod with SMTAlignmentError, kubelet.md §10.3);
+    `exclusive_cpus`: logical CPUs a pod can get exclusively (capacity minus
+    reservedSystemCPUs).
     """
 
     name: str
     node_selector: dict
     threads_per_core: int
     full_pcpus_only: bool
+    exclusive_cpus: int
 
     @classmethod
-    def from_config(cls, pool: SimpleNamespace) -> "PoolInfo":
+    def from_config(cls, pool: SimpleNamespace, exclusive_cpus: int) -> "PoolInfo":
+        """From a config node pool and its NodePlan's `exclusive_cpus` (logical CPUs
+        outside reservedSystemCPUs)."""
         opts = pool.kubelet.cpuManagerPolicyOptions
         return cls(pool.name, dict(pool.nodeSelector), pool.topology.threadsPerCore,
-                   opts.get("full-pcpus-only") == "true")
+                   opts.get("full-pcpus-only") == "true", exclusive_cpus)
 
 
 @dataclass(frozen=True)

@@ -43,13 +43,23 @@ def _pod_memory(pod: PodView):
 def apply(pod: PodView, ctx) -> None:
     """Give every memory-backed emptyDir of `pod` a sizeLimit; see the module docstring."""
     volumes = pod.spec.get("volumes")
+    if volumes is None:
+        return
     if not isinstance(volumes, list):
+        pod.error(pod.spec_path("volumes"), "volumes must be a list")
         return
     total, like = None, None
     for i, v in enumerate(volumes):
-        if not isinstance(v, dict) or not isinstance(v.get("emptyDir"), dict):
+        if not isinstance(v, dict):
+            pod.error(pod.spec_path("volumes", i), "each volume must be a mapping")
             continue
-        ed = v["emptyDir"]
+        ed = v.get("emptyDir")
+        if ed is None:
+            continue
+        if not isinstance(ed, dict):
+            pod.error(pod.spec_path("volumes", i, "emptyDir"), "emptyDir must be a mapping "
+                                                               "({} for the defaults)")
+            continue
         if ed.get("medium") != "Memory":
             continue
         if total is None:

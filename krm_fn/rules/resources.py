@@ -34,11 +34,13 @@ What the rule does, per container:
 from __future__ import annotations
 
 import math
+import re
 from fractions import Fraction
 
 from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView
 
+_LEADING_ZERO = re.compile(r"^[+-]?0[0-9]+$")
 _GUARANTEED = "Guaranteed QoS needs requests == limits for cpu and memory in every container"
 
 
@@ -50,6 +52,12 @@ def _read(pod: PodView, c: ContainerView, res: str, kind: str):
         if raw is None:
             out.append(None)
             continue
+        if _LEADING_ZERO.match(str(raw)):
+            pod.error(c.path + ("resources", part, res),
+                      f"container {c.name!r}: {res} {raw} has a leading zero: YAML 1.1 readers "
+                      f"(kubectl, kustomize) read it as an octal number, Kubernetes quantities "
+                      f"as decimal; write it without the leading zero, quoted")
+            return None, None, False
         try:
             q = quantity.parse_cpu(raw) if kind == "cpu" else quantity.parse_memory(raw)
         except quantity.QuantityError as e:
@@ -188,6 +196,12 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
         else:
             n = int(value)
         n = _smt(pod, c, n, ctx, "the CPUs of a pinned container")
+        if ctx.pool is not None and n > ctx.pool.exclusive_cpus:
+            pod.error(c.path + ("resources", "limits", "cpu"),
+                      f"container {c.name!r} would need {n} exclusive CPUs but node pool "
+                      f"{ctx.pool.name!r} has {ctx.pool.exclusive_cpus} CPUs outside "
+                      f"reservedSystemCPUs: the kubelet could never admit the pod")
+            return None
         if c.role != "app" and largest_app is not None and n > largest_app:
             pod.warn(c.path + ("resources", "limits", "cpu"),
                      f"init container {c.name!r}: cpu {n} lowered to {largest_app}, the "
@@ -205,6 +219,12 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
                 "spec.workloads.pinnedContainers to pin it")
         n = _smt(pod, c, int(value), ctx, "a container that asks for whole CPUs (it is "
                                           "pinned by the kubelet)")
+        if ctx.pool is not None and n > ctx.pool.exclusive_cpus:
+            pod.error(c.path + ("resources", "limits", "cpu"),
+                      f"container {c.name!r} asks for {n} whole CPUs but node pool "
+                      f"{ctx.pool.name!r} has {ctx.pool.exclusive_cpus} CPUs outside "
+                      f"reservedSystemCPUs: the kubelet could never admit the pod")
+            return None
         return quantity.format_cpu(Fraction(n)), Fraction(n), _GUARANTEED
     return quantity.format_cpu(value), value, _GUARANTEED
 
