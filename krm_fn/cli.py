@@ -127,7 +127,7 @@ def run(config_file, files) -> None:
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
-@click.argument("config_file", type=click.Path(dir_okay=False))
+@click.argument("config_file", type=click.Path(exists=True, dir_okay=False))
 @click.argument("args", nargs=-1, type=click.UNPROCESSED)
 def plugin(config_file, args) -> None:
     """kustomize legacy exec plugin: CONFIG_FILE is the transformer config kustomize
