@@ -11,14 +11,18 @@ quantities in bytes (`"128Mi"`), durations are Go durations (`"30s"`).
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
 
 from krm_fn import quantity
+from krm_fn.node.topology import MAX_CPUS
 
 API_VERSION = "krm-fn.dev/v1alpha1"
+MIN_MINOR = 22   # cpuManagerPolicyOptions (full-pcpus-only) appeared in Kubernetes 1.22
 KIND = "InferenceTuning"
 
 
@@ -39,7 +43,9 @@ class Field:
     `kind` is one of: str, int, bool, cpu, memory, duration, version, choice, list,
     choicelist, map, any, object, objectlist. `fields` holds the children of object kinds.
     `flat` is the key of this field in the ConfigMap form (default: the field name); leaves
-    under `nodePools` configure the first node pool.
+    under `nodePools` configure the first node pool. `minimum`/`maximum` bound int values
+    (inclusive); `min_items` is the shortest allowed list (list kinds), `item` names one
+    entry in that error ("at least one <item>").
     """
 
     name: str
@@ -50,6 +56,9 @@ class Field:
     fields: tuple = ()
     flat: str | None = None
     minimum: int | None = None
+    maximum: int | None = None
+    min_items: int = 0
+    item: str = "entry"
 
 
 DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -66,17 +75,20 @@ POOL_FIELDS = (
           "Labels of the pool's nodes; added to the pod spec `nodeSelector` of every workload "
           "placed in the pool. A conflicting existing value is an error."),
     Field("topology", "object", None, "CPU topology of the pool's nodes.", fields=(
-        Field("sockets", "int", 2, "CPU sockets per node.", minimum=1),
-        Field("numaNodesPerSocket", "int", 1, "NUMA nodes per socket.", minimum=1),
-        Field("coresPerSocket", "int", 16, "Physical cores per socket.", minimum=1),
-        Field("threadsPerCore", "int", 2, "SMT siblings per core (1 = SMT off).", minimum=1),
+        Field("sockets", "int", 2, "CPU sockets per node.", minimum=1, maximum=64),
+        Field("numaNodesPerSocket", "int", 1, "NUMA nodes per socket.", minimum=1,
+              maximum=64),
+        Field("coresPerSocket", "int", 16, "Physical cores per socket.", minimum=1,
+              maximum=1024),
+        Field("threadsPerCore", "int", 2, "SMT siblings per core (1 = SMT off).", minimum=1,
+              maximum=8),
         Field("siblings", "choice", "split",
               "CPU numbering: `split` = CPU i and i+cores are siblings (Linux x86 default); "
               "`adjacent` = CPUs 2i and 2i+1 are siblings.", choices=("split", "adjacent")),
     )),
     Field("reserved", "object", None, "CPUs kept for system daemons (reservedSystemCPUs).", fields=(
         Field("cores", "int", 2, "Whole physical cores reserved (all SMT siblings); the seed "
-              "advice is 2-4.", flat="reservedCores", minimum=1),
+              "advice is 2-4.", flat="reservedCores", minimum=1, maximum=1024),
         Field("spreadAcrossNuma", "bool", False, "Split the reserved cores evenly across NUMA "
               "nodes instead of taking the lowest cores of NUMA node 0.",
               flat="spreadReservedAcrossNuma"),
@@ -106,7 +118,8 @@ POOL_FIELDS = (
         Field("evictionHard", "map", {"memory.available": "100Mi"},
               "Hard eviction thresholds, merged over the kubelet defaults (setting one "
               "signal would otherwise zero the others)."),
-        Field("podPidsLimit", "int", 4096, "pids.max of every pod cgroup.", minimum=1),
+        Field("podPidsLimit", "int", 4096, "pids.max of every pod cgroup.", minimum=1,
+              maximum=4194304),
         Field("failCgroupV1", "bool", True, "Refuse to start on cgroup v1 nodes "
               "(field since 1.31; kubelet default true from 1.35)."),
         Field("extra", "any", {}, "Any other KubeletConfiguration fields, merged last."),
@@ -149,7 +162,7 @@ SCHEMA = (
             Field("env", "list", DEFAULT_THREAD_ENV, "Variables set to the pinned CPU count.",
                   flat="threadsEnv"),
             Field("reservedCpus", "int", 0, "Pinned CPUs left to the runtime's own threads.",
-                  flat="threadsReservedCpus", minimum=0),
+                  flat="threadsReservedCpus", minimum=0, maximum=1024),
             Field("existing", "choice", "keep-lower", "A value already set: `keep-lower` keeps "
                   "a lower one and replaces a higher one; `replace` always writes the count.",
                   choices=("keep-lower", "replace"), flat="threadsExisting"),
@@ -157,15 +170,16 @@ SCHEMA = (
         Field("shm", "object", None, "Memory-backed emptyDir volumes.", fields=(
             Field("sizeLimitPercent", "int", 25, "sizeLimit for a `medium: Memory` emptyDir "
                   "without one, as a percentage of the pod's memory limit.",
-                  flat="shmSizeLimitPercent", minimum=1),
+                  flat="shmSizeLimitPercent", minimum=1, maximum=100),
         )),
     )),
     Field("nodePools", "objectlist", None, "Node pools; workloads go to the pool named by "
           "their `krm-fn.dev/node-pool` annotation, else the pool whose nodeSelector they "
-          "already carry, else the first pool.", fields=POOL_FIELDS),
+          "already carry, else the first pool.", fields=POOL_FIELDS, min_items=1,
+          item="node pool"),
     Field("output", "object", None, "What the node plan is emitted as.", fields=(
         Field("formats", "choicelist", ["configmap"], "Formats: " + ", ".join(FORMATS) + ".",
-              choices=FORMATS),
+              choices=FORMATS, min_items=1, item="format"),
         Field("namespace", "str", "kube-system", "Namespace of emitted namespaced objects."),
     )),
 )
@@ -192,25 +206,185 @@ def flat_keys() -> dict[str, tuple[tuple, Field]]:
 
 FLAT_KEYS = flat_keys()
 
-_DURATION = re.compile(r"^([0-9]+(\.[0-9]+)?(ns|us|µs|ms|s|m|h))+$")
-_VERSION = re.compile(r"^v?1\.([0-9]{1,2})(\.[0-9]+)?$")
+_DURATION = re.compile(r"(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|μs|ms|s|m|h))+")
+_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|μs|ms|s|m|h)")
+_DURATION_NS = {"ns": 1, "us": 10 ** 3, "µs": 10 ** 3, "μs": 10 ** 3, "ms": 10 ** 6,
+                "s": 10 ** 9, "m": 60 * 10 ** 9, "h": 3600 * 10 ** 9}
+# Go's time.Duration is an int64 of nanoseconds: 2562047h47m16.854775807s at most.
+_MAX_DURATION_NS = 2 ** 63 - 1
+_VERSION = re.compile(r"v?1\.([0-9]{1,2})(\.[0-9]+)?")
 _TRUE = {"true", "True", "TRUE"}
 _FALSE = {"false", "False", "FALSE"}
+# Longest string accepted for any config value, longest quantity/duration string, deepest
+# nesting of `kubelet.extra` (the extra mapping itself is level 1).
+MAX_TEXT = 4096
+MAX_QUANTITY_TEXT = 64
+MAX_EXTRA_DEPTH = 32
+# C0/C1 control characters and the Unicode line/paragraph separators: never part of a name,
+# label, quantity, duration or cpuset.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+_INT64 = 2 ** 63
 
 
 def _type_name(v: Any) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", bool: "a boolean",
-            int: "a number", float: "a number", type(None): "null"}.get(type(v), type(v).__name__)
+    if v is None:
+        return "null"
+    for t, name in ((bool, "a boolean"), (dict, "a mapping"), (list, "a list"),
+                    (str, "a string"), (int, "a number"), (float, "a number")):
+        if isinstance(v, t):
+            return name
+    return type(v).__name__
+
+
+def _num(n: int) -> str:
+    """str(n), or a description for numbers too long to print (str() of an int of more
+    than 4300 digits raises)."""
+    if n.bit_length() <= 128:
+        return str(n)
+    return f"a number of about {int(n.bit_length() * 0.30103)} digits"
+
+
+def _short(v: Any, limit: int = 60) -> str:
+    """repr of a scalar for an error message, shortened; containers are named by type."""
+    if isinstance(v, (dict, list, tuple, set)):
+        return _type_name(v)
+    if isinstance(v, int) and not isinstance(v, bool):
+        return _num(v)
+    r = repr(v)
+    return r if len(r) <= limit else r[:limit - 4] + "..." + r[-1]
+
+
+def _check_text(s: str, path: str) -> str:
+    if len(s) > MAX_TEXT:
+        raise ConfigError(path, f"is {len(s)} characters long; at most {MAX_TEXT} are accepted")
+    m = _CONTROL.search(s)
+    if m:
+        raise ConfigError(path, f"must not contain control characters, found {m.group()!r} in "
+                                f"{_short(s)}")
+    return s
 
 
 def _scalar_str(v: Any, path: str) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
-    if isinstance(v, (int, float)):
+    if isinstance(v, int):
+        if abs(v) >= 10 ** 60:
+            raise ConfigError(path, f"number too large: {_num(v)}")
+        return str(v)
+    if isinstance(v, float):
         return str(v)
     if isinstance(v, str):
-        return v
+        return _check_text(str(v), path)
     raise ConfigError(path, f"expected a string, found {_type_name(v)}")
+
+
+def _quantity(s: str, kind: str, path: str) -> quantity.Quantity:
+    """Parse a cpu or memory quantity string (kind "cpu" / "memory"; "count" = a whole
+    number in any quantity spelling); raise ConfigError naming `path`."""
+    if len(s) > MAX_QUANTITY_TEXT:
+        raise ConfigError(path, f"{_short(s)} is not a quantity: longer than "
+                                f"{MAX_QUANTITY_TEXT} characters")
+    try:
+        if kind == "cpu":
+            return quantity.parse_cpu(s)
+        q = quantity.parse_memory(s)
+    except ValueError as e:  # QuantityError, or int() refusing a huge digit string
+        if kind == "count" and "whole number of bytes" in str(e):
+            raise ConfigError(path, f"{_short(s)} is not a whole number") from None
+        raise ConfigError(path, str(e)) from None
+    return q
+
+
+def _int(f: Field, v: Any, path: str) -> int:
+    if isinstance(v, bool) or not isinstance(v, (int, str)) or \
+            (isinstance(v, str) and not re.fullmatch(r"-?[0-9]+", v.strip())):
+        raise ConfigError(path, f"expected a whole number, found {_short(v)}")
+    if isinstance(v, str):
+        digits = v.strip().lstrip("-").lstrip("0")
+        if len(digits) > 30:  # beyond every bound; int() refuses > 4300 digits anyway
+            negative = v.strip().startswith("-")
+            bound = (f"at least {f.minimum}" if negative and f.minimum is not None else
+                     f"at most {f.maximum}" if not negative and f.maximum is not None else
+                     "a smaller number")
+            raise ConfigError(path, f"must be {bound}, found a {len(digits)}-digit number")
+    n = int(v)
+    if f.minimum is not None and n < f.minimum:
+        raise ConfigError(path, f"must be at least {f.minimum}, found {_num(n)}")
+    if f.maximum is not None and n > f.maximum:
+        raise ConfigError(path, f"must be at most {f.maximum}, found {_num(n)}")
+    return n
+
+
+def _duration(s: str, path: str) -> str:
+    if len(s) > MAX_QUANTITY_TEXT or not _DURATION.fullmatch(s):
+        raise ConfigError(path, f"expected a duration such as 30s or 1m30s, found {_short(s)}")
+    ns = sum(Fraction(num) * _DURATION_NS[unit] for num, unit in _DURATION_PART.findall(s))
+    if ns > _MAX_DURATION_NS:
+        raise ConfigError(path, f"{_short(s)} is longer than the longest Go duration "
+                                f"(2562047h47m16.854775807s); the kubelet cannot parse it")
+    if int(ns) == 0:
+        raise ConfigError(path, f"must be greater than zero, found {_short(s)}")
+    return s
+
+
+class _JsonError(ValueError):
+    pass
+
+
+def _json_constant(name: str) -> Any:
+    raise _JsonError(f"{name} is not a JSON number")
+
+
+def _json_pairs(pairs: list) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _JsonError(f"duplicate key {_short(key)}")
+        out[key] = value
+    return out
+
+
+_FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+
+def _check_plain(v: Any, path: str, depth: int = 1) -> None:
+    """`kubelet.extra` data must be plain JSON: mappings with string keys, lists, strings,
+    64-bit integers, finite floats, booleans, null; at most MAX_EXTRA_DEPTH levels deep."""
+    if v is None or isinstance(v, (bool, str)):
+        return
+    if isinstance(v, int):
+        if not -_INT64 <= v < _INT64:
+            raise ConfigError(path, f"{_num(v)} does not fit in a 64-bit integer")
+        return
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ConfigError(path, f"{v!r} is not a finite number (NaN, infinity or a "
+                                    f"number too large for a float such as 1e400)")
+        return
+    if isinstance(v, (dict, list)):
+        if depth > MAX_EXTRA_DEPTH:
+            raise ConfigError(path, f"nested more than {MAX_EXTRA_DEPTH} levels deep")
+        if isinstance(v, list):
+            for i, x in enumerate(v):
+                _check_plain(x, f"{path}[{i}]", depth + 1)
+            return
+        for key, x in v.items():
+            if not isinstance(key, str):
+                raise ConfigError(path, f"keys must be strings, found {_short(key)} "
+                                        f"({_type_name(key)})")
+            if depth == 1 and not _FIELD_NAME.fullmatch(key):
+                raise ConfigError(path, f"{_short(key)} is not a KubeletConfiguration field "
+                                        f"name (letters and digits, starting with a letter)")
+            _check_plain(x, f"{path}.{key}", depth + 1)
+        return
+    raise ConfigError(path, f"{type(v).__name__} value {_short(v)} is not plain data (use "
+                            f"mappings, lists, strings, numbers, booleans or null)")
+
+
+def _map_key(a: Any, path: str) -> str:
+    if a is None or isinstance(a, (dict, list)):
+        raise ConfigError(path, f"keys must be strings, found {_type_name(a)}")
+    return _scalar_str(a, path)
 
 
 def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
@@ -223,82 +397,99 @@ def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
     if k == "str":
         return _scalar_str(v, path)
     if k == "int":
-        if isinstance(v, bool) or not isinstance(v, (int, str)) or \
-                (isinstance(v, str) and not re.fullmatch(r"-?[0-9]+", v.strip())):
-            raise ConfigError(path, f"expected a whole number, found {v!r}")
-        n = int(v)
-        if f.minimum is not None and n < f.minimum:
-            raise ConfigError(path, f"must be at least {f.minimum}, found {n}")
-        return n
+        return _int(f, v, path)
     if k == "bool":
         if isinstance(v, bool):
             return v
         if isinstance(v, str) and v in _TRUE | _FALSE:
             return v in _TRUE
-        raise ConfigError(path, f"expected true or false, found {v!r}")
+        raise ConfigError(path, f"expected true or false, found {_short(v)}")
     if k in ("cpu", "memory"):
         s = _scalar_str(v, path)
-        try:
-            q = quantity.parse_cpu(s) if k == "cpu" else quantity.parse_memory(s)
-        except quantity.QuantityError as e:
-            raise ConfigError(path, str(e)) from None
+        q = _quantity(s, k, path)
         if q.value == 0:
             raise ConfigError(path, f"must be greater than zero, found {s!r}")
         return q
     if k == "duration":
-        s = _scalar_str(v, path)
-        if not _DURATION.match(s):
-            raise ConfigError(path, f"expected a duration such as 30s or 1m30s, found {s!r}")
-        return s
+        return _duration(_scalar_str(v, path), path)
     if k == "version":
         if not isinstance(v, str):
             raise ConfigError(path, f"must be a quoted string such as \"1.34\" (YAML reads "
-                                    f"1.30 as the number 1.3), found {v!r}")
-        m = _VERSION.match(v)
+                                    f"1.30 as the number 1.3), found {_short(v)}")
+        m = _VERSION.fullmatch(v)
         if not m:
             raise ConfigError(path, f"expected a Kubernetes minor version such as \"1.34\", "
-                                    f"found {v!r}")
+                                    f"found {_short(v)}")
+        if int(m.group(1)) < MIN_MINOR:
+            raise ConfigError(path, f"Kubernetes {v} is not supported: krm-fn needs 1."
+                                    f"{MIN_MINOR} or later (cpuManagerPolicyOptions)")
         return (1, int(m.group(1)))
     if k == "choice":
         s = _scalar_str(v, path)
         if s not in f.choices:
-            raise ConfigError(path, f"must be one of {', '.join(f.choices)}; found {s!r}")
+            raise ConfigError(path, f"must be one of {', '.join(f.choices)}; found {_short(s)}")
         return s
     if k in ("list", "choicelist"):
         if from_flat and isinstance(v, str):
             items = [x.strip() for x in v.split(",") if x.strip()]
+            for i, x in enumerate(items):
+                _check_text(x, f"{path}[{i}]")
         elif isinstance(v, list):
             items = [_scalar_str(x, f"{path}[{i}]") for i, x in enumerate(v)]
         else:
             raise ConfigError(path, f"expected a list, found {_type_name(v)}")
-        if k == "choicelist":
-            for i, x in enumerate(items):
-                if x not in f.choices:
-                    raise ConfigError(f"{path}[{i}]", f"must be one of {', '.join(f.choices)};"
-                                                      f" found {x!r}")
+        if len(items) < f.min_items:
+            raise ConfigError(path, f"must list at least "
+                                    f"{'one' if f.min_items == 1 else f.min_items} {f.item}")
+        for i, x in enumerate(items):
+            if k == "choicelist" and x not in f.choices:
+                raise ConfigError(f"{path}[{i}]", f"must be one of {', '.join(f.choices)};"
+                                                  f" found {_short(x)}")
+            if x in items[:i]:
+                raise ConfigError(f"{path}[{i}]", f"{_short(x)} is listed twice")
         return items
     if k == "map":
+        out: dict[str, str] = {}
         if from_flat and isinstance(v, str):
-            out = {}
             for part in [p.strip() for p in v.split(",") if p.strip()]:
                 if "=" not in part:
                     raise ConfigError(path, f"expected key=value pairs separated by commas, "
-                                            f"found {part!r}")
-                a, b = part.split("=", 1)
-                out[a.strip()] = b.strip()
+                                            f"found {_short(part)}")
+                a, b = (x.strip() for x in part.split("=", 1))
+                _check_text(a, path)
+                if not a:
+                    raise ConfigError(path, f"empty key in {_short(part)}")
+                if a in out:
+                    raise ConfigError(f"{path}.{a}", f"key {_short(a)} is given twice")
+                out[a] = _check_text(b, f"{path}.{a}")
             return out
         if not isinstance(v, dict):
             raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
-        return {str(a): _scalar_str(b, f"{path}.{a}") for a, b in v.items()}
+        for a, b in v.items():
+            key = _map_key(a, path)
+            if key in out:
+                raise ConfigError(f"{path}.{key}", f"key {_short(key)} is given twice")
+            out[key] = _scalar_str(b, f"{path}.{key}")
+        return out
     if k == "any":
         if from_flat and isinstance(v, str):
+            text = v
             try:
-                v = json.loads(v) if v.strip() else {}
+                v = json.loads(text, parse_constant=_json_constant,
+                               object_pairs_hook=_json_pairs) if text.strip() else {}
+            except RecursionError:
+                raise ConfigError(path, f"JSON nested more than {MAX_EXTRA_DEPTH} levels "
+                                        f"deep") from None
+            except _JsonError as e:
+                raise ConfigError(path, f"{e}; write a plain JSON object such as "
+                                        f"{{\"maxPods\": 110}}") from None
             except ValueError as e:
                 raise ConfigError(path, f"expected a JSON object such as "
-                                        f"{{\"maxPods\": 110}}, found {v!r} ({e})") from None
+                                        f"{{\"maxPods\": 110}}, found {_short(text)} "
+                                        f"({_short(str(e), 200)[1:-1]})") from None
         if not isinstance(v, dict):
             raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
+        _check_plain(v, path)
         return v
     raise AssertionError(k)
 
@@ -322,7 +513,7 @@ def _build(fields, data: Any, path: str, from_flat: bool = False) -> SimpleNames
     unknown = [k for k in data if k not in known]
     if unknown:
         raise ConfigError(path, "unknown field" + ("s " if len(unknown) > 1 else " ")
-                          + ", ".join(repr(str(k)) for k in unknown)
+                          + ", ".join(_short(str(k)) for k in unknown)
                           + f" (known: {', '.join(known)})")
     ns = SimpleNamespace()
     for f in fields:
@@ -336,6 +527,9 @@ def _build(fields, data: Any, path: str, from_flat: bool = False) -> SimpleNames
         elif f.kind == "objectlist":
             if not isinstance(v, list):
                 raise ConfigError(sub, f"expected a list, found {_type_name(v)}")
+            if len(v) < f.min_items:
+                raise ConfigError(sub, f"must list at least "
+                                       f"{'one' if f.min_items == 1 else f.min_items} {f.item}")
             setattr(ns, f.name, [_build(f.fields, x, f"{sub}[{i}]", from_flat)
                                  for i, x in enumerate(v)])
         else:
@@ -343,9 +537,32 @@ def _build(fields, data: Any, path: str, from_flat: bool = False) -> SimpleNames
     return ns
 
 
-_DNS_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_NAME = re.compile(r"^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$")
-_DNS_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Used with fullmatch only: `$` would also match before a trailing newline.
+_DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+_DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+# Environment variable names the thread variables may use: C identifiers, what language
+# runtimes (getenv in OpenMP, MKL, Go, Python...) read.
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Kind names (CamelCase identifiers).
+_KIND = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+
+# kubeReserved / systemReserved resource names and how their values parse (kubelet.md §1).
+RESERVED_RESOURCES = {"cpu": "cpu", "memory": "memory", "ephemeral-storage": "memory",
+                      "pid": "pid"}
+# evictionHard signals (kubelet eviction API) and how an absolute threshold parses:
+# bytes for *.available, a count for inodes and pids.
+EVICTION_SIGNALS = {
+    "memory.available": "memory", "nodefs.available": "memory",
+    "nodefs.inodesFree": "count", "imagefs.available": "memory",
+    "imagefs.inodesFree": "count", "containerfs.available": "memory",
+    "containerfs.inodesFree": "count", "pid.available": "count",
+    "allocatableMemory.available": "memory",
+}
+_PERCENT = re.compile(r"([0-9]{1,3}(?:\.[0-9]{1,6})?)%")
+MAX_PIDS = 4194304  # PID_MAX_LIMIT on 64-bit Linux
+# Linux MAX_NUMNODES with the largest CONFIG_NODES_SHIFT (10).
+MAX_NUMA_NODES = 1024
 
 
 def _check_labels(labels: dict, path: str) -> None:
@@ -354,30 +571,91 @@ def _check_labels(labels: dict, path: str) -> None:
     at most 63 characters, alphanumeric at both ends)."""
     for key, value in labels.items():
         prefix, _, name = key.rpartition("/")
-        if (not _LABEL_NAME.match(name) or len(name) > 63
-                or (prefix and (not _DNS_SUBDOMAIN.match(prefix) or len(prefix) > 253))):
-            raise ConfigError(f"{path}.{key}", f"{key!r} is not a valid label key")
-        if value and (not _LABEL_NAME.match(value) or len(value) > 63):
-            raise ConfigError(f"{path}.{key}", f"{value!r} is not a valid label value")
+        if (not _LABEL_NAME.fullmatch(name) or len(name) > 63
+                or (prefix and (not _DNS_SUBDOMAIN.fullmatch(prefix) or len(prefix) > 253))):
+            raise ConfigError(f"{path}.{key}", f"{_short(key)} is not a valid label key")
+        if value and (not _LABEL_NAME.fullmatch(value) or len(value) > 63):
+            raise ConfigError(f"{path}.{key}", f"{_short(value)} is not a valid label value")
+
+
+def _check_reserved(m: dict, path: str) -> None:
+    """kubeReserved / systemReserved: known resource names with valid quantities."""
+    for key, value in m.items():
+        sub = f"{path}.{key}"
+        kind = RESERVED_RESOURCES.get(key)
+        if kind is None:
+            raise ConfigError(sub, f"unknown resource {_short(key)} (known: "
+                                   f"{', '.join(RESERVED_RESOURCES)})")
+        if kind == "pid":
+            if not re.fullmatch(r"[0-9]{1,10}", value) or not 0 < int(value) <= MAX_PIDS:
+                raise ConfigError(sub, f"must be a whole number of process IDs from 1 to "
+                                       f"{MAX_PIDS}, found {_short(value)}")
+        else:
+            _quantity(value, kind, sub)
+
+
+def _check_eviction(m: dict, path: str) -> None:
+    """evictionHard: known signals; each threshold a quantity or a percentage in (0, 100]."""
+    for key, value in m.items():
+        sub = f"{path}.{key}"
+        kind = EVICTION_SIGNALS.get(key)
+        if kind is None:
+            raise ConfigError(sub, f"unknown eviction signal {_short(key)} (known: "
+                                   f"{', '.join(EVICTION_SIGNALS)})")
+        if value.endswith("%"):
+            pm = _PERCENT.fullmatch(value)
+            if not pm or not 0 < Fraction(pm.group(1)) <= 100:
+                raise ConfigError(sub, f"a percentage threshold must be greater than 0% and at "
+                                       f"most 100%, found {_short(value)}")
+            continue
+        q = _quantity(value, kind, sub)
+        if kind == "count" and q.value.denominator != 1:
+            raise ConfigError(sub, f"{_short(value)} is not a whole number")
+
+
+def _check_names(items: list, path: str, pattern: re.Pattern, limit: int, what: str,
+                 allow_empty: bool = False) -> None:
+    for i, x in enumerate(items):
+        if allow_empty and x == "":
+            continue
+        if not pattern.fullmatch(x) or len(x) > limit:
+            raise ConfigError(f"{path}[{i}]", f"must be {what} of at most {limit} characters, "
+                                              f"found {_short(x)}")
 
 
 def _check(cfg: SimpleNamespace) -> None:
     names = [p.name for p in cfg.nodePools]
     for i, n in enumerate(names):
-        if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", n or "") or len(n) > 40:
+        if not _DNS_LABEL.fullmatch(n or "") or len(n) > 40:
             raise ConfigError(f"spec.nodePools[{i}].name", f"must be a DNS label of at most 40 "
-                                                           f"characters, found {n!r}")
+                                                           f"characters, found {_short(n)}")
         if names.index(n) != i:
             raise ConfigError(f"spec.nodePools[{i}].name", f"duplicate pool name {n!r}")
     for i, p in enumerate(cfg.nodePools):
         for k, v in p.kubelet.cpuManagerPolicyOptions.items():
             if v not in ("true", "false"):
                 raise ConfigError(f"spec.nodePools[{i}].kubelet.cpuManagerPolicyOptions.{k}",
-                                  f"must be \"true\" or \"false\", found {v!r}")
-        if p.topology.coresPerSocket % p.topology.numaNodesPerSocket:
+                                  f"must be \"true\" or \"false\", found {_short(v)}")
+        t = p.topology
+        if t.coresPerSocket % t.numaNodesPerSocket:
             raise ConfigError(f"spec.nodePools[{i}].topology.coresPerSocket",
-                              f"{p.topology.coresPerSocket} cores do not divide evenly into "
-                              f"{p.topology.numaNodesPerSocket} NUMA nodes per socket")
+                              f"{t.coresPerSocket} cores do not divide evenly into "
+                              f"{t.numaNodesPerSocket} NUMA nodes per socket")
+        cpus = t.sockets * t.coresPerSocket * t.threadsPerCore
+        if cpus > MAX_CPUS:
+            raise ConfigError(f"spec.nodePools[{i}].topology", f"{t.sockets} sockets x "
+                              f"{t.coresPerSocket} cores x {t.threadsPerCore} threads is {cpus} "
+                              f"logical CPUs per node; at most {MAX_CPUS} are supported "
+                              f"(Linux supports at most 8192)")
+        if t.sockets * t.numaNodesPerSocket > MAX_NUMA_NODES:
+            raise ConfigError(f"spec.nodePools[{i}].topology.numaNodesPerSocket",
+                              f"{t.sockets} sockets x {t.numaNodesPerSocket} NUMA nodes is "
+                              f"{t.sockets * t.numaNodesPerSocket} NUMA nodes per node; Linux "
+                              f"supports at most {MAX_NUMA_NODES}")
+        kp = f"spec.nodePools[{i}].kubelet"
+        _check_reserved(p.kubelet.kubeReserved, f"{kp}.kubeReserved")
+        _check_reserved(p.kubelet.systemReserved, f"{kp}.systemReserved")
+        _check_eviction(p.kubelet.evictionHard, f"{kp}.evictionHard")
     if cfg.workloads.initContainerCpu.is_integer:
         raise ConfigError("spec.workloads.initContainerCpu", f"must be a fractional CPU such as "
                           f"500m so the init container runs in the shared pool, found "
@@ -385,10 +663,21 @@ def _check(cfg: SimpleNamespace) -> None:
     for i, p in enumerate(cfg.nodePools):
         _check_labels(p.nodeSelector, f"spec.nodePools[{i}].nodeSelector")
     _check_labels(cfg.selector.matchLabels, "spec.selector.matchLabels")
-    if not _DNS_LABEL.match(cfg.output.namespace) or len(cfg.output.namespace) > 63:
+    if not _DNS_LABEL.fullmatch(cfg.output.namespace) or len(cfg.output.namespace) > 63:
         raise ConfigError("spec.output.namespace", f"must be a DNS label (lowercase letters, "
                                                    f"digits, '-'), found "
-                                                   f"{cfg.output.namespace!r}")
+                                                   f"{_short(cfg.output.namespace)}")
+    _check_names(cfg.workloads.threads.env, "spec.workloads.threads.env", _ENV_NAME, 256,
+                 "an environment variable name (letters, digits and '_', not starting with "
+                 "a digit)")
+    _check_names(cfg.workloads.pinnedContainers, "spec.workloads.pinnedContainers",
+                 _DNS_LABEL, 63, "a container name (DNS label)")
+    _check_names(cfg.selector.kinds, "spec.selector.kinds", _KIND, 63,
+                 "a kind name such as Deployment")
+    _check_names(cfg.selector.names, "spec.selector.names", _DNS_SUBDOMAIN, 253,
+                 "an object name (DNS subdomain)")
+    _check_names(cfg.selector.namespaces, "spec.selector.namespaces", _DNS_LABEL, 63,
+                 "a namespace name (DNS label)", allow_empty=True)
     if cfg.workloads.threads.reservedCpus < 0:
         raise ConfigError("spec.workloads.threads.reservedCpus", "must not be negative")
 
@@ -397,7 +686,7 @@ def _spec_from_flat(data: dict, path: str) -> dict:
     spec: dict = {}
     for key, value in data.items():
         if key not in FLAT_KEYS:
-            raise ConfigError(f"{path}.{key}", f"unknown key {key!r} (known: "
+            raise ConfigError(f"{path}.{key}", f"unknown key {_short(key)} (known: "
                                                f"{', '.join(sorted(FLAT_KEYS))})")
         prefix, f = FLAT_KEYS[key]
         node = spec

@@ -78,7 +78,9 @@ def parse(text: object) -> Quantity:
     s = repr(text) if isinstance(text, float) else str(text)
     if s == "":
         raise QuantityError("empty quantity")
-    m = _RE.match(s)
+    if len(s) > 64:
+        raise QuantityError(f"{s[:20]!r}... is not a quantity (longer than 64 characters)")
+    m = _RE.fullmatch(s)
     if not m:
         raise QuantityError(f"{s!r} is not a quantity (expected a number and an optional "
                             "suffix such as 500m, 4, 1Gi, 1e3)")

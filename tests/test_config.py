@@ -122,3 +122,213 @@ def test_values_that_would_make_invalid_objects(obj, path, message):
 def test_flat_extra_is_json_with_types():
     cfg = config.load({"kind": "ConfigMap", "data": {"extra": '{"maxPods": 30, "x": true}'}})
     assert cfg.nodePools[0].kubelet.extra == {"maxPods": 30, "x": True}
+
+
+# --- hostile values: every fault is an error naming the field (typed `spec.` and flat
+# `data.<key>` paths), never a crash, a hang or an invalid emitted object ------------------
+
+def cm(data):
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"}, "data": data}
+
+
+def pool_spec(**fields):
+    return typed({"nodePools": [{"name": "a", **fields}]})
+
+
+def nested(depth):
+    v = 1
+    for _ in range(depth):
+        v = {"a": v}
+    return v
+
+
+def load_error(obj):
+    with pytest.raises(ConfigError) as e:
+        config.load(obj)
+    return e.value
+
+
+@pytest.mark.parametrize("obj,path,message", [
+    # 2. kubelet.extra: JSON (flat) and plain data (typed)
+    (cm({"extra": "[" * 100000}), "data.extra", "nested more than 32 levels deep"),
+    (cm({"extra": '{"a":' * 40 + "1" + "}" * 40}), "data.extra" + ".a" * 32,
+     "nested more than 32 levels deep"),
+    (cm({"extra": '{"maxPods": NaN}'}), "data.extra", "NaN is not a JSON number"),
+    (cm({"extra": '{"maxPods": -Infinity}'}), "data.extra", "-Infinity is not a JSON number"),
+    (cm({"extra": '{"maxPods": 1e400}'}), "data.extra.maxPods", "not a finite number"),
+    (cm({"extra": '{"maxPods": 10, "maxPods": 20}'}), "data.extra", "duplicate key 'maxPods'"),
+    (cm({"extra": '{"featureGates": {"A": true, "A": false}}'}), "data.extra",
+     "duplicate key 'A'"),
+    (cm({"extra": '{"maxPods": ' + "1" * 5000 + "}"}), "data.extra", "expected a JSON object"),
+    (pool_spec(kubelet={"extra": {"x": nested(40)}}),
+     "spec.nodePools[0].kubelet.extra.x" + ".a" * 31, "nested more than 32 levels deep"),
+    (pool_spec(kubelet={"extra": {"evictionPressureTransitionPeriod": float("nan")}}),
+     "spec.nodePools[0].kubelet.extra.evictionPressureTransitionPeriod", "not a finite number"),
+    (pool_spec(kubelet={"extra": {"maxPods": float("inf")}}),
+     "spec.nodePools[0].kubelet.extra.maxPods", "not a finite number"),
+    (pool_spec(kubelet={"extra": {"maxPods": 2 ** 64}}),
+     "spec.nodePools[0].kubelet.extra.maxPods", "does not fit in a 64-bit integer"),
+    (pool_spec(kubelet={"extra": {"x": [{1: "a"}]}}),
+     "spec.nodePools[0].kubelet.extra.x[0]", "keys must be strings"),
+    (pool_spec(kubelet={"extra": {"x": {"when": __import__("datetime").date(2024, 1, 1)}}}),
+     "spec.nodePools[0].kubelet.extra.x.when", "is not plain data"),
+    (pool_spec(kubelet={"extra": {"max pods": 1}}), "spec.nodePools[0].kubelet.extra",
+     "'max pods' is not a KubeletConfiguration field name"),
+    # 3. numeric bounds, also for numbers written as huge strings
+    (typed({"workloads": {"shm": {"sizeLimitPercent": 101}}}),
+     "spec.workloads.shm.sizeLimitPercent", "must be at most 100, found 101"),
+    (typed({"workloads": {"threads": {"reservedCpus": 1025}}}),
+     "spec.workloads.threads.reservedCpus", "must be at most 1024, found 1025"),
+    (pool_spec(kubelet={"podPidsLimit": 4194305}), "spec.nodePools[0].kubelet.podPidsLimit",
+     "must be at most 4194304, found 4194305"),
+    (pool_spec(topology={"sockets": 65}), "spec.nodePools[0].topology.sockets",
+     "must be at most 64, found 65"),
+    (pool_spec(topology={"numaNodesPerSocket": 65}),
+     "spec.nodePools[0].topology.numaNodesPerSocket", "must be at most 64, found 65"),
+    (pool_spec(topology={"coresPerSocket": 1025}), "spec.nodePools[0].topology.coresPerSocket",
+     "must be at most 1024, found 1025"),
+    (pool_spec(topology={"threadsPerCore": 9}), "spec.nodePools[0].topology.threadsPerCore",
+     "must be at most 8, found 9"),
+    (pool_spec(reserved={"cores": 1025}), "spec.nodePools[0].reserved.cores",
+     "must be at most 1024, found 1025"),
+    (pool_spec(topology={"sockets": 10 ** 5000}), "spec.nodePools[0].topology.sockets",
+     "must be at most 64, found a number of about"),
+    (cm({"reservedCores": "9" * 5000}), "data.reservedCores",
+     "must be at most 1024, found a 5000-digit number"),
+    (cm({"threadsReservedCpus": "-" + "9" * 5000}), "data.threadsReservedCpus",
+     "must be at least 0, found a 5000-digit number"),
+    (cm({"podPidsLimit": "99999999999"}), "data.podPidsLimit", "must be at most 4194304"),
+    (pool_spec(topology={"sockets": 64, "coresPerSocket": 1024, "threadsPerCore": 1}),
+     "spec.nodePools[0].topology", "65536 logical CPUs per node; at most 16384"),
+    (pool_spec(topology={"sockets": 64, "numaNodesPerSocket": 64, "coresPerSocket": 64,
+                         "threadsPerCore": 1}),
+     "spec.nodePools[0].topology.numaNodesPerSocket", "4096 NUMA nodes per node"),
+    # 4. lists that must not be empty, and no duplicates in any list
+    (typed({"nodePools": []}), "spec.nodePools", "must list at least one node pool"),
+    (typed({"output": {"formats": []}}), "spec.output.formats", "must list at least one format"),
+    (cm({"formats": ""}), "data.formats", "must list at least one format"),
+    (cm({"formats": "configmap,configmap"}), "data.formats[1]", "'configmap' is listed twice"),
+    (typed({"selector": {"kinds": ["Deployment", "Deployment"]}}), "spec.selector.kinds[1]",
+     "listed twice"),
+    # 5. thread env var names
+    (typed({"workloads": {"threads": {"env": ["", "A B"]}}}), "spec.workloads.threads.env[0]",
+     "must be an environment variable name"),
+    (typed({"workloads": {"threads": {"env": ["OK", "A B"]}}}), "spec.workloads.threads.env[1]",
+     "must be an environment variable name"),
+    (typed({"workloads": {"threads": {"env": ["1X"]}}}), "spec.workloads.threads.env[0]",
+     "found '1X'"),
+    (typed({"workloads": {"threads": {"env": ["OMP_NUM_THREADS", "OMP_NUM_THREADS"]}}}),
+     "spec.workloads.threads.env[1]", "'OMP_NUM_THREADS' is listed twice"),
+    (cm({"threadsEnv": "OMP_NUM_THREADS,A-B"}), "data.threadsEnv[1]",
+     "must be an environment variable name"),
+    # 6. quantity-valued maps
+    (pool_spec(kubelet={"evictionHard": {"memory.available": "abc"}}),
+     "spec.nodePools[0].kubelet.evictionHard.memory.available", "'abc' is not a quantity"),
+    (cm({"evictionHard": "memory.available=abc"}), "data.evictionHard.memory.available",
+     "'abc' is not a quantity"),
+    (pool_spec(kubelet={"evictionHard": {"memory.free": "1Gi"}}),
+     "spec.nodePools[0].kubelet.evictionHard.memory.free", "unknown eviction signal"),
+    (pool_spec(kubelet={"evictionHard": {"nodefs.available": "0%"}}),
+     "spec.nodePools[0].kubelet.evictionHard.nodefs.available", "greater than 0%"),
+    (pool_spec(kubelet={"evictionHard": {"nodefs.available": "101%"}}),
+     "spec.nodePools[0].kubelet.evictionHard.nodefs.available", "at most 100%"),
+    (pool_spec(kubelet={"evictionHard": {"nodefs.available": "-5%"}}),
+     "spec.nodePools[0].kubelet.evictionHard.nodefs.available", "found '-5%'"),
+    (pool_spec(kubelet={"evictionHard": {"nodefs.inodesFree": "1500m"}}),
+     "spec.nodePools[0].kubelet.evictionHard.nodefs.inodesFree", "not a whole number"),
+    (pool_spec(kubelet={"kubeReserved": {"memory": "xyz"}}),
+     "spec.nodePools[0].kubelet.kubeReserved.memory", "'xyz' is not a quantity"),
+    (cm({"kubeReserved": "memory=xyz"}), "data.kubeReserved.memory", "'xyz' is not a quantity"),
+    (pool_spec(kubelet={"systemReserved": {"memory": "500m"}}),
+     "spec.nodePools[0].kubelet.systemReserved.memory", "not a whole number of bytes"),
+    (pool_spec(kubelet={"systemReserved": {"cpu": "0.0001"}}),
+     "spec.nodePools[0].kubelet.systemReserved.cpu", "finer than 1m"),
+    (pool_spec(kubelet={"kubeReserved": {"ephemeral-storage": "-1Gi"}}),
+     "spec.nodePools[0].kubelet.kubeReserved.ephemeral-storage", "negative"),
+    (pool_spec(kubelet={"kubeReserved": {"pid": "0"}}),
+     "spec.nodePools[0].kubelet.kubeReserved.pid", "whole number of process IDs"),
+    (pool_spec(kubelet={"kubeReserved": {"pid": "1k"}}),
+     "spec.nodePools[0].kubelet.kubeReserved.pid", "whole number of process IDs"),
+    (pool_spec(kubelet={"kubeReserved": {"nvidia.com/gpu": "1"}}),
+     "spec.nodePools[0].kubelet.kubeReserved.nvidia.com/gpu", "unknown resource"),
+    # 7. other values that would make an invalid object or crash
+    (pool_spec(kubelet={"cpuManagerReconcilePeriod": "99999999999h"}),
+     "spec.nodePools[0].kubelet.cpuManagerReconcilePeriod", "longer than the longest Go duration"),
+    (cm({"cpuManagerReconcilePeriod": "0s"}), "data.cpuManagerReconcilePeriod",
+     "must be greater than zero"),
+    (cm({"cpuManagerReconcilePeriod": "30s\n"}), "data.cpuManagerReconcilePeriod",
+     "must not contain control characters"),
+    (cm({"cpuManagerReconcilePeriod": "1" * 100 + "s"}), "data.cpuManagerReconcilePeriod",
+     "expected a duration"),
+    (typed({"kubernetesVersion": "1.34\n"}), "spec.kubernetesVersion",
+     "expected a Kubernetes minor version"),
+    (typed({"output": {"namespace": "kube-system\n"}}), "spec.output.namespace",
+     "must not contain control characters"),
+    (cm({"nodePool": "x" * 100000}), "data.nodePool", "at most 4096 are accepted"),
+    (typed({"workloads": {"defaultMemory": "1Gi\n"}}), "spec.workloads.defaultMemory",
+     "must not contain control characters"),
+    (typed({"workloads": {"defaultCpus": "9" * 100}}), "spec.workloads.defaultCpus",
+     "longer than 64 characters"),
+    (typed({"workloads": {"defaultCpus": 10 ** 5000}}), "spec.workloads.defaultCpus",
+     "number too large"),
+    (pool_spec(nodeSelector={"pool": "a\u2028b"}), "spec.nodePools[0].nodeSelector.pool",
+     "must not contain control characters"),
+    (pool_spec(nodeSelector={None: "x"}), "spec.nodePools[0].nodeSelector",
+     "keys must be strings"),
+    (pool_spec(nodeSelector={1: "a", "1": "b"}), "spec.nodePools[0].nodeSelector.1",
+     "given twice"),
+    (cm({"matchLabels": "tier=a,tier=b"}), "data.matchLabels.tier", "given twice"),
+    (cm({"matchLabels": "=a"}), "data.matchLabels", "empty key"),
+    (typed({"workloads": {"pinnedContainers": ["Model_1"]}}),
+     "spec.workloads.pinnedContainers[0]", "must be a container name"),
+    (typed({"selector": {"kinds": ["apps/v1 Deployment"]}}), "spec.selector.kinds[0]",
+     "must be a kind name"),
+    (typed({"selector": {"names": ["My Model"]}}), "spec.selector.names[0]",
+     "must be an object name"),
+    (cm({"namespaces": "prod,Bad_NS"}), "data.namespaces[1]", "must be a namespace name"),
+])
+def test_hostile_values_are_errors_naming_the_field(obj, path, message):
+    err = load_error(obj)
+    assert (err.path, message in err.message) == (path, True), err
+
+
+def test_bounds_and_validated_maps_accept_valid_values():
+    cfg = config.load(typed({
+        "workloads": {"shm": {"sizeLimitPercent": "100"}, "threads": {
+            "reservedCpus": 1024, "env": ["OMP_NUM_THREADS", "_X1"]}},
+        "selector": {"kinds": ["InferenceService"], "names": ["llm.v2"],
+                     "namespaces": ["", "prod"]},
+        "nodePools": [{"name": "a", "topology": {
+            "sockets": 2, "numaNodesPerSocket": 2, "coresPerSocket": 1024, "threadsPerCore": 8},
+            "reserved": {"cores": 1024},
+            "kubelet": {
+                "podPidsLimit": "4194304", "cpuManagerReconcilePeriod": "2562047h47m16.854775807s",
+                "kubeReserved": {"cpu": "500m", "memory": "1Gi", "ephemeral-storage": "10G",
+                                 "pid": "1000"},
+                "systemReserved": {"memory": "0"},
+                "evictionHard": {"memory.available": "5%", "nodefs.available": "100%",
+                                 "nodefs.inodesFree": "2.5%", "imagefs.inodesFree": "1M",
+                                 "pid.available": "100", "containerfs.available": "1Gi",
+                                 "allocatableMemory.available": "200Mi"},
+                "extra": {"maxPods": 110, "x": nested(31), "y": 1.5, "z": None}}}]}))
+    (p,) = cfg.nodePools
+    assert p.topology.coresPerSocket == 1024 and p.kubelet.podPidsLimit == 4194304
+    assert cfg.workloads.shm.sizeLimitPercent == 100
+    flat = config.load(cm({"extra": '{"maxPods": 110, "featureGates": {"A": true}}',
+                           "evictionHard": "memory.available=200Mi,nodefs.available=10%",
+                           "threadsEnv": "OMP_NUM_THREADS, GOMAXPROCS"}))
+    assert flat.nodePools[0].kubelet.extra == {"maxPods": 110, "featureGates": {"A": True}}
+    assert flat.workloads.threads.env == ["OMP_NUM_THREADS", "GOMAXPROCS"]
+
+
+def test_empty_thread_env_list_still_means_none():
+    assert config.load(typed({"workloads": {"threads": {"env": []}}})).workloads.threads.env == []
+    assert config.load(cm({"threadsEnv": ""})).workloads.threads.env == []
+
+
+def test_versions_before_cpu_manager_options_are_refused():
+    with pytest.raises(ConfigError) as e:
+        config.load(typed({"kubernetesVersion": "1.21"}))
+    assert e.value.path == "spec.kubernetesVersion"
+    assert "needs 1.22 or later" in e.value.message
+    assert config.load(typed({"kubernetesVersion": "1.22"})).kubernetesVersion == (1, 22)

@@ -71,3 +71,9 @@ def test_format_cpu():
     assert format_cpu(Fraction(1, 10)) == "100m"
     with pytest.raises(QuantityError):
         format_cpu(Fraction(1, 10000))
+
+
+@pytest.mark.parametrize("text", ["1Gi\n", "4\n", "9" * 5000, "1" * 65])
+def test_parse_rejects_trailing_newline_and_huge_text(text):
+    with pytest.raises(QuantityError):
+        parse(text)

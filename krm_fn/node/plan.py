@@ -6,6 +6,7 @@ Every rule cites kubelet.md (/work/shared/reference/kubelet.md) by section.
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -29,6 +30,12 @@ EVICTION_HARD_DEFAULTS: dict[str, str] = {
 
 # failCgroupV1 exists from 1.31 (kubelet.md §1); an older kubelet rejects the field.
 FAIL_CGROUP_V1_SINCE = (1, 31)
+
+# Without the topology manager option `max-allowable-numa-nodes`, any topologyManagerPolicy
+# other than `none` stops the kubelet on machines with more NUMA nodes than this
+# (kubelet.md §4).
+TOPOLOGY_MAX_NUMA_DEFAULT = 8
+MAX_ALLOWABLE_NUMA_OPTION = "max-allowable-numa-nodes"
 
 # Fields that make `reservedSystemCPUs` a kubelet validation error (kubelet.md §1, §6).
 RESERVED_CGROUP_FIELDS = ("systemReservedCgroup", "kubeReservedCgroup")
@@ -305,6 +312,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
             kubelet["featureGates"] = gates
             continue
         kubelet[key] = value
+    _check_numa_limit(kubelet, topo, res)
     if kubelet.get("reservedSystemCPUs"):
         for key in RESERVED_CGROUP_FIELDS:
             if kubelet.get(key):
@@ -318,6 +326,29 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
                     exclusive_cpus=topo.total_cpus - len(reserved),
                     kubelet=kubelet, rollout=_rollout(kubelet))
     return plan, results
+
+
+def _check_numa_limit(kubelet: dict, topo: Topology, res) -> None:
+    """kubelet.md §4: a topologyManagerPolicy other than `none` on a node with more than 8
+    NUMA nodes needs topologyManagerPolicyOptions max-allowable-numa-nodes >= the node's
+    NUMA node count, else the kubelet fails with `unsupported on machines with more than 8
+    NUMA Nodes`."""
+    policy = kubelet.get("topologyManagerPolicy")
+    if policy == "none" or topo.numa_nodes <= TOPOLOGY_MAX_NUMA_DEFAULT:
+        return
+    opts = kubelet.get("topologyManagerPolicyOptions")
+    raw = opts.get(MAX_ALLOWABLE_NUMA_OPTION) if isinstance(opts, dict) else None
+    text = None if raw is None else str(raw)
+    if text is not None and re.fullmatch(r"[0-9]{1,5}", text) and int(text) >= topo.numa_nodes:
+        return
+    have = "it is not set" if text is None else f"it is {text!r}"
+    res(ERROR, "kubelet.topologyManagerPolicy",
+        f"topologyManagerPolicy {policy!r} on nodes with {topo.numa_nodes} NUMA nodes needs "
+        f"the topology manager option {MAX_ALLOWABLE_NUMA_OPTION} >= {topo.numa_nodes} "
+        f"({have}): without it the kubelet refuses to start on machines with more than "
+        f"{TOPOLOGY_MAX_NUMA_DEFAULT} NUMA nodes; set kubelet.extra."
+        f"topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to \"{topo.numa_nodes}\" "
+        f"or topologyManagerPolicy to none", current=policy)
 
 
 def _rollout(kubelet: dict) -> list[str]:

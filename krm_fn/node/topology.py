@@ -21,6 +21,11 @@ from typing import Iterable, NamedTuple
 
 SIBLING_MODES = ("split", "adjacent")
 
+# Largest number of logical CPUs krm-fn accepts on a node: CPU ids are 0..MAX_CPUS-1. Linux
+# CONFIG_NR_CPUS goes up to 8192; twice that leaves headroom and keeps a cpuset such as
+# "0-99999999999" from being expanded into billions of ids.
+MAX_CPUS = 16384
+
 
 class Cpu(NamedTuple):
     """One logical CPU: its id, physical core id, socket id and NUMA node id (all ints)."""
@@ -58,6 +63,9 @@ class Topology:
         if self.siblings not in SIBLING_MODES:
             raise ValueError(f"topology siblings must be one of {', '.join(SIBLING_MODES)}, "
                              f"found {self.siblings!r}")
+        if self.total_cpus > MAX_CPUS:
+            raise ValueError(f"topology has {self.total_cpus} logical CPUs per node; krm-fn "
+                             f"supports at most {MAX_CPUS} (Linux supports at most 8192)")
 
     @classmethod
     def from_config(cls, ns) -> "Topology":
@@ -187,12 +195,29 @@ def format_cpuset(cpus: Iterable[int]) -> str:
 _NUM = re.compile(r"[0-9]+")
 
 
+def _short(text: str, limit: int = 60) -> str:
+    r = repr(text)
+    return r if len(r) <= limit else r[:limit - 4] + "...'"
+
+
+def _cpu_id(digits: str, text: str) -> int:
+    """A CPU id from a string of decimal digits, bounded before int() (which would refuse
+    more than 4300 digits, and a huge range would be expanded id by id)."""
+    stripped = digits.lstrip("0")
+    if len(stripped) > len(str(MAX_CPUS)) or int(stripped or "0") >= MAX_CPUS:
+        raise ValueError(f"cpuset {_short(text)}: CPU id {_short(digits, 30)[1:-1]} is out of "
+                         f"range (CPU ids go up to {MAX_CPUS - 1}; Linux supports at most "
+                         f"8192 CPUs)")
+    return int(stripped or "0")
+
+
 def parse_cpuset(text: str) -> list[int]:
     """Parse a Linux cpuset list string into sorted CPU ids: "0-2,5" -> [0, 1, 2, 5]; "" -> [].
 
     Grammar (k8s.io/utils/cpuset Parse): comma-separated elements, each `N` or `N-M` with
     N <= M, decimal digits only. Stricter than the kubelet: whitespace, empty elements,
-    reversed ranges and CPUs listed twice raise ValueError naming the offending element.
+    reversed ranges, CPUs listed twice and CPU ids >= MAX_CPUS raise ValueError naming the
+    offending element (ids are bounded before any range is expanded).
     """
     if not isinstance(text, str):
         raise ValueError(f"cpuset must be a string such as \"0-1,32-33\", found {text!r}")
@@ -203,18 +228,20 @@ def parse_cpuset(text: str) -> list[int]:
         if "-" in elem:
             lo_s, _, hi_s = elem.partition("-")
             if not (_NUM.fullmatch(lo_s) and _NUM.fullmatch(hi_s)):
-                raise ValueError(f"cpuset {text!r}: bad range {elem!r} (expected N-M)")
-            lo, hi = int(lo_s), int(hi_s)
+                raise ValueError(f"cpuset {_short(text)}: bad range {_short(elem)} "
+                                 f"(expected N-M)")
+            lo, hi = _cpu_id(lo_s, text), _cpu_id(hi_s, text)
             if lo > hi:
-                raise ValueError(f"cpuset {text!r}: reversed range {elem!r}")
+                raise ValueError(f"cpuset {_short(text)}: reversed range {_short(elem)}")
             ids = range(lo, hi + 1)
         else:
             if not _NUM.fullmatch(elem):
-                raise ValueError(f"cpuset {text!r}: bad element {elem!r} (expected a CPU id "
-                                 f"or a range N-M)")
-            ids = range(int(elem), int(elem) + 1)
+                raise ValueError(f"cpuset {_short(text)}: bad element {_short(elem)} (expected "
+                                 f"a CPU id or a range N-M)")
+            n = _cpu_id(elem, text)
+            ids = range(n, n + 1)
         dup = seen.intersection(ids)
         if dup:
-            raise ValueError(f"cpuset {text!r}: CPU {min(dup)} listed twice")
+            raise ValueError(f"cpuset {_short(text)}: CPU {min(dup)} listed twice")
         seen.update(ids)
     return sorted(seen)

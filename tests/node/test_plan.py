@@ -265,3 +265,37 @@ def test_versions_before_the_option_table_are_checked_as_the_oldest_covered():
     errors = [r.message for r in results if r.severity == "error"]
     assert errors == ["CPU Manager policy option 'distribute-cpus-across-cores' does not exist "
                       "in Kubernetes 1.30 (added in 1.31); the kubelet refuses to start with it"]
+
+
+def test_huge_reserved_cpuset_is_an_error_not_a_hang():
+    plan, results = build(pool(reservedSystemCPUs="0-99999999999"))
+    assert [(r.severity, r.path) for r in results] == [
+        (ERROR, "spec.nodePools[0].kubelet.reservedSystemCPUs")]
+    assert "CPU id 99999999999 is out of range" in results[0].message
+    assert plan.reserved_cpus == []
+
+
+def numa_pool(policy="best-effort", **extra):
+    p = pool(topologyManagerPolicy=policy, extra=extra)
+    p.topology.sockets, p.topology.numaNodesPerSocket = 4, 4   # 16 NUMA nodes
+    return p
+
+
+def test_more_than_8_numa_nodes_needs_max_allowable_numa_nodes():
+    _, results = build(numa_pool())
+    assert [(r.severity, r.path) for r in results] == [
+        (ERROR, "spec.nodePools[0].kubelet.topologyManagerPolicy")]
+    assert "max-allowable-numa-nodes >= 16 (it is not set)" in results[0].message
+    _, results = build(numa_pool(topologyManagerPolicyOptions={"max-allowable-numa-nodes": "8"}))
+    assert "(it is '8')" in results[0].message
+    for ok in (numa_pool("none"),
+               numa_pool(topologyManagerPolicyOptions={"max-allowable-numa-nodes": "16"})):
+        _, results = build(ok)
+        assert [r for r in results if r.severity == ERROR] == []
+
+
+def test_flat_config_numa_error_names_the_data_key():
+    from krm_fn import engine
+    out = engine.transform([], {"apiVersion": "v1", "kind": "ConfigMap", "data": {
+        "sockets": "4", "numaNodesPerSocket": "4"}})
+    assert "data.topologyManagerPolicy" in [r.path for r in out.results if r.severity == ERROR]

@@ -145,3 +145,24 @@ def test_parse_cpuset():
 def test_parse_cpuset_errors(text, msg):
     with pytest.raises(ValueError, match=msg):
         parse_cpuset(text)
+
+
+@pytest.mark.parametrize("text", ["0-99999999999", "99999999999", "16384", "0-16384",
+                                  "1-" + "9" * 6000, "9" * 6000])
+def test_parse_cpuset_bounds_ids_before_expanding(text):
+    import time
+    start = time.monotonic()
+    with pytest.raises(ValueError, match=r"CPU id .* is out of range \(CPU ids go up to 16383"):
+        parse_cpuset(text)
+    assert time.monotonic() - start < 1
+
+
+def test_parse_cpuset_largest_ids():
+    assert parse_cpuset("0-16383") == list(range(16384))
+    assert parse_cpuset("0016383") == [16383]
+
+
+def test_topology_larger_than_max_cpus_is_refused():
+    assert Topology(2, 1, 1024, 8).total_cpus == 16384
+    with pytest.raises(ValueError, match="at most 16384"):
+        Topology(4, 1, 1024, 8)
