@@ -18,7 +18,7 @@ from krm_fn.node.formats import RenderContext, render
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules import RULES, PoolInfo, RuleContext
-from krm_fn.workloads import get_path, locations
+from krm_fn.workloads import get_path, locations, registered
 
 SKIP_ANNOTATION = "krm-fn.dev/skip"
 POOL_ANNOTATION = "krm-fn.dev/node-pool"
@@ -170,6 +170,8 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list):
         except ShapeError as e:
             results.append(Result(e.message, ERROR, ref, path_str(e.path)))
             continue
+        if pod is None:
+            continue
         found = True
         ctx = RuleContext(cfg, info, _pinned(pod, cfg))
         for rule in RULES:
@@ -300,7 +302,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                       f"both {ref}", ERROR, ref, f"items[{i}]"))
             continue
         seen_ids[key] = i
-        if not locations(obj) or not _selected(obj, cfg.selector):
+        if not registered(obj) or not _selected(obj, cfg.selector):
             continue
         if str(_annotations(obj).get(SKIP_ANNOTATION, "")).lower() == "true":
             out.results.append(Result(f"skipped: annotation {SKIP_ANNOTATION} is \"true\"",

@@ -134,17 +134,21 @@ class PodView:
 
 def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
                 results: list[Result]) -> PodView | None:
-    """The PodView for one registered location of `obj`. Raises ShapeError naming the field
-    when the pod spec is missing or a container list or container is not of the right
-    shape."""
+    """The PodView for one concrete location of `obj` (None when an optional pod spec is
+    absent). Raises ShapeError naming the field when a required pod spec is missing or a
+    container list or container is not of the right shape."""
     cur: object = obj
     for i, key in enumerate(at.spec):
-        nxt = cur.get(key) if isinstance(cur, dict) else None
+        nxt = cur[key] if isinstance(cur, list) else cur.get(key)
         if nxt is None:
+            if at.optional:
+                return None
             raise ShapeError(at.spec[:i + 1], f"missing: a {obj.get('kind')} keeps its pod "
                                               f"spec at {path_str(at.spec)}")
-        if not isinstance(nxt, dict):
-            raise ShapeError(at.spec[:i + 1], "must be a mapping")
+        want_list = i + 1 < len(at.spec) and isinstance(at.spec[i + 1], int)
+        if not isinstance(nxt, list if want_list else dict):
+            raise ShapeError(at.spec[:i + 1], "must be a list" if want_list else
+                             "must be a mapping")
         cur = nxt
     spec = cur
     meta = get_path(obj, at.meta)
