@@ -18,7 +18,7 @@ from fractions import Fraction
 from types import SimpleNamespace
 from typing import Any
 
-from krm_fn import quantity
+from krm_fn import quantity, workloads
 from krm_fn.node.topology import MAX_CPUS
 
 API_VERSION = "krm-fn.dev/v1alpha1"
@@ -166,12 +166,87 @@ SCHEMA = (
             Field("existing", "choice", "keep-lower", "A value already set: `keep-lower` keeps "
                   "a lower one and replaces a higher one; `replace` always writes the count.",
                   choices=("keep-lower", "replace"), flat="threadsExisting"),
+            Field("source", "choice", "literal", "`literal` writes the count as a string; "
+                  "`downwardAPI` writes a resourceFieldRef on limits.cpu with divisor \"1\" "
+                  "(whole-CPU containers only).", choices=("literal", "downwardAPI"),
+                  flat="threadsSource"),
+            Field("engines", "bool", True, "Recognise the serving engine (vLLM, llama.cpp, "
+                  "TorchServe, Triton, ONNX Runtime, Ray, JVM, Go) and set what it reads.",
+                  flat="threadsEngines"),
+            Field("goMemLimitPercent", "int", None, "Set GOMEMLIMIT to this percentage of the "
+                  "memory limit on Go containers (null: off).", flat="goMemLimitPercent",
+                  minimum=1, maximum=100),
+            Field("mallocArenaMax", "int", None, "Set MALLOC_ARENA_MAX on pinned containers "
+                  "(null: off; 2-4 suits memory-limited pods).", flat="mallocArenaMax",
+                  minimum=1, maximum=64),
+        )),
+        Field("injection", "object", None, "Sidecars injected at admission: their "
+              "request == limit annotations on the pod template.", fields=(
+            Field("istio", "object", None, "Istio istio-proxy (and istio-init).", fields=(
+                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
+                      "(null: not configured, warn when injection is detected).",
+                      flat="istioCpu"),
+                Field("memory", "memory", None, "Memory request and limit of the injected "
+                      "proxy.", flat="istioMemory"),
+                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
+                      "also without a visible opt-in (namespace-level injection); `never`.",
+                      choices=("auto", "always", "never"), flat="istioMode"),
+            )),
+            Field("linkerd", "object", None, "Linkerd linkerd-proxy (and linkerd-init).", fields=(
+                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
+                      "(null: not configured, warn when injection is detected).",
+                      flat="linkerdCpu"),
+                Field("memory", "memory", None, "Memory request and limit of the injected "
+                      "proxy.", flat="linkerdMemory"),
+                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
+                      "also without a visible opt-in (namespace-level injection); `never`.",
+                      choices=("auto", "always", "never"), flat="linkerdMode"),
+            )),
+            Field("knativeQueueProxy", "object", None, "Knative queue-proxy (Knative Services, KServe serverless).", fields=(
+                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
+                      "(null: not configured, warn when injection is detected).",
+                      flat="queueProxyCpu"),
+                Field("memory", "memory", None, "Memory request and limit of the injected "
+                      "proxy.", flat="queueProxyMemory"),
+                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
+                      "also without a visible opt-in (namespace-level injection); `never`.",
+                      choices=("auto", "always", "never"), flat="queueProxyMode"),
+            )),
+            Field("vault", "object", None, "Vault agent (vault-agent, vault-agent-init).", fields=(
+                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
+                      "(null: not configured, warn when injection is detected).",
+                      flat="vaultCpu"),
+                Field("memory", "memory", None, "Memory request and limit of the injected "
+                      "proxy.", flat="vaultMemory"),
+                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
+                      "also without a visible opt-in (namespace-level injection); `never`.",
+                      choices=("auto", "always", "never"), flat="vaultMode"),
+            )),
+            Field("dapr", "object", None, "Dapr daprd.", fields=(
+                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
+                      "(null: not configured, warn when injection is detected).",
+                      flat="daprCpu"),
+                Field("memory", "memory", None, "Memory request and limit of the injected "
+                      "proxy.", flat="daprMemory"),
+                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
+                      "also without a visible opt-in (namespace-level injection); `never`.",
+                      choices=("auto", "always", "never"), flat="daprMode"),
+            )),
         )),
         Field("shm", "object", None, "Memory-backed emptyDir volumes.", fields=(
             Field("sizeLimitPercent", "int", 25, "sizeLimit for a `medium: Memory` emptyDir "
                   "without one, as a percentage of the pod's memory limit.",
                   flat="shmSizeLimitPercent", minimum=1, maximum=100),
         )),
+    )),
+    Field("extraKinds", "objectlist", [], "Custom workload kinds without a release, "
+          "validated like the built-in ones (typed form only).", flat="-", fields=(
+        Field("group", "str", "", "API group (\"\" for the core group)."),
+        Field("kind", "str", None, "Kind."),
+        Field("podSpecs", "list", [], "Paths of PodSpecs, e.g. spec.template.spec or "
+              "spec.workers[*].template.spec."),
+        Field("annotations", "list", [], "For each pod spec, the path of the mapping whose "
+              "annotations the pods get (default: the pod spec's parent + .metadata)."),
     )),
     Field("nodePools", "objectlist", None, "Node pools; workloads go to the pool named by "
           "their `krm-fn.dev/node-pool` annotation, else the pool whose nodeSelector they "
@@ -187,6 +262,8 @@ SCHEMA = (
 
 def _walk_leaves(fields, prefix=()):
     for f in fields:
+        if f.flat == "-":          # only in the typed form
+            continue
         if f.kind in ("object", "objectlist"):
             yield from _walk_leaves(f.fields, prefix + ((f.name, f.kind),))
         else:
@@ -390,7 +467,7 @@ def _map_key(a: Any, path: str) -> str:
 def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
     """Convert one leaf value to its Python form; raise ConfigError naming `path`."""
     if v is None:
-        if f.kind in ("cpu", "memory", "str") and f.default is None:
+        if f.kind in ("cpu", "memory", "str", "int") and f.default is None:
             return None
         raise ConfigError(path, "must not be null")
     k = f.kind
@@ -498,7 +575,7 @@ def _default(f: Field) -> Any:
     if f.kind == "object":
         return _build(f.fields, {}, f.name)
     if f.kind == "objectlist":
-        return [_build(f.fields, {}, f"{f.name}[0]")]
+        return [] if f.default == [] else [_build(f.fields, {}, f"{f.name}[0]")]
     if f.kind in ("cpu", "memory", "version") and f.default is not None:
         return _convert(f, f.default, f.name, False)
     if isinstance(f.default, (list, dict)):
@@ -623,7 +700,47 @@ def _check_names(items: list, path: str, pattern: re.Pattern, limit: int, what: 
                                               f"found {_short(x)}")
 
 
+def extra_registry(cfg: SimpleNamespace) -> dict:
+    """The config's extraKinds as registry entries: (group, kind) -> (PodSpecAt, ...)."""
+    out: dict = {}
+    for k in cfg.extraKinds:
+        ats = []
+        for i, spec_path in enumerate(k.podSpecs):
+            spec = workloads.parse_path(spec_path)
+            meta = (workloads.parse_path(k.annotations[i]) if i < len(k.annotations)
+                    else spec[:-1] + ("metadata",))
+            ats.append(workloads.PodSpecAt(spec=spec, meta=meta))
+        out[(k.group, k.kind)] = tuple(ats)
+    return out
+
+
+def _check_extra_kinds(cfg: SimpleNamespace) -> None:
+    seen = set()
+    for i, k in enumerate(cfg.extraKinds):
+        path = f"spec.extraKinds[{i}]"
+        if not k.kind or not re.fullmatch(r"[A-Z][A-Za-z0-9]*", k.kind):
+            raise ConfigError(f"{path}.kind", f"must be a Kind name such as InferenceJob, found "
+                                              f"{_short(k.kind)}")
+        if k.group and not _DNS_SUBDOMAIN.fullmatch(k.group):
+            raise ConfigError(f"{path}.group", f"must be an API group such as example.com, found "
+                                               f"{_short(k.group)}")
+        if (k.group, k.kind) in seen:
+            raise ConfigError(f"{path}.kind", f"{k.kind} is declared twice")
+        seen.add((k.group, k.kind))
+        if not k.podSpecs:
+            raise ConfigError(f"{path}.podSpecs", "must list at least one pod spec path")
+        if len(k.annotations) > len(k.podSpecs):
+            raise ConfigError(f"{path}.annotations", "has more entries than podSpecs")
+        for key in ("podSpecs", "annotations"):
+            for j, text in enumerate(getattr(k, key)):
+                try:
+                    workloads.parse_path(text)
+                except ValueError as e:
+                    raise ConfigError(f"{path}.{key}[{j}]", str(e)) from None
+
+
 def _check(cfg: SimpleNamespace) -> None:
+    _check_extra_kinds(cfg)
     names = [p.name for p in cfg.nodePools]
     for i, n in enumerate(names):
         if not _DNS_LABEL.fullmatch(n or "") or len(n) > 40:

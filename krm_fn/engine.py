@@ -128,13 +128,13 @@ def _pinned(pod, cfg) -> frozenset:
     return frozenset(apps[:1])
 
 
-def _pool_for(obj: dict, cfg, ref: Ref, results: list):
+def _pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
     """(index, pool namespace) for the workload, or (None, None) with an error result."""
     pools = cfg.nodePools
     if not pools:
         return None, None
     wanted = _annotations(obj).get(POOL_ANNOTATION)
-    for at in locations(obj):
+    for at in locations(obj, extra):
         wanted = wanted or _annotations(obj, at.meta).get(POOL_ANNOTATION)
     if wanted is not None:
         for i, p in enumerate(pools):
@@ -144,7 +144,7 @@ def _pool_for(obj: dict, cfg, ref: Ref, results: list):
                               f"(pools: {', '.join(p.name for p in pools)})", ERROR, ref,
                               f"metadata.annotations['{POOL_ANNOTATION}']"))
         return None, None
-    for at in locations(obj):
+    for at in locations(obj, extra):
         ns = get_path(obj, at.spec + ("nodeSelector",))
         if isinstance(ns, dict):
             for i, p in enumerate(pools):
@@ -153,10 +153,10 @@ def _pool_for(obj: dict, cfg, ref: Ref, results: list):
     return 0, pools[0]
 
 
-def _tune(obj: dict, cfg, ref: Ref, plans: list):
+def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict):
     """Run the rules on a copy of `obj`; returns (ops, results, pool index or None)."""
     results: list[Result] = []
-    pool_index, pool = _pool_for(obj, cfg, ref, results)
+    pool_index, pool = _pool_for(obj, cfg, ref, results, extra)
     if results:
         return [], results, None
     info = (PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus)
@@ -164,7 +164,7 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list):
     work = copy.deepcopy(obj)
     edits = Edits(work)
     found = False
-    for at in locations(obj):
+    for at in locations(obj, extra):
         try:
             pod = build_views(work, at, ref, edits, results)
         except ShapeError as e:
@@ -271,6 +271,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         out.results.append(Result("nothing changed because of the function config errors "
                                   "above", ERROR, fc_ref))
         return out
+    extra = config_mod.extra_registry(cfg)
     placed: dict[int, int] = {}
     seen_ids: dict[tuple, int] = {}
     for i, obj in enumerate(items):
@@ -302,13 +303,13 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                       f"both {ref}", ERROR, ref, f"items[{i}]"))
             continue
         seen_ids[key] = i
-        if not registered(obj) or not _selected(obj, cfg.selector):
+        if not registered(obj, extra) or not _selected(obj, cfg.selector):
             continue
         if str(_annotations(obj).get(SKIP_ANNOTATION, "")).lower() == "true":
             out.results.append(Result(f"skipped: annotation {SKIP_ANNOTATION} is \"true\"",
                                       INFO, ref))
             continue
-        ops, results, pool_index = _tune(obj, cfg, ref, plans)
+        ops, results, pool_index = _tune(obj, cfg, ref, plans, extra)
         if ops and i in aliased:
             results.append(Result("uses YAML anchors and aliases, so krm-fn cannot change it "
                                   "without changing every place an alias points to; expand "

@@ -71,7 +71,7 @@ def test_config_error_is_a_result_on_the_function_config():
     assert out["results"] == [{
         "message": "invalid function config: unknown field 'cpuRouding' (known: cpuRounding, "
                    "pinnedContainers, defaultCpus, defaultMemory, sidecarResources, "
-                   "initContainerCpu, threads, shm)",
+                   "initContainerCpu, threads, injection, shm)",
         "severity": "error",
         "resourceRef": {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
                         "name": "pin"},

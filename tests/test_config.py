@@ -332,3 +332,39 @@ def test_versions_before_cpu_manager_options_are_refused():
     assert e.value.path == "spec.kubernetesVersion"
     assert "needs 1.22 or later" in e.value.message
     assert config.load(typed({"kubernetesVersion": "1.22"})).kubernetesVersion == (1, 22)
+
+
+def test_extra_kinds_become_registry_entries():
+    cfg = config.load(typed({"extraKinds": [{"group": "example.com", "kind": "InferenceJob",
+                                             "podSpecs": ["spec.workers[*].template.spec"]}]}))
+    (at,) = config.extra_registry(cfg)[("example.com", "InferenceJob")]
+    assert at.spec == ("spec", "workers", "*", "template", "spec")
+    assert at.meta == ("spec", "workers", "*", "template", "metadata")
+
+
+@pytest.mark.parametrize("kind,path,message", [
+    ({"kind": "job"}, "spec.extraKinds[0].kind", "must be a Kind name"),
+    ({"kind": "Job", "podSpecs": []}, "spec.extraKinds[0].podSpecs", "at least one"),
+    ({"kind": "Job", "podSpecs": ["spec..x"]}, "spec.extraKinds[0].podSpecs[0]", "empty segment"),
+    ({"kind": "Job", "podSpecs": ["spec.x[0]"]}, "spec.extraKinds[0].podSpecs[0]", "only [*]"),
+])
+def test_extra_kinds_are_validated(kind, path, message):
+    with pytest.raises(ConfigError) as e:
+        config.load(typed({"extraKinds": [kind]}))
+    assert e.value.path == path and message in e.value.message
+
+
+def test_extra_kind_is_tuned(tmp_path):
+    from tests.helpers import load, run_cli
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            "- apiVersion: example.com/v1\n  kind: InferenceJob\n  metadata: {name: j}\n"
+            "  spec:\n    workers:\n    - template:\n        spec:\n          containers:\n"
+            "          - {name: w, image: w:1, resources: {limits: {cpu: '2', memory: 1Gi}}}\n"
+            "functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n  kind: InferenceTuning\n"
+            "  metadata: {name: x}\n  spec:\n    extraKinds:\n    - group: example.com\n"
+            "      kind: InferenceJob\n      podSpecs: ['spec.workers[*].template.spec']\n")
+    p = run_cli([], text)
+    assert p.returncode == 0, p.stderr
+    w = load(p.stdout)["items"][0]["spec"]["workers"][0]["template"]["spec"]
+    assert w["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "1Gi"}
+    assert w["nodeSelector"] == {"krm-fn.dev/cpu-pinning": "true"}
