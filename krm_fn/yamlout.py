@@ -8,7 +8,6 @@ another item fails with `unknown anchor`).
 """
 from __future__ import annotations
 
-import json
 import re
 
 import yaml
@@ -61,10 +60,48 @@ _Dumper.add_representer(dict, _repr_dict)
 
 
 def to_yaml(obj) -> str:
-    """Serialise plain data (dict/list/str/int/bool/None) to a YAML document (no `---`)."""
-    text = yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
+    """Serialise plain data (dict/list/str/int/bool/None) to a YAML document (no `---`),
+    in krm-fn's style (see the module docstring). Reads back as the same data as
+    `to_yaml_pyyaml` (tested), several times faster."""
+    if isinstance(obj, (dict, list)) and obj:
+        return "\n".join(block(obj, 0)) + "\n"
+    return to_yaml_pyyaml(obj)
+
+
+def to_yaml_pyyaml(obj) -> str:
+    """The reference serialiser (PyYAML with krm-fn's representers); used for scalars and
+    empty collections at the top level, and by the tests as the reference for `to_yaml`."""
+    return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
                      allow_unicode=True, width=10_000)
-    return text
+
+
+def _literal_ok(s: str) -> bool:
+    """A multi-line string that a `|` literal block keeps exactly: one final newline (clip
+    chomping), no leading space or blank first line (no indentation indicator needed), no
+    trailing spaces and only printable characters."""
+    body = s[:-1]
+    return (s.endswith("\n") and not body.endswith("\n") and not s.startswith((" ", "\n"))
+            and " \n" not in s and all(ch.isprintable() for ch in body.replace("\n", "")))
+
+
+_ESCAPES = {"\"": '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r",
+            "\0": "\\0"}
+
+
+def quote(s: str) -> str:
+    """A YAML double-quoted scalar: printable characters as they are, everything else
+    escaped (\\xXX, \\uXXXX, \\UXXXXXXXX), so any reader gets the same string back."""
+    out = []
+    for ch in s:
+        if ch in _ESCAPES:
+            out.append(_ESCAPES[ch])
+        elif ch.isprintable() and ch not in "\ufeff":
+            out.append(ch)
+        else:
+            n = ord(ch)
+            out.append(f"\\x{n:02x}" if n < 0x100 else f"\\u{n:04x}" if n < 0x10000
+                       else f"\\U{n:08x}")
+    return '"' + "".join(out) + '"'
 
 
 def scalar(value) -> str:
@@ -77,13 +114,13 @@ def scalar(value) -> str:
     if isinstance(value, (int, float)):
         return repr(value)
     s = str(value)
-    return s if is_plain_safe(s) else json.dumps(s, ensure_ascii=False)
+    return s if is_plain_safe(s) else quote(s)
 
 
 def key(k) -> str:
     """A mapping key as YAML text."""
     ks = str(k)
-    return ks if _PLAIN_KEY.match(ks) and ks not in _RESERVED_KEYS else json.dumps(ks)
+    return ks if _PLAIN_KEY.match(ks) and ks not in _RESERVED_KEYS else quote(ks)
 
 
 def flow(value) -> str:
@@ -109,6 +146,10 @@ def block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:
             elif isinstance(v, list) and v:
                 out.append(f"{pad}{key(k)}:")
                 out.extend(block(v, col + seq_offset, unit, seq_offset))
+            elif isinstance(v, str) and "\n" in v and _literal_ok(v):
+                inner = " " * (col + unit)
+                out.append(f"{pad}{key(k)}: |")
+                out.extend(inner + ln if ln else "" for ln in v[:-1].split("\n"))
             else:
                 out.append(f"{pad}{key(k)}: {flow(v)}")
         return out

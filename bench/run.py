@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""Benchmark krm-fn against the floors named in issue #5 and print the ratios.
+
+P1  krm-fn on the 2,000-item ResourceList vs PyYAML's C loader + C dumper on the same text
+    (the floor for any Python function that reads and writes YAML).      target <= 1.5x
+P2  `kubectl kustomize --enable-alpha-plugins` on the 2,000-item overlay with krm-fn as the
+    transformer (legacy exec plugin) vs the same build with an identity transformer.
+                                                                         target <= 1.15x
+P3  krm-fn on the 10-item list vs a Python identity function that imports ruamel.yaml.
+                                                                         target <= 1.3x
+MEM peak RSS of krm-fn on the 2,000-item input vs the PyYAML floor.      target <  4x
+
+Every measurement is a fresh process (interpreter start-up included on both sides), repeated
+`--reps` times; the median is reported. Inputs come from ../shared/bench/gen_resourcelist.py.
+Usage: python bench/run.py [--reps 5] [--gen PATH]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PY = sys.executable
+
+FLOOR = ("import sys, yaml\n"
+         "d = yaml.load(sys.stdin.read(), Loader=yaml.CSafeLoader)\n"
+         "sys.stdout.write(yaml.dump(d, Dumper=yaml.CSafeDumper))\n")
+RUAMEL_IDENTITY = ("import sys\nfrom ruamel.yaml import YAML\n"
+                   "y = YAML()\ny.dump(y.load(sys.stdin.read()), sys.stdout)\n")
+IDENTITY_PLUGIN = "#!/bin/sh\nexec cat\n"
+
+
+def measure(cmd, stdin_path=None, env=None, cwd=None):
+    """(seconds, peak RSS in KiB) of one run of `cmd`; raises on a non-zero exit."""
+    stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
+    start = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=stdin, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.PIPE, env=env, cwd=cwd)
+    _, status, usage = os.wait4(proc.pid, 0)
+    elapsed = time.perf_counter() - start
+    err = proc.stderr.read().decode()
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if stdin_path:
+        stdin.close()
+    if proc.returncode:
+        raise SystemExit(f"{cmd[:3]} failed ({proc.returncode}): {err[-500:]}")
+    return elapsed, usage.ru_maxrss
+
+
+def median(cmd, reps, **kw):
+    runs = [measure(cmd, **kw) for _ in range(reps)]
+    return statistics.median(t for t, _ in runs), max(m for _, m in runs)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--gen", default=str(ROOT.parent / "shared" / "bench" /
+                                         "gen_resourcelist.py"))
+    a = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="krm-fn-bench-"))
+    big, small = tmp / "rl-2000.yaml", tmp / "rl-10.yaml"
+    for path, n in ((big, 2000), (small, 10)):
+        with open(path, "w") as f:
+            subprocess.run([PY, a.gen, "--items", str(n), "--inference-percent", "100"],
+                           stdout=f, check=True)
+    krm = [PY, "-m", "krm_fn"]
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    rows = []
+
+    t_fn, m_fn = median(krm, a.reps, stdin_path=big, env=env)
+    t_floor, m_floor = median([PY, "-c", FLOOR], a.reps, stdin_path=big)
+    rows.append(("P1 2,000 items: krm-fn / PyYAML C load+dump", t_fn, t_floor, 1.5))
+
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        kdir = tmp / "overlay"
+        subprocess.run([PY, a.gen, "--items", "2000", "--inference-percent", "100",
+                        "--format", "kustomize", "--dir", str(kdir)], check=True)
+        (kdir / "pin.yaml").write_text("apiVersion: krm-fn.dev/v1alpha1\nkind: InferenceTuning\n"
+                                       "metadata:\n  name: bench\nspec:\n  selector:\n"
+                                       "    matchLabels: {tier: inference}\n")
+        with open(kdir / "kustomization.yaml", "a") as f:
+            f.write("transformers:\n- pin.yaml\n")
+        ident = tmp / "identity-plugin"
+        plugin_dir = ident / "krm-fn.dev" / "v1alpha1" / "inferencetuning"
+        plugin_dir.mkdir(parents=True)
+        (plugin_dir / "InferenceTuning").write_text(IDENTITY_PLUGIN)
+        (plugin_dir / "InferenceTuning").chmod(0o755)
+        cmd = [kubectl, "kustomize", "--enable-alpha-plugins", str(kdir)]
+        venv_bin = str(Path(PY).parent)
+        fn_env = dict(env, KUSTOMIZE_PLUGIN_HOME=str(ROOT / "plugin"),
+                      PATH=venv_bin + os.pathsep + os.environ.get("PATH", ""))
+        id_env = dict(env, KUSTOMIZE_PLUGIN_HOME=str(ident))
+        t_k, _ = median(cmd, a.reps, env=fn_env)
+        t_id, _ = median(cmd, a.reps, env=id_env)
+        rows.append(("P2 kubectl kustomize 2,000 items: krm-fn / identity", t_k, t_id, 1.15))
+    else:
+        print("P2 skipped: kubectl not on PATH")
+
+    t_s, _ = median(krm, a.reps, stdin_path=small, env=env)
+    t_r, _ = median([PY, "-c", RUAMEL_IDENTITY], a.reps, stdin_path=small)
+    rows.append(("P3 10 items: krm-fn / ruamel identity", t_s, t_r, 1.3))
+
+    print(f"{'measure':55} {'krm-fn':>9} {'floor':>9} {'ratio':>7} {'target':>7}")
+    ok = True
+    for name, t1, t2, target in rows:
+        ratio = t1 / t2
+        ok &= ratio <= target
+        print(f"{name:55} {t1:8.3f}s {t2:8.3f}s {ratio:6.2f}x {target:6.2f}x"
+              f"{'' if ratio <= target else '  MISSED'}")
+    ratio = m_fn / m_floor
+    ok &= ratio < 4
+    print(f"{'MEM peak RSS 2,000 items: krm-fn / PyYAML floor':55} {m_fn / 1024:7.1f}MB "
+          f"{m_floor / 1024:7.1f}MB {ratio:6.2f}x {4:6.2f}x{'' if ratio < 4 else '  MISSED'}")
+    shutil.rmtree(tmp)
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The YAML writer: fast renderer reads back exactly like the reference (PyYAML) one."""
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from krm_fn import yamlout
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
+                    st.text(max_size=30),
+                    st.sampled_from(["4", "500m", "on", "yes", "0644", "1e3", "~", "", "1:20",
+                                     "a: b", "- x", "#c", "line1\nline2\n", "  lead\n",
+                                     "x\n\n", "caf\u00e9", "tab\tx", "null", "N"]))
+keys = st.one_of(st.text(min_size=1, max_size=12),
+                 st.sampled_from(["on", "n", "a.b/c", "123", "key with space", "-x"]))
+data = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(keys, inner, max_size=4)), max_leaves=20)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.dictionaries(keys, data, min_size=1, max_size=5),
+                 st.lists(data, min_size=1, max_size=5)))
+def test_fast_renderer_reads_back_like_pyyaml(obj):
+    fast = yamlout.to_yaml(obj)
+    assert yaml.safe_load(fast) == yaml.safe_load(yamlout.to_yaml_pyyaml(obj)) == obj
+
+
+@pytest.mark.parametrize("value,text", [
+    ({"a": "4"}, 'a: "4"\n'),
+    ({"a": "static"}, "a: static\n"),
+    ({"a": "line1\nline2\n"}, "a: |\n  line1\n  line2\n"),
+    ({"on": "yes"}, '"on": "yes"\n'),
+    ([{"name": "A", "value": "4"}], '- name: A\n  value: "4"\n'),
+])
+def test_style(value, text):
+    assert yamlout.to_yaml(value) == text
