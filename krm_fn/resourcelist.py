@@ -24,9 +24,34 @@ from krm_fn import yamlout
 from krm_fn.pod import DELETE
 
 try:
-    from yaml import CSafeLoader as _Loader
+    from yaml import CParser as _Parser
 except ImportError:  # pragma: no cover - libyaml missing: same results, slower
-    from yaml import SafeLoader as _Loader
+    from yaml.composer import Composer
+    from yaml.parser import Parser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _Parser(Reader, Scanner, Parser, Composer):  # type: ignore[no-redef]
+        def __init__(self, stream):
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+            Composer.__init__(self)
+
+
+class _Loader(_Parser, yaml.resolver.BaseResolver):
+    """libyaml's parser and composer with no implicit typing: every untagged scalar gets
+    the str tag and keeps its style, and _Builder types plain scalars itself (YAML 1.2
+    core), so PyYAML's YAML 1.1 resolver (regexes per scalar) never runs."""
+
+    def __init__(self, stream):
+        _Parser.__init__(self, stream)
+        yaml.resolver.BaseResolver.__init__(self)
+
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode:
+            return "tag:yaml.org,2002:str"
+        return "tag:yaml.org,2002:seq" if kind is yaml.SequenceNode else "tag:yaml.org,2002:map"
 
 RESOURCE_LIST_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1",
                           "config.kubernetes.io/v1alpha1")
@@ -175,9 +200,15 @@ def _compose_all(text: str) -> list:
         raise InputError(f"input is not valid YAML: {str(e).splitlines()[0]}") from None
 
 
+def _is_null(node) -> bool:
+    """A scalar that reads as null: explicitly tagged, or plain `~`, `null`, empty."""
+    return node.tag == "tag:yaml.org,2002:null" or (
+        not node.style and node.tag in _PLAIN_TAGS and node.value in _NULL)
+
+
 def _is_empty_doc(node) -> bool:
-    return isinstance(node, yaml.ScalarNode) and node.tag == "tag:yaml.org,2002:null" \
-        and node.value == ""
+    return isinstance(node, yaml.ScalarNode) and node.value == "" and not node.style \
+        and node.tag in _PLAIN_TAGS
 
 
 def _content_end(node) -> int:
@@ -418,7 +449,7 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
                 _merge(entry[key], new)
             else:
                 entry[key] = new
-        elif isinstance(cur, yaml.ScalarNode) and cur.tag == "tag:yaml.org,2002:null":
+        elif isinstance(cur, yaml.ScalarNode) and _is_null(cur):
             entry = inserts.setdefault(id(cur), [cur, [] if isinstance(key, int) else {}])[1]
             if isinstance(entry, list):
                 entry.append(new)
@@ -504,7 +535,10 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl):
         col = key_node.start_mark.column + (unit if isinstance(content, dict) else seq_offset)
         lines = yamlout.block(content, col, unit, seq_offset)
         pos = _line_end(text, cur.end_mark.index)
-        out = [(cur.start_mark.index, cur.end_mark.index, "")]
+        start = cur.start_mark.index
+        while start > 0 and text[start - 1] == " " and cur.end_mark.index > start:
+            start -= 1
+        out = [(start, cur.end_mark.index, "")]
         prefix = "" if text[:pos].endswith("\n") else nl
         out.append((pos, pos, prefix + nl.join(lines) + nl, -col))
         return out

@@ -54,7 +54,7 @@ def test_comment_after_an_item_stays_after_it():
 
 
 @pytest.mark.parametrize("text,message", [
-    ("a: [", "input is not valid YAML at line 2, column 1"),
+    ("a: [", "input is not valid YAML at line 1, column 5"),
     ("a: 1\n", "input is not a ResourceList"),
     ("kind: ResourceList\napiVersion: config.kubernetes.io/v1\n",
      "ResourceList has no items field"),
@@ -119,3 +119,10 @@ def test_items_using_aliases_are_listed():
     text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
             "- {kind: A, a: &e [1], b: *e}\n- {kind: B}\n")
     assert resourcelist.parse(text, True).aliased == {0}
+
+
+@pytest.mark.parametrize("null", ["", " ~", " null"])
+def test_insert_under_a_null_value(null):
+    text = f"kind: Pod\nspec:\n  resources:{null}\n  x: 1\n"
+    out = _edit(text, [(("spec", "resources", "limits", "cpu"), "2")])
+    assert out == 'kind: Pod\nspec:\n  resources:\n    limits:\n      cpu: "2"\n  x: 1\n'
