@@ -19,6 +19,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from krm_fn import quantity, workloads
+from krm_fn.node import topology
 from krm_fn.node.topology import MAX_CPUS
 
 API_VERSION = "krm-fn.dev/v1alpha1"
@@ -40,7 +41,8 @@ class ConfigError(ValueError):
 class Field:
     """One config field.
 
-    `kind` is one of: str, int, bool, cpu, memory, duration, version, choice, list,
+    `kind` is one of: str, text (multi-line), int, bool, cpu, memory, duration, version,
+    choice, list,
     choicelist, map, any, object, objectlist. `fields` holds the children of object kinds.
     `flat` is the key of this field in the ConfigMap form (default: the field name); leaves
     under `nodePools` configure the first node pool. `minimum`/`maximum` bound int values
@@ -85,6 +87,9 @@ POOL_FIELDS = (
         Field("siblings", "choice", "split",
               "CPU numbering: `split` = CPU i and i+cores are siblings (Linux x86 default); "
               "`adjacent` = CPUs 2i and 2i+1 are siblings.", choices=("split", "adjacent")),
+        Field("lscpu", "text", None, "Output of `lscpu -p=CPU,CORE,SOCKET,NODE` from one node "
+              "of the pool: the exact CPU numbering; when set, the counts above are ignored.",
+              flat="lscpu"),
     )),
     Field("reserved", "object", None, "CPUs kept for system daemons (reservedSystemCPUs).", fields=(
         Field("cores", "int", 2, "Whole physical cores reserved (all SMT siblings); the seed "
@@ -295,6 +300,7 @@ _FALSE = {"false", "False", "FALSE"}
 # Longest string accepted for any config value, longest quantity/duration string, deepest
 # nesting of `kubelet.extra` (the extra mapping itself is level 1).
 MAX_TEXT = 4096
+MAX_LONG_TEXT = 1_000_000   # multi-line text such as an lscpu paste
 MAX_QUANTITY_TEXT = 64
 MAX_EXTRA_DEPTH = 32
 # C0/C1 control characters and the Unicode line/paragraph separators: never part of a name,
@@ -467,12 +473,24 @@ def _map_key(a: Any, path: str) -> str:
 def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
     """Convert one leaf value to its Python form; raise ConfigError naming `path`."""
     if v is None:
-        if f.kind in ("cpu", "memory", "str", "int") and f.default is None:
+        if f.kind in ("cpu", "memory", "str", "int", "text") and f.default is None:
             return None
         raise ConfigError(path, "must not be null")
     k = f.kind
     if k == "str":
         return _scalar_str(v, path)
+    if k == "text":
+        if not isinstance(v, str):
+            raise ConfigError(path, f"expected text, found {_type_name(v)}")
+        if len(v) > MAX_LONG_TEXT:
+            raise ConfigError(path, f"is {len(v)} characters long; at most {MAX_LONG_TEXT} are "
+                                    f"accepted")
+        for n, line in enumerate(v.splitlines(), 1):
+            m = _CONTROL.search(line.rstrip("\r"))
+            if m:
+                raise ConfigError(path, f"line {n} contains the control character "
+                                        f"{m.group()!r}")
+        return v
     if k == "int":
         return _int(f, v, path)
     if k == "bool":
@@ -741,6 +759,12 @@ def _check_extra_kinds(cfg: SimpleNamespace) -> None:
 
 def _check(cfg: SimpleNamespace) -> None:
     _check_extra_kinds(cfg)
+    for i, pool in enumerate(cfg.nodePools):
+        if pool.topology.lscpu:
+            try:
+                topology.from_lscpu(pool.topology.lscpu)
+            except ValueError as e:
+                raise ConfigError(f"spec.nodePools[{i}].topology.lscpu", str(e)) from None
     names = [p.name for p in cfg.nodePools]
     for i, n in enumerate(names):
         if not _DNS_LABEL.fullmatch(n or "") or len(n) > 40:

@@ -159,7 +159,8 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict):
     pool_index, pool = _pool_for(obj, cfg, ref, results, extra)
     if results:
         return [], results, None
-    info = (PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus)
+    info = (PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus,
+                                 plans[pool_index].topology.threads_per_core)
             if pool is not None else None)
     work = copy.deepcopy(obj)
     edits = Edits(work)

@@ -236,14 +236,15 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
             res(ERROR, path, f"{e}; the kubelet refuses a reservedSystemCPUs it cannot parse",
                 current=text)
         else:
-            outside = [c for c in cpus if c >= topo.total_cpus]
+            ids = {c.cpu for c in topo.cpus()}
+            outside = [c for c in cpus if c not in ids]
             if not cpus:
                 res(ERROR, path, "reservedSystemCPUs is empty; the static CPU Manager needs a "
                     "non-zero reservation (set a cpuset such as 0-1 or remove the field to "
                     "use reserved.cores)", current=text)
             elif outside:
                 res(ERROR, path, f"CPUs {format_cpuset(outside)} do not exist on this pool's "
-                    f"nodes (CPUs 0-{topo.total_cpus - 1}); the kubelet fails to start",
+                    f"nodes (CPUs {format_cpuset(ids)}); the kubelet fails to start",
                     current=text)
             elif len(cpus) >= topo.total_cpus:
                 res(ERROR, path, f"reservedSystemCPUs {text!r} covers every CPU of the node; "

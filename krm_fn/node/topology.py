@@ -51,8 +51,11 @@ class Topology:
     cores_per_socket: int
     threads_per_core: int
     siblings: str = "split"
+    table: tuple = ()      # explicit Cpu rows (from lscpu); empty = computed from the counts
 
     def __post_init__(self) -> None:
+        if self.table:
+            return
         for name in ("sockets", "numa_per_socket", "cores_per_socket", "threads_per_core"):
             v = getattr(self, name)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
@@ -70,7 +73,11 @@ class Topology:
     @classmethod
     def from_config(cls, ns) -> "Topology":
         """Build from a config `topology` namespace (`sockets`, `numaNodesPerSocket`,
-        `coresPerSocket`, `threadsPerCore`, `siblings`; krm_fn.config POOL_FIELDS)."""
+        `coresPerSocket`, `threadsPerCore`, `siblings`, `lscpu`; krm_fn.config
+        POOL_FIELDS). With `lscpu` the table decides and the counts are ignored.
+        Raises ValueError for a malformed lscpu paste (message names the line)."""
+        if getattr(ns, "lscpu", None):
+            return from_lscpu(ns.lscpu)
         return cls(sockets=ns.sockets, numa_per_socket=ns.numaNodesPerSocket,
                    cores_per_socket=ns.coresPerSocket, threads_per_core=ns.threadsPerCore,
                    siblings=ns.siblings)
@@ -78,16 +85,22 @@ class Topology:
     @property
     def total_cores(self) -> int:
         """Physical cores per node (sockets * cores_per_socket)."""
+        if self.table:
+            return len({c.core for c in self.table})
         return self.sockets * self.cores_per_socket
 
     @property
     def total_cpus(self) -> int:
         """Logical CPUs per node (total_cores * threads_per_core): the node's cpu capacity."""
+        if self.table:
+            return len(self.table)
         return self.total_cores * self.threads_per_core
 
     @property
     def numa_nodes(self) -> int:
         """NUMA nodes per node (sockets * numa_per_socket)."""
+        if self.table:
+            return len({c.numa for c in self.table})
         return self.sockets * self.numa_per_socket
 
     @property
@@ -95,18 +108,28 @@ class Topology:
         """Physical cores in each NUMA node."""
         return self.cores_per_socket // self.numa_per_socket
 
+    def _table_core(self, core: int) -> list[Cpu]:
+        rows = [c for c in self.table if c.core == core]
+        if not rows:
+            raise ValueError(f"core {core!r} does not exist")
+        return rows
+
     def _check_core(self, core: int) -> None:
         if isinstance(core, bool) or not isinstance(core, int) or not 0 <= core < self.total_cores:
             raise ValueError(f"core {core!r} does not exist (cores 0-{self.total_cores - 1})")
 
     def socket_of(self, core: int) -> int:
         """Socket id of physical core `core`. Raises ValueError for a core that does not exist."""
+        if self.table:
+            return self._table_core(core)[0].socket
         self._check_core(core)
         return core // self.cores_per_socket
 
     def numa_of(self, core: int) -> int:
         """NUMA node id of physical core `core`.
         Raises ValueError for a core that does not exist."""
+        if self.table:
+            return self._table_core(core)[0].numa
         self._check_core(core)
         socket, in_socket = divmod(core, self.cores_per_socket)
         return socket * self.numa_per_socket + in_socket // self.cores_per_numa
@@ -114,6 +137,8 @@ class Topology:
     def siblings_of(self, core: int) -> list[int]:
         """Logical CPU ids of physical core `core` (all its SMT threads), sorted.
         Raises ValueError for a core that does not exist."""
+        if self.table:
+            return sorted(c.cpu for c in self._table_core(core))
         self._check_core(core)
         c, t = self.total_cores, self.threads_per_core
         if self.siblings == "split":
@@ -122,6 +147,8 @@ class Topology:
 
     def cpus(self) -> list[Cpu]:
         """Every logical CPU of a node as `Cpu(cpu, core, socket, numa)`, sorted by cpu id."""
+        if self.table:
+            return sorted(self.table)
         out = [Cpu(cpu, core, self.socket_of(core), self.numa_of(core))
                for core in range(self.total_cores) for cpu in self.siblings_of(core)]
         return sorted(out)
@@ -129,6 +156,11 @@ class Topology:
     def cores_of_numa(self, numa: int) -> list[int]:
         """Physical core ids of NUMA node `numa`, ascending.
         Raises ValueError for a NUMA node that does not exist."""
+        if self.table:
+            cores = sorted({c.core for c in self.table if c.numa == numa})
+            if not cores:
+                raise ValueError(f"NUMA node {numa!r} does not exist")
+            return cores
         n = self.numa_nodes
         if isinstance(numa, bool) or not isinstance(numa, int) or not 0 <= numa < n:
             raise ValueError(f"NUMA node {numa!r} does not exist (NUMA nodes 0-{n - 1})")
@@ -155,15 +187,19 @@ def reserve_cores(topology: Topology, cores: int, spread: bool) -> list[int]:
     if cores >= topology.total_cores:
         raise ValueError(f"cannot reserve {cores} cores: the node has {topology.total_cores} "
                          f"physical cores and at least one must be left for pods")
+    numas = sorted({c.numa for c in topology.cpus()})
     if spread:
-        n = topology.numa_nodes
+        n = len(numas)
         chosen: list[int] = []
-        for numa in range(n):
-            share = cores // n + (1 if numa < cores % n else 0)
-            # share <= cores_per_numa always holds because cores < total cores
-            chosen += topology.cores_of_numa(numa)[:share]
+        for i, numa in enumerate(numas):
+            share = cores // n + (1 if i < cores % n else 0)
+            available = topology.cores_of_numa(numa)
+            if share > len(available):
+                raise ValueError(f"cannot spread {cores} reserved cores over {n} NUMA nodes: "
+                                 f"NUMA node {numa} has {len(available)} cores")
+            chosen += available[:share]
     else:
-        chosen = list(range(cores))  # core ids are NUMA-ordered: lowest ids are NUMA 0 first
+        chosen = [core for numa in numas for core in topology.cores_of_numa(numa)][:cores]
     return sorted(cpu for core in chosen for cpu in topology.siblings_of(core))
 
 
@@ -245,3 +281,48 @@ def parse_cpuset(text: str) -> list[int]:
             raise ValueError(f"cpuset {_short(text)}: CPU {min(dup)} listed twice")
         seen.update(ids)
     return sorted(seen)
+
+
+LSCPU_HEADER = "CPU,CORE,SOCKET,NODE"
+
+
+def from_lscpu(text: str) -> Topology:
+    """A Topology from `lscpu -p=CPU,CORE,SOCKET,NODE` output (the exact numbering of a real
+    node). Lines starting with `#` are comments; each other line is `cpu,core,socket,node`
+    with whole numbers (an empty NODE, on machines without NUMA, means node 0). Strict:
+    raises ValueError naming the line for a wrong field count, a non-number, a repeated CPU,
+    a core listed on two sockets or NUMA nodes, or no CPU at all."""
+    rows: list[Cpu] = []
+    seen: set[int] = set()
+    where: dict[int, tuple[int, int]] = {}
+    for n, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 4:
+            raise ValueError(f"lscpu line {n}: expected 4 fields {LSCPU_HEADER}, found "
+                             f"{len(parts)} in {_short(line)} (run `lscpu -p=CPU,CORE,SOCKET,NODE`)")
+        if parts[3] == "":
+            parts[3] = "0"
+        if not all(_NUM.fullmatch(p) and len(p) <= 6 for p in parts):
+            raise ValueError(f"lscpu line {n}: fields must be whole numbers, found {_short(line)}")
+        cpu, core, socket, numa = (int(p) for p in parts)
+        if cpu >= MAX_CPUS:
+            raise ValueError(f"lscpu line {n}: CPU {cpu} is out of range (CPU ids go up to "
+                             f"{MAX_CPUS - 1})")
+        if cpu in seen:
+            raise ValueError(f"lscpu line {n}: CPU {cpu} is listed twice")
+        seen.add(cpu)
+        if where.setdefault(core, (socket, numa)) != (socket, numa):
+            raise ValueError(f"lscpu line {n}: core {core} is listed on socket/NUMA node "
+                             f"{where[core]} and {(socket, numa)}")
+        rows.append(Cpu(cpu, core, socket, numa))
+    if not rows:
+        raise ValueError(f"lscpu output has no CPU lines (expected {LSCPU_HEADER} rows)")
+    threads = max(sum(1 for r in rows if r.core == c) for c in where)
+    sockets = len({r.socket for r in rows})
+    numa = len({r.numa for r in rows})
+    return Topology(sockets=sockets, numa_per_socket=max(1, numa // sockets),
+                    cores_per_socket=max(1, len(where) // sockets), threads_per_core=threads,
+                    siblings="split", table=tuple(sorted(rows)))

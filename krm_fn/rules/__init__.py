@@ -31,11 +31,14 @@ class PoolInfo:
     exclusive_cpus: int
 
     @classmethod
-    def from_config(cls, pool: SimpleNamespace, exclusive_cpus: int) -> "PoolInfo":
+    def from_config(cls, pool: SimpleNamespace, exclusive_cpus: int,
+                    threads_per_core: int | None = None) -> "PoolInfo":
         """From a config node pool and its NodePlan's `exclusive_cpus` (logical CPUs
-        outside reservedSystemCPUs)."""
+        outside reservedSystemCPUs) and topology's threads per core (from an lscpu paste
+        when given; else the pool's threadsPerCore)."""
         opts = pool.kubelet.cpuManagerPolicyOptions
-        return cls(pool.name, dict(pool.nodeSelector), pool.topology.threadsPerCore,
+        return cls(pool.name, dict(pool.nodeSelector),
+                   threads_per_core or pool.topology.threadsPerCore,
                    opts.get("full-pcpus-only") == "true", exclusive_cpus)
 
 
