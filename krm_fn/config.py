@@ -68,7 +68,8 @@ DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREAD
                       "BLIS_NUM_THREADS", "TORCH_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
                       "RAYON_NUM_THREADS", "GOMAXPROCS", "PYTHON_CPU_COUNT"]
 
-FORMATS = ("configmap", "kubelet-config")
+FORMATS = ("configmap", "kubelet-config", "openshift", "kubeadm", "gke", "aks", "eks", "talos",
+           "json6902")
 
 POOL_FIELDS = (
     Field("name", "str", "inference", "Name of the node pool; names the emitted objects.",
@@ -176,10 +177,13 @@ SCHEMA = (
                   "(whole-CPU containers only).", choices=("literal", "downwardAPI"),
                   flat="threadsSource"),
             Field("engines", "bool", True, "Recognise the serving engine (vLLM, llama.cpp, "
-                  "TorchServe, Triton, ONNX Runtime, Ray, JVM, Go) and set what it reads.",
+                  "TorchServe, Triton, ONNX Runtime, Ray, JVM, gunicorn/uvicorn workers) and set "
+                  "what it reads.",
                   flat="threadsEngines"),
             Field("goMemLimitPercent", "int", None, "Set GOMEMLIMIT to this percentage of the "
-                  "memory limit on Go containers (null: off).", flat="goMemLimitPercent",
+                  "memory limit on every container that gets thread env (a Go binary cannot "
+                  "be told from its image; nothing else reads it) (null: off).",
+                  flat="goMemLimitPercent",
                   minimum=1, maximum=100),
             Field("mallocArenaMax", "int", None, "Set MALLOC_ARENA_MAX on pinned containers "
                   "(null: off; 2-4 suits memory-limited pods).", flat="mallocArenaMax",
@@ -261,6 +265,9 @@ SCHEMA = (
         Field("formats", "choicelist", ["configmap"], "Formats: " + ", ".join(FORMATS) + ".",
               choices=FORMATS, min_items=1, item="format"),
         Field("namespace", "str", "kube-system", "Namespace of emitted namespaced objects."),
+        Field("baseline", "any", None, "The nodes' current KubeletConfiguration (as the "
+              "kubelet's configz reports it; a `{kubeletconfig: ...}` wrapper is accepted): "
+              "what the `json6902` operations start from (typed form only).", flat="-"),
     )),
 )
 
@@ -473,7 +480,7 @@ def _map_key(a: Any, path: str) -> str:
 def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
     """Convert one leaf value to its Python form; raise ConfigError naming `path`."""
     if v is None:
-        if f.kind in ("cpu", "memory", "str", "int", "text") and f.default is None:
+        if f.kind in ("cpu", "memory", "str", "int", "text", "any") and f.default is None:
             return None
         raise ConfigError(path, "must not be null")
     k = f.kind

@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from krm_fn import config as config_mod
+from krm_fn import quantity
+from krm_fn.node import checks
+from krm_fn import objects
 from krm_fn.node import plan as plan_mod
-from krm_fn.node.formats import RenderContext, render
+from krm_fn.node.formats import RenderContext, render_with_results
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
-from krm_fn.rules import RULES, PoolInfo, RuleContext
-from krm_fn.workloads import get_path, locations, registered
+from krm_fn.rules import RULES, PoolInfo, RuleContext, merged
+from krm_fn.workloads import get_path, locations, model_names, registered
 
 SKIP_ANNOTATION = "krm-fn.dev/skip"
 POOL_ANNOTATION = "krm-fn.dev/node-pool"
+CPUS_ANNOTATION = "krm-fn.dev/cpus"
+PINNED_ANNOTATION = "krm-fn.dev/pinned-containers"
+_CPUS = re.compile(r"[1-9][0-9]{0,3}")
+_CONTAINER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 # Annotations the orchestrators own; ignored when comparing an emitted object with the copy
@@ -114,18 +122,65 @@ def _selected(obj: dict, sel: SimpleNamespace) -> bool:
     return True
 
 
-def _pinned(pod, cfg) -> frozenset:
+def _pinned(pod, cfg, listed: list | None = None) -> frozenset:
+    """Names of the containers to pin: `listed` (the krm-fn.dev/pinned-containers
+    annotation) when given, else spec.workloads.pinnedContainers, else the
+    default-container annotation, else the kind's model container, else the first app
+    container."""
     names = [c.name for c in pod.containers]
-    chosen = [n for n in cfg.workloads.pinnedContainers if n in names]
+    wanted = listed if listed is not None else cfg.workloads.pinnedContainers
+    chosen = [n for n in wanted if n in names]
     if chosen:
         return frozenset(chosen)
     default = pod.annotations.get(DEFAULT_CONTAINER)
     if default in names:
         return frozenset([default])
-    if pod.at.model_container and pod.at.model_container in names:
-        return frozenset([pod.at.model_container])
+    for model in model_names(pod.at):
+        if model in names:
+            return frozenset([model])
     apps = [c.name for c in pod.containers if c.role == "app"]
     return frozenset(apps[:1])
+
+
+def _annotation(obj: dict, at, key: str) -> tuple[object, tuple | None]:
+    """(value, field path) of annotation `key`: the pod template's (that pod spec only)
+    wins over the workload's (every pod spec); (None, None) when neither sets it."""
+    if at.meta is not None:
+        a = _annotations(obj, at.meta)
+        if key in a:
+            return a[key], at.meta + ("annotations", key)
+    a = _annotations(obj)
+    if key in a:
+        return a[key], ("metadata", "annotations", key)
+    return None, None
+
+
+def _overrides(obj: dict, at, ref: Ref, results: list):
+    """The per-workload annotations of one pod spec: (cpus or None, listed container names
+    or None, field path of the listed annotation or None). Invalid values are error
+    results naming the annotation."""
+    cpus = None
+    raw, path = _annotation(obj, at, CPUS_ANNOTATION)
+    if raw is not None:
+        text = raw.strip() if isinstance(raw, str) else None
+        if text is None or not _CPUS.fullmatch(text):
+            results.append(Result(f"annotation {CPUS_ANNOTATION} must be a whole number of "
+                                  f"CPUs from 1 to 9999, quoted (such as \"4\"), found "
+                                  f"{_shown(raw)}", ERROR, ref, path_str(path)))
+        else:
+            cpus = int(text)
+    listed = None
+    raw, lpath = _annotation(obj, at, PINNED_ANNOTATION)
+    if raw is not None:
+        parts = [p.strip() for p in raw.split(",")] if isinstance(raw, str) else [""]
+        if any(not _CONTAINER_NAME.fullmatch(p) for p in parts):
+            results.append(Result(f"annotation {PINNED_ANNOTATION} must be a comma-separated "
+                                  f"list of container names (DNS labels, such as "
+                                  f"\"server,tokenizer\"), found {_shown(raw)}", ERROR, ref,
+                                  path_str(lpath)))
+        else:
+            listed = parts
+    return cpus, listed, lpath if listed is not None else None
 
 
 def _pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
@@ -135,7 +190,8 @@ def _pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
         return None, None
     wanted = _annotations(obj).get(POOL_ANNOTATION)
     for at in locations(obj, extra):
-        wanted = wanted or _annotations(obj, at.meta).get(POOL_ANNOTATION)
+        if at.meta is not None:
+            wanted = wanted or _annotations(obj, at.meta).get(POOL_ANNOTATION)
     if wanted is not None:
         for i, p in enumerate(pools):
             if p.name == wanted:
@@ -153,18 +209,23 @@ def _pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
     return 0, pools[0]
 
 
-def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict):
-    """Run the rules on a copy of `obj`; returns (ops, results, pool index or None)."""
+def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
+          cluster: frozenset = frozenset()):
+    """Run the rules on a copy of `obj`; returns (ops, results, pool index or None).
+    `cluster`: the KServe cluster objects fixed in this render (objects.cluster_tag)."""
     results: list[Result] = []
     pool_index, pool = _pool_for(obj, cfg, ref, results, extra)
     if results:
-        return [], results, None
+        return [], results, None, []
     info = (PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus,
                                  plans[pool_index].topology.threads_per_core)
             if pool is not None else None)
     work = copy.deepcopy(obj)
     edits = Edits(work)
     found = False
+    pods: list = []
+    # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
+    workload_listed: dict = {"path": None, "matched": False, "names": []}
     for at in locations(obj, extra):
         try:
             pod = build_views(work, at, ref, edits, results)
@@ -174,13 +235,57 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict):
         if pod is None:
             continue
         found = True
-        ctx = RuleContext(cfg, info, _pinned(pod, cfg))
+        merged.apply(pod, cfg)
+        cpus, listed, lpath = _overrides(obj, at, ref, results)
+        names = [c.name for c in pod.containers]
+        if listed is not None:
+            hit = [n for n in listed if n in names]
+            template_level = at.meta is not None and lpath[:len(at.meta)] == at.meta
+            if not template_level:
+                workload_listed["path"] = lpath
+                workload_listed["matched"] |= bool(hit)
+                workload_listed["names"] += [n for n in names
+                                             if n not in workload_listed["names"]]
+            elif not hit:
+                results.append(Result(f"annotation {PINNED_ANNOTATION} names no container of "
+                                      f"this pod spec (containers: {', '.join(names)})",
+                                      ERROR, ref, path_str(lpath)))
+                continue
+        explicit = frozenset(n for n in (listed if listed is not None
+                                         else cfg.workloads.pinnedContainers) if n in names)
+        ctx = RuleContext(cfg, info, _pinned(pod, cfg, listed), cpus=cpus, explicit=explicit,
+                          cluster=cluster)
         for rule in RULES:
             rule.apply(pod, ctx)
+        if pool is not None:
+            need = _pod_cpus(pod)
+            pods.append(need)
+            results.extend(checks.check_pod(plans[pool_index], need))
+    if workload_listed["path"] is not None and not workload_listed["matched"]:
+        results.append(Result(f"annotation {PINNED_ANNOTATION} names no container of the "
+                              f"workload (containers: {', '.join(workload_listed['names'])})",
+                              ERROR, ref, path_str(workload_listed["path"])))
     if any(r.severity == ERROR for r in results):
         results.append(Result("left unchanged because of the errors above", ERROR, ref))
-        return [], results, None
-    return edits.ops, results, (pool_index if found else None)
+        return [], results, None, []
+    return edits.ops, results, (pool_index if found else None), pods
+
+
+def _pod_cpus(pod) -> checks.PodCpus:
+    """The exclusive CPUs a tuned pod asks for: whole-CPU limits of its containers."""
+    app, init = [], []
+    for c in pod.containers:
+        try:
+            q = quantity.parse_cpu(c.get("resources", "limits", "cpu"))
+        except quantity.QuantityError:
+            continue
+        if not q.is_integer or q.value == 0:
+            continue
+        if c.role == "app":
+            app.append((c.name, int(q.value)))
+        else:
+            init.append((c.name, int(q.value), c.role == "sidecar"))
+    return checks.PodCpus(pod.ref, path_str(pod.at.spec), tuple(app), tuple(init))
 
 
 def _plainify(v):
@@ -274,7 +379,21 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return out
     extra = config_mod.extra_registry(cfg)
     placed: dict[int, int] = {}
+    pool_pods: dict[int, list] = {}
     seen_ids: dict[tuple, int] = {}
+
+    def tuned(o: object) -> bool:
+        """Whether krm-fn tunes item `o` in this render (selected, not skipped)."""
+        return (isinstance(o, dict) and _identity_problem(o) is None and not _is_local(o)
+                and _selected(o, cfg.selector)
+                and str(_annotations(o).get(SKIP_ANNOTATION, "")).lower() != "true")
+
+    cluster = frozenset(objects.cluster_tag(o) for o in items
+                        if tuned(o) and objects.cluster_tag(o) is not None)
+    octx = objects.ObjectContext(
+        cfg, [PoolInfo.from_config(p, plans[i].exclusive_cpus,
+                                   plans[i].topology.threads_per_core)
+              for i, p in enumerate(cfg.nodePools)], items, tuned)
     for i, obj in enumerate(items):
         if not isinstance(obj, dict):
             out.results.append(Result(f"item {i} is not a mapping (found "
@@ -304,13 +423,23 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                       f"both {ref}", ERROR, ref, f"items[{i}]"))
             continue
         seen_ids[key] = i
-        if not registered(obj, extra) or not _selected(obj, cfg.selector):
+        kind_known = registered(obj, extra)
+        if not (kind_known or objects.handles(obj)) or not _selected(obj, cfg.selector):
             continue
         if str(_annotations(obj).get(SKIP_ANNOTATION, "")).lower() == "true":
             out.results.append(Result(f"skipped: annotation {SKIP_ANNOTATION} is \"true\"",
                                       INFO, ref))
             continue
-        ops, results, pool_index = _tune(obj, cfg, ref, plans, extra)
+        ops, results, pool_index, pods = [], [], None, []
+        if objects.handles(obj):
+            ops, results = objects.check(obj, ref, octx)
+            if any(r.severity == ERROR for r in results):
+                results.append(Result("left unchanged because of the errors above", ERROR,
+                                      ref))
+                ops = []
+        if kind_known:
+            more_ops, more, pool_index, pods = _tune(obj, cfg, ref, plans, extra, cluster)
+            ops, results = ops + more_ops, results + more
         if ops and i in aliased:
             results.append(Result("uses YAML anchors and aliases, so krm-fn cannot change it "
                                   "without changing every place an alias points to; expand "
@@ -330,17 +459,24 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
             out.ops[i] = ops
         if pool_index is not None:
             placed[pool_index] = placed.get(pool_index, 0) + 1
+            pool_pods.setdefault(pool_index, []).extend(pods)
     if not placed and not out.has_errors:
         out.results.append(Result("no workload was selected: nothing tuned and no kubelet "
                                   "config emitted (check spec.selector)", WARNING, fc_ref))
-    ctx = RenderContext(cfg.output.namespace, set_path)
+    ctx = RenderContext(cfg.output.namespace, set_path, baseline=cfg.output.baseline)
     by_id = {(ref_of(o).api_version, ref_of(o).kind, ref_of(o).namespace, ref_of(o).name): i
              for i, o in enumerate(items) if isinstance(o, dict)}
     for pool_index in sorted(placed):
         pool, plan = cfg.nodePools[pool_index], plans[pool_index]
         out.results.extend(plan_results[pool_index])
+        out.results.append(checks.summary(plan, pool_pods.get(pool_index, []), fc_ref))
         for fmt in cfg.output.formats:
-            for obj in render(fmt, plan, ctx):
+            objs, fmt_results = render_with_results(fmt, plan, ctx, fc_ref, pool_index)
+            if config_mod.is_flat(function_config):
+                fmt_results = [dataclasses.replace(r, path=config_mod.flat_path(r.path))
+                               if r.path else r for r in fmt_results]
+            out.results.extend(fmt_results)
+            for obj in objs:
                 r = ref_of(obj)
                 existing = by_id.get((r.api_version, r.kind, r.namespace, r.name))
                 if existing is None:

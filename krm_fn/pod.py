@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
-from krm_fn.workloads import PodSpecAt, get_path
+from krm_fn.workloads import PodSpecAt, get_path, model_names
 
 DELETE = object()
 
@@ -151,7 +151,7 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
                              "must be a mapping")
         cur = nxt
     spec = cur
-    meta = get_path(obj, at.meta)
+    meta = get_path(obj, at.meta) if at.meta is not None else None
     containers: list[ContainerView] = []
     for list_key in ("containers", "initContainers"):
         lst = spec.get(list_key)
@@ -164,6 +164,9 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
             if not isinstance(c, dict):
                 raise ShapeError(p, "must be a mapping (a container)")
             name = c.get("name")
+            if name is None and at.unnamed_container and list_key == "containers":
+                # the platform names it at admission (Knative: revision_defaults.go)
+                name = at.unnamed_container + (f"-{i}" if len(lst) > 1 else "")
             if not isinstance(name, str) or not name:
                 raise ShapeError(p + ("name",), "every container needs a name")
             role = "app"
@@ -177,7 +180,7 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
         p = at.spec + (key,)
         if not isinstance(c, dict):
             raise ShapeError(p, "must be a mapping (a container)")
-        name = c.get("name") or at.model_container or key
+        name = c.get("name") or next(iter(model_names(at)), None) or key
         containers.insert(0, ContainerView(str(name), "app", p, c))
     return PodView(ref, at, spec, meta if isinstance(meta, dict) else None, containers,
                    edits, results)

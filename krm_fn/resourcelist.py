@@ -55,6 +55,7 @@ class _Loader(_Parser, yaml.resolver.BaseResolver):
 
 RESOURCE_LIST_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1",
                           "config.kubernetes.io/v1alpha1")
+MAX_DEPTH = 100            # Kubernetes objects nest ~20 levels; deeper input is refused
 MAX_NODES = 2_000_000  # bounds alias expansion ("billion laughs") and huge inputs
 
 
@@ -147,7 +148,10 @@ class _Builder:
             raise InputError(f"input is too large or expands too far through aliases "
                              f"(more than {MAX_NODES} nodes)")
 
-    def build(self, node, where: str):
+    def build(self, node, where: str, depth: int = 0):
+        if depth > MAX_DEPTH:
+            raise InputError(f"{where.split('.')[0]}: nested more than {MAX_DEPTH} levels deep "
+                             f"(line {node.start_mark.line + 1})")
         key = id(node)
         if key in self.memo:
             if self.owner.get(key, self.item) != self.item:
@@ -165,21 +169,21 @@ class _Builder:
             value = []
             self.memo[key], self.owner[key] = value, self.item
             for i, child in enumerate(node.value):
-                value.append(self.build(child, f"{where}[{i}]"))
+                value.append(self.build(child, f"{where}[{i}]", depth + 1))
         else:
             value = {}
             self.memo[key], self.owner[key] = value, self.item
             for k, v in node.value:
                 if k.tag == "tag:yaml.org,2002:merge":
                     raise InputError(f"{where}: YAML merge keys (<<) are not supported")
-                kv = self.build(k, where)
+                kv = self.build(k, where, depth + 1)
                 if isinstance(kv, (dict, list)):
                     raise InputError(f"{where}: a mapping key must be a scalar")
                 kv = "" if kv is None else kv if isinstance(kv, str) else str(kv)
                 if kv in value:
                     raise InputError(f"{where}: duplicate key {kv!r} (line "
                                      f"{k.start_mark.line + 1})")
-                value[kv] = self.build(v, f"{where}.{kv}")
+                value[kv] = self.build(v, f"{where}.{kv}", depth + 1)
         self.memo[key], self.owner[key] = value, self.item
         self.size[key] = self.expanded - before
         return value
@@ -198,6 +202,9 @@ def _compose_all(text: str) -> list:
         raise InputError(f"input is not valid YAML{where}: {e.problem or e.context}") from None
     except yaml.YAMLError as e:
         raise InputError(f"input is not valid YAML: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise InputError(f"input is nested too deeply (krm-fn accepts {MAX_DEPTH} levels)") \
+            from None
 
 
 def _is_null(node) -> bool:
@@ -434,7 +441,7 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
             if not isinstance(cur, yaml.ScalarNode) or isinstance(value, (dict, list)):
                 raise _Unsupported("replace a collection")
             replaces[cur.start_mark.index] = (cur.start_mark.index, cur.end_mark.index,
-                                              yamlout.scalar(value))
+                                              _scalar_text(text, cur, value))
             continue
         key, rest = path[i], path[i + 1:]
         new = _nest(rest, value)
@@ -470,6 +477,33 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
     for cur, content, where in converted:
         edits = _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl)
     return edits
+
+
+def _scalar_text(text: str, cur, value) -> str:
+    """Replacement text for the scalar node `cur`. A literal block (`|`, `|-`) given a new
+    multi-line string stays a literal block with the same header, indentation and trailing
+    lines (so a JSON value in a ConfigMap keeps its layout); any other block scalar becomes
+    a one-line scalar followed by the line break the block's span included."""
+    span = text[cur.start_mark.index:cur.end_mark.index]
+    if cur.style not in ("|", ">"):
+        return yamlout.scalar(value)
+    header, _, rest = span.partition("\n")
+    old = cur.value
+    trail_old = len(old) - len(old.rstrip("\n"))
+    if (cur.style == "|" and isinstance(value, str) and "\n" in value.rstrip("\n")
+            and len(value) - len(value.rstrip("\n")) == trail_old
+            and not value.startswith((" ", "\n")) and "\r" not in span + value
+            and not any(ch.isdigit() for ch in header)
+            and all(ch.isprintable() or ch == "\t" for ch in value.replace("\n", ""))):
+        raw_lines = rest.split("\n")
+        count = len(old.rstrip("\n").split("\n"))
+        indent = min((len(ln) - len(ln.lstrip(" ")) for ln in raw_lines[:count] if ln.strip()),
+                     default=2)
+        body = "".join((" " * indent + ln if ln else "") + "\n"
+                       for ln in value.rstrip("\n").split("\n"))
+        return header + "\n" + body + "\n".join(raw_lines[count:])
+    tail = span[len(span.rstrip("\r\n")):]
+    return yamlout.scalar(value) + (tail[:2] if tail.startswith("\r\n") else tail[:1])
 
 
 def _to_block(cur, content) -> bool:

@@ -1,18 +1,50 @@
 """Registry of workload kinds: where each kind keeps its pod specs (data, not code).
 
 Source: ../shared/reference/workloads.md §2 (core kinds: Kubernetes API reference; KServe:
-kserve/kserve pkg/apis/serving/v1beta1 predictor.go, component.go, podspec.go).
+kserve/kserve pkg/apis/serving/v1beta1 predictor.go, component.go, podspec.go,
+v1alpha1 servingruntime_types.go, v1alpha2 llm_inference_service_types.go; Knative:
+knative/serving pkg/apis/serving/v1; LeaderWorkerSet, JobSet, Argo Rollouts, KubeRay and
+Seldon Core v2 API types at the commits listed there).
 
 A `PodSpecAt` names, relative to the object root:
   - `spec`: the PodSpec-shaped mapping (containers[], initContainers[], volumes[],
     nodeSelector, resources) — for KServe the predictor itself is an inline PodSpec;
-  - `meta`: the mapping whose `annotations` the pod gets (pod template metadata);
+  - `meta`: the mapping whose `annotations` the pod gets (pod template metadata), or None
+    for kinds whose pods take no annotations from the manifest (Seldon Server);
   - `container_keys`: keys of `spec` that each hold ONE container (KServe framework keys).
 Adding a kind is one line in `KINDS`.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class MergedContainer:
+    """A container that a controller merges into the pod BY NAME from its own template
+    (strategic merge on `name`), so it never appears in the manifest unless the user
+    writes an entry with that name — which is the only way to size it.
+
+    `app`: the model server itself (in containers[]): never added, since krm-fn cannot know
+    its resources; its absence is warned about. `sidecar`: a restartable init container
+    (`restartPolicy: Always`), else a regular init container; `when`: an object path that
+    must be set (e.g. spec.prefill); `uri` + `schemes`: an object path whose value must
+    start with one of the schemes;
+    `unless_false`: an object path whose value `false` turns the container off;
+    `memory`: the memory to give it (the controller's default limit; None: the config's
+    sidecarResources.memory); `source`: where the controller takes it from (for messages).
+    """
+
+    name: str
+    sidecar: bool = False
+    app: bool = False
+    when: tuple = ()
+    uri: tuple = ()
+    schemes: tuple = ()
+    unless_false: tuple = ()
+    memory: str | None = None
+    source: str = ""
 
 
 @dataclass(frozen=True)
@@ -21,21 +53,38 @@ class PodSpecAt:
     stands for every entry of a list (`spec.workerGroupSpecs[*].template.spec`).
 
     `optional`: the object may lack this pod spec (else a missing one is an error);
-    `model_container`: name of the container to pin when the config names none;
-    `platform`: who adds containers at admission (`kserve`), for the injected rule.
+    `model_container`: name of the container to pin when the config names none (a tuple:
+    the first of these names the pod has);
+    `platform`: who adds containers at admission (`kserve`, `knative`, `seldon`), for the
+    injected-container rules;
+    `unnamed_container`: containers may omit `name` (Knative): the platform names the only
+    container this, and the i-th of several this + `-i`;
+    `ray_params`: path of the KubeRay `rayStartParams` map of this pod's group;
+    `merged`: containers the controller merges in by name (MergedContainer).
     """
 
     spec: tuple
-    meta: tuple
+    meta: tuple | None
     container_keys: tuple = ()
-    model_container: str | None = None
+    model_container: str | tuple | None = None
     platform: str | None = None
     optional: bool = False
+    unnamed_container: str | None = None
+    ray_params: tuple | None = None
+    merged: tuple = ()
 
 
-def _t(*path: str) -> PodSpecAt:
+def model_names(at: PodSpecAt) -> tuple:
+    """The model container name(s) of `at`, as a tuple (empty when none)."""
+    m = at.model_container
+    if m is None:
+        return ()
+    return (m,) if isinstance(m, str) else tuple(m)
+
+
+def _t(*path: str, **kw) -> PodSpecAt:
     """A PodTemplateSpec at `path`: spec at path+spec, metadata at path+metadata."""
-    return PodSpecAt(spec=tuple(path) + ("spec",), meta=tuple(path) + ("metadata",))
+    return PodSpecAt(spec=tuple(path) + ("spec",), meta=tuple(path) + ("metadata",), **kw)
 
 
 # KServe v1beta1 predictor framework keys: each is one inline corev1.Container
@@ -43,6 +92,61 @@ def _t(*path: str) -> PodSpecAt:
 # `kserve-container` by the controller.
 KSERVE_FRAMEWORKS = ("sklearn", "xgboost", "tensorflow", "pytorch", "triton", "onnx",
                      "huggingface", "pmml", "lightgbm", "paddle", "model")
+
+
+def _kserve(path: tuple, keys: tuple = (), optional: bool = True,
+            meta: tuple | None = None) -> PodSpecAt:
+    """A KServe component: an inline PodSpec whose own `annotations` reach the pod."""
+    return PodSpecAt(spec=path, meta=path if meta is None else meta, container_keys=keys,
+                     model_container="kserve-container", platform="kserve",
+                     optional=optional)
+
+
+def _runtime() -> tuple:
+    """ServingRuntime / ClusterServingRuntime: `spec` holds the containers (no
+    initContainers) and `annotations`; `spec.workerSpec` the multi-node workers."""
+    return (PodSpecAt(("spec",), ("spec",), model_container="kserve-container",
+                      platform="kserve"),
+            PodSpecAt(("spec", "workerSpec"), ("spec",), platform="kserve", optional=True))
+
+
+# LLMInferenceService: the user spec is strategic-merge-patched onto LLMInferenceServiceConfig
+# templates, containers by name (pkg/controller/v1alpha2/llmisvc/config_merge.go).
+_LLM_ROUTING_SIDECAR = MergedContainer(
+    "llm-d-routing-sidecar", sidecar=True, when=("spec", "prefill"),
+    source="LLMInferenceServiceConfig kserve-config-llm-decode-template (decode pod of a "
+           "prefill/decode deployment), where it has no resources")
+_LLM_STORAGE_INITIALIZER = MergedContainer(
+    "storage-initializer", uri=("spec", "model", "uri"), schemes=("hf://", "s3://"),
+    unless_false=("spec", "storageInitializer", "enabled"), memory="1Gi",
+    source="the storage initializer config (ConfigMap kserve/inferenceservice-config and "
+           "the ClusterStorageContainer), default requests 100m cpu/100Mi memory, limits "
+           "1 cpu/1Gi")
+
+
+_LLM_MAIN = MergedContainer(
+    "main", app=True, source="the LLMInferenceServiceConfig templates (the model server, with "
+                             "no resources)")
+
+
+def _llm(path: tuple, meta: tuple | None, merged: tuple = ()) -> PodSpecAt:
+    return PodSpecAt(spec=path, meta=meta, model_container="main", optional=True,
+                     merged=merged)
+
+
+def _ray(*group: str, star: bool = False) -> PodSpecAt:
+    """A KubeRay group (head or worker): template at group.template, rayStartParams beside it;
+    the Ray container is containers[0] (RayContainerIndex)."""
+    base = tuple(group) + (("*",) if star else ())
+    return _t(*base, "template", ray_params=base + ("rayStartParams",), optional=star)
+
+
+def _ray_cluster(*prefix: str, optional: bool = False) -> tuple:
+    head = _ray(*prefix, "headGroupSpec")
+    if optional:
+        head = dataclasses.replace(head, optional=True)
+    return (head, _ray(*prefix, "workerGroupSpecs", star=True))
+
 
 KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
     ("", "Pod"): (PodSpecAt(spec=("spec",), meta=("metadata",)),),
@@ -54,10 +158,58 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
     ("apps", "ReplicaSet"): (_t("spec", "template"),),
     ("batch", "Job"): (_t("spec", "template"),),
     ("batch", "CronJob"): (_t("spec", "jobTemplate", "spec", "template"),),
+    # KServe v1beta1: predictor (+ workers), transformer, explainer, every canary predictor.
     ("serving.kserve.io", "InferenceService"): (
-        PodSpecAt(spec=("spec", "predictor"), meta=("spec", "predictor"),
-                  container_keys=KSERVE_FRAMEWORKS, model_container="kserve-container",
-                  platform="kserve"),),
+        _kserve(("spec", "predictor"), KSERVE_FRAMEWORKS, optional=False),
+        _kserve(("spec", "predictor", "workerSpec"), meta=("spec", "predictor")),
+        _kserve(("spec", "transformer")),
+        _kserve(("spec", "explainer"), ("art",)),
+        _kserve(("spec", "canary", "*", "predictor"), KSERVE_FRAMEWORKS),
+        _kserve(("spec", "canary", "*", "predictor", "workerSpec"),
+                meta=("spec", "canary", "*", "predictor")),
+    ),
+    ("serving.kserve.io", "ServingRuntime"): _runtime(),
+    ("serving.kserve.io", "ClusterServingRuntime"): _runtime(),
+    # LLMInferenceService v1alpha1/v1alpha2: six optional PodSpecs (not templates: their
+    # annotations are the WorkloadSpec's / SchedulerSpec's; TokenizerSpec has none).
+    ("serving.kserve.io", "LLMInferenceService"): (
+        _llm(("spec", "template"), ("spec",),
+             (_LLM_MAIN, _LLM_ROUTING_SIDECAR, _LLM_STORAGE_INITIALIZER)),
+        _llm(("spec", "worker"), ("spec",), (_LLM_MAIN,)),
+        _llm(("spec", "prefill", "template"), ("spec", "prefill"),
+             (_LLM_MAIN, _LLM_STORAGE_INITIALIZER)),
+        _llm(("spec", "prefill", "worker"), ("spec", "prefill"), (_LLM_MAIN,)),
+        _llm(("spec", "router", "scheduler", "template"), ("spec", "router", "scheduler")),
+        _llm(("spec", "router", "scheduler", "tokenizer", "template"), None),
+    ),
+    # Knative Serving v1: a queue-proxy is injected into every revision.
+    ("serving.knative.dev", "Service"): (
+        _t("spec", "template", platform="knative", unnamed_container="user-container"),),
+    ("serving.knative.dev", "Configuration"): (
+        _t("spec", "template", platform="knative", unnamed_container="user-container"),),
+    ("serving.knative.dev", "Revision"): (
+        PodSpecAt(("spec",), ("metadata",), platform="knative",
+                  unnamed_container="user-container"),),
+    # LeaderWorkerSet: no leaderTemplate -> the leader uses workerTemplate.
+    ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
+        _t("spec", "leaderWorkerTemplate", "leaderTemplate", optional=True),
+        _t("spec", "leaderWorkerTemplate", "workerTemplate"),
+    ),
+    ("jobset.x-k8s.io", "JobSet"): (
+        _t("spec", "replicatedJobs", "*", "template", "spec", "template"),),
+    # Argo Rollouts: spec.template, or spec.workloadRef naming a Deployment (objects.py).
+    ("argoproj.io", "Rollout"): (_t("spec", "template", optional=True),),
+    # KubeRay: head and every worker group.
+    ("ray.io", "RayCluster"): _ray_cluster("spec"),
+    ("ray.io", "RayService"): _ray_cluster("spec", "rayClusterConfig"),
+    ("ray.io", "RayJob"): _ray_cluster("spec", "rayClusterSpec", optional=True) + (
+        _t("spec", "submitterPodTemplate", optional=True),),
+    # Seldon Core v2: spec.podSpec merged over the ServerConfig, no pod annotations field.
+    ("mlops.seldon.io", "Server"): (
+        PodSpecAt(("spec", "podSpec"), None, model_container=("mlserver", "triton"),
+                  platform="seldon", optional=True),),
+    ("mlops.seldon.io", "ServerConfig"): (
+        PodSpecAt(("spec", "podSpec"), None, model_container=("mlserver", "triton")),),
 }
 
 
@@ -97,11 +249,18 @@ def expand(obj: dict, at: PodSpecAt) -> list[PodSpecAt]:
         results = nxt
     out = []
     for spec, indices in results:
-        it = iter(indices)
-        meta = tuple(next(it, 0) if k == "*" else k for k in at.meta)
-        out.append(PodSpecAt(spec, meta, at.container_keys, at.model_container, at.platform,
-                             at.optional or bool(indices)))
+        out.append(dataclasses.replace(
+            at, spec=spec, meta=_fill(at.meta, indices), ray_params=_fill(at.ray_params, indices),
+            optional=at.optional or bool(indices)))
     return out
+
+
+def _fill(path: tuple | None, indices: tuple) -> tuple | None:
+    """`path` with its `"*"` entries replaced by `indices`, in order."""
+    if path is None:
+        return None
+    it = iter(indices)
+    return tuple(next(it, 0) if k == "*" else k for k in path)
 
 
 def group_of(api_version: object) -> str:
@@ -126,10 +285,16 @@ def locations(obj: dict, extra: dict | None = None) -> list[PodSpecAt]:
 
 
 def get_path(obj: object, path: tuple) -> object:
-    """Follow mapping keys; None when any step is missing or not a mapping."""
+    """Follow mapping keys and list indices (int keys, as `expand` puts in place of `"*"`);
+    None when any step is missing or of another shape."""
     cur = obj
     for key in path:
-        if not isinstance(cur, dict):
+        if isinstance(key, int) and not isinstance(key, bool):
+            if not isinstance(cur, list) or not 0 <= key < len(cur):
+                return None
+            cur = cur[key]
+        elif isinstance(cur, dict):
+            cur = cur.get(key)
+        else:
             return None
-        cur = cur.get(key)
     return cur

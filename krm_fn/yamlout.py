@@ -33,7 +33,7 @@ class _Dumper(_Base):
 
 def is_plain_safe(s: str) -> bool:
     """True when `s` can be written as a plain scalar without any YAML reader retyping it."""
-    return bool(_PLAIN_VALUE.match(s)) and s not in _RESERVED_KEYS
+    return bool(_PLAIN_VALUE.fullmatch(s)) and s not in _RESERVED_KEYS
 
 
 def _repr_str(dumper, s: str):
@@ -49,7 +49,7 @@ def _repr_dict(dumper, d: dict):
     node = yaml.MappingNode("tag:yaml.org,2002:map", value, flow_style=False)
     for k, v in d.items():
         ks = str(k)
-        style = None if _PLAIN_KEY.match(ks) and ks not in _RESERVED_KEYS else '"'
+        style = None if _PLAIN_KEY.fullmatch(ks) and ks not in _RESERVED_KEYS else '"'
         value.append((dumper.represent_scalar("tag:yaml.org,2002:str", ks, style=style),
                       dumper.represent_data(v)))
     return node
@@ -120,7 +120,7 @@ def scalar(value) -> str:
 def key(k) -> str:
     """A mapping key as YAML text."""
     ks = str(k)
-    return ks if _PLAIN_KEY.match(ks) and ks not in _RESERVED_KEYS else quote(ks)
+    return ks if _PLAIN_KEY.fullmatch(ks) and ks not in _RESERVED_KEYS else quote(ks)
 
 
 def flow(value) -> str:

@@ -106,6 +106,175 @@ def test_c03_no_sidecar_warning_on_current_versions():
     assert not [r for r in results(out, "warning") if "native sidecar" in r["message"]]
 
 
+ISTIO_INIT_WARNING = (
+    "Istio: older injection templates size istio-init from the cluster-wide "
+    "global.proxy_init.resources, not from these annotations, unless Istio CNI is used; on "
+    "such a release set equal requests and limits there, or istio-init keeps the pod Burstable")
+LINKERD_INIT_WARNING = (
+    "Linkerd: releases before linkerd/linkerd2#12741 (merged 2024-06) size linkerd-init from "
+    "the install-time Helm value proxyInit.resources, not from these annotations; on such a "
+    "release set equal requests and limits there, or linkerd-init keeps the pod Burstable")
+KNATIVE_WARNING = (
+    "Knative: the queue.sidecar.serving.knative.dev resource annotations are honoured from "
+    "knative-v1.11.0; older Knative sizes queue-proxy only from ConfigMap "
+    "knative-serving/config-deployment (queue-sidecar-* keys): set equal requests and limits "
+    "there, or queue-proxy keeps the pod Burstable")
+QUEUE = "queue.sidecar.serving.knative.dev/"
+
+
+def template_annotations(out: dict, kind: str = "Deployment", name: str = "infer") -> dict:
+    return item(out, kind, name)["spec"]["template"]["metadata"].get("annotations") or {}
+
+
+def test_c07_istio_sidecar_gets_equal_request_and_limit_annotations():
+    p, out = run_case("c07-istio-sidecar")
+    assert p.returncode == 0
+    md = item(out, "Deployment", "infer")["spec"]["template"]["metadata"]
+    assert md["labels"] == {"sidecar.istio.io/inject": "true"}
+    assert md["annotations"] == {"sidecar.istio.io/proxyCPU": "500m",
+                                 "sidecar.istio.io/proxyCPULimit": "500m",
+                                 "sidecar.istio.io/proxyMemory": "256Mi",
+                                 "sidecar.istio.io/proxyMemoryLimit": "256Mi"}
+    infos = [r for r in results(out, "info") if "Istio" in r["message"]]
+    assert [r["field"]["path"] for r in infos] == [
+        f"spec.template.metadata.annotations['sidecar.istio.io/{k}']"
+        for k in ("proxyCPU", "proxyCPULimit", "proxyMemory", "proxyMemoryLimit")]
+    assert infos[0]["message"] == (
+        "Istio istio-proxy (label sidecar.istio.io/inject=true): annotation "
+        "sidecar.istio.io/proxyCPU set to 500m from spec.workloads.injection.istio.cpu: the "
+        "injected container needs request == limit for the pod to stay Guaranteed")
+    assert [w["message"] for w in results(out, "warning")] == [ISTIO_INIT_WARNING]
+    assert results(out, "warning")[0]["field"]["path"] == "spec.template.metadata.annotations"
+
+
+def test_c07_user_value_is_kept_and_mirrored_to_its_pair():
+    text = (TESTDATA / "c07-istio-sidecar" / "input.yaml").read_text()
+    text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
+                        'metadata: {labels: {sidecar.istio.io/inject: "true"}, annotations: '
+                        '{sidecar.istio.io/proxyCPU: "1", sidecar.istio.io/proxyMemoryLimit: '
+                        '300Mi}}')
+    p, out = run_case("", text)
+    assert p.returncode == 0
+    assert template_annotations(out) == {"sidecar.istio.io/proxyCPU": "1",
+                                         "sidecar.istio.io/proxyMemoryLimit": "300Mi",
+                                         "sidecar.istio.io/proxyCPULimit": "1",
+                                         "sidecar.istio.io/proxyMemory": "300Mi"}
+    infos = {r["field"]["path"]: r["message"] for r in results(out, "info")
+             if "Istio" in r["message"]}
+    assert infos == {
+        "spec.template.metadata.annotations['sidecar.istio.io/proxyCPULimit']":
+            "Istio istio-proxy (label sidecar.istio.io/inject=true): annotation "
+            "sidecar.istio.io/proxyCPULimit set to 1, equal to sidecar.istio.io/proxyCPU "
+            "(your value is kept over spec.workloads.injection.istio.cpu 500m): the injected "
+            "container needs request == limit for the pod to stay Guaranteed",
+        "spec.template.metadata.annotations['sidecar.istio.io/proxyMemory']":
+            "Istio istio-proxy (label sidecar.istio.io/inject=true): annotation "
+            "sidecar.istio.io/proxyMemory set to 300Mi, equal to "
+            "sidecar.istio.io/proxyMemoryLimit (your value is kept over "
+            "spec.workloads.injection.istio.memory 256Mi): the injected container needs "
+            "request == limit for the pod to stay Guaranteed"}
+
+
+def test_c07_injection_false_adds_nothing_even_in_always_mode():
+    text = (TESTDATA / "c07-istio-sidecar" / "input.yaml").read_text()
+    text = text.replace('sidecar.istio.io/inject: "true"', 'sidecar.istio.io/inject: "false"')
+    for mode in ("auto", "always"):
+        p, out = run_case("", text.replace("istio: {cpu: 500m, memory: 256Mi}",
+                                           f"istio: {{cpu: 500m, memory: 256Mi, mode: {mode}}}"))
+        assert p.returncode == 0
+        assert template_annotations(out) == {}
+        assert not [r for r in results(out) if "Istio" in r["message"]]
+
+
+def test_c07_annotation_opt_in_and_mode_never():
+    text = (TESTDATA / "c07-istio-sidecar" / "input.yaml").read_text()
+    text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
+                        'metadata: {annotations: {sidecar.istio.io/inject: "true"}}')
+    p, out = run_case("", text)
+    assert template_annotations(out)["sidecar.istio.io/proxyMemoryLimit"] == "256Mi"
+    p, out = run_case("", text.replace("istio: {cpu: 500m, memory: 256Mi}",
+                                       "istio: {cpu: 500m, memory: 256Mi, mode: never}"))
+    assert template_annotations(out) == {"sidecar.istio.io/inject": "true"}
+    assert not [r for r in results(out) if "Istio" in r["message"]]
+
+
+def test_c08_linkerd_proxy_gets_equal_request_and_limit_annotations():
+    p, out = run_case("c08-linkerd-sidecar")
+    assert p.returncode == 0
+    assert template_annotations(out) == {"linkerd.io/inject": "enabled",
+                                         "config.linkerd.io/proxy-cpu-request": "250m",
+                                         "config.linkerd.io/proxy-cpu-limit": "250m",
+                                         "config.linkerd.io/proxy-memory-request": "64Mi",
+                                         "config.linkerd.io/proxy-memory-limit": "64Mi"}
+    assert [w["message"] for w in results(out, "warning")] == [LINKERD_INIT_WARNING]
+
+
+def test_c08_always_mode_covers_namespace_level_injection():
+    text = (TESTDATA / "c08-linkerd-sidecar" / "input.yaml").read_text()
+    text = text.replace("      metadata: {annotations: {linkerd.io/inject: enabled}}\n", "")
+    p, out = run_case("", text)
+    assert "metadata" not in item(out, "Deployment", "infer")["spec"]["template"]
+    assert not [r for r in results(out) if "Linkerd" in r["message"]]
+    p, out = run_case("", text.replace('linkerd: {cpu: "0.25", memory: 64Mi}',
+                                       'linkerd: {cpu: "0.25", memory: 64Mi, mode: always}'))
+    assert p.returncode == 0
+    assert template_annotations(out) == {"config.linkerd.io/proxy-cpu-request": "250m",
+                                         "config.linkerd.io/proxy-cpu-limit": "250m",
+                                         "config.linkerd.io/proxy-memory-request": "64Mi",
+                                         "config.linkerd.io/proxy-memory-limit": "64Mi"}
+    assert results(out, "info")[0]["message"].startswith(
+        "Linkerd linkerd-proxy (spec.workloads.injection.linkerd.mode is always): annotation "
+        "config.linkerd.io/proxy-cpu-request set to 250m")
+    # an explicit opt-out wins over always
+    p, out = run_case("", text.replace('linkerd: {cpu: "0.25", memory: 64Mi}',
+                                       'linkerd: {cpu: "0.25", memory: 64Mi, mode: always}')
+                      .replace("    template:\n", "    template:\n      metadata: {annotations: "
+                                                    "{linkerd.io/inject: disabled}}\n"))
+    assert template_annotations(out) == {"linkerd.io/inject": "disabled"}
+
+
+def test_c09_kserve_serverless_gets_queue_proxy_annotations():
+    p, out = run_case("c09-knative-queue-proxy")
+    assert p.returncode == 0
+    predictor = item(out, "InferenceService", "predictor")["spec"]["predictor"]
+    assert predictor["annotations"] == {QUEUE + "cpu-resource-request": "100m",
+                                        QUEUE + "cpu-resource-limit": "100m",
+                                        QUEUE + "memory-resource-request": "128Mi",
+                                        QUEUE + "memory-resource-limit": "128Mi"}
+    assert [w["message"] for w in results(out, "warning")] == [KNATIVE_WARNING]
+    assert results(out, "info")[0]["field"]["path"] == \
+        f"spec.predictor.annotations['{QUEUE}cpu-resource-request']"
+
+
+def test_c09_kserve_raw_deployment_gets_no_queue_proxy_annotations():
+    text = (TESTDATA / "c09-knative-queue-proxy" / "input.yaml").read_text()
+    for mode in ("RawDeployment", "Standard"):
+        p, out = run_case("", text.replace("deploymentMode: Serverless",
+                                           f"deploymentMode: {mode}"))
+        assert p.returncode == 0
+        assert "annotations" not in item(out, "InferenceService", "predictor")["spec"][
+            "predictor"]
+        assert not [r for r in results(out) if "queue" in r["message"]]
+
+
+def test_c09_knative_service_gets_queue_proxy_annotations():
+    import pytest
+
+    from krm_fn.workloads import KINDS
+    if ("serving.knative.dev", "Service") not in KINDS:
+        pytest.skip("the Knative Service kind is not registered yet")
+    p, out = run_case("", (TESTDATA / "c09-knative-queue-proxy" /
+                           "knative-service.yaml").read_text())
+    assert p.returncode == 0, p.stderr
+    assert template_annotations(out, "Service", "predictor") == {
+        QUEUE + "cpu-resource-request": "100m", QUEUE + "cpu-resource-limit": "100m",
+        QUEUE + "memory-resource-request": "128Mi", QUEUE + "memory-resource-limit": "128Mi"}
+    assert KNATIVE_WARNING in [w["message"] for w in results(out, "warning")]
+    from tests.helpers import without_results
+    again = run_cli([], without_results(p.stdout))
+    assert without_results(again.stdout) == without_results(p.stdout)
+
+
 def test_c10_memory_missing_is_an_error_naming_container_and_field():
     p, out = run_case("c10-memory-missing")
     assert p.returncode == 1
@@ -173,6 +342,75 @@ def test_c13_gomaxprocs_on_every_pinned_container_only():
     assert results(out, "warning")[0]["message"] == (
         "container 'exporter': GOMAXPROCS 16 -> 2: 16 is more threads than the 2 pinned CPUs "
         "and would oversubscribe them")
+
+
+ORT_WARNING = (
+    "container 'ort' runs ONNX Runtime, which reads no thread env var: its intra-op pool "
+    "defaults to the physical cores (OMP_NUM_THREADS reaches only OpenMP builds), so the "
+    "variables krm-fn sets do not bound it; pass 4 to SessionOptions.intra_op_num_threads in "
+    "the app, e.g. from annotation krm-fn.dev/threads via the downward API (env valueFrom "
+    "fieldRef metadata.annotations['krm-fn.dev/threads']); under Triton add "
+    "--backend-config=onnxruntime,intra_op_thread_count=4 to args")
+
+
+def test_c14_onnxruntime_gets_an_annotation_and_a_warning_never_a_bound_claim():
+    p, out = run_case("c14-onnxruntime")
+    assert p.returncode == 0
+    pod = item(out, "Pod", "ort")
+    assert pod["metadata"]["annotations"] == {"krm-fn.dev/threads": "4"}
+    env = env_of(pod["spec"]["containers"][0])
+    assert env == {v: "4" for v in THREAD_VARS}      # OMP (already 4) kept, the rest set
+    assert [r["message"] for r in results(out, "warning")] == [ORT_WARNING]
+    assert results(out, "warning")[0]["field"]["path"] == "spec.containers[0]"
+    ann = [r for r in results(out, "info") if "krm-fn.dev/threads" in r["message"]]
+    assert ann[0]["field"] == {"path": "metadata.annotations['krm-fn.dev/threads']",
+                               "proposedValue": "4"}
+    # krm-fn never reports ONNX Runtime as bound by the env vars
+    assert not [r for r in results(out) if "ONNX Runtime" in r["message"]
+                and "bound" in r["message"] and "do not bound" not in r["message"]]
+
+
+def test_c14_triton_serving_onnx_gets_the_backend_config_advice():
+    text = (TESTDATA / "c14-onnxruntime" / "input.yaml").read_text()
+    text = text.replace("image: onnxruntime-server:1", "image: nvcr.io/nvidia/tritonserver:24.05-py3")
+    p, out = run_case("", text)
+    pod = item(out, "Pod", "ort")
+    assert "annotations" not in pod["metadata"]
+    assert [r["message"] for r in results(out, "warning")] == [
+        "container 'ort' runs Triton: the thread env vars reach its PyTorch and Python "
+        "backends, but the ONNX Runtime backend sizes its pools from the cores; if it serves "
+        "ONNX models add --backend-config=onnxruntime,intra_op_thread_count=4 to args"]
+
+
+def test_c16_multi_worker_divides_threads_and_warns_about_the_oom_group():
+    p, out = run_case("c16-multi-worker")
+    assert p.returncode == 0
+    c = item(out, "Pod", "gunicorn")["spec"]["containers"][0]
+    assert env_of(c) == {v: "1" for v in THREAD_VARS}     # 4 CPUs / 4 workers
+    assert res(c)["limits"] == {"cpu": "4", "memory": "8Gi"}
+    warn = results(out, "warning")
+    assert [w["message"] for w in warn] == [
+        "container 'api' runs 4 worker processes (--workers 4): since Kubernetes 1.28 on cgroup "
+        "v2 the kubelet sets memory.oom.group, so one worker going over the memory limit kills "
+        "the whole container, all 4 workers; make resources.limits.memory (8Gi) cover all 4 "
+        "workers at their peak, or set singleProcessOOMKill: true in the node pool's "
+        "kubelet.extra (Kubernetes >= 1.32); thread vars are 1 per worker"]
+    assert warn[0]["field"]["path"] == "spec.containers[0].args[1]"
+    info = [r for r in results(out, "info")
+            if (r.get("field") or {}).get("path") == "spec.containers[0].env"]
+    assert "divided by 4 worker processes (--workers 4)" in info[0]["message"]
+    # singleProcessOOMKill is never written to the kubelet config unless requested
+    assert "singleProcessOOMKill" not in p.stdout.split("results:")[0]
+
+
+def test_c16_gunicorn_short_flag_and_uneven_division():
+    text = (TESTDATA / "c16-multi-worker" / "input.yaml").read_text()
+    text = text.replace('args: ["--workers", "4"]', 'command: [gunicorn, -w, "3", "app:app"]')
+    p, out = run_case("", text)
+    c = item(out, "Pod", "gunicorn")["spec"]["containers"][0]
+    assert env_of(c)["OMP_NUM_THREADS"] == "1"            # 4 // 3
+    assert results(out, "warning")[0]["message"].startswith(
+        "container 'api' runs 3 worker processes (gunicorn -w 3)")
 
 
 def test_c17_comments_order_and_quoting_kept():

@@ -2,15 +2,17 @@
 
 Each module's docstring is its user documentation; each exposes
 `apply(pod: PodView, ctx: RuleContext) -> None`, writing through `pod.set` and reporting
-through `pod.warn` / `pod.error`. Order (DESIGN.md): resources -> injected containers ->
-threads -> cgroup v2 -> node placement (sidecar-injector annotations come with issue #3).
+through `pod.warn` / `pod.error`. Order (DESIGN.md): resources -> pod-level resources ->
+KubeRay num-cpus -> sidecar-injector annotations -> injected containers -> threads ->
+engines -> cgroup v2 -> node placement. `merged` (containers a controller merges in by
+name) runs before them all, from the engine, since it changes which containers the pod has.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from krm_fn.rules import cgroup, injected, placement, resources, threads
+from krm_fn.rules import cgroup, podlevel, ray, engines, injected, placement, resources, sidecars, threads
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,12 @@ class RuleContext:
     cfg: SimpleNamespace
     pool: PoolInfo | None
     pinned: frozenset
+    # per-workload annotations (engine._overrides): krm-fn.dev/cpus, and the containers
+    # named by krm-fn.dev/pinned-containers or pinnedContainers (init containers among them
+    # may be pinned); KServe cluster objects fixed in this render (objects.cluster_tag)
+    cpus: int | None = None
+    explicit: frozenset = frozenset()
+    cluster: frozenset = frozenset()
 
 
-RULES = (resources, injected, threads, cgroup, placement)
+RULES = (resources, podlevel, ray, sidecars, injected, threads, engines, cgroup, placement)

@@ -10,9 +10,11 @@ pkg/kubelet/cm/cpumanager/policy_static.go; docs: "CPU Management Policies"):
 
 What the rule does, per container:
 
-- Pinned containers (`spec.workloads.pinnedContainers`, else the
-  `kubectl.kubernetes.io/default-container` annotation, else the KServe model container,
-  else the first container): cpu becomes the larger of request and limit, rounded per
+- Pinned containers (the `krm-fn.dev/pinned-containers` annotation, else
+  `spec.workloads.pinnedContainers`, else the `kubectl.kubernetes.io/default-container`
+  annotation, else the model container of the kind, else the first container): cpu becomes
+  the `krm-fn.dev/cpus` annotation of the workload when set, else the larger of request and
+  limit, rounded per
   `cpuRounding` (warning with old and new value), then up to a multiple of the node pool's
   threads-per-core when `full-pcpus-only` is on (warning; else SMTAlignmentError).
   `cpuRounding: keep` leaves a fractional value as it is (the container then runs in
@@ -26,8 +28,12 @@ What the rule does, per container:
   it gets the same SMT rounding.
 - A regular init container that asks for whole CPUs is moved to the shared pool with
   `initContainerCpu` (kubernetes/kubernetes#112228: integer init containers cause
-  TopologyAffinityError and leak CPUs) unless it is listed in `pinnedContainers`; a pinned
-  init container never gets more CPUs than the largest app container.
+  TopologyAffinityError and leak CPUs) unless it is listed in `pinnedContainers` (or the
+  `krm-fn.dev/pinned-containers` annotation). No regular init container gets more CPU than
+  the largest app container (warning): a pinned one is lowered to it; a shared-pool one is
+  lowered to it when that is fractional, else to `initContainerCpu` when that is lower
+  (a whole number would pin it), else warned about. Native sidecars
+  (`restartPolicy: Always`) run beside the app containers and are not capped.
 - Quantities are written in canonical form as quoted strings (`"4"`, `"500m"`); a value
   that is already equal is left as written.
 """
@@ -41,6 +47,7 @@ from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView
 
 _LEADING_ZERO = re.compile(r"^[+-]?0[0-9]+$")
+CPUS_ANNOTATION = "krm-fn.dev/cpus"
 _GUARANTEED = "Guaranteed QoS needs requests == limits for cpu and memory in every container"
 
 
@@ -157,7 +164,11 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
     req, lim, ok = _read(pod, c, "cpu", "cpu")
     if not ok:
         return None
-    if req is None and lim is None:
+    cpus = ctx.cpus
+    override = pinned and cpus is not None
+    if override:
+        value = Fraction(cpus)
+    elif req is None and lim is None:
         if pinned:
             default = cfg.workloads.defaultCpus
             if default is None:
@@ -207,8 +218,9 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
                      f"init container {c.name!r}: cpu {n} lowered to {largest_app}, the "
                      f"largest app container: a pinned init container never needs more")
             n = largest_app
-        return quantity.format_cpu(Fraction(n)), Fraction(n), "whole CPUs for exclusive " \
-            "pinning; " + _GUARANTEED
+        why = (f"annotation {CPUS_ANNOTATION}: \"{cpus}\" sets the pinned CPUs of this "
+               f"workload; " if override else "whole CPUs for exclusive pinning; ")
+        return quantity.format_cpu(Fraction(n)), Fraction(n), why + _GUARANTEED
     if value.denominator == 1:
         if c.role == "init":
             new = cfg.workloads.initContainerCpu
@@ -242,21 +254,59 @@ def _sidecar_version(pod: PodView, ctx) -> None:
                  f"not know native sidecars at all: upgrade the nodes to pin it")
 
 
+def _cap_init(pod: PodView, c: ContainerView, value: Fraction, largest: Fraction, ctx):
+    """A shared-pool regular init container never asks for more CPU than the largest app
+    container: the pod's CPU request is the larger of its init containers and its app
+    containers, so more would only reserve CPU the app never gets. Returns the cpu to write
+    as (text, value) or None to keep it."""
+    if value <= largest:
+        return None
+    old = quantity.format_cpu(value)
+    if largest.denominator != 1:
+        new = largest
+    else:
+        ic = ctx.cfg.workloads.initContainerCpu.value
+        if ic >= largest:
+            pod.warn(c.path + ("resources", "limits", "cpu"),
+                     f"init container {c.name!r}: cpu {old} is more than the largest app "
+                     f"container ({quantity.format_cpu(largest)}): it raises the pod's CPU "
+                     f"request for nothing, and a whole number would pin it; set a "
+                     f"fractional value below {quantity.format_cpu(largest)} (or lower "
+                     f"spec.workloads.initContainerCpu)")
+            return None
+        new = ic
+    text = quantity.format_cpu(new)
+    pod.warn(c.path + ("resources", "limits", "cpu"),
+             f"init container {c.name!r}: cpu {old} lowered to {text}: a regular init "
+             f"container never gets more CPU than the largest app container "
+             f"({quantity.format_cpu(largest)}); more only raises the pod's CPU request, "
+             f"and a whole number would pin it (kubernetes/kubernetes#112228)")
+    return text, new, (f"a regular init container never gets more CPU than the largest app "
+                       f"container; {_GUARANTEED}")
+
+
 def apply(pod: PodView, ctx) -> None:
     """Make every container of `pod` Guaranteed; see the module docstring."""
     _sidecar_version(pod, ctx)
     order = [c for c in pod.containers if c.role == "app"] + \
             [c for c in pod.containers if c.role != "app"]
+    explicit = ctx.explicit | frozenset(ctx.cfg.workloads.pinnedContainers)
     largest_app: int | None = None
+    largest_any: Fraction | None = None
     for c in order:
         if not _check_shape(pod, c):
             continue
-        pinned = c.name in ctx.pinned and (c.role == "app" or c.name in
-                                           ctx.cfg.workloads.pinnedContainers)
+        pinned = c.name in ctx.pinned and (c.role == "app" or c.name in explicit)
         target = _cpu_target(pod, c, pinned, ctx, largest_app if c.role != "app" else None)
         if target is not None:
             text, value, reason = target
-            if c.role == "app" and value.denominator == 1:
-                largest_app = max(largest_app or 0, int(value))
+            if c.role == "app":
+                largest_any = value if largest_any is None else max(largest_any, value)
+                if value.denominator == 1:
+                    largest_app = max(largest_app or 0, int(value))
+            elif c.role == "init" and not pinned and largest_any is not None:
+                capped = _cap_init(pod, c, value, largest_any, ctx)
+                if capped is not None:
+                    text, value, reason = capped
             _write(pod, c, "cpu", text, value, reason)
         _memory(pod, c, pinned, ctx.cfg)

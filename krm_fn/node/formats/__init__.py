@@ -1,44 +1,80 @@
 """Output formats of the node plan: one module per format, each with
-`render(plan, ctx) -> list[dict]` (plain dicts, plain str values, insertion-ordered).
+`render(plan, ctx) -> Rendered` (`objects`: plain dicts, plain str values, insertion-ordered;
+`results`: krm_fn.results.Result about what the platform cannot take).
 
 `FORMATS` maps the format name used in `spec.output.formats` to its module.
 Emitted objects carry `internal.config.kubernetes.io/path` only when `ctx.set_path` (kpt
 writes new items to that file, krm.md §4), and never carry `config.kubernetes.io/local-config`
 or `config.kubernetes.io/function` unless the format itself is a local-config object
 (krm.md §5: kustomize drops local-config objects from its output).
+
+Entry points: `render_with_results(name, plan, ctx, ref, index)` -> (objects, results), and
+`render(name, plan, ctx)` -> objects only.
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
-from krm_fn.node.formats import configmap, kubelet_config
+from krm_fn.node.formats._common import (LOCAL_CONFIG_ANNOTATION, MANAGED_BY_LABEL,
+                                         PATH_ANNOTATION, POOL_LABEL, Rendered)
+from krm_fn.node.formats import (aks, configmap, eks, gke, json6902, kubeadm, kubelet_config,
+                                 openshift, talos)
 
-PATH_ANNOTATION = "internal.config.kubernetes.io/path"
-LOCAL_CONFIG_ANNOTATION = "config.kubernetes.io/local-config"
-MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
-POOL_LABEL = "krm-fn.dev/node-pool"
+__all__ = ["FORMATS", "LOCAL_CONFIG_ANNOTATION", "MANAGED_BY_LABEL", "PATH_ANNOTATION",
+           "POOL_LABEL", "RenderContext", "Rendered", "render", "render_with_results"]
 
 
 @dataclass(frozen=True)
 class RenderContext:
     """How to render: `namespace` of emitted namespaced objects; `set_path` True when the
-    function runs under kpt and every emitted object must carry PATH_ANNOTATION."""
+    function runs under kpt and every emitted object must carry PATH_ANNOTATION;
+    `baseline` the node's current KubeletConfiguration (`spec.output.baseline`, plain
+    data, or None); `ref` the resourceRef of format results (the function config) and
+    `index` the pool's index in `spec.nodePools` (result paths), both set by
+    render_with_results."""
 
     namespace: str
     set_path: bool = False
+    baseline: Any = None
+    ref: Any = None
+    index: int = 0
 
 
 FORMATS = {
     "configmap": configmap,
     "kubelet-config": kubelet_config,
+    "openshift": openshift,
+    "kubeadm": kubeadm,
+    "gke": gke,
+    "aks": aks,
+    "eks": eks,
+    "talos": talos,
+    "json6902": json6902,
 }
 
 
-def render(name: str, plan, ctx: RenderContext) -> list[dict]:
-    """Render `plan` (a krm_fn.node.plan.NodePlan) in format `name`; returns the emitted
-    objects. Raises ValueError for a format name not in FORMATS."""
+def _module(name: str):
     try:
-        module = FORMATS[name]
+        return FORMATS[name]
     except KeyError:
         raise ValueError(f"unknown output format {name!r} (known: {', '.join(FORMATS)})") from None
-    return module.render(plan, ctx)
+
+
+def render_with_results(name: str, plan, ctx: RenderContext, ref=None, index: int = 0
+                        ) -> tuple[list[dict], list]:
+    """Render `plan` (a krm_fn.node.plan.NodePlan) in format `name`; returns
+    `(objects, results)`. `ref` (krm_fn.results.Ref of the function config) is the
+    resourceRef of every result and `index` the pool's index in spec.nodePools (result
+    paths such as `spec.nodePools[0].kubelet.cpuManagerPolicyOptions`). Raises ValueError
+    for a format name not in FORMATS."""
+    module = _module(name)
+    out: Rendered = module.render(plan, dataclasses.replace(ctx, ref=ref, index=index))
+    return list(out.objects), list(out.results)
+
+
+def render(name: str, plan, ctx: RenderContext) -> list[dict]:
+    """Render `plan` in format `name`; returns the emitted objects only (results are
+    dropped: use render_with_results). Raises ValueError for a format name not in FORMATS."""
+    return list(_module(name).render(plan, ctx).objects)

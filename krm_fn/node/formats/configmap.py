@@ -10,6 +10,7 @@ carry it; the kubelet does not read it, a human or node tooling does.
 from __future__ import annotations
 
 from krm_fn import yamlout
+from krm_fn.node.formats._common import MANAGED_BY_LABEL, PATH_ANNOTATION, POOL_LABEL, Rendered
 
 DATA_CONFIG_KEY = "kubelet-config.yaml"
 DATA_ROLLOUT_KEY = "rollout.txt"
@@ -36,10 +37,8 @@ def rollout_text(plan) -> str:
     return "\n".join(lines) + "\n"
 
 
-def render(plan, ctx) -> list[dict]:
-    """[ConfigMap] for `plan` (NodePlan) in `ctx.namespace` (RenderContext)."""
-    from krm_fn.node.formats import MANAGED_BY_LABEL, PATH_ANNOTATION, POOL_LABEL
-
+def render(plan, ctx) -> Rendered:
+    """[ConfigMap] for `plan` (NodePlan) in `ctx.namespace` (RenderContext); no results."""
     metadata: dict = {
         "name": name_of(plan),
         "namespace": str(ctx.namespace),
@@ -47,7 +46,7 @@ def render(plan, ctx) -> list[dict]:
     }
     if ctx.set_path:
         metadata["annotations"] = {PATH_ANNOTATION: path_of(plan)}
-    return [{
+    return Rendered([{
         "apiVersion": "v1",
         "kind": "ConfigMap",
         "metadata": metadata,
@@ -55,4 +54,4 @@ def render(plan, ctx) -> list[dict]:
             DATA_CONFIG_KEY: yamlout.to_yaml(plan.kubelet),
             DATA_ROLLOUT_KEY: rollout_text(plan),
         },
-    }]
+    }])

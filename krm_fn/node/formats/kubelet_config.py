@@ -8,6 +8,8 @@ so a bare KubeletConfiguration never reaches `kubectl apply`.
 """
 from __future__ import annotations
 
+from krm_fn.node.formats._common import LOCAL_CONFIG_ANNOTATION, PATH_ANNOTATION, Rendered
+
 
 def name_of(plan) -> str:
     """metadata.name: `kubelet-config-<pool>`."""
@@ -19,11 +21,9 @@ def path_of(plan) -> str:
     return f"node/kubelet-config-{plan.pool}.yaml"
 
 
-def render(plan, ctx) -> list[dict]:
+def render(plan, ctx) -> Rendered:
     """[KubeletConfiguration]: apiVersion, kind, metadata {name, annotations {local-config
-    "true", path when ctx.set_path}}, then the plan's kubelet fields in order."""
-    from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION, PATH_ANNOTATION
-
+    "true", path when ctx.set_path}}, then the plan's kubelet fields in order; no results."""
     annotations = {LOCAL_CONFIG_ANNOTATION: "true"}
     if ctx.set_path:
         annotations[PATH_ANNOTATION] = path_of(plan)
@@ -35,4 +35,4 @@ def render(plan, ctx) -> list[dict]:
     for key, value in plan.kubelet.items():
         if key not in obj:
             obj[key] = value
-    return [obj]
+    return Rendered([obj])

@@ -1,0 +1,74 @@
+"""Format `eks`: a ConfigMap carrying `nodeconfig.yaml`, a `node.eks.aws/v1alpha1` NodeConfig
+for nodeadm (Amazon Linux 2023 EKS AMIs), with the plan under `spec.kubelet.config`.
+
+nodeadm writes `spec.kubelet.config` as the kubelet drop-in
+`/etc/kubernetes/kubelet/config.json.d/40-nodeadm.conf`, merged over its own
+`/etc/kubernetes/kubelet/config.json` (maps per key, lists and scalars replaced; kubelet.md
+§14). The map is free: every KubeletConfiguration field passes. Two nodeadm defaults matter:
+
+- nodeadm sets `systemReservedCgroup: /system` and `kubeReservedCgroup: /runtime`, and the
+  kubelet refuses `reservedSystemCPUs` next to either. With reservedSystemCPUs in the plan
+  both are written as `""` (overriding nodeadm's values), with a warning.
+- nodeadm's `kubeReserved.memory` is `11 * maxPods + 255` Mi. A kubeReserved.memory in the
+  plan replaces it (warning: less than nodeadm would reserve on dense nodes); without one and
+  with `memoryManagerPolicy: Static` the plan's reservedMemory misses it and the kubelet
+  refuses to start (warning: set kubeReserved.memory).
+
+Put the NodeConfig in the launch template's user data as a MIME part of type
+`application/node.eks.aws` (managed node groups and Karpenter add their own part with the
+cluster details).
+"""
+from __future__ import annotations
+
+from krm_fn import yamlout
+from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
+from krm_fn.results import WARNING
+
+DATA_KEY = "nodeconfig.yaml"
+API_VERSION = "node.eks.aws/v1alpha1"
+KIND = "NodeConfig"
+PLATFORM = "EKS"
+NODEADM_CGROUPS = {"systemReservedCgroup": "/system", "kubeReservedCgroup": "/runtime"}
+NODEADM_KUBE_RESERVED_MEMORY = "11 * maxPods + 255 Mi"
+
+
+def node_config(plan, rep: Report) -> dict:
+    """The NodeConfig for `plan`; warnings about nodeadm's defaults go to `rep`."""
+    config = body(plan)
+    if config.get("reservedSystemCPUs"):
+        overridden = [k for k in NODEADM_CGROUPS if k not in config]
+        for key in overridden:
+            config[key] = ""
+        if overridden:
+            was = ", ".join(f"{k}: {NODEADM_CGROUPS[k]}" for k in overridden)
+            rep.add(WARNING, "reservedSystemCPUs", f"{PLATFORM}: nodeadm sets {was} in the "
+                    f"kubelet config, and the kubelet refuses to start with reservedSystemCPUs "
+                    f"next to a systemReservedCgroup or kubeReservedCgroup (the node never "
+                    f"registers); the NodeConfig sets {' and '.join(overridden)} to \"\" to "
+                    f"override them, so kube/system reservations are not enforced on those "
+                    f"cgroups", current=config["reservedSystemCPUs"])
+    kube_memory = (config.get("kubeReserved") or {}).get("memory")
+    if kube_memory is not None:
+        rep.add(WARNING, "kubeReserved.memory", f"{PLATFORM}: kubeReserved.memory "
+                f"{text(kube_memory)} replaces nodeadm's default kubeReserved.memory "
+                f"({NODEADM_KUBE_RESERVED_MEMORY}, e.g. 574Mi for 29 pods on m5.large), which "
+                f"grows with the pods per node; on dense nodes raise kubelet.kubeReserved.memory "
+                f"to at least that", current=kube_memory)
+    elif config.get("memoryManagerPolicy") == "Static":
+        rep.add(WARNING, "kubeReserved.memory", f"{PLATFORM}: memoryManagerPolicy Static needs "
+                f"reservedMemory = kubeReserved.memory + systemReserved.memory + "
+                f"evictionHard[memory.available], and nodeadm sets kubeReserved.memory to "
+                f"{NODEADM_KUBE_RESERVED_MEMORY}, which the plan's reservedMemory does not "
+                f"include: the kubelet refuses to start; set kubelet.kubeReserved.memory "
+                f"explicitly (e.g. the value nodeadm computes for the instance type)",
+                current=config.get("memoryManagerPolicy"))
+    return {"apiVersion": API_VERSION, "kind": KIND,
+            "spec": {"kubelet": {"config": config}}}
+
+
+def render(plan, ctx) -> Rendered:
+    """[ConfigMap kubelet-config-<pool>-eks] with `nodeconfig.yaml`, plus the warnings
+    about nodeadm's reserved cgroups and kubeReserved.memory."""
+    rep = Report(ctx)
+    text_ = yamlout.to_yaml(node_config(plan, rep))
+    return Rendered([carrier(plan, ctx, "eks", {DATA_KEY: text_})], rep.results)

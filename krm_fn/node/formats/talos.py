@@ -1,0 +1,58 @@
+"""Format `talos`: a ConfigMap carrying `kubelet-patch.yaml`, a Talos machine config patch
+that sets `machine.kubelet.extraConfig` (merged by Talos into the KubeletConfiguration it
+generates; kubelet.md §14), for `talosctl patch machineconfig --patch @kubelet-patch.yaml`
+or `talosctl gen config --config-patch-worker @kubelet-patch.yaml`.
+
+Talos refuses to let extraConfig override the fields it protects (apiVersion and kind are
+simply not written; the others are removed with a warning each). Talos writes its default
+`systemReserved` {cpu: 50m, memory: 384Mi on workers / 512Mi on control planes, pid: 100,
+ephemeral-storage: 256Mi} only when extraConfig has no systemReserved: a systemReserved in
+the plan replaces all of it (warning), and none with `memoryManagerPolicy: Static` leaves
+reservedMemory short of Talos's systemReserved.memory (warning).
+"""
+from __future__ import annotations
+
+from krm_fn import yamlout
+from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
+from krm_fn.results import WARNING
+
+DATA_KEY = "kubelet-patch.yaml"
+PLATFORM = "Talos"
+PROTECTED = ("authentication", "authorization", "cgroupRoot", "kubeletCgroups", "port",
+             "protectKernelDefaults", "resolvConf", "rotateCertificates", "systemCgroups",
+             "staticPodPath", "seccompDefault")
+TALOS_SYSTEM_RESERVED = ("{cpu: 50m, memory: 384Mi (workers) / 512Mi (control planes), "
+                         "pid: 100, ephemeral-storage: 256Mi}")
+
+
+def patch(plan, rep: Report) -> dict:
+    """The machine config patch for `plan`; warnings go to `rep`."""
+    extra: dict = {}
+    for key, value in body(plan).items():
+        if key in PROTECTED:
+            rep.add(WARNING, key, f"{key} {text(value)} is removed from the {PLATFORM} patch: "
+                    f"Talos manages {key} itself and does not let machine.kubelet.extraConfig "
+                    f"override it", current=value)
+            continue
+        extra[key] = value
+    if "systemReserved" in extra:
+        rep.add(WARNING, "systemReserved", f"{PLATFORM}: systemReserved "
+                f"{text(extra['systemReserved'])} replaces Talos's whole default systemReserved "
+                f"{TALOS_SYSTEM_RESERVED}, which Talos writes only when extraConfig has none; "
+                f"add pid and ephemeral-storage to kubelet.systemReserved to keep them",
+                current=extra["systemReserved"])
+    elif extra.get("memoryManagerPolicy") == "Static":
+        rep.add(WARNING, "systemReserved", f"{PLATFORM}: memoryManagerPolicy Static needs "
+                f"reservedMemory = kubeReserved.memory + systemReserved.memory + "
+                f"evictionHard[memory.available], and Talos adds its default systemReserved "
+                f"{TALOS_SYSTEM_RESERVED}, which the plan's reservedMemory does not include: "
+                f"the kubelet refuses to start; set kubelet.systemReserved.memory explicitly",
+                current=extra.get("memoryManagerPolicy"))
+    return {"machine": {"kubelet": {"extraConfig": extra}}}
+
+
+def render(plan, ctx) -> Rendered:
+    """[ConfigMap kubelet-config-<pool>-talos] with `kubelet-patch.yaml`, plus warnings."""
+    rep = Report(ctx)
+    return Rendered([carrier(plan, ctx, "talos", {DATA_KEY: yamlout.to_yaml(patch(plan, rep))})],
+                    rep.results)

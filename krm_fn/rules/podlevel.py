@@ -1,0 +1,104 @@
+"""podlevel: pod-level `resources` made consistent with the containers, and warned about.
+
+A PodSpec may carry `resources` for the whole pod (KEP-2837, alpha 1.32, beta and on by
+default from 1.34). When it is set, the pod's QoS class is computed from it alone, and on
+Kubernetes 1.34 and 1.35 the static CPU Manager gives such a pod no exclusive CPUs at all
+("pod is using pod-level resources which are not supported by the static CPU manager
+policy"; 1.36 adds the alpha `PodLevelResourceManagers` gate). KServe's inline PodSpec has
+the field too: `spec.predictor.resources` is pod-level, not the model container's
+(`spec.predictor.<framework>.resources`).
+
+When a pod spec carries `resources`:
+
+- cpu and memory get `requests == limits`, each the largest of the pod-level request, the
+  pod-level limit and what the containers need after the resources rule: the larger of
+  (every app container + every native sidecar) and (each regular init container + the
+  native sidecars declared before it) — the pod's effective request;
+- a warning says that pinning needs the field removed, and where.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn import quantity
+from krm_fn.pod import PodView
+
+
+def _need(pod: PodView, res: str):
+    """(effective request of the containers as a Fraction, a Quantity to format like) or
+    (None, None) when a container has no usable value."""
+    parse = quantity.parse_cpu if res == "cpu" else quantity.parse_memory
+    apps = Fraction(0)
+    sidecars = Fraction(0)
+    init_peak = Fraction(0)
+    like = None
+    for c in pod.containers:       # containers first, then initContainers, in order
+        raw = c.get("resources", "limits", res)
+        try:
+            q = parse(raw)
+        except (quantity.QuantityError, TypeError):
+            return None, None
+        like = like or q
+        if c.role == "app":
+            apps += q.value
+        elif c.role == "sidecar":
+            sidecars += q.value
+        else:
+            init_peak = max(init_peak, sidecars + q.value)
+    if like is None:
+        return None, None
+    return max(apps + sidecars, init_peak), like
+
+
+def apply(pod: PodView, ctx) -> None:
+    """Make pod-level resources requests == limits and warn; see the module docstring."""
+    res = pod.spec.get("resources")
+    if res is None:
+        return
+    base = pod.spec_path("resources")
+    if not isinstance(res, dict) or any(
+            res.get(p) is not None and not isinstance(res.get(p), dict)
+            for p in ("requests", "limits")):
+        pod.error(base, "pod-level resources must be a mapping with requests and limits "
+                        "mappings")
+        return
+    where = ".".join(str(p) for p in base)
+    for r in ("cpu", "memory"):
+        parse = quantity.parse_cpu if r == "cpu" else quantity.parse_memory
+        have = {}
+        for part in ("requests", "limits"):
+            raw = (res.get(part) or {}).get(r)
+            if raw is None:
+                continue
+            try:
+                have[part] = (raw, parse(raw))
+            except quantity.QuantityError as e:
+                pod.error(base + (part, r), f"pod-level {part}.{r}: {e}")
+                return
+        need, like = _need(pod, r)
+        candidates = [q.value for _, q in have.values()] + ([need] if need is not None else [])
+        if not candidates:
+            continue
+        value = max(candidates)
+        if have:        # memory keeps the unit written at pod level
+            like = max((q for _, q in have.values()), key=lambda q: q.value)
+        text = quantity.format_cpu(value) if r == "cpu" else quantity.format_like(value, like)
+        for part in ("requests", "limits"):
+            raw, q = have.get(part, (None, None))
+            if q is not None and q.value == value:
+                continue
+            because = ("the containers need " + text if need == value and
+                       (q is None or need != q.value) else "the larger pod-level value")
+            pod.set(base + (part, r), text,
+                    f"pod-level {part}.{r} " + (f"{raw} -> {text}" if raw is not None
+                                                 else f"set to {text}")
+                    + f" ({because}): with pod-level resources the pod's QoS comes from "
+                      f"them alone, and Guaranteed needs requests == limits", raw)
+    kserve = (" In KServe this field is pod-level, not the model container's: container "
+              "resources go under the framework key (e.g. spec.predictor.model.resources)."
+              if pod.at.platform == "kserve" else "")
+    pod.warn(base, f"{where} sets pod-level resources: on Kubernetes 1.34 and 1.35 the static "
+                   f"CPU Manager gives a pod with pod-level resources no exclusive CPUs "
+                   f"(KEP-2837; 1.36 only with the alpha PodLevelResourceManagers gate), so no "
+                   f"container is pinned; remove {where} and keep the container resources."
+                   + kserve)

@@ -1,0 +1,71 @@
+"""ray: KubeRay `rayStartParams.num-cpus` equal to the pinned CPUs of the Ray container.
+
+Ray schedules tasks and actors by its logical CPU count and sets `OMP_NUM_THREADS` of each
+worker process from the CPUs it reserves (workloads.md §4: `set_omp_num_threads_if_unset`).
+Without `num-cpus`, KubeRay derives the count from the Ray container's cpu limit, rounding
+up (ray-project/kuberay `generateRayStartCommand`): right for whole CPUs, one too many for a
+fractional limit, and wrong whenever the value in `rayStartParams` was written for other
+resources.
+
+For every head and worker group (RayCluster, RayService `spec.rayClusterConfig`, RayJob
+`spec.rayClusterSpec`), the Ray container is `containers[0]` (KubeRay `RayContainerIndex`).
+After the resources rule its cpu is whole (pinned); krm-fn sets
+`rayStartParams.num-cpus` to that count as a quoted string: info when absent, warning when
+it held another value. `"0"` is kept: it keeps Ray tasks off that group (KubeRay's advice for
+the head in production). A Ray container kept fractional (`cpuRounding: keep`) gets the value
+rounded down, at least 1. A value that is not a plain number (`$(...)`) is left alone with a
+warning.
+"""
+from __future__ import annotations
+
+from krm_fn import quantity
+from krm_fn.pod import PodView
+from krm_fn.results import WARNING
+from krm_fn.workloads import get_path
+
+KEY = "num-cpus"
+
+
+def _ray_cpus(pod: PodView) -> tuple[str, int] | None:
+    """(name, CPUs) of the Ray container (containers[0]); None when it has no usable cpu."""
+    for c in pod.containers:
+        if c.path == pod.spec_path("containers", 0):
+            try:
+                q = quantity.parse_cpu(c.get("resources", "limits", "cpu"))
+            except (quantity.QuantityError, TypeError):
+                return None
+            if q.value <= 0:
+                return None
+            return c.name, int(q.value) if q.is_integer else max(1, int(q.value))
+    return None
+
+
+def apply(pod: PodView, ctx) -> None:
+    """Keep rayStartParams.num-cpus equal to the Ray container's CPUs."""
+    if pod.at.ray_params is None:
+        return
+    found = _ray_cpus(pod)
+    if found is None:
+        return
+    name, n = found
+    want = str(n)
+    params = get_path(pod.edits.root, pod.at.ray_params)
+    path = pod.at.ray_params + (KEY,)
+    if params is not None and not isinstance(params, dict):
+        pod.error(pod.at.ray_params, "rayStartParams must be a mapping of strings")
+        return
+    have = (params or {}).get(KEY)
+    why = (f"the Ray container {name!r} has {n} pinned CPUs; Ray schedules "
+           f"tasks and sizes each worker's OMP_NUM_THREADS by num-cpus")
+    if have is None:
+        pod.set(path, want, f"rayStartParams.num-cpus set to {want}: {why}")
+        return
+    text = str(have).strip()
+    if text == want or text == "0":
+        return      # "0": no Ray work on this node (KubeRay's advice for the head)
+    if not text.replace(".", "", 1).isdigit():
+        pod.warn(path, f"rayStartParams.num-cpus {text!r} is not a number and is left alone; "
+                       f"it should be {want} ({why})")
+        return
+    pod.set(path, want, f"rayStartParams.num-cpus {text} -> {want}: {why}", have,
+            severity=WARNING)

@@ -1,0 +1,322 @@
+"""Engine-aware threads (krm_fn/rules/engines.py) and threads.source: downwardAPI: what each
+engine gets, through the real CLI. Golden cases: tests/testdata/engine-*, c14, c16,
+threads-downward-api."""
+import json
+
+import pytest
+
+from krm_fn.pod import ContainerView
+from krm_fn.rules import engines
+from tests.helpers import TESTDATA, env_of, item, load, results, run_cli
+
+
+def pod_list(container: dict, data: dict | None = None, kind: str = "Pod") -> str:
+    """A ResourceList with one Pod holding `container`, and a ConfigMap function config."""
+    return json.dumps({
+        "apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+        "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                   "spec": {"containers": [container]}}],
+        "functionConfig": {"apiVersion": "v1", "kind": "ConfigMap",
+                           "metadata": {"name": "fn"},
+                           "data": {"threadsEnv": "OMP_NUM_THREADS", **(data or {})}}})
+
+
+def res(cpu: str = "4", memory: str = "8Gi") -> dict:
+    return {"requests": {"cpu": cpu, "memory": memory}, "limits": {"cpu": cpu, "memory": memory}}
+
+
+def run(container: dict, data: dict | None = None):
+    p = run_cli([], pod_list(container, data))
+    out = load(p.stdout)
+    return p, out, item(out, "Pod", "p")["spec"]["containers"][0]
+
+
+def messages(out: dict, severity: str) -> list[str]:
+    return [r["message"] for r in results(out, severity)]
+
+
+def view(c: dict, path=("spec", "containers", 0)) -> ContainerView:
+    return ContainerView(c.get("name", "c"), "app", path, c)
+
+
+# -- recognition (the registry is data) -------------------------------------------------------
+
+
+@pytest.mark.parametrize("container, engine", [
+    ({"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5"}, "vLLM CPU"),
+    ({"image": "public.ecr.aws/q9t5s3a7/vllm-arm64-cpu-release-repo:latest"}, "vLLM CPU"),
+    ({"image": "vllm/vllm-openai-cpu:latest"}, "vLLM CPU"),
+    ({"image": "vllm/vllm-openai:v0.9.0-cpu"}, "vLLM CPU"),
+    ({"image": "x:1", "command": ["vllm", "serve", "m"], "args": ["--device", "cpu"]},
+     "vLLM CPU"),
+    ({"image": "ghcr.io/ggml-org/llama.cpp:server"}, "llama.cpp"),
+    ({"image": "x:1", "command": ["/app/llama-server"]}, "llama.cpp"),
+    ({"image": "pytorch/torchserve:0.9.0-cpu"}, "TorchServe"),
+    ({"image": "nvcr.io/nvidia/tritonserver:22.01-py3"}, "Triton"),
+    ({"image": "mcr.microsoft.com/onnxruntime/server:latest"}, "ONNX Runtime"),
+    ({"image": "rayproject/ray:2.52.0", "command": ["bash", "-c",
+                                                    "ray start --head --block"]}, "Ray"),
+    ({"image": "eclipse-temurin:21-jre"}, "JVM"),
+    ({"image": "x:1", "command": ["/usr/bin/java", "-jar", "a.jar"]}, "JVM"),
+    ({"image": "x:1", "env": [{"name": "JAVA_TOOL_OPTIONS", "value": ""}]}, "JVM"),
+])
+def test_detect(container, engine):
+    assert engine in [e.name for e in engines.detect(view(container))]
+
+
+@pytest.mark.parametrize("container", [
+    {"image": "vllm/vllm-openai:v0.8.5"},                       # the GPU image
+    {"image": "x:1", "command": ["vllm", "serve", "m"]},        # no CPU device
+    {"image": "srv:1", "args": ["--threads", "4"]},
+    {"image": "llamacpp-worker:latest", "args": ["--host", "0.0.0.0", "--mem", "4192"]},
+])
+def test_not_detected(container):
+    assert engines.detect(view(container)) == []
+
+
+def test_kserve_framework_keys_are_recognised():
+    path = ("spec", "predictor", "onnx")
+    assert [e.name for e in engines.detect(view({}, path))] == ["ONNX Runtime"]
+    path = ("spec", "predictor", "triton")
+    assert [e.name for e in engines.detect(view({}, path))] == ["Triton"]
+
+
+def test_triton_args_naming_onnxruntime_are_not_an_ort_container():
+    c = {"image": "nvcr.io/nvidia/tritonserver:24.01-py3",
+         "args": ["--backend-config=onnxruntime,intra_op_thread_count=4"]}
+    assert [e.name for e in engines.detect(view(c))] == ["Triton"]
+
+
+def test_every_engine_is_in_the_readme_table():
+    from tests.helpers import ROOT
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Engine-aware threads"):]
+    for e in engines.ENGINES:
+        assert f"| {e.name} |" in section, e.name
+
+
+# -- vLLM ---------------------------------------------------------------------------------
+
+
+def test_vllm_kvcache_above_the_memory_limit_is_an_error_and_changes_nothing():
+    c = {"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.9.1",
+         "env": [{"name": "VLLM_CPU_KVCACHE_SPACE", "value": "16"}], "resources": res("4", "12Gi")}
+    p, out, after = run(c)
+    assert p.returncode == 1
+    err = results(out, "error")[0]
+    assert err["field"]["path"] == "spec.containers[0].env[0].value"
+    assert err["message"] == (
+        "container 'vllm': VLLM_CPU_KVCACHE_SPACE=16 GiB is more than the memory limit 12Gi: "
+        "vLLM reserves that much memory for the KV cache and the container is OOM-killed; "
+        "lower it to at most 11 or raise resources.limits.memory")
+    assert after == c
+
+
+def test_vllm_bind_auto_is_left_alone_with_a_warning():
+    c = {"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.9.1",
+         "env": [{"name": "VLLM_CPU_OMP_THREADS_BIND", "value": "auto"},
+                 {"name": "VLLM_CPU_NUM_OF_RESERVED_CPU", "value": "1"}], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after)["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
+    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
+    assert "set it to nobind so that OMP_NUM_THREADS=4 decides the count" in \
+        warn["spec.containers[0].env[0].value"]
+    # the reserved CPU is meaningful with auto: no warning about it
+    assert "spec.containers[0].env[1]" not in warn
+
+
+# -- llama.cpp ------------------------------------------------------------------------------
+
+
+def test_llama_threads_arg_at_most_the_count_is_kept_and_batch_follows_it():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+         "args": ["-m", "/models/m.gguf", "-t", "2"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4"}
+    assert messages(out, "warning") == []
+
+
+def test_llama_batch_threads_arg_only():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+         "args": ["-m", "/models/m.gguf", "-tb=16"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"}
+    assert messages(out, "warning") == [
+        "container 'llama': llama.cpp -tb=16 asks for more threads than the 4 pinned CPUs "
+        "and wins over LLAMA_ARG_THREADS_BATCH; set it to 4"]
+
+
+def test_llama_env_above_the_count_is_lowered():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+         "env": [{"name": "LLAMA_ARG_THREADS", "value": "32"}], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after)["LLAMA_ARG_THREADS"] == "4"
+    assert results(out, "warning")[0]["message"] == (
+        "container 'llama': LLAMA_ARG_THREADS 32 -> 4: 32 is more threads than llama.cpp: "
+        "the 4 pinned CPUs and would oversubscribe them")
+
+
+# -- workers ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("container, count", [
+    ({"command": ["gunicorn", "-w", "2", "app:app"]}, "2"),
+    ({"command": ["gunicorn", "--workers=4", "app:app"]}, "1"),
+    ({"command": ["sh", "-c", "exec gunicorn -k uvicorn.workers.UvicornWorker -w 2 main:app"]},
+     "2"),
+    ({"command": ["uvicorn", "main:app"], "env": [{"name": "WEB_CONCURRENCY", "value": "4"}]},
+     "1"),
+    ({"command": ["gunicorn", "app:app"],
+      "env": [{"name": "GUNICORN_CMD_ARGS", "value": "--bind=0.0.0.0 --workers=2"}]}, "2"),
+    ({"command": ["python", "serve.py"], "env": [{"name": "WEB_CONCURRENCY", "value": "4"}]},
+     "4"),                                      # not gunicorn/uvicorn: not a worker count
+    ({"command": ["gunicorn", "-w", "8", "app:app"]}, "1"),      # floor, at least 1
+])
+def test_worker_count_divides_the_thread_vars(container, count):
+    c = {"name": "api", "image": "api:1", "resources": res(), **container}
+    p, out, after = run(c)
+    assert env_of(after)["OMP_NUM_THREADS"] == count
+
+
+def test_oom_group_warning_only_from_kubernetes_1_28():
+    c = {"name": "api", "image": "api:1", "args": ["--workers", "2"], "resources": res()}
+    _, out, _ = run(c, {"kubernetesVersion": "1.27"})
+    assert not [m for m in messages(out, "warning") if "memory.oom.group" in m]
+    _, out, _ = run(c, {"kubernetesVersion": "1.28"})
+    assert [m for m in messages(out, "warning") if "memory.oom.group" in m]
+
+
+# -- Ray --------------------------------------------------------------------------------------
+
+
+def test_ray_start_gets_no_pod_wide_thread_vars_and_needs_num_cpus():
+    script = ("export RAY_ADDRESS=${POD_IP}:${RAY_PORT}\n"
+              "ray start --head --disable-usage-stats --include-dashboard false\n"
+              "python -m huggingfaceserver --model_dir=/mnt/models\n")
+    c = {"name": "kserve-container", "image": "huggingfaceserver:latest",
+         "command": ["bash", "-c", script],
+         "env": [{"name": "OMP_NUM_THREADS", "value": "4"}], "resources": res()}
+    p, out, after = run(c, {"threadsEnv": "OMP_NUM_THREADS,MKL_NUM_THREADS"})
+    assert p.returncode == 0
+    assert env_of(after) == {"OMP_NUM_THREADS": "4"}      # nothing added, nothing changed
+    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
+    assert warn["spec.containers[0].command[2]"] == (
+        "container 'kserve-container': ray start has no --num-cpus, so Ray detects the CPU "
+        "count itself and may schedule more tasks than the 4 pinned CPUs; add --num-cpus=4")
+    assert warn["spec.containers[0].env[0]"].startswith(
+        "container 'kserve-container': OMP_NUM_THREADS is set for the whole container and "
+        "overrides the per-worker value Ray derives from num_cpus")
+
+
+def test_ray_num_cpus_above_the_cpus_is_warned():
+    c = {"name": "ray-head", "image": "rayproject/ray:2.52.0",
+         "command": ["ray", "start", "--head", "--num-cpus=16", "--block"], "resources": res()}
+    p, out, after = run(c)
+    assert "env" not in after
+    assert messages(out, "warning") == [
+        "container 'ray-head': ray start --num-cpus 16 is more than the 4 pinned CPUs; set "
+        "--num-cpus=4"]
+
+
+# -- JVM, Go, malloc --------------------------------------------------------------------------
+
+
+def test_jvm_active_processor_count_keeps_lower_and_lowers_higher():
+    base = {"name": "app", "image": "eclipse-temurin:21-jre", "resources": res()}
+    _, _, after = run({**base, "env": [{"name": "JAVA_TOOL_OPTIONS",
+                                        "value": "-XX:ActiveProcessorCount=2 -Xss1m"}]})
+    assert env_of(after)["JAVA_TOOL_OPTIONS"] == "-XX:ActiveProcessorCount=2 -Xss1m"
+    _, out, after = run({**base, "env": [{"name": "JAVA_TOOL_OPTIONS",
+                                          "value": "-XX:ActiveProcessorCount=64 -Xss1m"}]})
+    assert env_of(after)["JAVA_TOOL_OPTIONS"] == "-XX:ActiveProcessorCount=4 -Xss1m"
+    assert results(out, "warning")[0]["field"]["path"] == "spec.containers[0].env[0].value"
+
+
+def test_jvm_count_is_not_divided_by_workers_but_keeps_reserved_cpus():
+    c = {"name": "app", "image": "eclipse-temurin:21-jre", "args": ["--workers", "4"],
+         "resources": res("8")}
+    _, _, after = run(c, {"threadsReservedCpus": "2"})
+    env = env_of(after)
+    assert env["JAVA_TOOL_OPTIONS"] == "-XX:ActiveProcessorCount=6"
+    assert env["OMP_NUM_THREADS"] == "1"
+
+
+def test_gomemlimit_keeps_a_lower_value_and_reads_go_units():
+    c = {"name": "srv", "image": "srv:1", "resources": res("2", "1Gi"),
+         "env": [{"name": "GOMEMLIMIT", "value": "512MiB"}]}
+    p, out, after = run(c, {"goMemLimitPercent": "90"})
+    assert env_of(after)["GOMEMLIMIT"] == "512MiB"
+    assert messages(out, "warning") == []
+
+
+def test_gomemlimit_and_malloc_arena_max_apply_without_engine_recognition():
+    c = {"name": "srv", "image": "srv:1", "resources": res("2", "1000Mi")}
+    _, _, after = run(c, {"goMemLimitPercent": "50", "mallocArenaMax": "4",
+                          "threadsEngines": "false"})
+    assert env_of(after) == {"OMP_NUM_THREADS": "2", "GOMEMLIMIT": "524288000",
+                             "MALLOC_ARENA_MAX": "4"}
+
+
+def test_engines_off_sets_nothing_engine_specific():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+         "args": ["--workers", "4"], "resources": res()}
+    _, out, after = run(c, {"threadsEngines": "false"})
+    assert env_of(after) == {"OMP_NUM_THREADS": "4"}
+    assert messages(out, "warning") == []
+
+
+def test_fractional_containers_outside_the_pinned_set_get_nothing():
+    c = {"name": "a", "image": "a:1", "resources": res()}
+    side = {"name": "jvm", "image": "eclipse-temurin:21-jre", "resources": res("500m", "1Gi")}
+    text = pod_list(c, {"goMemLimitPercent": "90"})
+    doc = json.loads(text)
+    doc["items"][0]["spec"]["containers"].append(side)
+    out = load(run_cli([], json.dumps(doc)).stdout)
+    assert "env" not in item(out, "Pod", "p")["spec"]["containers"][1]
+
+
+# -- threads.source: downwardAPI --------------------------------------------------------------
+
+
+def test_downward_api_with_reserved_cpus_writes_literals_with_a_warning():
+    c = {"name": "srv", "image": "srv:1", "resources": res()}
+    p, out, after = run(c, {"threadsSource": "downwardAPI", "threadsReservedCpus": "1"})
+    assert after["env"] == [{"name": "OMP_NUM_THREADS", "value": "3"}]
+    assert messages(out, "warning") == [
+        "container 'srv': threads.source is downwardAPI but the thread vars are written as the "
+        "literal 3: a resourceFieldRef on limits.cpu gives 4, not 3 (the 4 pinned CPUs minus 1 "
+        "reserved); set threads.source to literal to silence this, or drop "
+        "threads.reservedCpus / the worker count to get a resourceFieldRef"]
+
+
+def test_downward_api_whole_cpus():
+    c = {"name": "srv", "image": "ghcr.io/ggml-org/llama.cpp:server", "resources": res()}
+    p, out, after = run(c, {"threadsSource": "downwardAPI"})
+    ref = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
+    assert after["env"] == [{"name": "OMP_NUM_THREADS", "valueFrom": ref},
+                            {"name": "LLAMA_ARG_THREADS", "valueFrom": ref},
+                            {"name": "LLAMA_ARG_THREADS_BATCH", "valueFrom": ref}]
+    assert messages(out, "warning") == []
+
+
+def test_existing_resource_field_ref_that_resolves_to_the_count_is_silent_in_literal_mode():
+    ref = {"resourceFieldRef": {"resource": "requests.cpu", "divisor": "1"}}
+    c = {"name": "srv", "image": "srv:1", "resources": res(),
+         "env": [{"name": "OMP_NUM_THREADS", "valueFrom": ref}]}
+    p, out, after = run(c)
+    assert after["env"] == c["env"]
+    assert messages(out, "warning") == []
+
+
+def test_golden_inputs_exist():
+    for case in ("c14-onnxruntime", "c16-multi-worker", "engine-vllm-cpu", "engine-llama-cpp",
+                 "engine-torchserve", "engine-triton", "engine-jvm", "engine-go-memlimit",
+                 "threads-downward-api"):
+        assert (TESTDATA / case / "input.yaml").exists(), case
+
+
+def test_ray_num_cpus_is_read_from_the_ray_start_line_only():
+    script = "ray start --head\npython serve.py --num-cpus 2\n"
+    c = {"name": "head", "image": "x:1", "command": ["bash", "-c", script], "resources": res()}
+    _, out, _ = run(c)
+    assert any("ray start has no --num-cpus" in m for m in messages(out, "warning"))
