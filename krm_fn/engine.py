@@ -62,6 +62,25 @@ def ref_of(obj: dict) -> Ref:
                str(md.get("name") or ""), str(md.get("namespace") or ""))
 
 
+def _identity_key(obj: dict) -> tuple:
+    ref = ref_of(obj)
+    ann = _annotations(obj)
+    return (ref.api_version.split("/")[0] if "/" in ref.api_version else "", ref.kind,
+            ref.namespace, ref.name,
+            str(ann.get("internal.config.kubernetes.io/path",
+                        ann.get("config.kubernetes.io/path", ""))))
+
+
+def _duplicated_ids(items: list) -> set:
+    """Identities that more than one well-formed item carries."""
+    seen, dup = set(), set()
+    for obj in items:
+        if isinstance(obj, dict) and _identity_problem(obj) is None:
+            key = _identity_key(obj)
+            (dup if key in seen else seen).add(key)
+    return dup
+
+
 def _identity_problem(obj: dict) -> tuple[str, str] | None:
     """(field path, message) when the object lacks a string apiVersion, kind or
     metadata.name, or its metadata, labels or annotations are not mappings; else None."""
@@ -381,6 +400,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     placed: dict[int, int] = {}
     pool_pods: dict[int, list] = {}
     seen_ids: dict[tuple, int] = {}
+    duplicated = _duplicated_ids(items)
 
     def tuned(o: object) -> bool:
         """Whether krm-fn tunes item `o` in this render (selected, not skipped)."""
@@ -420,9 +440,12 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                            ann.get("config.kubernetes.io/path", ""))))
         if key in seen_ids:
             out.results.append(Result(f"duplicate item: items {seen_ids[key]} and {i} are "
-                                      f"both {ref}", ERROR, ref, f"items[{i}]"))
+                                      f"both {ref}; both are left unchanged", ERROR, ref,
+                                      f"items[{i}]"))
             continue
         seen_ids[key] = i
+        if key in duplicated:
+            continue      # the first copy: reported with the second, never tuned
         kind_known = registered(obj, extra)
         if not (kind_known or objects.handles(obj)) or not _selected(obj, cfg.selector):
             continue
@@ -454,6 +477,9 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
             if str(index).isdigit() and int(index):
                 file["index"] = int(index)
             results = [dataclasses.replace(r, file=file) for r in results]
+        if any(r.severity == ERROR for r in results):
+            # the item is left unchanged: drop the infos that describe changes not made
+            results = [r for r in results if r.severity != INFO]
         out.results.extend(results)
         if ops:
             out.ops[i] = ops

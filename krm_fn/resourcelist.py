@@ -24,7 +24,7 @@ from krm_fn import yamlout
 from krm_fn.pod import DELETE
 
 try:
-    from yaml import CParser as _Parser
+    from yaml.cyaml import CParser as _Parser
 except ImportError:  # pragma: no cover - libyaml missing: same results, slower
     from yaml.composer import Composer
     from yaml.parser import Parser
@@ -174,8 +174,10 @@ class _Builder:
             value = {}
             self.memo[key], self.owner[key] = value, self.item
             for k, v in node.value:
-                if k.tag == "tag:yaml.org,2002:merge":
-                    raise InputError(f"{where}: YAML merge keys (<<) are not supported")
+                if k.tag == "tag:yaml.org,2002:merge" or (isinstance(k, yaml.ScalarNode)
+                                                          and k.value == "<<" and not k.style):
+                    raise InputError(f"{where}: YAML merge keys (<<) are not supported: "
+                                     f"write the keys out (line {k.start_mark.line + 1})")
                 kv = self.build(k, where, depth + 1)
                 if isinstance(kv, (dict, list)):
                     raise InputError(f"{where}: a mapping key must be a scalar")
@@ -193,7 +195,32 @@ class _Builder:
         return self.build(node, where)
 
 
+def _too_many_nodes(text: str) -> bool:
+    """True when the text holds more than MAX_NODES nodes, found by counting parser events
+    (no node graph is built). Only run when a cheap upper bound (two nodes per line or
+    comma) is above the limit, so ordinary inputs pay nothing."""
+    if 2 * (text.count("\n") + text.count(",")) + 2 <= MAX_NODES:
+        return False
+    parser = _Loader(text)
+    n = 0
+    try:
+        while parser.check_event():
+            ev = parser.get_event()
+            if isinstance(ev, (yaml.ScalarEvent, yaml.MappingStartEvent,
+                               yaml.SequenceStartEvent, yaml.AliasEvent)):
+                n += 1
+                if n > MAX_NODES:
+                    return True
+    except yaml.YAMLError:
+        return False      # compose reports the syntax error with its position
+    finally:
+        parser.dispose()
+    return False
+
+
 def _compose_all(text: str) -> list:
+    if _too_many_nodes(text):
+        raise InputError(f"input is too large (more than {MAX_NODES} nodes)")
     try:
         return list(yaml.compose_all(text, Loader=_Loader))
     except yaml.MarkedYAMLError as e:
@@ -222,13 +249,17 @@ def _content_end(node) -> int:
     """Offset just past the last character of `node`'s own content: for block collections
     the end of their last value, not the start of whatever token follows (libyaml's end
     mark for a block collection lies after any comments that follow it)."""
+    floor = 0
     while True:
         if isinstance(node, yaml.MappingNode) and node.value and node.flow_style is not True:
+            # the key's end also counts: an alias value (`b: *x`) is the anchor's node and
+            # carries the anchor's (earlier) position
+            floor = max(floor, node.value[-1][0].end_mark.index)
             node = node.value[-1][1]
         elif isinstance(node, yaml.SequenceNode) and node.value and node.flow_style is not True:
             node = node.value[-1]
         else:
-            return node.end_mark.index
+            return max(floor, node.end_mark.index)
 
 
 def _line_end(text: str, pos: int) -> int:
@@ -408,6 +439,22 @@ def _dash_column(text: str, item) -> int:
         before = text[line_start:end].rstrip("\r")
 
 
+def _after_own_comments(text: str, pos: int, column: int) -> int:
+    """Move `pos` (a line start) past following blank lines and comment lines indented
+    deeper than `column`: they belong to the entry above (e.g. a commented-out key)."""
+    end = pos
+    while end < len(text):
+        nl = text.find("\n", end)
+        line = text[end:len(text) if nl < 0 else nl].rstrip("\r")
+        stripped = line.lstrip(" ")
+        if stripped and not (stripped.startswith("#") and len(line) - len(stripped) > column):
+            break
+        end = len(text) if nl < 0 else nl + 1
+        if stripped:
+            pos = end
+    return pos
+
+
 def _line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
 
@@ -473,7 +520,8 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
         if where is not None:
             converted.append((cur, content, where))
         else:
-            edits.extend(_insert_edits(text, node, cur, content, unit, seq_offset, nl))
+            edits.extend(_insert_edits(text, node, cur, content, unit, seq_offset, nl,
+                                       -_depth(node, cur)))
     for cur, content, where in converted:
         edits = _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl)
     return edits
@@ -560,12 +608,34 @@ def _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl):
     return rest
 
 
-def _insert_edits(text, root, cur, content, unit, seq_offset, nl):
+def _depth(root, target) -> int:
+    """Nesting depth of `target` under `root` (0 for root itself). Insertions at the same
+    offset go deepest first: a new env entry (inside the container's last value) before a
+    new key of the container."""
+    stack = [(root, 0)]
+    while stack:
+        n, d = stack.pop()
+        if n is target:
+            return d
+        if isinstance(n, yaml.MappingNode):
+            stack.extend((v, d + 1) for _, v in n.value)
+        elif isinstance(n, yaml.SequenceNode):
+            stack.extend((v, d + 1) for v in n.value)
+    return 0
+
+
+def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
     if isinstance(cur, yaml.ScalarNode):
-        # `key:` with a null value: the new collection goes below the key line.
-        key_node = _key_of(root, cur)
+        # `key:` with a null value: the new collection goes below the key line (in a flow
+        # mapping it replaces the null, in flow style).
+        key_node, parent = _key_and_parent(root, cur)
         if key_node is None:
             raise _Unsupported("null outside a mapping")
+        if parent.flow_style is True:
+            start, end = cur.start_mark.index, cur.end_mark.index
+            if start == end:      # `{a: }`: the empty null sits right after the colon
+                return [(start, end, " " + yamlout.flow(content), rank)]
+            return [(start, end, yamlout.flow(content), rank)]
         col = key_node.start_mark.column + (unit if isinstance(content, dict) else seq_offset)
         lines = yamlout.block(content, col, unit, seq_offset)
         pos = _line_end(text, cur.end_mark.index)
@@ -574,7 +644,7 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl):
             start -= 1
         out = [(start, cur.end_mark.index, "")]
         prefix = "" if text[:pos].endswith("\n") else nl
-        out.append((pos, pos, prefix + nl.join(lines) + nl, -col))
+        out.append((pos, pos, prefix + nl.join(lines) + nl, rank))
         return out
     if cur.flow_style is True:
         close = _flow_close(text, cur)
@@ -598,12 +668,12 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl):
             if found is not None:
                 pos = _line_start(text, found[0].start_mark.index)
                 lines = yamlout.block({k: rest.pop(k)}, col, unit, seq_offset)
-                out.append((pos, pos, nl.join(lines) + nl, -col))
+                out.append((pos, pos, nl.join(lines) + nl, rank))
         if rest:
             pos = _line_end(text, _content_end(cur))
             prefix = "" if text[:pos].endswith("\n") else nl
             lines = yamlout.block(rest, col, unit, seq_offset)
-            out.append((pos, pos, prefix + nl.join(lines) + nl, -col))
+            out.append((pos, pos, prefix + nl.join(lines) + nl, rank))
         return out
     # block sequence: new entries after the last one, at its dash column
     if not cur.value:
@@ -619,25 +689,26 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl):
         lines.extend(body[1:])
     pos = _line_end(text, _content_end(cur))
     prefix = "" if text[:pos].endswith("\n") else nl
-    return [(pos, pos, prefix + nl.join(lines) + nl, -dash)]
+    return [(pos, pos, prefix + nl.join(lines) + nl, rank)]
 
 
 _INSERT_BEFORE = {"requests": "limits"}
 
 
-def _key_of(root, target):
-    """The key node whose value is `target`, searching under `root`."""
+def _key_and_parent(root, target):
+    """(key node, mapping node) whose value is `target`, searching under `root`;
+    (None, None) when `target` is not a mapping value."""
     stack = [root]
     while stack:
         n = stack.pop()
         if isinstance(n, yaml.MappingNode):
             for k, v in n.value:
                 if v is target:
-                    return k
+                    return k, n
                 stack.append(v)
         elif isinstance(n, yaml.SequenceNode):
             stack.extend(n.value)
-    return None
+    return None, None
 
 
 # --- ruamel fallback ------------------------------------------------------------------------
@@ -785,7 +856,8 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
         else:
             first = doc.items_node.value[0]
             dash = _dash_column(text, first)
-            pos = _line_end(text, _content_end(doc.items_node))
+            pos = _after_own_comments(text, _line_end(text, _content_end(doc.items_node)),
+                                      dash)
             prefix = "" if text[:pos].endswith("\n") else nl
             edits.append((pos, pos, prefix + _seq_entries(emitted, dash,
                                                           first.start_mark.column - dash, nl)))

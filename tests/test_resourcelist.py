@@ -54,7 +54,7 @@ def test_comment_after_an_item_stays_after_it():
 
 
 @pytest.mark.parametrize("text,message", [
-    ("a: [", "input is not valid YAML at line 1, column 5"),
+    ("a: [", "input is not valid YAML at line 2, column 1"),
     ("a: 1\n", "input is not a ResourceList"),
     ("kind: ResourceList\napiVersion: config.kubernetes.io/v1\n",
      "ResourceList has no items field"),
