@@ -91,6 +91,8 @@ _ESCAPES = {"\"": '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r",
 def quote(s: str) -> str:
     """A YAML double-quoted scalar: printable characters as they are, everything else
     escaped (\\xXX, \\uXXXX, \\UXXXXXXXX), so any reader gets the same string back."""
+    if s.isprintable() and '"' not in s and "\\" not in s and "\ufeff" not in s:
+        return '"' + s + '"'
     out = []
     for ch in s:
         if ch in _ESCAPES:

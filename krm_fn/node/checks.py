@@ -56,8 +56,23 @@ class PoolFit:
     per_numa: dict = field(default_factory=dict)
 
 
+_FITS: dict = {}
+
+
 def pool_fit(plan: NodePlan) -> PoolFit:
-    """Free CPUs of one node of the pool, overall and per NUMA node."""
+    """Free CPUs of one node of the pool, overall and per NUMA node (memoised per plan)."""
+    key = (id(plan), plan.pool, tuple(plan.reserved_cpus))
+    hit = _FITS.get(key)
+    if hit is not None and hit[0] is plan:
+        return hit[1]
+    fit = _pool_fit(plan)
+    if len(_FITS) > 16:
+        _FITS.clear()
+    _FITS[key] = (plan, fit)
+    return fit
+
+
+def _pool_fit(plan: NodePlan) -> PoolFit:
     reserved = set(plan.reserved_cpus)
     whole = (plan.kubelet.get("cpuManagerPolicyOptions") or {}).get("full-pcpus-only") == "true"
     cpus = plan.topology.cpus()
