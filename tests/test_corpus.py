@@ -84,10 +84,16 @@ def test_corpus_manifest(path: Path, tmp_path):
             first = (framework_containers(spec, at) or spec.get("containers"))[0]
             cpu = quantity.parse(str(first["resources"]["limits"]["cpu"])).value
             assert cpu.denominator == 1 and cpu % 2 == 0, cpu   # whole cores, SMT pairs
-            env = {e["name"]: e.get("value") for e in first["env"]}
-            if "ray start" in " ".join(map(str, first.get("command", []) + first.get("args", []))):
-                # Ray sets OMP_NUM_THREADS per worker from num_cpus (engines rule)
+            env = {e["name"]: e.get("value") for e in first.get("env") or []}
+            if at.ray_params is not None or "ray start" in " ".join(
+                    map(str, first.get("command", []) + first.get("args", []))):
+                # Ray sets OMP_NUM_THREADS per worker from num-cpus, which follows the pinned
+                # CPUs (ray and threads rules)
                 assert "OMP_NUM_THREADS" not in env and "PYTHON_CPU_COUNT" not in env
+                if at.ray_params is not None:
+                    params = get_path(after, at.ray_params)
+                    assert params["num-cpus"] == str(int(cpu))
+                assert spec["nodeSelector"]["krm-fn.dev/cpu-pinning"] == "true"
                 continue
             assert 1 <= int(env["OMP_NUM_THREADS"]) <= int(cpu)
             assert env["PYTHON_CPU_COUNT"] == str(int(cpu))

@@ -520,7 +520,20 @@ def check_pod(obj_out: dict, obj_in: dict, at, path, meta, cfg: dict) -> None:
             assert cpu.denominator == 1, f"{where}: pinned {name} has {lim['cpu']} CPUs"
         if cpu.denominator == 1 and role != "init" and full:
             assert cpu % tpc == 0, f"{where} {name}: {cpu} CPUs, not a multiple of {tpc}"
-        if cpu.denominator == 1 and role != "init":
+        ray_container = at.ray_params is not None and spec.get("containers") \
+            and c is spec["containers"][0]
+        if ray_container:
+            # KubeRay's Ray container: no pod-wide thread vars; num-cpus follows the CPUs
+            env = {e["name"] for e in c.get("env") or []}
+            before = {e["name"] for e in (spec_in.get("containers") or [{}])[0].get("env") or []
+                      if isinstance(e, dict)}
+            assert not (set(thread_vars) & env) - before, \
+                f"{where} {name}: thread vars added to the Ray container"
+            params = _get(obj_out, tuple(path[:-2]) + ("rayStartParams",))
+            if cpu.denominator == 1:
+                assert params.get("num-cpus") in (str(int(cpu)), "0"), \
+                    f"{where}: num-cpus {params} vs {cpu}"
+        elif cpu.denominator == 1 and role != "init":
             env = {e["name"]: e for e in c.get("env") or []}
             for var in thread_vars:
                 assert var in env, f"{where} {name}: {var} not set"

@@ -249,6 +249,15 @@ def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
                  f"threads.reservedCpus {threads.reservedCpus} leaves no thread; using 1")
     if env_index(pod, c) is None:
         return
+    if pod.at.ray_params is not None and c.role == "app" and c.path[-2:] == ("containers", 0):
+        # KubeRay's Ray container: Ray sets OMP_NUM_THREADS per worker from its num_cpus
+        # (rayStartParams.num-cpus, kept equal to the pinned CPUs by the ray rule); a
+        # pod-wide value would give every worker the whole count (workloads.md §4).
+        pod.results.append(Result(
+            f"container {c.name!r} is the Ray container: no pod-wide thread env vars, Ray sets "
+            f"OMP_NUM_THREADS per worker from rayStartParams.num-cpus", INFO, pod.ref,
+            path_str(c.path + ("env",))))
+        return
     if threads.engines:
         from krm_fn.rules import engines  # engines imports this module
         if engines.runs_ray(c):
