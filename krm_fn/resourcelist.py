@@ -554,31 +554,53 @@ def _scalar_text(text: str, cur, value) -> str:
     return yamlout.scalar(value) + (tail[:2] if tail.startswith("\r\n") else tail[:1])
 
 
+def _locate(root, target):
+    """(parent node, key node or None, depth) of `target` under `root`; (None, None, 0) for
+    the root itself or a node not found. One walk serves every question the editor asks."""
+    stack = [(root, 0)]
+    while stack:
+        n, d = stack.pop()
+        if isinstance(n, yaml.MappingNode):
+            for k, v in n.value:
+                if v is target:
+                    return n, k, d + 1
+                stack.append((v, d + 1))
+        elif isinstance(n, yaml.SequenceNode):
+            for v in n.value:
+                if v is target:
+                    return n, None, d + 1
+                stack.append((v, d + 1))
+    return None, None, 0
+
+
+def _depth(root, target) -> int:
+    """Nesting depth of `target` under `root`. Insertions at the same offset go deepest
+    first: a new env entry (inside the container's last value) before a new key of the
+    container."""
+    return _locate(root, target)[2]
+
+
+def _key_and_parent(root, target):
+    """(key node, mapping node) whose value is `target`; (None, None) otherwise."""
+    parent, key, _ = _locate(root, target)
+    return (key, parent) if isinstance(parent, yaml.MappingNode) else (None, None)
+
+
+def _block_context(root, target):
+    """("entry", None) when `target` is an entry of a block sequence, ("value", key node)
+    when it is the value of a block mapping, None otherwise (inside a flow collection)."""
+    parent, key, _ = _locate(root, target)
+    if parent is None or parent.flow_style is True:
+        return None
+    return ("value", key) if isinstance(parent, yaml.MappingNode) else ("entry", None)
+
+
 def _to_block(cur, content) -> bool:
     """A one-line flow mapping that receives a new collection (an env list, a requests
     mapping) is rewritten in block style, so the result stays readable."""
     return (isinstance(cur, yaml.MappingNode) and cur.flow_style is True and cur.value
             and cur.start_mark.line == cur.end_mark.line
             and any(isinstance(v, (dict, list)) for v in content.values()))
-
-
-def _block_context(root, target):
-    """("entry", None) when `target` is an entry of a block sequence, ("value", key node)
-    when it is the value of a block mapping, None otherwise (inside a flow collection)."""
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                if v is target:
-                    return None if n.flow_style is True else ("value", k)
-                stack.append(v)
-        elif isinstance(n, yaml.SequenceNode):
-            for v in n.value:
-                if v is target:
-                    return None if n.flow_style is True else ("entry", None)
-                stack.append(v)
-    return None
 
 
 def _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl):
@@ -606,22 +628,6 @@ def _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl):
         colon = text.rfind(":", key_node.end_mark.index, start)
         rest.append((colon + 1, end, "".join(nl + pad + ln for ln in lines)))
     return rest
-
-
-def _depth(root, target) -> int:
-    """Nesting depth of `target` under `root` (0 for root itself). Insertions at the same
-    offset go deepest first: a new env entry (inside the container's last value) before a
-    new key of the container."""
-    stack = [(root, 0)]
-    while stack:
-        n, d = stack.pop()
-        if n is target:
-            return d
-        if isinstance(n, yaml.MappingNode):
-            stack.extend((v, d + 1) for _, v in n.value)
-        elif isinstance(n, yaml.SequenceNode):
-            stack.extend((v, d + 1) for v in n.value)
-    return 0
 
 
 def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
@@ -693,22 +699,6 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
 
 
 _INSERT_BEFORE = {"requests": "limits"}
-
-
-def _key_and_parent(root, target):
-    """(key node, mapping node) whose value is `target`, searching under `root`;
-    (None, None) when `target` is not a mapping value."""
-    stack = [root]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                if v is target:
-                    return k, n
-                stack.append(v)
-        elif isinstance(n, yaml.SequenceNode):
-            stack.extend(n.value)
-    return None, None
 
 
 # --- ruamel fallback ------------------------------------------------------------------------

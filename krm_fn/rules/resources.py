@@ -158,6 +158,17 @@ def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
     return True
 
 
+def _beyond_pool(pod: PodView, c: ContainerView, n: int, ctx, what: str) -> bool:
+    """Error (and True) when `n` exclusive CPUs exceed what the node pool can give."""
+    if ctx.pool is None or n <= ctx.pool.exclusive_cpus:
+        return False
+    pod.error(c.path + ("resources", "limits", "cpu"),
+              f"container {c.name!r} {what.format(n=n)} but node pool {ctx.pool.name!r} has "
+              f"{ctx.pool.exclusive_cpus} CPUs outside reservedSystemCPUs: the kubelet could "
+              f"never admit the pod")
+    return True
+
+
 def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: int | None):
     """The cpu value to write, as (text, Fraction cores, reason), or None after an error."""
     cfg = ctx.cfg
@@ -207,11 +218,7 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
         else:
             n = int(value)
         n = _smt(pod, c, n, ctx, "the CPUs of a pinned container")
-        if ctx.pool is not None and n > ctx.pool.exclusive_cpus:
-            pod.error(c.path + ("resources", "limits", "cpu"),
-                      f"container {c.name!r} would need {n} exclusive CPUs but node pool "
-                      f"{ctx.pool.name!r} has {ctx.pool.exclusive_cpus} CPUs outside "
-                      f"reservedSystemCPUs: the kubelet could never admit the pod")
+        if _beyond_pool(pod, c, n, ctx, "would need {n} exclusive CPUs"):
             return None
         if c.role != "app" and largest_app is not None and n > largest_app:
             pod.warn(c.path + ("resources", "limits", "cpu"),
@@ -231,11 +238,7 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
                 "spec.workloads.pinnedContainers to pin it")
         n = _smt(pod, c, int(value), ctx, "a container that asks for whole CPUs (it is "
                                           "pinned by the kubelet)")
-        if ctx.pool is not None and n > ctx.pool.exclusive_cpus:
-            pod.error(c.path + ("resources", "limits", "cpu"),
-                      f"container {c.name!r} asks for {n} whole CPUs but node pool "
-                      f"{ctx.pool.name!r} has {ctx.pool.exclusive_cpus} CPUs outside "
-                      f"reservedSystemCPUs: the kubelet could never admit the pod")
+        if _beyond_pool(pod, c, n, ctx, "asks for {n} whole CPUs"):
             return None
         return quantity.format_cpu(Fraction(n)), Fraction(n), _GUARANTEED
     return quantity.format_cpu(value), value, _GUARANTEED
