@@ -466,3 +466,35 @@ def test_c19_under_kpt_the_companion_gets_its_own_path():
     cm = item(out, "ConfigMap", "kubelet-config-inference")
     assert cm["metadata"]["annotations"] == {
         "internal.config.kubernetes.io/path": "node/kubelet-inference.yaml"}
+
+
+C06 = """\
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: infer}
+  spec:
+    containers:
+    - {name: server, image: srv:1, resources: {requests: {cpu: "2", memory: 2Gi}, limits: {cpu: "2", memory: 2Gi}}}
+functionConfig:
+  apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: function-input}
+  data: {kubernetesVersion: "VERSION"}
+"""
+
+
+def test_c06_cfs_quota_warning_before_1_33_and_never_cpu_cfs_quota_false():
+    p, out = run_case("", C06.replace("VERSION", "1.32"))
+    assert p.returncode == 0
+    warn = [r for r in results(out, "warning") if r.get("field", {}).get("path") ==
+            "data.kubernetesVersion"]
+    assert len(warn) == 1
+    assert warn[0]["message"].startswith("on Kubernetes 1.32 pinned containers keep a CFS quota "
+                                         "equal to their CPU limit")
+    kubelet = item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"]
+    assert "cpuCFSQuota" not in kubelet and "DisableCPUQuotaWithExclusiveCPUs" not in kubelet
+    p, out = run_case("", C06.replace("VERSION", "1.33"))
+    assert not [r for r in results(out, "warning") if "CFS quota" in r["message"]]

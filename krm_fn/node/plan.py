@@ -30,6 +30,7 @@ EVICTION_HARD_DEFAULTS: dict[str, str] = {
 
 # failCgroupV1 exists from 1.31 (kubelet.md §1); an older kubelet rejects the field.
 FAIL_CGROUP_V1_SINCE = (1, 31)
+CPU_QUOTA_FIX_SINCE = (1, 33)   # DisableCPUQuotaWithExclusiveCPUs beta (on) from 1.33
 
 # Without the topology manager option `max-allowable-numa-nodes`, any topologyManagerPolicy
 # other than `none` stops the kubelet on machines with more NUMA nodes than this
@@ -283,6 +284,14 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
             f"Kubernetes 1.31 and kubernetesVersion is {cpu_options.version_str(version)}; "
             f"make sure the pool's nodes run cgroup v2",
             current=str(bool(k.failCgroupV1)).lower())
+    if tuple(version) < CPU_QUOTA_FIX_SINCE:
+        # kubelet.md §7, cases.md C06: DisableCPUQuotaWithExclusiveCPUs (beta, on) from 1.33
+        results.append(Result(f"on Kubernetes {cpu_options.version_str(version)} "
+            f"pinned containers keep a CFS quota equal to their CPU limit "
+            f"(kubernetes/kubernetes#70585, fixed in 1.33 by DisableCPUQuotaWithExclusiveCPUs): "
+            f"a container running more threads than its pinned CPUs is throttled, so keep the "
+            f"thread env vars at the pinned count; never set cpuCFSQuota: false, which drops "
+            f"CPU limits node-wide", WARNING, ref, "spec.kubernetesVersion"))
 
     # extra: other KubeletConfiguration fields, added last; featureGates are merged.
     for key, value in (k.extra or {}).items():

@@ -141,10 +141,15 @@ def test_fail_cgroup_v1_dropped_before_1_31():
     plan, results = build(pool(cpuManagerPolicyOptions={}), version=(1, 30))
     assert "failCgroupV1" not in plan.kubelet
     assert [(r.severity, r.path, r.current) for r in results] == [
-        (WARNING, "spec.nodePools[0].kubelet.failCgroupV1", "true")]
+        (WARNING, "spec.nodePools[0].kubelet.failCgroupV1", "true"),
+        (WARNING, "spec.kubernetesVersion", None)]
     assert "exists from Kubernetes 1.31" in results[0].message
+    assert "keep a CFS quota equal to their CPU limit" in results[1].message
     plan, results = build(version=(1, 31))
-    assert plan.kubelet["failCgroupV1"] is True and results == []
+    assert plan.kubelet["failCgroupV1"] is True
+    assert [r.path for r in results] == ["spec.kubernetesVersion"]   # the C06 warning
+    plan, results = build(version=(1, 33))
+    assert results == []
 
 
 def test_eviction_hard_merged_over_defaults():
