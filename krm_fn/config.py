@@ -128,6 +128,12 @@ POOL_FIELDS = (
               maximum=4194304),
         Field("failCgroupV1", "bool", True, "Refuse to start on cgroup v1 nodes "
               "(field since 1.31; kubelet default true from 1.35)."),
+        Field("singleProcessOOMKill", "bool", None, "null: not written. true: an OOM kills "
+              "only the offending process instead of the whole container (cgroup v2 "
+              "memory.oom.group; field since 1.32). Never set unless asked."),
+        Field("cgroupDriver", "choice", None, "null: not written. cgroupfs or systemd (the "
+              "CRI's own setting wins when it reports one, KubeletCgroupDriverFromCRI).",
+              choices=("cgroupfs", "systemd")),
         Field("extra", "any", {}, "Any other KubeletConfiguration fields, merged last."),
     )),
 )
@@ -480,7 +486,8 @@ def _map_key(a: Any, path: str) -> str:
 def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
     """Convert one leaf value to its Python form; raise ConfigError naming `path`."""
     if v is None:
-        if f.kind in ("cpu", "memory", "str", "int", "text", "any") and f.default is None:
+        if f.kind in ("cpu", "memory", "str", "int", "text", "any", "bool", "choice") \
+                and f.default is None:
             return None
         raise ConfigError(path, "must not be null")
     k = f.kind

@@ -498,3 +498,17 @@ def test_c06_cfs_quota_warning_before_1_33_and_never_cpu_cfs_quota_false():
     assert "cpuCFSQuota" not in kubelet and "DisableCPUQuotaWithExclusiveCPUs" not in kubelet
     p, out = run_case("", C06.replace("VERSION", "1.33"))
     assert not [r for r in results(out, "warning") if "CFS quota" in r["message"]]
+
+
+def test_c16_single_process_oom_kill_only_when_requested():
+    text = (TESTDATA / "c16-multi-worker" / "input.yaml").read_text()
+    p, out = run_case("", text)
+    kubelet = item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"]
+    assert "singleProcessOOMKill" not in kubelet
+    cfg = ("functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n  kind: InferenceTuning\n"
+           "  metadata: {name: pin}\n  spec:\n    nodePools:\n    - name: inference\n"
+           "      kubelet: {singleProcessOOMKill: true}\n")
+    base = text.split("functionConfig:")[0]
+    p, out = run_case("", base + cfg)
+    kubelet = item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"]
+    assert "singleProcessOOMKill: true" in kubelet

@@ -30,7 +30,8 @@ EVICTION_HARD_DEFAULTS: dict[str, str] = {
 
 # failCgroupV1 exists from 1.31 (kubelet.md §1); an older kubelet rejects the field.
 FAIL_CGROUP_V1_SINCE = (1, 31)
-CPU_QUOTA_FIX_SINCE = (1, 33)   # DisableCPUQuotaWithExclusiveCPUs beta (on) from 1.33
+CPU_QUOTA_FIX_SINCE = (1, 33)
+SINGLE_PROCESS_OOM_KILL_SINCE = (1, 32)   # kubelet.md §1, §9   # DisableCPUQuotaWithExclusiveCPUs beta (on) from 1.33
 
 # Without the topology manager option `max-allowable-numa-nodes`, any topologyManagerPolicy
 # other than `none` stops the kubelet on machines with more NUMA nodes than this
@@ -57,6 +58,7 @@ MANAGED: dict[str, str | None] = {
     "kubeReserved": "kubeReserved", "systemReserved": "systemReserved",
     "evictionHard": "evictionHard", "podPidsLimit": "podPidsLimit",
     "failCgroupV1": "failCgroupV1",
+    "singleProcessOOMKill": "singleProcessOOMKill", "cgroupDriver": "cgroupDriver",
 }
 
 ROLLOUT_STEPS: tuple[str, ...] = (
@@ -284,6 +286,14 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
             f"Kubernetes 1.31 and kubernetesVersion is {cpu_options.version_str(version)}; "
             f"make sure the pool's nodes run cgroup v2",
             current=str(bool(k.failCgroupV1)).lower())
+    if k.singleProcessOOMKill is not None:
+        if tuple(version) < SINGLE_PROCESS_OOM_KILL_SINCE:
+            res(ERROR, "kubelet.singleProcessOOMKill", f"singleProcessOOMKill exists from "
+                f"Kubernetes 1.32; kubernetesVersion is {cpu_options.version_str(version)}")
+        else:
+            kubelet["singleProcessOOMKill"] = bool(k.singleProcessOOMKill)
+    if k.cgroupDriver is not None:
+        kubelet["cgroupDriver"] = str(k.cgroupDriver)
     if tuple(version) < CPU_QUOTA_FIX_SINCE:
         # kubelet.md §7, cases.md C06: DisableCPUQuotaWithExclusiveCPUs (beta, on) from 1.33
         results.append(Result(f"on Kubernetes {cpu_options.version_str(version)} "

@@ -514,9 +514,11 @@ def test_openshift_under_kpt_has_path(plan):
     ("memorySwap", {"swapBehavior": "LimitedSwap"}),
 ])
 def test_openshift_removes_what_the_mco_rejects(key, value):
-    objs, results = run("openshift", make_plan({"extra": {key: value}}))
+    typed = key == "cgroupDriver"          # a typed pool field, not kubelet.extra
+    objs, results = run("openshift", make_plan({key: value} if typed else
+                                               {"extra": {key: value}}))
     assert key not in objs[0]["spec"]["kubeletConfig"]
-    r = by_path(results)[P + "extra." + key]
+    r = by_path(results)[P + ("" if typed else "extra.") + key]
     assert f"{key} " in r.message and "OpenShift" in r.message
     assert "Machine Config Operator" in r.message
     assert r.current == (value if isinstance(value, str)
@@ -586,9 +588,9 @@ def test_gke_pod_pids_limit_bounds_are_inclusive(pids):
 
 
 def test_gke_memory_manager_static_and_renamed_fields():
-    p = make_plan({"memoryManagerPolicy": "Static", "extra": {
+    p = make_plan({"memoryManagerPolicy": "Static", "singleProcessOOMKill": True, "extra": {
         "cpuCFSQuotaPeriod": "50ms", "imageGCHighThresholdPercent": 80,
-        "singleProcessOOMKill": True, "evictionMaxPodGracePeriod": 60,
+        "evictionMaxPodGracePeriod": 60,
         "evictionSoft": {"memory.available": "200Mi", "nodefs.available": "15%"}}})
     objs, results = run("gke", p)
     assert file_of(objs, "system-config.yaml") == """\
@@ -600,9 +602,9 @@ kubeletConfig:
   memoryManager:
     policy: Static
   podPidsLimit: 4096
+  singleProcessOomKill: true
   cpuCFSQuotaPeriod: "50ms"
   imageGcHighThresholdPercent: 80
-  singleProcessOomKill: true
   evictionMaxPodGracePeriodSeconds: 60
   evictionSoft:
     memoryAvailable: "200Mi"
