@@ -512,3 +512,44 @@ def test_c16_single_process_oom_kill_only_when_requested():
     p, out = run_case("", base + cfg)
     kubelet = item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"]
     assert "singleProcessOOMKill: true" in kubelet
+
+
+C04 = """\
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: v1
+  kind: Pod
+  metadata: {name: infer}
+  spec:
+    containers:
+    - {name: server, image: srv:1, resources: {limits: {cpu: "4", memory: 2Gi}}}
+functionConfig:
+  apiVersion: krm-fn.dev/v1alpha1
+  kind: InferenceTuning
+  metadata: {name: pin}
+  spec:
+    nodePools:
+    - name: inference
+      kubelet:
+        reservedSystemCPUs: "0-4"
+        kubeReserved: {cpu: "2", memory: 500Mi}
+        systemReserved: {cpu: "1", memory: 500Mi}
+"""
+
+
+def test_c04_reserved_cpus_exact_field_cpu_dropped_and_arithmetic_warned():
+    p, out = run_case("", C04)
+    assert p.returncode == 0, p.stderr
+    cfg = load(item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"])
+    assert cfg["reservedSystemCPUs"] == "0-4"
+    assert cfg["kubeReserved"] == {"memory": "500Mi"}
+    assert cfg["systemReserved"] == {"memory": "500Mi"}
+    assert "strict-cpu-reservation" not in cfg["cpuManagerPolicyOptions"]
+    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning") if "field" in r}
+    assert warn["spec.nodePools[0].kubelet.reservedSystemCPUs"].startswith(
+        "kubeReserved.cpu 2 + systemReserved.cpu 1 = 3 CPUs, but reservedSystemCPUs '0-4' "
+        "holds 5: the kubelet reserves exactly the listed CPUs (allocatable cpu = capacity - 5)"
+        "; without the strict-cpu-reservation option, Burstable and BestEffort pods still "
+        "run on them")
+    assert "kubelet.kubeReserved.cpu" in " ".join(warn)

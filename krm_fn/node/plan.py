@@ -274,6 +274,20 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
         else:
             kubelet["reservedSystemCPUs"] = format_cpuset(reserved)
 
+    dropped = {n: str(v["cpu"]) for n in ("kubeReserved", "systemReserved")
+               for v in [getattr(k, n) or {}] if "cpu" in v}
+    if dropped and reserved:
+        asked = sum((quantity.parse_cpu(v).value for v in dropped.values()), Fraction(0))
+        if asked != len(reserved):
+            terms = " + ".join(f"{n}.cpu {v}" for n, v in dropped.items())
+            strict = opts.get("strict-cpu-reservation") == "true"
+            res(WARNING, "kubelet.reservedSystemCPUs",
+                f"{terms} = {quantity.format_cpu(asked)} CPUs, but reservedSystemCPUs "
+                f"{kubelet.get('reservedSystemCPUs')!r} holds {len(reserved)}: the kubelet "
+                f"reserves exactly the listed CPUs (allocatable cpu = capacity - "
+                f"{len(reserved)})"
+                + ("" if strict else "; without the strict-cpu-reservation option, Burstable "
+                   "and BestEffort pods still run on them"))
     for name in ("kubeReserved", "systemReserved"):
         if reserved_maps[name]:
             kubelet[name] = reserved_maps[name]
