@@ -107,8 +107,13 @@ def test_cpu_dropped_from_reservations_with_warning():
     assert [(r.severity, r.path, r.current) for r in results] == [
         (WARNING, "spec.nodePools[0].kubelet.kubeReserved.cpu", "500m"),
         (WARNING, "spec.nodePools[0].kubelet.systemReserved.cpu", "1"),
+        (WARNING, "spec.nodePools[0].kubelet.reservedSystemCPUs", None),
     ]
-    assert all("reservedSystemCPUs replaces it" in r.message for r in results)
+    assert all("reservedSystemCPUs replaces it" in r.message for r in results[:2])
+    # 500m + 1 = 1500m CPUs asked, the 2 default reserved cores hold 4 CPUs (C04)
+    assert results[2].message.startswith("kubeReserved.cpu 500m + systemReserved.cpu 1 = "
+                                         "1500m CPUs, but reservedSystemCPUs '0-1,32-33' "
+                                         "holds 4")
     assert all(r.ref == REF for r in results)
 
 
