@@ -71,6 +71,20 @@ DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREAD
 FORMATS = ("configmap", "kubelet-config", "openshift", "kubeadm", "gke", "aks", "eks", "talos",
            "json6902")
 
+def _injector(name: str, flat: str, doc: str) -> Field:
+    """The config of one admission-time injector: proxy cpu and memory (request == limit)
+    and when to write them. Flat keys `<flat>Cpu`, `<flat>Memory`, `<flat>Mode`."""
+    return Field(name, "object", None, doc, fields=(
+        Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
+              "(null: not configured, warn when injection is detected).", flat=f"{flat}Cpu"),
+        Field("memory", "memory", None, "Memory request and limit of the injected proxy.",
+              flat=f"{flat}Memory"),
+        Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: also "
+              "without a visible opt-in (namespace-level injection); `never`.",
+              choices=("auto", "always", "never"), flat=f"{flat}Mode"),
+    ))
+
+
 POOL_FIELDS = (
     Field("name", "str", "inference", "Name of the node pool; names the emitted objects.",
           flat="nodePool"),
@@ -197,56 +211,12 @@ SCHEMA = (
         )),
         Field("injection", "object", None, "Sidecars injected at admission: their "
               "request == limit annotations on the pod template.", fields=(
-            Field("istio", "object", None, "Istio istio-proxy (and istio-init).", fields=(
-                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
-                      "(null: not configured, warn when injection is detected).",
-                      flat="istioCpu"),
-                Field("memory", "memory", None, "Memory request and limit of the injected "
-                      "proxy.", flat="istioMemory"),
-                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
-                      "also without a visible opt-in (namespace-level injection); `never`.",
-                      choices=("auto", "always", "never"), flat="istioMode"),
-            )),
-            Field("linkerd", "object", None, "Linkerd linkerd-proxy (and linkerd-init).", fields=(
-                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
-                      "(null: not configured, warn when injection is detected).",
-                      flat="linkerdCpu"),
-                Field("memory", "memory", None, "Memory request and limit of the injected "
-                      "proxy.", flat="linkerdMemory"),
-                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
-                      "also without a visible opt-in (namespace-level injection); `never`.",
-                      choices=("auto", "always", "never"), flat="linkerdMode"),
-            )),
-            Field("knativeQueueProxy", "object", None, "Knative queue-proxy (Knative Services, KServe serverless).", fields=(
-                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
-                      "(null: not configured, warn when injection is detected).",
-                      flat="queueProxyCpu"),
-                Field("memory", "memory", None, "Memory request and limit of the injected "
-                      "proxy.", flat="queueProxyMemory"),
-                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
-                      "also without a visible opt-in (namespace-level injection); `never`.",
-                      choices=("auto", "always", "never"), flat="queueProxyMode"),
-            )),
-            Field("vault", "object", None, "Vault agent (vault-agent, vault-agent-init).", fields=(
-                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
-                      "(null: not configured, warn when injection is detected).",
-                      flat="vaultCpu"),
-                Field("memory", "memory", None, "Memory request and limit of the injected "
-                      "proxy.", flat="vaultMemory"),
-                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
-                      "also without a visible opt-in (namespace-level injection); `never`.",
-                      choices=("auto", "always", "never"), flat="vaultMode"),
-            )),
-            Field("dapr", "object", None, "Dapr daprd.", fields=(
-                Field("cpu", "cpu", None, "CPU request and limit of the injected proxy "
-                      "(null: not configured, warn when injection is detected).",
-                      flat="daprCpu"),
-                Field("memory", "memory", None, "Memory request and limit of the injected "
-                      "proxy.", flat="daprMemory"),
-                Field("mode", "choice", "auto", "`auto`: when the workload opts in; `always`: "
-                      "also without a visible opt-in (namespace-level injection); `never`.",
-                      choices=("auto", "always", "never"), flat="daprMode"),
-            )),
+            _injector("istio", "istio", "Istio istio-proxy (and istio-init)."),
+            _injector("linkerd", "linkerd", "Linkerd linkerd-proxy (and linkerd-init)."),
+            _injector("knativeQueueProxy", "queueProxy",
+                      "Knative queue-proxy (Knative Services, KServe serverless)."),
+            _injector("vault", "vault", "Vault agent (vault-agent, vault-agent-init)."),
+            _injector("dapr", "dapr", "Dapr daprd."),
         )),
         Field("shm", "object", None, "Memory-backed emptyDir volumes.", fields=(
             Field("sizeLimitPercent", "int", 25, "sizeLimit for a `medium: Memory` emptyDir "
