@@ -43,7 +43,8 @@ class Field:
 
     `kind` is one of: str, text (multi-line), int, bool, cpu, memory, duration, version,
     choice, list,
-    choicelist, map, any, object, objectlist. `fields` holds the children of object kinds.
+    choicelist, map, any (a mapping of plain data), data (plain data of any shape; the flat
+    form keeps the string), object, objectlist. `fields` holds the children of object kinds.
     `flat` is the key of this field in the ConfigMap form (default: the field name); leaves
     under `nodePools` configure the first node pool. `minimum`/`maximum` bound int values
     (inclusive); `min_items` is the shortest allowed list (list kinds), `item` names one
@@ -112,6 +113,10 @@ POOL_FIELDS = (
         Field("spreadAcrossNuma", "bool", False, "Split the reserved cores evenly across NUMA "
               "nodes instead of taking the lowest cores of NUMA node 0.",
               flat="spreadReservedAcrossNuma"),
+        Field("spreadMemoryAcrossNuma", "bool", False, "memoryManagerPolicy Static: split the "
+              "computed reservedMemory evenly across NUMA nodes (whole Mi, whole hugepages) "
+              "instead of reserving it all on NUMA node 0.",
+              flat="spreadReservedMemoryAcrossNuma"),
     )),
     Field("kubelet", "object", None, "KubeletConfiguration settings for the pool.", fields=(
         Field("cpuManagerPolicyOptions", "map", {"full-pcpus-only": "true"},
@@ -123,6 +128,11 @@ POOL_FIELDS = (
               "Topology Manager policy. best-effort always admits; restricted and "
               "single-numa-node reject pods that do not fit (TopologyAffinityError).",
               choices=("none", "best-effort", "restricted", "single-numa-node")),
+        Field("topologyManagerPolicyOptions", "map", {},
+              "Topology Manager options, checked against kubernetesVersion: "
+              "`prefer-closest-numa-nodes` (\"true\"/\"false\"; best-effort and restricted "
+              "only), `max-allowable-numa-nodes` (at least 8; added automatically for pools "
+              "with more than 8 NUMA nodes)."),
         Field("topologyManagerScope", "choice", "pod",
               "Align each container (`container`) or the whole pod (`pod`).",
               choices=("container", "pod")),
@@ -132,12 +142,20 @@ POOL_FIELDS = (
         Field("reservedSystemCPUs", "str", None,
               "Explicit cpuset for system daemons (e.g. `0-1,32-33`); overrides "
               "`reserved.cores`."),
-        Field("kubeReserved", "map", {"memory": "500Mi"}, "kubeReserved (cpu is dropped: "
-              "reservedSystemCPUs replaces it)."),
-        Field("systemReserved", "map", {"memory": "500Mi"}, "systemReserved (cpu is dropped)."),
-        Field("evictionHard", "map", {"memory.available": "100Mi"},
-              "Hard eviction thresholds, merged over the kubelet defaults (setting one "
-              "signal would otherwise zero the others)."),
+        Field("reservedMemory", "data", None, "memoryManagerPolicy Static: an explicit "
+              "reservedMemory list ([{numaNode: 0, limits: {memory: 1636Mi}}], or the kubelet "
+              "flag form `0:memory=836Mi;1:memory=800Mi`), checked to sum to kubeReserved + "
+              "systemReserved + evictionHard[memory.available] per type. null: computed."),
+        Field("kubeReserved", "map", None, "kubeReserved (cpu is dropped: "
+              "reservedSystemCPUs replaces it). null: {memory: 500Mi}, or the baseline's "
+              "kubeReserved when output.baseline sets one."),
+        Field("systemReserved", "map", None, "systemReserved (cpu is dropped). null: "
+              "{memory: 500Mi}, or the baseline's systemReserved when output.baseline sets "
+              "one."),
+        Field("evictionHard", "map", {},
+              "Hard eviction thresholds, merged over the kubelet defaults (memory.available "
+              "100Mi, nodefs.available 10%, nodefs.inodesFree 5%, imagefs.available 15%) and "
+              "the baseline's (setting one signal would otherwise zero the others)."),
         Field("podPidsLimit", "int", 4096, "pids.max of every pod cgroup.", minimum=1,
               maximum=4194304),
         Field("failCgroupV1", "bool", True, "Refuse to start on cgroup v1 nodes "
@@ -456,8 +474,8 @@ def _map_key(a: Any, path: str) -> str:
 def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
     """Convert one leaf value to its Python form; raise ConfigError naming `path`."""
     if v is None:
-        if f.kind in ("cpu", "memory", "str", "int", "text", "any", "bool", "choice") \
-                and f.default is None:
+        if f.kind in ("cpu", "memory", "str", "int", "text", "any", "bool", "choice", "map",
+                      "data") and f.default is None:
             return None
         raise ConfigError(path, "must not be null")
     k = f.kind
@@ -569,6 +587,12 @@ def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
         if not isinstance(v, dict):
             raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
         _check_plain(v, path)
+        return v
+    if k == "data":
+        # Plain data of any shape, checked by its user (e.g. krm_fn.node.memory.parse); the
+        # flat form keeps the string as written.
+        if not (from_flat and isinstance(v, str)):
+            _check_plain(v, path, 2)
         return v
     raise AssertionError(k)
 
@@ -778,8 +802,8 @@ def _check(cfg: SimpleNamespace) -> None:
                               f"{t.sockets * t.numaNodesPerSocket} NUMA nodes per node; Linux "
                               f"supports at most {MAX_NUMA_NODES}")
         kp = f"spec.nodePools[{i}].kubelet"
-        _check_reserved(p.kubelet.kubeReserved, f"{kp}.kubeReserved")
-        _check_reserved(p.kubelet.systemReserved, f"{kp}.systemReserved")
+        _check_reserved(p.kubelet.kubeReserved or {}, f"{kp}.kubeReserved")
+        _check_reserved(p.kubelet.systemReserved or {}, f"{kp}.systemReserved")
         _check_eviction(p.kubelet.evictionHard, f"{kp}.evictionHard")
     if cfg.workloads.initContainerCpu.is_integer:
         raise ConfigError("spec.workloads.initContainerCpu", f"must be a fractional CPU such as "

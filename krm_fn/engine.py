@@ -384,7 +384,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     # nothing is changed on a config error.
     plans, plan_results = [], []
     for pool_index, pool in enumerate(cfg.nodePools):
-        plan, presults = plan_mod.build(pool, cfg.kubernetesVersion, fc_ref, pool_index)
+        plan, presults = plan_mod.build(pool, cfg.kubernetesVersion, fc_ref, pool_index,
+                                         cfg.output.baseline)
         if config_mod.is_flat(function_config):
             presults = [dataclasses.replace(r, path=config_mod.flat_path(r.path))
                         if r.path else r for r in presults]

@@ -298,6 +298,10 @@ def parse(text: str, require_resource_list: bool) -> Document:
     root = nodes[0]
     fields: dict = {}
     for k, v in root.value:
+        if not isinstance(k, yaml.ScalarNode):
+            raise InputError(f"ResourceList: keys must be strings, found a "
+                             f"{'mapping' if isinstance(k, yaml.MappingNode) else 'list'} "
+                             f"key (line {k.start_mark.line + 1})")
         if k.value in fields:
             raise InputError(f"ResourceList: duplicate key {k.value!r} (line "
                              f"{k.start_mark.line + 1})")

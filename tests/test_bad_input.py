@@ -146,6 +146,11 @@ CASES: dict[str, Case] = {
     # found by tests/test_fuzz.py (was an internal error in rules/engines.py; fixed)
     "b59-env-name-is-a-list.yaml": Case(
         (f"Pod p {C0}.env[0]:", "env[0] must be a mapping with a name")),
+    # a non-string key at the ResourceList root (was an internal TypeError; found by fuzzing)
+    "b60-list-key-at-root.yaml": Case(
+        ("ResourceList: keys must be strings, found a list key (line 1)",), False),
+    "b61-mapping-key-at-root.yaml": Case(
+        ("ResourceList: keys must be strings, found a mapping key (line 3)",), False),
     # --- deep nesting: the real process's stack
     # (was an internal RecursionError at ~500 levels; fixed)
     "d01-deep-flow-nesting.yaml": Case(("exceeded maximum nesting depth",), False,

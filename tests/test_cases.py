@@ -553,3 +553,81 @@ def test_c04_reserved_cpus_exact_field_cpu_dropped_and_arithmetic_warned():
         "; without the strict-cpu-reservation option, Burstable and BestEffort pods still "
         "run on them")
     assert "kubelet.kubeReserved.cpu" in " ".join(warn)
+
+
+def test_c05_policy_change_against_the_baseline_gets_a_rollout_note_and_steps():
+    p, out = run_case("c05-policy-change")
+    assert p.returncode == 0, p.stderr
+    note = ("drain the node and delete /var/lib/kubelet/cpu_manager_state and "
+            "/var/lib/kubelet/memory_manager_state while the kubelet is stopped "
+            "(cpuManagerPolicy none -> static; reservedSystemCPUs (unset) -> 0,8; "
+            "memoryManagerPolicy None -> Static; reservedMemory (unset) -> 0:memory=1084Mi)")
+    for name in ("kubelet-config-inference", "kubelet-config-inference-talos"):
+        cm = item(out, "ConfigMap", name)
+        assert cm["metadata"]["annotations"] == {"krm-fn.dev/rollout-note": note}
+    [warn] = [r for r in results(out, "warning") if "checkpoint" in r["message"]]
+    assert warn["field"] == {"path": "spec.output.baseline.kubeletconfig.cpuManagerPolicy",
+                             "currentValue": "none", "proposedValue": "static"}
+    assert warn["message"] == (
+        "the node's resource-manager checkpoint was written under other settings "
+        "(cpuManagerPolicy none -> static; reservedSystemCPUs (unset) -> 0,8; "
+        "memoryManagerPolicy None -> Static; reservedMemory (unset) -> 0:memory=1084Mi): the "
+        "kubelet refuses to start with the new config until the state is reset. krm-fn does "
+        "not reconfigure nodes; on each node of the pool: 1. Cordon the node: kubectl cordon "
+        "<node>; 2. Drain the node: kubectl drain <node> --ignore-daemonsets "
+        "--delete-emptydir-data; 3. Stop the kubelet; 4. Delete "
+        "/var/lib/kubelet/cpu_manager_state; 5. Delete /var/lib/kubelet/memory_manager_state; "
+        "6. Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir "
+        "drop-in directory, or as a kubeadm kubeletconfiguration patch); 7. Start the kubelet; "
+        "8. Uncordon the node: kubectl uncordon <node>")
+    # reservedMemory counts what the node runs with: kubeReserved 500Mi (krm-fn default, the
+    # baseline has none) + the baseline's systemReserved 384Mi (Talos) + its eviction 200Mi
+    cfg = load(item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"])
+    assert cfg["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "1084Mi"}}]
+    assert "systemReserved" not in cfg
+    assert cfg["evictionHard"]["memory.available"] == "200Mi"
+    assert not [r for r in results(out, "warning") if r["message"].startswith("Talos")]
+
+
+def test_c05_reserved_cpus_change_alone_resets_only_the_cpu_state():
+    text = (TESTDATA / "c05-policy-change" / "input.yaml").read_text()
+    text = text.replace("kubelet: {memoryManagerPolicy: Static}", "kubelet: {}").replace(
+        "cpuManagerPolicy: none", "cpuManagerPolicy: static\n          reservedSystemCPUs: 0-1")
+    p, out = run_case("", text)
+    cm = item(out, "ConfigMap", "kubelet-config-inference")
+    assert cm["metadata"]["annotations"]["krm-fn.dev/rollout-note"] == (
+        "drain the node and delete /var/lib/kubelet/cpu_manager_state while the kubelet is "
+        "stopped (reservedSystemCPUs 0-1 -> 0,8)")
+    assert "memory_manager_state" not in cm["data"]["rollout.txt"]
+
+
+def test_c05_same_settings_spelled_differently_need_no_state_reset():
+    text = (TESTDATA / "c05-policy-change" / "input.yaml").read_text()
+    text = text.replace("kubelet: {memoryManagerPolicy: Static}", "kubelet: {}").replace(
+        "cpuManagerPolicy: none", "cpuManagerPolicy: static\n          reservedSystemCPUs: 8,0")
+    p, out = run_case("", text)
+    cm = item(out, "ConfigMap", "kubelet-config-inference")
+    assert "annotations" not in cm["metadata"]
+    assert not [r for r in results(out, "warning") if "checkpoint" in r["message"]]
+    assert cm["data"]["rollout.txt"].splitlines()[-1] == (
+        "3. Restart the kubelet (the CPU and Memory Manager settings are unchanged: no drain, "
+        "the state files stay)")
+
+
+def test_c15_memory_qos_never_enabled_request_raised_and_warned():
+    p, out = run_case("c15-memory-qos")
+    assert p.returncode == 0, p.stderr
+    pod = item(out, "Pod", "mem")
+    assert res(pod["spec"]["containers"][0]) == {
+        "requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
+    cfg = load(item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"])
+    assert "MemoryQoS" not in str(cfg) and "cpuCFSQuota" not in cfg
+    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
+    assert list(warn) == ["spec.nodePools[0].kubelet.extra.featureGates.MemoryQoS",
+                          "spec.output.baseline.featureGates.MemoryQoS",
+                          "spec.output.baseline.cpuCFSQuota"]
+    assert warn["spec.output.baseline.featureGates.MemoryQoS"].startswith(
+        "the baseline enables the MemoryQoS feature gate (alpha, KEP-2570): on cgroup v2 it "
+        "sets memory.high on containers whose memory request is below the limit and throttles "
+        "them early (memory.high at memoryThrottlingFactor 0.6 of the way from request to "
+        "limit; kubernetes/enhancements#3818), and it can livelock on kernels before 5.9")

@@ -130,3 +130,79 @@ def check_cpu_options(options: dict[str, str], version: tuple[int, int],
                             f"topologyManagerPolicy {topology_policy!r}: the kubelet refuses "
                             f"to start; remove the option or choose another policy")
     return gates, problems
+
+
+# Topology Manager policy options (`topologyManagerPolicyOptions`, kubelet.md §4; kubelet
+# pkg/kubelet/cm/topologymanager/policy_options.go). Maturity by release, from the KEPs'
+# milestones: option -> (source, alpha since, beta since, GA since; None = skipped stage).
+# Beta options need `TopologyManagerPolicyBetaOptions` (on by default, never written);
+# alpha ones need `TopologyManagerPolicyAlphaOptions: true`.
+TOPOLOGY_ALPHA_GATE = "TopologyManagerPolicyAlphaOptions"
+TOPOLOGY_OPTIONS: dict[str, tuple[str, tuple[int, int] | None, tuple[int, int] | None,
+                                  tuple[int, int] | None]] = {
+    "prefer-closest-numa-nodes": ("KEP-3545", (1, 26), (1, 28), (1, 32)),
+    "max-allowable-numa-nodes": ("KEP-4622", None, (1, 31), (1, 35)),
+}
+# prefer-closest-numa-nodes only changes how best-effort and restricted pick among
+# multi-NUMA hints (KEP-3545).
+PREFER_CLOSEST_POLICIES = ("best-effort", "restricted")
+# max-allowable-numa-nodes: the kubelet rejects values below its built-in limit (kubelet.md §4).
+MAX_ALLOWABLE_NUMA_MIN = 8
+
+
+def topology_maturity(option: str, version: tuple[int, int]) -> str | None:
+    """Maturity of Topology Manager policy option `option` on Kubernetes `version`
+    (major, minor): "alpha", "beta", "ga", or None when the option does not exist there.
+    Raises KeyError for an option not in TOPOLOGY_OPTIONS."""
+    _, alpha, beta, ga = TOPOLOGY_OPTIONS[option]
+    v = tuple(version)
+    for since, stage in ((ga, GA), (beta, BETA), (alpha, ALPHA)):
+        if since is not None and v >= since:
+            return stage
+    return None
+
+
+def check_topology_options(options: dict[str, str], version: tuple[int, int],
+                           policy: str) -> tuple[dict[str, bool], list[str], list[str]]:
+    """Check `topologyManagerPolicyOptions` for a kubelet of `version`.
+
+    `options` maps option name -> value (strings); `policy` is `topologyManagerPolicy`.
+    Returns `(gates, problems, notes)`: `gates` the featureGates to emit
+    (`{"TopologyManagerPolicyAlphaOptions": True}` when a listed option is alpha on
+    `version`); `problems` error messages (unknown option, option not in this release,
+    `prefer-closest-numa-nodes` not "true"/"false", `max-allowable-numa-nodes` not a whole
+    number >= 8); `notes` warning messages (an option that has no effect with `policy`).
+    Source: kubelet.md §4, KEP-3545, KEP-4622. Never raises for bad input."""
+    gates: dict[str, bool] = {}
+    problems: list[str] = []
+    notes: list[str] = []
+    vs = version_str(version)
+    for name, value in options.items():
+        if name not in TOPOLOGY_OPTIONS:
+            problems.append(f"unknown Topology Manager policy option {name!r} (known: "
+                            f"{', '.join(TOPOLOGY_OPTIONS)}); the kubelet refuses to start")
+            continue
+        source, alpha, beta, _ = TOPOLOGY_OPTIONS[name]
+        stage = topology_maturity(name, version)
+        if stage is None:
+            first = alpha or beta
+            problems.append(f"Topology Manager policy option {name!r} does not exist in "
+                            f"Kubernetes {vs} (added in {version_str(first)}, {source}); the "
+                            f"kubelet refuses to start with it")
+        elif stage == ALPHA:
+            gates[TOPOLOGY_ALPHA_GATE] = True
+        if name == "prefer-closest-numa-nodes":
+            if value not in ("true", "false"):
+                problems.append(f"topologyManagerPolicyOptions.{name} must be \"true\" or "
+                                f"\"false\", found {value!r}")
+            elif value == "true" and policy not in PREFER_CLOSEST_POLICIES:
+                notes.append(f"topologyManagerPolicyOptions.{name} has no effect with "
+                             f"topologyManagerPolicy {policy!r}: it only changes how "
+                             f"best-effort and restricted choose among NUMA nodes")
+        elif name == "max-allowable-numa-nodes":
+            if not (value.isascii() and value.isdigit() and len(value) <= 5) \
+                    or int(value) < MAX_ALLOWABLE_NUMA_MIN:
+                problems.append(f"topologyManagerPolicyOptions.{name} must be a whole number "
+                                f"of at least {MAX_ALLOWABLE_NUMA_MIN}, found {value!r}; the "
+                                f"kubelet refuses smaller values")
+    return gates, problems, notes

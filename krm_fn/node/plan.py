@@ -12,6 +12,8 @@ from fractions import Fraction
 from typing import Any
 
 from krm_fn import quantity
+from krm_fn.node import baseline as baseline_mod
+from krm_fn.node import memory as memory_mod
 from krm_fn.node import options as cpu_options
 from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
 from krm_fn.results import ERROR, WARNING, Ref, Result
@@ -39,8 +41,11 @@ SINGLE_PROCESS_OOM_KILL_SINCE = (1, 32)   # kubelet.md §1, §9   # DisableCPUQu
 TOPOLOGY_MAX_NUMA_DEFAULT = 8
 MAX_ALLOWABLE_NUMA_OPTION = "max-allowable-numa-nodes"
 
+# kubeReserved / systemReserved when neither the config nor the baseline sets them.
+DEFAULT_RESERVED = {"memory": "500Mi"}
+
 # Fields that make `reservedSystemCPUs` a kubelet validation error (kubelet.md §1, §6).
-RESERVED_CGROUP_FIELDS = ("systemReservedCgroup", "kubeReservedCgroup")
+RESERVED_CGROUP_FIELDS = baseline_mod.RESERVED_CGROUP_FIELDS
 
 # Changing the CPU/memory manager policy or the reserved set on a node whose checkpoint was
 # written under other settings makes the kubelet crash-loop (kubelet.md §3 last bullet,
@@ -48,8 +53,10 @@ RESERVED_CGROUP_FIELDS = ("systemReservedCgroup", "kubeReservedCgroup")
 # KubeletConfiguration fields krm-fn writes itself: kubelet.extra may not set them (the
 # checks above would be bypassed). Value: the typed pool field to use instead, or None.
 MANAGED: dict[str, str | None] = {
-    "apiVersion": None, "kind": None, "cpuManagerPolicy": None, "reservedMemory": None,
+    "apiVersion": None, "kind": None, "cpuManagerPolicy": None,
+    "reservedMemory": "reservedMemory",
     "cpuManagerPolicyOptions": "cpuManagerPolicyOptions",
+    "topologyManagerPolicyOptions": "topologyManagerPolicyOptions",
     "cpuManagerReconcilePeriod": "cpuManagerReconcilePeriod",
     "topologyManagerPolicy": "topologyManagerPolicy",
     "topologyManagerScope": "topologyManagerScope",
@@ -61,17 +68,7 @@ MANAGED: dict[str, str | None] = {
     "singleProcessOOMKill": "singleProcessOOMKill", "cgroupDriver": "cgroupDriver",
 }
 
-ROLLOUT_STEPS: tuple[str, ...] = (
-    "Cordon the node: kubectl cordon <node>",
-    "Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data",
-    "Stop the kubelet",
-    "Delete /var/lib/kubelet/cpu_manager_state",
-    "Delete /var/lib/kubelet/memory_manager_state when memoryManagerPolicy changes",
-    "Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir "
-    "drop-in directory, or as a kubeadm kubeletconfiguration patch)",
-    "Start the kubelet",
-    "Uncordon the node: kubectl uncordon <node>",
-)
+ROLLOUT_STEPS: tuple[str, ...] = tuple(baseline_mod.rollout_steps(None))
 
 
 @dataclass
@@ -84,7 +81,9 @@ class NodePlan:
     (capacity left for pods' exclusive CPUs; kubelet.md §6 allocatable = capacity −
     count(reservedSystemCPUs)); `kubelet`: the KubeletConfiguration as a plain,
     insertion-ordered dict (str/int/bool/list/dict only); `rollout`: imperative steps to
-    apply it on a node.
+    apply it on a node; `state_changes`: krm_fn.node.baseline.StateChange list, the
+    checkpoint-relevant settings that differ from `spec.output.baseline` (empty without a
+    baseline or without such a change).
     """
 
     pool: str
@@ -94,6 +93,7 @@ class NodePlan:
     exclusive_cpus: int
     kubelet: dict
     rollout: list[str] = field(default_factory=lambda: list(ROLLOUT_STEPS))
+    state_changes: list = field(default_factory=list)
 
 
 class _Unplain(ValueError):
@@ -120,14 +120,17 @@ def _plain(v: Any) -> Any:
     raise _Unplain(f"unsupported value of type {type(v).__name__}: {v!r}")
 
 
-def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
+def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: Any = None
           ) -> tuple[NodePlan, list[Result]]:
     """Build the NodePlan of one node pool.
 
     `pool`: a `spec.nodePools[i]` namespace from krm_fn.config.load (see POOL_FIELDS);
     `version`: target Kubernetes (major, minor); `ref`: the functionConfig's Ref, used as
     the resourceRef of every result; `index`: i, for result paths such as
-    `spec.nodePools[0].kubelet.kubeReserved.cpu`.
+    `spec.nodePools[0].kubelet.kubeReserved.cpu`; `baseline`: `spec.output.baseline` (the
+    nodes' current KubeletConfiguration, plain data, or None): unset kubeReserved /
+    systemReserved / evictionHard values come from it, reservedMemory is computed from the
+    merged values, and the merged result is checked (krm_fn.node.baseline.reconcile).
 
     Returns `(plan, results)`. Problems the kubelet would refuse at start-up are error
     results (the plan is still returned, holding what was asked); dropped or overridden
@@ -142,12 +145,14 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
     k = pool.kubelet
     results: list[Result] = []
 
-    def res(sev: str, path: str, msg: str, current: Any = None, proposed: Any = None):
-        results.append(Result(msg, sev, ref, f"{p}.{path}",
+    def res(sev: str, path: str, msg: str, current: Any = None, proposed: Any = None,
+            absolute: bool = False):
+        results.append(Result(msg, sev, ref, path if absolute else f"{p}.{path}",
                               None if current is None else str(current),
                               None if proposed is None else str(proposed)))
 
     topo = Topology.from_config(pool.topology)
+    base, base_path = baseline_mod.unwrap(baseline)
     kubelet: dict[str, Any] = {"apiVersion": KUBELET_API_VERSION, "kind": KUBELET_KIND}
 
     # cpuManagerPolicyOptions: availability per version, forbidden pairs, alpha gate (§3, §2).
@@ -175,13 +180,28 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
         kubelet["cpuManagerPolicyOptions"] = opts
     kubelet["cpuManagerReconcilePeriod"] = str(k.cpuManagerReconcilePeriod)
     kubelet["topologyManagerPolicy"] = str(k.topologyManagerPolicy)
+    # topologyManagerPolicyOptions: availability per version, values (§4).
+    topts = {str(a): str(b) for a, b in (k.topologyManagerPolicyOptions or {}).items()}
+    tgates, tproblems, tnotes = cpu_options.check_topology_options(
+        topts, version, str(k.topologyManagerPolicy))
+    for msg in tproblems:
+        res(ERROR, "kubelet.topologyManagerPolicyOptions", msg)
+    for msg in tnotes:
+        res(WARNING, "kubelet.topologyManagerPolicyOptions", msg)
+    if tgates:
+        kubelet.setdefault("featureGates", {}).update(tgates)
+    if topts:
+        kubelet["topologyManagerPolicyOptions"] = topts
     kubelet["topologyManagerScope"] = str(k.topologyManagerScope)
     kubelet["memoryManagerPolicy"] = str(k.memoryManagerPolicy)
 
     # kubeReserved / systemReserved: cpu is replaced by reservedSystemCPUs (§6).
     reserved_maps: dict[str, dict[str, str]] = {}
     for name in ("kubeReserved", "systemReserved"):
-        m = {str(a): str(b) for a, b in (getattr(k, name) or {}).items()}
+        given = getattr(k, name)
+        if given is None:   # unset: the baseline's own map, else krm-fn's default
+            given = {} if isinstance(base.get(name), dict) else DEFAULT_RESERVED
+        m = {str(a): str(b) for a, b in given.items()}
         if "cpu" in m:
             res(WARNING, f"kubelet.{name}.cpu",
                 f"{name}.cpu {m['cpu']!r} dropped: reservedSystemCPUs replaces it (with "
@@ -193,39 +213,16 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
         reserved_maps[name] = m
 
     eviction = dict(EVICTION_HARD_DEFAULTS)
+    eviction.update(baseline_mod.string_map(base.get("evictionHard")))
     eviction.update({str(a): str(b) for a, b in (k.evictionHard or {}).items()})
 
-    # reservedMemory (Static only): Σ limits.memory == kube + system + eviction (§5).
+    # reservedMemory (Static only): per type, Σ over NUMA nodes == kube + system (+ eviction
+    # for memory), on the values the kubelet will run with (baseline merged) (§5).
     if k.memoryManagerPolicy == "Static":
-        total = Fraction(0)
-        ok = True
-        terms = [(f"kubelet.{n}.memory", reserved_maps[n].get("memory"))
-                 for n in ("kubeReserved", "systemReserved")]
-        terms.append(("kubelet.evictionHard.memory.available", eviction["memory.available"]))
-        for path, text in terms:
-            if text is None:
-                continue
-            if text.endswith("%"):
-                res(ERROR, path, f"memoryManagerPolicy Static needs reservedMemory = "
-                    f"kubeReserved.memory + systemReserved.memory + evictionHard"
-                    f"[memory.available], and krm-fn cannot resolve the percentage {text!r} "
-                    f"without the node's capacity; write an absolute quantity such as 100Mi",
-                    current=text)
-                ok = False
-                continue
-            try:
-                total += quantity.parse_memory(text).value
-            except quantity.QuantityError as e:
-                res(ERROR, path, f"not a memory quantity: {e}", current=text)
-                ok = False
-        if ok and total == 0:
-            res(ERROR, "kubelet.memoryManagerPolicy", "memoryManagerPolicy Static needs a "
-                "non-zero reservedMemory, but kubeReserved.memory + systemReserved.memory + "
-                "evictionHard[memory.available] is 0; reserve some memory")
-            ok = False
-        if ok:
-            kubelet["reservedMemory"] = [{"numaNode": 0,
-                                          "limits": {"memory": quantity.format_binary_si(total)}}]
+        _reserved_memory(kubelet, k, pool, topo, base, reserved_maps, eviction, res)
+    elif k.reservedMemory is not None:
+        res(WARNING, "kubelet.reservedMemory", "reservedMemory is only used with "
+            "memoryManagerPolicy Static; it is left out")
 
     # reservedSystemCPUs: explicit cpuset, or whole cores chosen from the topology (§6, §13).
     reserved: list[int] = []
@@ -332,21 +329,36 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
                 + (f"; set kubelet.{typed} instead" if typed else
                    " (it follows from the pool's other settings)"))
             continue
+        if key == "cpuCFSQuota" and value is False:
+            res(WARNING, path, "cpuCFSQuota: false is left out: it turns off CPU limits for "
+                "every pod on the node (kubelet.md §9); pinned containers need no such "
+                "setting (on 1.33+ the kubelet drops their quota itself, "
+                "DisableCPUQuotaWithExclusiveCPUs)", current="false")
+            continue
         if key == "featureGates":
             if not isinstance(value, dict):
                 res(ERROR, path, "featureGates must be a mapping of gate name to true/false")
                 continue
             gates = dict(kubelet.get("featureGates") or {})
-            for gate, on in value.items():
+            for gate, on in list(value.items()):
+                if gate == "MemoryQoS" and on is True:
+                    res(WARNING, f"{path}.{gate}", "MemoryQoS: true is left out: krm-fn never "
+                        "enables MemoryQoS (alpha, KEP-2570): it sets memory.high on "
+                        "containers whose memory request is below the limit and throttles "
+                        "them early (kubernetes/enhancements#3818), and can livelock on "
+                        "kernels before 5.9; the pinned pods are Guaranteed anyway "
+                        "(request == limit: no memory.high)", current="true")
+                    continue
                 if gate in gates and gates[gate] != on:
                     res(ERROR, f"{path}.{gate}", f"feature gate {gate} is {gates[gate]} because "
-                        f"of the pool's cpuManagerPolicyOptions; extra.featureGates cannot set "
+                        f"of the pool's policy options; extra.featureGates cannot set "
                         f"it to {on}")
                 gates[gate] = on
-            kubelet["featureGates"] = gates
+            if gates:
+                kubelet["featureGates"] = gates
             continue
         kubelet[key] = value
-    _check_numa_limit(kubelet, topo, res)
+    _check_numa_limit(kubelet, topo, version, res)
     if kubelet.get("reservedSystemCPUs"):
         for key in RESERVED_CGROUP_FIELDS:
             if kubelet.get(key):
@@ -354,19 +366,75 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0
                     f"reservedSystemCPUs: the kubelet rejects the configuration; remove "
                     f"{key} (or set it to \"\")", current=kubelet[key])
 
+    changes = None
+    if baseline is not None:
+        findings, changes = baseline_mod.reconcile(kubelet, base, base_path, tuple(version))
+        for sev, path, msg, current, proposed in findings:
+            res(sev, path, msg, None if current is None else _text(current),
+                None if proposed is None else _text(proposed), absolute=True)
     plan = NodePlan(pool=str(pool.name),
                     node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},
                     topology=topo, reserved_cpus=reserved,
                     exclusive_cpus=topo.total_cpus - len(reserved),
-                    kubelet=kubelet, rollout=_rollout(kubelet))
+                    kubelet=kubelet, rollout=_rollout(kubelet, changes),
+                    state_changes=list(changes or []))
     return plan, results
 
 
-def _check_numa_limit(kubelet: dict, topo: Topology, res) -> None:
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        import json
+        return json.dumps(value, separators=(",", ":"))
+    return str(value)
+
+
+def _reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict,
+                     reserved_maps: dict, eviction: dict, res) -> None:
+    """Set kubelet["reservedMemory"] for memoryManagerPolicy Static (kubelet.md §5): the
+    explicit `kubelet.reservedMemory` when it sums right, else computed and placed on NUMA
+    node 0 (or spread with reserved.spreadMemoryAcrossNuma). Errors name the field."""
+    merged = {n: {**baseline_mod.string_map(base.get(n)), **reserved_maps[n]}
+              for n in ("kubeReserved", "systemReserved")}
+    path_of = {"kubeReserved": "kubelet.kubeReserved", "systemReserved": "kubelet.systemReserved",
+               "evictionHard": "kubelet.evictionHard"}
+    try:
+        totals, terms = memory_mod.required(merged["kubeReserved"], merged["systemReserved"],
+                                            eviction)
+    except memory_mod.ReservedMemoryError as e:
+        top, _, rest = e.path.partition(".")
+        res(ERROR, f"{path_of[top]}.{rest}", e.message,
+            current=(merged.get(top) or eviction).get(rest))
+        return
+    numas = sorted({c.numa for c in topo.cpus()})
+    if k.reservedMemory is not None:
+        try:
+            entries = memory_mod.parse(k.reservedMemory)
+        except memory_mod.ReservedMemoryError as e:
+            res(ERROR, f"kubelet.{e.path}", e.message)
+            return
+        problems = memory_mod.check(entries, totals, terms, numas)
+        for e in problems:
+            res(ERROR, f"kubelet.{e.path}", e.message)
+        if not problems:
+            kubelet["reservedMemory"] = entries
+        return
+    if totals.get(memory_mod.MEMORY, 0) == 0 and not any(totals.values()):
+        res(ERROR, "kubelet.memoryManagerPolicy", "memoryManagerPolicy Static needs a "
+            "non-zero reservedMemory, but kubeReserved.memory + systemReserved.memory + "
+            "evictionHard[memory.available] is 0; reserve some memory")
+        return
+    kubelet["reservedMemory"] = memory_mod.split(totals, numas,
+                                                 bool(pool.reserved.spreadMemoryAcrossNuma))
+
+
+def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
     """kubelet.md §4: a topologyManagerPolicy other than `none` on a node with more than 8
     NUMA nodes needs topologyManagerPolicyOptions max-allowable-numa-nodes >= the node's
     NUMA node count, else the kubelet fails with `unsupported on machines with more than 8
-    NUMA Nodes`."""
+    NUMA Nodes`. Unset: added (with a warning) where the option exists (1.31+, KEP-4622);
+    set too low, or before 1.31: an error."""
     policy = kubelet.get("topologyManagerPolicy")
     if policy == "none" or topo.numa_nodes <= TOPOLOGY_MAX_NUMA_DEFAULT:
         return
@@ -375,20 +443,35 @@ def _check_numa_limit(kubelet: dict, topo: Topology, res) -> None:
     text = None if raw is None else str(raw)
     if text is not None and re.fullmatch(r"[0-9]{1,5}", text) and int(text) >= topo.numa_nodes:
         return
+    exists = cpu_options.topology_maturity(MAX_ALLOWABLE_NUMA_OPTION, version) is not None
+    if text is None and exists:
+        kubelet.setdefault("topologyManagerPolicyOptions", {})[MAX_ALLOWABLE_NUMA_OPTION] = \
+            str(topo.numa_nodes)
+        res(WARNING, "kubelet.topologyManagerPolicyOptions",
+            f"the pool's nodes have {topo.numa_nodes} NUMA nodes: without the topology manager "
+            f"option {MAX_ALLOWABLE_NUMA_OPTION} the kubelet refuses to start with "
+            f"topologyManagerPolicy {policy!r} on more than {TOPOLOGY_MAX_NUMA_DEFAULT} NUMA "
+            f"nodes, so {MAX_ALLOWABLE_NUMA_OPTION}: \"{topo.numa_nodes}\" is added; pod "
+            f"admission takes longer as NUMA nodes grow (KEP-4622)",
+            proposed=str(topo.numa_nodes))
+        return
     have = "it is not set" if text is None else f"it is {text!r}"
+    fix = (f"set kubelet.topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to "
+           f"\"{topo.numa_nodes}\" or topologyManagerPolicy to none" if exists else
+           f"the option exists from Kubernetes 1.31, so set topologyManagerPolicy to none")
     res(ERROR, "kubelet.topologyManagerPolicy",
         f"topologyManagerPolicy {policy!r} on nodes with {topo.numa_nodes} NUMA nodes needs "
         f"the topology manager option {MAX_ALLOWABLE_NUMA_OPTION} >= {topo.numa_nodes} "
         f"({have}): without it the kubelet refuses to start on machines with more than "
-        f"{TOPOLOGY_MAX_NUMA_DEFAULT} NUMA nodes; set kubelet.extra."
-        f"topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to \"{topo.numa_nodes}\" "
-        f"or topologyManagerPolicy to none", current=policy)
+        f"{TOPOLOGY_MAX_NUMA_DEFAULT} NUMA nodes; {fix}", current=policy)
 
 
-def _rollout(kubelet: dict) -> list[str]:
-    """ROLLOUT_STEPS, with a first check when the config refuses cgroup v1 (kubelet.md §9:
-    failCgroupV1 true on a cgroup v1 host stops the kubelet)."""
-    steps = list(ROLLOUT_STEPS)
+def _rollout(kubelet: dict, changes=None) -> list[str]:
+    """The rollout steps (krm_fn.node.baseline.rollout_steps: the full procedure without a
+    baseline, else only what the StateChanges need), with a first check when the config
+    refuses cgroup v1 (kubelet.md §9: failCgroupV1 true on a cgroup v1 host stops the
+    kubelet)."""
+    steps = baseline_mod.rollout_steps(changes)
     if kubelet.get("failCgroupV1") is True:
         steps.insert(0, "Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` prints "
                         "cgroup2fs): failCgroupV1 is true, so the kubelet refuses to start on "

@@ -778,28 +778,25 @@ def test_json6902_without_baseline_is_an_error(plan, baseline):
     assert "spec.output.baseline" in r.message and "json6902" in r.message
 
 
-def test_json6902_reserved_cgroups_of_the_baseline(plan):
+def test_json6902_reserved_cgroups_of_the_baseline():
     base = {"kubeletconfig": {"systemReservedCgroup": "/system.slice",
                               "kubeReservedCgroup": "/runtime.slice",
                               "enforceNodeAllocatable": ["pods", "system-reserved",
                                                          "kube-reserved"]}}
-    objs, results = run("json6902", plan, base)
+    # the plan is built against the baseline (as the engine does): it carries the fixes
+    plan, results = node_plan.build(config.load(None).nodePools[0], (1, 34), REF, 0, base)
     paths = by_path(results)
     prefix = "spec.output.baseline.kubeletconfig."
     assert list(paths) == [prefix + "systemReservedCgroup", prefix + "kubeReservedCgroup",
-                           prefix + "enforceNodeAllocatable"]
+                           prefix + "enforceNodeAllocatable", prefix + "cpuManagerPolicy"]
     assert paths[prefix + "systemReservedCgroup"].current == "/system.slice"
     assert paths[prefix + "enforceNodeAllocatable"].proposed == '["pods"]'
+    objs, format_results = run("json6902", plan, base)
+    assert format_results == []
     patched = jsonpatch.apply_patch(base["kubeletconfig"],
                                     json.loads(file_of(objs, "kubelet-config.patch.json")))
     assert (patched["systemReservedCgroup"], patched["kubeReservedCgroup"],
             patched["enforceNodeAllocatable"]) == ("", "", ["pods"])
-
-
-def test_json6902_merge_follows_rfc_7386():
-    assert json6902_format.merge({"a": {"b": 1, "c": 2}, "l": [1]}, {"a": {"b": None, "d": 3},
-                                                                     "l": [2]}) == {
-        "a": {"c": 2, "d": 3}, "l": [2]}
 
 
 def test_config_baseline_field():

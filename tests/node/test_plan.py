@@ -285,27 +285,104 @@ def test_huge_reserved_cpuset_is_an_error_not_a_hang():
     assert plan.reserved_cpus == []
 
 
-def numa_pool(policy="best-effort", **extra):
+def numa_pool(policy="best-effort", options=None, **extra):
     p = pool(topologyManagerPolicy=policy, extra=extra)
+    if options is not None:
+        p.kubelet.topologyManagerPolicyOptions = options
     p.topology.sockets, p.topology.numaNodesPerSocket = 4, 4   # 16 NUMA nodes
     return p
 
 
-def test_more_than_8_numa_nodes_needs_max_allowable_numa_nodes():
-    _, results = build(numa_pool())
+def test_more_than_8_numa_nodes_gets_max_allowable_numa_nodes_added():
+    plan, results = build(numa_pool())
+    assert plan.kubelet["topologyManagerPolicyOptions"] == {"max-allowable-numa-nodes": "16"}
+    assert [(r.severity, r.path, r.proposed) for r in results] == [
+        (WARNING, "spec.nodePools[0].kubelet.topologyManagerPolicyOptions", "16")]
+    assert results[0].message == (
+        "the pool's nodes have 16 NUMA nodes: without the topology manager option "
+        "max-allowable-numa-nodes the kubelet refuses to start with topologyManagerPolicy "
+        "'best-effort' on more than 8 NUMA nodes, so max-allowable-numa-nodes: \"16\" is "
+        "added; pod admission takes longer as NUMA nodes grow (KEP-4622)")
+    assert "featureGates" not in plan.kubelet       # beta (on) in 1.34: no gate written
+
+
+def test_max_allowable_numa_nodes_too_low_or_too_old_is_an_error():
+    _, results = build(numa_pool(options={"max-allowable-numa-nodes": "12"}))
     assert [(r.severity, r.path) for r in results] == [
         (ERROR, "spec.nodePools[0].kubelet.topologyManagerPolicy")]
-    assert "max-allowable-numa-nodes >= 16 (it is not set)" in results[0].message
-    _, results = build(numa_pool(topologyManagerPolicyOptions={"max-allowable-numa-nodes": "8"}))
-    assert "(it is '8')" in results[0].message
-    for ok in (numa_pool("none"),
-               numa_pool(topologyManagerPolicyOptions={"max-allowable-numa-nodes": "16"})):
-        _, results = build(ok)
-        assert [r for r in results if r.severity == ERROR] == []
+    assert "max-allowable-numa-nodes >= 16 (it is '12')" in results[0].message
+    _, results = build(numa_pool(), version=(1, 30))
+    assert [(r.severity, r.path) for r in results if r.severity == ERROR] == [
+        (ERROR, "spec.nodePools[0].kubelet.topologyManagerPolicy")]
+    assert results[-1].message.endswith("the option exists from Kubernetes 1.31, so set "
+                                        "topologyManagerPolicy to none")
+    for ok in (numa_pool("none"), numa_pool(options={"max-allowable-numa-nodes": "16"})):
+        plan, results = build(ok)
+        assert results == []
 
 
-def test_flat_config_numa_error_names_the_data_key():
+def test_topology_manager_policy_options_by_version():
+    plan, results = build(pool(topologyManagerPolicyOptions={
+        "prefer-closest-numa-nodes": "true"}))
+    assert results == []
+    assert plan.kubelet["topologyManagerPolicyOptions"] == {"prefer-closest-numa-nodes": "true"}
+    keys = list(plan.kubelet)
+    assert keys[keys.index("topologyManagerPolicy") + 1] == "topologyManagerPolicyOptions"
+    # alpha in 1.26-1.27: the alpha group gate is written; beta and GA need none
+    plan, results = build(pool(topologyManagerPolicyOptions={
+        "prefer-closest-numa-nodes": "true"}), version=(1, 27))
+    assert [r for r in results if "topologyManager" in r.path] == []
+    assert plan.kubelet["featureGates"] == {"TopologyManagerPolicyAlphaOptions": True}
+    plan, _ = build(pool(topologyManagerPolicyOptions={"prefer-closest-numa-nodes": "true"}),
+                    version=(1, 28))
+    assert "featureGates" not in plan.kubelet
+    # did not exist yet
+    _, results = build(pool(topologyManagerPolicyOptions={"prefer-closest-numa-nodes": "true"}),
+                       version=(1, 25))
+    assert [(r.severity, r.path, r.message) for r in results if r.severity == ERROR] == [
+        (ERROR, "spec.nodePools[0].kubelet.topologyManagerPolicyOptions",
+         "Topology Manager policy option 'prefer-closest-numa-nodes' does not exist in "
+         "Kubernetes 1.25 (added in 1.26, KEP-3545); the kubelet refuses to start with it")]
+    _, results = build(pool(topologyManagerPolicyOptions={"max-allowable-numa-nodes": "10"}),
+                       version=(1, 30))
+    assert [r.message for r in results if r.severity == ERROR] == [
+        "Topology Manager policy option 'max-allowable-numa-nodes' does not exist in "
+        "Kubernetes 1.30 (added in 1.31, KEP-4622); the kubelet refuses to start with it"]
+
+
+def test_topology_manager_policy_option_values():
+    _, results = build(pool(topologyManagerPolicyOptions={
+        "prefer-closest-numa-nodes": "yes", "max-allowable-numa-nodes": "4",
+        "numa-allocation-strategy": "x"}))
+    assert [(r.severity, r.message) for r in results] == [
+        (ERROR, "topologyManagerPolicyOptions.prefer-closest-numa-nodes must be \"true\" or "
+                "\"false\", found 'yes'"),
+        (ERROR, "topologyManagerPolicyOptions.max-allowable-numa-nodes must be a whole number "
+                "of at least 8, found '4'; the kubelet refuses smaller values"),
+        (ERROR, "unknown Topology Manager policy option 'numa-allocation-strategy' (known: "
+                "prefer-closest-numa-nodes, max-allowable-numa-nodes); the kubelet refuses to "
+                "start"),
+    ]
+    plan, results = build(pool(topologyManagerPolicy="single-numa-node",
+                               topologyManagerPolicyOptions={"prefer-closest-numa-nodes": "true"}))
+    assert [(r.severity, r.message) for r in results] == [
+        (WARNING, "topologyManagerPolicyOptions.prefer-closest-numa-nodes has no effect with "
+                  "topologyManagerPolicy 'single-numa-node': it only changes how best-effort "
+                  "and restricted choose among NUMA nodes")]
+
+
+def test_topology_options_in_extra_are_refused():
+    _, results = build(pool(extra={"topologyManagerPolicyOptions": {
+        "prefer-closest-numa-nodes": "true"}}))
+    assert [(r.severity, r.path, r.message) for r in results] == [
+        (ERROR, "spec.nodePools[0].kubelet.extra.topologyManagerPolicyOptions",
+         "topologyManagerPolicyOptions is managed by krm-fn and cannot be set in kubelet.extra; "
+         "set kubelet.topologyManagerPolicyOptions instead")]
+
+
+def test_flat_config_numa_option_too_low_names_the_data_key():
     from krm_fn import engine
     out = engine.transform([], {"apiVersion": "v1", "kind": "ConfigMap", "data": {
-        "sockets": "4", "numaNodesPerSocket": "4"}})
+        "sockets": "4", "numaNodesPerSocket": "4",
+        "topologyManagerPolicyOptions": "max-allowable-numa-nodes=9"}})
     assert "data.topologyManagerPolicy" in [r.path for r in out.results if r.severity == ERROR]

@@ -19,6 +19,8 @@ PATH_ANNOTATION = "internal.config.kubernetes.io/path"
 LOCAL_CONFIG_ANNOTATION = "config.kubernetes.io/local-config"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 POOL_LABEL = "krm-fn.dev/node-pool"
+# On emitted objects whose plan needs the node's CPU/Memory Manager state reset (C05).
+ROLLOUT_NOTE = "krm-fn.dev/rollout-note"
 
 # The KubeletConfiguration document header: not a setting, never warned about.
 HEADER = ("apiVersion", "kind")
@@ -79,13 +81,22 @@ def path_of(plan, fmt: str) -> str:
 
 
 def metadata(plan, ctx, name: str, path: str, namespaced: bool = True) -> dict:
-    """metadata {name, namespace (when namespaced), labels, annotations {path} under kpt}."""
+    """metadata {name, namespace (when namespaced), labels, annotations}: ROLLOUT_NOTE when
+    the plan changes settings the node's resource-manager checkpoint depends on (cases.md
+    C05), PATH_ANNOTATION under kpt."""
     md: dict = {"name": name}
     if namespaced:
         md["namespace"] = str(ctx.namespace)
     md["labels"] = labels(plan)
+    annotations = {}
+    changes = getattr(plan, "state_changes", None)
+    if changes:
+        from krm_fn.node.baseline import rollout_note
+        annotations[ROLLOUT_NOTE] = rollout_note(changes)
     if ctx.set_path:
-        md["annotations"] = {PATH_ANNOTATION: path}
+        annotations[PATH_ANNOTATION] = path
+    if annotations:
+        md["annotations"] = annotations
     return md
 
 
@@ -123,9 +134,11 @@ def config_path(name: str, index: int) -> str:
     top, _, rest = name.partition(".")
     if top not in MANAGED:
         return f"{base}.extra.{name}"
+    if top == "reservedMemory":       # computed from the memory policy (or given with it)
+        return f"{base}.memoryManagerPolicy"
     typed = MANAGED[top]
     if typed is None:
-        return f"{base}.memoryManagerPolicy" if top == "reservedMemory" else base
+        return base
     return f"{base}.{typed}" + (f".{rest}" if rest else "")
 
 

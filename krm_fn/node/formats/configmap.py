@@ -10,7 +10,7 @@ carry it; the kubelet does not read it, a human or node tooling does.
 from __future__ import annotations
 
 from krm_fn import yamlout
-from krm_fn.node.formats._common import MANAGED_BY_LABEL, PATH_ANNOTATION, POOL_LABEL, Rendered
+from krm_fn.node.formats._common import Rendered, metadata
 
 DATA_CONFIG_KEY = "kubelet-config.yaml"
 DATA_ROLLOUT_KEY = "rollout.txt"
@@ -38,18 +38,12 @@ def rollout_text(plan) -> str:
 
 
 def render(plan, ctx) -> Rendered:
-    """[ConfigMap] for `plan` (NodePlan) in `ctx.namespace` (RenderContext); no results."""
-    metadata: dict = {
-        "name": name_of(plan),
-        "namespace": str(ctx.namespace),
-        "labels": {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(plan.pool)},
-    }
-    if ctx.set_path:
-        metadata["annotations"] = {PATH_ANNOTATION: path_of(plan)}
+    """[ConfigMap] for `plan` (NodePlan) in `ctx.namespace` (RenderContext), with the
+    rollout-note annotation when the plan resets node state; no results."""
     return Rendered([{
         "apiVersion": "v1",
         "kind": "ConfigMap",
-        "metadata": metadata,
+        "metadata": metadata(plan, ctx, name_of(plan), path_of(plan)),
         "data": {
             DATA_CONFIG_KEY: yamlout.to_yaml(plan.kubelet),
             DATA_ROLLOUT_KEY: rollout_text(plan),

@@ -21,6 +21,7 @@ cluster details).
 from __future__ import annotations
 
 from krm_fn import yamlout
+from krm_fn.node.baseline import string_map, unwrap
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
 from krm_fn.results import WARNING
 
@@ -32,8 +33,10 @@ NODEADM_CGROUPS = {"systemReservedCgroup": "/system", "kubeReservedCgroup": "/ru
 NODEADM_KUBE_RESERVED_MEMORY = "11 * maxPods + 255 Mi"
 
 
-def node_config(plan, rep: Report) -> dict:
-    """The NodeConfig for `plan`; warnings about nodeadm's defaults go to `rep`."""
+def node_config(plan, rep: Report, baseline=None) -> dict:
+    """The NodeConfig for `plan`; warnings about nodeadm's defaults go to `rep`. With a
+    `baseline` (`spec.output.baseline`) that sets kubeReserved.memory, the plan's
+    reservedMemory already counts nodeadm's value, so no warning about it."""
     config = body(plan)
     if config.get("reservedSystemCPUs"):
         overridden = [k for k in NODEADM_CGROUPS if k not in config]
@@ -54,7 +57,8 @@ def node_config(plan, rep: Report) -> dict:
                 f"({NODEADM_KUBE_RESERVED_MEMORY}, e.g. 574Mi for 29 pods on m5.large), which "
                 f"grows with the pods per node; on dense nodes raise kubelet.kubeReserved.memory "
                 f"to at least that", current=kube_memory)
-    elif config.get("memoryManagerPolicy") == "Static":
+    elif config.get("memoryManagerPolicy") == "Static" and "memory" not in \
+            string_map(unwrap(baseline)[0].get("kubeReserved")):
         rep.add(WARNING, "kubeReserved.memory", f"{PLATFORM}: memoryManagerPolicy Static needs "
                 f"reservedMemory = kubeReserved.memory + systemReserved.memory + "
                 f"evictionHard[memory.available], and nodeadm sets kubeReserved.memory to "
@@ -70,5 +74,5 @@ def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-eks] with `nodeconfig.yaml`, plus the warnings
     about nodeadm's reserved cgroups and kubeReserved.memory."""
     rep = Report(ctx)
-    text_ = yamlout.to_yaml(node_config(plan, rep))
+    text_ = yamlout.to_yaml(node_config(plan, rep, ctx.baseline))
     return Rendered([carrier(plan, ctx, "eks", {DATA_KEY: text_})], rep.results)

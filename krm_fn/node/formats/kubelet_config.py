@@ -8,7 +8,9 @@ so a bare KubeletConfiguration never reaches `kubectl apply`.
 """
 from __future__ import annotations
 
-from krm_fn.node.formats._common import LOCAL_CONFIG_ANNOTATION, PATH_ANNOTATION, Rendered
+from krm_fn.node.baseline import rollout_note
+from krm_fn.node.formats._common import (LOCAL_CONFIG_ANNOTATION, PATH_ANNOTATION,
+                                         ROLLOUT_NOTE, Rendered)
 
 
 def name_of(plan) -> str:
@@ -23,8 +25,10 @@ def path_of(plan) -> str:
 
 def render(plan, ctx) -> Rendered:
     """[KubeletConfiguration]: apiVersion, kind, metadata {name, annotations {local-config
-    "true", path when ctx.set_path}}, then the plan's kubelet fields in order; no results."""
+    "true", the rollout note when the plan resets node state, path when ctx.set_path}}, then the plan's kubelet fields in order; no results."""
     annotations = {LOCAL_CONFIG_ANNOTATION: "true"}
+    if plan.state_changes:
+        annotations[ROLLOUT_NOTE] = rollout_note(plan.state_changes)
     if ctx.set_path:
         annotations[PATH_ANNOTATION] = path_of(plan)
     obj: dict = {

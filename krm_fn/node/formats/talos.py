@@ -13,6 +13,7 @@ reservedMemory short of Talos's systemReserved.memory (warning).
 from __future__ import annotations
 
 from krm_fn import yamlout
+from krm_fn.node.baseline import string_map, unwrap
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
 from krm_fn.results import WARNING
 
@@ -25,8 +26,10 @@ TALOS_SYSTEM_RESERVED = ("{cpu: 50m, memory: 384Mi (workers) / 512Mi (control pl
                          "pid: 100, ephemeral-storage: 256Mi}")
 
 
-def patch(plan, rep: Report) -> dict:
-    """The machine config patch for `plan`; warnings go to `rep`."""
+def patch(plan, rep: Report, baseline=None) -> dict:
+    """The machine config patch for `plan`; warnings go to `rep`. `baseline`
+    (`spec.output.baseline`): when it sets systemReserved.memory, the plan's reservedMemory
+    already counts the node's systemReserved (Talos's default included), so no warning."""
     extra: dict = {}
     for key, value in body(plan).items():
         if key in PROTECTED:
@@ -41,7 +44,8 @@ def patch(plan, rep: Report) -> dict:
                 f"{TALOS_SYSTEM_RESERVED}, which Talos writes only when extraConfig has none; "
                 f"add pid and ephemeral-storage to kubelet.systemReserved to keep them",
                 current=extra["systemReserved"])
-    elif extra.get("memoryManagerPolicy") == "Static":
+    elif extra.get("memoryManagerPolicy") == "Static" and "memory" not in \
+            string_map(unwrap(baseline)[0].get("systemReserved")):
         rep.add(WARNING, "systemReserved", f"{PLATFORM}: memoryManagerPolicy Static needs "
                 f"reservedMemory = kubeReserved.memory + systemReserved.memory + "
                 f"evictionHard[memory.available], and Talos adds its default systemReserved "
@@ -54,5 +58,5 @@ def patch(plan, rep: Report) -> dict:
 def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-talos] with `kubelet-patch.yaml`, plus warnings."""
     rep = Report(ctx)
-    return Rendered([carrier(plan, ctx, "talos", {DATA_KEY: yamlout.to_yaml(patch(plan, rep))})],
-                    rep.results)
+    text_ = yamlout.to_yaml(patch(plan, rep, ctx.baseline))
+    return Rendered([carrier(plan, ctx, "talos", {DATA_KEY: text_})], rep.results)

@@ -1,0 +1,288 @@
+"""The plan merged onto the node's current KubeletConfiguration (`spec.output.baseline`),
+and the merged result checked the way the kubelet will check it at start-up.
+
+The baseline is what the kubelet reports (`kubectl get --raw
+/api/v1/nodes/<node>/proxy/configz`, whose `{"kubeletconfig": {...}}` wrapper is unwrapped)
+or its config file. The kubelet runs with the baseline and the emitted drop-in merged the
+way `--config-dir` merges (a JSON merge patch, RFC 7386: maps merge per key, lists and
+scalars replace; kubelet.md §14), so every check below is made on that merged result:
+
+- `systemReservedCgroup` / `kubeReservedCgroup` next to `reservedSystemCPUs` is a kubelet
+  validation error (kubelet.md §6): the plan sets them to "" and drops the
+  `enforceNodeAllocatable` entries that need them, with a warning each.
+- CPU Manager and Topology Manager options merge per key: the merged set is checked again
+  (forbidden pairs, alpha gates; kubelet.md §3, §4).
+- `featureGates.MemoryQoS: true` (alpha, KEP-2570; kubelet.md §8, cases.md C15) and
+  `cpuCFSQuota: false` (CPU limits off node-wide, kubelet.md §9) are warned about; krm-fn
+  never writes either.
+- A change of `cpuManagerPolicy`, `reservedSystemCPUs`, `memoryManagerPolicy` or
+  `reservedMemory` against the checkpoint the node wrote makes the kubelet crash-loop until
+  `/var/lib/kubelet/cpu_manager_state` (`memory_manager_state`) is deleted (kubelet.md §3
+  last bullet, cases.md C05): each change is a `StateChange`, reported with the steps.
+"""
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from typing import Any
+
+from krm_fn import quantity
+from krm_fn.node import options as cpu_options
+from krm_fn.node.topology import parse_cpuset
+from krm_fn.results import ERROR, WARNING
+
+BASELINE_PATH = "spec.output.baseline"
+CONFIGZ_WRAPPER = "kubeletconfig"
+CPU_STATE = "/var/lib/kubelet/cpu_manager_state"
+MEMORY_STATE = "/var/lib/kubelet/memory_manager_state"
+# Values the kubelet runs with when the field is absent (kubelet.md §1).
+ABSENT = {"cpuManagerPolicy": "none", "memoryManagerPolicy": "None"}
+# enforceNodeAllocatable entries that need a reserved cgroup (kubelet validation).
+ENFORCEMENT = {
+    "system-reserved": "systemReservedCgroup",
+    "system-reserved-compressible": "systemReservedCgroup",
+    "kube-reserved": "kubeReservedCgroup",
+    "kube-reserved-compressible": "kubeReservedCgroup",
+}
+RESERVED_CGROUP_FIELDS = ("systemReservedCgroup", "kubeReservedCgroup")
+
+
+def unwrap(baseline: Any) -> tuple[dict, str]:
+    """`(config, path)`: the KubeletConfiguration inside a configz answer
+    `{"kubeletconfig": {...}}` with path `spec.output.baseline.kubeletconfig`, or the
+    baseline itself with path `spec.output.baseline`. A baseline that is not a mapping
+    gives `({}, BASELINE_PATH)`."""
+    if isinstance(baseline, dict) and list(baseline) == [CONFIGZ_WRAPPER] \
+            and isinstance(baseline[CONFIGZ_WRAPPER], dict):
+        return baseline[CONFIGZ_WRAPPER], f"{BASELINE_PATH}.{CONFIGZ_WRAPPER}"
+    return (baseline if isinstance(baseline, dict) else {}), BASELINE_PATH
+
+
+def merge(target: Any, patch: Any) -> Any:
+    """RFC 7386 JSON merge patch of `patch` over `target` (a new value; inputs untouched):
+    how the kubelet merges a `--config-dir` drop-in over its config (kubelet.md §14)."""
+    if not isinstance(patch, dict):
+        return copy.deepcopy(patch)
+    out = copy.deepcopy(target) if isinstance(target, dict) else {}
+    for key, value in patch.items():
+        if value is None:
+            out.pop(key, None)
+        else:
+            out[key] = merge(out.get(key), value)
+    return out
+
+
+def string_map(value: Any) -> dict[str, str]:
+    """A baseline map (kubeReserved, evictionHard, ...) as str -> str; {} when absent or not
+    a mapping."""
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): ("true" if v is True else "false" if v is False else str(v))
+            for k, v in value.items() if v is not None}
+
+
+@dataclass(frozen=True)
+class StateChange:
+    """One setting the node's resource-manager checkpoint depends on, changed by the plan:
+    `field` (KubeletConfiguration field), `old`/`new` as text ("(unset)" when absent),
+    `state` the checkpoint file that must be deleted (CPU_STATE or MEMORY_STATE)."""
+
+    field: str
+    old: str
+    new: str
+    state: str
+
+    def text(self) -> str:
+        """`cpuManagerPolicy none -> static`."""
+        return f"{self.field} {self.old} -> {self.new}"
+
+
+def _cpuset(value: Any) -> tuple[int, ...] | None:
+    try:
+        return tuple(parse_cpuset(str(value or "")))
+    except ValueError:
+        return None
+
+
+def _memory_list(value: Any) -> Any:
+    """reservedMemory normalised for comparison: {(numaNode, type): bytes}."""
+    if not isinstance(value, list):
+        return value
+    out: dict = {}
+    for e in value:
+        if not isinstance(e, dict) or not isinstance(e.get("limits"), dict):
+            return value
+        for kind, text in e["limits"].items():
+            try:
+                out[(e.get("numaNode"), kind)] = quantity.parse_memory(str(text)).value
+            except quantity.QuantityError:
+                return value
+    return out
+
+
+def state_changes(base: dict, kubelet: dict) -> list[StateChange]:
+    """The checkpoint-relevant settings that differ between the baseline `base` and the
+    plan's `kubelet` (both KubeletConfiguration dicts): cpuManagerPolicy and
+    reservedSystemCPUs (compared as CPU sets) need CPU_STATE deleted; memoryManagerPolicy
+    and reservedMemory (compared per NUMA node and type, in bytes) need MEMORY_STATE.
+    Source: kubelet.md §3 last bullet; cases.md C05."""
+    out: list[StateChange] = []
+
+    def shown(v: Any) -> str:
+        return "(unset)" if v in (None, "") else str(v)
+
+    for name, state in (("cpuManagerPolicy", CPU_STATE), ("memoryManagerPolicy", MEMORY_STATE)):
+        old = str(base.get(name) or ABSENT[name])
+        new = str(kubelet.get(name) or ABSENT[name])
+        if old != new:
+            out.append(StateChange(name, old, new, state))
+        if name == "cpuManagerPolicy":
+            old_raw, new_raw = base.get("reservedSystemCPUs"), kubelet.get("reservedSystemCPUs")
+            old_set, new_set = _cpuset(old_raw), _cpuset(new_raw)
+            if old_set is None or new_set is None:
+                changed = str(old_raw or "") != str(new_raw or "")
+            else:
+                changed = old_set != new_set
+            if changed:
+                out.append(StateChange("reservedSystemCPUs", shown(old_raw), shown(new_raw),
+                                       CPU_STATE))
+    if kubelet.get("memoryManagerPolicy") == "Static" and "reservedMemory" in kubelet:
+        old, new = base.get("reservedMemory"), kubelet["reservedMemory"]
+        if _memory_list(old) != _memory_list(new):
+            def fmt(v: Any) -> str:
+                if not isinstance(v, list) or not v:
+                    return "(unset)"
+                return ";".join(
+                    f"{e.get('numaNode')}:" + ",".join(f"{k}={q}" for k, q in
+                                                       (e.get("limits") or {}).items())
+                    for e in v if isinstance(e, dict))
+            out.append(StateChange("reservedMemory", fmt(old), fmt(new), MEMORY_STATE))
+    return out
+
+
+def rollout_steps(changes: list[StateChange] | None) -> list[str]:
+    """Imperative steps to apply the plan on one node. `changes` None (no baseline): the
+    full procedure, deleting both state files. Otherwise only the state files the changes
+    need; with no changes, a plain kubelet restart."""
+    put = ("Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet "
+           "--config-dir drop-in directory, or as a kubeadm kubeletconfiguration patch)")
+    if changes is None:
+        return ["Cordon the node: kubectl cordon <node>",
+                "Drain the node: kubectl drain <node> --ignore-daemonsets "
+                "--delete-emptydir-data",
+                "Stop the kubelet",
+                f"Delete {CPU_STATE}",
+                f"Delete {MEMORY_STATE} when memoryManagerPolicy changes",
+                put, "Start the kubelet", "Uncordon the node: kubectl uncordon <node>"]
+    if not changes:
+        return [put, "Restart the kubelet (the CPU and Memory Manager settings are unchanged: "
+                     "no drain, the state files stay)"]
+    states = [s for s in (CPU_STATE, MEMORY_STATE) if any(c.state == s for c in changes)]
+    return (["Cordon the node: kubectl cordon <node>",
+             "Drain the node: kubectl drain <node> --ignore-daemonsets --delete-emptydir-data",
+             "Stop the kubelet"]
+            + [f"Delete {s}" for s in states]
+            + [put, "Start the kubelet", "Uncordon the node: kubectl uncordon <node>"])
+
+
+def rollout_note(changes: list[StateChange]) -> str:
+    """One line for the `krm-fn.dev/rollout-note` annotation of the emitted objects."""
+    states = [s for s in (CPU_STATE, MEMORY_STATE) if any(c.state == s for c in changes)]
+    return ("drain the node and delete " + " and ".join(states) + " while the kubelet is "
+            "stopped (" + "; ".join(c.text() for c in changes) + ")")
+
+
+def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
+              ) -> tuple[list[tuple[str, str, str, Any, Any]], list[StateChange]]:
+    """Check the plan's `kubelet` merged onto the baseline `base` (unwrapped, found at field
+    path `where`) and adjust `kubelet` in place where the merge alone would stop the kubelet:
+    reserved cgroups set to "" and enforceNodeAllocatable trimmed next to
+    reservedSystemCPUs; alpha option gates the baseline's own options need.
+
+    Returns `(findings, changes)`: findings are `(severity, path, message, current,
+    proposed)` with absolute field paths below `where`; changes are the StateChanges
+    (see `state_changes`). Never raises for bad baseline data."""
+    found: list[tuple[str, str, str, Any, Any]] = []
+
+    def add(sev: str, key: str, msg: str, current: Any = None, proposed: Any = None):
+        found.append((sev, f"{where}.{key}", msg, current, proposed))
+
+    merged = merge(base, {k: v for k, v in kubelet.items() if k not in ("apiVersion", "kind")})
+
+    if merged.get("reservedSystemCPUs"):
+        for key in RESERVED_CGROUP_FIELDS:
+            if base.get(key) and key not in kubelet:
+                add(WARNING, key, f"the baseline sets {key} {base[key]}, which the kubelet "
+                    f"refuses next to reservedSystemCPUs; the plan sets {key} to \"\"",
+                    current=base[key], proposed="")
+                kubelet[key] = ""
+                merged[key] = ""
+        enforce = merged.get("enforceNodeAllocatable")
+        if isinstance(enforce, list):
+            dropped = [e for e in enforce if e in ENFORCEMENT and not merged.get(ENFORCEMENT[e])]
+            if dropped:
+                kept = [e for e in enforce if e not in dropped] or ["pods"]
+                add(WARNING, "enforceNodeAllocatable", f"the baseline's "
+                    f"enforceNodeAllocatable {enforce} enforces {', '.join(dropped)}, which "
+                    f"needs a reserved cgroup that cannot be set next to reservedSystemCPUs; "
+                    f"the plan sets enforceNodeAllocatable to {kept}",
+                    current=enforce, proposed=kept)
+                kubelet["enforceNodeAllocatable"] = kept
+
+    # Options merge per key: check the merged sets again (kubelet.md §3, §4).
+    plan_cpu = string_map(kubelet.get("cpuManagerPolicyOptions"))
+    cpu_opts = {**string_map(base.get("cpuManagerPolicyOptions")), **plan_cpu}
+    checked = cpu_options.clamp_version(version)
+    policy = str(merged.get("topologyManagerPolicy") or "none")
+    gates, problems = cpu_options.check_cpu_options(cpu_opts, checked, policy)
+    _, own = cpu_options.check_cpu_options(plan_cpu, checked, policy)
+    for msg in problems:
+        if msg not in own:
+            add(ERROR, "cpuManagerPolicyOptions", f"with the baseline's options merged in: "
+                f"{msg}", current=base.get("cpuManagerPolicyOptions"))
+    plan_topo = string_map(kubelet.get("topologyManagerPolicyOptions"))
+    topo_opts = {**string_map(base.get("topologyManagerPolicyOptions")), **plan_topo}
+    tgates, tproblems, _ = cpu_options.check_topology_options(topo_opts, version, policy)
+    _, town, _ = cpu_options.check_topology_options(plan_topo, version, policy)
+    for msg in tproblems:
+        if msg not in town:
+            add(ERROR, "topologyManagerPolicyOptions", f"with the baseline's options merged "
+                f"in: {msg}", current=base.get("topologyManagerPolicyOptions"))
+    merged_gates = merged.get("featureGates") if isinstance(merged.get("featureGates"),
+                                                              dict) else {}
+    for gate in {**gates, **tgates}:
+        if merged_gates.get(gate) is not True:
+            kubelet.setdefault("featureGates", {})[gate] = True
+            add(WARNING, "featureGates", f"the baseline's options need the {gate} feature "
+                f"gate, which it does not enable; the plan sets {gate}: true",
+                proposed="true")
+
+    base_gates = base.get("featureGates") if isinstance(base.get("featureGates"), dict) else {}
+    if base_gates.get("MemoryQoS") is True:
+        factor = base.get("memoryThrottlingFactor")
+        add(WARNING, "featureGates.MemoryQoS", "the baseline enables the MemoryQoS feature "
+            "gate (alpha, KEP-2570): on cgroup v2 it sets memory.high on containers whose "
+            "memory request is below the limit and throttles them early (memory.high at "
+            f"memoryThrottlingFactor{f' {factor}' if factor is not None else ''} of the way "
+            "from request to limit; kubernetes/enhancements#3818), and it can livelock on "
+            "kernels before 5.9; the pinned pods are Guaranteed (request == limit: no "
+            "memory.high), other pods on the pool are not. krm-fn never enables it",
+            current="true")
+    if base.get("cpuCFSQuota") is False:
+        add(WARNING, "cpuCFSQuota", "the baseline sets cpuCFSQuota: false, which turns off "
+            "CPU limits for every pod on the node (kubelet.md §9); pinned containers stay on "
+            "their exclusive cpusets, but Burstable pods are no longer capped. krm-fn never "
+            "writes it; on 1.33+ the kubelet drops the quota of exclusive-CPU containers by "
+            "itself (DisableCPUQuotaWithExclusiveCPUs)", current="false")
+
+    changes = state_changes(base, kubelet)
+    if changes:
+        steps = rollout_steps(changes)
+        first = changes[0].field
+        add(WARNING, first, "the node's resource-manager checkpoint was written under other "
+            "settings (" + "; ".join(c.text() for c in changes) + "): the kubelet refuses to "
+            "start with the new config until the state is reset. krm-fn does not reconfigure "
+            "nodes; on each node of the pool: " + "; ".join(
+                f"{i}. {s}" for i, s in enumerate(steps, 1)),
+            current=base.get(first), proposed=kubelet.get(first))
+    return found, changes

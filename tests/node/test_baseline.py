@@ -1,0 +1,149 @@
+"""The plan merged onto spec.output.baseline and the merged result checked
+(krm_fn.node.baseline; kubelet.md §3-§9, §14; cases.md C05, C15)."""
+import copy
+
+from krm_fn import config
+from krm_fn.node import baseline as bl
+from krm_fn.node import plan as node_plan
+from krm_fn.results import ERROR, WARNING
+from tests.node.test_plan import REF, pool
+
+B = "spec.output.baseline."
+CURRENT = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1,32-33"}
+
+
+def build(p=None, baseline=None, version=(1, 34)):
+    return node_plan.build(p or pool(), version, REF, 0, baseline)
+
+
+def test_unwrap_and_merge():
+    assert bl.unwrap({"kubeletconfig": {"a": 1}}) == ({"a": 1}, B + "kubeletconfig")
+    assert bl.unwrap({"a": 1}) == ({"a": 1}, B[:-1])
+    assert bl.unwrap(None) == ({}, B[:-1])
+    assert bl.merge({"a": {"b": 1, "c": 2}, "l": [1]}, {"a": {"b": None, "d": 3}, "l": [2]}) \
+        == {"a": {"c": 2, "d": 3}, "l": [2]}
+
+
+def test_unset_reservations_come_from_the_baseline():
+    base = {**CURRENT, "kubeReserved": {"memory": "1Gi", "ephemeral-storage": "1Gi"},
+            "systemReserved": {"memory": "256Mi"},
+            "evictionHard": {"memory.available": "300Mi", "pid.available": "5%"}}
+    p = pool(memoryManagerPolicy="Static")
+    plan, results = build(p, base)
+    assert "kubeReserved" not in plan.kubelet and "systemReserved" not in plan.kubelet
+    assert plan.kubelet["evictionHard"] == {
+        "memory.available": "300Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
+        "imagefs.available": "15%", "pid.available": "5%"}
+    # 1Gi + 256Mi + 300Mi, all from the node
+    assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "1580Mi"}}]
+    # a value set in the config wins over the baseline's, per key
+    p.kubelet.kubeReserved = {"memory": "2Gi"}
+    plan, _ = build(p, base)
+    assert plan.kubelet["kubeReserved"] == {"memory": "2Gi"}
+    assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "2604Mi"}}]
+
+
+def test_baseline_hugepages_reservation_must_be_in_reserved_memory():
+    base = {**CURRENT, "systemReserved": {"memory": "500Mi", "hugepages-2Mi": "64Mi"}}
+    p = pool(memoryManagerPolicy="Static", systemReserved={"memory": "500Mi"})
+    p.reserved.spreadMemoryAcrossNuma = True
+    plan, results = build(p, base)
+    assert results[0].severity == WARNING     # reservedMemory changes: state reset
+    assert plan.kubelet["reservedMemory"] == [
+        {"numaNode": 0, "limits": {"memory": "550Mi", "hugepages-2Mi": "32Mi"}},
+        {"numaNode": 1, "limits": {"memory": "550Mi", "hugepages-2Mi": "32Mi"}}]
+
+
+def test_reserved_cgroups_of_the_baseline_are_cleared():
+    base = {**CURRENT, "systemReservedCgroup": "/system.slice",
+            "enforceNodeAllocatable": ["pods", "system-reserved"]}
+    plan, results = build(baseline=base)
+    assert plan.kubelet["systemReservedCgroup"] == ""
+    assert plan.kubelet["enforceNodeAllocatable"] == ["pods"]
+    assert "kubeReservedCgroup" not in plan.kubelet
+    assert [(r.severity, r.path, r.current, r.proposed) for r in results] == [
+        (WARNING, B + "systemReservedCgroup", "/system.slice", ""),
+        (WARNING, B + "enforceNodeAllocatable", '["pods","system-reserved"]', '["pods"]')]
+    assert results[0].message == ("the baseline sets systemReservedCgroup /system.slice, "
+                                  "which the kubelet refuses next to reservedSystemCPUs; the "
+                                  "plan sets systemReservedCgroup to \"\"")
+
+
+def test_merged_cpu_options_are_checked_again():
+    base = {**CURRENT, "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"},
+            "featureGates": {"CPUManagerPolicyAlphaOptions": True}}
+    _, results = build(baseline=base)
+    assert [(r.severity, r.path, r.message) for r in results] == [
+        (ERROR, B + "cpuManagerPolicyOptions",
+         "with the baseline's options merged in: CPU Manager policy options 'full-pcpus-only' "
+         "and 'distribute-cpus-across-cores' cannot both be \"true\": the kubelet refuses to "
+         "start; remove one of them")]
+
+
+def test_baseline_alpha_option_gets_its_gate():
+    base = {**CURRENT, "cpuManagerPolicyOptions": {"align-by-socket": "true"}}
+    plan, results = build(baseline=base)
+    assert plan.kubelet["featureGates"] == {"CPUManagerPolicyAlphaOptions": True}
+    assert [(r.severity, r.path) for r in results] == [(WARNING, B + "featureGates")]
+
+
+def test_state_changes_compare_cpusets_and_memory_in_bytes():
+    kubelet = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1,32-33",
+               "memoryManagerPolicy": "Static",
+               "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1100Mi"}}]}
+    same = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "32,33,0,1",
+            "memoryManagerPolicy": "Static",
+            "reservedMemory": [{"numaNode": 0, "limits": {"memory": "1153433600"}}]}
+    assert bl.state_changes(same, kubelet) == []
+    assert [c.text() for c in bl.state_changes({}, kubelet)] == [
+        "cpuManagerPolicy none -> static", "reservedSystemCPUs (unset) -> 0-1,32-33",
+        "memoryManagerPolicy None -> Static", "reservedMemory (unset) -> 0:memory=1100Mi"]
+    changed = copy.deepcopy(same)
+    changed["reservedMemory"][0]["limits"]["memory"] = "1000Mi"
+    assert [(c.field, c.state) for c in bl.state_changes(changed, kubelet)] == [
+        ("reservedMemory", bl.MEMORY_STATE)]
+
+
+def test_rollout_steps_follow_the_changes():
+    assert bl.rollout_steps(None) == list(node_plan.ROLLOUT_STEPS)
+    cpu = [bl.StateChange("cpuManagerPolicy", "none", "static", bl.CPU_STATE)]
+    assert bl.rollout_steps(cpu)[3:5] == ["Delete /var/lib/kubelet/cpu_manager_state",
+                                          bl.rollout_steps(None)[5]]
+    assert len(bl.rollout_steps([])) == 2
+
+
+def test_cpu_cfs_quota_false_in_extra_is_left_out():
+    plan, results = build(pool(extra={"cpuCFSQuota": False, "maxPods": 50}))
+    assert "cpuCFSQuota" not in plan.kubelet and plan.kubelet["maxPods"] == 50
+    assert [(r.severity, r.path) for r in results] == [
+        (WARNING, "spec.nodePools[0].kubelet.extra.cpuCFSQuota")]
+    plan, results = build(pool(extra={"cpuCFSQuota": True}))
+    assert plan.kubelet["cpuCFSQuota"] is True and results == []
+
+
+def test_memory_qos_in_extra_is_left_out_other_gates_kept():
+    plan, results = build(pool(extra={"featureGates": {"MemoryQoS": True}}))
+    assert "featureGates" not in plan.kubelet
+    plan, results = build(pool(extra={"featureGates": {"MemoryQoS": True, "Foo": True}}))
+    assert plan.kubelet["featureGates"] == {"Foo": True}
+
+
+def test_no_baseline_no_state_changes():
+    plan, results = build()
+    assert plan.state_changes == [] and results == []
+    assert plan.rollout == ["Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` "
+                            "prints cgroup2fs): failCgroupV1 is true, so the kubelet refuses "
+                            "to start on cgroup v1"] + list(node_plan.ROLLOUT_STEPS)
+
+
+def test_engine_builds_the_plan_against_the_baseline():
+    from krm_fn import engine
+    fc = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+          "metadata": {"name": "pin"},
+          "spec": {"output": {"baseline": {"kubeletconfig": {
+              "cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1,32-33",
+              "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}}}}}
+    out = engine.transform([], fc)
+    assert [r.path for r in out.results if r.severity == ERROR] == [
+        B + "kubeletconfig.cpuManagerPolicyOptions", None]
+    assert config.load(fc).output.baseline["kubeletconfig"]["cpuManagerPolicy"] == "static"
