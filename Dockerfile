@@ -2,6 +2,9 @@
 #   docker run --rm -i --network none --user nobody ghcr.io/krm-fn/krm-fn:<tag>
 # Build: docker build -t ghcr.io/krm-fn/krm-fn:0.1.0 .
 # Both stages use the same exactly pinned base, so the venv's interpreter path matches.
+# Argo CD targets (README.md, "GitOps"; deploy/argocd/); the default target stays the function image:
+#   docker build --target argocd-repo-server -t <registry>/argocd-krm-fn:v3.5.3 .
+#   docker build --target cmp-sidecar -t <registry>/krm-fn-cmp:0.1.0 .
 
 FROM python:3.11.10-slim-bookworm AS builder
 
@@ -17,10 +20,10 @@ COPY . .
 RUN python -m venv /opt/krm-fn \
     && /opt/krm-fn/bin/pip install --only-binary=:all: --no-cache-dir /src \
     && /opt/krm-fn/bin/pip uninstall --yes pip setuptools \
-    && /opt/krm-fn/bin/krm-fn --version
+    && /opt/krm-fn/bin/krm-fn selfcheck
 
 
-FROM python:3.11.10-slim-bookworm
+FROM python:3.11.10-slim-bookworm AS function
 
 LABEL org.opencontainers.image.title="krm-fn" \
       org.opencontainers.image.description="KRM function: pin inference workloads to exclusive CPUs and emit the kubelet config" \
@@ -41,3 +44,46 @@ USER 65534:65534
 WORKDIR /tmp
 
 ENTRYPOINT ["krm-fn"]
+
+
+# Argo CD, way (a): repo-server image with krm-fn on PATH, for
+# `kustomize.buildOptions: --enable-alpha-plugins --enable-exec` in argocd-cm.
+# The Argo CD image is Ubuntu without Python, so this stage brings the function stage's
+# own interpreter (/usr/local/bin/python3.11 + /usr/local/lib) and venv: the venv's
+# bin/python points at /usr/local/bin/python, which must exist at the same path.
+FROM quay.io/argoproj/argocd:v3.5.3 AS argocd-repo-server
+
+USER 0
+COPY --from=function /usr/local/bin/python3.11 /usr/local/bin/python3.11
+COPY --from=function /usr/local/lib/ /usr/local/lib/
+COPY --from=function /opt/krm-fn /opt/krm-fn
+# Fails the build (exit 1, naming the module) if the copied runtime cannot import krm-fn.
+RUN ln -s python3.11 /usr/local/bin/python \
+    && ln -s /opt/krm-fn/bin/krm-fn /usr/local/bin/krm-fn \
+    && ldconfig \
+    && krm-fn selfcheck
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONSAFEPATH=1
+# Argo CD's own user (ARGOCD_USER_ID in its Dockerfile).
+USER 999
+
+
+# Argo CD, way (b): Config Management Plugin sidecar of argocd-repo-server. The function
+# image plus kustomize from the Argo CD image and the plugin config baked in at the path
+# argocd-cmp-server reads. Its entrypoint, /var/run/argocd/argocd-cmp-server, comes from
+# the repo-server's var-files volume (deploy/argocd/repo-server-cmp-sidecar.yaml).
+FROM function AS cmp-sidecar
+
+COPY --from=argocd-repo-server /usr/local/bin/kustomize /usr/local/bin/kustomize
+COPY plugin/ /opt/krm-fn/plugin/
+COPY deploy/argocd/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml
+# The legacy exec plugin route (a transformer without a function annotation) works too.
+ENV KUSTOMIZE_PLUGIN_HOME=/opt/krm-fn/plugin
+# Argo CD requires the sidecar to run as 999.
+USER 999:999
+WORKDIR /home/argocd
+ENTRYPOINT []
+
+
+# Default target (the last stage): the KRM function image.
+FROM function

@@ -1,6 +1,7 @@
 """Command line: thin. `krm-fn` with no arguments is the KRM function (ResourceList on
 stdin, ResourceList on stdout); `krm-fn run` tunes plain multi-document YAML files;
-`krm-fn plugin` is kustomize's legacy exec plugin protocol.
+`krm-fn plugin` is kustomize's legacy exec plugin protocol; `krm-fn verify` checks, inside a
+pinned container, that pinning took effect on the node (krm_fn/verify/).
 
 Exit codes: 0 success; 1 when any error result was produced (the output is still written
 first) or the input is unusable (one line on stderr, no traceback); 2 for usage errors.
@@ -32,22 +33,57 @@ def _fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
-def _run(text: str, function_config, require_rl: bool, echo_warnings: bool) -> None:
-    """Parse, transform, render, write; exit 1 on error results."""
+def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
+         report: bool = False, mode: str | None = None, output: str | None = None,
+         run_cmd: bool = False) -> None:
+    """Parse, transform, render, write; exit 1 on error results. `report`: the progress
+    line and the human report (krm_fn/report.py) on stderr; stdout is the same. `mode`
+    overrides spec.mode. `run_cmd` (krm-fn run): in validate mode no manifests are written,
+    only the findings on stderr. `output`: write to that file instead of stdout, only when
+    its content changes and never after an error (the file is left as it was)."""
     from krm_fn import engine, resourcelist
     doc = resourcelist.parse(text, require_resource_list=require_rl)
     fc = doc.function_config if function_config is None else function_config
+    progress = None
+    if report:
+        from krm_fn import report as report_mod
+        progress = report_mod.Progress(sys.stderr, sys.stderr.isatty())
     out = engine.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc),
-                           aliased=doc.aliased)
+                           aliased=doc.aliased, progress=progress, mode=mode)
+    if progress is not None:
+        progress.done()
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
-    sys.stdout.write(resourcelist.render(doc, out.ops, out.emitted, results, out.replace))
-    sys.stdout.flush()
+    rendered = resourcelist.render(doc, out.ops, out.emitted, results, out.replace)
+    if run_cmd and out.mode == "validate":
+        pass                      # a check: the findings below are the whole output
+    elif output is not None:
+        if not out.has_errors:
+            _write_if_changed(output, rendered)
+    else:
+        sys.stdout.write(rendered)
+        sys.stdout.flush()
     shown = [r for r in out.results
              if r.severity == "error" or (echo_warnings and r.severity == "warning")]
     for r in shown:
         click.echo(f"krm-fn: {r.line()}", err=True)
+    if report:
+        click.echo(report_mod.render(doc.items, out, fc), err=True, nl=False)
     if out.has_errors:
         sys.exit(1)
+
+
+def _write_if_changed(path: str, text: str) -> None:
+    """Write `text` to `path` unless it already holds exactly that (pre-commit treats a
+    rewritten file as a failed hook, so an up-to-date file must not be touched)."""
+    data = text.encode("utf-8")
+    try:
+        with open(path, "rb") as fh:
+            if fh.read() == data:
+                return
+    except FileNotFoundError:
+        pass
+    with open(path, "wb") as fh:
+        fh.write(data)
 
 
 def _guard(fn, *args) -> None:
@@ -108,9 +144,20 @@ def _read_inputs(files) -> str:
 @cli.command()
 @click.option("--config", "config_file", type=click.Path(exists=True, dir_okay=False),
               help="InferenceTuning (or ConfigMap) file; defaults when omitted.")
+@click.option("--report", is_flag=True,
+              help="Also print a readable report on stderr: per workload cpu, memory and "
+                   "threads before -> after, per node pool the kubelet settings and fit "
+                   "(and a progress line for inputs of more than 500 items).")
+@click.option("--mode", type=click.Choice(["mutate", "validate"]), default=None,
+              help="Override spec.mode. validate: print no manifests, report each change "
+                   "mutate mode would make as an error on stderr, exit 1 if there is any "
+                   "(a CI or pre-commit check that manifests are pinned).")
+@click.option("--output", "-o", "output", type=click.Path(dir_okay=False, writable=True),
+              help="Write the manifests to FILE instead of stdout; the file is rewritten "
+                   "only when its content changes, and left alone on an error.")
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-def run(config_file, files) -> None:
+def run(config_file, report, mode, output, files) -> None:
     """Tune plain multi-document YAML FILES (or - for stdin) and print the result.
 
     For CI render steps without kustomize plugins (Flux). Errors and warnings go to
@@ -122,8 +169,58 @@ def run(config_file, files) -> None:
         if config_file:
             with open(config_file, "rb") as fh:
                 fc = resourcelist.load_config_file(_decode(fh.read(), config_file))
-        _run(_read_inputs(files), fc, False, True)
+        _run(_read_inputs(files), fc, False, True, report, mode, output, run_cmd=True)
     _guard(go)
+
+
+@cli.command()
+def selfcheck() -> None:
+    """Check that this installation can run the function: import every module a render
+    needs. Prints one line and exits 0, or names each missing module on stderr and exits
+    1. For image builds and CI setup steps (and the Argo CD plugin's init command)."""
+    from krm_fn import selfcheck as check
+    problems = check.problems()
+    for p in problems:
+        click.echo(f"krm-fn: {p}", err=True)
+    if problems:
+        sys.exit(1)
+    click.echo(check.summary())
+
+
+@cli.command()
+@click.option("--configmap", is_flag=True,
+              help="The schema of the ConfigMap form (flat keys under data) instead.")
+def schema(configmap) -> None:
+    """Print the JSON Schema (draft 2020-12) of the function config, for editors:
+    `# yaml-language-server: $schema=FILE` at the top of the config file."""
+    from krm_fn import schema as schema_mod
+    doc = schema_mod.configmap() if configmap else schema_mod.inference_tuning()
+    sys.stdout.write(schema_mod.dumps(doc))
+
+
+@cli.command()
+@click.argument("name", nargs=-1)
+def explain(name) -> None:
+    """Print the documentation of a config field or a rule.
+
+    NAME: a field path from spec (`nodePools.kubelet.topologyManagerPolicy`; `spec.` and
+    `[]`/`[0]` after a list optional), a ConfigMap key (`threadsPerCore`), or `rule NAME`
+    (`rule resources`; `rule` alone lists the rules). Without NAME: the top-level fields.
+    Exit 2 for an unknown name, with suggestions.
+    """
+    from krm_fn import explain as explain_mod
+    words = list(name)
+    try:
+        if words[:1] == ["rule"] and len(words) <= 2:
+            text = explain_mod.explain_rule(words[1] if len(words) == 2 else None)
+        elif len(words) <= 1:
+            text = explain_mod.explain_field(words[0] if words else "")
+        else:
+            raise click.UsageError("give one field name, or `rule NAME`")
+    except explain_mod.UnknownName as e:
+        hint = f"; did you mean: {', '.join(e.suggestions)}" if e.suggestions else ""
+        _fail(f"{e}{hint}", 2)
+    sys.stdout.write(text)
 
 
 @cli.command(context_settings={"ignore_unknown_options": True})
@@ -137,6 +234,98 @@ def plugin(config_file, args) -> None:
         with open(config_file, "rb") as fh:
             fc = resourcelist.load_config_file(_decode(fh.read(), config_file))
         _run(_decode(sys.stdin.buffer.read(), "stdin"), fc, False, True)
+    _guard(go)
+
+
+def _memory_option(ctx, param, value):
+    if value is None:
+        return None
+    from krm_fn import quantity
+    try:
+        q = quantity.parse_memory(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+    if q.value <= 0:
+        raise click.BadParameter(f"{value!r} must be greater than zero")
+    return int(q.value)
+
+
+def _version_option(ctx, param, value):
+    if value is None:
+        return None
+    from krm_fn.verify.checks import parse_version
+    try:
+        return parse_version(value)
+    except ValueError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+def _names_option(ctx, param, value):
+    import re
+    names = [n.strip() for v in value or () for n in v.split(",") if n.strip()]
+    for n in names:
+        if not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]{0,255}", n):
+            raise click.BadParameter(f"{n!r} is not an environment variable name")
+    return tuple(names)
+
+
+@cli.command()
+@click.option("--root", default="/", show_default=True,
+              type=click.Path(exists=True, file_okay=False),
+              help="Read /proc and /sys below DIR (a fixture tree); the environment then "
+                   "comes from DIR/proc/self/environ.")
+@click.option("--cpus", type=click.IntRange(1, 16384), envvar="KRM_FN_CPUS",
+              help="Pinned CPUs expected (default: from a cpu.max quota, else not checked).")
+@click.option("--memory", callback=_memory_option, envvar="KRM_FN_MEMORY",
+              help="Memory limit expected, a quantity (12Gi) or bytes.")
+@click.option("--pids", type=click.IntRange(1, 2 ** 62), envvar="KRM_FN_PIDS",
+              help="The pool's podPidsLimit.")
+@click.option("--threads", type=click.IntRange(1, 16384), envvar="KRM_FN_THREADS",
+              help="Value expected in every thread env var (default: the CPU count).")
+@click.option("--full-pcpus-only/--no-full-pcpus-only", default=None,
+              envvar="KRM_FN_FULL_PCPUS_ONLY",
+              help="The pool runs cpuManagerPolicyOptions full-pcpus-only: require whole cores.")
+@click.option("--topology-policy", envvar="KRM_FN_TOPOLOGY_POLICY",
+              type=click.Choice(["none", "best-effort", "restricted", "single-numa-node"]),
+              help="The pool's topologyManagerPolicy (single-numa-node: require one NUMA node).")
+@click.option("--kubernetes-version", callback=_version_option,
+              envvar="KRM_FN_KUBERNETES_VERSION",
+              help="The node's Kubernetes version (CFS quota is off for exclusive CPUs from "
+                   "1.33).")
+@click.option("--cpu-quota/--no-cpu-quota", default=None, envvar="KRM_FN_CPU_QUOTA",
+              help="Whether the pinned container keeps a CFS quota (default: from "
+                   "--kubernetes-version).")
+@click.option("--thread-env", multiple=True, callback=_names_option, envvar="KRM_FN_THREAD_ENV",
+              help="More thread env var names to check, comma-separated.")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
+def verify(root, cpus, memory, pids, threads, full_pcpus_only, topology_policy,
+           kubernetes_version, cpu_quota, thread_env, as_json) -> None:
+    """Check, inside a pinned container, that pinning took effect on this node.
+
+    Reads /proc/self/status, the container's cgroup v2 files (cpuset.cpus.effective,
+    cpu.max, memory.max, pids.max), /sys/devices/system CPU and NUMA topology and the
+    environment. Exit 0 when every check passes, 1 on a mismatch (the table is still
+    printed), 2 for a usage error.
+    """
+    def go():
+        from krm_fn.verify import checks, probe, report
+        real = os.path.realpath(root) == "/"
+        p = probe.read(root, environ=os.environ if real else None)
+        exp = checks.Expected(cpus=cpus, memory=memory, pids=pids, threads=threads,
+                              full_pcpus_only=full_pcpus_only, topology_policy=topology_policy,
+                              kubernetes_version=kubernetes_version, cpu_quota=cpu_quota,
+                              thread_env=thread_env)
+        rows = checks.run(p, exp)
+        if as_json:
+            _, source = checks.expected_cpus(p, exp)
+            sys.stdout.write(report.as_json(rows, exp, root, {
+                "cpus_source": source, "cgroup_dir": p.cgroup_dir,
+                "unreadable": dict(sorted(p.unreadable.items()))}))
+        else:
+            sys.stdout.write(report.table(rows))
+        sys.stdout.flush()
+        if report.failed(rows):
+            sys.exit(1)
     _guard(go)
 
 

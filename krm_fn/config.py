@@ -174,6 +174,11 @@ SCHEMA = (
     Field("kubernetesVersion", "version", "1.34",
           "Kubernetes minor version of the nodes (quoted, e.g. \"1.34\"); gates which kubelet "
           "fields and options may be emitted."),
+    Field("mode", "choice", "mutate",
+          "`mutate`: change the items and emit the node plan. `validate`: change nothing and "
+          "emit nothing; report each change `mutate` would make as an error naming the item "
+          "and field (exit 1), so a kpt validator or CI check fails on unpinned manifests.",
+          choices=("mutate", "validate")),
     Field("selector", "object", None, "Which workloads to tune; empty = every workload with "
           "a pod spec.", fields=(
         Field("kinds", "list", [], "Workload kinds, e.g. [Deployment, InferenceService]."),
@@ -260,8 +265,15 @@ SCHEMA = (
               choices=FORMATS, min_items=1, item="format"),
         Field("namespace", "str", "kube-system", "Namespace of emitted namespaced objects."),
         Field("baseline", "any", None, "The nodes' current KubeletConfiguration (as the "
-              "kubelet's configz reports it; a `{kubeletconfig: ...}` wrapper is accepted): "
-              "what the `json6902` operations start from (typed form only).", flat="-"),
+              "kubelet's configz reports it; a `{kubeletconfig: ...}` wrapper is accepted): the "
+              "plan is merged onto it and the result checked; unset reservations come from "
+              "it; a change that needs the CPU/Memory Manager state reset gets a rollout "
+              "note; what the `json6902` operations start from (typed form only).", flat="-"),
+        Field("verifyJob", "bool", False, "Also emit, per node pool that received a "
+              "workload, a batch/v1 Job `krm-fn-verify-<pool>` that runs `krm-fn verify` in a "
+              "pinned container on one of the pool's nodes."),
+        Field("verifyImage", "str", "ghcr.io/krm-fn/krm-fn:0.1.0", "Image of the verify Job "
+              "(runs `krm-fn verify`; entrypoint krm-fn)."),
     )),
 )
 
@@ -816,6 +828,10 @@ def _check(cfg: SimpleNamespace) -> None:
         raise ConfigError("spec.output.namespace", f"must be a DNS label (lowercase letters, "
                                                    f"digits, '-'), found "
                                                    f"{_short(cfg.output.namespace)}")
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,1023}", cfg.output.verifyImage):
+        raise ConfigError("spec.output.verifyImage", f"must be a container image reference "
+                                                     f"such as ghcr.io/krm-fn/krm-fn:0.1.0, "
+                                                     f"found {_short(cfg.output.verifyImage)}")
     _check_names(cfg.workloads.threads.env, "spec.workloads.threads.env", _ENV_NAME, 256,
                  "an environment variable name (letters, digits and '_', not starting with "
                  "a digit)")

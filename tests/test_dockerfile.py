@@ -45,34 +45,80 @@ def test_hadolint_clean():
     assert proc.stdout.strip() == "", f"hadolint findings:\n{proc.stdout}"
 
 
-def test_multi_stage_with_the_same_pinned_base():
-    froms = [args.split() for word, args in _instructions() if word == "FROM"]
-    assert len(froms) == 2, froms
-    bases = [f[0] for f in froms]
-    assert bases[0] == bases[1], bases
-    assert BASE.match(bases[0]), f"base image not pinned to an exact version: {bases[0]}"
-    assert [w.upper() for w in froms[0][1:2]] == ["AS"] and froms[0][2:] == ["builder"], froms
-    copies = [args for word, args in _instructions() if word == "COPY"]
-    assert any(a.startswith("--from=builder ") for a in copies), copies
+def _stages() -> list[tuple[str, str, list[tuple[str, str]]]]:
+    """[(stage name or "", base, instructions of the stage after its FROM)], in order."""
+    out: list = []
+    for word, args in _instructions():
+        if word == "FROM":
+            parts = args.split()
+            name = parts[2] if len(parts) == 3 and parts[1].upper() == "AS" else ""
+            out.append((name, parts[0], []))
+        elif out:
+            out[-1][2].append((word, args))
+    return out
+
+
+ARGOCD = re.compile(r"^quay\.io/argoproj/argocd:v\d+\.\d+\.\d+$")  # exact release tag
+
+
+def test_stages_and_the_default_target():
+    """builder -> function (same pinned base, so the venv's interpreter path matches) ->
+    the two Argo CD targets -> the last stage, `docker build`'s default target, is the
+    function image again."""
+    stages = _stages()
+    assert [(n, b) for n, b, _ in stages] == [
+        ("builder", stages[0][1]), ("function", stages[0][1]),
+        ("argocd-repo-server", stages[2][1]), ("cmp-sidecar", "function"), ("", "function")]
+    assert BASE.match(stages[0][1]), f"base image not pinned to an exact version: {stages[0][1]}"
+    assert ARGOCD.match(stages[2][1]), stages[2][1]
+    assert stages[-1][2] == [], "the default target must be the function image unchanged"
+    copies = [args for word, args in stages[1][2] if word == "COPY"]
+    assert copies == ["--from=builder /opt/krm-fn /opt/krm-fn"], copies
 
 
 def test_runs_as_nobody():
-    users = [args for word, args in _instructions() if word == "USER"]
+    name, _, instr = _stages()[1]
+    users = [args for word, args in instr if word == "USER"]
     assert users == ["65534:65534"], users
-    # USER comes after every RUN of the final stage (nothing runs as root at the end)
-    seq = [word for word, _ in _instructions()]
+    # USER comes after every RUN of the function stage (nothing runs as root at the end)
+    seq = [word for word, _ in instr]
     assert seq.index("USER") > max(i for i, w in enumerate(seq) if w == "RUN")
 
 
 def test_runtime_settings():
-    instr = _instructions()
+    instr = _stages()[1][2]
     envs = " ".join(args for word, args in instr if word == "ENV")
     assert "PYTHONDONTWRITEBYTECODE=1" in envs
     assert ("ENTRYPOINT", '["krm-fn"]') in instr
-    final = instr[[i for i, (w, _) in enumerate(instr) if w == "FROM"][-1]:]
-    runtime_runs = " ".join(args for word, args in final if word == "RUN")
+    runtime_runs = " ".join(args for word, args in instr if word == "RUN")
     for tool in ("apt-get", "gcc", "build-essential", "curl", "wget", "pip install"):
         assert tool not in runtime_runs, f"{tool} in the runtime stage"
+
+
+def test_build_fails_loudly_when_the_function_cannot_import():
+    """`krm-fn selfcheck` (exit 1 naming a missing module) runs where the venv is built and
+    where it is moved onto the Argo CD image (public case C20)."""
+    stages = dict((n, i) for n, _, i in _stages())
+    for name in ("builder", "argocd-repo-server"):
+        runs = " ".join(args for word, args in stages[name] if word == "RUN")
+        assert "krm-fn selfcheck" in runs, name
+
+
+def test_argocd_targets():
+    stages = dict((n, i) for n, _, i in _stages())
+    repo = stages["argocd-repo-server"]
+    assert ("COPY", "--from=function /opt/krm-fn /opt/krm-fn") in repo
+    assert ("COPY", "--from=function /usr/local/bin/python3.11 /usr/local/bin/python3.11") in repo
+    assert [a for w, a in repo if w == "USER"][-1] == "999"
+    assert "ln -s python3.11 /usr/local/bin/python" in " ".join(a for w, a in repo if w == "RUN")
+    side = stages["cmp-sidecar"]
+    assert ("COPY", "deploy/argocd/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml") \
+        in side
+    assert [a for w, a in side if w == "USER"] == ["999:999"]
+    assert not [w for w, _ in side if w == "RUN"], "the sidecar adds files only"
+    # every file the targets copy from the context passes .dockerignore
+    lines = (REPO / ".dockerignore").read_text().splitlines()
+    assert "!plugin/" in lines and "!deploy/argocd/plugin.yaml" in lines
 
 
 def test_dockerignore_keeps_the_context_small():

@@ -1,0 +1,134 @@
+"""The verify Job (`spec.output.verifyJob: true`): per node pool that received a workload, a
+batch/v1 Job `<namespace>/krm-fn-verify-<pool>` whose one container runs `krm-fn verify` on
+a node of the pool, pinned the way krm-fn pins workloads, with the values to expect as args.
+Pure: `render(plan, ctx, ...)` returns a plain dict.
+
+The pod (every rule's source in kubelet.md):
+- `nodeSelector`: the pool's, so it lands on a tuned node.
+- one container, `requests == limits`: cpu = the pool's threadsPerCore (a whole number and a
+  multiple of the SMT threads, so full-pcpus-only admits it: §10.2, §10.3), memory
+  `MEMORY` (the pod is Guaranteed: §10.1).
+- every `spec.workloads.threads.env` variable = the CPU count, as krm-fn's threads rule
+  writes it (the default list when that is empty: verify fails when no thread variable is
+  set).
+- args: `--cpus`, `--memory` (bytes), `--kubernetes-version`, `--topology-policy`,
+  `--full-pcpus-only`/`--no-full-pcpus-only` from the plan's cpuManagerPolicyOptions,
+  `--pids` when podPidsLimit > 0, `--cpu-quota` when the plan keeps the CFS quota on
+  exclusive CPUs on 1.33+ (gate DisableCPUQuotaWithExclusiveCPUs false in featureGates, §7;
+  the plan never writes `cpuCFSQuota: false`, §9), `--thread-env` for configured names
+  outside the verify registry.
+- `restartPolicy: Never`, `backoffLimit: 0`: a mismatch fails the Job once, visibly.
+- non-root (65534, the image's user), read-only root filesystem, no privilege escalation,
+  all capabilities dropped, RuntimeDefault seccomp, no service account token: verify only
+  reads /proc and /sys.
+- annotation `krm-fn.dev/skip: "true"`: when the Job comes back as input (kpt), krm-fn does
+  not tune it as a workload; it is replaced by the plan like the other emitted objects.
+"""
+from __future__ import annotations
+
+from krm_fn.node.formats._common import PATH_ANNOTATION, labels
+
+# Enough for the Python interpreter and krm-fn's imports (about 40 MB resident).
+MEMORY = "256Mi"
+SKIP_ANNOTATION = "krm-fn.dev/skip"
+QUOTA_GATE = "DisableCPUQuotaWithExclusiveCPUs"
+QUOTA_GATE_SINCE = (1, 33)
+
+
+def name_of(plan) -> str:
+    """metadata.name of the pool's Job: `krm-fn-verify-<pool>` (pool names are at most 40
+    characters, so the name stays a 63-character label value for the job-name label)."""
+    return f"krm-fn-verify-{plan.pool}"
+
+
+def path_of(plan) -> str:
+    """File the Job goes to under kpt: `node/verify-<pool>.yaml`."""
+    return f"node/verify-{plan.pool}.yaml"
+
+
+def _cpu_quota_arg(plan, version: tuple) -> list[str]:
+    """`--cpu-quota` when the plan keeps the quota on 1.33+ (the gate turned off)."""
+    gates = plan.kubelet.get("featureGates") or {}
+    if tuple(version) >= QUOTA_GATE_SINCE and gates.get(QUOTA_GATE) is False:
+        return ["--cpu-quota"]
+    return []
+
+
+def args(plan, version: tuple, thread_env: list, registry: tuple) -> list[str]:
+    """The `krm-fn verify` arguments for `plan` (NodePlan) on Kubernetes `version` (major,
+    minor); `thread_env`: the configured thread env names, `registry`: the names verify
+    checks anyway (krm_fn.verify.checks.thread_env_names())."""
+    k = plan.kubelet
+    cpus = plan.topology.threads_per_core
+    opts = k.get("cpuManagerPolicyOptions") or {}
+    full = str(opts.get("full-pcpus-only", "false")).lower() == "true"
+    out = ["verify", "--cpus", str(cpus), "--memory", MEMORY,
+           "--kubernetes-version", f"{version[0]}.{version[1]}",
+           "--topology-policy", str(k.get("topologyManagerPolicy", "none")),
+           "--full-pcpus-only" if full else "--no-full-pcpus-only"]
+    pids = k.get("podPidsLimit")
+    if isinstance(pids, int) and not isinstance(pids, bool) and pids > 0:
+        out += ["--pids", str(pids)]
+    out += _cpu_quota_arg(plan, version)
+    extra = [n for n in thread_env if n not in registry]
+    if extra:
+        out += ["--thread-env", ",".join(extra)]
+    return out
+
+
+def render(plan, ctx, image: str, version: tuple, thread_env: list) -> dict:
+    """The batch/v1 Job for `plan` (NodePlan) in `ctx.namespace` (RenderContext; the kpt path
+    annotation when `ctx.set_path`), running `image` (`spec.output.verifyImage`) with
+    `args(...)`; `version`: spec.kubernetesVersion as (major, minor); `thread_env`:
+    spec.workloads.threads.env."""
+    from krm_fn.config import DEFAULT_THREAD_ENV
+    from krm_fn.verify.checks import thread_env_names
+    cpus = str(plan.topology.threads_per_core)
+    thread_env = list(thread_env) or list(DEFAULT_THREAD_ENV)
+    annotations = {SKIP_ANNOTATION: "true"}
+    if ctx.set_path:
+        annotations[PATH_ANNOTATION] = path_of(plan)
+    pod_labels = labels(plan)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": name_of(plan),
+            "namespace": str(ctx.namespace),
+            "labels": labels(plan),
+            "annotations": annotations,
+        },
+        "spec": {
+            "backoffLimit": 0,
+            "template": {
+                "metadata": {"labels": pod_labels},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "automountServiceAccountToken": False,
+                    "nodeSelector": {str(a): str(b) for a, b in plan.node_selector.items()},
+                    "securityContext": {
+                        "runAsNonRoot": True,
+                        "runAsUser": 65534,
+                        "runAsGroup": 65534,
+                        "seccompProfile": {"type": "RuntimeDefault"},
+                    },
+                    "containers": [{
+                        "name": "verify",
+                        "image": str(image),
+                        "args": args(plan, version, list(thread_env), thread_env_names()),
+                        "env": [{"name": str(n), "value": cpus} for n in thread_env],
+                        "resources": {
+                            "requests": {"cpu": cpus, "memory": MEMORY},
+                            "limits": {"cpu": cpus, "memory": MEMORY},
+                        },
+                        "securityContext": {
+                            "allowPrivilegeEscalation": False,
+                            "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": True,
+                            "capabilities": {"drop": ["ALL"]},
+                        },
+                    }],
+                },
+            },
+        },
+    }

@@ -1,0 +1,191 @@
+"""The human report of `krm-fn run --report` (on stderr), built from the transform outcome.
+
+`render(items, out, function_config)` is pure: `items` are the input items (plain dicts, as
+resourcelist.parse reads them), `out` the engine.Output of engine.transform on them. It
+shows, per workload that krm-fn looked at (it changed it or reported on it), each container
+of each pod spec with cpu and memory (request/limit; cpu in cores or millicores, memory in
+the unit written) and thread count (the first variable of `threads.env` the container sets),
+as `before → after` when they differ; then per node pool that received a workload the
+KubeletConfiguration fields of the plan (node/plan.py) and the fit: exclusive CPUs per node
+and per NUMA node (node/checks.py pool_fit) and, per pod, its need and how many fit on one
+node. `Progress` writes the progress line for large inputs.
+"""
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any, TextIO
+
+from krm_fn import config as config_mod
+from krm_fn.engine import Output, ref_of
+from krm_fn.node import checks
+from krm_fn.pod import Edits, ShapeError, build_views, path_str
+from krm_fn.results import ERROR, Result
+from krm_fn.workloads import get_path, locations, registered
+
+ARROW = "→"
+# Inputs with more items than this get a progress line (Progress).
+PROGRESS_MIN_ITEMS = 500
+# On a terminal the line is rewritten every this many items.
+PROGRESS_EVERY = 100
+
+
+def after(item: dict, ops: list) -> dict:
+    """A copy of `item` with the engine's recorded edits `ops` ((path, value) pairs,
+    pod.DELETE removing a key) applied: the item as krm-fn writes it, as plain data."""
+    work = copy.deepcopy(item)
+    edits = Edits(work)
+    for path, value in ops:
+        edits.set(path, value)
+    return work
+
+
+def _res(c: dict | None, kind: str) -> str:
+    """`request/limit` of one resource of a container, `-` for a missing value."""
+    def one(which: str) -> str:
+        v = get_path(c, ("resources", which, kind)) if c is not None else None
+        return "-" if v is None else str(v)
+    return f"{one('requests')}/{one('limits')}"
+
+
+def _threads(c: dict | None, names: list) -> str:
+    """The first of `names` the container's env sets: its value, `valueFrom`, or `-`."""
+    env = c.get("env") if isinstance(c, dict) else None
+    by_name = {e.get("name"): e for e in env if isinstance(e, dict)} \
+        if isinstance(env, list) else {}
+    for n in names:
+        e = by_name.get(n)
+        if e is not None:
+            return str(e["value"]) if e.get("value") is not None else (
+                "valueFrom" if e.get("valueFrom") is not None else "-")
+    return "-"
+
+
+def _change(before: str, now: str) -> str:
+    return now if before == now else f"{before} {ARROW} {now}"
+
+
+def _table(rows: list[list[str]], indent: str = "") -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return [(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip()
+            for r in rows]
+
+
+def _scalar(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict):
+        return ", ".join(f"{k}={_scalar(x)}" for k, x in v.items()) or "{}"
+    if isinstance(v, list):
+        return json.dumps(v, separators=(",", ":"))
+    return str(v)
+
+
+def _status(i: int, ref, out: Output) -> str:
+    mine = [r for r in out.results if r.ref == ref]
+    if any(r.severity == ERROR for r in mine):
+        return "left unchanged: error"
+    if any(r.message.startswith("skipped:") for r in mine):
+        return "skipped"
+    return "changed" if i in out.ops else "unchanged"
+
+
+def _workloads(items: list, out: Output, cfg) -> list[str]:
+    extra = config_mod.extra_registry(cfg)
+    names = list(cfg.workloads.threads.env)
+    reported = {r.ref for r in out.results if r.ref is not None}
+    rows: list[list[str]] = [["WORKLOAD / CONTAINER", "CPU req/lim", "MEMORY req/lim",
+                              "THREADS"]]
+    count = 0
+    for i, obj in enumerate(items):
+        if not isinstance(obj, dict) or not registered(obj, extra):
+            continue
+        ref = ref_of(obj)
+        if i not in out.ops and ref not in reported:
+            continue
+        count += 1
+        now = after(obj, out.ops.get(i, []))
+        rows.append([f"{ref} ({_status(i, ref, out)})", "", "", ""])
+        pods = []
+        for at in locations(now, extra):
+            try:
+                pod = build_views(now, at, ref, Edits(now), [])
+            except ShapeError:
+                continue
+            if pod is not None:
+                pods.append(pod)
+        for pod in pods:
+            if len(pods) > 1:
+                rows.append([f"  {path_str(pod.at.spec)}", "", "", ""])
+            for c in pod.containers:
+                old = get_path(obj, c.path)
+                old = old if isinstance(old, dict) else None
+                rows.append([("    " if len(pods) > 1 else "  ") + c.name
+                             + ("" if c.role == "app" else f" ({c.role})"),
+                             _change(_res(old, "cpu"), _res(c.data, "cpu")),
+                             _change(_res(old, "memory"), _res(c.data, "memory")),
+                             _change(_threads(old, names), _threads(c.data, names))])
+    if not count:
+        return ["No workload was tuned or reported on."]
+    return [f"Workloads ({count}):", *_table(rows, "  ")]
+
+
+def _pools(out: Output) -> list[str]:
+    lines: list[str] = []
+    for pool, plan, pods, placed in out.pools:
+        fit = checks.pool_fit(plan)
+        rows = [["nodeSelector", _scalar(plan.node_selector)]]
+        rows += [[k, _scalar(v)] for k, v in plan.kubelet.items()
+                 if k not in ("apiVersion", "kind")]
+        numa = ", ".join(f"NUMA {n}: {c}" for n, c in sorted(fit.per_numa.items()))
+        rows.append(["fit", f"{fit.total} exclusive CPUs per node ({numa})"])
+        for p in pods:
+            need = p.requirement
+            where = f"{p.ref} {p.path}"
+            rows.append(["", f"{where}: needs {need}, {fit.total // need} per node" if need
+                         else f"{where}: no exclusive CPUs"])
+        lines += ["", f"Node pool {pool.name} ({placed} workload{'s' if placed != 1 else ''}):",
+                  *_table(rows, "  ")]
+    return lines
+
+
+def render(items: list, out: Output, function_config: dict | None) -> str:
+    """The report text (lines ending in newline), or one line saying the config is invalid.
+
+    `items`: the input items; `out`: engine.transform(items, function_config, ...)."""
+    try:
+        cfg = config_mod.load(function_config)
+    except config_mod.ConfigError:
+        return "krm-fn report: the function config is invalid (see the error above)\n"
+    errors = sum(1 for r in out.results if r.severity == ERROR)
+    warnings = sum(1 for r in out.results if r.severity == "warning")
+    head = (f"krm-fn report: {len(items)} item{'s' if len(items) != 1 else ''}, "
+            f"{len(out.ops)} changed, {errors} error{'s' if errors != 1 else ''}, "
+            f"{warnings} warning{'s' if warnings != 1 else ''}")
+    return "\n".join([head, "", *_workloads(items, out, cfg), *_pools(out)]) + "\n"
+
+
+class Progress:
+    """Progress line for inputs of more than PROGRESS_MIN_ITEMS items, on `stream`
+    (stderr). On a terminal (`tty`): `krm-fn: N/TOTAL items` rewritten in place with `\\r`
+    every PROGRESS_EVERY items; otherwise nothing until `done()`, which writes the final
+    line once (ending in a newline). Smaller inputs: nothing at all."""
+
+    def __init__(self, stream: TextIO, tty: bool):
+        self.stream = stream
+        self.tty = tty
+        self.total = 0
+
+    def __call__(self, i: int, total: int) -> None:
+        """engine.transform's progress callback: item i (0-based) of `total` is next."""
+        self.total = total
+        if self.tty and total > PROGRESS_MIN_ITEMS and i % PROGRESS_EVERY == 0:
+            self.stream.write(f"\rkrm-fn: {i}/{total} items")
+            self.stream.flush()
+
+    def done(self) -> None:
+        """Write the final line (`krm-fn: TOTAL/TOTAL items`) when the input was large."""
+        if self.total > PROGRESS_MIN_ITEMS:
+            self.stream.write(f"{chr(13) if self.tty else ''}krm-fn: {self.total}/{self.total}"
+                              f" items\n")
+            self.stream.flush()
