@@ -35,12 +35,13 @@ def _fail(message: str, code: int = 1) -> None:
 
 def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
          report: bool = False, mode: str | None = None, output: str | None = None,
-         run_cmd: bool = False) -> None:
+         run_cmd: bool = False, fail_on_change: bool = False) -> None:
     """Parse, transform, render, write; exit 1 on error results. `report`: the progress
     line and the human report (krm_fn/report.py) on stderr; stdout is the same. `mode`
     overrides spec.mode. `run_cmd` (krm-fn run): in validate mode no manifests are written,
     only the findings on stderr. `output`: write to that file instead of stdout, only when
-    its content changes and never after an error (the file is left as it was)."""
+    its content changes and never after an error (the file is left as it was);
+    `fail_on_change`: exit 1 when it was created or rewritten (pre-commit)."""
     from krm_fn import engine, resourcelist
     doc = resourcelist.parse(text, require_resource_list=require_rl)
     fc = doc.function_config if function_config is None else function_config
@@ -54,11 +55,16 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
         progress.done()
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
     rendered = resourcelist.render(doc, out.ops, out.emitted, results, out.replace)
+    changed = False
+    if run_cmd:
+        _warn_local_config(doc.items)
     if run_cmd and out.mode == "validate":
         pass                      # a check: the findings below are the whole output
     elif output is not None:
-        if not out.has_errors:
-            _write_if_changed(output, rendered)
+        if not out.has_errors and _write_if_changed(output, rendered) and fail_on_change:
+            click.echo(f"krm-fn: {output} was out of date and has been rewritten: review and "
+                       f"stage it", err=True)
+            changed = True
     else:
         sys.stdout.write(rendered)
         sys.stdout.flush()
@@ -68,22 +74,73 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
         click.echo(f"krm-fn: {r.line()}", err=True)
     if report:
         click.echo(report_mod.render(doc.items, out, fc), err=True, nl=False)
-    if out.has_errors:
+    if out.has_errors or changed:
         sys.exit(1)
 
 
-def _write_if_changed(path: str, text: str) -> None:
+def _with_baseline(fc, baseline: dict, source: str) -> dict:
+    """A copy of the function config `fc` (typed dict, or None for defaults) with
+    spec.output.baseline = `baseline` (read from `source`). Raises InputError for the
+    ConfigMap form, which has no baseline key."""
+    import copy
+    from krm_fn.resourcelist import InputError
+    from krm_fn import config as config_mod
+    if config_mod.is_flat(fc):
+        raise InputError(f"--baseline {source}: the config is a ConfigMap, which cannot hold "
+                         f"a baseline; write it as an InferenceTuning")
+    fc = copy.deepcopy(fc) if isinstance(fc, dict) else {
+        "apiVersion": config_mod.API_VERSION, "kind": config_mod.KIND,
+        "metadata": {"name": "krm-fn"}}
+    spec = fc.get("spec")
+    if not isinstance(spec, dict):
+        spec = fc["spec"] = {}
+    output = spec.get("output")
+    if not isinstance(output, dict):
+        output = spec["output"] = {}
+    output["baseline"] = baseline
+    return fc
+
+
+def _warn_local_config(items: list) -> None:
+    """`krm-fn run` writes every input document back; kustomize would drop local-config
+    objects (krm.md §3), and `kubectl apply` rejects a function config: say so on stderr."""
+    for i, obj in enumerate(items):
+        if not isinstance(obj, dict):
+            continue
+        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        ann = md.get("annotations") if isinstance(md.get("annotations"), dict) else {}
+        local = ann.get("config.kubernetes.io/local-config") == "true"
+        if local or obj.get("kind") == "InferenceTuning":
+            what = "a local-config object" if local else "a krm-fn function config"
+            click.echo(f"krm-fn: document {i + 1} ({obj.get('kind')} {md.get('name')}): "
+                       f"{what}, written back unchanged; kustomize would drop it and kubectl "
+                       f"apply would reject it: leave it out of FILES", err=True)
+
+
+def _write_if_changed(path: str, text: str) -> bool:
     """Write `text` to `path` unless it already holds exactly that (pre-commit treats a
-    rewritten file as a failed hook, so an up-to-date file must not be touched)."""
+    rewritten file as a failed hook, so an up-to-date file must not be touched); missing
+    parent directories are created. Returns True when the file was created or rewritten.
+    Raises InputError naming the path when it cannot be written."""
+    from krm_fn.resourcelist import InputError
     data = text.encode("utf-8")
     try:
         with open(path, "rb") as fh:
             if fh.read() == data:
-                return
+                return False
     except FileNotFoundError:
         pass
-    with open(path, "wb") as fh:
-        fh.write(data)
+    except OSError as e:
+        raise InputError(f"--output {path}: cannot read it ({e.strerror or e})") from None
+    try:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        with open(path, "wb") as fh:
+            fh.write(data)
+    except OSError as e:
+        raise InputError(f"--output {path}: cannot write it ({e.strerror or e})") from None
+    return True
 
 
 def _guard(fn, *args) -> None:
@@ -155,21 +212,36 @@ def _read_inputs(files) -> str:
 @click.option("--output", "-o", "output", type=click.Path(dir_okay=False, writable=True),
               help="Write the manifests to FILE instead of stdout; the file is rewritten "
                    "only when its content changes, and left alone on an error.")
+@click.option("--fail-on-change", is_flag=True,
+              help="With --output: exit 1 when the file was created or rewritten (a "
+                   "pre-commit hook: the new file must be reviewed and staged).")
+@click.option("--baseline", "baseline_file", type=click.Path(exists=True, dir_okay=False),
+              help="The nodes' current KubeletConfiguration (YAML or JSON, e.g. saved from "
+                   "`kubectl get --raw /api/v1/nodes/NODE/proxy/configz`): sets "
+                   "spec.output.baseline of the config.")
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-def run(config_file, report, mode, output, files) -> None:
+def run(config_file, report, mode, output, fail_on_change, baseline_file, files) -> None:
     """Tune plain multi-document YAML FILES (or - for stdin) and print the result.
 
     For CI render steps without kustomize plugins (Flux). Errors and warnings go to
     stderr; exit 1 on any error.
     """
+    if fail_on_change and output is None:
+        raise click.UsageError("--fail-on-change needs --output")
     def go():
         from krm_fn import resourcelist
         fc = None
         if config_file:
             with open(config_file, "rb") as fh:
                 fc = resourcelist.load_config_file(_decode(fh.read(), config_file))
-        _run(_read_inputs(files), fc, False, True, report, mode, output, run_cmd=True)
+        if baseline_file:
+            with open(baseline_file, "rb") as fh:
+                fc = _with_baseline(
+                    fc, resourcelist.load_config_file(_decode(fh.read(), baseline_file)),
+                    baseline_file)
+        _run(_read_inputs(files), fc, False, True, report, mode, output, run_cmd=True,
+             fail_on_change=fail_on_change)
     _guard(go)
 
 

@@ -29,12 +29,39 @@ KIND = "InferenceTuning"
 
 class ConfigError(ValueError):
     """A function config problem. `path` is the field path inside the config object
-    (e.g. `spec.nodePools[0].topology.threadsPerCore`), `message` says what is wrong."""
+    (e.g. `spec.nodePools[0].topology.threadsPerCore`), `message` says what is wrong.
+    `errors`: every problem found in one pass over the config (this one first), so a user
+    fixes them all at once; the shape and type checks of every field are collected, the
+    checks across fields run only on a config without those."""
 
-    def __init__(self, path: str, message: str):
+    def __init__(self, path: str, message: str, more: list | None = None):
         super().__init__(f"{path}: {message}" if path else message)
         self.path = path
         self.message = message
+        self.more = list(more or [])
+
+    @property
+    def errors(self) -> list["ConfigError"]:
+        """This error and the ones found with it, in field order."""
+        return [self] + self.more
+
+
+def _raise_all(errors: list[ConfigError]) -> None:
+    """Raise the first of `errors` carrying all of them (nothing when empty)."""
+    if errors:
+        first = errors[0]
+        raise ConfigError(first.path, first.message, errors[1:])
+
+
+def _unknown(keys: list, known: list[str], path: str) -> ConfigError:
+    """`unknown field 'x' (did you mean 'y'?) (known: ...)`."""
+    import difflib
+    names = []
+    for k in keys:
+        close = difflib.get_close_matches(str(k), known, n=1, cutoff=0.6)
+        names.append(_short(str(k)) + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return ConfigError(path, "unknown field" + ("s " if len(keys) > 1 else " ")
+                       + ", ".join(names) + f" (known: {', '.join(known)})")
 
 
 @dataclass(frozen=True)
@@ -523,8 +550,10 @@ def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
         return _duration(_scalar_str(v, path), path)
     if k == "version":
         if not isinstance(v, str):
-            raise ConfigError(path, f"must be a quoted string such as \"1.34\" (YAML reads "
-                                    f"1.30 as the number 1.3), found {_short(v)}")
+            found = (f"the number {v!r} (YAML reads an unquoted 1.30 as 1.3): write the "
+                     f"version in quotes" if isinstance(v, (int, float))
+                     and not isinstance(v, bool) else _short(v))
+            raise ConfigError(path, f"must be a quoted string such as \"1.34\", found {found}")
         m = _VERSION.fullmatch(v)
         if not m:
             raise ConfigError(path, f"expected a Kubernetes minor version such as \"1.34\", "
@@ -536,7 +565,10 @@ def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
     if k == "choice":
         s = _scalar_str(v, path)
         if s not in f.choices:
-            raise ConfigError(path, f"must be one of {', '.join(f.choices)}; found {_short(s)}")
+            same = [c for c in f.choices if c.lower() == s.lower()]
+            hint = f" (write {same[0]!r}: the spelling is case-sensitive)" if same else ""
+            raise ConfigError(path, f"must be one of {', '.join(f.choices)}; found "
+                                    f"{_short(s)}{hint}")
         return s
     if k in ("list", "choicelist"):
         if from_flat and isinstance(v, str):
@@ -545,6 +577,8 @@ def _convert(f: Field, v: Any, path: str, from_flat: bool) -> Any:
                 _check_text(x, f"{path}[{i}]")
         elif isinstance(v, list):
             items = [_scalar_str(x, f"{path}[{i}]") for i, x in enumerate(v)]
+        elif isinstance(v, str) and not _CONTROL.search(v) and len(v) <= 200:
+            raise ConfigError(path, f"expected a list, found a string (write [{v}])")
         else:
             raise ConfigError(path, f"expected a list, found {_type_name(v)}")
         if len(items) < f.min_items:
@@ -625,11 +659,10 @@ def _build(fields, data: Any, path: str, from_flat: bool = False) -> SimpleNames
     if not isinstance(data, dict):
         raise ConfigError(path, f"expected a mapping, found {_type_name(data)}")
     known = {f.name: f for f in fields}
+    errors: list[ConfigError] = []
     unknown = [k for k in data if k not in known]
     if unknown:
-        raise ConfigError(path, "unknown field" + ("s " if len(unknown) > 1 else " ")
-                          + ", ".join(_short(str(k)) for k in unknown)
-                          + f" (known: {', '.join(known)})")
+        errors.append(_unknown(unknown, list(known), path))
     ns = SimpleNamespace()
     for f in fields:
         sub = f"{path}.{f.name}" if path else f.name
@@ -637,18 +670,29 @@ def _build(fields, data: Any, path: str, from_flat: bool = False) -> SimpleNames
             setattr(ns, f.name, _default(f))
             continue
         v = data[f.name]
-        if f.kind == "object":
-            setattr(ns, f.name, _build(f.fields, {} if v is None else v, sub, from_flat))
-        elif f.kind == "objectlist":
-            if not isinstance(v, list):
-                raise ConfigError(sub, f"expected a list, found {_type_name(v)}")
-            if len(v) < f.min_items:
-                raise ConfigError(sub, f"must list at least "
-                                       f"{'one' if f.min_items == 1 else f.min_items} {f.item}")
-            setattr(ns, f.name, [_build(f.fields, x, f"{sub}[{i}]", from_flat)
-                                 for i, x in enumerate(v)])
-        else:
-            setattr(ns, f.name, _convert(f, v, sub, from_flat))
+        try:
+            if f.kind == "object":
+                setattr(ns, f.name, _build(f.fields, {} if v is None else v, sub, from_flat))
+            elif f.kind == "objectlist":
+                if not isinstance(v, list):
+                    raise ConfigError(sub, f"expected a list, found {_type_name(v)}")
+                if len(v) < f.min_items:
+                    raise ConfigError(sub, f"must list at least "
+                                           f"{'one' if f.min_items == 1 else f.min_items} "
+                                           f"{f.item}")
+                built, item_errors = [], []
+                for i, x in enumerate(v):
+                    try:
+                        built.append(_build(f.fields, x, f"{sub}[{i}]", from_flat))
+                    except ConfigError as e:
+                        item_errors.extend(e.errors)
+                _raise_all(item_errors)
+                setattr(ns, f.name, built)
+            else:
+                setattr(ns, f.name, _convert(f, v, sub, from_flat))
+        except ConfigError as e:
+            errors.extend(e.errors)
+    _raise_all(errors)
     return ns
 
 
@@ -929,8 +973,10 @@ def is_flat(obj: Any) -> bool:
 
 
 def _flat_error(e: ConfigError) -> ConfigError:
-    """Name the flat ConfigMap key (`data.threadsPerCore`) instead of the nested field."""
-    return ConfigError(flat_path(e.path), e.message)
+    """Name the flat ConfigMap key (`data.threadsPerCore`) instead of the nested field, for
+    every error `e` carries."""
+    mapped = [ConfigError(flat_path(x.path), x.message) for x in e.errors]
+    return ConfigError(mapped[0].path, mapped[0].message, mapped[1:])
 
 
 def flat_key_table() -> str:

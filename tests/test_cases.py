@@ -327,7 +327,7 @@ def test_c12_kserve_framework_container_gets_thread_env():
     for v in ("OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "PYTHON_CPU_COUNT"):
         assert env[v] == "4"
     assert pred["nodeSelector"] == {"krm-fn.dev/cpu-pinning": "true"}
-    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
+    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning") if "field" in r}
     assert warn["spec.predictor.pytorch.env[1].value"].startswith(
         "container 'kserve-container': MKL_NUM_THREADS 40 -> 4")
     assert "KServe injects a storage-initializer" in warn["spec.predictor"]
@@ -622,7 +622,7 @@ def test_c15_memory_qos_never_enabled_request_raised_and_warned():
         "requests": {"cpu": "2", "memory": "1Gi"}, "limits": {"cpu": "2", "memory": "1Gi"}}
     cfg = load(item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"])
     assert "MemoryQoS" not in str(cfg) and "cpuCFSQuota" not in cfg
-    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
+    warn = {r["field"]["path"]: r["message"] for r in results(out, "warning") if "field" in r}
     assert list(warn) == ["spec.nodePools[0].kubelet.extra.featureGates.MemoryQoS",
                           "spec.output.baseline.featureGates.MemoryQoS",
                           "spec.output.baseline.cpuCFSQuota"]

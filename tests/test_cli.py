@@ -50,7 +50,11 @@ def test_run_reports_errors_on_stderr_and_exits_1(tmp_path):
     assert p.stderr == (
         "krm-fn: error: Pod p spec.containers[0].resources.limits.memory: container 's': "
         "'lots' is not a quantity (expected a number and an optional suffix such as 500m, 4, "
-        "1Gi, 1e3)\nkrm-fn: error: Pod p: left unchanged because of the errors above\n")
+        "1Gi, 1e3)\nkrm-fn: error: Pod p: left unchanged because of the errors above\n"
+        "krm-fn: warning: no function config: defaults used (node pool 'inference' with "
+        "nodeSelector krm-fn.dev/cpu-pinning=true, 2 sockets x 16 cores x 2 threads, "
+        "kubernetesVersion 1.34); give a config that describes your nodes (`krm-fn explain`, "
+        "README Configuration)\n")
 
 
 def test_legacy_plugin_mode(tmp_path):
@@ -69,7 +73,8 @@ def test_config_error_is_a_result_on_the_function_config():
     assert p.returncode == 1
     out = load(p.stdout)
     assert out["results"] == [{
-        "message": "invalid function config: unknown field 'cpuRouding' (known: cpuRounding, "
+        "message": "invalid function config: unknown field 'cpuRouding' (did you mean "
+                       "'cpuRounding'?) (known: cpuRounding, "
                    "pinnedContainers, defaultCpus, defaultMemory, sidecarResources, "
                    "initContainerCpu, threads, injection, shm)",
         "severity": "error",
@@ -104,3 +109,60 @@ def test_readme_commands_are_what_ci_runs():
     main_job, tests = blocks[0], blocks[1]
     assert "kubectl kustomize --enable-alpha-plugins overlays/legacy-plugin" in main_job
     assert tests in (ROOT / ".ci" / "run").read_text()
+
+
+def test_run_output_creates_parent_dirs_and_fail_on_change_reports_new_files(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "pin.yaml").write_text(CONFIG)
+    args = ["run", "--config", "pin.yaml", "--output", "rendered/serving.yaml",
+            "--fail-on-change", "pod.yaml"]
+    p = run_cli(args, cwd=tmp_path)
+    assert p.returncode == 1
+    assert p.stderr == ("krm-fn: rendered/serving.yaml was out of date and has been "
+                        "rewritten: review and stage it\n")
+    written = (tmp_path / "rendered" / "serving.yaml").read_text()
+    assert written.startswith(POD[:40]) and 'OMP_NUM_THREADS' in written
+    p = run_cli(args, cwd=tmp_path)                       # up to date: untouched, exit 0
+    assert (p.returncode, p.stderr) == (0, "")
+    p = run_cli(["run", "--fail-on-change", "pod.yaml"], cwd=tmp_path)
+    assert p.returncode == 2 and "--fail-on-change needs --output" in p.stderr
+
+
+def test_run_output_that_cannot_be_written_is_one_clean_line(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "file").write_text("")
+    p = run_cli(["run", "--output", "file/x.yaml", "pod.yaml"], cwd=tmp_path)
+    assert p.returncode == 1
+    assert p.stderr == "krm-fn: --output file/x.yaml: cannot read it (Not a directory)\n"
+    assert "internal error" not in p.stderr and "Traceback" not in p.stderr
+
+
+def test_run_baseline_file_sets_the_baseline(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "pin.yaml").write_text(CONFIG)
+    (tmp_path / "configz.json").write_text('{"kubeletconfig": {"cpuManagerPolicy": "none"}}')
+    p = run_cli(["run", "--config", "pin.yaml", "--baseline", "configz.json", "pod.yaml"],
+                cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    docs = [d for d in re.split(r"^---\n", p.stdout, flags=re.M) if "ConfigMap" in d]
+    assert "krm-fn.dev/rollout-note: \"drain the node and delete " \
+           "/var/lib/kubelet/cpu_manager_state while the kubelet is stopped (cpuManagerPolicy " \
+           "none -> static; reservedSystemCPUs (unset) -> 0-1,32-33)\"" in docs[0]
+    assert "spec.output.baseline.kubeletconfig.cpuManagerPolicy" in p.stderr
+    (tmp_path / "cm.yaml").write_text("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\n"
+                                      "data: {threadsPerCore: '2'}\n")
+    p = run_cli(["run", "--config", "cm.yaml", "--baseline", "configz.json", "pod.yaml"],
+                cwd=tmp_path)
+    assert p.returncode == 1
+    assert p.stderr == ("krm-fn: --baseline configz.json: the config is a ConfigMap, which "
+                        "cannot hold a baseline; write it as an InferenceTuning\n")
+
+
+def test_run_says_when_it_writes_back_a_function_config(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "pin.yaml").write_text(CONFIG)
+    p = run_cli(["run", "--config", "pin.yaml", "pod.yaml", "pin.yaml"], cwd=tmp_path)
+    assert p.returncode == 0
+    assert p.stderr == ("krm-fn: document 2 (InferenceTuning pin): a krm-fn function config, "
+                        "written back unchanged; kustomize would drop it and kubectl apply "
+                        "would reject it: leave it out of FILES\n")

@@ -368,3 +368,35 @@ def test_extra_kind_is_tuned(tmp_path):
     w = load(p.stdout)["items"][0]["spec"]["workers"][0]["template"]["spec"]
     assert w["containers"][0]["resources"]["requests"] == {"cpu": "2", "memory": "1Gi"}
     assert w["nodeSelector"] == {"krm-fn.dev/cpu-pinning": "true"}
+
+
+def test_every_shape_error_is_reported_in_one_pass():
+    from krm_fn import engine
+    fc = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+          "metadata": {"name": "pin"},
+          "spec": {"kubernetesVersion": 1.3, "workloads": {"cpuRouding": "up"},
+                   "nodePools": [{"name": "a", "topology": {"threadsPerCor": 2}},
+                                 {"name": "b", "kubelet": {"topologyManagerPolicy": "single"}}],
+                   "output": {"formats": "configmap"}}}
+    with pytest.raises(ConfigError) as e:
+        config.load(fc)
+    assert [(x.path, x.message) for x in e.value.errors] == [
+        ("spec.kubernetesVersion", "must be a quoted string such as \"1.34\", found the number "
+                                   "1.3 (YAML reads an unquoted 1.30 as 1.3): write the version "
+                                   "in quotes"),
+        ("spec.workloads", "unknown field 'cpuRouding' (did you mean 'cpuRounding'?) (known: "
+                           "cpuRounding, pinnedContainers, defaultCpus, defaultMemory, "
+                           "sidecarResources, initContainerCpu, threads, injection, shm)"),
+        ("spec.nodePools[0].topology", "unknown field 'threadsPerCor' (did you mean "
+                                       "'threadsPerCore'?) (known: sockets, numaNodesPerSocket, "
+                                       "coresPerSocket, threadsPerCore, siblings, lscpu)"),
+        ("spec.nodePools[1].kubelet.topologyManagerPolicy",
+         "must be one of none, best-effort, restricted, single-numa-node; found 'single'"),
+        ("spec.output.formats", "expected a list, found a string (write [configmap])"),
+    ]
+    out = engine.transform([], fc)
+    assert [r.path for r in out.results] == [x.path for x in e.value.errors]
+    # the flat form names each data key
+    with pytest.raises(ConfigError) as e:
+        config.load({"kind": "ConfigMap", "data": {"threadsPerCore": "x", "podPidsLimit": "0"}})
+    assert [x.path for x in e.value.errors] == ["data.threadsPerCore", "data.podPidsLimit"]

@@ -175,7 +175,7 @@ def test_hook_manifest_is_valid_for_pre_commit():
     assert proc.returncode == 0, proc.stdout + proc.stderr
     h = hooks()
     assert sorted(h) == ["krm-fn-check", "krm-fn-render"]
-    assert h["krm-fn-render"]["entry"] == "krm-fn run"
+    assert h["krm-fn-render"]["entry"] == "krm-fn run --fail-on-change"
     assert h["krm-fn-render"]["pass_filenames"] is False
     assert h["krm-fn-check"]["entry"] == "krm-fn run --mode validate"
     assert {x["language"] for x in h.values()} == {"python"}
@@ -205,8 +205,12 @@ def test_render_hook_then_check_hook(tmp_path):
     assert re.search(check["files"], "rendered/serving.yaml")
     assert not re.search(check["files"], "manifests/vllm-cpu.yaml")
 
+    # first run: rendered/ does not exist yet; the new file fails the hook so it is staged
+    shutil.rmtree(repo / "rendered")
     p = run_hook(render, RENDER_ARGS, [], repo)
-    assert (p.returncode, p.stdout) == (0, "")
+    assert (p.returncode, p.stdout) == (1, "")
+    assert p.stderr.startswith("krm-fn: rendered/serving.yaml was out of date and has been "
+                               "rewritten: review and stage it\n")
     out = repo / "rendered/serving.yaml"
     assert out.read_text() == rendered()
     stamp = out.stat().st_mtime_ns
