@@ -73,7 +73,15 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
     for r in shown:
         click.echo(f"krm-fn: {r.line()}", err=True)
     if report:
-        click.echo(report_mod.render(doc.items, out, fc), err=True, nl=False)
+        try:
+            text = report_mod.render(doc.items, out, fc)
+        except Exception as e:  # the report is an aid: it never changes a run's outcome
+            if os.environ.get(_DEBUG_ENV):
+                raise
+            text = (f"krm-fn: the report could not be built ({type(e).__name__}: {e}); the "
+                    f"output above is complete (set {_DEBUG_ENV}=1 for the traceback, and "
+                    f"please report it)\n")
+        click.echo(text, err=True, nl=False)
     if out.has_errors or changed:
         sys.exit(1)
 

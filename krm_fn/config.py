@@ -696,6 +696,14 @@ def _build(fields, data: Any, path: str, from_flat: bool = False) -> SimpleNames
     return ns
 
 
+# A container image reference, as the distribution/reference grammar defines it:
+# [domain[:port]/]path-component[/path-component...][:tag][@digest].
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_DOMAIN = (r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+                 r"(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?")
+_IMAGE = re.compile(rf"(?:{_IMAGE_DOMAIN}/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+                    r"(?::[\w][\w.-]{0,127})?"
+                    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
 # Used with fullmatch only: `$` would also match before a trailing newline.
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
@@ -821,7 +829,118 @@ def _check_extra_kinds(cfg: SimpleNamespace) -> None:
                     raise ConfigError(f"{path}.{key}[{j}]", str(e)) from None
 
 
+# spec.output.baseline: the KubeletConfiguration fields krm-fn reads, and their shapes.
+# Everything else in the baseline is carried as plain data (json6902) and never read.
+BASELINE_STR = ("cpuManagerPolicy", "memoryManagerPolicy", "topologyManagerPolicy",
+                "topologyManagerScope", "reservedSystemCPUs", "systemReservedCgroup",
+                "kubeReservedCgroup")
+BASELINE_MAX_ENTRIES = 1024     # entries of a map or list krm-fn reads from the baseline
+
+
+def _baseline_scalar(v: Any, path: str) -> str:
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise ConfigError(path, f"expected a string, found {_type_name(v)}")
+    return _scalar_str(v, path)
+
+
+def _baseline_map(v: Any, path: str, values) -> dict:
+    if not isinstance(v, dict):
+        raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
+    if len(v) > BASELINE_MAX_ENTRIES:
+        raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} are "
+                                f"accepted")
+    return {_check_text(str(k), path): values(x, f"{path}.{k}") for k, x in v.items()}
+
+
+def _check_baseline(baseline: Any) -> None:
+    """spec.output.baseline: a KubeletConfiguration (or configz's `{kubeletconfig: ...}`
+    with nothing beside it) whose fields krm-fn reads have the kubelet's shapes: strings
+    of at most MAX_TEXT characters, kubeReserved/systemReserved/evictionHard as the typed
+    config checks them (hugepages-<size> allowed in the reservations), option maps of
+    strings, featureGates of booleans, enforceNodeAllocatable a list of strings,
+    reservedMemory as krm_fn.node.memory.parse reads it. Raises ConfigError with every
+    problem, each naming its field path."""
+    from krm_fn.node import memory as memory_mod
+    if baseline is None:
+        return
+    root = "spec.output.baseline"
+    if isinstance(baseline, dict) and "kubeletconfig" in baseline:
+        others = [str(k) for k in baseline if k != "kubeletconfig"]
+        if others:
+            raise ConfigError(root, f"a `kubeletconfig` wrapper (configz's answer) must be the "
+                                    f"only key, found also {', '.join(map(repr, others[:5]))}")
+        baseline, root = baseline["kubeletconfig"], root + ".kubeletconfig"
+        if not isinstance(baseline, dict):
+            raise ConfigError(root, f"expected a mapping, found {_type_name(baseline)}")
+    errors: list[ConfigError] = []
+
+    def check(name: str, fn) -> None:
+        if name in baseline and baseline[name] is not None:
+            try:
+                fn(baseline[name], f"{root}.{name}")
+            except ConfigError as e:
+                errors.extend(e.errors)
+
+    for name in BASELINE_STR:
+        check(name, _baseline_scalar)
+
+    def reservations(v, path):
+        m = _baseline_map(v, path, _baseline_scalar)
+        _check_reserved({k: x for k, x in m.items() if not k.startswith("hugepages-")}, path)
+        for k, x in m.items():
+            if k.startswith("hugepages-"):
+                if not memory_mod.is_type(k):
+                    raise ConfigError(f"{path}.{k}", f"{_short(k)} is not a hugepages-<size> "
+                                                     f"resource")
+                _quantity(x, "memory", f"{path}.{k}")
+
+    check("kubeReserved", reservations)
+    check("systemReserved", reservations)
+    check("evictionHard", lambda v, p: _check_eviction(_baseline_map(v, p, _baseline_scalar), p))
+    for name in ("cpuManagerPolicyOptions", "topologyManagerPolicyOptions"):
+        check(name, lambda v, p: _baseline_map(v, p, _baseline_scalar))
+
+    def gate(v, path):
+        if not isinstance(v, bool):
+            raise ConfigError(path, f"expected true or false, found {_short(v)}")
+        return v
+
+    check("featureGates", lambda v, p: _baseline_map(v, p, gate))
+
+    def strlist(v, path):
+        if not isinstance(v, list):
+            raise ConfigError(path, f"expected a list, found {_type_name(v)}")
+        if len(v) > BASELINE_MAX_ENTRIES:
+            raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} "
+                                    f"are accepted")
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                raise ConfigError(f"{path}[{i}]", f"expected a string, found {_type_name(x)}")
+            _check_text(x, f"{path}[{i}]")
+
+    check("enforceNodeAllocatable", strlist)
+
+    def reserved_memory(v, path):
+        if isinstance(v, list) and len(v) > BASELINE_MAX_ENTRIES:
+            raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} "
+                                    f"are accepted")
+        try:
+            memory_mod.parse(v)
+        except memory_mod.ReservedMemoryError as e:
+            raise ConfigError(f"{root}.{e.path}", e.message) from None
+
+    check("reservedMemory", lambda v, p: reserved_memory(v, p) if v != [] else None)
+
+    def boolean(v, path):
+        if not isinstance(v, bool):
+            raise ConfigError(path, f"expected true or false, found {_short(v)}")
+
+    check("cpuCFSQuota", boolean)
+    _raise_all(errors)
+
+
 def _check(cfg: SimpleNamespace) -> None:
+    _check_baseline(cfg.output.baseline)
     _check_extra_kinds(cfg)
     for i, pool in enumerate(cfg.nodePools):
         if pool.topology.lscpu:
@@ -872,7 +991,7 @@ def _check(cfg: SimpleNamespace) -> None:
         raise ConfigError("spec.output.namespace", f"must be a DNS label (lowercase letters, "
                                                    f"digits, '-'), found "
                                                    f"{_short(cfg.output.namespace)}")
-    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,1023}", cfg.output.verifyImage):
+    if len(cfg.output.verifyImage) > 1024 or not _IMAGE.fullmatch(cfg.output.verifyImage):
         raise ConfigError("spec.output.verifyImage", f"must be a container image reference "
                                                      f"such as ghcr.io/krm-fn/krm-fn:0.1.0, "
                                                      f"found {_short(cfg.output.verifyImage)}")

@@ -48,7 +48,8 @@ class UnknownName(LookupError):
 
     def __init__(self, name: str, suggestions: list[str], what: str = "config field or "
                                                                         "ConfigMap key"):
-        super().__init__(f"no {what} named {name!r}")
+        shown = name if len(name) <= 80 else name[:77] + "..."
+        super().__init__(f"no {what} named {shown!r}")
         self.name = name
         self.suggestions = suggestions
 

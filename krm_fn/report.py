@@ -51,8 +51,8 @@ def _res(c: dict | None, kind: str) -> str:
 def _threads(c: dict | None, names: list) -> str:
     """The first of `names` the container's env sets: its value, `valueFrom`, or `-`."""
     env = c.get("env") if isinstance(c, dict) else None
-    by_name = {e.get("name"): e for e in env if isinstance(e, dict)} \
-        if isinstance(env, list) else {}
+    by_name = {e["name"]: e for e in env if isinstance(e, dict)
+               and isinstance(e.get("name"), str)} if isinstance(env, list) else {}
     for n in names:
         e = by_name.get(n)
         if e is not None:
@@ -81,8 +81,8 @@ def _scalar(v: Any) -> str:
     return str(v)
 
 
-def _status(i: int, ref, out: Output) -> str:
-    mine = [r for r in out.results if r.ref == ref]
+def _status(i: int, ref, out: Output, by_ref: dict) -> str:
+    mine = by_ref.get(ref, [])
     if any(r.severity == ERROR for r in mine):
         return "left unchanged: error"
     if any(r.message.startswith("skipped:") for r in mine):
@@ -93,7 +93,11 @@ def _status(i: int, ref, out: Output) -> str:
 def _workloads(items: list, out: Output, cfg) -> list[str]:
     extra = config_mod.extra_registry(cfg)
     names = list(cfg.workloads.threads.env)
-    reported = {r.ref for r in out.results if r.ref is not None}
+    by_ref: dict = {}
+    for r in out.results:
+        if r.ref is not None:
+            by_ref.setdefault(r.ref, []).append(r)
+    reported = set(by_ref)
     rows: list[list[str]] = [["WORKLOAD / CONTAINER", "CPU req/lim", "MEMORY req/lim",
                               "THREADS"]]
     count = 0
@@ -105,7 +109,7 @@ def _workloads(items: list, out: Output, cfg) -> list[str]:
             continue
         count += 1
         now = after(obj, out.ops.get(i, []))
-        rows.append([f"{ref} ({_status(i, ref, out)})", "", "", ""])
+        rows.append([f"{ref} ({_status(i, ref, out, by_ref)})", "", "", ""])
         pods = []
         for at in locations(now, extra):
             try:

@@ -166,3 +166,14 @@ def test_run_says_when_it_writes_back_a_function_config(tmp_path):
     assert p.stderr == ("krm-fn: document 2 (InferenceTuning pin): a krm-fn function config, "
                         "written back unchanged; kustomize would drop it and kubectl apply "
                         "would reject it: leave it out of FILES\n")
+
+
+def test_validate_mode_prints_no_manifests_even_when_the_config_is_invalid(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "bad.yaml").write_text(CONFIG + "  bogus: 1\n")
+    (tmp_path / "bad-validate.yaml").write_text(CONFIG + "  mode: validate\n  bogus: 1\n")
+    for args in (["run", "--mode", "validate", "--config", "bad.yaml", "pod.yaml"],
+                 ["run", "--config", "bad-validate.yaml", "pod.yaml"]):
+        p = run_cli(args, cwd=tmp_path)
+        assert (p.returncode, p.stdout) == (1, ""), args
+        assert "unknown field 'bogus'" in p.stderr

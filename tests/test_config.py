@@ -286,6 +286,11 @@ def load_error(obj):
     (typed({"selector": {"names": ["My Model"]}}), "spec.selector.names[0]",
      "must be an object name"),
     (cm({"namespaces": "prod,Bad_NS"}), "data.namespaces[1]", "must be a namespace name"),
+    (typed({"output": {"verifyImage": "a:::::"}}), "spec.output.verifyImage",
+     "must be a container image reference"),
+    (typed({"output": {"verifyImage": "x@@@"}}), "spec.output.verifyImage",
+     "must be a container image reference"),
+    (cm({"verifyImage": "A-"}), "data.verifyImage", "must be a container image reference"),
 ])
 def test_hostile_values_are_errors_naming_the_field(obj, path, message):
     err = load_error(obj)
@@ -400,3 +405,10 @@ def test_every_shape_error_is_reported_in_one_pass():
     with pytest.raises(ConfigError) as e:
         config.load({"kind": "ConfigMap", "data": {"threadsPerCore": "x", "podPidsLimit": "0"}})
     assert [x.path for x in e.value.errors] == ["data.threadsPerCore", "data.podPidsLimit"]
+
+
+@pytest.mark.parametrize("image", [
+    "ghcr.io/krm-fn/krm-fn:0.1.0", "busybox", "localhost:5000/team/krm-fn:v1",
+    "registry.example.com/krm-fn@sha256:" + "a" * 64, "a/b_c__d-e:1.0-rc"])
+def test_verify_image_accepts_references(image):
+    assert config.load(typed({"output": {"verifyImage": image}})).output.verifyImage == image

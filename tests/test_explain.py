@@ -186,3 +186,11 @@ def test_every_field_and_flat_key_is_explained():
         text = explain.explain_field(key)
         assert "CONFIGMAP KEY: " + key in text
         assert explain.lookup(key).field is f
+
+
+def test_a_very_long_unknown_name_is_shortened_in_the_message():
+    p = run_cli(["explain", "x" * 100000])
+    assert p.returncode == 2
+    assert p.stderr.startswith("krm-fn: no config field or ConfigMap key named '" + "x" * 77
+                               + "...'")
+    assert len(p.stderr) < 1000

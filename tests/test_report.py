@@ -175,3 +175,43 @@ def test_progress_line_on_a_large_input(tmp_path):
     assert rep.stderr.startswith("krm-fn: 520/520 items\n" + plain.stderr)
     assert "krm-fn report: 520 items, 520 changed, 0 errors, 1560 warnings\n" in rep.stderr
     assert "/520 items" not in plain.stderr
+
+
+SKIPPED_ODD = """\
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: legacy
+  annotations: {krm-fn.dev/skip: "true"}
+spec:
+  template:
+    spec:
+      containers:
+      - name: app
+        image: x
+        env:
+        - name: [OMP_NUM_THREADS]
+          value: "8"
+"""
+
+
+def test_report_never_changes_the_outcome_of_a_run(tmp_path):
+    """A skipped item is never validated: the report must read it without crashing, and
+    stdout and the exit code are those of the run without --report."""
+    plain = _run(tmp_path, text=SKIPPED_ODD + "---\n" + INPUT)
+    rep = _run(tmp_path, "--report", text=SKIPPED_ODD + "---\n" + INPUT)
+    assert (rep.returncode, rep.stdout) == (plain.returncode, plain.stdout)
+    assert "Deployment legacy (skipped)" in rep.stderr
+    assert "internal error" not in rep.stderr
+
+
+def test_report_is_linear_in_the_workloads():
+    import time
+    pod = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p%d}\nspec:\n  containers:\n"
+           "  - {name: s, image: s:1, resources: {limits: {cpu: '2', memory: 1Gi}}}\n")
+    text = "---\n".join(pod % i for i in range(3000))
+    doc = resourcelist.parse(text, False)
+    out = engine.transform(doc.items, resourcelist.load_config_file(CONFIG))
+    start = time.monotonic()
+    report.render(doc.items, out, resourcelist.load_config_file(CONFIG))
+    assert time.monotonic() - start < 10

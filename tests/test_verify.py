@@ -286,6 +286,51 @@ def test_garbage_in_files_is_a_mismatch_not_a_crash():
     assert rows["pids.max"].ok is False and rows["pids.max"].detail == "/p: not a count or max"
 
 
+@pytest.mark.parametrize("text", ["100000 0", "0 0", "0 100000"])
+def test_zero_quota_or_period_is_a_mismatch_never_a_division(text):
+    rows = {r.check: r for r in checks.run(
+        good_probe(cpu_max=text), checks.Expected(cpus=4, kubernetes_version=(1, 30)))}
+    assert rows["cpu.max"].ok is False
+    assert rows["cpu.max"].detail.endswith(f"{text!r} has a zero quota or period")
+
+
+def test_a_fifo_in_the_tree_cannot_block(tmp_path):
+    import shutil
+    import time
+    root = tmp_path / "root"
+    shutil.copytree(fixture("good-1.34"), root)
+    target = root / "sys/fs/cgroup/memory.max"
+    target.unlink()
+    os.mkfifo(target)
+    start = time.monotonic()
+    r = verify("--root", str(root), "--json", "--cpus", "4", "--memory", "8Gi")
+    assert time.monotonic() - start < 10
+    row = {c["check"]: c for c in json.loads(r.stdout)["checks"]}["memory.max"]
+    assert row["ok"] is False and "not a regular file" in row["detail"]
+
+
+def test_many_cpus_with_shared_sibling_lists_stay_fast(tmp_path):
+    import shutil
+    import time
+    n = 4096
+    root = tmp_path / "root"
+    shutil.copytree(fixture("good-1.34"), root)
+    shutil.rmtree(root / "sys/devices/system/cpu")
+    (root / "sys/fs/cgroup/cpuset.cpus.effective").write_text(f"0-{n - 1}\n")
+    status = root / "proc/self/status"
+    status.write_text("\n".join(f"Cpus_allowed_list:\t0-{n - 1}" if line.startswith(
+        "Cpus_allowed_list") else line for line in status.read_text().splitlines()) + "\n")
+    for i in range(n):
+        d = root / f"sys/devices/system/cpu/cpu{i}/topology"
+        d.mkdir(parents=True)
+        (d / "thread_siblings_list").write_text(f"0-{n - 1}\n")
+    start = time.monotonic()
+    r = verify("--root", str(root), "--json", "--cpus", str(n), "--full-pcpus-only")
+    assert time.monotonic() - start < 10
+    row = {c["check"]: c for c in json.loads(r.stdout)["checks"]}["whole cores"]
+    assert row["ok"] is True and row["found"] == "yes (1 core)"
+
+
 def test_report_summary_counts():
     rows = [checks.Row("a", "1", "1", True), checks.Row("b", "1", "2", False, "why"),
             checks.Row("c", "", "x", None)]

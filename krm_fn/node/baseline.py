@@ -93,8 +93,16 @@ class StateChange:
     state: str
 
     def text(self) -> str:
-        """`cpuManagerPolicy none -> static`."""
-        return f"{self.field} {self.old} -> {self.new}"
+        """`cpuManagerPolicy none -> static` (each value shortened to CLIP characters: the
+        note goes on every emitted object)."""
+        return f"{self.field} {_clip(self.old)} -> {_clip(self.new)}"
+
+
+CLIP = 80
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= CLIP else text[:CLIP - 3] + "..."
 
 
 def _cpuset(value: Any) -> tuple[int, ...] | None:
@@ -218,10 +226,12 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
                 kubelet[key] = ""
                 merged[key] = ""
         enforce = merged.get("enforceNodeAllocatable")
-        if isinstance(enforce, list):
+        if isinstance(enforce, list) and "enforceNodeAllocatable" not in kubelet \
+                and all(isinstance(e, str) for e in enforce):   # the plan's own is checked
             dropped = [e for e in enforce if e in ENFORCEMENT and not merged.get(ENFORCEMENT[e])]
             if dropped:
-                kept = [e for e in enforce if e not in dropped] or ["pods"]
+                gone = set(dropped)
+                kept = [e for e in enforce if e not in gone] or ["pods"]
                 add(WARNING, "enforceNodeAllocatable", f"the baseline's "
                     f"enforceNodeAllocatable {enforce} enforces {', '.join(dropped)}, which "
                     f"needs a reserved cgroup that cannot be set next to reservedSystemCPUs; "
@@ -239,7 +249,7 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
     for msg in problems:
         if msg not in own:
             add(ERROR, "cpuManagerPolicyOptions", f"with the baseline's options merged in: "
-                f"{msg}", current=base.get("cpuManagerPolicyOptions"))
+                f"{msg}")
     plan_topo = string_map(kubelet.get("topologyManagerPolicyOptions"))
     topo_opts = {**string_map(base.get("topologyManagerPolicyOptions")), **plan_topo}
     tgates, tproblems, _ = cpu_options.check_topology_options(topo_opts, version, policy)
@@ -247,7 +257,7 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
     for msg in tproblems:
         if msg not in town:
             add(ERROR, "topologyManagerPolicyOptions", f"with the baseline's options merged "
-                f"in: {msg}", current=base.get("topologyManagerPolicyOptions"))
+                f"in: {msg}")
     merged_gates = merged.get("featureGates") if isinstance(merged.get("featureGates"),
                                                               dict) else {}
     for gate in {**gates, **tgates}:

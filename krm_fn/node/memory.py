@@ -41,9 +41,20 @@ class ReservedMemoryError(ValueError):
         self.message = message
 
 
+MAX_ENTRIES = 1024     # reservedMemory entries (one per NUMA node; Linux has at most 1024)
+
+
 def is_type(name: str) -> bool:
-    """True for the resource types the Memory Manager reserves: memory, hugepages-<size>."""
-    return name == MEMORY or name.startswith(HUGEPAGES_PREFIX)
+    """True for the resource types the Memory Manager reserves: memory, hugepages-<size>
+    where <size> is a memory quantity such as 2Mi or 1Gi."""
+    if name == MEMORY:
+        return True
+    if not name.startswith(HUGEPAGES_PREFIX) or len(name) > 32:
+        return False
+    try:
+        return quantity.parse_memory(name[len(HUGEPAGES_PREFIX):]).value > 0
+    except quantity.QuantityError:
+        return False
 
 
 def _amount(text: str, path: str) -> Fraction:
@@ -123,20 +134,31 @@ def parse(value: Any) -> list[dict]:
     entry (`reservedMemory[i]...`)."""
     if isinstance(value, str):
         entries = []
-        for i, part in enumerate(p for p in value.split(";") if p.strip()):
+        parts = [p for p in value.split(";") if p.strip()]
+        if len(parts) > MAX_ENTRIES:
+            raise ReservedMemoryError("reservedMemory", f"has {len(parts)} entries; at most "
+                                      f"{MAX_ENTRIES} (one per NUMA node) are accepted")
+        for i, part in enumerate(parts):
             m = _FLAG_ENTRY.fullmatch(part)
             if not m:
                 raise ReservedMemoryError(f"reservedMemory[{i}]", f"expected NUMA:type=quantity[,...] "
-                                   f"such as 0:memory=1Gi, found {part.strip()!r}")
+                                   f"such as 0:memory=1Gi, found {part.strip()[:60]!r}")
             limits = {}
             for pair in m.group(2).split(","):
                 kind, eq, amount = pair.partition("=")
                 if not eq or not kind.strip() or not amount.strip():
                     raise ReservedMemoryError(f"reservedMemory[{i}]", f"expected type=quantity such "
-                                       f"as memory=1Gi, found {pair.strip()!r}")
+                                       f"as memory=1Gi, found {pair.strip()[:60]!r}")
+                if kind.strip() in limits:
+                    raise ReservedMemoryError(f"reservedMemory[{i}].limits.{kind.strip()}",
+                                              f"{kind.strip()!r} is given twice for NUMA node "
+                                              f"{m.group(1)}")
                 limits[kind.strip()] = amount.strip()
             entries.append({"numaNode": int(m.group(1)), "limits": limits})
         value = entries
+    if isinstance(value, list) and len(value) > MAX_ENTRIES:
+        raise ReservedMemoryError("reservedMemory", f"has {len(value)} entries; at most "
+                                  f"{MAX_ENTRIES} (one per NUMA node) are accepted")
     if not isinstance(value, list) or not value:
         raise ReservedMemoryError("reservedMemory", "expected a non-empty list of {numaNode, "
                            "limits} entries (or kubelet flag text such as 0:memory=1Gi)")

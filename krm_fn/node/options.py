@@ -203,6 +203,6 @@ def check_topology_options(options: dict[str, str], version: tuple[int, int],
             if not (value.isascii() and value.isdigit() and len(value) <= 5) \
                     or int(value) < MAX_ALLOWABLE_NUMA_MIN:
                 problems.append(f"topologyManagerPolicyOptions.{name} must be a whole number "
-                                f"of at least {MAX_ALLOWABLE_NUMA_MIN}, found {value!r}; the "
-                                f"kubelet refuses smaller values")
+                                f"from {MAX_ALLOWABLE_NUMA_MIN} to 99999, found {value[:20]!r}; "
+                                f"the kubelet refuses values below {MAX_ALLOWABLE_NUMA_MIN}")
     return gates, problems, notes

@@ -219,7 +219,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     # reservedMemory (Static only): per type, Σ over NUMA nodes == kube + system (+ eviction
     # for memory), on the values the kubelet will run with (baseline merged) (§5).
     if k.memoryManagerPolicy == "Static":
-        _reserved_memory(kubelet, k, pool, topo, base, reserved_maps, eviction, res)
+        _reserved_memory(kubelet, k, pool, topo, base, base_path, reserved_maps, eviction, res)
     elif k.reservedMemory is not None:
         res(WARNING, "kubelet.reservedMemory", "reservedMemory is only used with "
             "memoryManagerPolicy Static; it is left out")
@@ -365,6 +365,18 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
                 res(ERROR, f"kubelet.extra.{key}", f"{key} cannot be set together with "
                     f"reservedSystemCPUs: the kubelet rejects the configuration; remove "
                     f"{key} (or set it to \"\")", current=kubelet[key])
+    enforce = kubelet.get("enforceNodeAllocatable")
+    if enforce is not None:
+        path = "kubelet.extra.enforceNodeAllocatable"
+        if not isinstance(enforce, list) or not all(isinstance(e, str) for e in enforce):
+            res(ERROR, path, "enforceNodeAllocatable must be a list of strings such as "
+                "[pods]")
+        elif kubelet.get("reservedSystemCPUs"):
+            need = [e for e in enforce if e in baseline_mod.ENFORCEMENT]
+            if need:
+                res(ERROR, path, f"enforceNodeAllocatable {', '.join(need)} needs "
+                    f"systemReservedCgroup/kubeReservedCgroup, which the kubelet refuses next "
+                    f"to reservedSystemCPUs; enforce [pods] only")
 
     changes = None
     if baseline is not None:
@@ -390,7 +402,7 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def _reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict,
+def _reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_path: str,
                      reserved_maps: dict, eviction: dict, res) -> None:
     """Set kubelet["reservedMemory"] for memoryManagerPolicy Static (kubelet.md §5): the
     explicit `kubelet.reservedMemory` when it sums right, else computed and placed on NUMA
@@ -404,8 +416,13 @@ def _reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict,
                                             eviction)
     except memory_mod.ReservedMemoryError as e:
         top, _, rest = e.path.partition(".")
-        res(ERROR, f"{path_of[top]}.{rest}", e.message,
-            current=(merged.get(top) or eviction).get(rest))
+        mine = reserved_maps.get(top) if top != "evictionHard" else (k.evictionHard or {})
+        theirs = baseline_mod.string_map(base.get(top))
+        current = (merged.get(top) or eviction).get(rest)
+        if rest not in mine and rest in theirs:   # the value comes from the baseline
+            res(ERROR, f"{base_path}.{top}.{rest}", e.message, current=current, absolute=True)
+        else:
+            res(ERROR, f"{path_of[top]}.{rest}", e.message, current=current)
         return
     numas = sorted({c.numa for c in topo.cpus()})
     if k.reservedMemory is not None:

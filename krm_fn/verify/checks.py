@@ -127,7 +127,9 @@ def parse_cpu_max(text: str) -> tuple[int | None, int]:
     parts = text.split()
     if len(parts) != 2 or not _INT.fullmatch(parts[1]) or not (
             parts[0] == "max" or _INT.fullmatch(parts[0])):
-        raise ValueError(f"{text!r} is not \"<quota> <period>\"")
+        raise ValueError(f"{text[:60]!r} is not \"<quota> <period>\"")
+    if int(parts[1]) == 0 or parts[0] == "0":   # the kernel never shows a zero period/quota
+        raise ValueError(f"{text[:60]!r} has a zero quota or period")
     return (None if parts[0] == "max" else int(parts[0])), int(parts[1])
 
 
@@ -254,18 +256,24 @@ def _whole_cores(probe, exp: Expected, cpuset) -> Row:
     cores: set = set()
     missing: list[int] = []
     members = set(cpuset)
+    seen: dict = {}         # sibling list text -> (core, CPUs outside the set) or None
     for cpu in cpuset:
         text = probe.siblings.get(cpu)
         if text is None:
             missing.append(cpu)
             continue
-        try:
-            sib = parse_cpuset(text)
-        except ValueError:
+        if text not in seen:
+            try:
+                sib = parse_cpuset(text)
+            except ValueError:
+                seen[text] = None
+            else:
+                seen[text] = (tuple(sib), [s for s in sib if s not in members])
+        if seen[text] is None:
             missing.append(cpu)
             continue
-        cores.add(tuple(sib))
-        outside = [s for s in sib if s not in members]
+        core, outside = seen[text]
+        cores.add(core)
         if outside:
             split.append(f"{cpu} (sibling {format_cpuset(outside)})")
     if missing:

@@ -26,9 +26,11 @@ container's own cgroup).
 """
 from __future__ import annotations
 
+import errno
 import os
 import posixpath
 import re
+import stat
 from dataclasses import dataclass, field
 from typing import Mapping
 
@@ -77,6 +79,21 @@ class Probe:
     page_size: int = 4096
 
 
+def read_regular(path: str) -> bytes:
+    """At most MAX_READ bytes of `path`, which must be a regular file (/proc and /sys
+    files are): opened non-blocking and checked first, so a FIFO or device in a --root
+    tree cannot block verify. Raises OSError (strerror "not a regular file" for others)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read(MAX_READ)
+    finally:
+        os.close(fd)
+
+
 class _Reader:
     def __init__(self, root: str):
         self.root = root
@@ -88,8 +105,7 @@ class _Reader:
 
     def text(self, path: str, note: bool = True) -> str | None:
         try:
-            with open(self.host(path), "rb") as fh:
-                data = fh.read(MAX_READ)
+            data = read_regular(self.host(path))
         except OSError as e:
             if note:
                 self.unreadable[path] = e.strerror or type(e).__name__
@@ -202,8 +218,7 @@ def read(root: str = "/", environ: Mapping[str, str] | None = None,
                     numa[int(m.group(1))] = text
     if environ is None:
         try:
-            with open(r.host(ENVIRON), "rb") as fh:
-                env = parse_environ(fh.read(MAX_READ))
+            env = parse_environ(read_regular(r.host(ENVIRON)))
         except OSError as e:
             r.unreadable[ENVIRON] = e.strerror or type(e).__name__
             env = {}

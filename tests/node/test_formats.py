@@ -100,6 +100,9 @@ KUBELET_CONFIG_YAML = """\
   kind: KubeletConfiguration
   metadata:
     name: kubelet-config-inference
+    labels:
+      app.kubernetes.io/managed-by: krm-fn
+      krm-fn.dev/node-pool: inference
     annotations:
       config.kubernetes.io/local-config: "true"
   cpuManagerPolicy: static

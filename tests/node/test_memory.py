@@ -113,6 +113,12 @@ def test_explicit_list_too_much_unknown_and_repeated_numa_nodes():
      "suffix such as 500m, 4, 1Gi, 1e3)"),
     ([{"numaNode": 0, "limits": {"memory": "1Gi"}, "extra": 1}], P + "reservedMemory[0]",
      "each entry is a mapping with exactly numaNode and limits"),
+    ("0:memory=1100Mi,memory=5Gi", P + "reservedMemory[0].limits.memory",
+     "'memory' is given twice for NUMA node 0"),
+    ([{"numaNode": 0, "limits": {"hugepages-": "2Mi"}}], P + "reservedMemory[0].limits",
+     "'hugepages-' is not a type the Memory Manager reserves (memory or hugepages-<size>)"),
+    ([{"numaNode": 0, "limits": {"memory": "1Mi"}}] * 1025, P + "reservedMemory",
+     "has 1025 entries; at most 1024 (one per NUMA node) are accepted"),
 ])
 def test_malformed_explicit_reserved_memory(given, path, message):
     plan, results = build(static_pool(reservedMemory=given))

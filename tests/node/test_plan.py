@@ -358,7 +358,7 @@ def test_topology_manager_policy_option_values():
         (ERROR, "topologyManagerPolicyOptions.prefer-closest-numa-nodes must be \"true\" or "
                 "\"false\", found 'yes'"),
         (ERROR, "topologyManagerPolicyOptions.max-allowable-numa-nodes must be a whole number "
-                "of at least 8, found '4'; the kubelet refuses smaller values"),
+                "from 8 to 99999, found '4'; the kubelet refuses values below 8"),
         (ERROR, "unknown Topology Manager policy option 'numa-allocation-strategy' (known: "
                 "prefer-closest-numa-nodes, max-allowable-numa-nodes); the kubelet refuses to "
                 "start"),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from krm_fn.node.baseline import rollout_note
 from krm_fn.node.formats._common import (LOCAL_CONFIG_ANNOTATION, PATH_ANNOTATION,
-                                         ROLLOUT_NOTE, Rendered)
+                                         ROLLOUT_NOTE, Rendered, labels)
 
 
 def name_of(plan) -> str:
@@ -24,7 +24,8 @@ def path_of(plan) -> str:
 
 
 def render(plan, ctx) -> Rendered:
-    """[KubeletConfiguration]: apiVersion, kind, metadata {name, annotations {local-config
+    """[KubeletConfiguration]: apiVersion, kind, metadata {name, labels (managed-by, pool:
+    how a later run knows it generated the object), annotations {local-config
     "true", the rollout note when the plan resets node state, path when ctx.set_path}}, then the plan's kubelet fields in order; no results."""
     annotations = {LOCAL_CONFIG_ANNOTATION: "true"}
     if plan.state_changes:
@@ -34,7 +35,7 @@ def render(plan, ctx) -> Rendered:
     obj: dict = {
         "apiVersion": plan.kubelet["apiVersion"],
         "kind": plan.kubelet["kind"],
-        "metadata": {"name": name_of(plan), "annotations": annotations},
+        "metadata": {"name": name_of(plan), "labels": labels(plan), "annotations": annotations},
     }
     for key, value in plan.kubelet.items():
         if key not in obj:
