@@ -814,3 +814,16 @@ def test_config_baseline_field():
     assert e.value.path == "spec.output.baseline"
     with pytest.raises(config.ConfigError, match="unknown key 'baseline'"):
         config.load({"kind": "ConfigMap", "data": {"baseline": "{}"}})
+
+
+@pytest.mark.parametrize("fmt, platform", [("gke", "GKE"), ("aks", "AKS")])
+def test_topology_manager_options_a_platform_cannot_take_are_warned(fmt, platform):
+    p = make_plan({"topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"}})
+    _, results = run(fmt, p)
+    r = by_path(results)[P + "topologyManagerPolicyOptions"]
+    assert (r.severity, r.current) == (WARNING, '{"prefer-closest-numa-nodes":"true"}')
+    assert r.message == (
+        f'topologyManagerPolicyOptions {{"prefer-closest-numa-nodes":"true"}} is left out of '
+        f"the {platform} output: {platform} cannot set it; the Topology Manager runs without "
+        f"these options (on nodes with more than 8 NUMA nodes a policy other than none then "
+        f"stops the kubelet)")

@@ -41,6 +41,9 @@ CONSEQUENCES: dict[str, str] = {
     "topologyManagerScope": "the kubelet default scope `container` applies: the containers "
                             "of a pod can be aligned to different NUMA nodes",
     "topologyManagerPolicy": "the kubelet default `none` applies: no NUMA alignment",
+    "topologyManagerPolicyOptions": "the Topology Manager runs without these options (on "
+                                    "nodes with more than 8 NUMA nodes a policy other than "
+                                    "none then stops the kubelet)",
     "memoryManagerPolicy": "the kubelet default `None` applies: memory is not NUMA-aligned",
     "reservedMemory": "the platform must size the Memory Manager's reservation itself",
     "reservedSystemCPUs": "the static policy then reserves ceil(kubeReserved.cpu + "
