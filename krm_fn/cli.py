@@ -33,6 +33,28 @@ def _fail(message: str, code: int = 1) -> None:
     sys.exit(code)
 
 
+def _cyclic_gc_paused(fn):
+    """Run `fn` with Python's cyclic garbage collector paused (reference counting still frees
+    everything; the previous state is restored, also on sys.exit). The parsed input holds no
+    reference cycles, so the collector frees next to nothing (~300 objects on the 2,000-item
+    benchmark input, the same peak RSS), but its repeated full passes over the growing node
+    graph took ~40% of the run (2.08 s -> 1.24 s; README, Performance)."""
+    import functools
+    import gc
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        enabled = gc.isenabled()
+        gc.disable()
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            if enabled:
+                gc.enable()
+    return wrapper
+
+
+@_cyclic_gc_paused
 def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
          report: bool = False, mode: str | None = None, output: str | None = None,
          run_cmd: bool = False, fail_on_change: bool = False) -> None:
