@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import marshal
 import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
@@ -233,6 +234,16 @@ def _pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
     return 0, pools[0]
 
 
+def _copy_item(obj: dict) -> dict:
+    """A deep copy of an item as read from YAML (dicts, lists, str, None): through marshal,
+    which copies such trees in C about ten times faster than copy.deepcopy (the copy is the
+    rules' scratch space for every tuned item); copy.deepcopy for anything else."""
+    try:
+        return marshal.loads(marshal.dumps(obj))
+    except ValueError:          # a value marshal cannot write
+        return copy.deepcopy(obj)
+
+
 def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
           cluster: frozenset = frozenset()):
     """Run the rules on a copy of `obj`; returns (ops, results, pool index or None).
@@ -244,7 +255,7 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
     info = (PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus,
                                  plans[pool_index].topology.threads_per_core)
             if pool is not None else None)
-    work = copy.deepcopy(obj)
+    work = _copy_item(obj)
     edits = Edits(work)
     found = False
     pods: list = []

@@ -8,6 +8,8 @@ another item fails with `unknown anchor`).
 """
 from __future__ import annotations
 
+import functools
+import marshal
 import re
 
 import yaml
@@ -115,13 +117,22 @@ def scalar(value) -> str:
         return "true" if value else "false"
     if isinstance(value, (int, float)):
         return repr(value)
-    s = str(value)
+    return _scalar_text(str(value))
+
+
+@functools.lru_cache(maxsize=8192)
+def _scalar_text(s: str) -> str:
+    """scalar() of a string, cached: the strings krm-fn writes repeat across items."""
     return s if is_plain_safe(s) else quote(s)
 
 
 def key(k) -> str:
     """A mapping key as YAML text."""
-    ks = str(k)
+    return _key_text(str(k))
+
+
+@functools.lru_cache(maxsize=8192)
+def _key_text(ks: str) -> str:
     return ks if _PLAIN_KEY.fullmatch(ks) and ks not in _RESERVED_KEYS else quote(ks)
 
 
@@ -137,17 +148,31 @@ def flow(value) -> str:
 def block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:
     """Block-style lines (no line ends) for a mapping or list at column `col`, with
     `unit` spaces per nesting level and sequences' dashes `seq_offset` columns right of
-    their key (the style of the document being edited)."""
+    their key (the style of the document being edited). Cached on the value's marshal
+    bytes: the same env list or resources block is inserted into many items."""
+    try:
+        data = marshal.dumps(value)
+    except ValueError:          # not plain data: render without the cache
+        return _block(value, col, unit, seq_offset)
+    return list(_block_cached(data, col, unit, seq_offset))
+
+
+@functools.lru_cache(maxsize=1024)
+def _block_cached(data: bytes, col: int, unit: int, seq_offset: int) -> tuple:
+    return tuple(_block(marshal.loads(data), col, unit, seq_offset))
+
+
+def _block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:
     pad = " " * col
     out: list[str] = []
     if isinstance(value, dict):
         for k, v in value.items():
             if isinstance(v, dict) and v:
                 out.append(f"{pad}{key(k)}:")
-                out.extend(block(v, col + unit, unit, seq_offset))
+                out.extend(_block(v, col + unit, unit, seq_offset))
             elif isinstance(v, list) and v:
                 out.append(f"{pad}{key(k)}:")
-                out.extend(block(v, col + seq_offset, unit, seq_offset))
+                out.extend(_block(v, col + seq_offset, unit, seq_offset))
             elif isinstance(v, str) and "\n" in v and _literal_ok(v):
                 inner = " " * (col + unit)
                 out.append(f"{pad}{key(k)}: |")
@@ -157,7 +182,7 @@ def block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:
         return out
     for item in value:
         if isinstance(item, (dict, list)) and item:
-            inner = block(item, col + 2, unit, seq_offset)
+            inner = _block(item, col + 2, unit, seq_offset)
             out.append(f"{pad}- {inner[0][col + 2:]}")
             out.extend(inner[1:])
         else:
