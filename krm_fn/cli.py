@@ -108,6 +108,20 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
         sys.exit(1)
 
 
+def _check_output(output: str, inputs: list) -> None:
+    """--output must name a regular file (or a new one) that is none of the inputs.
+    Raises click.UsageError (exit 2)."""
+    if output.endswith(os.sep) or os.path.isdir(output):
+        raise click.UsageError(f"--output {output} is a directory; name a file")
+    if os.path.exists(output) and not os.path.isfile(output):
+        raise click.UsageError(f"--output {output} is not a regular file")
+    real = os.path.realpath(output)
+    for f in inputs:
+        if f and f != "-" and os.path.realpath(f) == real:
+            raise click.UsageError(f"--output {output} is also an input ({f}); write the "
+                                   f"result to another file")
+
+
 def _with_baseline(fc, baseline: dict, source: str) -> dict:
     """A copy of the function config `fc` (typed dict, or None for defaults) with
     spec.output.baseline = `baseline` (read from `source`). Raises InputError for the
@@ -122,11 +136,13 @@ def _with_baseline(fc, baseline: dict, source: str) -> dict:
         "apiVersion": config_mod.API_VERSION, "kind": config_mod.KIND,
         "metadata": {"name": "krm-fn"}}
     spec = fc.get("spec")
-    if not isinstance(spec, dict):
+    if spec is None:
         spec = fc["spec"] = {}
-    output = spec.get("output")
-    if not isinstance(output, dict):
+    output = spec.get("output") if isinstance(spec, dict) else None
+    if isinstance(spec, dict) and output is None:
         output = spec["output"] = {}
+    if not isinstance(output, dict):     # a malformed config: its own error says where
+        return fc
     output["baseline"] = baseline
     return fc
 
@@ -257,8 +273,12 @@ def run(config_file, report, mode, output, fail_on_change, baseline_file, files)
     For CI render steps without kustomize plugins (Flux). Errors and warnings go to
     stderr; exit 1 on any error.
     """
+    if output == "-":
+        output = None                       # stdout, as for FILES
     if fail_on_change and output is None:
         raise click.UsageError("--fail-on-change needs --output")
+    if output is not None:
+        _check_output(output, [config_file, baseline_file, *files])
     def go():
         from krm_fn import resourcelist
         fc = None
@@ -268,7 +288,8 @@ def run(config_file, report, mode, output, fail_on_change, baseline_file, files)
         if baseline_file:
             with open(baseline_file, "rb") as fh:
                 fc = _with_baseline(
-                    fc, resourcelist.load_config_file(_decode(fh.read(), baseline_file)),
+                    fc, resourcelist.load_config_file(_decode(fh.read(), baseline_file),
+                                                      f"--baseline {baseline_file}"),
                     baseline_file)
         _run(_read_inputs(files), fc, False, True, report, mode, output, run_cmd=True,
              fail_on_change=fail_on_change)

@@ -832,7 +832,7 @@ def _check_extra_kinds(cfg: SimpleNamespace) -> None:
 # spec.output.baseline: the KubeletConfiguration fields krm-fn reads, and their shapes.
 # Everything else in the baseline is carried as plain data (json6902) and never read.
 BASELINE_STR = ("cpuManagerPolicy", "memoryManagerPolicy", "topologyManagerPolicy",
-                "topologyManagerScope", "reservedSystemCPUs", "systemReservedCgroup",
+                "topologyManagerScope", "systemReservedCgroup",
                 "kubeReservedCgroup")
 BASELINE_MAX_ENTRIES = 1024     # entries of a map or list krm-fn reads from the baseline
 
@@ -872,6 +872,15 @@ def _check_baseline(baseline: Any) -> None:
         baseline, root = baseline["kubeletconfig"], root + ".kubeletconfig"
         if not isinstance(baseline, dict):
             raise ConfigError(root, f"expected a mapping, found {_type_name(baseline)}")
+    for wrapper in ("kubeletconfig", "kubeletConfig", "data", "spec"):
+        if wrapper in baseline:
+            raise ConfigError(f"{root}.{wrapper}", f"a KubeletConfiguration has no field "
+                                                   f"{wrapper!r}: give the node's "
+                                                   f"KubeletConfiguration itself (configz's "
+                                                   f"answer, unwrapped at most once)")
+    if "kind" in baseline and baseline["kind"] != "KubeletConfiguration":
+        raise ConfigError(f"{root}.kind", f"expected KubeletConfiguration, found "
+                                          f"{_short(baseline['kind'])}")
     errors: list[ConfigError] = []
 
     def check(name: str, fn) -> None:
@@ -883,6 +892,21 @@ def _check_baseline(baseline: Any) -> None:
 
     for name in BASELINE_STR:
         check(name, _baseline_scalar)
+
+    def cpuset(v, path):
+        text = _baseline_scalar(v, path)
+        try:
+            topology.parse_cpuset(text)
+        except ValueError as e:
+            raise ConfigError(path, f"not a cpuset: {e}") from None
+
+    check("reservedSystemCPUs", cpuset)
+
+    def factor(v, path):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise ConfigError(path, f"expected a number in (0, 1], found {_short(v)}")
+
+    check("memoryThrottlingFactor", factor)
 
     def reservations(v, path):
         m = _baseline_map(v, path, _baseline_scalar)
@@ -905,7 +929,14 @@ def _check_baseline(baseline: Any) -> None:
             raise ConfigError(path, f"expected true or false, found {_short(v)}")
         return v
 
-    check("featureGates", lambda v, p: _baseline_map(v, p, gate))
+    def gates(v, path):
+        if isinstance(v, dict):
+            for k in v:
+                if not isinstance(k, str) or not _FIELD_NAME.fullmatch(k):
+                    raise ConfigError(path, f"{_short(k)} is not a feature gate name")
+        _baseline_map(v, path, gate)
+
+    check("featureGates", gates)
 
     def strlist(v, path):
         if not isinstance(v, list):

@@ -109,6 +109,9 @@ _FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|"
                     r"^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
 
 
+MAX_INT_DIGITS = 100     # longest integer literal read with YAML 1.2 typing (configs)
+
+
 class _Builder:
     """Plain data from libyaml nodes. Aliases are kept shared (never expanded) but their
     expanded size is counted, so a "billion laughs" input is refused before anything
@@ -136,6 +139,9 @@ class _Builder:
         if v in _BOOL:
             return _BOOL[v]
         if _INT.match(v):
+            if len(v) > MAX_INT_DIGITS:     # int() refuses > 4300 digits; no field needs 100
+                raise InputError(f"a number of {len(v)} digits (line {node.start_mark.line + 1}"
+                                 f"); at most {MAX_INT_DIGITS} are accepted")
             return int(v, 0) if v.startswith(("0o", "0x")) else int(v)
         if _FLOAT.match(v):
             return float(v.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
@@ -154,6 +160,10 @@ class _Builder:
                              f"(line {node.start_mark.line + 1})")
         key = id(node)
         if key in self.memo:
+            if key not in self.size:         # still being built: the alias points into itself
+                raise InputError(f"{where}: an alias refers to a node that contains it (line "
+                                 f"{node.start_mark.line + 1}); such a recursive structure has "
+                                 f"no YAML-independent form")
             if self.owner.get(key, self.item) != self.item:
                 raise InputError(f"{where}: alias to an anchor in another item (line "
                                  f"{node.start_mark.line + 1}); kustomize splits items, so "
@@ -340,16 +350,16 @@ def parse(text: str, require_resource_list: bool) -> Document:
     return doc
 
 
-def load_config_file(text: str) -> dict | None:
+def load_config_file(text: str, what: str = "the config file") -> dict | None:
     """A functionConfig given as its own YAML document (legacy exec plugin, `krm-fn run
-    --config`), read with YAML 1.2 core types. Raises InputError."""
+    --config`; also `--baseline`), read with YAML 1.2 core types. `what` names the file in
+    messages. Raises InputError."""
     nodes = [n for n in _compose_all(text) if n is not None and not _is_empty_doc(n)]
     if len(nodes) != 1:
-        raise InputError(f"the config file must hold exactly one YAML document, found "
-                         f"{len(nodes)}")
-    obj = _Builder(typed=True).build(nodes[0], "config")
+        raise InputError(f"{what} must hold exactly one YAML document, found {len(nodes)}")
+    obj = _Builder(typed=True).build(nodes[0], "config" if what == "the config file" else what)
     if not isinstance(obj, dict):
-        raise InputError("the config file must hold a mapping")
+        raise InputError(f"{what} must hold a mapping")
     return obj
 
 

@@ -177,3 +177,37 @@ def test_validate_mode_prints_no_manifests_even_when_the_config_is_invalid(tmp_p
         p = run_cli(args, cwd=tmp_path)
         assert (p.returncode, p.stdout) == (1, ""), args
         assert "unknown field 'bogus'" in p.stderr
+
+
+def test_run_output_must_not_be_an_input_a_directory_or_a_device(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "pin.yaml").write_text(CONFIG)
+    (tmp_path / "base.yaml").write_text("cpuManagerPolicy: static\n")
+    for out, why in (("pin.yaml", "--output pin.yaml is also an input (pin.yaml)"),
+                     ("base.yaml", "--output base.yaml is also an input (base.yaml)"),
+                     ("pod.yaml", "--output pod.yaml is also an input (pod.yaml)"),
+                     ("/dev/null", "--output /dev/null is not a regular file"),
+                     ("newdir/", "--output newdir/ is a directory; name a file")):
+        p = run_cli(["run", "--config", "pin.yaml", "--baseline", "base.yaml", "--output", out,
+                     "pod.yaml"], cwd=tmp_path)
+        assert p.returncode == 2 and why in p.stderr, (out, p.stderr)
+    assert (tmp_path / "pin.yaml").read_text() == CONFIG
+    assert not (tmp_path / "newdir").exists()
+    p = run_cli(["run", "--config", "pin.yaml", "--output", "-", "pod.yaml"], cwd=tmp_path)
+    assert p.returncode == 0 and p.stdout.startswith("apiVersion: v1\nkind: Pod")
+    assert not (tmp_path / "-").exists()
+
+
+def test_run_baseline_file_errors_name_the_file_and_keep_config_errors(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "empty.yaml").write_text("")
+    p = run_cli(["run", "--baseline", "empty.yaml", "pod.yaml"], cwd=tmp_path)
+    assert (p.returncode, p.stderr) == (
+        1, "krm-fn: --baseline empty.yaml must hold exactly one YAML document, found 0\n")
+    (tmp_path / "badspec.yaml").write_text(CONFIG.replace(
+        "spec:\n  workloads:\n    threads: {env: [OMP_NUM_THREADS]}\n", "spec: [nodePools]\n"))
+    (tmp_path / "base.yaml").write_text("cpuManagerPolicy: static\n")
+    p = run_cli(["run", "--config", "badspec.yaml", "--baseline", "base.yaml", "pod.yaml"],
+                cwd=tmp_path)
+    assert p.returncode == 1
+    assert "pin spec: invalid function config: expected a mapping, found a list" in p.stderr
