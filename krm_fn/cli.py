@@ -150,15 +150,15 @@ def _with_baseline(fc, baseline: dict, source: str) -> dict:
 def _warn_local_config(items: list) -> None:
     """`krm-fn run` writes every input document back; kustomize would drop local-config
     objects (krm.md §3), and `kubectl apply` rejects a function config: say so on stderr."""
+    from krm_fn.engine import is_local_config, ref_of
     for i, obj in enumerate(items):
         if not isinstance(obj, dict):
             continue
-        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        ann = md.get("annotations") if isinstance(md.get("annotations"), dict) else {}
-        local = ann.get("config.kubernetes.io/local-config") == "true"
+        local = is_local_config(obj)
         if local or obj.get("kind") == "InferenceTuning":
             what = "a local-config object" if local else "a krm-fn function config"
-            click.echo(f"krm-fn: document {i + 1} ({obj.get('kind')} {md.get('name')}): "
+            ref = ref_of(obj)
+            click.echo(f"krm-fn: document {i + 1} ({ref.kind} {ref.name}): "
                        f"{what}, written back unchanged; kustomize would drop it and kubectl "
                        f"apply would reject it: leave it out of FILES", err=True)
 

@@ -19,8 +19,8 @@ from krm_fn import quantity
 from krm_fn.node import checks
 from krm_fn import objects
 from krm_fn.node import plan as plan_mod
-from krm_fn.node.formats import (MANAGED_BY_LABEL, POOL_LABEL, RenderContext,
-                                 render_with_results)
+from krm_fn.node.formats import (LOCAL_CONFIG_ANNOTATION, MANAGED_BY_LABEL, POOL_LABEL,
+                                 RenderContext, render_with_results)
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules import RULES, PoolInfo, RuleContext, merged
@@ -32,7 +32,7 @@ CPUS_ANNOTATION = "krm-fn.dev/cpus"
 PINNED_ANNOTATION = "krm-fn.dev/pinned-containers"
 _CPUS = re.compile(r"[1-9][0-9]{0,3}")
 _CONTAINER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
-LOCAL_CONFIG = "config.kubernetes.io/local-config"
+LOCAL_CONFIG = LOCAL_CONFIG_ANNOTATION
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 # Annotations the orchestrators own; ignored when comparing an emitted object with the copy
 # of it that kpt feeds back in on the next render.
@@ -70,7 +70,7 @@ def ref_of(obj: dict) -> Ref:
 
 def _identity_key(obj: dict) -> tuple:
     ref = ref_of(obj)
-    ann = _annotations(obj)
+    ann = annotations_of(obj)
     return (ref.api_version.split("/")[0] if "/" in ref.api_version else "", ref.kind,
             ref.namespace, ref.name,
             str(ann.get("internal.config.kubernetes.io/path",
@@ -120,14 +120,33 @@ def _shown(v: object) -> str:
     return repr(v)
 
 
-def _annotations(obj: object, path: tuple = ("metadata",)) -> dict:
+def annotations_of(obj: object, path: tuple = ("metadata",)) -> dict:
+    """The annotations mapping at `path` + annotations of `obj`; {} when absent or not a
+    mapping (items are not validated before they are read)."""
     a = get_path(obj, path + ("annotations",))
     return a if isinstance(a, dict) else {}
 
 
-def _is_local(obj: dict) -> bool:
-    v = _annotations(obj).get(LOCAL_CONFIG)
+def is_local_config(obj: dict) -> bool:
+    """True when `obj` carries config.kubernetes.io/local-config with any value but "false"
+    (krm.md §3: kustomize drops such objects from its output)."""
+    v = annotations_of(obj).get(LOCAL_CONFIG)
     return v is not None and str(v) != "false"
+
+
+def file_of(obj: dict) -> dict | None:
+    """The `file` of a result about `obj`: {path, index when not 0} from kpt's path and
+    index annotations (internal.config.kubernetes.io/* first), or None without a path."""
+    ann = annotations_of(obj)
+    path = ann.get("internal.config.kubernetes.io/path", ann.get("config.kubernetes.io/path"))
+    if not path:
+        return None
+    index = ann.get("internal.config.kubernetes.io/index",
+                    ann.get("config.kubernetes.io/index", "0"))
+    file = {"path": str(path)}
+    if str(index).isdigit() and int(index):
+        file["index"] = int(index)
+    return file
 
 
 def _selected(obj: dict, sel: SimpleNamespace) -> bool:
@@ -171,10 +190,10 @@ def _annotation(obj: dict, at, key: str) -> tuple[object, tuple | None]:
     """(value, field path) of annotation `key`: the pod template's (that pod spec only)
     wins over the workload's (every pod spec); (None, None) when neither sets it."""
     if at.meta is not None:
-        a = _annotations(obj, at.meta)
+        a = annotations_of(obj, at.meta)
         if key in a:
             return a[key], at.meta + ("annotations", key)
-    a = _annotations(obj)
+    a = annotations_of(obj)
     if key in a:
         return a[key], ("metadata", "annotations", key)
     return None, None
@@ -213,10 +232,10 @@ def _pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
     pools = cfg.nodePools
     if not pools:
         return None, None
-    wanted = _annotations(obj).get(POOL_ANNOTATION)
+    wanted = annotations_of(obj).get(POOL_ANNOTATION)
     for at in locations(obj, extra):
         if at.meta is not None:
-            wanted = wanted or _annotations(obj, at.meta).get(POOL_ANNOTATION)
+            wanted = wanted or annotations_of(obj, at.meta).get(POOL_ANNOTATION)
     if wanted is not None:
         for i, p in enumerate(pools):
             if p.name == wanted:
@@ -338,7 +357,7 @@ def _plainify(v):
 
 def _strip_orchestrator(obj: dict) -> dict:
     obj = copy.deepcopy(obj)
-    ann = _annotations(obj)
+    ann = annotations_of(obj)
     for k in list(ann):
         if k.startswith(_ORCHESTRATOR_PREFIXES):
             del ann[k]
@@ -373,7 +392,7 @@ def _replacement(old: dict, new: dict) -> tuple[dict | None, list[str]]:
     if _strip_orchestrator(old) == _plainify(_strip_orchestrator(new)):
         return None, []
     obj = copy.deepcopy(new)
-    keep = {k: v for k, v in _annotations(old).items() if k.startswith(_ORCHESTRATOR_PREFIXES)}
+    keep = {k: v for k, v in annotations_of(old).items() if k.startswith(_ORCHESTRATOR_PREFIXES)}
     if keep:
         md = obj.setdefault("metadata", {})
         md["annotations"] = {**(md.get("annotations") or {}), **keep}
@@ -460,9 +479,9 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
 
     def tuned(o: object) -> bool:
         """Whether krm-fn tunes item `o` in this render (selected, not skipped)."""
-        return (isinstance(o, dict) and _identity_problem(o) is None and not _is_local(o)
+        return (isinstance(o, dict) and _identity_problem(o) is None and not is_local_config(o)
                 and _selected(o, cfg.selector)
-                and str(_annotations(o).get(SKIP_ANNOTATION, "")).lower() != "true")
+                and str(annotations_of(o).get(SKIP_ANNOTATION, "")).lower() != "true")
 
     cluster = frozenset(objects.cluster_tag(o) for o in items
                         if tuned(o) and objects.cluster_tag(o) is not None)
@@ -486,16 +505,12 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                       ERROR, None,
                                       f"items[{i}].{field_path}"))
             continue
-        if (_is_local(obj) or ref.api_version.startswith("kpt.dev/") or ref.kind == "Kptfile"
-                or (fc_ref is not None and ref == fc_ref)):
+        if (is_local_config(obj) or ref.api_version.startswith("kpt.dev/")
+                or ref.kind == "Kptfile" or (fc_ref is not None and ref == fc_ref)):
             continue
         # kpt allows the same object in different files (subpackages): the path is part of
         # the identity when the orchestrator sends one.
-        ann = _annotations(obj)
-        key = (ref.api_version.split("/")[0] if "/" in ref.api_version else "", ref.kind,
-               ref.namespace, ref.name,
-               str(ann.get("internal.config.kubernetes.io/path",
-                           ann.get("config.kubernetes.io/path", ""))))
+        key = _identity_key(obj)
         if key in seen_ids:
             out.results.append(Result(f"duplicate item: items {seen_ids[key]} and {i} are "
                                       f"both {ref}; both are left unchanged", ERROR, ref,
@@ -507,7 +522,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         kind_known = registered(obj, extra)
         if not (kind_known or objects.handles(obj)) or not _selected(obj, cfg.selector):
             continue
-        if str(_annotations(obj).get(SKIP_ANNOTATION, "")).lower() == "true":
+        if str(annotations_of(obj).get(SKIP_ANNOTATION, "")).lower() == "true":
             out.results.append(Result(f"skipped: annotation {SKIP_ANNOTATION} is \"true\"",
                                       INFO, ref))
             continue
@@ -527,13 +542,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                   "the aliases (kustomize does this before running functions)"
                                   " and run again; left unchanged", ERROR, ref))
             ops, pool_index = [], None
-        path = ann.get("internal.config.kubernetes.io/path", ann.get("config.kubernetes.io/path"))
-        if path:
-            index = ann.get("internal.config.kubernetes.io/index",
-                            ann.get("config.kubernetes.io/index", "0"))
-            file = {"path": str(path)}
-            if str(index).isdigit() and int(index):
-                file["index"] = int(index)
+        file = file_of(obj)
+        if file is not None:
             results = [dataclasses.replace(r, file=file) for r in results]
         if any(r.severity == ERROR for r in results):
             # the item is left unchanged: drop the infos that describe changes not made
