@@ -9,10 +9,19 @@ Shape (kustomize cmd/config/docs/api-conventions/functions-spec.md)::
 """
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from typing import Any
 
 ERROR, WARNING, INFO = "error", "warning", "info"
+
+
+def value_text(value: Any) -> str:
+    """A value as one line for messages and a result's currentValue/proposedValue: strings
+    as they are, everything else as compact JSON (true/false, numbers, mappings, lists)."""
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, separators=(",", ":"), sort_keys=False)
 
 
 @dataclass(frozen=True)

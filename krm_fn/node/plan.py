@@ -16,7 +16,7 @@ from krm_fn.node import baseline as baseline_mod
 from krm_fn.node import memory as memory_mod
 from krm_fn.node import options as cpu_options
 from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
-from krm_fn.results import ERROR, WARNING, Ref, Result
+from krm_fn.results import ERROR, WARNING, Ref, Result, value_text
 
 KUBELET_API_VERSION = "kubelet.config.k8s.io/v1beta1"
 KUBELET_KIND = "KubeletConfiguration"
@@ -382,8 +382,8 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     if baseline is not None:
         findings, changes = baseline_mod.reconcile(kubelet, base, base_path, tuple(version))
         for sev, path, msg, current, proposed in findings:
-            res(sev, path, msg, None if current is None else _text(current),
-                None if proposed is None else _text(proposed), absolute=True)
+            res(sev, path, msg, None if current is None else value_text(current),
+                None if proposed is None else value_text(proposed), absolute=True)
     plan = NodePlan(pool=str(pool.name),
                     node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},
                     topology=topo, reserved_cpus=reserved,
@@ -391,15 +391,6 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
                     kubelet=kubelet, rollout=_rollout(kubelet, changes),
                     state_changes=list(changes or []))
     return plan, results
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, (dict, list)):
-        import json
-        return json.dumps(value, separators=(",", ":"))
-    return str(value)
 
 
 def _reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_path: str,
@@ -437,7 +428,7 @@ def _reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_pa
         if not problems:
             kubelet["reservedMemory"] = entries
         return
-    if totals.get(memory_mod.MEMORY, 0) == 0 and not any(totals.values()):
+    if not any(totals.values()):
         res(ERROR, "kubelet.memoryManagerPolicy", "memoryManagerPolicy Static needs a "
             "non-zero reservedMemory, but kubeReserved.memory + systemReserved.memory + "
             "evictionHard[memory.available] is 0; reserve some memory")

@@ -9,11 +9,10 @@ the platform, never dropped silently; a value equal to the kubelet's own default
 """
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from krm_fn.results import WARNING, Result
+from krm_fn.results import WARNING, Result, value_text
 
 PATH_ANNOTATION = "internal.config.kubernetes.io/path"
 LOCAL_CONFIG_ANNOTATION = "config.kubernetes.io/local-config"
@@ -119,12 +118,7 @@ def body(plan) -> dict:
     return {k: v for k, v in plan.kubelet.items() if k not in HEADER}
 
 
-def text(value: Any) -> str:
-    """A value as one line for messages and currentValue: JSON for mappings and lists,
-    true/false for booleans."""
-    if isinstance(value, str):
-        return value
-    return json.dumps(value, separators=(",", ":"), sort_keys=False)
+text = value_text      # the formats' name for it
 
 
 def config_path(name: str, index: int) -> str:
