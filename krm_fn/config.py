@@ -843,12 +843,23 @@ def _baseline_scalar(v: Any, path: str) -> str:
     return _scalar_str(v, path)
 
 
-def _baseline_map(v: Any, path: str, values) -> dict:
-    if not isinstance(v, dict):
-        raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
+def _baseline_bool(v: Any, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError(path, f"expected true or false, found {_short(v)}")
+    return v
+
+
+def _baseline_cap(v: Any, path: str) -> None:
+    """At most BASELINE_MAX_ENTRIES entries in a baseline map or list krm-fn reads."""
     if len(v) > BASELINE_MAX_ENTRIES:
         raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} are "
                                 f"accepted")
+
+
+def _baseline_map(v: Any, path: str, values) -> dict:
+    if not isinstance(v, dict):
+        raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
+    _baseline_cap(v, path)
     return {_check_text(str(k), path): values(x, f"{path}.{k}") for k, x in v.items()}
 
 
@@ -924,26 +935,19 @@ def _check_baseline(baseline: Any) -> None:
     for name in ("cpuManagerPolicyOptions", "topologyManagerPolicyOptions"):
         check(name, lambda v, p: _baseline_map(v, p, _baseline_scalar))
 
-    def gate(v, path):
-        if not isinstance(v, bool):
-            raise ConfigError(path, f"expected true or false, found {_short(v)}")
-        return v
-
     def gates(v, path):
         if isinstance(v, dict):
             for k in v:
                 if not isinstance(k, str) or not _FIELD_NAME.fullmatch(k):
                     raise ConfigError(path, f"{_short(k)} is not a feature gate name")
-        _baseline_map(v, path, gate)
+        _baseline_map(v, path, _baseline_bool)
 
     check("featureGates", gates)
 
     def strlist(v, path):
         if not isinstance(v, list):
             raise ConfigError(path, f"expected a list, found {_type_name(v)}")
-        if len(v) > BASELINE_MAX_ENTRIES:
-            raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} "
-                                    f"are accepted")
+        _baseline_cap(v, path)
         for i, x in enumerate(v):
             if not isinstance(x, str):
                 raise ConfigError(f"{path}[{i}]", f"expected a string, found {_type_name(x)}")
@@ -952,9 +956,8 @@ def _check_baseline(baseline: Any) -> None:
     check("enforceNodeAllocatable", strlist)
 
     def reserved_memory(v, path):
-        if isinstance(v, list) and len(v) > BASELINE_MAX_ENTRIES:
-            raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} "
-                                    f"are accepted")
+        if isinstance(v, list):
+            _baseline_cap(v, path)
         try:
             memory_mod.parse(v)
         except memory_mod.ReservedMemoryError as e:
@@ -962,11 +965,7 @@ def _check_baseline(baseline: Any) -> None:
 
     check("reservedMemory", lambda v, p: reserved_memory(v, p) if v != [] else None)
 
-    def boolean(v, path):
-        if not isinstance(v, bool):
-            raise ConfigError(path, f"expected true or false, found {_short(v)}")
-
-    check("cpuCFSQuota", boolean)
+    check("cpuCFSQuota", _baseline_bool)
     _raise_all(errors)
 
 

@@ -586,8 +586,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
             out.results.extend(fmt_results)
             for obj in objs:
                 r = ref_of(obj)
-                ns = r.namespace or ""
-                key = (r.api_version, r.kind, (ns or "default") if ns else "", r.name)
+                ns = r.namespace                # "" for a cluster-scoped object
+                key = (r.api_version, r.kind, ns, r.name)
                 if key in emitted_by:
                     other_pool, other_fmt = emitted_by[key]
                     out.results.append(Result(
@@ -598,7 +598,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                 emitted_by[key] = (pool.name, fmt)
                 existing = next((i for item_ns, i in by_name.get(
                     (r.api_version, r.kind, r.name), [])
-                    if not ns or (item_ns or "default") == (ns or "default")), None)
+                    if not ns or (item_ns or "default") == ns), None)
                 if existing is None:
                     out.emitted.append(obj)
                     out.results.append(Result(f"node pool {pool.name!r}: emitted {fmt} "
