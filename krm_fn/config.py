@@ -871,9 +871,9 @@ def _check_baseline(baseline: Any) -> None:
     strings, featureGates of booleans, enforceNodeAllocatable a list of strings,
     reservedMemory as krm_fn.node.memory.parse reads it. Raises ConfigError with every
     problem, each naming its field path."""
-    from krm_fn.node import memory as memory_mod
     if baseline is None:
         return
+    from krm_fn.node import memory as memory_mod
     root = "spec.output.baseline"
     if isinstance(baseline, dict) and "kubeletconfig" in baseline:
         others = [str(k) for k in baseline if k != "kubeletconfig"]
