@@ -200,9 +200,64 @@ class _Builder:
         self.size[key] = self.expanded - before
         return value
 
-    def build_item(self, index: int, node, where: str):
+    def build_item(self, index: int, node, where: str, text: str):
+        """Item `index` (the node at `where` in messages). An item whose text holds no
+        anchor or alias (`&`, `*`: the usual case) takes the fast path, which builds the
+        same value without the alias bookkeeping and the per-node field paths; anything the
+        fast path would refuse is built again here for the exact message. (Its nodes are
+        real nodes, at most MAX_NODES in all, checked before composing.)"""
         self.item = index
-        return self.build(node, where)
+        if self.typed or not _alias_free(text, node):
+            return self.build(node, where)
+        try:
+            return _build_plain(node, 0)
+        except _Refused:
+            return self.build(node, where)
+
+
+def _alias_free(text: str, node) -> bool:
+    """True when the text of `node` holds no `&` or `*`, so no anchor or alias (an anchored
+    node's start mark is at its `&`, and an alias to it shows its `*`)."""
+    start, end = node.start_mark.index, node.end_mark.index
+    return text.find("&", start, end) < 0 and text.find("*", start, end) < 0
+
+
+class _Refused(Exception):
+    """The fast path met something only _Builder.build reports (with the field path)."""
+
+
+_NULL_TAG = "tag:yaml.org,2002:null"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _build_plain(node, depth: int, _scalar=yaml.ScalarNode, _seq=yaml.SequenceNode,
+                 _null=_NULL, _plain=_PLAIN_TAGS):
+    """_Builder(typed=False).build for a node graph without aliases: the same plain data
+    (scalars as strings, null as None); raises _Refused where build raises InputError."""
+    if depth > MAX_DEPTH:
+        raise _Refused
+    cls = node.__class__
+    if cls is _scalar:
+        tag = node.tag
+        if tag == _NULL_TAG or (not node.style and node.value in _null and tag in _plain):
+            return None
+        return node.value
+    depth += 1
+    if cls is _seq:
+        return [_build_plain(child, depth) for child in node.value]
+    out: dict = {}
+    for k, v in node.value:
+        if k.__class__ is not _scalar:
+            raise _Refused
+        kv, tag = k.value, k.tag
+        if tag == _MERGE_TAG or (kv == "<<" and not k.style):
+            raise _Refused
+        if tag == _NULL_TAG or (not k.style and kv in _null and tag in _plain):
+            kv = ""
+        if kv in out:
+            raise _Refused
+        out[kv] = _build_plain(v, depth)
+    return out
 
 
 def _too_many_nodes(text: str) -> bool:
@@ -302,7 +357,8 @@ def parse(text: str, require_resource_list: bool) -> Document:
                                  "(run it through kustomize or kpt, or use `krm-fn run`)")
             raise InputError("input is not a ResourceList (kind: ResourceList, apiVersion: "
                              "config.kubernetes.io/v1); use `krm-fn run` for plain YAML")
-        items = [builder.build_item(i, n, f"document {i + 1}") for i, n in enumerate(nodes)]
+        items = [builder.build_item(i, n, f"document {i + 1}", text)
+                 for i, n in enumerate(nodes)]
         return Document(text, "multidoc", items, [_span(text, n) for n in nodes],
                         nodes=nodes, aliased=builder.aliased)
     root = nodes[0]
@@ -331,7 +387,7 @@ def parse(text: str, require_resource_list: bool) -> Document:
     elif not isinstance(items_node, yaml.SequenceNode):
         raise InputError("ResourceList items must be a list")
     else:
-        doc.items = [builder.build_item(i, n, f"items[{i}]")
+        doc.items = [builder.build_item(i, n, f"items[{i}]", text)
                      for i, n in enumerate(items_node.value)]
         doc.spans = [_span(text, n) for n in items_node.value]
         doc.nodes = list(items_node.value)

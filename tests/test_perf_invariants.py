@@ -1,6 +1,7 @@
-"""The two speed-ups behind P2 (README, Performance) change nothing observable: the cyclic
+"""The speed-ups behind P1/P2 (README, Performance) change nothing observable: the cyclic
 garbage collector is paused only while a run works (and restored, also after exit 1), and
-cached quantities behave exactly like fresh ones."""
+cached quantities behave exactly like fresh ones, and the fast item builder builds exactly
+what the full builder builds (and leaves every refusal to it, for the message)."""
 from __future__ import annotations
 
 import gc
@@ -54,3 +55,108 @@ def test_quantity_cache_is_transparent():
             quantity.parse("12x")
         with pytest.raises(quantity.QuantityError):
             quantity.parse(True)
+
+
+# --- the fast item builder (resourcelist._build_plain) builds what _Builder.build builds ----
+
+from pathlib import Path  # noqa: E402
+
+import yaml  # noqa: E402
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from krm_fn import resourcelist  # noqa: E402
+
+_ROOT = Path(__file__).resolve().parent.parent
+_YAML_FILES = sorted(
+    [p for d in ("tests", "overlays", "bases") for p in (_ROOT / d).rglob("*.yaml")] +
+    sorted((_ROOT.parent / "shared" / "corpus" / "public").glob("*/*.yaml")))
+
+
+def _both(text: str):
+    """(fast, slow) plain data of every document of `text`, or of its largest parts
+    without anchors or aliases (the parts the fast path builds); None when libyaml
+    refuses the text."""
+    try:
+        nodes = [n for n in yaml.compose_all(text, Loader=resourcelist._Loader) if n]
+    except yaml.YAMLError:
+        return None
+    out, seen = [], set()
+
+    def visit(n):
+        if id(n) in seen:
+            return
+        seen.add(id(n))
+        if not resourcelist._alias_free(text, n):     # the full builder builds these
+            kids = n.value if isinstance(n, yaml.SequenceNode) else \
+                [c for kv in n.value for c in kv] if isinstance(n, yaml.MappingNode) else []
+            for c in kids:
+                visit(c)
+            return
+        try:
+            slow = resourcelist._Builder(typed=False).build(n, "x")
+        except resourcelist.InputError as e:
+            slow = ("refused", str(e))
+        try:
+            fast = resourcelist._build_plain(n, 0)
+        except resourcelist._Refused:
+            fast = slow if isinstance(slow, tuple) else "fast refused what slow accepts"
+        out.append((fast, slow))
+
+    for n in nodes:
+        visit(n)
+    return out
+
+
+def test_fast_builder_matches_on_every_yaml_file_in_the_repo_and_corpus():
+    assert len(_YAML_FILES) > 200
+    checked = 0
+    for path in _YAML_FILES:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        for fast, slow in _both(text) or []:
+            assert fast == slow, path
+            assert repr(fast) == repr(slow), path        # same key order, same types
+            checked += 1
+    assert checked > 300
+
+
+@pytest.mark.parametrize("text", [
+    "a: 1\na: 2\n",                       # duplicate key
+    "<<: {a: 1}\n",                       # merge key
+    "? [a]\n: 1\n",                       # non-scalar key
+    "? {a: 1}\n: 1\n",
+    "~: 1\nnull: 2\n",                    # two keys that both read as ""
+    "[" * 150 + "]" * 150 + "\n",       # too deep
+])
+def test_fast_builder_leaves_refusals_to_the_full_builder(text):
+    node = yaml.compose(text, Loader=resourcelist._Loader)
+    with pytest.raises(resourcelist._Refused):
+        resourcelist._build_plain(node, 0)
+
+
+def test_refused_items_get_the_full_builders_message():
+    doc = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata: {x: 1, x: 2}\n"
+    with pytest.raises(resourcelist.InputError, match=r"document 1\.data: duplicate key 'x'"):
+        resourcelist.parse(doc, require_resource_list=False)
+
+
+_scalars = st.sampled_from(["", "~", "null", "Null", "NULL", "on", "yes", "0644", "0x1F",
+                            "1e003", "1:20", "true", "-", "a b", "'q'", "\"d\"", "#", "x: y",
+                            "- z", "3.5", ".inf", "é", "\t", "line\nbreak"])
+_keys = st.one_of(_scalars, st.text(max_size=5))
+_values = st.recursive(st.one_of(st.none(), _scalars, st.text(max_size=8)),
+                       lambda inner: st.one_of(st.lists(inner, max_size=4),
+                                               st.dictionaries(_keys, inner, max_size=4)),
+                       max_leaves=25)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_values, st.sampled_from([None, False, True]), st.sampled_from([None, "'", '"']),
+       st.sampled_from([None, "!!str", "!!null", "!custom"]))
+def test_fast_builder_matches_on_generated_yaml(value, flow, style, tag):
+    text = yaml.dump({"item": value}, default_flow_style=flow, default_style=style,
+                     allow_unicode=True)
+    if tag:        # an explicit tag on every plain "null"-ish scalar spelling
+        text = text.replace(": null", f": {tag} null").replace(": ''", f": {tag} ''")
+    for fast, slow in _both(text) or []:
+        assert repr(fast) == repr(slow)
