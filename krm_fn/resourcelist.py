@@ -438,20 +438,24 @@ _KEY_OPENS_BLOCK = re.compile(r"^( *)(- +)?[^#\s][^#]*:\s*(#.*)?$")
 def guess_indent(body: str) -> tuple[int, int]:
     """(mapping indent, block sequence dash offset) the text uses, from the first key that
     opens a nested mapping and the first that opens a nested sequence. Defaults (2, 0)."""
-    lines = [ln for ln in body.split("\n") if ln.strip() and not ln.lstrip().startswith("#")]
     mapping, offset = None, None
-    for a, b in zip(lines, lines[1:]):
-        m = _KEY_OPENS_BLOCK.match(a.rstrip("\r"))
-        if not m or a.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
+    a = None
+    for b in body.split("\n"):
+        stripped = b.strip()
+        if not stripped or stripped.startswith("#"):
             continue
-        base = len(m.group(1)) + (len(m.group(2)) if m.group(2) else 0)
-        ind = len(b) - len(b.lstrip(" "))
-        if b.lstrip(" ").startswith("- ") and offset is None:
-            offset = max(0, ind - base)
-        elif not b.lstrip(" ").startswith("- ") and mapping is None and ind > base:
-            mapping = ind - base
-        if mapping is not None and offset is not None:
-            break
+        if a is not None:
+            m = _KEY_OPENS_BLOCK.match(a.rstrip("\r"))
+            if m and not a.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
+                base = len(m.group(1)) + (len(m.group(2)) if m.group(2) else 0)
+                ind = len(b) - len(b.lstrip(" "))
+                if b.lstrip(" ").startswith("- ") and offset is None:
+                    offset = max(0, ind - base)
+                elif not b.lstrip(" ").startswith("- ") and mapping is None and ind > base:
+                    mapping = ind - base
+                if mapping is not None and offset is not None:
+                    break
+        a = b
     return mapping or 2, offset or 0
 
 
@@ -525,6 +529,13 @@ def _after_own_comments(text: str, pos: int, column: int) -> int:
     return pos
 
 
+def _break_before(text: str, pos: int, nl: str) -> str:
+    """"" when the text before `pos` ends with a line break, else `nl` (to start a line
+    there). Looks at one character: slicing the text up to `pos` copied up to the whole
+    input for every insertion."""
+    return "" if pos and text[pos - 1] == "\n" else nl
+
+
 def _line_start(text: str, pos: int) -> int:
     return text.rfind("\n", 0, pos) + 1
 
@@ -545,15 +556,30 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
     unit, seq_offset = guess_indent(text[node.start_mark.index:_content_end(node)])
     replaces: dict[int, tuple[int, int, str]] = {}
     inserts: dict[int, list] = {}      # id(container node) -> [node, {key: value} | [items]]
+    keys: dict[int, dict] = {}         # id(mapping node) -> {key: value node}, as _child
+    parents = _Parents(node)
     for path, value in ops:
         if value is DELETE:
             raise _Unsupported("delete")
         cur, i = node, 0
         while i < len(path):
-            found = _child(cur, path[i])
-            if found is None:
+            key = path[i]
+            if isinstance(cur, yaml.MappingNode) and isinstance(key, str):
+                index = keys.get(id(cur))
+                if index is None:
+                    index = keys[id(cur)] = {}
+                    for k, v in cur.value:
+                        if isinstance(k, yaml.ScalarNode):
+                            index.setdefault(k.value, v)
+                nxt = index.get(key)
+            elif isinstance(cur, yaml.SequenceNode) and isinstance(key, int) and \
+                    key < len(cur.value):
+                nxt = cur.value[key]
+            else:
+                nxt = None
+            if nxt is None:
                 break
-            cur, i = found[1], i + 1
+            cur, i = nxt, i + 1
         if i == len(path):
             if not isinstance(cur, yaml.ScalarNode) or isinstance(value, (dict, list)):
                 raise _Unsupported("replace a collection")
@@ -586,12 +612,12 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
     edits = list(replaces.values())
     converted = []
     for cur, content in inserts.values():
-        where = _block_context(node, cur) if _to_block(cur, content) else None
+        where = _block_context(parents, cur) if _to_block(cur, content) else None
         if where is not None:
             converted.append((cur, content, where))
         else:
-            edits.extend(_insert_edits(text, node, cur, content, unit, seq_offset, nl,
-                                       -_depth(node, cur)))
+            edits.extend(_insert_edits(text, parents, cur, content, unit, seq_offset, nl,
+                                       -_depth(parents, cur)))
     for cur, content, where in converted:
         edits = _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl)
     return edits
@@ -624,23 +650,39 @@ def _scalar_text(text: str, cur, value) -> str:
     return yamlout.scalar(value) + (tail[:2] if tail.startswith("\r\n") else tail[:1])
 
 
+class _Parents:
+    """Where each node of one item stands: id(node) -> (parent node, key node or None,
+    depth), from one walk of the item made on the first question (the editor asks several
+    per item; a walk per question was a fifth of the rendering time)."""
+
+    def __init__(self, root):
+        self.root = root
+        self._at: dict | None = None
+
+    def locate(self, target):
+        """(parent node, key node or None, depth) of `target`; (None, None, 0) for the root
+        itself or a node not found."""
+        if self._at is None:
+            at: dict = {}
+            stack = [(self.root, 0)]
+            while stack:
+                n, d = stack.pop()
+                if isinstance(n, yaml.MappingNode):
+                    for k, v in n.value:
+                        at.setdefault(id(v), (n, k, d + 1))
+                        stack.append((v, d + 1))
+                elif isinstance(n, yaml.SequenceNode):
+                    for v in n.value:
+                        at.setdefault(id(v), (n, None, d + 1))
+                        stack.append((v, d + 1))
+            self._at = at
+        return self._at.get(id(target), (None, None, 0))
+
+
 def _locate(root, target):
-    """(parent node, key node or None, depth) of `target` under `root`; (None, None, 0) for
-    the root itself or a node not found. One walk serves every question the editor asks."""
-    stack = [(root, 0)]
-    while stack:
-        n, d = stack.pop()
-        if isinstance(n, yaml.MappingNode):
-            for k, v in n.value:
-                if v is target:
-                    return n, k, d + 1
-                stack.append((v, d + 1))
-        elif isinstance(n, yaml.SequenceNode):
-            for v in n.value:
-                if v is target:
-                    return n, None, d + 1
-                stack.append((v, d + 1))
-    return None, None, 0
+    """(parent node, key node or None, depth) of `target` under `root` (a _Parents or a
+    node); (None, None, 0) for the root itself or a node not found."""
+    return (root if isinstance(root, _Parents) else _Parents(root)).locate(target)
 
 
 def _depth(root, target) -> int:
@@ -719,7 +761,7 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
         while start > 0 and text[start - 1] == " " and cur.end_mark.index > start:
             start -= 1
         out = [(start, cur.end_mark.index, "")]
-        prefix = "" if text[:pos].endswith("\n") else nl
+        prefix = _break_before(text, pos, nl)
         out.append((pos, pos, prefix + nl.join(lines) + nl, rank))
         return out
     if cur.flow_style is True:
@@ -747,7 +789,7 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
                 out.append((pos, pos, nl.join(lines) + nl, rank))
         if rest:
             pos = _line_end(text, _content_end(cur))
-            prefix = "" if text[:pos].endswith("\n") else nl
+            prefix = _break_before(text, pos, nl)
             lines = yamlout.block(rest, col, unit, seq_offset)
             out.append((pos, pos, prefix + nl.join(lines) + nl, rank))
         return out
@@ -764,7 +806,7 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
         lines.append(" " * dash + "-" + " " * (offset - 1) + body[0][dash + offset:])
         lines.extend(body[1:])
     pos = _line_end(text, _content_end(cur))
-    prefix = "" if text[:pos].endswith("\n") else nl
+    prefix = _break_before(text, pos, nl)
     return [(pos, pos, prefix + nl.join(lines) + nl, rank)]
 
 
@@ -918,7 +960,7 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
             dash = _dash_column(text, first)
             pos = _after_own_comments(text, _line_end(text, _content_end(doc.items_node)),
                                       dash)
-            prefix = "" if text[:pos].endswith("\n") else nl
+            prefix = _break_before(text, pos, nl)
             edits.append((pos, pos, prefix + _seq_entries(emitted, dash,
                                                           first.start_mark.column - dash, nl)))
     if results:
@@ -932,7 +974,7 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
             pos = _line_end(text, _content_end(rn))
             body = yamlout.to_yaml(list(results)).rstrip("\n").split("\n")
             entries = "".join((" " * dash + ln if ln else ln) + nl for ln in body)
-            prefix = "" if text[:pos].endswith("\n") else nl
+            prefix = _break_before(text, pos, nl)
             edits.append((pos, pos, prefix + entries))
         elif rn is not None:
             start = rn.start_mark.index
@@ -944,7 +986,7 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
             edits.append((start, end, nl + entries[:-len(nl)]))
         else:
             pos = _line_end(text, _content_end(doc.root))
-            prefix = "" if text[:pos].endswith("\n") else nl
+            prefix = _break_before(text, pos, nl)
             edits.append((pos, pos, prefix + pad + "results:" + nl + entries))
     return _splice(text, edits)
 
