@@ -59,16 +59,15 @@ class Edits:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
         equal to the list length appends) and record the op."""
         cur = self.root
-        for i, key in enumerate(path[:-1]):
+        last = len(path) - 1
+        for i in range(last):
+            key = path[i]
             nxt = cur[key] if isinstance(cur, list) else cur.get(key)
-            if not isinstance(nxt, (dict, list)):
-                nxt = [] if isinstance(path[i + 1], int) else {}
-                if isinstance(cur, list):
-                    cur[key] = nxt
-                else:
-                    cur[key] = nxt
+            cls = nxt.__class__
+            if cls is not dict and cls is not list and not isinstance(nxt, (dict, list)):
+                nxt = cur[key] = [] if isinstance(path[i + 1], int) else {}
             cur = nxt
-        last = path[-1]
+        last = path[last]
         if value is DELETE:
             if isinstance(cur, dict):
                 cur.pop(last, None)

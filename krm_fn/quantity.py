@@ -74,9 +74,7 @@ def parse(text: object) -> Quantity:
     Raises QuantityError naming the problem. Accepts every spelling apimachinery accepts
     (`1`, `1.`, `.5`, `+2`, `500m`, `1Gi`, `1e3`, `1E3`, `2E`, `100u`, `5n`).
     """
-    if isinstance(text, bool) or text is None:
-        raise QuantityError(f"{text!r} is not a quantity")
-    return _parse(repr(text) if isinstance(text, float) else str(text))
+    return _parse(_text_of(text))
 
 
 @functools.lru_cache(maxsize=4096)
@@ -133,6 +131,7 @@ def _canonical_decimal(value: Fraction) -> tuple[int, int]:
     return mant, exp
 
 
+@functools.lru_cache(maxsize=4096)
 def format_decimal_si(value: Fraction) -> str:
     """Canonical DecimalSI string: 1.5 -> "1500m", 2 -> "2", 1000 -> "1k", 0 -> "0"."""
     mant, exp = _canonical_decimal(Fraction(value))
@@ -141,6 +140,7 @@ def format_decimal_si(value: Fraction) -> str:
     return f"{mant}{_DECIMAL_BY_EXP[exp]}"
 
 
+@functools.lru_cache(maxsize=4096)
 def format_binary_si(value: Fraction) -> str:
     """Canonical BinarySI string (bytes): 4294967296 -> "4Gi", 1536Mi stays "1536Mi".
 
@@ -156,6 +156,7 @@ def format_binary_si(value: Fraction) -> str:
     return f"{n}{_BINARY_BY_EXP[exp]}" if exp else str(n)
 
 
+@functools.lru_cache(maxsize=4096)
 def format_cpu(cores: Fraction) -> str:
     """Canonical CPU string: whole cores as "4", fractions as millicores "500m".
 
@@ -175,10 +176,22 @@ def format_like(value: Fraction, like: Quantity | None) -> str:
     return format_decimal_si(value)
 
 
+def _text_of(text: object) -> str:
+    """The string parse() reads for a scalar `text`; QuantityError for bool and None."""
+    if isinstance(text, bool) or text is None:
+        raise QuantityError(f"{text!r} is not a quantity")
+    return repr(text) if isinstance(text, float) else str(text)
+
+
 def parse_cpu(text: object) -> Quantity:
     """Parse a cpu quantity (cores). Raises QuantityError also when the value is finer
     than 1m, the CPU granularity Kubernetes keeps (it would round `0.0001m` up to `1m`)."""
-    q = parse(text)
+    return _parse_cpu(_text_of(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cpu(s: str) -> Quantity:
+    q = _parse(s)
     if q.millis.denominator != 1:
         raise QuantityError(f"{q.text!r} is finer than 1m, the smallest CPU unit; "
                             "Kubernetes would round it up")
@@ -188,7 +201,12 @@ def parse_cpu(text: object) -> Quantity:
 def parse_memory(text: object) -> Quantity:
     """Parse a memory quantity (bytes). Raises QuantityError also when the value is not a
     whole number of bytes (`500m` of memory is almost always a typo for `500M`)."""
-    q = parse(text)
+    return _parse_memory(_text_of(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_memory(s: str) -> Quantity:
+    q = _parse(s)
     if q.value.denominator != 1:
         raise QuantityError(f"{q.text!r} is not a whole number of bytes (did you mean "
                             f"{q.text[:-1] + 'M' if q.text.endswith('m') else 'a byte count'}?)")

@@ -289,6 +289,11 @@ def get_path(obj: object, path: tuple) -> object:
     None when any step is missing or of another shape."""
     cur = obj
     for key in path:
+        if key.__class__ is str:            # the usual step: a mapping key
+            if cur.__class__ is dict or isinstance(cur, dict):
+                cur = cur.get(key)
+                continue
+            return None
         if isinstance(key, int) and not isinstance(key, bool):
             if not isinstance(cur, list) or not 0 <= key < len(cur):
                 return None

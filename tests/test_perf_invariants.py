@@ -5,6 +5,7 @@ what the full builder builds (and leaves every refusal to it, for the message)."
 from __future__ import annotations
 
 import gc
+from fractions import Fraction
 
 import pytest
 from click.testing import CliRunner
@@ -55,6 +56,20 @@ def test_quantity_cache_is_transparent():
             quantity.parse("12x")
         with pytest.raises(quantity.QuantityError):
             quantity.parse(True)
+        assert quantity.parse_cpu("1500m").value == quantity.parse_cpu(1.5).value
+        assert quantity.parse_memory("1Gi").value == 2 ** 30
+        with pytest.raises(quantity.QuantityError, match="finer than 1m"):
+            quantity.parse_cpu("0.0001")
+        with pytest.raises(quantity.QuantityError, match="not a whole number of bytes"):
+            quantity.parse_memory("500m")
+        with pytest.raises(quantity.QuantityError, match="is not a quantity"):
+            quantity.parse_cpu(None)
+        assert quantity.format_cpu(Fraction(3, 2)) == "1500m"
+        assert quantity.format_cpu(2) == quantity.format_cpu(Fraction(2)) == "2"
+        assert quantity.format_binary_si(2 ** 30) == "1Gi"
+        assert quantity.format_decimal_si(Fraction(1000)) == "1k"
+        with pytest.raises(quantity.QuantityError, match="finer than 1m"):
+            quantity.format_cpu(Fraction(1, 10000))
 
 
 # --- the fast item builder (resourcelist._build_plain) builds what _Builder.build builds ----

@@ -226,19 +226,32 @@ def _words(text: str) -> tuple[str, ...]:
 def tokens(c: ContainerView) -> list[Token]:
     """command then args, split into words (an entry such as a `bash -c` script is split
     with shell rules, a `;` word between its lines), each with the path of its entry."""
-    out: list[Token] = []
+    parts = []
     for key in ("command", "args"):
         lst = c.data.get(key)
-        if not isinstance(lst, list):
+        parts.append(tuple(lst) if isinstance(lst, list) else None)
+    try:
+        return list(_tokens(c.path, *parts))
+    except TypeError:             # an entry that is a mapping or a list: not hashable
+        return list(_tokens.__wrapped__(c.path, *parts))
+
+
+@functools.lru_cache(maxsize=4096)
+def _tokens(path: tuple, command: tuple | None, args: tuple | None) -> tuple[Token, ...]:
+    """tokens() of a container at `path` with this command and args (the rules ask for
+    them several times per container, and most containers of a render share them)."""
+    out: list[Token] = []
+    for key, lst in (("command", command), ("args", args)):
+        if lst is None:
             continue
         for i, entry in enumerate(lst):
             if isinstance(entry, (dict, list)) or entry is None:
                 continue
             for n, line in enumerate(str(entry).splitlines() or [""]):
                 if n:
-                    out.append(Token(";", c.path + (key, i)))  # a script's next line
-                out.extend(Token(w, c.path + (key, i)) for w in _words(line))
-    return out
+                    out.append(Token(";", path + (key, i)))  # a script's next line
+                out.extend(Token(w, path + (key, i)) for w in _words(line))
+    return tuple(out)
 
 
 def _text(toks: list[Token]) -> str:
