@@ -8,6 +8,7 @@ the key.
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass, field
 from typing import Any
@@ -36,7 +37,13 @@ def _show(value: Any) -> str | None:
 
 def path_str(path: tuple) -> str:
     """(`spec`, `containers`, 0, `env`) -> `spec.containers[0].env`; keys with `.` or `/`
-    are bracketed: `nodeSelector['krm-fn.dev/cpu-pinning']`."""
+    are bracketed: `nodeSelector['krm-fn.dev/cpu-pinning']`. Cached: the items of a render
+    share their field paths."""
+    return _path_str(path if path.__class__ is tuple else tuple(path))
+
+
+@functools.lru_cache(maxsize=8192)
+def _path_str(path: tuple) -> str:
     out = ""
     for p in path:
         if isinstance(p, int):

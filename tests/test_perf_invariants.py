@@ -175,3 +175,12 @@ def test_fast_builder_matches_on_generated_yaml(value, flow, style, tag):
         text = text.replace(": null", f": {tag} null").replace(": ''", f": {tag} ''")
     for fast, slow in _both(text) or []:
         assert repr(fast) == repr(slow)
+
+
+def test_path_str_cache_is_transparent():
+    from krm_fn.pod import path_str
+    for _ in range(2):
+        assert path_str(("spec", "containers", 0, "env")) == "spec.containers[0].env"
+        assert path_str(["spec", "nodeSelector", "krm-fn.dev/cpu-pinning"]) == \
+            "spec.nodeSelector['krm-fn.dev/cpu-pinning']"
+        assert path_str(()) == ""

@@ -128,6 +128,10 @@ def env_index(pod: PodView, c: ContainerView) -> tuple[list, dict] | None:
     env = env or []
     by_name: dict[str, int] = {}
     for i, e in enumerate(env):
+        name = e.get("name") if e.__class__ is dict else None
+        if name.__class__ is str and name:
+            by_name[name] = i  # the last entry wins, as in the kubelet
+            continue
         if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not e["name"]:
             pod.error(c.path + ("env", i), f"container {c.name!r}: env[{i}] must be a "
                                            f"mapping with a name")
