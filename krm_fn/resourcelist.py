@@ -557,11 +557,22 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
     replaces: dict[int, tuple[int, int, str]] = {}
     inserts: dict[int, list] = {}      # id(container node) -> [node, {key: value} | [items]]
     keys: dict[int, dict] = {}         # id(mapping node) -> {key: value node}, as _child
+    # id(insertion node) -> its depth under `node`: insertions at the same offset go
+    # deepest first (a new env entry, inside the container's last value, before a new key
+    # of the container)
+    depth: dict[int, int] = {}
     parents = _Parents(node)
+    prev_path: tuple = ()
+    prev_nodes = [node]                # prev_nodes[j]: the node at prev_path[:j]
     for path, value in ops:
         if value is DELETE:
             raise _Unsupported("delete")
-        cur, i = node, 0
+        # the ops of one container share most of their path: walk on from the common prefix
+        i, most = 0, min(len(path), len(prev_nodes) - 1)
+        while i < most and path[i] == prev_path[i]:
+            i += 1
+        nodes = prev_nodes[:i + 1]
+        cur = nodes[i]
         while i < len(path):
             key = path[i]
             if isinstance(cur, yaml.MappingNode) and isinstance(key, str):
@@ -580,6 +591,9 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
             if nxt is None:
                 break
             cur, i = nxt, i + 1
+            nodes.append(cur)
+        prev_path, prev_nodes = path, nodes
+        depth.setdefault(id(cur), i)
         if i == len(path):
             if not isinstance(cur, yaml.ScalarNode) or isinstance(value, (dict, list)):
                 raise _Unsupported("replace a collection")
@@ -617,7 +631,7 @@ def item_edits(text: str, node, ops, nl: str) -> list[tuple[int, int, str]]:
             converted.append((cur, content, where))
         else:
             edits.extend(_insert_edits(text, parents, cur, content, unit, seq_offset, nl,
-                                       -_depth(parents, cur)))
+                                       -depth[id(cur)]))
     for cur, content, where in converted:
         edits = _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl)
     return edits
@@ -683,13 +697,6 @@ def _locate(root, target):
     """(parent node, key node or None, depth) of `target` under `root` (a _Parents or a
     node); (None, None, 0) for the root itself or a node not found."""
     return (root if isinstance(root, _Parents) else _Parents(root)).locate(target)
-
-
-def _depth(root, target) -> int:
-    """Nesting depth of `target` under `root`. Insertions at the same offset go deepest
-    first: a new env entry (inside the container's last value) before a new key of the
-    container."""
-    return _locate(root, target)[2]
 
 
 def _key_and_parent(root, target):
