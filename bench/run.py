@@ -15,7 +15,8 @@ MEM peak RSS of krm-fn on the 2,000-item input vs the PyYAML floor.      target 
 
 Every measurement is a fresh process (interpreter start-up included on both sides), repeated
 `--reps` times; the median is reported. Inputs come from ../shared/bench/gen_resourcelist.py.
-Usage: python bench/run.py [--reps 5] [--gen PATH]
+Usage: python bench/run.py [--reps 9] [--gen PATH]
+(about 7 minutes with the default 9 reps on the 2-CPU project machine)
 """
 from __future__ import annotations
 
@@ -69,7 +70,7 @@ def median(cmd, reps, **kw):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--gen", default=str(ROOT.parent / "shared" / "bench" /
                                          "gen_resourcelist.py"))
     a = ap.parse_args()
