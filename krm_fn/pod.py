@@ -89,12 +89,16 @@ class Edits:
 class ContainerView:
     """One container. `role` is `app` (containers[] or a KServe framework key), `init`
     (a run-to-completion init container) or `sidecar` (an init container with
-    `restartPolicy: Always`, KEP-753). `path` is the container's path from the object root."""
+    `restartPolicy: Always`, KEP-753). `path` is the container's path from the object root.
+    `memo`: what rules derive from the container and ask for more than once (e.g. its
+    command/args tokens, keyed by the content they came from); it lives as long as the view,
+    one item."""
 
     name: str
     role: str
     path: tuple
     data: dict
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     def get(self, *keys: str) -> Any:
         return get_path(self.data, keys)

@@ -204,15 +204,18 @@ class _Builder:
         """Item `index` (the node at `where` in messages). An item whose text holds no
         anchor or alias (`&`, `*`: the usual case) takes the fast path, which builds the
         same value without the alias bookkeeping and the per-node field paths; anything the
-        fast path would refuse is built again here for the exact message. (Its nodes are
-        real nodes, at most MAX_NODES in all, checked before composing.)"""
+        fast path would refuse is built again here for the exact message. Its nodes count
+        towards the same MAX_NODES budget as the expanded aliases of the other items."""
         self.item = index
         if self.typed or not _alias_free(text, node):
             return self.build(node, where)
+        count = [0]
         try:
-            return _build_plain(node, 0)
+            value = _build_plain(node, 0, count)
         except _Refused:
             return self.build(node, where)
+        self._count(count[0])
+        return value
 
 
 def _alias_free(text: str, node) -> bool:
@@ -230,12 +233,14 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
-def _build_plain(node, depth: int, _scalar=yaml.ScalarNode, _seq=yaml.SequenceNode,
-                 _null=_NULL, _plain=_PLAIN_TAGS):
+def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
+                 _seq=yaml.SequenceNode, _null=_NULL, _plain=_PLAIN_TAGS):
     """_Builder(typed=False).build for a node graph without aliases: the same plain data
-    (scalars as strings, null as None); raises _Refused where build raises InputError."""
+    (scalars as strings, null as None), its nodes added to count[0]; raises _Refused where
+    build raises InputError."""
     if depth > MAX_DEPTH:
         raise _Refused
+    count[0] += 1
     cls = node.__class__
     if cls is _scalar:
         tag = node.tag
@@ -244,7 +249,7 @@ def _build_plain(node, depth: int, _scalar=yaml.ScalarNode, _seq=yaml.SequenceNo
         return node.value
     depth += 1
     if cls is _seq:
-        return [_build_plain(child, depth) for child in node.value]
+        return [_build_plain(child, depth, count) for child in node.value]
     out: dict = {}
     for k, v in node.value:
         if k.__class__ is not _scalar:
@@ -256,15 +261,30 @@ def _build_plain(node, depth: int, _scalar=yaml.ScalarNode, _seq=yaml.SequenceNo
             kv = ""
         if kv in out:
             raise _Refused
-        out[kv] = _build_plain(v, depth)
+        count[0] += 1                   # the key
+        out[kv] = _build_plain(v, depth, count)
     return out
+
+
+# Every node is introduced by one of these characters or starts the first document: a
+# block sequence and its entries by `-`, a mapping with its keys and values by `:` or `?`,
+# a flow collection and its entries by `[`, `{` and `,` (an implicit single-pair mapping
+# in a flow sequence with its key too), an alias by `*`, a document by `-`, `.` or a line
+# break; none introduces more than three.
+_NODE_INDICATORS = ":?-,[{*.\n"
+
+
+def _node_bound(text: str) -> int:
+    """An upper bound on the nodes in `text` (three per indicator character, plus the first
+    document's root)."""
+    return 3 * sum(text.count(ch) for ch in _NODE_INDICATORS) + 1
 
 
 def _too_many_nodes(text: str) -> bool:
     """True when the text holds more than MAX_NODES nodes, found by counting parser events
-    (no node graph is built). Only run when a cheap upper bound (two nodes per line or
-    comma) is above the limit, so ordinary inputs pay nothing."""
-    if 2 * (text.count("\n") + text.count(",")) + 2 <= MAX_NODES:
+    (no node graph is built). Only run when the cheap upper bound _node_bound is above the
+    limit, so ordinary inputs pay nothing."""
+    if _node_bound(text) <= MAX_NODES:
         return False
     parser = _Loader(text)
     n = 0

@@ -112,10 +112,15 @@ def _both(text: str):
             slow = resourcelist._Builder(typed=False).build(n, "x")
         except resourcelist.InputError as e:
             slow = ("refused", str(e))
+        builder = resourcelist._Builder(typed=False)
+        count = [0]
         try:
-            fast = resourcelist._build_plain(n, 0)
+            fast = resourcelist._build_plain(n, 0, count)
         except resourcelist._Refused:
             fast = slow if isinstance(slow, tuple) else "fast refused what slow accepts"
+        else:
+            builder.build(n, "x")
+            assert count[0] == builder.expanded     # the same nodes count to the budget
         out.append((fast, slow))
 
     for n in nodes:
@@ -146,7 +151,7 @@ def test_fast_builder_matches_on_every_yaml_file_in_the_repo_and_corpus():
 def test_fast_builder_leaves_refusals_to_the_full_builder(text):
     node = yaml.compose(text, Loader=resourcelist._Loader)
     with pytest.raises(resourcelist._Refused):
-        resourcelist._build_plain(node, 0)
+        resourcelist._build_plain(node, 0, [0])
 
 
 def test_refused_items_get_the_full_builders_message():
@@ -184,3 +189,91 @@ def test_path_str_cache_is_transparent():
         assert path_str(["spec", "nodeSelector", "krm-fn.dev/cpu-pinning"]) == \
             "spec.nodeSelector['krm-fn.dev/cpu-pinning']"
         assert path_str(()) == ""
+
+
+# --- the node budget (README, Threat model): fast-path items count, the bound is a bound ---
+
+def _events(text: str) -> int:
+    return sum(1 for ev in yaml.parse(text, Loader=resourcelist._Loader)
+               if isinstance(ev, (yaml.ScalarEvent, yaml.MappingStartEvent,
+                                  yaml.SequenceStartEvent, yaml.AliasEvent)))
+
+
+@pytest.mark.parametrize("text", [
+    "[" * 99 + "]" * 99,                         # one line, no commas: 99 nodes
+    "{a: " * 50 + "b" + "}" * 50,                # nested flow mappings: 101 nodes
+    "[a: b, c: d, e: f]",                        # implicit single-pair mappings
+    "{a, b, c}", "? a\n? b\n: c\n", "a:\nb:\n- - - x\n",
+    "--- a\n--- b\n...\n--- c\n", "x", "a: &x [1, 2]\nb: *x\n", "",
+])
+def test_node_bound_is_an_upper_bound(text):
+    assert _events(text) <= resourcelist._node_bound(text)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_values, st.sampled_from([None, False, True]))
+def test_node_bound_holds_on_generated_yaml(value, flow):
+    text = yaml.dump({"item": value}, default_flow_style=flow, width=10 ** 6)
+    assert _events(text) <= resourcelist._node_bound(text)
+
+
+def test_a_single_line_of_deep_flow_nodes_counts_before_composing(monkeypatch):
+    monkeypatch.setattr(resourcelist, "MAX_NODES", 1000)
+    line = "[" * 90 + "]" * 90                   # 90 nodes, no comma, no line break
+    text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n" + "".join(
+        f"  k{i}: {line}\n" for i in range(12))
+
+    def compose_all(*a, **k):
+        raise AssertionError("the node graph was built")
+    monkeypatch.setattr(yaml, "compose_all", compose_all)
+    with pytest.raises(resourcelist.InputError, match=r"input is too large \(more than 1000 "
+                                                      r"nodes\)"):
+        resourcelist.parse(text, require_resource_list=False)
+
+
+def test_fast_path_items_count_towards_the_alias_budget(monkeypatch):
+    monkeypatch.setattr(resourcelist, "MAX_NODES", 5000)
+    plain = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  l:\n" + \
+        "".join("  - x\n" for _ in range(3000))
+    bomb = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata:\n"
+            "  a: &a [x, x, x, x, x, x, x, x, x, x]\n"
+            "  b: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+            "  c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\n"
+            "  d: [*c, *c]\n")
+    resourcelist.parse(plain, require_resource_list=False)        # each alone is within
+    resourcelist.parse(bomb, require_resource_list=False)
+    with pytest.raises(resourcelist.InputError, match="expands too far through aliases"):
+        resourcelist.parse(plain + "---\n" + bomb, require_resource_list=False)
+
+
+def test_token_memo_lives_with_the_container_view_and_follows_edits():
+    from krm_fn.pod import ContainerView
+    from krm_fn.rules import engines
+    c = ContainerView("c", "app", ("spec", "containers", 0),
+                      {"command": ["vllm", "serve"], "args": ["--threads", "8"]})
+    assert [t.text for t in engines.tokens(c)] == ["vllm", "serve", "--threads", "8"]
+    c.data["args"][1] = "4"                            # an entry edited in place
+    assert [t.text for t in engines.tokens(c)] == ["vllm", "serve", "--threads", "4"]
+    c.data["args"].append("--x")
+    assert engines.tokens(c)[-1] == engines.Token("--x", ("spec", "containers", 0, "args", 2))
+
+
+def test_no_tokens_outlive_a_run():
+    """A container's tokens are not kept in a module-level cache (hostile input: 200
+    containers with 20,000-word args took 907 MB instead of 131 MB when they were)."""
+    from krm_fn import engine
+    from krm_fn.rules import engines
+    words = " ".join(f"w{i}" for i in range(2000))
+    items = [{"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": f"d{n}", "labels": {"tier": "inference"}},
+              "spec": {"template": {"spec": {"containers": [{
+                  "name": "c", "args": [f"{words} u{n}"],
+                  "resources": {"limits": {"cpu": "2", "memory": "1Gi"}}}]}}}}
+             for n in range(20)]
+    fc = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+          "metadata": {"name": "t"}, "spec": {"selector": {"matchLabels": {"tier": "inference"}}}}
+    out = engine.transform(items, fc)
+    assert out.ops and not out.has_errors
+    del out
+    gc.collect()
+    assert not any(isinstance(o, engines.Token) for o in gc.get_objects())

@@ -213,8 +213,18 @@ class Workers:
     path: tuple
 
 
-@functools.lru_cache(maxsize=4096)
 def _words(text: str) -> tuple[str, ...]:
+    """The shell words of one line. Short lines (flags, a model path) repeat across the
+    containers of a render and are cached; long ones (a script) are not kept."""
+    return _short_words(text) if len(text) <= 256 else _split_words(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_words(text: str) -> tuple[str, ...]:
+    return _split_words(text)
+
+
+def _split_words(text: str) -> tuple[str, ...]:
     if not any(ch in text for ch in "'\"\\"):
         return tuple(text.split())        # what shlex gives, without its cost
     try:
@@ -225,33 +235,28 @@ def _words(text: str) -> tuple[str, ...]:
 
 def tokens(c: ContainerView) -> list[Token]:
     """command then args, split into words (an entry such as a `bash -c` script is split
-    with shell rules, a `;` word between its lines), each with the path of its entry."""
-    parts = []
-    for key in ("command", "args"):
-        lst = c.data.get(key)
-        parts.append(tuple(lst) if isinstance(lst, list) else None)
-    try:
-        return list(_tokens(c.path, *parts))
-    except TypeError:             # an entry that is a mapping or a list: not hashable
-        return list(_tokens.__wrapped__(c.path, *parts))
-
-
-@functools.lru_cache(maxsize=4096)
-def _tokens(path: tuple, command: tuple | None, args: tuple | None) -> tuple[Token, ...]:
-    """tokens() of a container at `path` with this command and args (the rules ask for
-    them several times per container, and most containers of a render share them)."""
+    with shell rules, a `;` word between its lines), each with the path of its entry.
+    Kept in the container view's memo (one item) for as long as command and args hold the
+    same entries: the rules ask several times per container."""
+    command, args = c.data.get("command"), c.data.get("args")
+    key = (tuple(command) if isinstance(command, list) else None,
+           tuple(args) if isinstance(args, list) else None)
+    hit = c.memo.get("tokens")
+    if hit is not None and hit[0] == key:
+        return list(hit[1])
     out: list[Token] = []
-    for key, lst in (("command", command), ("args", args)):
-        if lst is None:
+    for k, lst in (("command", command), ("args", args)):
+        if not isinstance(lst, list):
             continue
         for i, entry in enumerate(lst):
             if isinstance(entry, (dict, list)) or entry is None:
                 continue
             for n, line in enumerate(str(entry).splitlines() or [""]):
                 if n:
-                    out.append(Token(";", path + (key, i)))  # a script's next line
-                out.extend(Token(w, path + (key, i)) for w in _words(line))
-    return tuple(out)
+                    out.append(Token(";", c.path + (k, i)))  # a script's next line
+                out.extend(Token(w, c.path + (k, i)) for w in _words(line))
+    c.memo["tokens"] = (key, tuple(out))
+    return out
 
 
 def _text(toks: list[Token]) -> str:
