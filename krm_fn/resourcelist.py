@@ -110,6 +110,10 @@ _FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|"
 
 
 MAX_INT_DIGITS = 100     # longest integer literal read with YAML 1.2 typing (configs)
+# Standard tags of scalars: on a mapping or a list every YAML reader (kubectl's, PyYAML's,
+# ruamel's) refuses them, so such input is refused here rather than passed through.
+_SCALAR_ONLY_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float",
+                                                        "str", "binary", "timestamp")}
 
 
 class _Builder:
@@ -173,6 +177,10 @@ class _Builder:
             return self.memo[key]
         before = self.expanded
         self._count(1)
+        if not isinstance(node, yaml.ScalarNode) and node.tag in _SCALAR_ONLY_TAGS:
+            raise InputError(f"{where}: tag !!{node.tag.rsplit(':', 1)[1]} on a "
+                             f"{'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}"
+                             f" (line {node.start_mark.line + 1}): YAML readers refuse it")
         if isinstance(node, yaml.ScalarNode):
             value = self.scalar(node)
         elif isinstance(node, yaml.SequenceNode):
@@ -247,6 +255,8 @@ def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
         if tag == _NULL_TAG or (not node.style and node.value in _null and tag in _plain):
             return None
         return node.value
+    if node.tag in _SCALAR_ONLY_TAGS:
+        raise _Refused
     depth += 1
     if cls is _seq:
         return [_build_plain(child, depth, count) for child in node.value]
@@ -772,7 +782,11 @@ def _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl):
 def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
     if isinstance(cur, yaml.ScalarNode):
         # `key:` with a null value: the new collection goes below the key line (in a flow
-        # mapping it replaces the null, in flow style).
+        # mapping it replaces the null, in flow style). A null written with a tag, an
+        # anchor or quotes/block style (`!!null |`) is left to ruamel.
+        if cur.style or (cur.end_mark.index > cur.start_mark.index
+                         and text[cur.start_mark.index] in "!&"):
+            raise _Unsupported("null with a tag, an anchor or a style")
         key_node, parent = _key_and_parent(root, cur)
         if key_node is None:
             raise _Unsupported("null outside a mapping")
@@ -907,9 +921,23 @@ def _put(container, key, value) -> None:
         container[key] = value
 
 
-def _ruamel_item(text: str, column: int, ops, nl: str) -> str:
+def _where(doc: Document, i: int) -> str:
+    return f"items[{i}]" if doc.mode == "resourcelist" else f"document {i + 1}"
+
+
+def _ruamel_item(text: str, column: int, ops, nl: str, where: str = "item") -> str:
     """Fallback: the item re-read with ruamel's round-trip loader, `ops` applied, written
-    back at the same indentation."""
+    back at the same indentation. Raises InputError naming `where` when ruamel cannot."""
+    from ruamel.yaml.error import YAMLError
+    try:
+        return _ruamel_item_text(text, column, ops, nl)
+    except (YAMLError, ValueError, TypeError, KeyError, IndexError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"{where}: cannot edit it in place and ruamel.yaml cannot rewrite "
+                         f"it ({first}); write it in plain block style") from None
+
+
+def _ruamel_item_text(text: str, column: int, ops, nl: str) -> str:
     lines = text.split("\n")
     pad = " " * column
     body = "\n".join([lines[0]] + [ln[column:] if ln.startswith(pad) else ln.lstrip(" ")
@@ -944,7 +972,20 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
            replace: dict | None = None) -> str:
     """The output text: the input with the edits `ops[i]` replayed on item i, items in
     `replace` (index -> plain object) rewritten whole, `emitted` objects appended to the
-    items and `results` (plain dicts) written (ResourceList mode only)."""
+    items and `results` (plain dicts) written (ResourceList mode only). A ResourceList
+    whose items or results the span editor cannot extend (e.g. entries that are aliases)
+    is rewritten whole by ruamel.yaml. Raises InputError when even that cannot write it."""
+    try:
+        return _render(doc, ops, emitted, results, replace)
+    except _Unsupported as e:
+        if doc.mode != "resourcelist":
+            raise InputError(f"cannot edit this input in place ({e}); write it in block "
+                             f"style without anchors and aliases") from None
+        return _render_full(doc, ops, emitted, results, replace or {})
+
+
+def _render(doc: Document, ops: dict, emitted: list, results: list,
+            replace: dict | None = None) -> str:
     text = doc.text
     nl = "\r\n" if "\r\n" in text else "\n"
     replace = replace or {}
@@ -957,7 +998,7 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
             edits.extend(item_edits(text, doc.nodes[i], item_ops, nl))
         except _Unsupported:
             edits.append((sp.start, sp.end, _ruamel_item(text[sp.start:sp.end], sp.column,
-                                                         item_ops, nl)))
+                                                         item_ops, nl, _where(doc, i))))
     for i, obj in sorted(replace.items()):
         sp = doc.spans[i]
         body = yamlout.to_yaml(obj).rstrip("\n").split("\n")
@@ -1035,7 +1076,21 @@ def _splice(text: str, edits) -> str:
 def _render_full(doc: Document, ops: dict, emitted: list, results: list,
                  replace: dict) -> str:
     """Fallback for a flow-style ResourceList (JSON input): the whole document is re-read
-    with ruamel and written in block style."""
+    with ruamel and written in block style. Raises InputError (one line) when ruamel
+    cannot read or write it (fields krm-fn never reads, such as `x: !!int zz`, are
+    constructed there)."""
+    from ruamel.yaml.error import YAMLError
+    try:
+        return _render_full_ruamel(doc, ops, emitted, results, replace)
+    except (YAMLError, ValueError, TypeError) as e:
+        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise InputError(f"cannot rewrite this ResourceList (written in flow style or with "
+                         f"flow-style results, so it is rewritten whole): {first}; write it "
+                         f"in block style") from None
+
+
+def _render_full_ruamel(doc: Document, ops: dict, emitted: list, results: list,
+                        replace: dict) -> str:
     y = _ruamel()(typ="rt")
     y.preserve_quotes = True
     y.width = 1 << 16

@@ -80,6 +80,18 @@ CASES = {
                                                               "itself"),
     "r66-recursive-alias.yaml": (1, "functionConfig.spec.output.baseline.a: an alias refers to "
                                     "a node that contains it (line 10)"),
+    "r67-alias-as-item.yaml": (0, ""),                 # items: [*d]: rewritten by ruamel
+    "r68-alias-in-results.yaml": (0, ""),
+    "r69-cr-only-line-breaks.yaml": (0, ""),
+    "r70-null-tag-block-scalar.yaml": (0, ""),         # `!!null |` under a new nodeSelector
+    "r71-null-tag-on-mapping.yaml": (1, "items[0].spec.template.spec.nodeSelector: tag !!null "
+                                        "on a mapping (line 21): YAML readers refuse it"),
+    "r72-flow-list-second-document.yaml": (1, "krm-fn: cannot rewrite this ResourceList "
+                                              "(written in flow style or with flow-style "
+                                              "results, so it is rewritten whole): expected a "
+                                              "single document in the stream"),
+    "r73-null-tag-on-root.yaml": (1, "expected a scalar node, but found mapping"),
+    "r74-int-tag-on-unread-field.yaml": (1, "invalid literal for int() with base 10: 'zz'"),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -216,3 +228,19 @@ def test_memory_throttling_factor_in_the_baseline_is_checked_not_echoed():
     assert ("spec.output.baseline.memoryThrottlingFactor: invalid function config: expected a "
             "number in (0, 1], found a list") in p.stderr
     assert len(p.stdout) < len(_baseline_list(items)) + 4000
+
+
+def test_long_image_and_script_stay_bounded():
+    """A quadratic engine-image regex (an image of 'vllm' repeated: 200 KB took 169 s) and
+    a word object per shell word of a huge script (2 MB: 251 MB) are bounded: images over
+    512 characters are not matched, command/args are read up to 64 KiB."""
+    from krm_fn.pod import ContainerView
+    from krm_fn.rules import engines
+    c = ContainerView("c", "app", ("spec",), {"image": "vllm" * 50000})
+    start = time.monotonic()
+    assert engines.detect(c) == []
+    assert time.monotonic() - start < 5
+    assert [e.name for e in engines.detect(ContainerView(
+        "c", "app", ("spec",), {"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9"}))]
+    c = ContainerView("c", "app", ("spec",), {"command": ["sh", "-c", "a " * 500000]})
+    assert len(engines.tokens(c)) <= engines.MAX_COMMAND_TEXT // 2 + 2

@@ -233,6 +233,15 @@ def _split_words(text: str) -> tuple[str, ...]:
         return tuple(text.split())
 
 
+# Engines are recognised from the first 64 KiB of a container's command and args (a
+# launcher script longer than that is not read further): the words and the regexes run
+# over them stay bounded whatever the input holds.
+MAX_COMMAND_TEXT = 64 * 1024
+# An image reference longer than this is no real reference (OCI: a 255-character name plus
+# tag or digest); it is not matched against the engine image patterns.
+MAX_IMAGE_TEXT = 512
+
+
 def tokens(c: ContainerView) -> list[Token]:
     """command then args, split into words (an entry such as a `bash -c` script is split
     with shell rules, a `;` word between its lines), each with the path of its entry.
@@ -245,16 +254,21 @@ def tokens(c: ContainerView) -> list[Token]:
     if hit is not None and hit[0] == key:
         return list(hit[1])
     out: list[Token] = []
+    budget = MAX_COMMAND_TEXT
     for k, lst in (("command", command), ("args", args)):
         if not isinstance(lst, list):
             continue
         for i, entry in enumerate(lst):
             if isinstance(entry, (dict, list)) or entry is None:
                 continue
+            path = c.path + (k, i)
             for n, line in enumerate(str(entry).splitlines() or [""]):
+                budget -= len(line) + 1
+                if budget < 0:
+                    break
                 if n:
-                    out.append(Token(";", c.path + (k, i)))  # a script's next line
-                out.extend(Token(w, c.path + (k, i)) for w in _words(line))
+                    out.append(Token(";", path))  # a script's next line
+                out.extend(Token(w, path) for w in _words(line))
     c.memo["tokens"] = (key, tuple(out))
     return out
 
@@ -304,6 +318,7 @@ def _framework_key(c: ContainerView) -> str | None:
 def detect(c: ContainerView) -> list[Engine]:
     """The engines recognised in container `c`, in ENGINES order."""
     image = str(c.data.get("image") or "").lower()
+    image = image if len(image) <= MAX_IMAGE_TEXT else ""
     names = frozenset(n for n in _env_names(c) if isinstance(n, str))
     return list(_detect(image, _text(tokens(c)), _framework_key(c), names))
 
