@@ -723,22 +723,16 @@ class _Parents:
         return self._at.get(id(target), (None, None, 0))
 
 
-def _locate(root, target):
-    """(parent node, key node or None, depth) of `target` under `root` (a _Parents or a
-    node); (None, None, 0) for the root itself or a node not found."""
-    return (root if isinstance(root, _Parents) else _Parents(root)).locate(target)
-
-
-def _key_and_parent(root, target):
+def _key_and_parent(parents: _Parents, target):
     """(key node, mapping node) whose value is `target`; (None, None) otherwise."""
-    parent, key, _ = _locate(root, target)
+    parent, key, _ = parents.locate(target)
     return (key, parent) if isinstance(parent, yaml.MappingNode) else (None, None)
 
 
-def _block_context(root, target):
+def _block_context(parents: _Parents, target):
     """("entry", None) when `target` is an entry of a block sequence, ("value", key node)
     when it is the value of a block mapping, None otherwise (inside a flow collection)."""
-    parent, key, _ = _locate(root, target)
+    parent, key, _ = parents.locate(target)
     if parent is None or parent.flow_style is True:
         return None
     return ("value", key) if isinstance(parent, yaml.MappingNode) else ("entry", None)
@@ -779,7 +773,7 @@ def _flow_to_block(text, cur, content, where, edits, unit, seq_offset, nl):
     return rest
 
 
-def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
+def _insert_edits(text, parents: _Parents, cur, content, unit, seq_offset, nl, rank=0):
     if isinstance(cur, yaml.ScalarNode):
         # `key:` with a null value: the new collection goes below the key line (in a flow
         # mapping it replaces the null, in flow style). A null written with a tag, an
@@ -787,7 +781,7 @@ def _insert_edits(text, root, cur, content, unit, seq_offset, nl, rank=0):
         if cur.style or (cur.end_mark.index > cur.start_mark.index
                          and text[cur.start_mark.index] in "!&"):
             raise _Unsupported("null with a tag, an anchor or a style")
-        key_node, parent = _key_and_parent(root, cur)
+        key_node, parent = _key_and_parent(parents, cur)
         if key_node is None:
             raise _Unsupported("null outside a mapping")
         if parent.flow_style is True:
@@ -921,6 +915,12 @@ def _put(container, key, value) -> None:
         container[key] = value
 
 
+def _first_line(e: Exception) -> str:
+    """The first line of an exception's message (ruamel's run over several), or its type."""
+    text = str(e).strip()
+    return text.splitlines()[0] if text else type(e).__name__
+
+
 def _where(doc: Document, i: int) -> str:
     return f"items[{i}]" if doc.mode == "resourcelist" else f"document {i + 1}"
 
@@ -932,9 +932,8 @@ def _ruamel_item(text: str, column: int, ops, nl: str, where: str = "item") -> s
     try:
         return _ruamel_item_text(text, column, ops, nl)
     except (YAMLError, ValueError, TypeError, KeyError, IndexError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InputError(f"{where}: cannot edit it in place and ruamel.yaml cannot rewrite "
-                         f"it ({first}); write it in plain block style") from None
+                         f"it ({_first_line(e)}); write it in plain block style") from None
 
 
 def _ruamel_item_text(text: str, column: int, ops, nl: str) -> str:
@@ -1083,10 +1082,9 @@ def _render_full(doc: Document, ops: dict, emitted: list, results: list,
     try:
         return _render_full_ruamel(doc, ops, emitted, results, replace)
     except (YAMLError, ValueError, TypeError) as e:
-        first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise InputError(f"cannot rewrite this ResourceList (written in flow style or with "
-                         f"flow-style results, so it is rewritten whole): {first}; write it "
-                         f"in block style") from None
+                         f"flow-style results, so it is rewritten whole): {_first_line(e)}; "
+                         f"write it in block style") from None
 
 
 def _render_full_ruamel(doc: Document, ops: dict, emitted: list, results: list,
