@@ -66,15 +66,13 @@ class Edits:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
         equal to the list length appends) and record the op."""
         cur = self.root
-        last = len(path) - 1
-        for i in range(last):
+        for i in range(len(path) - 1):
             key = path[i]
             nxt = cur[key] if isinstance(cur, list) else cur.get(key)
-            cls = nxt.__class__
-            if cls is not dict and cls is not list and not isinstance(nxt, (dict, list)):
+            if not isinstance(nxt, (dict, list)):
                 nxt = cur[key] = [] if isinstance(path[i + 1], int) else {}
             cur = nxt
-        last = path[last]
+        last = path[-1]
         if value is DELETE:
             if isinstance(cur, dict):
                 cur.pop(last, None)

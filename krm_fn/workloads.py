@@ -290,7 +290,7 @@ def get_path(obj: object, path: tuple) -> object:
     cur = obj
     for key in path:
         if key.__class__ is str:            # the usual step: a mapping key
-            if cur.__class__ is dict or isinstance(cur, dict):
+            if isinstance(cur, dict):
                 cur = cur.get(key)
                 continue
             return None

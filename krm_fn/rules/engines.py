@@ -259,6 +259,8 @@ def tokens(c: ContainerView) -> list[Token]:
         if not isinstance(lst, list):
             continue
         for i, entry in enumerate(lst):
+            if budget < 0:
+                break
             if isinstance(entry, (dict, list)) or entry is None:
                 continue
             path = c.path + (k, i)

@@ -128,15 +128,12 @@ def env_index(pod: PodView, c: ContainerView) -> tuple[list, dict] | None:
     env = env or []
     by_name: dict[str, int] = {}
     for i, e in enumerate(env):
-        name = e.get("name") if e.__class__ is dict else None
-        if name.__class__ is str and name:
-            by_name[name] = i  # the last entry wins, as in the kubelet
-            continue
-        if not isinstance(e, dict) or not isinstance(e.get("name"), str) or not e["name"]:
+        name = e.get("name") if isinstance(e, dict) else None
+        if not isinstance(name, str) or not name:
             pod.error(c.path + ("env", i), f"container {c.name!r}: env[{i}] must be a "
                                            f"mapping with a name")
             return None
-        by_name[e["name"]] = i  # the last entry wins, as in the kubelet
+        by_name[name] = i  # the last entry wins, as in the kubelet
     return env, by_name
 
 
