@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import gc
 from fractions import Fraction
+from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from krm_fn import quantity
+from krm_fn import quantity, resourcelist
 from krm_fn.cli import cli
 
 _RL = """apiVersion: config.kubernetes.io/v1
@@ -74,13 +78,6 @@ def test_quantity_cache_is_transparent():
 
 # --- the fast item builder (resourcelist._build_plain) builds what _Builder.build builds ----
 
-from pathlib import Path  # noqa: E402
-
-import yaml  # noqa: E402
-from hypothesis import given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-from krm_fn import resourcelist  # noqa: E402
 
 _ROOT = Path(__file__).resolve().parent.parent
 _YAML_FILES = sorted(
