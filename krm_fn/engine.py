@@ -23,7 +23,7 @@ from krm_fn.node.formats import (LOCAL_CONFIG_ANNOTATION, MANAGED_BY_LABEL, POOL
                                  RenderContext, render_with_results)
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
-from krm_fn.rules import RULES, PoolInfo, RuleContext, merged
+from krm_fn import rules
 from krm_fn.workloads import get_path, locations, model_names, registered
 
 SKIP_ANNOTATION = "krm-fn.dev/skip"
@@ -271,7 +271,7 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
     pool_index, pool = _pool_for(obj, cfg, ref, results, extra)
     if results:
         return [], results, None, []
-    info = (PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus,
+    info = (rules.PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus,
                                  plans[pool_index].topology.threads_per_core)
             if pool is not None else None)
     work = _copy_item(obj)
@@ -289,7 +289,7 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
         if pod is None:
             continue
         found = True
-        merged.apply(pod, cfg)
+        rules.merge(pod, cfg)
         cpus, listed, lpath = _overrides(obj, at, ref, results)
         names = [c.name for c in pod.containers]
         if listed is not None:
@@ -307,10 +307,9 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
                 continue
         explicit = frozenset(n for n in (listed if listed is not None
                                          else cfg.workloads.pinnedContainers) if n in names)
-        ctx = RuleContext(cfg, info, _pinned(pod, cfg, listed), cpus=cpus, explicit=explicit,
+        ctx = rules.RuleContext(cfg, info, _pinned(pod, cfg, listed), cpus=cpus, explicit=explicit,
                           cluster=cluster)
-        for rule in RULES:
-            rule.apply(pod, ctx)
+        rules.run(pod, ctx)
         if pool is not None:
             need = _pod_cpus(pod)
             pods.append(need)
@@ -486,7 +485,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     cluster = frozenset(objects.cluster_tag(o) for o in items
                         if tuned(o) and objects.cluster_tag(o) is not None)
     octx = objects.ObjectContext(
-        cfg, [PoolInfo.from_config(p, plans[i].exclusive_cpus,
+        cfg, [rules.PoolInfo.from_config(p, plans[i].exclusive_cpus,
                                    plans[i].topology.threads_per_core)
               for i, p in enumerate(cfg.nodePools)], items, tuned)
     for i, obj in enumerate(items):

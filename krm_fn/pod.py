@@ -114,6 +114,7 @@ class PodView:
     containers: list[ContainerView]
     edits: Edits
     results: list[Result]
+    rule: str | None = None     # ID of the rule now writing (krm_fn.rules.run sets it)
 
     @property
     def annotations(self) -> dict:

@@ -12,7 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from krm_fn.rules import cgroup, podlevel, ray, engines, injected, placement, resources, sidecars, threads
+from krm_fn.rules import (cgroup, engines, injected, merged, placement, podlevel, ray,
+                          resources, sidecars, threads)
 
 
 @dataclass(frozen=True)
@@ -62,3 +63,26 @@ class RuleContext:
 
 
 RULES = (resources, podlevel, ray, sidecars, injected, threads, engines, cgroup, placement)
+
+
+def rule_id(module) -> str:
+    """The ID of a rule module: its `ID` attribute, else the last part of its name."""
+    return getattr(module, "ID", module.__name__.rsplit(".", 1)[-1])
+
+
+def merge(pod, cfg) -> None:
+    """Add the containers a controller merges in by name (rules/merged.py) to `pod` (a
+    PodView); runs before the per-workload annotations are read, since it changes which
+    containers the pod has. Writes are attributed to the `merged` rule (`pod.rule`)."""
+    pod.rule = rule_id(merged)
+    merged.apply(pod, cfg)
+    pod.rule = None
+
+
+def run(pod, ctx: RuleContext) -> None:
+    """Apply every rule of RULES in order to `pod` (a PodView) with `ctx`; each write is
+    attributed to the rule that made it (`pod.rule` holds the running rule's ID)."""
+    for rule in RULES:
+        pod.rule = rule_id(rule)
+        rule.apply(pod, ctx)
+    pod.rule = None
