@@ -1,10 +1,12 @@
 """Registry of workload kinds: where each kind keeps its pod specs (data, not code).
 
-Source: ../shared/reference/workloads.md §2 (core kinds: Kubernetes API reference; KServe:
-kserve/kserve pkg/apis/serving/v1beta1 predictor.go, component.go, podspec.go,
-v1alpha1 servingruntime_types.go, v1alpha2 llm_inference_service_types.go; Knative:
-knative/serving pkg/apis/serving/v1; LeaderWorkerSet, JobSet, Argo Rollouts, KubeRay and
-Seldon Core v2 API types at the commits listed there).
+Source: each project's API types (core kinds: the Kubernetes API reference,
+https://kubernetes.io/docs/reference/kubernetes-api/; KServe: kserve/kserve
+pkg/apis/serving/v1beta1 predictor.go, component.go, podspec.go, v1alpha1
+servingruntime_types.go, v1alpha2 llm_inference_service_types.go; Knative: knative/serving
+pkg/apis/serving/v1; kubernetes-sigs/lws v0.10.0 api/; kubernetes-sigs/jobset api/;
+argoproj/argo-rollouts pkg/apis/rollouts/v1alpha1; ray-project/kuberay ray-operator/apis/ray/v1;
+SeldonIO/seldon-core v2 operator/apis/mlops/v1alpha1).
 
 A `PodSpecAt` names, relative to the object root:
   - `spec`: the PodSpec-shaped mapping (containers[], initContainers[], volumes[],

@@ -30,7 +30,7 @@ _spec.loader.exec_module(build)
 # What the good container's pod spec and node pool promise (see build.py).
 ARGS = ["--cpus", "4", "--memory", "12Gi", "--pids", "4096", "--full-pcpus-only",
         "--topology-policy", "single-numa-node", "--kubernetes-version", "1.34"]
-PIDS_HIDDEN = ("the kubelet puts podPidsLimit on the pod's cgroup (kubelet.md §11), the "
+PIDS_HIDDEN = ("the kubelet puts podPidsLimit on the pod's cgroup (https://kubernetes.io/docs/concepts/policy/pid-limiting/), the "
                "parent of this container's; inside a cgroup namespace that parent is hidden, "
                "so only a lower container limit could be seen")
 
@@ -216,7 +216,7 @@ def test_bad_memory_exact_json():
             {"check": "memory.max", "expected": "12884901888", "found": "8589934592",
              "ok": False,
              "detail": "memory.max is 8589934592 bytes, not the 12884901888-byte limit: the "
-                       "kubelet writes memory.max = limits.memory (kubelet.md §11), so the "
+                       "kubelet writes memory.max = limits.memory (https://kubernetes.io/docs/concepts/architecture/cgroups/), so the "
                        "container's memory limit is not the one expected",
              "result": "MISMATCH"},
             {"check": "pids.max", "expected": "4096", "found": "max", "ok": None,

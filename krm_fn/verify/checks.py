@@ -5,14 +5,14 @@ Units: CPUs are counted in whole logical CPUs, memory in bytes, CFS quota and pe
 
 | check | passes when | rule |
 |---|---|---|
-| `cgroup v2` | `/sys/fs/cgroup/cgroup.controllers` exists | kubelet.md §1 `failCgroupV1`, §11 |
-| `cpuset` | the cgroup's `cpuset.cpus.effective` (cgroup v1: `Cpus_allowed_list`) holds exactly the pinned count | static policy, kubelet.md §10.2 |
+| `cgroup v2` | `/sys/fs/cgroup/cgroup.controllers` exists `failCgroupV1` (https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/); https://kubernetes.io/docs/concepts/architecture/cgroups/ |
+| `cpuset` | the cgroup's `cpuset.cpus.effective` (cgroup v1: `Cpus_allowed_list`) holds exactly the pinned count static policy (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy) |
 | `affinity` | `Cpus_allowed_list` equals `cpuset.cpus.effective` | the process runs on the whole set |
-| `whole cores` | with full-pcpus-only: every SMT sibling of each CPU is in the set | KEP-2625, kubelet.md §3, §10.3 |
-| `NUMA nodes` | with topologyManagerPolicy single-numa-node: the CPUs are on one NUMA node | kubelet.md §4, §10.4 |
-| `cpu.max` | quota `max` on Kubernetes >= 1.33 (DisableCPUQuotaWithExclusiveCPUs), quota = CPUs × period before | kubelet.md §7, §11 |
-| `memory.max` | equals the memory limit (rounded down to whole pages); without one, is not `max` | kubelet.md §10.1, §11 |
-| `pids.max` | the smallest visible limit equals podPidsLimit | kubelet.md §9, §11 |
+| `whole cores` | with full-pcpus-only: every SMT sibling of each CPU is in the set KEP-2625, https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy-options |
+| `NUMA nodes` | with topologyManagerPolicy single-numa-node: the CPUs are on one NUMA node https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/ |
+| `cpu.max` | quota `max` on Kubernetes >= 1.33 (DisableCPUQuotaWithExclusiveCPUs), quota = CPUs × period before kubernetes/kubernetes#70585, PR #127525; pkg/kubelet/cm/helpers_linux.go |
+| `memory.max` | equals the memory limit (rounded down to whole pages); without one, is not `max` https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/; https://kubernetes.io/docs/concepts/architecture/cgroups/ |
+| `pids.max` | the smallest visible limit equals podPidsLimit https://kubernetes.io/docs/concepts/policy/pid-limiting/ |
 | `env NAME` | each thread env var of the registry that is set equals the thread count | krm_fn.rules.threads / engines |
 
 A check that has nothing to compare with (no expected value, not required by the policy,
@@ -28,7 +28,7 @@ from krm_fn.node.topology import format_cpuset, parse_cpuset
 
 OK, MISMATCH, SKIP = "ok", "MISMATCH", "skip"
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
-# DisableCPUQuotaWithExclusiveCPUs: beta, on by default from 1.33 (kubelet.md §2, §7).
+# DisableCPUQuotaWithExclusiveCPUs: beta, on by default from 1.33 (pkg/features/kube_features.go; kubernetes/kubernetes PR #127525).
 QUOTA_OFF_SINCE = (1, 33)
 _VERSION = re.compile(r"v?([0-9]{1,3})\.([0-9]{1,3})(\.[0-9]+)?([-+].*)?")
 _INT = re.compile(r"[0-9]{1,19}")
@@ -113,7 +113,7 @@ def thread_env_names(extra: tuple | list = ()) -> tuple[str, ...]:
 def quota_expected(exp: Expected) -> bool | None:
     """True when a pinned container keeps a CFS quota (= its limit), False when cpu.max
     should be `max`, None when unknown. `exp.cpu_quota` wins; else from the version:
-    off from 1.33 (DisableCPUQuotaWithExclusiveCPUs beta, on; kubelet.md §7)."""
+    off from 1.33 (DisableCPUQuotaWithExclusiveCPUs beta, on; kubernetes/kubernetes PR #127525)."""
     if exp.cpu_quota is not None:
         return exp.cpu_quota
     if exp.kubernetes_version is None:
@@ -136,7 +136,7 @@ def parse_cpu_max(text: str) -> tuple[int | None, int]:
 def expected_cpus(probe, exp: Expected) -> tuple[int | None, str]:
     """(pinned CPU count, where it came from): `exp.cpus` ("given"); else cpu.max when it
     holds a quota that is a whole number of periods ("cpu.max": the kubelet writes quota =
-    limit × period, kubelet.md §11); else (None, "unknown"). Not the cpuset itself (that is
+    limit × period, pkg/kubelet/cm/helpers_linux.go MilliCPUToQuota); else (None, "unknown"). Not the cpuset itself (that is
     what is checked) and not the thread env vars (checked too); with quota off (1.33+) the
     cgroup does not know the limit, so pass it (`--cpus`, or KRM_FN_CPUS from a
     resourceFieldRef on limits.cpu)."""
@@ -185,7 +185,7 @@ def run(probe, exp: Expected) -> list[Row]:
         "layout), so cpu.max, memory.max and pids.max are not checked; memory limits and "
         "tmpfs accounting differ there. Boot the node with cgroup v2 "
         "(systemd.unified_cgroup_hierarchy=1); failCgroupV1: true, the default from 1.35, "
-        "makes the kubelet refuse v1 (kubelet.md §1)")))
+        "makes the kubelet refuse v1 (https://kubernetes.io/docs/concepts/architecture/cgroups/)")))
 
     cpus, source = expected_cpus(probe, exp)
     cpuset, cpuset_path, bad = _cpuset(probe)
@@ -209,7 +209,7 @@ def run(probe, exp: Expected) -> list[Row]:
                             f"Manager grants exclusive CPUs only to a Guaranteed pod (every "
                             f"container cpu and memory requests == limits) asking for a whole "
                             f"number of CPUs, on a node with cpuManagerPolicy: static "
-                            f"(kubelet.md §10.1, §10.2)"))
+                            f"(https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy)"))
         else:
             rows.append(Row("cpuset", want, found, False,
                             f"{cpuset_path} holds only {len(cpuset)} CPUs, fewer than the "
@@ -293,7 +293,7 @@ def _whole_cores(probe, exp: Expected, cpuset) -> Row:
                "CPUs of this container share a physical core with CPUs outside it: the "
                "sibling thread runs another container and pollutes these cores' L1/L2. "
                "full-pcpus-only makes the static policy allocate whole cores only (KEP-2625, "
-               "kubelet.md §3): it is not in effect on this node (cpuManagerPolicyOptions "
+               "https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy-options): it is not in effect on this node (cpuManagerPolicyOptions "
                "missing, or the kubelet restarted with the old cpu_manager_state)")
 
 
@@ -332,7 +332,7 @@ def _numa(probe, exp: Expected, cpuset) -> Row:
     return Row("NUMA nodes", want, found, False,
                "the CPUs span more than one NUMA node: topologyManagerPolicy "
                "single-numa-node admits a pod only when one NUMA node holds its CPUs "
-               "(kubelet.md §4, §10.4), so the node's kubelet does not run that policy, or "
+               "(https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/), so the node's kubelet does not run that policy, or "
                "the pod was admitted before it was set; memory accesses pay remote-node "
                "latency")
 
@@ -360,7 +360,7 @@ def _cpu_max(probe, exp: Expected, cpus: int | None) -> Row:
                    f"a CFS quota of {quota} µs per {period} µs is set on exclusive CPUs: the "
                    f"container is throttled whenever its threads use more than that in a "
                    f"period (kubernetes/kubernetes#70585). From 1.33 "
-                   f"DisableCPUQuotaWithExclusiveCPUs (beta, on) removes it (kubelet.md §7): "
+                   f"DisableCPUQuotaWithExclusiveCPUs (beta, on) removes it (kubernetes/kubernetes PR #127525): "
                    f"the kubelet is older than 1.33, the gate is off, or the CPUs are not "
                    f"exclusive")
     if cpus is None:
@@ -372,9 +372,9 @@ def _cpu_max(probe, exp: Expected, cpus: int | None) -> Row:
     if quota is None:
         return Row("cpu.max", want, found, False,
                    "no CFS quota, but before 1.33 the kubelet sets quota = cpu limit × period "
-                   "on every container (kubelet.md §11): the node runs 1.33 or later (pass "
+                   "on every container (pkg/kubelet/cm/helpers_linux.go): the node runs 1.33 or later (pass "
                    "--kubernetes-version), or cpuCFSQuota is false, which drops CPU limits "
-                   "node-wide (kubelet.md §9)")
+                   "node-wide (https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/)")
     return Row("cpu.max", want, found, False,
                f"the quota is {quota} µs per {period} µs period: the container's cpu limit is "
                f"{quota / period:g} CPUs, not {cpus}")
@@ -391,7 +391,7 @@ def _memory_max(probe, exp: Expected) -> Row:
     if text == "max":
         return Row("memory.max", want, text, False,
                    "no memory limit on the container: the pod is not Guaranteed (every "
-                   "container needs a memory limit, kubelet.md §10.1), and memory-backed "
+                   "container needs a memory limit, https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/), and memory-backed "
                    "emptyDirs are bounded only by the node")
     if not _INT.fullmatch(text):
         return Row("memory.max", want, repr(text), False, f"{path}: not a byte count or max")
@@ -405,7 +405,7 @@ def _memory_max(probe, exp: Expected) -> Row:
                    f"the limit rounded down to whole {page}-byte pages, as the kernel keeps it")
     return Row("memory.max", want, text, False,
                f"memory.max is {found} bytes, not the {exp.memory}-byte limit: the kubelet "
-               f"writes memory.max = limits.memory (kubelet.md §11), so the container's "
+               f"writes memory.max = limits.memory (https://kubernetes.io/docs/concepts/architecture/cgroups/), so the container's "
                f"memory limit is not the one expected")
 
 
@@ -436,7 +436,7 @@ def _pids_max(probe, exp: Expected) -> Row:
     hidden = probe.namespaced and (n is None or n > exp.pids)
     if hidden:
         return Row("pids.max", want, found, None,
-                   "the kubelet puts podPidsLimit on the pod's cgroup (kubelet.md §11), the "
+                   "the kubelet puts podPidsLimit on the pod's cgroup (https://kubernetes.io/docs/concepts/policy/pid-limiting/), the "
                    "parent of this container's; inside a cgroup namespace that parent is "
                    "hidden, so only a lower container limit could be seen")
     return Row("pids.max", want, found, False,

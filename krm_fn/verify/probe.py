@@ -5,7 +5,7 @@ Everything is read below `root` ("/" on a node; a fixture tree laid out like `/p
 `/sys` in tests). Paths in the result are node paths (`/sys/fs/cgroup/cpu.max`), whatever the
 root, so messages name the file to look at on the node.
 
-Files read (kernel Documentation/admin-guide/cgroup-v2.rst, cputopology.rst; kubelet.md §11):
+Files read (kernel Documentation/admin-guide/cgroup-v2.rst, cputopology.rst; https://kubernetes.io/docs/concepts/architecture/cgroups/):
 
 | file | what |
 |---|---|
