@@ -15,6 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from krm_fn import quantity, resourcelist
+from krm_fn.yaml import load
 from krm_fn.cli import cli
 
 _RL = """apiVersion: config.kubernetes.io/v1
@@ -76,7 +77,7 @@ def test_quantity_cache_is_transparent():
             quantity.format_cpu(Fraction(1, 10000))
 
 
-# --- the fast item builder (resourcelist._build_plain) builds what _Builder.build builds ----
+# --- the fast item builder (load._build_plain) builds what the full builder builds ---
 
 
 _ROOT = Path(__file__).resolve().parent.parent
@@ -90,7 +91,7 @@ def _both(text: str):
     without anchors or aliases (the parts the fast path builds); None when libyaml
     refuses the text."""
     try:
-        nodes = [n for n in yaml.compose_all(text, Loader=resourcelist._Loader) if n]
+        nodes = [n for n in yaml.compose_all(text, Loader=load.Loader) if n]
     except yaml.YAMLError:
         return None
     out, seen = [], set()
@@ -99,21 +100,21 @@ def _both(text: str):
         if id(n) in seen:
             return
         seen.add(id(n))
-        if not resourcelist._alias_free(text, n):     # the full builder builds these
+        if not load._alias_free(text, n):     # the full builder builds these
             kids = n.value if isinstance(n, yaml.SequenceNode) else \
                 [c for kv in n.value for c in kv] if isinstance(n, yaml.MappingNode) else []
             for c in kids:
                 visit(c)
             return
         try:
-            slow = resourcelist._Builder(typed=False).build(n, "x")
+            slow = load.Builder(typed=False).build(n, "x")
         except resourcelist.InputError as e:
             slow = ("refused", str(e))
-        builder = resourcelist._Builder(typed=False)
+        builder = load.Builder(typed=False)
         count = [0]
         try:
-            fast = resourcelist._build_plain(n, 0, count)
-        except resourcelist._Refused:
+            fast = load._build_plain(n, 0, count)
+        except load._Refused:
             fast = slow if isinstance(slow, tuple) else "fast refused what slow accepts"
         else:
             builder.build(n, "x")
@@ -146,9 +147,9 @@ def test_fast_builder_matches_on_every_yaml_file_in_the_repo_and_corpus():
     "[" * 150 + "]" * 150 + "\n",       # too deep
 ])
 def test_fast_builder_leaves_refusals_to_the_full_builder(text):
-    node = yaml.compose(text, Loader=resourcelist._Loader)
-    with pytest.raises(resourcelist._Refused):
-        resourcelist._build_plain(node, 0, [0])
+    node = yaml.compose(text, Loader=load.Loader)
+    with pytest.raises(load._Refused):
+        load._build_plain(node, 0, [0])
 
 
 def test_refused_items_get_the_full_builders_message():
@@ -191,7 +192,7 @@ def test_path_str_cache_is_transparent():
 # --- the node budget (README, Threat model): fast-path items count, the bound is a bound ---
 
 def _events(text: str) -> int:
-    return sum(1 for ev in yaml.parse(text, Loader=resourcelist._Loader)
+    return sum(1 for ev in yaml.parse(text, Loader=load.Loader)
                if isinstance(ev, (yaml.ScalarEvent, yaml.MappingStartEvent,
                                   yaml.SequenceStartEvent, yaml.AliasEvent)))
 
@@ -204,18 +205,18 @@ def _events(text: str) -> int:
     "--- a\n--- b\n...\n--- c\n", "x", "a: &x [1, 2]\nb: *x\n", "",
 ])
 def test_node_bound_is_an_upper_bound(text):
-    assert _events(text) <= resourcelist._node_bound(text)
+    assert _events(text) <= load._node_bound(text)
 
 
 @settings(max_examples=200, deadline=None)
 @given(_values, st.sampled_from([None, False, True]))
 def test_node_bound_holds_on_generated_yaml(value, flow):
     text = yaml.dump({"item": value}, default_flow_style=flow, width=10 ** 6)
-    assert _events(text) <= resourcelist._node_bound(text)
+    assert _events(text) <= load._node_bound(text)
 
 
 def test_a_single_line_of_deep_flow_nodes_counts_before_composing(monkeypatch):
-    monkeypatch.setattr(resourcelist, "MAX_NODES", 1000)
+    monkeypatch.setattr(load, "MAX_NODES", 1000)
     line = "[" * 90 + "]" * 90                   # 90 nodes, no comma, no line break
     text = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n" + "".join(
         f"  k{i}: {line}\n" for i in range(12))
@@ -229,7 +230,7 @@ def test_a_single_line_of_deep_flow_nodes_counts_before_composing(monkeypatch):
 
 
 def test_fast_path_items_count_towards_the_alias_budget(monkeypatch):
-    monkeypatch.setattr(resourcelist, "MAX_NODES", 5000)
+    monkeypatch.setattr(load, "MAX_NODES", 5000)
     plain = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a}\ndata:\n  l:\n" + \
         "".join("  - x\n" for _ in range(3000))
     bomb = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: b}\ndata:\n"

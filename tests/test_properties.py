@@ -36,6 +36,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
 from krm_fn import engine, resourcelist, workloads
+from krm_fn.yaml import load
 from tests.helpers import run_cli, without_results
 
 EXAMPLES = int(os.environ.get("KRM_FN_PROPERTY_EXAMPLES", "0")) or None
@@ -1012,7 +1013,7 @@ items:
 def test_bug_libyaml_parser_is_used():
     if not yaml.__with_libyaml__:
         pytest.skip("PyYAML without libyaml")
-    assert issubclass(resourcelist._Loader, yaml.cyaml.CParser)
+    assert issubclass(load.Loader, yaml.cyaml.CParser)
 
 
 def test_bug_comment_at_the_end_of_the_last_item_moves():

@@ -2,7 +2,8 @@
 import pytest
 
 from krm_fn import resourcelist
-from krm_fn.resourcelist import InputError, guess_indent
+from krm_fn.resourcelist import InputError
+from krm_fn.yaml.spans import guess_indent
 
 
 @pytest.mark.parametrize("body,expected", [

@@ -5,12 +5,13 @@ import jsonpatch
 import pytest
 import yaml
 
-from krm_fn import config, yamlout
+from krm_fn import config
 from krm_fn.node import formats
 from krm_fn.node import plan as node_plan
 from krm_fn.node.formats import FORMATS, RenderContext, render, render_with_results
 from krm_fn.node.formats import json6902 as json6902_format
 from krm_fn.results import ERROR, WARNING, Ref
+from krm_fn.yaml import emit
 
 REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
 
@@ -367,17 +368,17 @@ def test_registry_matches_config():
 
 
 def test_kubelet_yaml(plan):
-    assert yamlout.to_yaml(plan.kubelet) == KUBELET_YAML
+    assert emit.to_yaml(plan.kubelet) == KUBELET_YAML
 
 
 def test_configmap_yaml(plan):
     objs = render("configmap", plan, RenderContext("kube-system", False))
-    assert yamlout.to_yaml(objs) == CONFIGMAP_YAML
+    assert emit.to_yaml(objs) == CONFIGMAP_YAML
     assert objs[0]["data"]["kubelet-config.yaml"] == KUBELET_YAML
 
 
 def test_configmap_under_kpt_has_path(plan):
-    text = yamlout.to_yaml(render("configmap", plan, RenderContext("kube-system", True)))
+    text = emit.to_yaml(render("configmap", plan, RenderContext("kube-system", True)))
     expected = CONFIGMAP_YAML.replace(CONFIGMAP_YAML[CONFIGMAP_YAML.index("  metadata:"):
                                                      CONFIGMAP_YAML.index("  data:\n") + 8],
                                       CONFIGMAP_KPT_METADATA)
@@ -395,7 +396,7 @@ def test_configmap_namespace_and_empty_selector(plan):
 
 def test_kubelet_config_yaml(plan):
     objs = render("kubelet-config", plan, RenderContext("kube-system", False))
-    assert yamlout.to_yaml(objs) == KUBELET_CONFIG_YAML
+    assert emit.to_yaml(objs) == KUBELET_CONFIG_YAML
 
 
 def test_kubelet_config_under_kpt_has_path(plan):
@@ -403,7 +404,7 @@ def test_kubelet_config_under_kpt_has_path(plan):
     assert objs[0]["metadata"]["annotations"] == {
         "config.kubernetes.io/local-config": "true",
         "internal.config.kubernetes.io/path": "node/kubelet-config-inference.yaml"}
-    assert yamlout.to_yaml(objs) == KUBELET_CONFIG_YAML.replace(
+    assert emit.to_yaml(objs) == KUBELET_CONFIG_YAML.replace(
         '      config.kubernetes.io/local-config: "true"\n',
         '      config.kubernetes.io/local-config: "true"\n'
         '      internal.config.kubernetes.io/path: node/kubelet-config-inference.yaml\n')
@@ -493,7 +494,7 @@ def test_result_paths_use_the_pool_index(plan):
 
 def test_openshift_yaml(plan):
     objs, results = run("openshift", plan)
-    assert yamlout.to_yaml(objs) == OPENSHIFT_YAML
+    assert emit.to_yaml(objs) == OPENSHIFT_YAML
     assert "namespace" not in objs[0]["metadata"]          # KubeletConfig is cluster-scoped
     [nto] = results
     assert (nto.severity, nto.ref, nto.path) == (WARNING, REF, "spec.nodePools[0].kubelet")
@@ -547,7 +548,7 @@ def test_openshift_without_cpu_fields_has_no_ownership_warning(plan):
 
 def test_kubeadm_yaml(plan):
     objs, results = run("kubeadm", plan)
-    assert yamlout.to_yaml(objs) == KUBEADM_YAML
+    assert emit.to_yaml(objs) == KUBEADM_YAML
     assert file_of(objs, "kubeletconfiguration-merge.yaml") == KUBELET_YAML
     assert results == []
 
@@ -560,7 +561,7 @@ GKE_UNSUPPORTED = ["cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "rese
 
 def test_gke_yaml(plan):
     objs, results = run("gke", plan)
-    assert yamlout.to_yaml(objs) == GKE_YAML
+    assert emit.to_yaml(objs) == GKE_YAML
     assert list(by_path(results)) == [P + k for k in GKE_UNSUPPORTED]
 
 
@@ -642,7 +643,7 @@ AKS_UNSUPPORTED = ["cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "topo
 
 def test_aks_yaml(plan):
     objs, results = run("aks", plan)
-    assert yamlout.to_yaml(objs) == AKS_YAML
+    assert emit.to_yaml(objs) == AKS_YAML
     assert list(by_path(results)) == [P + k for k in AKS_UNSUPPORTED]
 
 
@@ -685,7 +686,7 @@ def test_aks_memory_manager_static_is_warned():
 
 def test_eks_yaml(plan):
     objs, results = run("eks", plan)
-    assert yamlout.to_yaml(objs) == EKS_YAML
+    assert emit.to_yaml(objs) == EKS_YAML
     assert list(by_path(results)) == [P + "reservedSystemCPUs", P + "kubeReserved.memory"]
 
 
@@ -713,7 +714,7 @@ def test_eks_static_memory_manager_without_kube_reserved_memory():
 
 def test_talos_yaml(plan):
     objs, results = run("talos", plan)
-    assert yamlout.to_yaml(objs) == TALOS_YAML
+    assert emit.to_yaml(objs) == TALOS_YAML
     assert list(by_path(results)) == [P + "systemReserved"]
 
 
@@ -741,7 +742,7 @@ def test_talos_protected_fields_removed(key):
 
 def test_json6902_yaml(plan):
     objs, results = run("json6902", plan, JSON6902_BASELINE)
-    assert yamlout.to_yaml(objs) == JSON6902_YAML
+    assert emit.to_yaml(objs) == JSON6902_YAML
     assert results == []
 
 

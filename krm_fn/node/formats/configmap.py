@@ -9,8 +9,8 @@ carry it; the kubelet does not read it, a human or node tooling does.
 """
 from __future__ import annotations
 
-from krm_fn import yamlout
 from krm_fn.node.formats._common import Rendered, metadata
+from krm_fn.yaml import emit
 
 DATA_CONFIG_KEY = "kubelet-config.yaml"
 DATA_ROLLOUT_KEY = "rollout.txt"
@@ -45,7 +45,7 @@ def render(plan, ctx) -> Rendered:
         "kind": "ConfigMap",
         "metadata": metadata(plan, ctx, name_of(plan), path_of(plan)),
         "data": {
-            DATA_CONFIG_KEY: yamlout.to_yaml(plan.kubelet),
+            DATA_CONFIG_KEY: emit.to_yaml(plan.kubelet),
             DATA_ROLLOUT_KEY: rollout_text(plan),
         },
     }])

@@ -20,10 +20,10 @@ cluster details).
 """
 from __future__ import annotations
 
-from krm_fn import yamlout
 from krm_fn.node.baseline import string_map, unwrap
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
 from krm_fn.results import WARNING
+from krm_fn.yaml import emit
 
 DATA_KEY = "nodeconfig.yaml"
 API_VERSION = "node.eks.aws/v1alpha1"
@@ -74,5 +74,5 @@ def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-eks] with `nodeconfig.yaml`, plus the warnings
     about nodeadm's reserved cgroups and kubeReserved.memory."""
     rep = Report(ctx)
-    text_ = yamlout.to_yaml(node_config(plan, rep, ctx.baseline))
+    text_ = emit.to_yaml(node_config(plan, rep, ctx.baseline))
     return Rendered([carrier(plan, ctx, "eks", {DATA_KEY: text_})], rep.results)

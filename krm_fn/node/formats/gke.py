@@ -24,9 +24,9 @@ evictionHard, reservedMemory, featureGates, ...) is a warning: GKE cannot set it
 """
 from __future__ import annotations
 
-from krm_fn import yamlout
 from krm_fn.node.formats._common import KUBELET_DEFAULTS, Rendered, Report, body, carrier
 from krm_fn.results import WARNING
+from krm_fn.yaml import emit
 
 DATA_KEY = "system-config.yaml"
 PLATFORM = "GKE"
@@ -105,5 +105,5 @@ def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-gke] with `system-config.yaml`, plus a warning per
     field GKE cannot set."""
     rep = Report(ctx)
-    text = yamlout.to_yaml(system_config(plan, rep))
+    text = emit.to_yaml(system_config(plan, rep))
     return Rendered([carrier(plan, ctx, "gke", {DATA_KEY: text})], rep.results)

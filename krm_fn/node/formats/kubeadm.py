@@ -14,8 +14,8 @@ field: no results.
 """
 from __future__ import annotations
 
-from krm_fn import yamlout
 from krm_fn.node.formats._common import Rendered, carrier
+from krm_fn.yaml import emit
 
 DATA_KEY = "kubeletconfiguration-merge.yaml"
 PATCH_FILE = "kubeletconfiguration+merge.yaml"
@@ -23,4 +23,4 @@ PATCH_FILE = "kubeletconfiguration+merge.yaml"
 
 def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-kubeadm] with DATA_KEY = the plan as YAML."""
-    return Rendered([carrier(plan, ctx, "kubeadm", {DATA_KEY: yamlout.to_yaml(plan.kubelet)})])
+    return Rendered([carrier(plan, ctx, "kubeadm", {DATA_KEY: emit.to_yaml(plan.kubelet)})])

@@ -12,10 +12,10 @@ reservedMemory short of Talos's systemReserved.memory (warning).
 """
 from __future__ import annotations
 
-from krm_fn import yamlout
 from krm_fn.node.baseline import string_map, unwrap
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
 from krm_fn.results import WARNING
+from krm_fn.yaml import emit
 
 DATA_KEY = "kubelet-patch.yaml"
 PLATFORM = "Talos"
@@ -58,5 +58,5 @@ def patch(plan, rep: Report, baseline=None) -> dict:
 def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-talos] with `kubelet-patch.yaml`, plus warnings."""
     rep = Report(ctx)
-    text_ = yamlout.to_yaml(patch(plan, rep, ctx.baseline))
+    text_ = emit.to_yaml(patch(plan, rep, ctx.baseline))
     return Rendered([carrier(plan, ctx, "talos", {DATA_KEY: text_})], rep.results)

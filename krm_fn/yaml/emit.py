@@ -1,10 +1,14 @@
-"""Writing new YAML text (emitted objects, results, kubelet-config file bodies).
+"""Writing new YAML text for plain data (dict, list, str, int, float, bool, None).
 
 Style rules: block style, keys in insertion order, string values double-quoted unless
 they are words no YAML reader could retype (so `"4"`, `"true"`, `"0644"`, `"500m"` are
-quoted, `static` is not), multi-line strings as literal blocks, numbers
-and booleans plain, never anchors or aliases (kustomize splits items and an alias into
-another item fails with `unknown anchor`).
+quoted, `static` is not), multi-line strings as literal blocks, numbers and booleans plain,
+never anchors or aliases (a consumer that splits the documents, as kustomize does, fails
+on an alias into another document with `unknown anchor`).
+
+`to_yaml` writes a whole document; `block` and `flow` write a value at a given column or
+inline (for insertion into existing text, krm_fn.yaml.spans); `scalar`, `key` and `quote`
+write one scalar; `is_plain_safe` tells whether a string may be written plain.
 """
 from __future__ import annotations
 
@@ -63,7 +67,7 @@ _Dumper.add_representer(dict, _repr_dict)
 
 def to_yaml(obj) -> str:
     """Serialise plain data (dict/list/str/int/bool/None) to a YAML document (no `---`),
-    in krm-fn's style (see the module docstring). Reads back as the same data as
+    in the style of the module docstring. Reads back as the same data as
     `to_yaml_pyyaml` (tested), several times faster."""
     if isinstance(obj, (dict, list)) and obj:
         return "\n".join(block(obj, 0)) + "\n"
@@ -71,7 +75,7 @@ def to_yaml(obj) -> str:
 
 
 def to_yaml_pyyaml(obj) -> str:
-    """The reference serialiser (PyYAML with krm-fn's representers); used for scalars and
+    """The reference serialiser (PyYAML with this module's representers); used for scalars and
     empty collections at the top level, and by the tests as the reference for `to_yaml`."""
     return yaml.dump(obj, Dumper=_Dumper, default_flow_style=False, sort_keys=False,
                      allow_unicode=True, width=10_000)
@@ -122,7 +126,7 @@ def scalar(value) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _scalar_text(s: str) -> str:
-    """scalar() of a string, cached: the strings krm-fn writes repeat across items."""
+    """scalar() of a string, cached: the strings written repeat across documents."""
     return s if is_plain_safe(s) else quote(s)
 
 

@@ -4,7 +4,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krm_fn import yamlout
+from krm_fn.yaml import emit
 
 scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**12, 10**12),
                     st.text(max_size=30),
@@ -21,8 +21,8 @@ data = st.recursive(scalars, lambda inner: st.one_of(
 @given(st.one_of(st.dictionaries(keys, data, min_size=1, max_size=5),
                  st.lists(data, min_size=1, max_size=5)))
 def test_fast_renderer_reads_back_like_pyyaml(obj):
-    fast = yamlout.to_yaml(obj)
-    assert yaml.safe_load(fast) == yaml.safe_load(yamlout.to_yaml_pyyaml(obj)) == obj
+    fast = emit.to_yaml(obj)
+    assert yaml.safe_load(fast) == yaml.safe_load(emit.to_yaml_pyyaml(obj)) == obj
 
 
 @pytest.mark.parametrize("value,text", [
@@ -33,4 +33,4 @@ def test_fast_renderer_reads_back_like_pyyaml(obj):
     ([{"name": "A", "value": "4"}], '- name: A\n  value: "4"\n'),
 ])
 def test_style(value, text):
-    assert yamlout.to_yaml(value) == text
+    assert emit.to_yaml(value) == text

@@ -1,0 +1,313 @@
+"""Reading YAML text into plain data, within bounds.
+
+`documents(text)` composes the text with libyaml (PyYAML's C parser) into one node graph per
+non-empty document; `Builder.build` turns a node into plain data (dict, list, str, None; with
+`typed=True` also int, float and bool, YAML 1.2 core). Untyped data has every scalar as a
+string (null stays None), so no YAML 1.1 retyping (`on`, `0644`, `1e3`) can reach the
+caller. The bounds: MAX_DEPTH levels of nesting, MAX_NODES nodes in the text and in what its
+aliases expand to, MAX_INT_DIGITS digits in a typed integer; merge keys (`<<`), duplicate
+keys, non-scalar keys, recursive aliases and aliases from one built item into another are
+refused. Every refusal is an InputError with a one-line message.
+
+The library is `import yaml` (PyYAML): imports are absolute, so this package never shadows
+it; none of its modules is meant to run as a script.
+"""
+from __future__ import annotations
+
+import re
+
+import yaml
+
+try:
+    from yaml.cyaml import CParser as _Parser
+except ImportError:  # pragma: no cover - libyaml missing: same results, slower
+    from yaml.composer import Composer
+    from yaml.parser import Parser
+    from yaml.reader import Reader
+    from yaml.scanner import Scanner
+
+    class _Parser(Reader, Scanner, Parser, Composer):  # type: ignore[no-redef]
+        def __init__(self, stream):
+            Reader.__init__(self, stream)
+            Scanner.__init__(self)
+            Parser.__init__(self)
+            Composer.__init__(self)
+
+
+class Loader(_Parser, yaml.resolver.BaseResolver):
+    """libyaml's parser and composer with no implicit typing: every untagged scalar gets
+    the str tag and keeps its style, and Builder types plain scalars itself (YAML 1.2
+    core), so PyYAML's YAML 1.1 resolver (regexes per scalar) never runs. For
+    `yaml.compose(text, Loader=Loader)`; `documents` adds the bounds."""
+
+    def __init__(self, stream):
+        _Parser.__init__(self, stream)
+        yaml.resolver.BaseResolver.__init__(self)
+
+    def resolve(self, kind, value, implicit):
+        if kind is yaml.ScalarNode:
+            return "tag:yaml.org,2002:str"
+        return "tag:yaml.org,2002:seq" if kind is yaml.SequenceNode else "tag:yaml.org,2002:map"
+
+
+MAX_DEPTH = 100        # manifests nest about 20 levels; deeper input is refused
+MAX_NODES = 2_000_000  # bounds alias expansion ("billion laughs") and huge inputs
+
+
+class InputError(ValueError):
+    """Input that cannot be read (not YAML, beyond a bound, a shape the reader refuses).
+    The message is one line, for stderr. Callers raise it too for input that is YAML but
+    not what they expect."""
+
+
+_NULL = {"", "~", "null", "Null", "NULL"}
+_BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False,
+         "FALSE": False}
+_PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float", "str",
+                                                   "timestamp", "value", "merge")}
+_INT = re.compile(r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
+_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|"
+                    r"^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
+
+
+MAX_INT_DIGITS = 100     # longest integer literal read with YAML 1.2 typing (configs)
+# Standard tags of scalars: on a mapping or a list every YAML reader (kubectl's, PyYAML's,
+# ruamel's) refuses them, so such input is refused here rather than passed through.
+_SCALAR_ONLY_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float",
+                                                        "str", "binary", "timestamp")}
+
+
+class Builder:
+    """Plain data from libyaml nodes, one item per `build` call, all calls sharing one
+    MAX_NODES budget. Aliases are kept shared (never expanded) but their expanded size is
+    counted, so a "billion laughs" input is refused before anything downstream (copies,
+    str(), dumps) could expand it. An alias to a node that an earlier call built is refused
+    (each item must stand alone: a consumer that splits the items, as kustomize does,
+    could not resolve it); `aliased` holds the indices (call numbers, from 0) of the items
+    that use an alias inside themselves. `expanded` is the count of nodes so far."""
+
+    def __init__(self, typed: bool = False):
+        self.typed = typed
+        self.expanded = 0
+        self.memo: dict[int, object] = {}
+        self.size: dict[int, int] = {}
+        self.owner: dict[int, int] = {}
+        self.item = -1
+        self.aliased: set[int] = set()
+
+    def build(self, node, where: str, text: str | None = None):
+        """The plain data of `node` as the next item; `where` names it in messages (the
+        field path is appended). Given the `text` the node was composed from, an item
+        whose text holds no anchor or alias (`&`, `*`: the usual case) takes the fast path,
+        which builds the same value without the alias bookkeeping and the per-node field
+        paths; anything the fast path would refuse is built again by the full builder for
+        the exact message. Raises InputError."""
+        self.item += 1
+        if text is None or self.typed or not _alias_free(text, node):
+            return self._build(node, where)
+        count = [0]
+        try:
+            value = _build_plain(node, 0, count)
+        except _Refused:
+            return self._build(node, where)
+        self._count(count[0])
+        return value
+
+    def scalar(self, node):
+        """A scalar node's value: None for null, a string, or with `typed` the YAML 1.2
+        core bool/int/float of a plain scalar. Raises InputError for an integer literal of
+        more than MAX_INT_DIGITS digits."""
+        v = node.value
+        plain = not node.style and node.tag in _PLAIN_TAGS
+        if node.tag == "tag:yaml.org,2002:null" or (plain and v in _NULL):
+            return None
+        if not self.typed or not plain:
+            return v
+        if v in _BOOL:
+            return _BOOL[v]
+        if _INT.match(v):
+            if len(v) > MAX_INT_DIGITS:     # int() refuses > 4300 digits; no field needs 100
+                raise InputError(f"a number of {len(v)} digits (line {node.start_mark.line + 1}"
+                                 f"); at most {MAX_INT_DIGITS} are accepted")
+            return int(v, 0) if v.startswith(("0o", "0x")) else int(v)
+        if _FLOAT.match(v):
+            return float(v.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
+                         .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+        return v
+
+    def _count(self, n: int) -> None:
+        self.expanded += n
+        if self.expanded > MAX_NODES:
+            raise InputError(f"input is too large or expands too far through aliases "
+                             f"(more than {MAX_NODES} nodes)")
+
+    def _build(self, node, where: str, depth: int = 0):
+        """The full builder: every node checked, with its field path in messages."""
+        if depth > MAX_DEPTH:
+            raise InputError(f"{where.split('.')[0]}: nested more than {MAX_DEPTH} levels deep "
+                             f"(line {node.start_mark.line + 1})")
+        key = id(node)
+        if key in self.memo:
+            if key not in self.size:         # still being built: the alias points into itself
+                raise InputError(f"{where}: an alias refers to a node that contains it (line "
+                                 f"{node.start_mark.line + 1}); such a recursive structure has "
+                                 f"no YAML-independent form")
+            if self.owner.get(key, self.item) != self.item:
+                raise InputError(f"{where}: alias to an anchor in another item (line "
+                                 f"{node.start_mark.line + 1}); kustomize splits items, so "
+                                 f"aliases cannot cross them: expand the alias")
+            self.aliased.add(self.item)
+            self._count(self.size[key])
+            return self.memo[key]
+        before = self.expanded
+        self._count(1)
+        if not isinstance(node, yaml.ScalarNode) and node.tag in _SCALAR_ONLY_TAGS:
+            raise InputError(f"{where}: tag !!{node.tag.rsplit(':', 1)[1]} on a "
+                             f"{'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}"
+                             f" (line {node.start_mark.line + 1}): YAML readers refuse it")
+        if isinstance(node, yaml.ScalarNode):
+            value = self.scalar(node)
+        elif isinstance(node, yaml.SequenceNode):
+            value = []
+            self.memo[key], self.owner[key] = value, self.item
+            for i, child in enumerate(node.value):
+                value.append(self._build(child, f"{where}[{i}]", depth + 1))
+        else:
+            value = {}
+            self.memo[key], self.owner[key] = value, self.item
+            for k, v in node.value:
+                if k.tag == "tag:yaml.org,2002:merge" or (isinstance(k, yaml.ScalarNode)
+                                                          and k.value == "<<" and not k.style):
+                    raise InputError(f"{where}: YAML merge keys (<<) are not supported: "
+                                     f"write the keys out (line {k.start_mark.line + 1})")
+                kv = self._build(k, where, depth + 1)
+                if isinstance(kv, (dict, list)):
+                    raise InputError(f"{where}: a mapping key must be a scalar")
+                kv = "" if kv is None else kv if isinstance(kv, str) else str(kv)
+                if kv in value:
+                    raise InputError(f"{where}: duplicate key {kv!r} (line "
+                                     f"{k.start_mark.line + 1})")
+                value[kv] = self._build(v, f"{where}.{kv}", depth + 1)
+        self.memo[key], self.owner[key] = value, self.item
+        self.size[key] = self.expanded - before
+        return value
+
+
+def _alias_free(text: str, node) -> bool:
+    """True when the text of `node` holds no `&` or `*`, so no anchor or alias (an anchored
+    node's start mark is at its `&`, and an alias to it shows its `*`)."""
+    start, end = node.start_mark.index, node.end_mark.index
+    return text.find("&", start, end) < 0 and text.find("*", start, end) < 0
+
+
+class _Refused(Exception):
+    """The fast path met something only the full builder reports (with the field path)."""
+
+
+_NULL_TAG = "tag:yaml.org,2002:null"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
+                 _seq=yaml.SequenceNode, _null=_NULL, _plain=_PLAIN_TAGS):
+    """Builder(typed=False)._build for a node graph without aliases: the same plain data
+    (scalars as strings, null as None), its nodes added to count[0]; raises _Refused where
+    build raises InputError."""
+    if depth > MAX_DEPTH:
+        raise _Refused
+    count[0] += 1
+    cls = node.__class__
+    if cls is _scalar:
+        tag = node.tag
+        if tag == _NULL_TAG or (not node.style and node.value in _null and tag in _plain):
+            return None
+        return node.value
+    if node.tag in _SCALAR_ONLY_TAGS:
+        raise _Refused
+    depth += 1
+    if cls is _seq:
+        return [_build_plain(child, depth, count) for child in node.value]
+    out: dict = {}
+    for k, v in node.value:
+        if k.__class__ is not _scalar:
+            raise _Refused
+        kv, tag = k.value, k.tag
+        if tag == _MERGE_TAG or (kv == "<<" and not k.style):
+            raise _Refused
+        if tag == _NULL_TAG or (not k.style and kv in _null and tag in _plain):
+            kv = ""
+        if kv in out:
+            raise _Refused
+        count[0] += 1                   # the key
+        out[kv] = _build_plain(v, depth, count)
+    return out
+
+
+# Every node is introduced by one of these characters or starts the first document: a
+# block sequence and its entries by `-`, a mapping with its keys and values by `:` or `?`,
+# a flow collection and its entries by `[`, `{` and `,` (an implicit single-pair mapping
+# in a flow sequence with its key too), an alias by `*`, a document by `-`, `.` or a line
+# break; none introduces more than three.
+_NODE_INDICATORS = ":?-,[{*.\n"
+
+
+def _node_bound(text: str) -> int:
+    """An upper bound on the nodes in `text` (three per indicator character, plus the first
+    document's root)."""
+    return 3 * sum(text.count(ch) for ch in _NODE_INDICATORS) + 1
+
+
+def _too_many_nodes(text: str) -> bool:
+    """True when the text holds more than MAX_NODES nodes, found by counting parser events
+    (no node graph is built). Only run when the cheap upper bound _node_bound is above the
+    limit, so ordinary inputs pay nothing."""
+    if _node_bound(text) <= MAX_NODES:
+        return False
+    parser = Loader(text)
+    n = 0
+    try:
+        while parser.check_event():
+            ev = parser.get_event()
+            if isinstance(ev, (yaml.ScalarEvent, yaml.MappingStartEvent,
+                               yaml.SequenceStartEvent, yaml.AliasEvent)):
+                n += 1
+                if n > MAX_NODES:
+                    return True
+    except yaml.YAMLError:
+        return False      # compose reports the syntax error with its position
+    finally:
+        parser.dispose()
+    return False
+
+
+def documents(text: str) -> list:
+    """The root node of every non-empty document of `text`, composed by Loader (an empty
+    document: nothing, or only a plain empty scalar). Refuses text of more than MAX_NODES
+    nodes before composing it. Raises InputError naming the line and column of a syntax
+    error."""
+    if _too_many_nodes(text):
+        raise InputError(f"input is too large (more than {MAX_NODES} nodes)")
+    try:
+        nodes = list(yaml.compose_all(text, Loader=Loader))
+    except yaml.MarkedYAMLError as e:
+        mark = e.problem_mark
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+        raise InputError(f"input is not valid YAML{where}: {e.problem or e.context}") from None
+    except yaml.YAMLError as e:
+        raise InputError(f"input is not valid YAML: {str(e).splitlines()[0]}") from None
+    except RecursionError:
+        raise InputError(f"input is nested too deeply (krm-fn accepts {MAX_DEPTH} levels)") \
+            from None
+    return [n for n in nodes if n is not None and not _is_empty_doc(n)]
+
+
+def is_null(node) -> bool:
+    """True for a scalar node that reads as null: explicitly tagged, or plain `~`, `null`,
+    empty."""
+    return node.tag == "tag:yaml.org,2002:null" or (
+        not node.style and node.tag in _PLAIN_TAGS and node.value in _NULL)
+
+
+def _is_empty_doc(node) -> bool:
+    return isinstance(node, yaml.ScalarNode) and node.value == "" and not node.style \
+        and node.tag in _PLAIN_TAGS
