@@ -316,7 +316,7 @@ def selfcheck() -> None:
 def schema(configmap) -> None:
     """Print the JSON Schema (draft 2020-12) of the function config, for editors:
     `# yaml-language-server: $schema=FILE` at the top of the config file."""
-    from krm_fn import schema as schema_mod
+    from krm_fn.config import schema as schema_mod
     doc = schema_mod.configmap() if configmap else schema_mod.inference_tuning()
     sys.stdout.write(schema_mod.dumps(doc))
 
@@ -331,7 +331,7 @@ def explain(name) -> None:
     (`rule resources`; `rule` alone lists the rules). Without NAME: the top-level fields.
     Exit 2 for an unknown name, with suggestions.
     """
-    from krm_fn import explain as explain_mod
+    from krm_fn.config import explain as explain_mod
     words = list(name)
     try:
         if words[:1] == ["rule"] and len(words) <= 2:

@@ -412,3 +412,22 @@ def test_every_shape_error_is_reported_in_one_pass():
     "registry.example.com/krm-fn@sha256:" + "a" * 64, "a/b_c__d-e:1.0-rc"])
 def test_verify_image_accepts_references(image):
     assert config.load(typed({"output": {"verifyImage": image}})).output.verifyImage == image
+
+
+def test_loaded_config_is_typed_records():
+    """load() returns the record classes of krm_fn.config.records, each documented, with
+    one attribute per field of the definition, in definition order."""
+    from krm_fn.config import records
+    cfg = config.load(None)
+    assert isinstance(cfg, records.Spec) and isinstance(cfg.nodePools[0], records.NodePool)
+
+    def walk(obj):
+        assert type(obj).__doc__, type(obj).__name__
+        assert list(vars(obj)) == [f.name for f in type(obj).FIELDS]
+        for v in vars(obj).values():
+            for x in (v if isinstance(v, list) else [v]):
+                if isinstance(x, config.Record):
+                    walk(x)
+    walk(cfg)
+    assert cfg == config.load(None) and cfg != config.load({"kind": "ConfigMap",
+                                                            "data": {"sockets": "1"}})

@@ -1,4 +1,4 @@
-"""`krm-fn explain`: field and rule documentation from config.SCHEMA and the rule modules.
+"""`krm-fn explain`: field and rule documentation from the config definition and the rule modules.
 
 Exact output, through the real command line. The top-level listing and the rule list change
 whenever a field or rule is added: they are golden files (tests/golden/explain-*.txt,
@@ -8,7 +8,8 @@ import inspect
 
 import pytest
 
-from krm_fn import config, explain
+from krm_fn import config
+from krm_fn.config import explain
 from krm_fn.rules import RULES, merged
 from tests.helpers import ROOT, check_golden, run_cli
 

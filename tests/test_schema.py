@@ -1,4 +1,4 @@
-"""`krm-fn schema`: the JSON Schema generated from config.SCHEMA agrees with config.load.
+"""`krm-fn schema`: the JSON Schema generated from the config definition agrees with config.load.
 
 Every config in the repository validates (and loads); wrong configs fail both the loader and
 the schema; lenient spellings the loader takes (quoted numbers, numbers for strings) pass
@@ -12,7 +12,8 @@ import re
 import jsonschema
 import pytest
 
-from krm_fn import config, resourcelist, schema
+from krm_fn import config, resourcelist
+from krm_fn.config import schema, spec, types
 from krm_fn.config import ConfigError
 from tests.helpers import ROOT, TESTDATA, check_golden, run_cli
 
@@ -259,21 +260,22 @@ def test_every_field_has_a_description_and_defaults_load():
 
 
 def test_int_range_patterns_match_the_loader():
-    """The string spelling of every int field: the pattern and config._int agree."""
+    """The string spelling of every int field: the pattern and the Int type agree."""
     rng = random.Random(6)
     for prefix, f in config.FLAT_KEYS.values():
         if f.kind != "int":
             continue
-        pat = re.compile(schema.int_pattern(f.minimum, f.maximum))
-        hi = f.maximum if f.maximum is not None else 10 ** 6
+        t = f.type
+        pat = re.compile(schema.int_pattern(t.minimum, t.maximum))
+        hi = t.maximum if t.maximum is not None else 10 ** 6
         tries = {0, 1, 9, 10, 99, 100, hi - 1, hi, hi + 1, hi * 10}
         tries |= {rng.randrange(0, hi * 2 + 2) for _ in range(300)}
-        if f.minimum is not None:
-            tries |= {f.minimum - 1, f.minimum, f.minimum + 1}
+        if t.minimum is not None:
+            tries |= {t.minimum - 1, t.minimum, t.minimum + 1}
         for n in sorted(t for t in tries if t >= 0):
             text = f"0{n}" if n % 7 == 0 else str(n)
             try:
-                config._int(f, text, "x")
+                t.convert(text, "x", False)
                 ok = True
             except ConfigError:
                 ok = False
@@ -281,7 +283,9 @@ def test_int_range_patterns_match_the_loader():
 
 
 def test_unknown_field_kind_is_refused(monkeypatch):
-    """A new Field kind in SCHEMA must get a JSON Schema here, not slip through."""
-    monkeypatch.setattr(config, "SCHEMA", config.SCHEMA + (config.Field("x", "novel"),))
+    """A new field type in the definition must give a JSON Schema, not slip through."""
+    class Novel(types.Type):
+        kind = "novel"
+    monkeypatch.setattr(spec, "SCHEMA", spec.SCHEMA + (config.Field("x", Novel()),))
     with pytest.raises(ValueError, match="kind 'novel'"):
         schema.inference_tuning()

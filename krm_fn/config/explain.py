@@ -1,6 +1,6 @@
 """`krm-fn explain`: the documentation of a config field or a rule, from the same sources
-the function uses (config.SCHEMA for fields and flat ConfigMap keys, each rule module's
-docstring for rules).
+the function uses (the config definition, krm_fn.config.spec, for fields and flat ConfigMap
+keys: each field's type describes itself; each rule module's docstring for rules).
 
 Field names are dotted paths from `spec` (`spec.` optional), with `[]` or `[N]` allowed after
 a list (`nodePools[0].kubelet.topologyManagerPolicy`, `nodePools.kubelet...`), or a flat
@@ -17,30 +17,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from krm_fn import config
-from krm_fn.config import Field
+from krm_fn.config import spec
+from krm_fn.config.fields import Field, Object, ObjectList
+from krm_fn.config.types import List
 
 WIDTH = 88
 _INDENT = "    "
-# How each Field kind reads to a person (config.Field docstring lists the kinds).
-_TYPES = {
-    "str": "string",
-    "text": "string (multi-line text)",
-    "int": "integer",
-    "bool": "boolean",
-    "cpu": "CPU quantity in cores (\"4\", \"500m\")",
-    "memory": "memory quantity in bytes with a unit (\"128Mi\", \"2Gi\")",
-    "duration": "Go duration (\"30s\", \"1m30s\")",
-    "version": "Kubernetes minor version, quoted (\"1.34\")",
-    "choice": "string, one of VALUES",
-    "list": "list of strings",
-    "choicelist": "list of VALUES",
-    "map": "mapping of string to string",
-    "any": "mapping of plain data",
-    "data": "plain data of any shape",
-    "object": "object",
-    "objectlist": "list of objects",
-}
-
 
 class UnknownName(LookupError):
     """No config field, flat ConfigMap key or rule has this name. `suggestions`: close
@@ -64,11 +46,12 @@ class Found:
     field: Field
 
 
-def _all_fields(fields=config.SCHEMA, prefix: tuple = ()):
-    """Every field of config.SCHEMA as (prefix, Field), depth first, in SCHEMA order."""
-    for f in fields:
+def _all_fields(fields=None, prefix: tuple = ()):
+    """Every field of the definition (spec.SCHEMA) as (prefix, Field), depth first, in
+    definition order."""
+    for f in spec.SCHEMA if fields is None else fields:
         yield prefix, f
-        if f.kind in ("object", "objectlist"):
+        if not f.type.leaf:
             yield from _all_fields(f.fields, prefix + ((f.name, f.kind),))
 
 
@@ -81,10 +64,10 @@ _SEGMENT = re.compile(r"([A-Za-z][A-Za-z0-9]*)(\[[0-9]*\])?")
 
 
 def _rules() -> list:
-    """(name, module) of every rule in the order the engine applies them: `merged` (run by
+    """(ID, module) of every rule in the order the engine applies them: `merged` (run by
     the engine before the others), then rules.RULES."""
-    from krm_fn.rules import RULES, merged
-    return [(m.__name__.rsplit(".", 1)[1], m) for m in (merged, *RULES)]
+    from krm_fn.rules import RULES, merged, rule_id
+    return [(rule_id(m), m) for m in ((merged, *RULES) if merged not in RULES else RULES)]
 
 
 def _normal(text: str) -> str:
@@ -118,16 +101,16 @@ def lookup(name: str) -> Found | None:
     if text in ("", "spec"):
         return None
     path = text[len("spec."):] if text.startswith("spec.") else text
-    fields, prefix, found = config.SCHEMA, (), None
+    fields, prefix, found = spec.SCHEMA, (), None
     for i, seg in enumerate(path.split(".")):
         m = _SEGMENT.fullmatch(seg)
         f = next((x for x in fields if m and x.name == m.group(1)), None)
-        if f is None or (m.group(2) and f.kind not in ("objectlist", "list", "choicelist")):
+        if f is None or (m.group(2) and not isinstance(f.type, (ObjectList, List))):
             found = None
             break
         found = Found("", prefix, f)
         if i + 1 < len(path.split(".")):
-            if f.kind not in ("object", "objectlist"):
+            if f.type.leaf:
                 found = None
                 break
             prefix += ((f.name, f.kind),)
@@ -162,25 +145,18 @@ def _wrap(text: str, indent: str = _INDENT) -> list[str]:
                          break_on_hyphens=False, break_long_words=False) or [indent.rstrip()]
 
 
-def _nullable(f: Field) -> bool:
-    try:
-        return config._convert(f, None, f.name, False) is None
-    except config.ConfigError:
-        return False
-
-
 def _default_text(f: Field) -> str | None:
-    if f.kind == "object":
+    if isinstance(f.type, Object):
         return None
-    if f.kind == "objectlist":
+    if isinstance(f.type, ObjectList):
         return "[]" if f.default == [] else "one entry with the defaults below"
     if f.default is None:
-        return "null (not set)" if _nullable(f) else None
+        return "null (not set)" if f.nullable else None
     return _value(f.default)
 
 
 def _flat_text(prefix: tuple, f: Field) -> str | None:
-    if f.kind in ("object", "objectlist"):
+    if not f.type.leaf:
         return None
     if f.flat == "-" or any(pf.flat == "-" for pf in _parents(prefix)):
         return "none (typed form only)"
@@ -191,7 +167,7 @@ def _flat_text(prefix: tuple, f: Field) -> str | None:
 
 
 def _parents(prefix: tuple) -> list[Field]:
-    out, fields = [], config.SCHEMA
+    out, fields = [], spec.SCHEMA
     for name, _ in prefix:
         f = next(x for x in fields if x.name == name)
         out.append(f)
@@ -205,7 +181,7 @@ def _summary_lines(fields) -> list[str]:
     for f in fields:
         head = f"  {f.name} <{f.kind}>"
         d = _default_text(f)
-        if d is not None and f.kind not in ("objectlist",):
+        if d is not None and not isinstance(f.type, ObjectList):
             head += f" = {d}"
         lines.append(head)
         lines.extend(_wrap(f.doc, "      "))
@@ -224,23 +200,16 @@ def explain_field(name: str) -> str:
                         "such as nodePools.kubelet.topologyManagerPolicy, or a ConfigMap key), "
                         "`krm-fn explain rule NAME` for a rule, `krm-fn schema` for the JSON "
                         "Schema.", ""),
-                 "", "FIELDS (spec):", *_summary_lines(config.SCHEMA),
+                 "", "FIELDS (spec):", *_summary_lines(spec.SCHEMA),
                  "", *textwrap.wrap("RULES: " + ", ".join(n for n, _ in _rules()), WIDTH,
                                     subsequent_indent="       ")]
         return "\n".join(lines) + "\n"
     f = found.field
-    rows = [("FIELD", found.path), ("TYPE", f"{_TYPES.get(f.kind, f.kind)} <{f.kind}>")]
+    rows = [("FIELD", found.path), ("TYPE", f"{f.type.label} <{f.kind}>")]
     d = _default_text(f)
     if d is not None:
         rows.append(("DEFAULT", d))
-    if f.choices:
-        rows.append(("VALUES", ", ".join(f.choices)))
-    if f.minimum is not None or f.maximum is not None:
-        lo = "" if f.minimum is None else str(f.minimum)
-        hi = "" if f.maximum is None else str(f.maximum)
-        rows.append(("RANGE", f"{lo}..{hi}"))
-    if f.min_items:
-        rows.append(("MIN ITEMS", str(f.min_items)))
+    rows += f.type.facts()
     flat = _flat_text(found.prefix, f)
     if flat is not None:
         rows.append(("CONFIGMAP KEY", flat))

@@ -1,0 +1,92 @@
+"""The function config: `krm-fn.dev/v1alpha1 InferenceTuning`, or a ConfigMap of flat keys.
+
+One definition (krm_fn.config.spec: fields whose types are krm_fn.config.types classes)
+drives parsing, defaults, the flat ConfigMap keys (krm_fn.config.flat; what
+`kpt fn eval -- key=value` and a Kptfile `configMap:` produce), `krm-fn schema`
+(krm_fn.config.schema), `krm-fn explain` (krm_fn.config.explain) and the documentation.
+Parsing is strict: every unknown field is an error that names it, every wrongly typed value
+is an error that names the field path and the value found.
+
+Units: cpu values are Kubernetes quantities in cores (`"4"`, `"500m"`), memory values are
+quantities in bytes (`"128Mi"`), durations are Go durations (`"30s"`).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from krm_fn import workloads
+from krm_fn.config.fields import Field, Object, ObjectList, Record
+from krm_fn.config.flat import FLAT_KEYS, flat_error, flat_key_table, flat_path, spec_from_flat
+from krm_fn.config.records import Spec
+from krm_fn.config.spec import (DEFAULT_THREAD_ENV, FORMATS, MIN_MINOR, POOL_FIELDS, SCHEMA,
+                                SPEC)
+from krm_fn.config.values import ConfigError, type_name
+
+API_VERSION = "krm-fn.dev/v1alpha1"
+KIND = "InferenceTuning"
+
+__all__ = ["API_VERSION", "KIND", "MIN_MINOR", "ConfigError", "Field", "Object", "ObjectList",
+           "Record", "Spec", "SCHEMA", "POOL_FIELDS", "FLAT_KEYS", "FORMATS",
+           "DEFAULT_THREAD_ENV", "load", "is_flat", "flat_path", "flat_key_table",
+           "extra_registry"]
+
+
+def load(obj: Any) -> Spec:
+    """Load a functionConfig object (plain dict as read from YAML, or None).
+
+    Returns a `Spec` (krm_fn.config.records) mirroring the definition, with defaults
+    filled; `kubernetesVersion` becomes a `(major, minor)` tuple, cpu/memory fields become
+    `quantity.Quantity`. Accepts `krm-fn.dev/v1alpha1 InferenceTuning` (fields under
+    `spec`) and `v1 ConfigMap` (flat keys under `data`, all strings; an empty ConfigMap
+    means defaults). Raises ConfigError naming the field path (the flat key for a
+    ConfigMap), carrying every shape and type problem found.
+    """
+    if obj is None:
+        spec: Any = {}
+        flat = False
+    elif not isinstance(obj, dict):
+        raise ConfigError("functionConfig", f"expected a mapping, found {type_name(obj)}")
+    elif obj.get("kind") == "ConfigMap":
+        data = obj.get("data") or {}
+        if not isinstance(data, dict):
+            raise ConfigError("data", f"expected a mapping, found {type_name(data)}")
+        spec, flat = spec_from_flat(data, "data"), True
+    elif obj.get("kind") == KIND:
+        if obj.get("apiVersion") != API_VERSION:
+            raise ConfigError("apiVersion", f"expected {API_VERSION}, found "
+                                            f"{obj.get('apiVersion')!r}")
+        top_unknown = [k for k in obj if k not in ("apiVersion", "kind", "metadata", "spec")]
+        if top_unknown:
+            raise ConfigError("", "unknown field" + ("s " if len(top_unknown) > 1 else " ")
+                              + ", ".join(repr(str(k)) for k in top_unknown)
+                              + " (known: apiVersion, kind, metadata, spec)")
+        spec, flat = (obj.get("spec") or {}), False
+    else:
+        raise ConfigError("kind", f"functionConfig must be a {API_VERSION} {KIND} or a v1 "
+                                  f"ConfigMap, found {obj.get('apiVersion')!r} "
+                                  f"{obj.get('kind')!r}")
+    try:
+        cfg = SPEC.build(spec, "data" if flat else "spec", flat)
+        cfg.check("spec")
+    except ConfigError as e:
+        raise (flat_error(e) if flat else e) from None
+    return cfg
+
+
+def is_flat(obj: Any) -> bool:
+    """True when a functionConfig object is the ConfigMap (flat keys) form."""
+    return isinstance(obj, dict) and obj.get("kind") == "ConfigMap"
+
+
+def extra_registry(cfg: Spec) -> dict:
+    """The config's extraKinds as registry entries: (group, kind) -> (PodSpecAt, ...)."""
+    out: dict = {}
+    for k in cfg.extraKinds:
+        ats = []
+        for i, spec_path in enumerate(k.podSpecs):
+            spec = workloads.parse_path(spec_path)
+            meta = (workloads.parse_path(k.annotations[i]) if i < len(k.annotations)
+                    else spec[:-1] + ("metadata",))
+            ats.append(workloads.PodSpecAt(spec=spec, meta=meta))
+        out[(k.group, k.kind)] = tuple(ats)
+    return out

@@ -1,0 +1,162 @@
+"""Checks of `spec.output.baseline`, the nodes' current KubeletConfiguration: the fields
+krm-fn reads from it must have the kubelet's shapes
+(https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/).
+Everything else in the baseline is carried as plain data (json6902) and never read.
+
+`check_baseline(baseline)` raises ConfigError with every problem, each naming its field path.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from krm_fn.config.checks import check_eviction as _check_eviction
+from krm_fn.config.checks import check_reserved as _check_reserved
+from krm_fn.config.values import FIELD_NAME as _FIELD_NAME
+from krm_fn.config.values import ConfigError
+from krm_fn.config.values import check_text as _check_text
+from krm_fn.config.values import parse_quantity as _quantity
+from krm_fn.config.values import raise_all as _raise_all
+from krm_fn.config.values import scalar_str as _scalar_str
+from krm_fn.config.values import short as _short
+from krm_fn.config.values import type_name as _type_name
+from krm_fn.node import topology
+
+BASELINE_STR = ("cpuManagerPolicy", "memoryManagerPolicy", "topologyManagerPolicy",
+                "topologyManagerScope", "systemReservedCgroup",
+                "kubeReservedCgroup")
+BASELINE_MAX_ENTRIES = 1024     # entries of a map or list krm-fn reads from the baseline
+
+
+def _baseline_scalar(v: Any, path: str) -> str:
+    if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+        raise ConfigError(path, f"expected a string, found {_type_name(v)}")
+    return _scalar_str(v, path)
+
+
+def _baseline_bool(v: Any, path: str) -> bool:
+    if not isinstance(v, bool):
+        raise ConfigError(path, f"expected true or false, found {_short(v)}")
+    return v
+
+
+def _baseline_cap(v: Any, path: str) -> None:
+    """At most BASELINE_MAX_ENTRIES entries in a baseline map or list krm-fn reads."""
+    if len(v) > BASELINE_MAX_ENTRIES:
+        raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} are "
+                                f"accepted")
+
+
+def _baseline_map(v: Any, path: str, values) -> dict:
+    if not isinstance(v, dict):
+        raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
+    _baseline_cap(v, path)
+    return {_check_text(str(k), path): values(x, f"{path}.{k}") for k, x in v.items()}
+
+
+def _check_baseline(baseline: Any) -> None:
+    """spec.output.baseline: a KubeletConfiguration (or configz's `{kubeletconfig: ...}`
+    with nothing beside it) whose fields krm-fn reads have the kubelet's shapes: strings
+    of at most MAX_TEXT characters, kubeReserved/systemReserved/evictionHard as the typed
+    config checks them (hugepages-<size> allowed in the reservations), option maps of
+    strings, featureGates of booleans, enforceNodeAllocatable a list of strings,
+    reservedMemory as krm_fn.node.memory.parse reads it. Raises ConfigError with every
+    problem, each naming its field path."""
+    if baseline is None:
+        return
+    from krm_fn.node import memory as memory_mod
+    root = "spec.output.baseline"
+    if isinstance(baseline, dict) and "kubeletconfig" in baseline:
+        others = [str(k) for k in baseline if k != "kubeletconfig"]
+        if others:
+            raise ConfigError(root, f"a `kubeletconfig` wrapper (configz's answer) must be the "
+                                    f"only key, found also {', '.join(map(repr, others[:5]))}")
+        baseline, root = baseline["kubeletconfig"], root + ".kubeletconfig"
+        if not isinstance(baseline, dict):
+            raise ConfigError(root, f"expected a mapping, found {_type_name(baseline)}")
+    for wrapper in ("kubeletconfig", "kubeletConfig", "data", "spec"):
+        if wrapper in baseline:
+            raise ConfigError(f"{root}.{wrapper}", f"a KubeletConfiguration has no field "
+                                                   f"{wrapper!r}: give the node's "
+                                                   f"KubeletConfiguration itself (configz's "
+                                                   f"answer, unwrapped at most once)")
+    if "kind" in baseline and baseline["kind"] != "KubeletConfiguration":
+        raise ConfigError(f"{root}.kind", f"expected KubeletConfiguration, found "
+                                          f"{_short(baseline['kind'])}")
+    errors: list[ConfigError] = []
+
+    def check(name: str, fn) -> None:
+        if name in baseline and baseline[name] is not None:
+            try:
+                fn(baseline[name], f"{root}.{name}")
+            except ConfigError as e:
+                errors.extend(e.errors)
+
+    for name in BASELINE_STR:
+        check(name, _baseline_scalar)
+
+    def cpuset(v, path):
+        text = _baseline_scalar(v, path)
+        try:
+            topology.parse_cpuset(text)
+        except ValueError as e:
+            raise ConfigError(path, f"not a cpuset: {e}") from None
+
+    check("reservedSystemCPUs", cpuset)
+
+    def factor(v, path):
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise ConfigError(path, f"expected a number in (0, 1], found {_short(v)}")
+
+    check("memoryThrottlingFactor", factor)
+
+    def reservations(v, path):
+        m = _baseline_map(v, path, _baseline_scalar)
+        _check_reserved({k: x for k, x in m.items() if not k.startswith("hugepages-")}, path)
+        for k, x in m.items():
+            if k.startswith("hugepages-"):
+                if not memory_mod.is_type(k):
+                    raise ConfigError(f"{path}.{k}", f"{_short(k)} is not a hugepages-<size> "
+                                                     f"resource")
+                _quantity(x, "memory", f"{path}.{k}")
+
+    check("kubeReserved", reservations)
+    check("systemReserved", reservations)
+    check("evictionHard", lambda v, p: _check_eviction(_baseline_map(v, p, _baseline_scalar), p))
+    for name in ("cpuManagerPolicyOptions", "topologyManagerPolicyOptions"):
+        check(name, lambda v, p: _baseline_map(v, p, _baseline_scalar))
+
+    def gates(v, path):
+        if isinstance(v, dict):
+            for k in v:
+                if not isinstance(k, str) or not _FIELD_NAME.fullmatch(k):
+                    raise ConfigError(path, f"{_short(k)} is not a feature gate name")
+        _baseline_map(v, path, _baseline_bool)
+
+    check("featureGates", gates)
+
+    def strlist(v, path):
+        if not isinstance(v, list):
+            raise ConfigError(path, f"expected a list, found {_type_name(v)}")
+        _baseline_cap(v, path)
+        for i, x in enumerate(v):
+            if not isinstance(x, str):
+                raise ConfigError(f"{path}[{i}]", f"expected a string, found {_type_name(x)}")
+            _check_text(x, f"{path}[{i}]")
+
+    check("enforceNodeAllocatable", strlist)
+
+    def reserved_memory(v, path):
+        if isinstance(v, list):
+            _baseline_cap(v, path)
+        try:
+            memory_mod.parse(v)
+        except memory_mod.ReservedMemoryError as e:
+            raise ConfigError(f"{root}.{e.path}", e.message) from None
+
+    check("reservedMemory", lambda v, p: reserved_memory(v, p) if v != [] else None)
+
+    check("cpuCFSQuota", _baseline_bool)
+    _raise_all(errors)
+
+
+check_baseline = _check_baseline   # the public name

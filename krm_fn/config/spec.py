@@ -1,0 +1,243 @@
+"""The definition of the function config (`spec` of a `krm-fn.dev/v1alpha1 InferenceTuning`):
+every field with its type, default, documentation and ConfigMap key, built bottom-up from
+the objects inside `spec`. Loading (krm_fn.config.load), the ConfigMap flat keys, `krm-fn
+schema`, `krm-fn explain` and the README's flat-key table all read it.
+
+`SPEC` is the Object of `spec`; `SCHEMA` its fields; `POOL_FIELDS` the fields of one node
+pool. Loaded objects are instances of the classes in krm_fn.config.records.
+"""
+from __future__ import annotations
+
+from krm_fn.config.fields import Field, Object, ObjectList
+from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, NodePool, Output,
+                                   Reserved, Resources, Selector, Shm, Spec, Threads, Topology,
+                                   Workloads)
+from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
+                                 PlainMap, Str, StrMap, Text, Version)
+
+# cpuManagerPolicyOptions (full-pcpus-only) appeared in Kubernetes 1.22
+# (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
+MIN_MINOR = 22
+
+DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
+                      "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS",
+                      "BLIS_NUM_THREADS", "TORCH_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
+                      "RAYON_NUM_THREADS", "GOMAXPROCS", "PYTHON_CPU_COUNT"]
+
+FORMATS = ("configmap", "kubelet-config", "openshift", "kubeadm", "gke", "aks", "eks", "talos",
+           "json6902")
+
+# --- spec.nodePools[] ---------------------------------------------------------------------
+
+TOPOLOGY = Object(Topology, (
+    Field("sockets", Int(1, 64), 2, "CPU sockets per node."),
+    Field("numaNodesPerSocket", Int(1, 64), 1, "NUMA nodes per socket."),
+    Field("coresPerSocket", Int(1, 1024), 16, "Physical cores per socket."),
+    Field("threadsPerCore", Int(1, 8), 2, "SMT siblings per core (1 = SMT off)."),
+    Field("siblings", Enum("split", "adjacent"), "split",
+          "CPU numbering: `split` = CPU i and i+cores are siblings (Linux x86 default); "
+          "`adjacent` = CPUs 2i and 2i+1 are siblings."),
+    Field("lscpu", Text(), None, "Output of `lscpu -p=CPU,CORE,SOCKET,NODE` from one node "
+          "of the pool: the exact CPU numbering; when set, the counts above are ignored.",
+          flat="lscpu"),
+))
+
+RESERVED = Object(Reserved, (
+    Field("cores", Int(1, 1024), 2, "Whole physical cores reserved (all SMT siblings); the "
+          "seed advice is 2-4.", flat="reservedCores"),
+    Field("spreadAcrossNuma", Bool(), False, "Split the reserved cores evenly across NUMA "
+          "nodes instead of taking the lowest cores of NUMA node 0.",
+          flat="spreadReservedAcrossNuma"),
+    Field("spreadMemoryAcrossNuma", Bool(), False, "memoryManagerPolicy Static: split the "
+          "computed reservedMemory evenly across NUMA nodes (whole Mi, whole hugepages) "
+          "instead of reserving it all on NUMA node 0.",
+          flat="spreadReservedMemoryAcrossNuma"),
+))
+
+KUBELET = Object(Kubelet, (
+    Field("cpuManagerPolicyOptions", StrMap(), {"full-pcpus-only": "true"},
+          "Static CPU Manager options. `full-pcpus-only` (default) allocates whole "
+          "physical cores so no other pod shares an SMT sibling's L1/L2."),
+    Field("cpuManagerReconcilePeriod", Duration(), "30s",
+          "How often the CPU Manager reconciles cpusets (kubelet default 10s)."),
+    Field("topologyManagerPolicy", Enum("none", "best-effort", "restricted",
+                                        "single-numa-node"), "best-effort",
+          "Topology Manager policy. best-effort always admits; restricted and "
+          "single-numa-node reject pods that do not fit (TopologyAffinityError)."),
+    Field("topologyManagerPolicyOptions", StrMap(), {},
+          "Topology Manager options, checked against kubernetesVersion: "
+          "`prefer-closest-numa-nodes` (\"true\"/\"false\"; best-effort and restricted "
+          "only), `max-allowable-numa-nodes` (at least 8; added automatically for pools "
+          "with more than 8 NUMA nodes)."),
+    Field("topologyManagerScope", Enum("container", "pod"), "pod",
+          "Align each container (`container`) or the whole pod (`pod`)."),
+    Field("memoryManagerPolicy", Enum("None", "Static"), "None",
+          "Memory Manager policy (capitalised, as the kubelet spells it). `Static` adds "
+          "reservedMemory computed from the reservations."),
+    Field("reservedSystemCPUs", Str(), None,
+          "Explicit cpuset for system daemons (e.g. `0-1,32-33`); overrides "
+          "`reserved.cores`."),
+    Field("reservedMemory", PlainData(), None, "memoryManagerPolicy Static: an explicit "
+          "reservedMemory list ([{numaNode: 0, limits: {memory: 1636Mi}}], or the kubelet "
+          "flag form `0:memory=836Mi;1:memory=800Mi`), checked to sum to kubeReserved + "
+          "systemReserved + evictionHard[memory.available] per type. null: computed."),
+    Field("kubeReserved", StrMap(), None, "kubeReserved (cpu is dropped: "
+          "reservedSystemCPUs replaces it). null: {memory: 500Mi}, or the baseline's "
+          "kubeReserved when output.baseline sets one."),
+    Field("systemReserved", StrMap(), None, "systemReserved (cpu is dropped). null: "
+          "{memory: 500Mi}, or the baseline's systemReserved when output.baseline sets "
+          "one."),
+    Field("evictionHard", StrMap(), {},
+          "Hard eviction thresholds, merged over the kubelet defaults (memory.available "
+          "100Mi, nodefs.available 10%, nodefs.inodesFree 5%, imagefs.available 15%) and "
+          "the baseline's (setting one signal would otherwise zero the others)."),
+    Field("podPidsLimit", Int(1, 4194304), 4096, "pids.max of every pod cgroup."),
+    Field("failCgroupV1", Bool(), True, "Refuse to start on cgroup v1 nodes "
+          "(field since 1.31; kubelet default true from 1.35)."),
+    Field("singleProcessOOMKill", Bool(), None, "null: not written. true: an OOM kills "
+          "only the offending process instead of the whole container (cgroup v2 "
+          "memory.oom.group; field since 1.32). Never set unless asked."),
+    Field("cgroupDriver", Enum("cgroupfs", "systemd"), None, "null: not written. cgroupfs "
+          "or systemd (the CRI's own setting wins when it reports one, "
+          "KubeletCgroupDriverFromCRI)."),
+    Field("extra", PlainMap(), {}, "Any other KubeletConfiguration fields, merged last."),
+))
+
+POOL_FIELDS = (
+    Field("name", Str(), "inference", "Name of the node pool; names the emitted objects.",
+          flat="nodePool"),
+    Field("nodeSelector", StrMap(), {"krm-fn.dev/cpu-pinning": "true"},
+          "Labels of the pool's nodes; added to the pod spec `nodeSelector` of every workload "
+          "placed in the pool. A conflicting existing value is an error."),
+    Field("topology", TOPOLOGY, None, "CPU topology of the pool's nodes."),
+    Field("reserved", RESERVED, None, "CPUs kept for system daemons (reservedSystemCPUs)."),
+    Field("kubelet", KUBELET, None, "KubeletConfiguration settings for the pool."),
+)
+NODE_POOL = Object(NodePool, POOL_FIELDS)
+
+# --- spec.workloads -----------------------------------------------------------------------
+
+
+def _injector(name: str, flat: str, doc: str) -> Field:
+    """The config of one admission-time injector: proxy cpu and memory (request == limit)
+    and when to write them. Flat keys `<flat>Cpu`, `<flat>Memory`, `<flat>Mode`."""
+    return Field(name, Object(Injector, (
+        Field("cpu", Cpu(), None, "CPU request and limit of the injected proxy "
+              "(null: not configured, warn when injection is detected).", flat=f"{flat}Cpu"),
+        Field("memory", Memory(), None, "Memory request and limit of the injected proxy.",
+              flat=f"{flat}Memory"),
+        Field("mode", Enum("auto", "always", "never"), "auto", "`auto`: when the workload "
+              "opts in; `always`: also without a visible opt-in (namespace-level injection); "
+              "`never`.", flat=f"{flat}Mode"),
+    )), None, doc)
+
+
+THREADS = Object(Threads, (
+    Field("env", List(), DEFAULT_THREAD_ENV, "Variables set to the pinned CPU count.",
+          flat="threadsEnv"),
+    Field("reservedCpus", Int(0, 1024), 0, "Pinned CPUs left to the runtime's own threads.",
+          flat="threadsReservedCpus"),
+    Field("existing", Enum("keep-lower", "replace"), "keep-lower", "A value already set: "
+          "`keep-lower` keeps a lower one and replaces a higher one; `replace` always writes "
+          "the count.", flat="threadsExisting"),
+    Field("source", Enum("literal", "downwardAPI"), "literal", "`literal` writes the count "
+          "as a string; `downwardAPI` writes a resourceFieldRef on limits.cpu with divisor "
+          "\"1\" (whole-CPU containers only).", flat="threadsSource"),
+    Field("engines", Bool(), True, "Recognise the serving engine (vLLM, llama.cpp, "
+          "TorchServe, Triton, ONNX Runtime, Ray, JVM, gunicorn/uvicorn workers) and set "
+          "what it reads.", flat="threadsEngines"),
+    Field("goMemLimitPercent", Int(1, 100), None, "Set GOMEMLIMIT to this percentage of the "
+          "memory limit on every container that gets thread env (a Go binary cannot "
+          "be told from its image; nothing else reads it) (null: off).",
+          flat="goMemLimitPercent"),
+    Field("mallocArenaMax", Int(1, 64), None, "Set MALLOC_ARENA_MAX on pinned containers "
+          "(null: off; 2-4 suits memory-limited pods).", flat="mallocArenaMax"),
+))
+
+WORKLOADS = Object(Workloads, (
+    Field("cpuRounding", Enum("up", "down", "keep", "error"), "up", "Fractional CPU on a "
+          "pinned container: round `up`, round `down` (minimum 1), `keep` it (not pinned; "
+          "thread vars get the value rounded down), or `error` (also for SMT rounding)."),
+    Field("pinnedContainers", List(), [], "Names of the containers to pin. Default: the "
+          "`kubectl.kubernetes.io/default-container` annotation, else the KServe model "
+          "container, else the first entry of `containers`."),
+    Field("defaultCpus", Cpu(), None, "CPU for a pinned container that declares none "
+          "(null = error)."),
+    Field("defaultMemory", Memory(), None, "Memory for a pinned container that declares "
+          "none (null = error)."),
+    Field("sidecarResources", Object(Resources, (
+        Field("cpu", Cpu(), "100m", "CPU (shared pool).", flat="sidecarCpu"),
+        Field("memory", Memory(), "128Mi", "Memory.", flat="sidecarMemory"),
+    )), None, "Resources for non-pinned containers that declare none."),
+    Field("initContainerCpu", Cpu(), "500m", "CPU given to a regular init container that "
+          "asks for whole CPUs, so it runs in the shared pool instead of taking exclusive "
+          "CPUs (kubernetes/kubernetes#112228). List it in pinnedContainers to pin it."),
+    Field("threads", THREADS, None, "Thread-count env vars on containers with exclusive "
+          "CPUs."),
+    Field("injection", Object(Injection, (
+        _injector("istio", "istio", "Istio istio-proxy (and istio-init)."),
+        _injector("linkerd", "linkerd", "Linkerd linkerd-proxy (and linkerd-init)."),
+        _injector("knativeQueueProxy", "queueProxy",
+                  "Knative queue-proxy (Knative Services, KServe serverless)."),
+        _injector("vault", "vault", "Vault agent (vault-agent, vault-agent-init)."),
+        _injector("dapr", "dapr", "Dapr daprd."),
+    )), None, "Sidecars injected at admission: their request == limit annotations on the "
+              "pod template."),
+    Field("shm", Object(Shm, (
+        Field("sizeLimitPercent", Int(1, 100), 25, "sizeLimit for a `medium: Memory` "
+              "emptyDir without one, as a percentage of the pod's memory limit.",
+              flat="shmSizeLimitPercent"),
+    )), None, "Memory-backed emptyDir volumes."),
+))
+
+# --- spec ---------------------------------------------------------------------------------
+
+EXTRA_KIND = Object(ExtraKind, (
+    Field("group", Str(), "", "API group (\"\" for the core group)."),
+    Field("kind", Str(), None, "Kind."),
+    Field("podSpecs", List(), [], "Paths of PodSpecs, e.g. spec.template.spec or "
+          "spec.workers[*].template.spec."),
+    Field("annotations", List(), [], "For each pod spec, the path of the mapping whose "
+          "annotations the pods get (default: the pod spec's parent + .metadata)."),
+))
+
+OUTPUT = Object(Output, (
+    Field("formats", List(Enum(*FORMATS), min_items=1, item="format"), ["configmap"],
+          "Formats: " + ", ".join(FORMATS) + "."),
+    Field("namespace", Str(), "kube-system", "Namespace of emitted namespaced objects."),
+    Field("baseline", PlainMap(), None, "The nodes' current KubeletConfiguration (as the "
+          "kubelet's configz reports it; a `{kubeletconfig: ...}` wrapper is accepted): the "
+          "plan is merged onto it and the result checked; unset reservations come from "
+          "it; a change that needs the CPU/Memory Manager state reset gets a rollout "
+          "note; what the `json6902` operations start from (typed form only).", flat="-"),
+    Field("verifyJob", Bool(), False, "Also emit, per node pool that received a "
+          "workload, a batch/v1 Job `krm-fn-verify-<pool>` that runs `krm-fn verify` in a "
+          "pinned container on one of the pool's nodes."),
+    Field("verifyImage", Str(), "ghcr.io/krm-fn/krm-fn:0.1.0", "Image of the verify Job "
+          "(runs `krm-fn verify`; entrypoint krm-fn)."),
+))
+
+SCHEMA = (
+    Field("kubernetesVersion", Version(MIN_MINOR, "cpuManagerPolicyOptions"), "1.34",
+          "Kubernetes minor version of the nodes (quoted, e.g. \"1.34\"); gates which kubelet "
+          "fields and options may be emitted."),
+    Field("mode", Enum("mutate", "validate"), "mutate",
+          "`mutate`: change the items and emit the node plan. `validate`: change nothing and "
+          "emit nothing; report each change `mutate` would make as an error naming the item "
+          "and field (exit 1), so a kpt validator or CI check fails on unpinned manifests."),
+    Field("selector", Object(Selector, (
+        Field("kinds", List(), [], "Workload kinds, e.g. [Deployment, InferenceService]."),
+        Field("names", List(), [], "Workload names."),
+        Field("namespaces", List(), [], "Workload namespaces."),
+        Field("matchLabels", StrMap(), {}, "Labels the workload's metadata.labels must carry."),
+    )), None, "Which workloads to tune; empty = every workload with a pod spec."),
+    Field("workloads", WORKLOADS, None, "How pod specs are rewritten."),
+    Field("extraKinds", ObjectList(EXTRA_KIND), [], "Custom workload kinds without a "
+          "release, validated like the built-in ones (typed form only).", flat="-"),
+    Field("nodePools", ObjectList(NODE_POOL, min_items=1, item="node pool"), None,
+          "Node pools; workloads go to the pool named by their `krm-fn.dev/node-pool` "
+          "annotation, else the pool whose nodeSelector they already carry, else the first "
+          "pool."),
+    Field("output", OUTPUT, None, "What the node plan is emitted as."),
+)
+SPEC = Object(Spec, SCHEMA)
