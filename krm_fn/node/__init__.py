@@ -7,5 +7,9 @@ rewritten pods actually get exclusive CPUs.
 - `plan`: `NodePlan`, the pure per-pool KubeletConfiguration plan, and `build`.
 - `formats`: one module per output format, `render(plan, ctx) -> [objects]`.
 
-Facts come from /work/shared/reference/kubelet.md (section numbers are cited as `kubelet.md §N`).
+- `fields`: the one table of KubeletConfiguration fields krm-fn writes or checks (types,
+  defaults, versions, checkpoint resets, platform names).
+
+Facts are cited upstream where they are used (kubernetes.io task pages, KEPs, kubelet source
+files, platform documentation).
 """
