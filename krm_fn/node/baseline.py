@@ -219,8 +219,27 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
     def add(sev: str, key: str, msg: str, current: Any = None, proposed: Any = None):
         found.append((sev, f"{where}.{key}", msg, current, proposed))
 
-    merged = merge(base, {k: v for k, v in kubelet.items() if k not in ("apiVersion", "kind")})
+    merged = merge(base, {k: v for k, v in kubelet.items() if k not in fields.HEADER})
+    _reserved_cgroups(kubelet, base, merged, add)
+    _merged_options(kubelet, base, merged, version, add)
+    _baseline_switches(base, add)
 
+    changes = state_changes(base, kubelet)
+    if changes:
+        steps = rollout_steps(changes)
+        first = changes[0].field
+        add(WARNING, first, "the node's resource-manager checkpoint was written under other "
+            "settings (" + "; ".join(c.text() for c in changes) + "): the kubelet refuses to "
+            "start with the new config until the state is reset. krm-fn does not reconfigure "
+            "nodes; on each node of the pool: " + "; ".join(
+                f"{i}. {s}" for i, s in enumerate(steps, 1)),
+            current=base.get(first), proposed=kubelet.get(first))
+    return found, changes
+
+
+def _reserved_cgroups(kubelet: dict, base: dict, merged: dict, add) -> None:
+    """Next to reservedSystemCPUs: set the baseline's reserved cgroups to "" and drop the
+    enforceNodeAllocatable entries that need them (a warning each, through `add`)."""
     if merged.get("reservedSystemCPUs"):
         for key in RESERVED_CGROUP_FIELDS:
             if base.get(key) and key not in kubelet:
@@ -243,7 +262,11 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
                     current=enforce, proposed=kept)
                 kubelet["enforceNodeAllocatable"] = kept
 
-    # Options merge per key: check the merged sets again (krm_fn.node.options).
+
+def _merged_options(kubelet: dict, base: dict, merged: dict, version, add) -> None:
+    """Options merge per key: check the merged CPU and Topology Manager option sets again
+    (krm_fn.node.options), report only the problems the plan's own options do not have, and
+    enable the alpha gates the merged options need."""
     plan_cpu = string_map(kubelet.get("cpuManagerPolicyOptions"))
     cpu_opts = {**string_map(base.get("cpuManagerPolicyOptions")), **plan_cpu}
     checked = cpu_options.clamp_version(version)
@@ -271,6 +294,9 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
                 f"gate, which it does not enable; the plan sets {gate}: true",
                 proposed="true")
 
+
+def _baseline_switches(base: dict, add) -> None:
+    """Warnings for baseline settings krm-fn never writes: MemoryQoS on, cpuCFSQuota off."""
     base_gates = base.get("featureGates") if isinstance(base.get("featureGates"), dict) else {}
     if base_gates.get("MemoryQoS") is True:
         factor = base.get("memoryThrottlingFactor")
@@ -289,15 +315,3 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
             "their exclusive cpusets, but Burstable pods are no longer capped. krm-fn never "
             "writes it; on 1.33+ the kubelet drops the quota of exclusive-CPU containers by "
             "itself (DisableCPUQuotaWithExclusiveCPUs)", current="false")
-
-    changes = state_changes(base, kubelet)
-    if changes:
-        steps = rollout_steps(changes)
-        first = changes[0].field
-        add(WARNING, first, "the node's resource-manager checkpoint was written under other "
-            "settings (" + "; ".join(c.text() for c in changes) + "): the kubelet refuses to "
-            "start with the new config until the state is reset. krm-fn does not reconfigure "
-            "nodes; on each node of the pool: " + "; ".join(
-                f"{i}. {s}" for i, s in enumerate(steps, 1)),
-            current=base.get(first), proposed=kubelet.get(first))
-    return found, changes

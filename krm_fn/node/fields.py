@@ -156,6 +156,17 @@ SHAPES = {
     "object": "a structure krm-fn passes through unread",
 }
 
+# Python type a value of each scalar shape is written as.
+_SCALAR = {"text": str, "duration": str, "cpuset": str, "int": int, "bool": bool}
+
+
+def coerce(name: str, value: Any) -> Any:
+    """`value` (a typed pool setting) as field `name` is written: str for text, duration and
+    cpuset fields, int for int, bool for bool. Raises KeyError for a field not in the table
+    or not of a scalar shape."""
+    return _SCALAR[BY_NAME[name].shape](value)
+
+
 _NTO = "Node Tuning Operator PerformanceProfile"
 _TALOS = "Talos manages it itself and does not let machine.kubelet.extraConfig override it"
 _MCO_SWAP = "configure swap through the MCO's own swap support instead"

@@ -171,6 +171,12 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     return plan, results
 
 
+def _typed(kubelet: dict, k, name: str) -> None:
+    """kubelet[name] = the typed pool setting of the same name, written as the field's shape
+    (krm_fn.node.fields.coerce)."""
+    kubelet[name] = fields.coerce(name, getattr(k, fields.BY_NAME[name].typed))
+
+
 def _managers(kubelet: dict, k, version, res) -> dict[str, str]:
     """Write the CPU, Topology and Memory Manager fields in their order (cpuManagerPolicy,
     options, reconcile period, topology policy, options, scope, memory policy), with the
@@ -199,8 +205,8 @@ def _managers(kubelet: dict, k, version, res) -> dict[str, str]:
     kubelet["cpuManagerPolicy"] = "static"
     if opts:
         kubelet["cpuManagerPolicyOptions"] = opts
-    kubelet["cpuManagerReconcilePeriod"] = str(k.cpuManagerReconcilePeriod)
-    kubelet["topologyManagerPolicy"] = str(k.topologyManagerPolicy)
+    _typed(kubelet, k, "cpuManagerReconcilePeriod")
+    _typed(kubelet, k, "topologyManagerPolicy")
     topts = {str(a): str(b) for a, b in (k.topologyManagerPolicyOptions or {}).items()}
     tgates, tproblems, tnotes = cpu_options.check_topology_options(
         topts, version, str(k.topologyManagerPolicy))
@@ -212,18 +218,18 @@ def _managers(kubelet: dict, k, version, res) -> dict[str, str]:
         kubelet.setdefault("featureGates", {}).update(tgates)
     if topts:
         kubelet["topologyManagerPolicyOptions"] = topts
-    kubelet["topologyManagerScope"] = str(k.topologyManagerScope)
-    kubelet["memoryManagerPolicy"] = str(k.memoryManagerPolicy)
+    _typed(kubelet, k, "topologyManagerScope")
+    _typed(kubelet, k, "memoryManagerPolicy")
     return opts
 
 
 def _node_fields(kubelet: dict, k, version, res) -> None:
     """podPidsLimit, failCgroupV1, singleProcessOOMKill and cgroupDriver, each only where
     `version` has the field (fields.Field.since)."""
-    kubelet["podPidsLimit"] = int(k.podPidsLimit)
+    _typed(kubelet, k, "podPidsLimit")
     fail = fields.BY_NAME["failCgroupV1"]
     if fail.exists_in(version):
-        kubelet[fail.name] = bool(k.failCgroupV1)
+        _typed(kubelet, k, fail.name)
     else:
         res(WARNING, f"kubelet.{fail.name}", f"{fail.name} dropped: the field exists from "
             f"Kubernetes {cpu_options.version_str(fail.since)} and kubernetesVersion is "
@@ -236,9 +242,9 @@ def _node_fields(kubelet: dict, k, version, res) -> None:
                 f"Kubernetes {cpu_options.version_str(oom.since)}; kubernetesVersion is "
                 f"{cpu_options.version_str(version)}")
         else:
-            kubelet[oom.name] = bool(k.singleProcessOOMKill)
+            _typed(kubelet, k, oom.name)
     if k.cgroupDriver is not None:
-        kubelet["cgroupDriver"] = str(k.cgroupDriver)
+        _typed(kubelet, k, "cgroupDriver")
 
 
 def _extra(kubelet: dict, k, res) -> None:
@@ -349,7 +355,7 @@ def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
     have = "it is not set" if text is None else f"it is {text!r}"
     fix = (f"set kubelet.topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to "
            f"\"{topo.numa_nodes}\" or topologyManagerPolicy to none" if exists else
-           f"the option exists from Kubernetes 1.31, so set topologyManagerPolicy to none")
+           "the option exists from Kubernetes 1.31, so set topologyManagerPolicy to none")
     res(ERROR, "kubelet.topologyManagerPolicy",
         f"topologyManagerPolicy {policy!r} on nodes with {topo.numa_nodes} NUMA nodes needs "
         f"the topology manager option {MAX_ALLOWABLE_NUMA_OPTION} >= {topo.numa_nodes} "

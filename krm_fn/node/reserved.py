@@ -18,13 +18,15 @@ from fractions import Fraction
 
 from krm_fn import quantity
 from krm_fn.node import baseline as baseline_mod
+from krm_fn.node import fields
 from krm_fn.node import memory as memory_mod
 from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
 from krm_fn.results import ERROR, WARNING
 
 # kubeReserved / systemReserved when neither the config nor the baseline sets them.
 DEFAULT_RESERVED = {"memory": "500Mi"}
-RESERVATIONS = ("kubeReserved", "systemReserved")
+# kubeReserved and systemReserved: the quantity maps node allocatable subtracts.
+RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
 
 
 def reservation_maps(k, base: dict, res) -> dict[str, dict[str, str]]:
@@ -130,8 +132,6 @@ def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_pat
     node 0 (or spread with reserved.spreadMemoryAcrossNuma). Errors name the field."""
     merged = {n: {**baseline_mod.string_map(base.get(n)), **reserved_maps[n]}
               for n in RESERVATIONS}
-    path_of = {"kubeReserved": "kubelet.kubeReserved", "systemReserved": "kubelet.systemReserved",
-               "evictionHard": "kubelet.evictionHard"}
     try:
         totals, terms = memory_mod.required(merged["kubeReserved"], merged["systemReserved"],
                                             eviction)
@@ -143,7 +143,7 @@ def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_pat
         if rest not in mine and rest in theirs:   # the value comes from the baseline
             res(ERROR, f"{base_path}.{top}.{rest}", e.message, current=current, absolute=True)
         else:
-            res(ERROR, f"{path_of[top]}.{rest}", e.message, current=current)
+            res(ERROR, f"kubelet.{top}.{rest}", e.message, current=current)
         return
     numas = sorted({c.numa for c in topo.cpus()})
     if k.reservedMemory is not None:
