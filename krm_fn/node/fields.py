@@ -397,14 +397,16 @@ def baseline_shapes() -> dict[str, str]:
 
 
 # Feature gates krm-fn reasons about: gate -> (Kubernetes version from which it is on by
-# default, None = off (alpha) in every version krm-fn covers; source).
+# default, None = off (alpha) in every version krm-fn covers; source). Verified in
+# kubernetes/kubernetes pkg/features/kube_features.go (DisableCPUQuotaWithExclusiveCPUs:
+# Beta, default true from 1.33).
 GATES: dict[str, tuple[Version | None, str]] = {
     "DisableCPUQuotaWithExclusiveCPUs": ((1, 33), "https://github.com/kubernetes/kubernetes/"
                                                   "pull/127525"),
     "MemoryQoS": (None, "https://kep.k8s.io/2570"),
-    "CPUManagerPolicyAlphaOptions": (None, CPU_MANAGER_DOC),
-    "TopologyManagerPolicyAlphaOptions": (None, TOPOLOGY_DOC),
 }
+# (The option gates CPUManagerPolicyAlphaOptions / TopologyManagerPolicyAlphaOptions follow
+# the options' maturity per version: krm_fn.node.options.)
 
 
 def gate_on_by_default(gate: str, version: Version) -> bool:
