@@ -148,7 +148,8 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     if not fields.gate_on_by_default(CPU_QUOTA_GATE, version):
         results.append(Result(f"on Kubernetes {cpu_options.version_str(version)} "
             f"pinned containers keep a CFS quota equal to their CPU limit "
-            f"(kubernetes/kubernetes#70585, fixed in 1.33 by DisableCPUQuotaWithExclusiveCPUs): "
+            f"(kubernetes/kubernetes#70585, fixed in "
+            f"{cpu_options.version_str(fields.GATES[CPU_QUOTA_GATE][0])} by {CPU_QUOTA_GATE}): "
             f"a container running more threads than its pinned CPUs is throttled, so keep the "
             f"thread env vars at the pinned count; never set cpuCFSQuota: false, which drops "
             f"CPU limits node-wide", WARNING, ref, "spec.kubernetesVersion"))
@@ -353,9 +354,12 @@ def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
             proposed=str(topo.numa_nodes))
         return
     have = "it is not set" if text is None else f"it is {text!r}"
+    _, alpha, beta, _ = cpu_options.TOPOLOGY_OPTIONS[MAX_ALLOWABLE_NUMA_OPTION]
+    since = alpha or beta
     fix = (f"set kubelet.topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to "
            f"\"{topo.numa_nodes}\" or topologyManagerPolicy to none" if exists else
-           "the option exists from Kubernetes 1.31, so set topologyManagerPolicy to none")
+           f"the option exists from Kubernetes {cpu_options.version_str(since)}, so set "
+           f"topologyManagerPolicy to none")
     res(ERROR, "kubelet.topologyManagerPolicy",
         f"topologyManagerPolicy {policy!r} on nodes with {topo.numa_nodes} NUMA nodes needs "
         f"the topology manager option {MAX_ALLOWABLE_NUMA_OPTION} >= {topo.numa_nodes} "
