@@ -5,20 +5,25 @@ The baseline is what the kubelet reports (`kubectl get --raw
 /api/v1/nodes/<node>/proxy/configz`, whose `{"kubeletconfig": {...}}` wrapper is unwrapped)
 or its config file. The kubelet runs with the baseline and the emitted drop-in merged the
 way `--config-dir` merges (a JSON merge patch, RFC 7386: maps merge per key, lists and
-scalars replace; kubelet.md §14), so every check below is made on that merged result:
+scalars replace;
+https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/),
+so every check below is made on
+that merged result:
 
 - `systemReservedCgroup` / `kubeReservedCgroup` next to `reservedSystemCPUs` is a kubelet
-  validation error (kubelet.md §6): the plan sets them to "" and drops the
+  validation error (https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/;
+  fields.RESERVED_CGROUP_FIELDS): the plan sets them to "" and drops the
   `enforceNodeAllocatable` entries that need them, with a warning each.
 - CPU Manager and Topology Manager options merge per key: the merged set is checked again
-  (forbidden pairs, alpha gates; kubelet.md §3, §4).
-- `featureGates.MemoryQoS: true` (alpha, KEP-2570; kubelet.md §8, cases.md C15) and
-  `cpuCFSQuota: false` (CPU limits off node-wide, kubelet.md §9) are warned about; krm-fn
-  never writes either.
-- A change of `cpuManagerPolicy`, `reservedSystemCPUs`, `memoryManagerPolicy` or
-  `reservedMemory` against the checkpoint the node wrote makes the kubelet crash-loop until
-  `/var/lib/kubelet/cpu_manager_state` (`memory_manager_state`) is deleted (kubelet.md §3
-  last bullet, cases.md C05): each change is a `StateChange`, reported with the steps.
+  (forbidden pairs, alpha gates; krm_fn.node.options).
+- `featureGates.MemoryQoS: true` (alpha, KEP-2570, https://kep.k8s.io/2570) and
+  `cpuCFSQuota: false` (CPU limits off node-wide) are warned about; krm-fn never writes
+  either.
+- A change of a field marked with a checkpoint in krm_fn.node.fields (`Field.state`)
+  against the checkpoint the node wrote makes the kubelet crash-loop until that state file
+  is deleted (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/,
+  "Changing the CPU Manager Policy"): each change is a `StateChange`, reported with the
+  steps.
 """
 from __future__ import annotations
 
@@ -27,24 +32,18 @@ from dataclasses import dataclass
 from typing import Any
 
 from krm_fn import quantity
+from krm_fn.node import fields
 from krm_fn.node import options as cpu_options
 from krm_fn.node.topology import parse_cpuset
 from krm_fn.results import ERROR, WARNING
 
 BASELINE_PATH = "spec.output.baseline"
 CONFIGZ_WRAPPER = "kubeletconfig"
-CPU_STATE = "/var/lib/kubelet/cpu_manager_state"
-MEMORY_STATE = "/var/lib/kubelet/memory_manager_state"
-# Values the kubelet runs with when the field is absent (kubelet.md §1).
-ABSENT = {"cpuManagerPolicy": "none", "memoryManagerPolicy": "None"}
+CPU_STATE = fields.CPU_STATE
+MEMORY_STATE = fields.MEMORY_STATE
 # enforceNodeAllocatable entries that need a reserved cgroup (kubelet validation).
-ENFORCEMENT = {
-    "system-reserved": "systemReservedCgroup",
-    "system-reserved-compressible": "systemReservedCgroup",
-    "kube-reserved": "kubeReservedCgroup",
-    "kube-reserved-compressible": "kubeReservedCgroup",
-}
-RESERVED_CGROUP_FIELDS = ("systemReservedCgroup", "kubeReservedCgroup")
+ENFORCEMENT = fields.ENFORCEMENT
+RESERVED_CGROUP_FIELDS = fields.RESERVED_CGROUP_FIELDS
 
 
 def unwrap(baseline: Any) -> tuple[dict, str]:
@@ -60,7 +59,8 @@ def unwrap(baseline: Any) -> tuple[dict, str]:
 
 def merge(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch of `patch` over `target` (a new value; inputs untouched):
-    how the kubelet merges a `--config-dir` drop-in over its config (kubelet.md §14)."""
+    how the kubelet merges a `--config-dir` drop-in over its config
+    (https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/)."""
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     out = copy.deepcopy(target) if isinstance(target, dict) else {}
@@ -128,44 +128,48 @@ def _memory_list(value: Any) -> Any:
     return out
 
 
-def state_changes(base: dict, kubelet: dict) -> list[StateChange]:
-    """The checkpoint-relevant settings that differ between the baseline `base` and the
-    plan's `kubelet` (both KubeletConfiguration dicts): cpuManagerPolicy and
-    reservedSystemCPUs (compared as CPU sets) need CPU_STATE deleted; memoryManagerPolicy
-    and reservedMemory (compared per NUMA node and type, in bytes) need MEMORY_STATE.
-    Source: kubelet.md §3 last bullet; cases.md C05."""
-    out: list[StateChange] = []
+def _shown(v: Any) -> str:
+    return "(unset)" if v in (None, "") else str(v)
 
-    def shown(v: Any) -> str:
-        return "(unset)" if v in (None, "") else str(v)
 
-    for name, state in (("cpuManagerPolicy", CPU_STATE), ("memoryManagerPolicy", MEMORY_STATE)):
-        old = str(base.get(name) or ABSENT[name])
-        new = str(kubelet.get(name) or ABSENT[name])
-        if old != new:
-            out.append(StateChange(name, old, new, state))
-        if name == "cpuManagerPolicy":
-            old_raw, new_raw = base.get("reservedSystemCPUs"), kubelet.get("reservedSystemCPUs")
-            old_set, new_set = _cpuset(old_raw), _cpuset(new_raw)
-            if old_set is None or new_set is None:
-                changed = str(old_raw or "") != str(new_raw or "")
-            else:
-                changed = old_set != new_set
-            if changed:
-                out.append(StateChange("reservedSystemCPUs", shown(old_raw), shown(new_raw),
-                                       CPU_STATE))
-    if kubelet.get("memoryManagerPolicy") == "Static" and "reservedMemory" in kubelet:
-        old, new = base.get("reservedMemory"), kubelet["reservedMemory"]
-        if _memory_list(old) != _memory_list(new):
-            def fmt(v: Any) -> str:
-                if not isinstance(v, list) or not v:
-                    return "(unset)"
-                return ";".join(
-                    f"{e.get('numaNode')}:" + ",".join(f"{k}={q}" for k, q in
+def _memory_text(v: Any) -> str:
+    if not isinstance(v, list) or not v:
+        return "(unset)"
+    return ";".join(f"{e.get('numaNode')}:" + ",".join(f"{k}={q}" for k, q in
                                                        (e.get("limits") or {}).items())
                     for e in v if isinstance(e, dict))
-            out.append(StateChange("reservedMemory", fmt(old), fmt(new), MEMORY_STATE))
-    return out
+
+
+def _change(f: fields.Field, base: dict, kubelet: dict) -> StateChange | None:
+    """The StateChange of field `f` between `base` and `kubelet`, compared by its shape:
+    policies as text with the kubelet default for an absent value, cpusets as CPU sets,
+    memory reservations per NUMA node and type in bytes (only when the plan writes them)."""
+    old_raw, new_raw = base.get(f.name), kubelet.get(f.name)
+    if f.shape == "cpuset":
+        old_set, new_set = _cpuset(old_raw), _cpuset(new_raw)
+        if old_set is None or new_set is None:
+            changed = str(old_raw or "") != str(new_raw or "")
+        else:
+            changed = old_set != new_set
+        return StateChange(f.name, _shown(old_raw), _shown(new_raw), f.state) if changed \
+            else None
+    if f.shape == "memory-reservations":
+        if f.name not in kubelet or _memory_list(old_raw) == _memory_list(new_raw):
+            return None
+        return StateChange(f.name, _memory_text(old_raw), _memory_text(new_raw), f.state)
+    old, new = str(old_raw or f.default), str(new_raw or f.default)
+    return StateChange(f.name, old, new, f.state) if old != new else None
+
+
+def state_changes(base: dict, kubelet: dict) -> list[StateChange]:
+    """The checkpoint-relevant settings (krm_fn.node.fields.STATE_FIELDS: cpuManagerPolicy
+    and reservedSystemCPUs need CPU_STATE deleted, memoryManagerPolicy and reservedMemory
+    MEMORY_STATE) that differ between the baseline `base` and the plan's `kubelet` (both
+    KubeletConfiguration dicts), in that order. Source:
+    https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/ ("Changing
+    the CPU Manager Policy") and
+    https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/."""
+    return [c for f in fields.STATE_FIELDS for c in [_change(f, base, kubelet)] if c]
 
 
 def rollout_steps(changes: list[StateChange] | None) -> list[str]:
@@ -215,8 +219,27 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
     def add(sev: str, key: str, msg: str, current: Any = None, proposed: Any = None):
         found.append((sev, f"{where}.{key}", msg, current, proposed))
 
-    merged = merge(base, {k: v for k, v in kubelet.items() if k not in ("apiVersion", "kind")})
+    merged = merge(base, {k: v for k, v in kubelet.items() if k not in fields.HEADER})
+    _reserved_cgroups(kubelet, base, merged, add)
+    _merged_options(kubelet, base, merged, version, add)
+    _baseline_switches(base, add)
 
+    changes = state_changes(base, kubelet)
+    if changes:
+        steps = rollout_steps(changes)
+        first = changes[0].field
+        add(WARNING, first, "the node's resource-manager checkpoint was written under other "
+            "settings (" + "; ".join(c.text() for c in changes) + "): the kubelet refuses to "
+            "start with the new config until the state is reset. krm-fn does not reconfigure "
+            "nodes; on each node of the pool: " + "; ".join(
+                f"{i}. {s}" for i, s in enumerate(steps, 1)),
+            current=base.get(first), proposed=kubelet.get(first))
+    return found, changes
+
+
+def _reserved_cgroups(kubelet: dict, base: dict, merged: dict, add) -> None:
+    """Next to reservedSystemCPUs: set the baseline's reserved cgroups to "" and drop the
+    enforceNodeAllocatable entries that need them (a warning each, through `add`)."""
     if merged.get("reservedSystemCPUs"):
         for key in RESERVED_CGROUP_FIELDS:
             if base.get(key) and key not in kubelet:
@@ -239,7 +262,11 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
                     current=enforce, proposed=kept)
                 kubelet["enforceNodeAllocatable"] = kept
 
-    # Options merge per key: check the merged sets again (kubelet.md §3, §4).
+
+def _merged_options(kubelet: dict, base: dict, merged: dict, version, add) -> None:
+    """Options merge per key: check the merged CPU and Topology Manager option sets again
+    (krm_fn.node.options), report only the problems the plan's own options do not have, and
+    enable the alpha gates the merged options need."""
     plan_cpu = string_map(kubelet.get("cpuManagerPolicyOptions"))
     cpu_opts = {**string_map(base.get("cpuManagerPolicyOptions")), **plan_cpu}
     checked = cpu_options.clamp_version(version)
@@ -267,6 +294,9 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
                 f"gate, which it does not enable; the plan sets {gate}: true",
                 proposed="true")
 
+
+def _baseline_switches(base: dict, add) -> None:
+    """Warnings for baseline settings krm-fn never writes: MemoryQoS on, cpuCFSQuota off."""
     base_gates = base.get("featureGates") if isinstance(base.get("featureGates"), dict) else {}
     if base_gates.get("MemoryQoS") is True:
         factor = base.get("memoryThrottlingFactor")
@@ -280,19 +310,8 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
             current="true")
     if base.get("cpuCFSQuota") is False:
         add(WARNING, "cpuCFSQuota", "the baseline sets cpuCFSQuota: false, which turns off "
-            "CPU limits for every pod on the node (kubelet.md §9); pinned containers stay on "
+            "CPU limits for every pod on the node (cpuCFSQuota, " + fields.REFERENCE
+            + "); pinned containers stay on "
             "their exclusive cpusets, but Burstable pods are no longer capped. krm-fn never "
             "writes it; on 1.33+ the kubelet drops the quota of exclusive-CPU containers by "
             "itself (DisableCPUQuotaWithExclusiveCPUs)", current="false")
-
-    changes = state_changes(base, kubelet)
-    if changes:
-        steps = rollout_steps(changes)
-        first = changes[0].field
-        add(WARNING, first, "the node's resource-manager checkpoint was written under other "
-            "settings (" + "; ".join(c.text() for c in changes) + "): the kubelet refuses to "
-            "start with the new config until the state is reset. krm-fn does not reconfigure "
-            "nodes; on each node of the pool: " + "; ".join(
-                f"{i}. {s}" for i, s in enumerate(steps, 1)),
-            current=base.get(first), proposed=kubelet.get(first))
-    return found, changes

@@ -1,10 +1,14 @@
 """Admission checks: would the kubelet of a node pool admit and pin a rewritten pod?
 
 Pure functions over a NodePlan and the exclusive-CPU needs of a pod (no YAML). Sources:
-kubelet.md §10.3 (SMTAlignmentError: `full-pcpus-only` needs a multiple of the threads per
-core and enough free whole cores), §10.4 (TopologyAffinityError: `restricted` and
-`single-numa-node` reject what one NUMA node cannot hold), §10.5 (pod requirement with
-init containers and native sidecars), §6 (allocatable = capacity - reservedSystemCPUs).
+https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/
+(SMTAlignmentError: `full-pcpus-only` needs a multiple of the threads per core and enough
+free whole cores), https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/
+(TopologyAffinityError: `restricted` and `single-numa-node` reject what one NUMA node cannot
+hold), kubelet pkg/kubelet/cm/cpumanager/policy_static.go podGuaranteedCPUs (pod requirement
+with init containers and native sidecars),
+https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/ (allocatable =
+capacity - reservedSystemCPUs).
 """
 from __future__ import annotations
 
@@ -30,7 +34,8 @@ class PodCpus:
 
     @property
     def requirement(self) -> int:
-        """Exclusive CPUs the pod holds at its peak (kubelet.md §10.5, podGuaranteedCPUs):
+        """Exclusive CPUs the pod holds at its peak (kubelet
+        pkg/kubelet/cm/cpumanager/policy_static.go, podGuaranteedCPUs):
         max(max_i(sidecars started before init i + init i), sum(app) + sum(sidecars))."""
         sidecars = 0
         peak_init = 0

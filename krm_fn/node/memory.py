@@ -1,6 +1,8 @@
 """Memory Manager `reservedMemory` (only with `memoryManagerPolicy: Static`).
 
-The rule (kubelet.md §5; kubelet pkg/kubelet/cm/memorymanager/memory_manager.go,
+The rule
+(https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/;
+kubelet pkg/kubelet/cm/memorymanager/memory_manager.go,
 validateReservedMemory): for every resource type present on either side,
 
     Σ over NUMA nodes reservedMemory[].limits[type]
@@ -194,7 +196,7 @@ def check(entries: list[dict], totals: dict[str, Fraction],
           terms: dict[str, list[tuple[str, str]]], numa_nodes: list[int]) -> list[ReservedMemoryError]:
     """Problems of an explicit reservedMemory (from `parse`) against `required`'s result on
     nodes with NUMA node ids `numa_nodes`: an unknown or repeated NUMA node, and each type
-    whose sum differs, with the arithmetic (kubelet.md §5 worked example: 1536Mi listed,
+    whose sum differs, with the arithmetic (e.g. 1536Mi listed,
     1024Mi + 512Mi + 100Mi = 1636Mi required)."""
     problems: list[ReservedMemoryError] = []
     seen: set[int] = set()

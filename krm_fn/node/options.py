@@ -1,6 +1,8 @@
 """Static CPU Manager policy options (`cpuManagerPolicyOptions`) as data, and their check.
 
-Source: kubelet.md §3 (KEPs 2625, 2902, 3327, 4176, 4540, 4800; kubelet
+Source:
+https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/
+(KEPs 2625, 2902, 3327, 4176, 4540, 4800; kubelet
 pkg/kubelet/cm/cpumanager/policy_options.go). The kubelet checks every key it is given
 against the alpha/beta/stable sets of its version *before* parsing the value, so an alpha
 option needs the `CPUManagerPolicyAlphaOptions` gate even when set to "false"; beta options
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 ALPHA, BETA, GA = "alpha", "beta", "ga"
 
-# Kubernetes minor versions the maturity table covers (kubelet.md §3).
+# Kubernetes minor versions the maturity table covers (the KEPs' milestones).
 VERSIONS: tuple[tuple[int, int], ...] = ((1, 31), (1, 32), (1, 33), (1, 34), (1, 35), (1, 36))
 
 ALPHA_GATE = "CPUManagerPolicyAlphaOptions"
@@ -27,7 +29,7 @@ CPU_OPTIONS: dict[str, tuple[str, tuple[str | None, ...]]] = {
     "prefer-align-cpus-by-uncorecache": ("KEP-4800", (None, ALPHA, ALPHA, BETA, BETA, GA)),
 }
 
-# Kubernetes minor version that added each option (kubelet.md §3 "added" column).
+# Kubernetes minor version that added each option (the KEPs' alpha milestones).
 ADDED: dict[str, tuple[int, int]] = {
     "full-pcpus-only": (1, 22),
     "distribute-cpus-across-numa": (1, 23),
@@ -48,7 +50,8 @@ def clamp_version(version: tuple[int, int]) -> tuple[int, int]:
     return VERSIONS[-1] if version > VERSIONS[-1] else VERSIONS[0]
 
 
-# Pairs of options that stop the kubelet at start-up when both are "true" (kubelet.md §3).
+# Pairs of options that stop the kubelet at start-up when both are "true" (kubelet
+# pkg/kubelet/cm/cpumanager/policy_options.go).
 FORBIDDEN_PAIRS: tuple[tuple[str, str], ...] = (
     ("full-pcpus-only", "distribute-cpus-across-cores"),
     ("distribute-cpus-across-numa", "distribute-cpus-across-cores"),
@@ -56,7 +59,7 @@ FORBIDDEN_PAIRS: tuple[tuple[str, str], ...] = (
     ("prefer-align-cpus-by-uncorecache", "distribute-cpus-across-numa"),
 )
 
-# option -> topologyManagerPolicy values it cannot be combined with (kubelet.md §3).
+# option -> topologyManagerPolicy values it cannot be combined with (policy_options.go).
 FORBIDDEN_WITH_TOPOLOGY_POLICY: dict[str, tuple[str, ...]] = {
     "align-by-socket": ("single-numa-node",),
 }
@@ -86,7 +89,8 @@ def check_cpu_options(options: dict[str, str], version: tuple[int, int],
     `topology_policy` is the `topologyManagerPolicy` value. Returns `(gates, problems)`:
     `gates` is the `featureGates` map to emit (`{"CPUManagerPolicyAlphaOptions": True}` when
     any listed option is alpha on `version`, else empty; beta/GA gates are never written,
-    kubelet.md §2 emit rule); `problems` are error messages, one per problem: an unknown
+    https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/);
+    `problems` are error messages, one per problem: an unknown
     option, an option that does not exist on `version`, a value that is not "true"/"false",
     a forbidden pair of options set to "true", or an option set to "true" with a forbidden
     topology policy. A version outside 1.31-1.36 with any option given is one problem (no
@@ -132,7 +136,8 @@ def check_cpu_options(options: dict[str, str], version: tuple[int, int],
     return gates, problems
 
 
-# Topology Manager policy options (`topologyManagerPolicyOptions`, kubelet.md §4; kubelet
+# Topology Manager policy options (`topologyManagerPolicyOptions`,
+# https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/; kubelet
 # pkg/kubelet/cm/topologymanager/policy_options.go). Maturity by release, from the KEPs'
 # milestones: option -> (source, alpha since, beta since, GA since; None = skipped stage).
 # Beta options need `TopologyManagerPolicyBetaOptions` (on by default, never written);
@@ -146,7 +151,7 @@ TOPOLOGY_OPTIONS: dict[str, tuple[str, tuple[int, int] | None, tuple[int, int] |
 # prefer-closest-numa-nodes only changes how best-effort and restricted pick among
 # multi-NUMA hints (KEP-3545).
 PREFER_CLOSEST_POLICIES = ("best-effort", "restricted")
-# max-allowable-numa-nodes: the kubelet rejects values below its built-in limit (kubelet.md §4).
+# max-allowable-numa-nodes: the kubelet rejects values below its built-in limit (KEP-4622).
 MAX_ALLOWABLE_NUMA_MIN = 8
 
 
@@ -172,7 +177,9 @@ def check_topology_options(options: dict[str, str], version: tuple[int, int],
     `version`); `problems` error messages (unknown option, option not in this release,
     `prefer-closest-numa-nodes` not "true"/"false", `max-allowable-numa-nodes` not a whole
     number >= 8); `notes` warning messages (an option that has no effect with `policy`).
-    Source: kubelet.md §4, KEP-3545, KEP-4622. Never raises for bad input."""
+    Source:
+    https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/,
+    KEP-3545, KEP-4622. Never raises for bad input."""
     gates: dict[str, bool] = {}
     problems: list[str] = []
     notes: list[str] = []

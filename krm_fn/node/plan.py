@@ -2,71 +2,39 @@
 
 `build(pool, version, ref)` turns one `spec.nodePools[i]` config entry into a `NodePlan`
 (pure data, no YAML) plus the results explaining what was changed, dropped or refused.
-Every rule cites kubelet.md (/work/shared/reference/kubelet.md) by section.
+Field facts (defaults, versions, which fields krm-fn manages) come from krm_fn.node.fields;
+sources are cited there and in each message.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from fractions import Fraction
 from typing import Any
 
-from krm_fn import quantity
 from krm_fn.node import baseline as baseline_mod
-from krm_fn.node import memory as memory_mod
+from krm_fn.node import fields
 from krm_fn.node import options as cpu_options
-from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
+from krm_fn.node import reserved as reserved_mod
+from krm_fn.node.topology import Topology
 from krm_fn.results import ERROR, WARNING, Ref, Result, value_text
 
-KUBELET_API_VERSION = "kubelet.config.k8s.io/v1beta1"
-KUBELET_KIND = "KubeletConfiguration"
-
-# The kubelet's evictionHard defaults; setting any signal zeroes the unspecified ones
-# (kubelet.md §1, types.go), so krm-fn always writes all four under the user's values.
-EVICTION_HARD_DEFAULTS: dict[str, str] = {
-    "memory.available": "100Mi",
-    "nodefs.available": "10%",
-    "nodefs.inodesFree": "5%",
-    "imagefs.available": "15%",
-}
-
-# failCgroupV1 exists from 1.31 (kubelet.md §1); an older kubelet rejects the field.
-FAIL_CGROUP_V1_SINCE = (1, 31)
-CPU_QUOTA_FIX_SINCE = (1, 33)
-SINGLE_PROCESS_OOM_KILL_SINCE = (1, 32)   # kubelet.md §1, §9   # DisableCPUQuotaWithExclusiveCPUs beta (on) from 1.33
+KUBELET_API_VERSION = fields.API_VERSION
+KUBELET_KIND = fields.KIND
 
 # Without the topology manager option `max-allowable-numa-nodes`, any topologyManagerPolicy
 # other than `none` stops the kubelet on machines with more NUMA nodes than this
-# (kubelet.md §4).
+# (https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/, KEP-4622).
 TOPOLOGY_MAX_NUMA_DEFAULT = 8
 MAX_ALLOWABLE_NUMA_OPTION = "max-allowable-numa-nodes"
+CPU_QUOTA_GATE = "DisableCPUQuotaWithExclusiveCPUs"
+MEMORY_QOS_GATE = "MemoryQoS"
 
-# kubeReserved / systemReserved when neither the config nor the baseline sets them.
-DEFAULT_RESERVED = {"memory": "500Mi"}
-
-# Fields that make `reservedSystemCPUs` a kubelet validation error (kubelet.md §1, §6).
-RESERVED_CGROUP_FIELDS = baseline_mod.RESERVED_CGROUP_FIELDS
-
-# Changing the CPU/memory manager policy or the reserved set on a node whose checkpoint was
-# written under other settings makes the kubelet crash-loop (kubelet.md §3 last bullet,
-# cases.md C05). Node-by-node procedure, as short imperative steps.
+DEFAULT_RESERVED = reserved_mod.DEFAULT_RESERVED
+# Fields that make `reservedSystemCPUs` a kubelet validation error.
+RESERVED_CGROUP_FIELDS = fields.RESERVED_CGROUP_FIELDS
 # KubeletConfiguration fields krm-fn writes itself: kubelet.extra may not set them (the
-# checks above would be bypassed). Value: the typed pool field to use instead, or None.
-MANAGED: dict[str, str | None] = {
-    "apiVersion": None, "kind": None, "cpuManagerPolicy": None,
-    "reservedMemory": "reservedMemory",
-    "cpuManagerPolicyOptions": "cpuManagerPolicyOptions",
-    "topologyManagerPolicyOptions": "topologyManagerPolicyOptions",
-    "cpuManagerReconcilePeriod": "cpuManagerReconcilePeriod",
-    "topologyManagerPolicy": "topologyManagerPolicy",
-    "topologyManagerScope": "topologyManagerScope",
-    "memoryManagerPolicy": "memoryManagerPolicy",
-    "reservedSystemCPUs": "reservedSystemCPUs",
-    "kubeReserved": "kubeReserved", "systemReserved": "systemReserved",
-    "evictionHard": "evictionHard", "podPidsLimit": "podPidsLimit",
-    "failCgroupV1": "failCgroupV1",
-    "singleProcessOOMKill": "singleProcessOOMKill", "cgroupDriver": "cgroupDriver",
-}
+# checks in build would be bypassed). Value: the typed pool field to use instead, or None.
+MANAGED: dict[str, str | None] = fields.MANAGED
 
 ROLLOUT_STEPS: tuple[str, ...] = tuple(baseline_mod.rollout_steps(None))
 
@@ -78,8 +46,9 @@ class NodePlan:
     `pool`: pool name; `node_selector`: the pool's node labels (str -> str); `topology`:
     the nodes' CPU topology; `reserved_cpus`: sorted logical CPU ids of `reservedSystemCPUs`
     (empty when the configured set is invalid); `exclusive_cpus`: logical CPUs not reserved
-    (capacity left for pods' exclusive CPUs; kubelet.md §6 allocatable = capacity −
-    count(reservedSystemCPUs)); `kubelet`: the KubeletConfiguration as a plain,
+    (capacity left for pods' exclusive CPUs: allocatable = capacity −
+    count(reservedSystemCPUs), reserve-compute-resources); `kubelet`: the
+    KubeletConfiguration as a plain,
     insertion-ordered dict (str/int/bool/list/dict only); `rollout`: imperative steps to
     apply it on a node; `state_changes`: krm_fn.node.baseline.StateChange list, the
     checkpoint-relevant settings that differ from `spec.output.baseline` (empty without a
@@ -154,229 +123,39 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     topo = Topology.from_config(pool.topology)
     base, base_path = baseline_mod.unwrap(baseline)
     kubelet: dict[str, Any] = {"apiVersion": KUBELET_API_VERSION, "kind": KUBELET_KIND}
-
-    # cpuManagerPolicyOptions: availability per version, forbidden pairs, alpha gate (§3, §2).
-    opts = {str(a): str(b) for a, b in (k.cpuManagerPolicyOptions or {}).items()}
-    checked = cpu_options.clamp_version(version)
-    if opts and checked != tuple(version):
-        res(WARNING, "kubelet.cpuManagerPolicyOptions",
-            f"krm-fn's option data covers Kubernetes {cpu_options.version_str(cpu_options.VERSIONS[0])}"
-            f"-{cpu_options.version_str(cpu_options.VERSIONS[-1])}; options for {cpu_options.version_str(version)} "
-            f"are checked as for {cpu_options.version_str(checked)}: confirm their maturity in the kubelet "
-            f"release notes")
-    gates, problems = cpu_options.check_cpu_options(opts, checked, k.topologyManagerPolicy)
-    for name in opts:
-        added = cpu_options.ADDED.get(name)
-        if added and tuple(version) < added and cpu_options.maturity(name, checked) is not None:
-            problems.append(f"CPU Manager policy option {name!r} does not exist in Kubernetes "
-                            f"{cpu_options.version_str(version)} (added in {cpu_options.version_str(added)}); the kubelet refuses "
-                            f"to start with it")
-    for msg in problems:
-        res(ERROR, "kubelet.cpuManagerPolicyOptions", msg)
-    if gates:
-        kubelet["featureGates"] = dict(gates)
-    kubelet["cpuManagerPolicy"] = "static"
-    if opts:
-        kubelet["cpuManagerPolicyOptions"] = opts
-    kubelet["cpuManagerReconcilePeriod"] = str(k.cpuManagerReconcilePeriod)
-    kubelet["topologyManagerPolicy"] = str(k.topologyManagerPolicy)
-    # topologyManagerPolicyOptions: availability per version, values (§4).
-    topts = {str(a): str(b) for a, b in (k.topologyManagerPolicyOptions or {}).items()}
-    tgates, tproblems, tnotes = cpu_options.check_topology_options(
-        topts, version, str(k.topologyManagerPolicy))
-    for msg in tproblems:
-        res(ERROR, "kubelet.topologyManagerPolicyOptions", msg)
-    for msg in tnotes:
-        res(WARNING, "kubelet.topologyManagerPolicyOptions", msg)
-    if tgates:
-        kubelet.setdefault("featureGates", {}).update(tgates)
-    if topts:
-        kubelet["topologyManagerPolicyOptions"] = topts
-    kubelet["topologyManagerScope"] = str(k.topologyManagerScope)
-    kubelet["memoryManagerPolicy"] = str(k.memoryManagerPolicy)
-
-    # kubeReserved / systemReserved: cpu is replaced by reservedSystemCPUs (§6).
-    reserved_maps: dict[str, dict[str, str]] = {}
-    for name in ("kubeReserved", "systemReserved"):
-        given = getattr(k, name)
-        if given is None:   # unset: the baseline's own map, else krm-fn's default
-            given = {} if isinstance(base.get(name), dict) else DEFAULT_RESERVED
-        m = {str(a): str(b) for a, b in given.items()}
-        if "cpu" in m:
-            res(WARNING, f"kubelet.{name}.cpu",
-                f"{name}.cpu {m['cpu']!r} dropped: reservedSystemCPUs replaces it (with "
-                f"reservedSystemCPUs set the kubelet deletes kubeReserved.cpu and sets "
-                f"systemReserved.cpu to the number of reserved CPUs); size the CPU "
-                f"reservation with reserved.cores or kubelet.reservedSystemCPUs instead",
-                current=m["cpu"])
-            del m["cpu"]
-        reserved_maps[name] = m
-
-    eviction = dict(EVICTION_HARD_DEFAULTS)
-    eviction.update(baseline_mod.string_map(base.get("evictionHard")))
+    opts = _managers(kubelet, k, version, res)
+    reserved_maps = reserved_mod.reservation_maps(k, base, res)
+    evictions = fields.BY_NAME["evictionHard"]
+    eviction = dict(evictions.default)
+    eviction.update(baseline_mod.string_map(base.get(evictions.name)))
     eviction.update({str(a): str(b) for a, b in (k.evictionHard or {}).items()})
 
-    # reservedMemory (Static only): per type, Σ over NUMA nodes == kube + system (+ eviction
-    # for memory), on the values the kubelet will run with (baseline merged) (§5).
+    # reservedMemory (Static only): per type, the sum over NUMA nodes equals kube + system
+    # (+ eviction for memory), on the values the kubelet will run with (baseline merged).
     if k.memoryManagerPolicy == "Static":
-        _reserved_memory(kubelet, k, pool, topo, base, base_path, reserved_maps, eviction, res)
+        reserved_mod.reserved_memory(kubelet, k, pool, topo, base, base_path, reserved_maps,
+                                     eviction, res)
     elif k.reservedMemory is not None:
         res(WARNING, "kubelet.reservedMemory", "reservedMemory is only used with "
             "memoryManagerPolicy Static; it is left out")
-
-    # reservedSystemCPUs: explicit cpuset, or whole cores chosen from the topology (§6, §13).
-    reserved: list[int] = []
-    if k.reservedSystemCPUs is not None:
-        text = str(k.reservedSystemCPUs)
-        kubelet["reservedSystemCPUs"] = text
-        path = "kubelet.reservedSystemCPUs"
-        try:
-            cpus = parse_cpuset(text)
-        except ValueError as e:
-            res(ERROR, path, f"{e}; the kubelet refuses a reservedSystemCPUs it cannot parse",
-                current=text)
-        else:
-            ids = {c.cpu for c in topo.cpus()}
-            outside = [c for c in cpus if c not in ids]
-            if not cpus:
-                res(ERROR, path, "reservedSystemCPUs is empty; the static CPU Manager needs a "
-                    "non-zero reservation (set a cpuset such as 0-1 or remove the field to "
-                    "use reserved.cores)", current=text)
-            elif outside:
-                res(ERROR, path, f"CPUs {format_cpuset(outside)} do not exist on this pool's "
-                    f"nodes (CPUs {format_cpuset(ids)}); the kubelet fails to start",
-                    current=text)
-            elif len(cpus) >= topo.total_cpus:
-                res(ERROR, path, f"reservedSystemCPUs {text!r} covers every CPU of the node; "
-                    f"nothing is left for pods", current=text)
-            else:
-                reserved = cpus
-                chosen = set(cpus)
-                touched = sorted({c.core for c in topo.cpus() if c.cpu in chosen})
-                partial = [core for core in touched
-                           if not set(topo.siblings_of(core)) <= chosen]
-                if partial:
-                    whole = sorted(c for core in touched for c in topo.siblings_of(core))
-                    res(WARNING, path, f"reservedSystemCPUs {text!r} splits physical cores "
-                        f"{', '.join(map(str, partial))} from their SMT siblings; pods cannot "
-                        f"get those cores whole (full-pcpus-only counts the siblings as used); "
-                        f"reserve whole cores, e.g. {format_cpuset(whole)!r}",
-                        current=text, proposed=format_cpuset(whole))
-    else:
-        try:
-            reserved = reserve_cores(topo, pool.reserved.cores,
-                                     bool(pool.reserved.spreadAcrossNuma))
-        except ValueError as e:
-            res(ERROR, "reserved.cores", str(e), current=pool.reserved.cores)
-        else:
-            kubelet["reservedSystemCPUs"] = format_cpuset(reserved)
-
-    dropped = {n: str(v["cpu"]) for n in ("kubeReserved", "systemReserved")
-               for v in [getattr(k, n) or {}] if "cpu" in v}
-    if dropped and reserved:
-        asked = sum((quantity.parse_cpu(v).value for v in dropped.values()), Fraction(0))
-        if asked != len(reserved):
-            terms = " + ".join(f"{n}.cpu {v}" for n, v in dropped.items())
-            strict = opts.get("strict-cpu-reservation") == "true"
-            res(WARNING, "kubelet.reservedSystemCPUs",
-                f"{terms} = {quantity.format_cpu(asked)} CPUs, but reservedSystemCPUs "
-                f"{kubelet.get('reservedSystemCPUs')!r} holds {len(reserved)}: the kubelet "
-                f"reserves exactly the listed CPUs (allocatable cpu = capacity - "
-                f"{len(reserved)})"
-                + ("" if strict else "; without the strict-cpu-reservation option, Burstable "
-                   "and BestEffort pods still run on them"))
-    for name in ("kubeReserved", "systemReserved"):
+    reserved = reserved_mod.reserved_cpus(kubelet, k, pool, topo, res)
+    reserved_mod.check_dropped_cpu(k, reserved, opts, kubelet, res)
+    for name in reserved_mod.RESERVATIONS:
         if reserved_maps[name]:
             kubelet[name] = reserved_maps[name]
-    kubelet["evictionHard"] = eviction
-    kubelet["podPidsLimit"] = int(k.podPidsLimit)
-    if tuple(version) >= FAIL_CGROUP_V1_SINCE:
-        kubelet["failCgroupV1"] = bool(k.failCgroupV1)
-    else:
-        res(WARNING, "kubelet.failCgroupV1", f"failCgroupV1 dropped: the field exists from "
-            f"Kubernetes 1.31 and kubernetesVersion is {cpu_options.version_str(version)}; "
-            f"make sure the pool's nodes run cgroup v2",
-            current=str(bool(k.failCgroupV1)).lower())
-    if k.singleProcessOOMKill is not None:
-        if tuple(version) < SINGLE_PROCESS_OOM_KILL_SINCE:
-            res(ERROR, "kubelet.singleProcessOOMKill", f"singleProcessOOMKill exists from "
-                f"Kubernetes 1.32; kubernetesVersion is {cpu_options.version_str(version)}")
-        else:
-            kubelet["singleProcessOOMKill"] = bool(k.singleProcessOOMKill)
-    if k.cgroupDriver is not None:
-        kubelet["cgroupDriver"] = str(k.cgroupDriver)
-    if tuple(version) < CPU_QUOTA_FIX_SINCE:
-        # kubelet.md §7, cases.md C06: DisableCPUQuotaWithExclusiveCPUs (beta, on) from 1.33
+    kubelet[evictions.name] = eviction
+    _node_fields(kubelet, k, version, res)
+    if not fields.gate_on_by_default(CPU_QUOTA_GATE, version):
         results.append(Result(f"on Kubernetes {cpu_options.version_str(version)} "
             f"pinned containers keep a CFS quota equal to their CPU limit "
-            f"(kubernetes/kubernetes#70585, fixed in 1.33 by DisableCPUQuotaWithExclusiveCPUs): "
+            f"(kubernetes/kubernetes#70585, fixed in "
+            f"{cpu_options.version_str(fields.GATES[CPU_QUOTA_GATE][0])} by {CPU_QUOTA_GATE}): "
             f"a container running more threads than its pinned CPUs is throttled, so keep the "
             f"thread env vars at the pinned count; never set cpuCFSQuota: false, which drops "
             f"CPU limits node-wide", WARNING, ref, "spec.kubernetesVersion"))
-
-    # extra: other KubeletConfiguration fields, added last; featureGates are merged.
-    for key, value in (k.extra or {}).items():
-        key = str(key)
-        path = f"kubelet.extra.{key}"
-        try:
-            value = _plain(value)
-        except _Unplain as e:
-            res(ERROR, path, f"{e}; write plain YAML values")
-            continue
-        if key in MANAGED:
-            typed = MANAGED[key]
-            res(ERROR, path, f"{key} is managed by krm-fn and cannot be set in kubelet.extra"
-                + (f"; set kubelet.{typed} instead" if typed else
-                   " (it follows from the pool's other settings)"))
-            continue
-        if key == "cpuCFSQuota" and value is False:
-            res(WARNING, path, "cpuCFSQuota: false is left out: it turns off CPU limits for "
-                "every pod on the node (kubelet.md §9); pinned containers need no such "
-                "setting (on 1.33+ the kubelet drops their quota itself, "
-                "DisableCPUQuotaWithExclusiveCPUs)", current="false")
-            continue
-        if key == "featureGates":
-            if not isinstance(value, dict):
-                res(ERROR, path, "featureGates must be a mapping of gate name to true/false")
-                continue
-            gates = dict(kubelet.get("featureGates") or {})
-            for gate, on in list(value.items()):
-                if gate == "MemoryQoS" and on is True:
-                    res(WARNING, f"{path}.{gate}", "MemoryQoS: true is left out: krm-fn never "
-                        "enables MemoryQoS (alpha, KEP-2570): it sets memory.high on "
-                        "containers whose memory request is below the limit and throttles "
-                        "them early (kubernetes/enhancements#3818), and can livelock on "
-                        "kernels before 5.9; the pinned pods are Guaranteed anyway "
-                        "(request == limit: no memory.high)", current="true")
-                    continue
-                if gate in gates and gates[gate] != on:
-                    res(ERROR, f"{path}.{gate}", f"feature gate {gate} is {gates[gate]} because "
-                        f"of the pool's policy options; extra.featureGates cannot set "
-                        f"it to {on}")
-                gates[gate] = on
-            if gates:
-                kubelet["featureGates"] = gates
-            continue
-        kubelet[key] = value
+    _extra(kubelet, k, res)
     _check_numa_limit(kubelet, topo, version, res)
-    if kubelet.get("reservedSystemCPUs"):
-        for key in RESERVED_CGROUP_FIELDS:
-            if kubelet.get(key):
-                res(ERROR, f"kubelet.extra.{key}", f"{key} cannot be set together with "
-                    f"reservedSystemCPUs: the kubelet rejects the configuration; remove "
-                    f"{key} (or set it to \"\")", current=kubelet[key])
-    enforce = kubelet.get("enforceNodeAllocatable")
-    if enforce is not None:
-        path = "kubelet.extra.enforceNodeAllocatable"
-        if not isinstance(enforce, list) or not all(isinstance(e, str) for e in enforce):
-            res(ERROR, path, "enforceNodeAllocatable must be a list of strings such as "
-                "[pods]")
-        elif kubelet.get("reservedSystemCPUs"):
-            need = [e for e in enforce if e in baseline_mod.ENFORCEMENT]
-            if need:
-                res(ERROR, path, f"enforceNodeAllocatable {', '.join(need)} needs "
-                    f"systemReservedCgroup/kubeReservedCgroup, which the kubelet refuses next "
-                    f"to reservedSystemCPUs; enforce [pods] only")
+    _check_reserved_cgroups(kubelet, res)
 
     changes = None
     if baseline is not None:
@@ -393,56 +172,167 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     return plan, results
 
 
-def _reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_path: str,
-                     reserved_maps: dict, eviction: dict, res) -> None:
-    """Set kubelet["reservedMemory"] for memoryManagerPolicy Static (kubelet.md §5): the
-    explicit `kubelet.reservedMemory` when it sums right, else computed and placed on NUMA
-    node 0 (or spread with reserved.spreadMemoryAcrossNuma). Errors name the field."""
-    merged = {n: {**baseline_mod.string_map(base.get(n)), **reserved_maps[n]}
-              for n in ("kubeReserved", "systemReserved")}
-    path_of = {"kubeReserved": "kubelet.kubeReserved", "systemReserved": "kubelet.systemReserved",
-               "evictionHard": "kubelet.evictionHard"}
-    try:
-        totals, terms = memory_mod.required(merged["kubeReserved"], merged["systemReserved"],
-                                            eviction)
-    except memory_mod.ReservedMemoryError as e:
-        top, _, rest = e.path.partition(".")
-        mine = reserved_maps.get(top) if top != "evictionHard" else (k.evictionHard or {})
-        theirs = baseline_mod.string_map(base.get(top))
-        current = (merged.get(top) or eviction).get(rest)
-        if rest not in mine and rest in theirs:   # the value comes from the baseline
-            res(ERROR, f"{base_path}.{top}.{rest}", e.message, current=current, absolute=True)
+def _typed(kubelet: dict, k, name: str) -> None:
+    """kubelet[name] = the typed pool setting of the same name, written as the field's shape
+    (krm_fn.node.fields.coerce)."""
+    kubelet[name] = fields.coerce(name, getattr(k, fields.BY_NAME[name].typed))
+
+
+def _managers(kubelet: dict, k, version, res) -> dict[str, str]:
+    """Write the CPU, Topology and Memory Manager fields in their order (cpuManagerPolicy,
+    options, reconcile period, topology policy, options, scope, memory policy), with the
+    alpha option gates first in featureGates; options checked for `version`
+    (krm_fn.node.options). Returns the CPU Manager policy options (str -> str)."""
+    opts = {str(a): str(b) for a, b in (k.cpuManagerPolicyOptions or {}).items()}
+    checked = cpu_options.clamp_version(version)
+    vs = cpu_options.version_str
+    if opts and checked != tuple(version):
+        res(WARNING, "kubelet.cpuManagerPolicyOptions",
+            f"krm-fn's option data covers Kubernetes {vs(cpu_options.VERSIONS[0])}"
+            f"-{vs(cpu_options.VERSIONS[-1])}; options for {vs(version)} "
+            f"are checked as for {vs(checked)}: confirm their maturity in the kubelet "
+            f"release notes")
+    gates, problems = cpu_options.check_cpu_options(opts, checked, k.topologyManagerPolicy)
+    for name in opts:
+        added = cpu_options.ADDED.get(name)
+        if added and tuple(version) < added and cpu_options.maturity(name, checked) is not None:
+            problems.append(f"CPU Manager policy option {name!r} does not exist in Kubernetes "
+                            f"{vs(version)} (added in {vs(added)}); the kubelet refuses "
+                            f"to start with it")
+    for msg in problems:
+        res(ERROR, "kubelet.cpuManagerPolicyOptions", msg)
+    if gates:
+        kubelet["featureGates"] = dict(gates)
+    kubelet["cpuManagerPolicy"] = "static"
+    if opts:
+        kubelet["cpuManagerPolicyOptions"] = opts
+    _typed(kubelet, k, "cpuManagerReconcilePeriod")
+    _typed(kubelet, k, "topologyManagerPolicy")
+    topts = {str(a): str(b) for a, b in (k.topologyManagerPolicyOptions or {}).items()}
+    tgates, tproblems, tnotes = cpu_options.check_topology_options(
+        topts, version, str(k.topologyManagerPolicy))
+    for msg in tproblems:
+        res(ERROR, "kubelet.topologyManagerPolicyOptions", msg)
+    for msg in tnotes:
+        res(WARNING, "kubelet.topologyManagerPolicyOptions", msg)
+    if tgates:
+        kubelet.setdefault("featureGates", {}).update(tgates)
+    if topts:
+        kubelet["topologyManagerPolicyOptions"] = topts
+    _typed(kubelet, k, "topologyManagerScope")
+    _typed(kubelet, k, "memoryManagerPolicy")
+    return opts
+
+
+def _node_fields(kubelet: dict, k, version, res) -> None:
+    """podPidsLimit, failCgroupV1, singleProcessOOMKill and cgroupDriver, each only where
+    `version` has the field (fields.Field.since)."""
+    _typed(kubelet, k, "podPidsLimit")
+    fail = fields.BY_NAME["failCgroupV1"]
+    if fail.exists_in(version):
+        _typed(kubelet, k, fail.name)
+    else:
+        res(WARNING, f"kubelet.{fail.name}", f"{fail.name} dropped: the field exists from "
+            f"Kubernetes {cpu_options.version_str(fail.since)} and kubernetesVersion is "
+            f"{cpu_options.version_str(version)}; make sure the pool's nodes run cgroup v2",
+            current=str(bool(k.failCgroupV1)).lower())
+    oom = fields.BY_NAME["singleProcessOOMKill"]
+    if k.singleProcessOOMKill is not None:
+        if not oom.exists_in(version):
+            res(ERROR, f"kubelet.{oom.name}", f"{oom.name} exists from "
+                f"Kubernetes {cpu_options.version_str(oom.since)}; kubernetesVersion is "
+                f"{cpu_options.version_str(version)}")
         else:
-            res(ERROR, f"{path_of[top]}.{rest}", e.message, current=current)
-        return
-    numas = sorted({c.numa for c in topo.cpus()})
-    if k.reservedMemory is not None:
+            _typed(kubelet, k, oom.name)
+    if k.cgroupDriver is not None:
+        _typed(kubelet, k, "cgroupDriver")
+
+
+def _extra(kubelet: dict, k, res) -> None:
+    """kubelet.extra: other KubeletConfiguration fields, added last in the user's order;
+    managed fields refused, cpuCFSQuota: false and MemoryQoS: true left out, featureGates
+    merged with the gates the options need."""
+    for key, value in (k.extra or {}).items():
+        key = str(key)
+        path = f"kubelet.extra.{key}"
         try:
-            entries = memory_mod.parse(k.reservedMemory)
-        except memory_mod.ReservedMemoryError as e:
-            res(ERROR, f"kubelet.{e.path}", e.message)
-            return
-        problems = memory_mod.check(entries, totals, terms, numas)
-        for e in problems:
-            res(ERROR, f"kubelet.{e.path}", e.message)
-        if not problems:
-            kubelet["reservedMemory"] = entries
+            value = _plain(value)
+        except _Unplain as e:
+            res(ERROR, path, f"{e}; write plain YAML values")
+            continue
+        if key in MANAGED:
+            typed = MANAGED[key]
+            res(ERROR, path, f"{key} is managed by krm-fn and cannot be set in kubelet.extra"
+                + (f"; set kubelet.{typed} instead" if typed else
+                   " (it follows from the pool's other settings)"))
+            continue
+        if key == "cpuCFSQuota" and value is False:
+            res(WARNING, path, "cpuCFSQuota: false is left out: it turns off CPU limits for "
+                f"every pod on the node (cpuCFSQuota, {fields.REFERENCE}); pinned containers "
+                "need no such setting (on 1.33+ the kubelet drops their quota itself, "
+                "DisableCPUQuotaWithExclusiveCPUs)", current="false")
+            continue
+        if key == "featureGates":
+            _extra_gates(kubelet, value, path, res)
+            continue
+        kubelet[key] = value
+
+
+def _extra_gates(kubelet: dict, value, path: str, res) -> None:
+    """kubelet.extra.featureGates merged over the gates the plan already sets."""
+    if not isinstance(value, dict):
+        res(ERROR, path, "featureGates must be a mapping of gate name to true/false")
         return
-    if not any(totals.values()):
-        res(ERROR, "kubelet.memoryManagerPolicy", "memoryManagerPolicy Static needs a "
-            "non-zero reservedMemory, but kubeReserved.memory + systemReserved.memory + "
-            "evictionHard[memory.available] is 0; reserve some memory")
-        return
-    kubelet["reservedMemory"] = memory_mod.split(totals, numas,
-                                                 bool(pool.reserved.spreadMemoryAcrossNuma))
+    gates = dict(kubelet.get("featureGates") or {})
+    for gate, on in list(value.items()):
+        if gate == MEMORY_QOS_GATE and on is True:
+            res(WARNING, f"{path}.{gate}", "MemoryQoS: true is left out: krm-fn never "
+                "enables MemoryQoS (alpha, KEP-2570): it sets memory.high on "
+                "containers whose memory request is below the limit and throttles "
+                "them early (kubernetes/enhancements#3818), and can livelock on "
+                "kernels before 5.9; the pinned pods are Guaranteed anyway "
+                "(request == limit: no memory.high)", current="true")
+            continue
+        if gate in gates and gates[gate] != on:
+            res(ERROR, f"{path}.{gate}", f"feature gate {gate} is {gates[gate]} because "
+                f"of the pool's policy options; extra.featureGates cannot set "
+                f"it to {on}")
+        gates[gate] = on
+    if gates:
+        kubelet["featureGates"] = gates
+
+
+def _check_reserved_cgroups(kubelet: dict, res) -> None:
+    """Errors for what the kubelet refuses next to reservedSystemCPUs: a reserved cgroup
+    (fields.RESERVED_CGROUP_FIELDS), and enforceNodeAllocatable entries that need one
+    (fields.ENFORCEMENT); enforceNodeAllocatable must be a list of strings."""
+    if kubelet.get("reservedSystemCPUs"):
+        for key in RESERVED_CGROUP_FIELDS:
+            if kubelet.get(key):
+                res(ERROR, f"kubelet.extra.{key}", f"{key} cannot be set together with "
+                    f"reservedSystemCPUs: the kubelet rejects the configuration; remove "
+                    f"{key} (or set it to \"\")", current=kubelet[key])
+    enforce = kubelet.get("enforceNodeAllocatable")
+    if enforce is not None:
+        path = "kubelet.extra.enforceNodeAllocatable"
+        if not isinstance(enforce, list) or not all(isinstance(e, str) for e in enforce):
+            res(ERROR, path, "enforceNodeAllocatable must be a list of strings such as "
+                "[pods]")
+        elif kubelet.get("reservedSystemCPUs"):
+            need = [e for e in enforce if e in fields.ENFORCEMENT]
+            if need:
+                res(ERROR, path, f"enforceNodeAllocatable {', '.join(need)} needs "
+                    f"systemReservedCgroup/kubeReservedCgroup, which the kubelet refuses next "
+                    f"to reservedSystemCPUs; enforce [pods] only")
 
 
 def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
-    """kubelet.md §4: a topologyManagerPolicy other than `none` on a node with more than 8
+    """A topologyManagerPolicy other than `none` on a node with more than 8
     NUMA nodes needs topologyManagerPolicyOptions max-allowable-numa-nodes >= the node's
     NUMA node count, else the kubelet fails with `unsupported on machines with more than 8
-    NUMA Nodes`. Unset: added (with a warning) where the option exists (1.31+, KEP-4622);
-    set too low, or before 1.31: an error."""
+    NUMA Nodes` (https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/).
+    Unset: added (with a warning) where the option exists (1.31+, KEP-4622); set too low,
+    or before 1.31: an error."""
     policy = kubelet.get("topologyManagerPolicy")
     if policy == "none" or topo.numa_nodes <= TOPOLOGY_MAX_NUMA_DEFAULT:
         return
@@ -464,9 +354,12 @@ def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
             proposed=str(topo.numa_nodes))
         return
     have = "it is not set" if text is None else f"it is {text!r}"
+    _, alpha, beta, _ = cpu_options.TOPOLOGY_OPTIONS[MAX_ALLOWABLE_NUMA_OPTION]
+    since = alpha or beta
     fix = (f"set kubelet.topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to "
            f"\"{topo.numa_nodes}\" or topologyManagerPolicy to none" if exists else
-           f"the option exists from Kubernetes 1.31, so set topologyManagerPolicy to none")
+           f"the option exists from Kubernetes {cpu_options.version_str(since)}, so set "
+           f"topologyManagerPolicy to none")
     res(ERROR, "kubelet.topologyManagerPolicy",
         f"topologyManagerPolicy {policy!r} on nodes with {topo.numa_nodes} NUMA nodes needs "
         f"the topology manager option {MAX_ALLOWABLE_NUMA_OPTION} >= {topo.numa_nodes} "
@@ -477,8 +370,8 @@ def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
 def _rollout(kubelet: dict, changes=None) -> list[str]:
     """The rollout steps (krm_fn.node.baseline.rollout_steps: the full procedure without a
     baseline, else only what the StateChanges need), with a first check when the config
-    refuses cgroup v1 (kubelet.md §9: failCgroupV1 true on a cgroup v1 host stops the
-    kubelet)."""
+    refuses cgroup v1 (failCgroupV1 true on a cgroup v1 host stops the kubelet;
+    https://kubernetes.io/docs/concepts/architecture/cgroups/)."""
     steps = baseline_mod.rollout_steps(changes)
     if kubelet.get("failCgroupV1") is True:
         steps.insert(0, "Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` prints "

@@ -1,6 +1,8 @@
 """CPU topology of a node pool, reserved-core selection and Linux cpuset list strings.
 
-Numbering (kubelet.md §13 "Reserved selection"; Linux x86 enumeration):
+Numbering (the OpenShift Performance Profile Creator's reserved selection,
+openshift/cluster-node-tuning-operator
+pkg/performanceprofile/profilecreator/profilecreator.go; Linux x86 enumeration):
 
 - Physical cores are numbered 0..C-1, C = sockets * cores_per_socket, socket-major: cores
   0..cores_per_socket-1 are on socket 0, and so on.
@@ -11,7 +13,8 @@ Numbering (kubelet.md §13 "Reserved selection"; Linux x86 enumeration):
   `adjacent` (siblings 2i and 2i+1 when T == 2): c*T + t.
 
 Cpuset strings are the Linux cpuset "list format" (`0-2,5,32-33`), which is what the
-kubelet's `reservedSystemCPUs` field takes (kubelet.md §1, parsed by k8s.io/utils/cpuset).
+kubelet's `reservedSystemCPUs` field takes (parsed by k8s.io/utils/cpuset;
+https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/).
 """
 from __future__ import annotations
 
@@ -171,14 +174,18 @@ class Topology:
 def reserve_cores(topology: Topology, cores: int, spread: bool) -> list[int]:
     """CPUs reserved for system daemons (`reservedSystemCPUs`), as sorted logical CPU ids.
 
-    Whole physical cores with all their SMT siblings (kubelet.md §6 krm-fn rule; with
-    `full-pcpus-only` the siblings of reserved CPUs count as used, §10.3). Without `spread`:
+    Whole physical cores with all their SMT siblings (with `full-pcpus-only` the siblings of
+    reserved CPUs count as used,
+    https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/). Without `spread`:
     the lowest core ids, NUMA node 0 first, then NUMA 1, ... With `spread`: `cores // N` cores
     from each of the N NUMA nodes, the remainder one each to the lowest NUMA ids, the lowest
-    core ids of each node (the OpenShift Performance Profile Creator's rule, kubelet.md §13).
+    core ids of each node (the OpenShift Performance Profile Creator's rule,
+    openshift/cluster-node-tuning-operator
+    pkg/performanceprofile/profilecreator/profilecreator.go).
 
     Raises ValueError when `cores` < 1 (the static policy needs a non-zero reservation,
-    kubelet.md §3) or when `cores` >= the node's physical cores (nothing would be left for
+    https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/)
+    or when `cores` >= the node's physical cores (nothing would be left for
     pods).
     """
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:

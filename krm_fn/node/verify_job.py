@@ -3,20 +3,21 @@ batch/v1 Job `<namespace>/krm-fn-verify-<pool>` whose one container runs `krm-fn
 a node of the pool, pinned the way krm-fn pins workloads, with the values to expect as args.
 Pure: `render(plan, ctx, ...)` returns a plain dict.
 
-The pod (every rule's source in kubelet.md):
+The pod (sources: https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/
+and https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/):
 - `nodeSelector`: the pool's, so it lands on a tuned node.
 - one container, `requests == limits`: cpu = the pool's threadsPerCore (a whole number and a
-  multiple of the SMT threads, so full-pcpus-only admits it: §10.2, §10.3), memory
-  `MEMORY` (the pod is Guaranteed: §10.1).
+  multiple of the SMT threads, so full-pcpus-only admits it), memory
+  `MEMORY` (the pod is Guaranteed).
 - every `spec.workloads.threads.env` variable = the CPU count, as krm-fn's threads rule
   writes it (the default list when that is empty: verify fails when no thread variable is
   set).
 - args: `--cpus`, `--memory` (bytes), `--kubernetes-version`, `--topology-policy`,
   `--full-pcpus-only`/`--no-full-pcpus-only` from the plan's cpuManagerPolicyOptions,
   `--pids` when podPidsLimit > 0, `--cpu-quota` when the plan keeps the CFS quota on
-  exclusive CPUs on 1.33+ (gate DisableCPUQuotaWithExclusiveCPUs false in featureGates, §7;
-  the plan never writes `cpuCFSQuota: false`, §9), `--thread-env` for configured names
-  outside the verify registry.
+  exclusive CPUs on 1.33+ (gate DisableCPUQuotaWithExclusiveCPUs false in featureGates,
+  kubernetes/kubernetes#127525; the plan never writes `cpuCFSQuota: false`), `--thread-env`
+  for configured names outside the verify registry.
 - `restartPolicy: Never`, `backoffLimit: 0`: a mismatch fails the Job once, visibly.
 - non-root (65534, the image's user), read-only root filesystem, no privilege escalation,
   all capabilities dropped, RuntimeDefault seccomp, no service account token: verify only

@@ -4,9 +4,11 @@
 
 `FORMATS` maps the format name used in `spec.output.formats` to its module.
 Emitted objects carry `internal.config.kubernetes.io/path` only when `ctx.set_path` (kpt
-writes new items to that file, krm.md §4), and never carry `config.kubernetes.io/local-config`
+writes new items to that file, the KRM functions specification,
+https://github.com/kubernetes-sigs/kustomize/blob/master/cmd/config/docs/api-conventions/functions-spec.md),
+and never carry `config.kubernetes.io/local-config`
 or `config.kubernetes.io/function` unless the format itself is a local-config object
-(krm.md §5: kustomize drops local-config objects from its output).
+(kustomize drops local-config objects from its output, same specification).
 
 Entry points: `render_with_results(name, plan, ctx, ref, index)` -> (objects, results), and
 `render(name, plan, ctx)` -> objects only.

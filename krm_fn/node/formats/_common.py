@@ -4,59 +4,27 @@ that carries a platform's file, and the results a format returns.
 Every format module has `render(plan, ctx) -> Rendered`: the emitted objects (plain dicts,
 plain str values, insertion-ordered) and the results (krm_fn.results.Result) that say what
 the platform cannot take. A field the platform cannot take is a warning naming the field and
-the platform, never dropped silently; a value equal to the kubelet's own default
-(KUBELET_DEFAULTS) is left out without a result, since the node runs it anyway.
+the platform, never dropped silently; a policy equal to the kubelet's own default
+(krm_fn.node.fields OMIT_AT_DEFAULT) is left out without a result, since the node runs it
+anyway. Platform names, refusals and consequences come from krm_fn.node.fields.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
 
+from krm_fn.node import fields
 from krm_fn.results import WARNING, Result, value_text
 
 PATH_ANNOTATION = "internal.config.kubernetes.io/path"
 LOCAL_CONFIG_ANNOTATION = "config.kubernetes.io/local-config"
 MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
 POOL_LABEL = "krm-fn.dev/node-pool"
-# On emitted objects whose plan needs the node's CPU/Memory Manager state reset (C05).
+# On emitted objects whose plan needs the node's CPU/Memory Manager state reset
+# (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
 ROLLOUT_NOTE = "krm-fn.dev/rollout-note"
 
-# The KubeletConfiguration document header: not a setting, never warned about.
-HEADER = ("apiVersion", "kind")
-
-# Values that equal the kubelet's default (kubelet.md §1): leaving them out changes nothing.
-KUBELET_DEFAULTS: dict[str, Any] = {
-    "memoryManagerPolicy": "None",
-    "topologyManagerPolicy": "none",
-    "topologyManagerScope": "container",
-}
-
-# Why a field that a platform cannot take matters (appended to the warning).
-CONSEQUENCES: dict[str, str] = {
-    "cpuManagerPolicyOptions": "the static CPU Manager runs without these options (without "
-                               "full-pcpus-only a pinned container can get half a physical "
-                               "core and share its L1/L2 with another pod)",
-    "cpuManagerReconcilePeriod": "the kubelet default (10s) applies",
-    "topologyManagerScope": "the kubelet default scope `container` applies: the containers "
-                            "of a pod can be aligned to different NUMA nodes",
-    "topologyManagerPolicy": "the kubelet default `none` applies: no NUMA alignment",
-    "topologyManagerPolicyOptions": "the Topology Manager runs without these options (on "
-                                    "nodes with more than 8 NUMA nodes a policy other than "
-                                    "none then stops the kubelet)",
-    "memoryManagerPolicy": "the kubelet default `None` applies: memory is not NUMA-aligned",
-    "reservedMemory": "the platform must size the Memory Manager's reservation itself",
-    "reservedSystemCPUs": "the static policy then reserves ceil(kubeReserved.cpu + "
-                          "systemReserved.cpu) CPUs of the platform's own reservation, chosen "
-                          "by the kubelet, and system daemons are not kept off the pinned "
-                          "cores",
-    "kubeReserved": "the platform's own kubeReserved applies",
-    "systemReserved": "the platform's own systemReserved applies",
-    "evictionHard": "the platform's own hard eviction thresholds apply",
-    "podPidsLimit": "pods get the platform's default pids limit",
-    "failCgroupV1": "the kubelet does not refuse cgroup v1: make sure the nodes run cgroup v2",
-    "featureGates": "the gates keep their defaults (the kubelet refuses alpha CPU Manager "
-                    "options without CPUManagerPolicyAlphaOptions)",
-}
+HEADER = fields.HEADER
 
 
 @dataclass
@@ -84,8 +52,8 @@ def path_of(plan, fmt: str) -> str:
 
 def metadata(plan, ctx, name: str, path: str, namespaced: bool = True) -> dict:
     """metadata {name, namespace (when namespaced), labels, annotations}: ROLLOUT_NOTE when
-    the plan changes settings the node's resource-manager checkpoint depends on (cases.md
-    C05), PATH_ANNOTATION under kpt."""
+    the plan changes settings the node's resource-manager checkpoint depends on
+    (krm_fn.node.fields STATE_FIELDS), PATH_ANNOTATION under kpt."""
     md: dict = {"name": name}
     if namespaced:
         md["namespace"] = str(ctx.namespace)
@@ -123,20 +91,16 @@ text = value_text      # the formats' name for it
 
 def config_path(name: str, index: int) -> str:
     """The function config field that produced KubeletConfiguration field `name` (dotted
-    below the top level allowed): the typed pool field, `kubelet.extra.<name>` for any
-    other field, the memory policy for reservedMemory."""
-    from krm_fn.node.plan import MANAGED
-
+    below the top level allowed): the typed pool field (krm_fn.node.fields.result_field),
+    `kubelet.extra.<name>` for any other field, the pool's kubelet for derived fields."""
     base = f"spec.nodePools[{index}].kubelet"
     top, _, rest = name.partition(".")
-    if top not in MANAGED:
+    if top not in fields.MANAGED:
         return f"{base}.extra.{name}"
-    if top == "reservedMemory":       # computed from the memory policy (or given with it)
-        return f"{base}.memoryManagerPolicy"
-    typed = MANAGED[top]
+    typed = fields.result_field(top)
     if typed is None:
         return base
-    return f"{base}.{typed}" + (f".{rest}" if rest else "")
+    return f"{base}.{typed}" + (f".{rest}" if rest and typed == top else "")
 
 
 class Report:
@@ -160,7 +124,8 @@ class Report:
 
     def unsupported(self, platform: str, name: str, value: Any, detail: str = "") -> None:
         """Warning: `name` is left out because `platform` cannot take it."""
-        why = CONSEQUENCES.get(name.partition(".")[0])
+        f = fields.get(name)
+        why = f.consequence if f else ""
         self.add(WARNING, name, f"{name} {text(value)} is left out of the {platform} output: "
                  f"{platform} cannot set it{detail}" + (f"; {why}" if why else ""),
                  current=value)

@@ -1,20 +1,11 @@
 """Format `aks`: a ConfigMap carrying `kubelet-config.json`, the custom node configuration of
 `az aks nodepool add|update --kubelet-config kubelet-config.json` (ARM `kubeletConfig`).
 
-AKS names (azure-mgmt-containerservice KubeletConfig; kubelet.md §14):
-
-| KubeletConfiguration | AKS kubeletConfig |
-|---|---|
-| cpuManagerPolicy, topologyManagerPolicy, allowedUnsafeSysctls, failSwapOn, containerLogMaxFiles (>= 2) | same |
-| cpuCFSQuota, cpuCFSQuotaPeriod | cpuCfsQuota, cpuCfsQuotaPeriod |
-| imageGCHighThresholdPercent, imageGCLowThresholdPercent | imageGcHighThreshold, imageGcLowThreshold |
-| containerLogMaxSize (whole MiB) | containerLogMaxSizeMB (a number) |
-| podPidsLimit | podMaxPids |
-
-Every other field (topologyManagerScope other than `container`, cpuManagerPolicyOptions,
-cpuManagerReconcilePeriod, reservedSystemCPUs, kube/systemReserved, evictionHard,
-memoryManagerPolicy other than `None`, reservedMemory, featureGates, failCgroupV1, ...) is a
-warning: AKS cannot set it.
+AKS names come from krm_fn.node.fields (each entry's `platforms["aks"]`; azure-mgmt-containerservice
+KubeletConfig, https://learn.microsoft.com/en-us/azure/aks/custom-node-configuration):
+cpuManagerPolicy, topologyManagerPolicy, cpuCfsQuota, podMaxPids, containerLogMaxSizeMB (whole
+MiB), containerLogMaxFiles (>= 2), ... Every other field is a warning: AKS cannot set it; a
+policy at the kubelet's default (fields.OMIT_AT_DEFAULT) is left out silently.
 """
 from __future__ import annotations
 
@@ -22,25 +13,15 @@ import json
 from fractions import Fraction
 
 from krm_fn import quantity
-from krm_fn.node.formats._common import KUBELET_DEFAULTS, Rendered, Report, body, carrier
+from krm_fn.node import fields
+from krm_fn.node.formats._common import Rendered, Report, body, carrier
 from krm_fn.results import WARNING
 
 DATA_KEY = "kubelet-config.json"
 PLATFORM = "AKS"
 MIB = 1024 * 1024
 
-RENAMES = {
-    "cpuManagerPolicy": "cpuManagerPolicy",
-    "cpuCFSQuota": "cpuCfsQuota",
-    "cpuCFSQuotaPeriod": "cpuCfsQuotaPeriod",
-    "imageGCHighThresholdPercent": "imageGcHighThreshold",
-    "imageGCLowThresholdPercent": "imageGcLowThreshold",
-    "topologyManagerPolicy": "topologyManagerPolicy",
-    "allowedUnsafeSysctls": "allowedUnsafeSysctls",
-    "failSwapOn": "failSwapOn",
-    "containerLogMaxFiles": "containerLogMaxFiles",
-    "podPidsLimit": "podMaxPids",
-}
+NAMES = fields.platform_names("aks")
 
 
 def _mib(value) -> int | None:
@@ -53,30 +34,43 @@ def _mib(value) -> int | None:
     return int(n) if n.denominator == 1 and n > 0 else None
 
 
+def _mib_field(key: str, value, rep: Report):
+    """containerLogMaxSize as containerLogMaxSizeMB, or None with a warning."""
+    mib = _mib(value)
+    if mib is None:
+        rep.add(WARNING, key, f"{key} {value!r} is left out of the {PLATFORM} output: AKS "
+                f"takes it as {NAMES[key].name}, a whole number of MiB; write "
+                f"kubelet.extra.{key} as e.g. 10Mi", current=value)
+    return mib
+
+
+def _at_least_2(key: str, value, rep: Report):
+    """containerLogMaxFiles when >= 2, or None with a warning."""
+    if isinstance(value, int) and value >= 2:
+        return value
+    rep.add(WARNING, key, f"{key} {value} is left out of the {PLATFORM} output: AKS accepts 2 "
+            f"or more", current=value)
+    return None
+
+
+CONVERT = {"mib": _mib_field, "at-least-2": _at_least_2}
+
+
 def kubelet_config(plan, rep: Report) -> dict:
     """AKS kubeletConfig for `plan`; warnings for what AKS cannot take go to `rep`."""
     out: dict = {}
     for key, value in body(plan).items():
-        if key in KUBELET_DEFAULTS and value == KUBELET_DEFAULTS[key]:
-            if key in RENAMES:
-                out[RENAMES[key]] = value
-            continue
-        if key == "containerLogMaxSize":
-            mib = _mib(value)
-            if mib is None:
-                rep.add(WARNING, key, f"containerLogMaxSize {value!r} is left out of the "
-                        f"{PLATFORM} output: AKS takes it as containerLogMaxSizeMB, a whole "
-                        f"number of MiB; write kubelet.extra.containerLogMaxSize as e.g. 10Mi",
-                        current=value)
-            else:
-                out["containerLogMaxSizeMB"] = mib
-        elif key == "containerLogMaxFiles" and not (isinstance(value, int) and value >= 2):
-            rep.add(WARNING, key, f"containerLogMaxFiles {value} is left out of the {PLATFORM} "
-                    f"output: AKS accepts 2 or more", current=value)
-        elif key in RENAMES:
-            out[RENAMES[key]] = value
-        else:
+        on = NAMES.get(key)
+        if on is None:
+            if key in fields.OMIT_AT_DEFAULT and value == fields.OMIT_AT_DEFAULT[key]:
+                continue
             rep.unsupported(PLATFORM, key, value)
+            continue
+        if on.convert:
+            value = CONVERT[on.convert](key, value, rep)
+            if value is None:
+                continue
+        out[on.name] = value
     return out
 
 

@@ -2,9 +2,11 @@
 
 `data.kubelet-config.yaml` is the pool's full KubeletConfiguration (apiVersion/kind
 included), usable as a kubelet `--config-dir` drop-in (KEP-3983; the file must be named
-`*.conf` there) and as a kubeadm `kubeletconfiguration` patch (kubelet.md §14).
+`*.conf` there) and as a kubeadm `kubeletconfiguration` patch
+(https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/).
 `data.rollout.txt` names the pool and its nodeSelector, then the numbered rollout steps
-(kubelet.md §3, cases.md C05). A ConfigMap applies cleanly to any cluster, so GitOps tools
+(https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
+A ConfigMap applies cleanly to any cluster, so GitOps tools
 carry it; the kubelet does not read it, a human or node tooling does.
 """
 from __future__ import annotations

@@ -3,8 +3,9 @@ for nodeadm (Amazon Linux 2023 EKS AMIs), with the plan under `spec.kubelet.conf
 
 nodeadm writes `spec.kubelet.config` as the kubelet drop-in
 `/etc/kubernetes/kubelet/config.json.d/40-nodeadm.conf`, merged over its own
-`/etc/kubernetes/kubelet/config.json` (maps per key, lists and scalars replaced; kubelet.md
-§14). The map is free: every KubeletConfiguration field passes. Two nodeadm defaults matter:
+`/etc/kubernetes/kubelet/config.json` (maps per key, lists and scalars replaced;
+https://awslabs.github.io/amazon-eks-ami/nodeadm/).
+The map is free: every KubeletConfiguration field passes. Two nodeadm defaults matter:
 
 - nodeadm sets `systemReservedCgroup: /system` and `kubeReservedCgroup: /runtime`, and the
   kubelet refuses `reservedSystemCPUs` next to either. With reservedSystemCPUs in the plan
@@ -21,6 +22,7 @@ cluster details).
 from __future__ import annotations
 
 from krm_fn.node.baseline import string_map, unwrap
+from krm_fn.node import fields
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
 from krm_fn.results import WARNING
 from krm_fn.yaml import emit
@@ -29,8 +31,9 @@ DATA_KEY = "nodeconfig.yaml"
 API_VERSION = "node.eks.aws/v1alpha1"
 KIND = "NodeConfig"
 PLATFORM = "EKS"
-NODEADM_CGROUPS = {"systemReservedCgroup": "/system", "kubeReservedCgroup": "/runtime"}
-NODEADM_KUBE_RESERVED_MEMORY = "11 * maxPods + 255 Mi"
+# nodeadm's own values (krm_fn.node.fields, each entry's platforms["eks"].platform_default).
+NODEADM_CGROUPS = {n: fields.platform_default("eks", n) for n in fields.RESERVED_CGROUP_FIELDS}
+NODEADM_KUBE_RESERVED_MEMORY = fields.platform_default("eks", "kubeReserved")["memory"]
 
 
 def node_config(plan, rep: Report, baseline=None) -> dict:

@@ -6,7 +6,8 @@ The baseline is the node's configuration as the kubelet reports it
 (`kubectl get --raw /api/v1/nodes/<node>/proxy/configz`; the `{"kubeletconfig": {...}}`
 wrapper is unwrapped) or its config file. The desired configuration is the baseline with the
 plan merged over it the way the kubelet merges a `--config-dir` drop-in (a JSON merge patch,
-RFC 7386: maps merge per key, lists and scalars replace; kubelet.md §14), without the plan's
+RFC 7386: maps merge per key, lists and scalars replace;
+https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/), without the plan's
 apiVersion/kind, so the operations apply to the baseline as given.
 
 The plan was built against the same baseline (krm_fn.node.baseline): it already sets the

@@ -3,7 +3,9 @@
 kubeadm (>= 1.25, kubernetes/kubernetes#110405) patches the node's KubeletConfiguration
 from a file in the directory given to `kubeadm init|join|upgrade node --patches DIR`
 (or `patches.directory` in Init/Join/UpgradeConfiguration), named
-`target[suffix][+patchtype].{yaml,json}` (kubelet.md §14). The file here is
+`target[suffix][+patchtype].{yaml,json}`
+(https://kubernetes.io/docs/setup/production-environment/tools/kubeadm/control-plane-flags/#patches).
+The file here is
 `kubeletconfiguration+merge.yaml`: target `kubeletconfiguration`, a JSON merge patch
 (RFC 7386: maps merge per key, lists and scalars replace) holding the plan's full
 KubeletConfiguration. A ConfigMap key cannot hold '+', so the data key is

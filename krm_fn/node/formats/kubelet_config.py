@@ -2,9 +2,11 @@
 object for kpt packages.
 
 kpt requires `metadata.name` on every item and writes new items to the file named by
-`internal.config.kubernetes.io/path` (krm.md §4); `config.kubernetes.io/local-config: "true"`
-keeps it client-side, and kustomize drops local-config objects from build output (krm.md §3),
-so a bare KubeletConfiguration never reaches `kubectl apply`.
+`internal.config.kubernetes.io/path` (the KRM functions specification,
+https://github.com/kubernetes-sigs/kustomize/blob/master/cmd/config/docs/api-conventions/functions-spec.md);
+`config.kubernetes.io/local-config: "true"` keeps it client-side, and kustomize drops
+local-config objects from build output (same specification), so a bare KubeletConfiguration
+never reaches `kubectl apply`.
 """
 from __future__ import annotations
 

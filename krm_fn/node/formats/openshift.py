@@ -4,19 +4,26 @@
 `spec.machineConfigPoolSelector.matchLabels` selects the MachineConfigPool labelled
 `pools.operator.machineconfiguration.openshift.io/<pool>: ""` (the label every pool the
 MCO creates carries for its own name; add it to a custom pool); `spec.kubeletConfig` holds
-the plan's KubeletConfiguration fields without apiVersion/kind (kubelet.md §14).
+the plan's KubeletConfiguration fields without apiVersion/kind
+(openshift/api machineconfiguration/v1 KubeletConfig,
+https://github.com/openshift/api/blob/master/machineconfiguration/v1/types.go).
 
-The Machine Config Operator refuses a whole KubeletConfig that sets cgroupDriver,
-clusterDNS, clusterDomain, featureGates, staticPodPath, failSwapOn or
-memorySwap.swapBehavior (MCO `validateUserKubeletConfig`): those are removed, one warning
-each. Feature gates belong in the cluster FeatureGate CR. The MCO drains and reboots each
+The Machine Config Operator refuses a whole KubeletConfig that sets one of the fields
+krm_fn.node.fields marks `Off` for openshift (cgroupDriver, clusterDNS, featureGates,
+memorySwap.swapBehavior, ...; openshift/machine-config-operator
+pkg/controller/kubelet-config/helpers.go `validateUserKubeletConfig`): those are removed, one
+warning each. Feature gates belong in the cluster FeatureGate CR. The MCO drains and reboots each
 node of the pool and deletes `cpu_manager_state`/`memory_manager_state` itself.
 
 On a pool tuned by the Node Tuning Operator, the PerformanceProfile's own KubeletConfig
-`performance-<profile>` always overrides the CPU fields (kubelet.md §13): one warning says so.
+`performance-<profile>` always overrides the CPU fields (the fields whose openshift entry
+names an owner; openshift/cluster-node-tuning-operator
+pkg/performanceprofile/controller/performanceprofile/components/kubeletconfig/kubeletconfig.go):
+one warning says so.
 """
 from __future__ import annotations
 
+from krm_fn.node import fields
 from krm_fn.node.formats._common import Rendered, Report, body, metadata, path_of, text
 from krm_fn.results import WARNING
 
@@ -26,22 +33,9 @@ POOL_LABEL_PREFIX = "pools.operator.machineconfiguration.openshift.io/"
 PLATFORM = "OpenShift"
 
 # Fields the MCO rejects (the whole KubeletConfig fails) -> what to do instead.
-REJECTED: dict[str, str] = {
-    "featureGates": "set them cluster-wide in the FeatureGate CR `cluster` "
-                    "(spec.featureSet: CustomNoUpgrade with spec.customNoUpgrade.enabled; "
-                    "CustomNoUpgrade cannot be undone and blocks minor upgrades)",
-    "cgroupDriver": "the MCO sets the cgroup driver itself",
-    "clusterDNS": "the MCO sets it from the cluster network configuration",
-    "clusterDomain": "the MCO sets it from the cluster network configuration",
-    "staticPodPath": "the MCO owns the static pod path",
-    "failSwapOn": "configure swap through the MCO's own swap support instead",
-    "memorySwap": "configure swap through the MCO's own swap support instead",
-}
-
-# Fields a Node Tuning Operator PerformanceProfile sets on its pools (kubelet.md §13).
-NTO_FIELDS = ("cpuManagerPolicy", "cpuManagerPolicyOptions", "cpuManagerReconcilePeriod",
-              "topologyManagerPolicy", "reservedSystemCPUs", "memoryManagerPolicy",
-              "reservedMemory")
+REJECTED = fields.refused_by("openshift")
+# Fields a Node Tuning Operator PerformanceProfile sets on its pools.
+NTO_FIELDS = fields.owned_on("openshift")
 
 
 def name_of(plan) -> str:
@@ -56,12 +50,13 @@ def render(plan, ctx) -> Rendered:
     name = name_of(plan)
     kubelet_config: dict = {}
     for key, value in body(plan).items():
-        if key in REJECTED and not (key == "memorySwap" and isinstance(value, dict)
-                                    and not value.get("swapBehavior")):
+        off = REJECTED.get(key)
+        if off is not None and not (off.unless_empty and isinstance(value, dict)
+                                    and not value.get(off.unless_empty)):
             rep.add(WARNING, key, f"{key} {text(value)} is removed from {PLATFORM} KubeletConfig "
                     f"{name}: the Machine Config Operator refuses a KubeletConfig that sets "
                     f"{key} (\"KubeletConfiguration: {key} is not allowed to be set\") and "
-                    f"applies none of it; {REJECTED[key]}", current=value)
+                    f"applies none of it; {off.reason}", current=value)
             continue
         kubelet_config[key] = value
     owned = [k for k in NTO_FIELDS if k in kubelet_config]

@@ -1,10 +1,13 @@
 """Format `talos`: a ConfigMap carrying `kubelet-patch.yaml`, a Talos machine config patch
 that sets `machine.kubelet.extraConfig` (merged by Talos into the KubeletConfiguration it
-generates; kubelet.md §14), for `talosctl patch machineconfig --patch @kubelet-patch.yaml`
+generates;
+https://www.talos.dev/latest/reference/configuration/v1alpha1/config/),
+for `talosctl patch machineconfig --patch @kubelet-patch.yaml`
 or `talosctl gen config --config-patch-worker @kubelet-patch.yaml`.
 
 Talos refuses to let extraConfig override the fields it protects (apiVersion and kind are
-simply not written; the others are removed with a warning each). Talos writes its default
+simply not written; the others, marked `Off` for talos in krm_fn.node.fields, are removed with
+a warning each). Talos writes its default
 `systemReserved` {cpu: 50m, memory: 384Mi on workers / 512Mi on control planes, pid: 100,
 ephemeral-storage: 256Mi} only when extraConfig has no systemReserved: a systemReserved in
 the plan replaces all of it (warning), and none with `memoryManagerPolicy: Static` leaves
@@ -13,17 +16,15 @@ reservedMemory short of Talos's systemReserved.memory (warning).
 from __future__ import annotations
 
 from krm_fn.node.baseline import string_map, unwrap
+from krm_fn.node import fields
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
 from krm_fn.results import WARNING
 from krm_fn.yaml import emit
 
 DATA_KEY = "kubelet-patch.yaml"
 PLATFORM = "Talos"
-PROTECTED = ("authentication", "authorization", "cgroupRoot", "kubeletCgroups", "port",
-             "protectKernelDefaults", "resolvConf", "rotateCertificates", "systemCgroups",
-             "staticPodPath", "seccompDefault")
-TALOS_SYSTEM_RESERVED = ("{cpu: 50m, memory: 384Mi (workers) / 512Mi (control planes), "
-                         "pid: 100, ephemeral-storage: 256Mi}")
+PROTECTED = fields.refused_by("talos")
+TALOS_SYSTEM_RESERVED = fields.platform_default("talos", "systemReserved")
 
 
 def patch(plan, rep: Report, baseline=None) -> dict:

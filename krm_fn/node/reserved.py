@@ -1,0 +1,167 @@
+"""Reservations of a node pool's plan: kubeReserved / systemReserved, reservedSystemCPUs and
+the Memory Manager's reservedMemory, with the checks the kubelet makes at start-up.
+
+Sources: https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/
+(with reservedSystemCPUs set the kubelet deletes kubeReserved.cpu and sets systemReserved.cpu
+to the number of reserved CPUs: allocatable cpu = capacity - count(reservedSystemCPUs);
+kubernetes/kubernetes cmd/kubelet/app/server.go),
+https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/ (the static
+policy needs a non-zero reservation) and
+https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/ (reservedMemory).
+
+Every function reports through `res(severity, path, message, current=None, proposed=None,
+absolute=False)`, paths below `spec.nodePools[i]` unless `absolute`.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn import quantity
+from krm_fn.node import baseline as baseline_mod
+from krm_fn.node import fields
+from krm_fn.node import memory as memory_mod
+from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
+from krm_fn.results import ERROR, WARNING
+
+# kubeReserved / systemReserved when neither the config nor the baseline sets them.
+DEFAULT_RESERVED = {"memory": "500Mi"}
+# kubeReserved and systemReserved: the quantity maps node allocatable subtracts.
+RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
+
+
+def reservation_maps(k, base: dict, res) -> dict[str, dict[str, str]]:
+    """kubeReserved and systemReserved of the pool's kubelet settings `k` (str -> str), the
+    cpu entries dropped with a warning (reservedSystemCPUs replaces them); unset: {} when the
+    baseline `base` has its own map, else DEFAULT_RESERVED."""
+    reserved_maps: dict[str, dict[str, str]] = {}
+    for name in RESERVATIONS:
+        given = getattr(k, name)
+        if given is None:   # unset: the baseline's own map, else krm-fn's default
+            given = {} if isinstance(base.get(name), dict) else DEFAULT_RESERVED
+        m = {str(a): str(b) for a, b in given.items()}
+        if "cpu" in m:
+            res(WARNING, f"kubelet.{name}.cpu",
+                f"{name}.cpu {m['cpu']!r} dropped: reservedSystemCPUs replaces it (with "
+                f"reservedSystemCPUs set the kubelet deletes kubeReserved.cpu and sets "
+                f"systemReserved.cpu to the number of reserved CPUs); size the CPU "
+                f"reservation with reserved.cores or kubelet.reservedSystemCPUs instead",
+                current=m["cpu"])
+            del m["cpu"]
+        reserved_maps[name] = m
+    return reserved_maps
+
+
+def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res) -> list[int]:
+    """Set kubelet["reservedSystemCPUs"]: the explicit cpuset `k.reservedSystemCPUs`
+    (checked against `topo`), or whole cores chosen from the topology
+    (`pool.reserved.cores`, spread across NUMA nodes on request). Returns the sorted reserved
+    CPU ids, [] when the set is invalid (an error result names it)."""
+    reserved: list[int] = []
+    if k.reservedSystemCPUs is not None:
+        text = str(k.reservedSystemCPUs)
+        kubelet["reservedSystemCPUs"] = text
+        path = "kubelet.reservedSystemCPUs"
+        try:
+            cpus = parse_cpuset(text)
+        except ValueError as e:
+            res(ERROR, path, f"{e}; the kubelet refuses a reservedSystemCPUs it cannot parse",
+                current=text)
+        else:
+            ids = {c.cpu for c in topo.cpus()}
+            outside = [c for c in cpus if c not in ids]
+            if not cpus:
+                res(ERROR, path, "reservedSystemCPUs is empty; the static CPU Manager needs a "
+                    "non-zero reservation (set a cpuset such as 0-1 or remove the field to "
+                    "use reserved.cores)", current=text)
+            elif outside:
+                res(ERROR, path, f"CPUs {format_cpuset(outside)} do not exist on this pool's "
+                    f"nodes (CPUs {format_cpuset(ids)}); the kubelet fails to start",
+                    current=text)
+            elif len(cpus) >= topo.total_cpus:
+                res(ERROR, path, f"reservedSystemCPUs {text!r} covers every CPU of the node; "
+                    f"nothing is left for pods", current=text)
+            else:
+                reserved = cpus
+                chosen = set(cpus)
+                touched = sorted({c.core for c in topo.cpus() if c.cpu in chosen})
+                partial = [core for core in touched
+                           if not set(topo.siblings_of(core)) <= chosen]
+                if partial:
+                    whole = sorted(c for core in touched for c in topo.siblings_of(core))
+                    res(WARNING, path, f"reservedSystemCPUs {text!r} splits physical cores "
+                        f"{', '.join(map(str, partial))} from their SMT siblings; pods cannot "
+                        f"get those cores whole (full-pcpus-only counts the siblings as used); "
+                        f"reserve whole cores, e.g. {format_cpuset(whole)!r}",
+                        current=text, proposed=format_cpuset(whole))
+    else:
+        try:
+            reserved = reserve_cores(topo, pool.reserved.cores,
+                                     bool(pool.reserved.spreadAcrossNuma))
+        except ValueError as e:
+            res(ERROR, "reserved.cores", str(e), current=pool.reserved.cores)
+        else:
+            kubelet["reservedSystemCPUs"] = format_cpuset(reserved)
+
+    return reserved
+
+
+def check_dropped_cpu(k, reserved: list[int], opts: dict, kubelet: dict, res) -> None:
+    """Warn when the kubeReserved.cpu + systemReserved.cpu the config asked for (and that were
+    dropped) differ from the number of CPUs in reservedSystemCPUs."""
+    dropped = {n: str(v["cpu"]) for n in RESERVATIONS
+               for v in [getattr(k, n) or {}] if "cpu" in v}
+    if dropped and reserved:
+        asked = sum((quantity.parse_cpu(v).value for v in dropped.values()), Fraction(0))
+        if asked != len(reserved):
+            terms = " + ".join(f"{n}.cpu {v}" for n, v in dropped.items())
+            strict = opts.get("strict-cpu-reservation") == "true"
+            res(WARNING, "kubelet.reservedSystemCPUs",
+                f"{terms} = {quantity.format_cpu(asked)} CPUs, but reservedSystemCPUs "
+                f"{kubelet.get('reservedSystemCPUs')!r} holds {len(reserved)}: the kubelet "
+                f"reserves exactly the listed CPUs (allocatable cpu = capacity - "
+                f"{len(reserved)})"
+                + ("" if strict else "; without the strict-cpu-reservation option, Burstable "
+                   "and BestEffort pods still run on them"))
+
+
+def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_path: str,
+                     reserved_maps: dict, eviction: dict, res) -> None:
+    """Set kubelet["reservedMemory"] for memoryManagerPolicy Static
+    (https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/): the
+    explicit `kubelet.reservedMemory` when it sums right, else computed and placed on NUMA
+    node 0 (or spread with reserved.spreadMemoryAcrossNuma). Errors name the field."""
+    merged = {n: {**baseline_mod.string_map(base.get(n)), **reserved_maps[n]}
+              for n in RESERVATIONS}
+    try:
+        totals, terms = memory_mod.required(merged["kubeReserved"], merged["systemReserved"],
+                                            eviction)
+    except memory_mod.ReservedMemoryError as e:
+        top, _, rest = e.path.partition(".")
+        mine = reserved_maps.get(top) if top != "evictionHard" else (k.evictionHard or {})
+        theirs = baseline_mod.string_map(base.get(top))
+        current = (merged.get(top) or eviction).get(rest)
+        if rest not in mine and rest in theirs:   # the value comes from the baseline
+            res(ERROR, f"{base_path}.{top}.{rest}", e.message, current=current, absolute=True)
+        else:
+            res(ERROR, f"kubelet.{top}.{rest}", e.message, current=current)
+        return
+    numas = sorted({c.numa for c in topo.cpus()})
+    if k.reservedMemory is not None:
+        try:
+            entries = memory_mod.parse(k.reservedMemory)
+        except memory_mod.ReservedMemoryError as e:
+            res(ERROR, f"kubelet.{e.path}", e.message)
+            return
+        problems = memory_mod.check(entries, totals, terms, numas)
+        for e in problems:
+            res(ERROR, f"kubelet.{e.path}", e.message)
+        if not problems:
+            kubelet["reservedMemory"] = entries
+        return
+    if not any(totals.values()):
+        res(ERROR, "kubelet.memoryManagerPolicy", "memoryManagerPolicy Static needs a "
+            "non-zero reservedMemory, but kubeReserved.memory + systemReserved.memory + "
+            "evictionHard[memory.available] is 0; reserve some memory")
+        return
+    kubelet["reservedMemory"] = memory_mod.split(totals, numas,
+                                                 bool(pool.reserved.spreadMemoryAcrossNuma))
