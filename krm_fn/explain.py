@@ -83,8 +83,13 @@ _SEGMENT = re.compile(r"([A-Za-z][A-Za-z0-9]*)(\[[0-9]*\])?")
 def _rules() -> list:
     """(name, module) of every rule in the order the engine applies them: `merged` (run by
     the engine before the others), then rules.RULES."""
-    from krm_fn.rules import RULES, merged
-    return [(m.__name__.rsplit(".", 1)[1], m) for m in (merged, *RULES)]
+    from krm_fn.rules import RULES, merged, rule_id
+    return [(rule_id(m), m) for m in (merged, *RULES)]
+
+
+def _source(module) -> str:
+    """The file of rule `module`, from the repository root (`krm_fn/rules/threads.py`)."""
+    return module.__name__.replace(".", "/") + ".py"
 
 
 def _normal(text: str) -> str:
@@ -275,7 +280,7 @@ def explain_rule(name: str | None) -> str:
     for i, (n, m) in enumerate(rules):
         if n == name:
             doc = inspect.cleandoc(m.__doc__ or "(no documentation)")
-            head = f"RULE: {n} ({i + 1} of {len(rules)}, krm_fn/rules/{n}.py)"
+            head = f"RULE: {n} ({i + 1} of {len(rules)}, {_source(m)})"
             return head + "\n\n" + doc + "\n"
     names = [n for n, _ in rules]
     raise UnknownName(name, difflib.get_close_matches(name, names, n=3, cutoff=0.5), "rule")
