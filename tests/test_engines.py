@@ -1,4 +1,5 @@
-"""Engine-aware threads (krm_fn/rules/engines.py) and threads.source: downwardAPI: what each
+"""Engine-aware threads (the engines rule, krm_fn/rules/serving_engines.py, over the registry
+krm_fn/rules/engines/) and threads.source: downwardAPI: what each
 engine gets, through the real CLI. Golden cases: tests/testdata/engine-*, c14, c16,
 threads-downward-api."""
 import json
@@ -93,6 +94,36 @@ def test_every_engine_is_in_the_readme_table():
     section = readme[readme.index("## Engine-aware threads"):]
     for e in engines.ENGINES:
         assert f"| {e.name} |" in section, e.name
+
+
+def test_readme_engine_table_is_generated_from_the_registry():
+    """The README table is engines.table(): edit an engine's data, then paste the table."""
+    from tests.helpers import ROOT
+    readme = (ROOT / "README.md").read_text()
+    section = readme[readme.index("## Engine-aware threads"):]
+    table = engines.table()
+    assert table in section
+    assert len(table.splitlines()) == 2 + len(engines.ENGINES) + 1
+
+
+def test_every_engine_is_data_with_its_check_and_upstream_sources():
+    """One module per engine under krm_fn/rules/engines/, each with its ENGINE (recognition
+    patterns, documentation row, at least one upstream https source) and its check."""
+    import importlib
+    import re
+    from krm_fn.rules.engines.base import Engine
+    names = [e.name for e in engines.ENGINES]
+    assert len(set(names)) == len(names)
+    for e in (*engines.ENGINES, engines.WORKERS):
+        assert isinstance(e, Engine) and callable(e.check), e.name
+        assert e.recognised and e.sets and e.warns, e.name
+        assert e.sources and all(url.startswith("https://") for _, url in e.sources), e.name
+        mod = importlib.import_module(e.check.__module__)
+        assert mod.__name__.startswith("krm_fn.rules.engines.") and mod.__doc__, e.name
+        for pattern in (*e.images, *e.commands, *e.needs):
+            re.compile(pattern)
+    for check in engines.ALWAYS:
+        assert check.__module__.startswith("krm_fn.rules.engines.")
 
 
 # -- vLLM ---------------------------------------------------------------------------------

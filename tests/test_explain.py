@@ -148,10 +148,13 @@ def test_rule_is_its_module_docstring():
 
 
 def test_every_rule_is_explained():
-    names = [m.__name__.rsplit(".", 1)[1] for m in (merged, *RULES)]
-    for i, n in enumerate(names):
+    from krm_fn.rules import rule_id
+    modules = (merged, *RULES)
+    for i, m in enumerate(modules):
+        n, path = rule_id(m), m.__name__.replace(".", "/") + ".py"
+        assert (ROOT / path).is_file()
         text = explain.explain_rule(n)
-        assert text.startswith(f"RULE: {n} ({i + 1} of {len(names)}, krm_fn/rules/{n}.py)\n\n")
+        assert text.startswith(f"RULE: {n} ({i + 1} of {len(modules)}, {path})\n\n")
         assert len(text.splitlines()) > 5
 
 

@@ -70,6 +70,11 @@ def _rules() -> list:
     return [(rule_id(m), m) for m in ((merged, *RULES) if merged not in RULES else RULES)]
 
 
+def _source(module) -> str:
+    """The file of rule `module`, from the repository root (`krm_fn/rules/threads.py`)."""
+    return module.__name__.replace(".", "/") + ".py"
+
+
 def _normal(text: str) -> str:
     t = re.sub(r"\[[0-9]*\]", "", text.strip())
     return t[len("spec."):] if t.startswith("spec.") else t
@@ -244,7 +249,7 @@ def explain_rule(name: str | None) -> str:
     for i, (n, m) in enumerate(rules):
         if n == name:
             doc = inspect.cleandoc(m.__doc__ or "(no documentation)")
-            head = f"RULE: {n} ({i + 1} of {len(rules)}, krm_fn/rules/{n}.py)"
+            head = f"RULE: {n} ({i + 1} of {len(rules)}, {_source(m)})"
             return head + "\n\n" + doc + "\n"
     names = [n for n, _ in rules]
     raise UnknownName(name, difflib.get_close_matches(name, names, n=3, cutoff=0.5), "rule")

@@ -1,19 +1,27 @@
 """Workload rules, one module each, applied in order to every PodView.
 
-Each module's docstring is its user documentation; each exposes
-`apply(pod: PodView, ctx: RuleContext) -> None`, writing through `pod.set` and reporting
-through `pod.warn` / `pod.error`. Order (DESIGN.md): resources -> pod-level resources ->
-KubeRay num-cpus -> sidecar-injector annotations -> injected containers -> threads ->
+Each rule module declares `ID` (what `krm-fn explain rule ID` and the results name it by),
+`OPTIONS` (the function-config field paths it reads; their defaults live in the config
+definition) and `apply(pod: PodView, ctx: RuleContext) -> None`, writing through `pod.set`
+and reporting through `pod.warn` / `pod.error`; its docstring is its user documentation.
+`RULES` lists them in the order they run: resources -> pod-level resources -> KubeRay
+num-cpus -> sidecar-injector annotations -> injected containers -> threads -> serving
 engines -> cgroup v2 -> node placement. `merged` (containers a controller merges in by
-name) runs before them all, from the engine, since it changes which containers the pod has.
+name) runs before them all, from the pipeline, since it changes which containers the pod
+has.
+
+No rule imports another: what several rules need of a container (its cpu decision, thread
+count, worker count, serving engines) is computed once by `facts.compute` before the rules
+run and handed over as `ctx.facts`. Shared helpers that are not rules: facts.py,
+cmdline.py, envvars.py, and the serving-engine registry engines/.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
-from krm_fn.rules import (cgroup, engines, injected, merged, placement, podlevel, ray,
-                          resources, sidecars, threads)
+from krm_fn.rules import (cgroup, facts, injected, merged, placement, podlevel, ray,
+                          resources, serving_engines, sidecars, threads)
 
 
 @dataclass(frozen=True)
@@ -22,7 +30,8 @@ class PoolInfo:
 
     `threads_per_core`: SMT siblings per core; `full_pcpus_only`: the static policy option
     `full-pcpus-only` is "true" (exclusive CPU counts must be multiples of threads_per_core,
-    else the kubelet fails the pod with SMTAlignmentError, kubelet.md §10.3);
+    else the kubelet fails the pod with SMTAlignmentError: pkg/kubelet/cm/cpumanager/
+    policy_static.go, https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/);
     `exclusive_cpus`: logical CPUs a pod can get exclusively (capacity minus
     reservedSystemCPUs).
     """
@@ -49,7 +58,8 @@ class PoolInfo:
 class RuleContext:
     """Config and placement for one pod: `cfg` is the loaded config (config.load),
     `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
-    containers to pin in this pod."""
+    containers to pin in this pod. `facts`: {container path: facts.ContainerFacts},
+    filled by `run` before the rules (empty until then)."""
 
     cfg: SimpleNamespace
     pool: PoolInfo | None
@@ -60,9 +70,11 @@ class RuleContext:
     cpus: int | None = None
     explicit: frozenset = frozenset()
     cluster: frozenset = frozenset()
+    facts: dict = field(default_factory=dict)
 
 
-RULES = (resources, podlevel, ray, sidecars, injected, threads, engines, cgroup, placement)
+RULES = (resources, podlevel, ray, sidecars, injected, threads, serving_engines, cgroup,
+         placement)
 
 
 def rule_id(module) -> str:
@@ -80,8 +92,10 @@ def merge(pod, cfg) -> None:
 
 
 def run(pod, ctx: RuleContext) -> None:
-    """Apply every rule of RULES in order to `pod` (a PodView) with `ctx`; each write is
-    attributed to the rule that made it (`pod.rule` holds the running rule's ID)."""
+    """Compute the per-container facts of `pod` (a PodView) once, then apply every rule of
+    RULES in order with `ctx` carrying them; each write is attributed to the rule that made
+    it (`pod.rule` holds the running rule's ID)."""
+    ctx = replace(ctx, facts=facts.compute(pod, ctx))
     for rule in RULES:
         pod.rule = rule_id(rule)
         rule.apply(pod, ctx)

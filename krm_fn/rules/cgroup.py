@@ -21,6 +21,9 @@ from fractions import Fraction
 from krm_fn import quantity
 from krm_fn.pod import PodView
 
+ID = "cgroup"
+OPTIONS = ("workloads.shm.sizeLimitPercent",)
+
 
 def _pod_memory(pod: PodView):
     total = Fraction(0)

@@ -1,8 +1,10 @@
 """injected: containers a platform adds to the pod, which the manifest cannot size.
 
 Injected containers never appear in the input, yet one with requests != limits makes the
-whole pod Burstable and no container gets exclusive CPUs (workloads.md §1, §3). krm-fn
-warns, naming what to change and where.
+whole pod Burstable and no container gets exclusive CPUs (Guaranteed needs requests ==
+limits in every container: kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go;
+https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/). krm-fn warns, naming what to
+change and where.
 
 - KServe (InferenceService components, ServingRuntimes): a component with a `storageUri`
   (on the framework/model container) or a `STORAGE_URI` env var gets a
@@ -29,8 +31,11 @@ warns, naming what to change and where.
 """
 from __future__ import annotations
 
-from krm_fn.pod import PodView
+from krm_fn.pod import PodView, path_str
 from krm_fn.results import INFO, Result
+
+ID = "injected"
+OPTIONS = ()
 
 KSERVE_CONFIG = "inferenceservice-config"
 STORAGE_CONTAINER = "ClusterStorageContainer"
@@ -50,7 +55,6 @@ def _uses_storage_uri(pod: PodView) -> bool:
 
 
 def _info(pod: PodView, path: tuple, message: str) -> None:
-    from krm_fn.pod import path_str
     pod.results.append(Result(message, INFO, pod.ref, path_str(path)))
 
 

@@ -32,6 +32,9 @@ from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import WARNING
 from krm_fn.workloads import MergedContainer, get_path
 
+ID = "merged"
+OPTIONS = ("workloads.sidecarResources", "workloads.initContainerCpu")
+
 
 def _applies(root: dict, m: MergedContainer) -> bool:
     if m.when and get_path(root, m.when) is None:

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 from krm_fn.pod import PodView
 
+ID = "placement"
+OPTIONS = ("nodePools.nodeSelector",)
+
 
 def apply(pod: PodView, ctx) -> None:
     """Merge the pool's nodeSelector into the pod spec; see the module docstring."""

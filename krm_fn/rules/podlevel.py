@@ -23,6 +23,9 @@ from fractions import Fraction
 from krm_fn import quantity
 from krm_fn.pod import PodView
 
+ID = "podlevel"
+OPTIONS = ()
+
 
 def _need(pod: PodView, res: str):
     """(effective request of the containers as a Fraction, a Quantity to format like) or

@@ -1,7 +1,8 @@
 """ray: KubeRay `rayStartParams.num-cpus` equal to the pinned CPUs of the Ray container.
 
 Ray schedules tasks and actors by its logical CPU count and sets `OMP_NUM_THREADS` of each
-worker process from the CPUs it reserves (workloads.md §4: `set_omp_num_threads_if_unset`).
+worker process from the CPUs it reserves (ray-project/ray python/ray/_private/utils.py
+`set_omp_num_threads_if_unset`).
 Without `num-cpus`, KubeRay derives the count from the Ray container's cpu limit, rounding
 up (ray-project/kuberay `generateRayStartCommand`): right for whole CPUs, one too many for a
 fractional limit, and wrong whenever the value in `rayStartParams` was written for other
@@ -18,25 +19,24 @@ warning.
 """
 from __future__ import annotations
 
-from krm_fn import quantity
 from krm_fn.pod import PodView
 from krm_fn.results import WARNING
 from krm_fn.workloads import get_path
 
+ID = "ray"
+OPTIONS = ()
 KEY = "num-cpus"
 
 
-def _ray_cpus(pod: PodView) -> tuple[str, int] | None:
-    """(name, CPUs) of the Ray container (containers[0]); None when it has no usable cpu."""
+def _ray_cpus(pod: PodView, ctx) -> tuple[str, int] | None:
+    """(name, CPUs) of the Ray container (containers[0]) from the cpu limit it ends with
+    (`ctx.facts`); None when it has no usable cpu."""
     for c in pod.containers:
         if c.path == pod.spec_path("containers", 0):
-            try:
-                q = quantity.parse_cpu(c.get("resources", "limits", "cpu"))
-            except (quantity.QuantityError, TypeError):
+            limit = ctx.facts[c.path].limit
+            if limit is None or limit <= 0:
                 return None
-            if q.value <= 0:
-                return None
-            return c.name, int(q.value) if q.is_integer else max(1, int(q.value))
+            return c.name, int(limit) if limit.denominator == 1 else max(1, int(limit))
     return None
 
 
@@ -44,7 +44,7 @@ def apply(pod: PodView, ctx) -> None:
     """Keep rayStartParams.num-cpus equal to the Ray container's CPUs."""
     if pod.at.ray_params is None:
         return
-    found = _ray_cpus(pod)
+    found = _ray_cpus(pod, ctx)
     if found is None:
         return
     name, n = found

@@ -3,7 +3,7 @@ pod-template annotations.
 
 Injected containers never appear in the manifest, yet one with requests != limits makes the
 whole pod Burstable and no container gets exclusive CPUs. Each injector reads its container
-resources from annotations on the pod template (workloads.md §3); when a workload gets one
+resources from annotations on the pod template (sources below); when a workload gets one
 of these sidecars, krm-fn writes all four (cpu request and limit, memory request and limit)
 with equal values from `spec.workloads.injection.<injector>` (fractional CPU is fine: the
 sidecar runs in the shared pool).
@@ -63,6 +63,9 @@ from typing import Callable
 
 from krm_fn import quantity
 from krm_fn.pod import PodView, path_str
+
+ID = "sidecars"
+OPTIONS = ("workloads.injection",)
 
 KSERVE_MODE = "serving.kserve.io/deploymentMode"
 # KServe deploymentMode values without a Knative revision (constants.go: RawDeployment is

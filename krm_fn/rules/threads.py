@@ -2,7 +2,8 @@
 
 Runtimes that size their thread pools from the host's CPU count (PyTorch, OpenMP, BLAS,
 NumExpr, Go before 1.25, CPython's os.cpu_count) oversubscribe an exclusive cpuset and
-lose the point of pinning (workloads.md §4; kserve/kserve#1031, golang/go#73193).
+lose the point of pinning (PyTorch c10/core/thread_pool.cpp sizes its pool from the
+physical cores; kserve/kserve#1031, golang/go#73193).
 
 Every container that ends with a whole number of CPUs in a Guaranteed pod — pinned
 containers, and any app or sidecar container that asks for whole CPUs, which the kubelet
@@ -23,7 +24,8 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
   written explicitly: an API server that defaults it makes GitOps tools show a diff), so
   the value follows a cpu limit patched later. Only when that resolves to the count: a
   fractional container, `reservedCpus` or a worker division get the literal, with a
-  warning (a resourceFieldRef is `ceil(limit / divisor)`, kubelet.md §12). Existing
+  warning (a resourceFieldRef is `ceil(limit / divisor)`: kubernetes/kubernetes
+  pkg/api/v1/resource/helpers.go). Existing
   entries keep the rules below and stay literal.
 - A value already there that is lower is kept (`existing: keep-lower`); a higher one is
   replaced with a warning; `existing: replace` always writes the count.
@@ -34,196 +36,20 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
 """
 from __future__ import annotations
 
-import copy
 import math
-from dataclasses import dataclass
 
 from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView, path_str
-from krm_fn.results import INFO, WARNING, Result
+from krm_fn.results import INFO, Result
+from krm_fn.rules.envvars import downward_ok, env_index, set_env
 
-DOWNWARD = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
-
-
-def _cpus(c: ContainerView, pinned: bool) -> int | None:
-    """Whole CPUs of the container; for a pinned container kept fractional
-    (cpuRounding: keep) the value rounded down, at least 1 (a resourceFieldRef would round
-    up and oversubscribe: kubelet.md §12)."""
-    raw = c.get("resources", "limits", "cpu")
-    if raw is None:
-        return None
-    try:
-        q = quantity.parse_cpu(raw)
-    except quantity.QuantityError:
-        return None
-    if q.value <= 0:
-        return None
-    if q.is_integer:
-        return int(q.value)
-    return max(1, int(q.value)) if pinned else None
+ID = "threads"
+OPTIONS = ("workloads.threads.env", "workloads.threads.reservedCpus",
+           "workloads.threads.engines", "workloads.threads.existing",
+           "workloads.threads.source")
 
 
-def q_integer(c: ContainerView) -> bool:
-    """True when the container's cpu limit is a whole number."""
-    try:
-        return quantity.parse_cpu(c.get("resources", "limits", "cpu")).is_integer
-    except quantity.QuantityError:
-        return False
-
-
-@dataclass(frozen=True)
-class Count:
-    """The thread count of one container. `cpus`: its whole CPUs (rounded down when kept
-    fractional); `base`: cpus - reservedCpus, at least 1 (what one process may use);
-    `count`: base divided by the worker processes, at least 1 (what each pool gets);
-    `whole`: the cpu limit is a whole number; `workers`: the engines.Workers found or
-    None; `why` / `base_why`: the reason for count / base, for messages."""
-
-    cpus: int
-    base: int
-    count: int
-    whole: bool
-    workers: object
-    why: str
-    base_why: str
-
-
-def count_for(c: ContainerView, cfg, pinned: bool) -> Count | None:
-    """The Count of a container that gets thread env, or None (no whole CPUs). Pure: no
-    results."""
-    cpus = _cpus(c, pinned)
-    if cpus is None:
-        return None
-    threads = cfg.workloads.threads
-    base = max(1, cpus - threads.reservedCpus)
-    whole = q_integer(c)
-    why = (f"the {cpus} pinned CPUs" if whole else
-           "its fractional CPU rounded down, at least 1") + (
-        f" minus {threads.reservedCpus} reserved" if threads.reservedCpus else "")
-    base_why = why
-    workers = None
-    count = base
-    if threads.engines:
-        from krm_fn.rules import engines  # engines imports this module
-        workers = engines.workers(c)
-        if workers is not None and workers.count > 1:
-            count = max(1, base // workers.count)
-            why += f", divided by {workers.count} worker processes ({workers.what})"
-    return Count(cpus, base, count, whole, workers, why, base_why)
-
-
-def downward_ok(count: Count, cfg) -> bool:
-    """True when a resourceFieldRef on limits.cpu with divisor 1 resolves to the count."""
-    return (cfg.workloads.threads.source == "downwardAPI" and count.whole
-            and count.count == count.cpus)
-
-
-def env_index(pod: PodView, c: ContainerView) -> tuple[list, dict] | None:
-    """(env list, {name: last index}) of the container, or None after an error result
-    (env not a list, an entry without a name)."""
-    env = c.data.get("env")
-    if env is not None and not isinstance(env, list):
-        pod.error(c.path + ("env",), f"container {c.name!r}: env must be a list")
-        return None
-    env = env or []
-    by_name: dict[str, int] = {}
-    for i, e in enumerate(env):
-        name = e.get("name") if isinstance(e, dict) else None
-        if not isinstance(name, str) or not name:
-            pod.error(c.path + ("env", i), f"container {c.name!r}: env[{i}] must be a "
-                                           f"mapping with a name")
-            return None
-        by_name[name] = i  # the last entry wins, as in the kubelet
-    return env, by_name
-
-
-def field_ref_value(c: ContainerView, value_from: object) -> int | None:
-    """What a `valueFrom` resolves to when it is a resourceFieldRef on this container's
-    cpu (ceil(cpu / divisor), kubelet.md §12); None for anything else."""
-    if not isinstance(value_from, dict) or set(value_from) != {"resourceFieldRef"}:
-        return None
-    ref = value_from["resourceFieldRef"]
-    if not isinstance(ref, dict) or ref.get("containerName") not in (None, "", c.name):
-        return None
-    resource = ref.get("resource")
-    if resource not in ("limits.cpu", "requests.cpu"):
-        return None
-    try:
-        cpu = quantity.parse_cpu(c.get("resources", resource.split(".")[0], "cpu"))
-        divisor = quantity.parse_cpu(ref.get("divisor", "1"))
-    except quantity.QuantityError:
-        return None
-    if divisor.value <= 0:
-        return None
-    return math.ceil(cpu.millis / divisor.millis)
-
-
-def add_env(pod: PodView, c: ContainerView, entry: dict, message: str,
-            shown: str | None = None) -> None:
-    """Append the env `entry` to container `c` with an info result whose field path is the
-    new entry and whose proposed value is `shown` (default: the entry's value)."""
-    env = c.data.get("env") or []
-    path = c.path + ("env", len(env))
-    pod.edits.set(path, entry)
-    pod.results.append(Result(message, INFO, pod.ref, path_str(path), None,
-                              shown if shown is not None else entry.get("value")))
-
-
-def set_env(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg,
-            added: list | None = None, downward: bool = False,
-            higher: str | None = None) -> None:
-    """Make env `var` of `c` hold the whole number `want`, with the rules of the module
-    docstring (`threads.existing`, valueFrom, non-numbers). A new entry is appended (as a
-    resourceFieldRef when `downward`); its name goes to `added` for one combined info
-    result, or, when `added` is None, gets its own info result. `higher`: why a higher
-    existing value is replaced (default: more threads than `why`)."""
-    found = env_index(pod, c)
-    if found is None:
-        return
-    env, by_name = found
-    count = int(want)
-    if var not in by_name:
-        entry = {"name": var, "valueFrom": copy.deepcopy(DOWNWARD)} if downward else {"name": var,
-                                                                       "value": want}
-        if added is not None:
-            pod.edits.set(c.path + ("env", len(env)), entry)
-            added.append(var)
-        else:
-            add_env(pod, c, entry, f"container {c.name!r}: {var} set to "
-                                   + (f'resourceFieldRef limits.cpu (divisor "1") = {want}'
-                                      if downward else want) + f" ({why})", want)
-        return
-    i = by_name[var]
-    e = env[i]
-    if "valueFrom" in e:
-        resolved = field_ref_value(c, e["valueFrom"])
-        if resolved is not None and resolved <= count:
-            return
-        how = (f"resolves to {resolved} (a resourceFieldRef is rounded up)"
-               if resolved is not None else "is left alone")
-        pod.warn(c.path + ("env", i, "valueFrom"),
-                 f"container {c.name!r}: {var} comes from valueFrom and {how}; make sure "
-                 f"it resolves to at most {want} ({why}), e.g. value: \"{want}\"")
-        return
-    raw = e.get("value")
-    text = "" if raw is None else str(raw).strip()
-    if not text.isdigit():
-        pod.warn(c.path + ("env", i, "value"),
-                 f"container {c.name!r}: {var}={text!r} is not a whole number and is "
-                 f"left alone; set it to {want} ({why})")
-        return
-    n = int(text)
-    if n == count or (cfg.workloads.threads.existing == "keep-lower" and n < count):
-        return
-    pod.set(c.path + ("env", i, "value"), want,
-            f"container {c.name!r}: {var} {text} -> {want}"
-            + (": " + (higher or f"{text} is more threads than {why} and would "
-                                   f"oversubscribe them")
-               if n > count else ": threads.existing is replace"), raw,
-            severity=WARNING if n > count else INFO)
-
-
-def _literal_warning(pod: PodView, c: ContainerView, cnt: Count, want: str) -> None:
+def _literal_warning(pod: PodView, c: ContainerView, cnt, want: str) -> None:
     """threads.source is downwardAPI but a resourceFieldRef would not give `want`."""
     limit = c.get("resources", "limits", "cpu")
     if not cnt.whole:
@@ -240,8 +66,8 @@ def _literal_warning(pod: PodView, c: ContainerView, cnt: Count, want: str) -> N
              f"written as the literal {want}: {reason}")
 
 
-def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
-    cnt = count_for(c, cfg, pinned)
+def _container(pod: PodView, c: ContainerView, f, cfg) -> None:
+    cnt = f.count
     if cnt is None:
         return
     threads = cfg.workloads.threads
@@ -253,16 +79,15 @@ def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
     if pod.at.ray_params is not None and c.role == "app" and c.path[-2:] == ("containers", 0):
         # KubeRay's Ray container: Ray sets OMP_NUM_THREADS per worker from its num_cpus
         # (rayStartParams.num-cpus, kept equal to the pinned CPUs by the ray rule); a
-        # pod-wide value would give every worker the whole count (workloads.md §4).
+        # pod-wide value would give every worker the whole count (ray-project/ray
+        # python/ray/_private/utils.py set_omp_num_threads_if_unset).
         pod.results.append(Result(
             f"container {c.name!r} is the Ray container: no pod-wide thread env vars, Ray sets "
             f"OMP_NUM_THREADS per worker from rayStartParams.num-cpus", INFO, pod.ref,
             path_str(c.path + ("env",))))
         return
-    if threads.engines:
-        from krm_fn.rules import engines  # engines imports this module
-        if engines.runs_ray(c):
-            return  # Ray sizes each worker's pool itself: the engines rule says why
+    if not all(e.thread_env for e in f.engines):
+        return  # e.g. Ray sizes each worker's pool itself: the engines rule says why
     want = str(cnt.count)
     downward = downward_ok(cnt, cfg)
     if threads.source == "downwardAPI" and not downward:
@@ -279,6 +104,7 @@ def _container(pod: PodView, c: ContainerView, cfg, pinned: bool) -> None:
 
 
 def apply(pod: PodView, ctx) -> None:
-    """Set thread env vars on every container with whole CPUs; see the module docstring."""
+    """Set thread env vars on every container with whole CPUs; see the module docstring.
+    Thread counts come from `ctx.facts` (krm_fn/rules/facts.py)."""
     for c in pod.containers:
-        _container(pod, c, ctx.cfg, c.name in ctx.pinned and c.role == "app")
+        _container(pod, c, ctx.facts[c.path], ctx.cfg)

@@ -1,0 +1,144 @@
+"""A container's command line and env, read (never written): the shell words of command
+and args with the field path each came from, `--flag value` lookup, and env entries by name.
+
+Shared by the per-container facts (krm_fn/rules/facts.py) and the serving-engine checks
+(krm_fn/rules/engines/); not a rule. Words are split with shell rules
+(https://docs.python.org/3/library/shlex.html), as a `bash -c` script is.
+"""
+from __future__ import annotations
+
+import functools
+import shlex
+from dataclasses import dataclass
+
+from krm_fn.pod import ContainerView
+
+# Engines are recognised from the first 64 KiB of a container's command and args (a
+# launcher script longer than that is not read further): the words and the regexes run
+# over them stay bounded whatever the input holds.
+MAX_COMMAND_TEXT = 64 * 1024
+
+
+@dataclass(frozen=True)
+class Token:
+    """One word of the container's command/args: `text`, and where it was written (the
+    field path of the command/args entry it came from)."""
+
+    text: str
+    path: tuple
+
+
+def words(text: str) -> tuple[str, ...]:
+    """The shell words of one line. Short lines (flags, a model path) repeat across the
+    containers of a render and are cached; long ones (a script) are not kept."""
+    return _short_words(text) if len(text) <= 256 else _split_words(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _short_words(text: str) -> tuple[str, ...]:
+    return _split_words(text)
+
+
+def _split_words(text: str) -> tuple[str, ...]:
+    if not any(ch in text for ch in "'\"\\"):
+        return tuple(text.split())        # what shlex gives, without its cost
+    try:
+        return tuple(shlex.split(text))
+    except ValueError:
+        return tuple(text.split())
+
+
+def tokens(c: ContainerView) -> list[Token]:
+    """command then args, split into words (an entry such as a `bash -c` script is split
+    with shell rules, a `;` word between its lines), each with the path of its entry.
+    Kept in the container view's memo (one item) for as long as command and args hold the
+    same entries: the facts and the engine checks ask several times per container."""
+    command, args = c.data.get("command"), c.data.get("args")
+    key = (tuple(command) if isinstance(command, list) else None,
+           tuple(args) if isinstance(args, list) else None)
+    hit = c.memo.get("tokens")
+    if hit is not None and hit[0] == key:
+        return list(hit[1])
+    out: list[Token] = []
+    budget = MAX_COMMAND_TEXT
+    for k, lst in (("command", command), ("args", args)):
+        if not isinstance(lst, list):
+            continue
+        for i, entry in enumerate(lst):
+            if budget < 0:
+                break
+            if isinstance(entry, (dict, list)) or entry is None:
+                continue
+            path = c.path + (k, i)
+            for n, line in enumerate(str(entry).splitlines() or [""]):
+                budget -= len(line) + 1
+                if budget < 0:
+                    break
+                if n:
+                    out.append(Token(";", path))  # a script's next line
+                out.extend(Token(w, path) for w in words(line))
+    c.memo["tokens"] = (key, tuple(out))
+    return out
+
+
+def text(toks: list[Token]) -> str:
+    """The words joined by single spaces (what the engine regexes run over)."""
+    return " ".join(t.text for t in toks)
+
+
+def flag(toks: list[Token], names: tuple) -> tuple[str, Token, str] | None:
+    """(value, token holding the value, the flag as written) of the last `--flag value` /
+    `--flag=value` with a name in `names`, or None."""
+    found = None
+    for i, t in enumerate(toks):
+        for n in names:
+            if t.text == n and i + 1 < len(toks):
+                found = (toks[i + 1].text, toks[i + 1], f"{n} {toks[i + 1].text}")
+            elif t.text.startswith(n + "="):
+                found = (t.text[len(n) + 1:], t, t.text)
+    return found
+
+
+def count_text(value: str) -> int | None:
+    """A whole number written as decimal digits (surrounding blanks allowed), else None."""
+    value = value.strip()
+    return int(value) if value.isdigit() else None
+
+
+def env_value(c: ContainerView, name: str) -> str | None:
+    """The literal value of env `name` (last entry wins), None when absent or valueFrom."""
+    value = None
+    for e in c.data.get("env") or []:
+        if isinstance(e, dict) and e.get("name") == name:
+            value = None if "valueFrom" in e else str(e.get("value") or "")
+    return value
+
+
+def env_names(c: ContainerView) -> frozenset:
+    """The names of the container's env entries (entries without a string name skipped)."""
+    env = c.data.get("env")
+    return frozenset(e["name"] for e in env
+                     if isinstance(e, dict) and isinstance(e.get("name"), str)) \
+        if isinstance(env, list) else frozenset()
+
+
+def env_entry(c: ContainerView, name: str) -> tuple[int, dict] | None:
+    """(index, entry) of the last env entry named `name`, or None."""
+    found = None
+    for i, e in enumerate(c.data.get("env") or []):
+        if isinstance(e, dict) and e.get("name") == name:
+            found = (i, e)
+    return found
+
+
+def env_path(c: ContainerView, name: str) -> tuple:
+    """The field path of the last env entry named `name`, else of `env` itself."""
+    found = env_entry(c, name)
+    return c.path + ("env", found[0]) if found is not None else c.path + ("env",)
+
+
+def env_ok(c: ContainerView) -> bool:
+    """True when env is absent or a list of mappings each with a non-empty string name."""
+    env = c.data.get("env")
+    return env is None or (isinstance(env, list) and all(
+        isinstance(e, dict) and isinstance(e.get("name"), str) and e["name"] for e in env))

@@ -1,0 +1,88 @@
+"""Multi-worker servers (gunicorn, uvicorn, TorchServe, any `--workers N`): where a worker
+process count is read from (`SOURCES`, used by the facts to divide the thread count) and
+the check that, from Kubernetes 1.28 on cgroup v2, one OOM kills every worker of the
+container (`memory.oom.group`).
+"""
+from __future__ import annotations
+
+import re
+
+from krm_fn.pod import ContainerView, PodView
+from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, text,
+                                  tokens, words)
+from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
+
+SOURCES: tuple[WorkerSource, ...] = (
+    WorkerSource("gunicorn", r"(^|[\s/])gunicorn(\s|$)", ("--workers", "-w"),
+                 ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
+    WorkerSource("uvicorn", r"(^|[\s/])uvicorn(\s|$)", ("--workers",), ("WEB_CONCURRENCY",)),
+    WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
+                 engine="TorchServe"),
+    WorkerSource("", None, ("--workers",)),
+)
+
+
+def find(c: ContainerView, engines: tuple) -> Workers | None:
+    """The worker process count of the container when a SOURCES entry gives one (the
+    first that does), else None. `engines`: the Engines recognised in it."""
+    toks = tokens(c)
+    line = text(toks)
+    names = {e.name for e in engines}
+    for src in SOURCES:
+        if src.engine is not None:
+            if src.engine not in names:
+                continue
+        elif src.command is not None and not re.search(src.command, line):
+            continue
+        if src.flags:
+            found = flag(toks, src.flags)
+            if found is not None and count_text(found[0]) is not None:
+                return Workers(count_text(found[0]), src.server,
+                               f"{src.server} {found[2]}".strip(), found[1].path)
+        for var in src.env:
+            value = env_value(c, var)
+            if value is None:
+                continue
+            if var == "GUNICORN_CMD_ARGS":
+                found = flag([Token(w, ()) for w in words(value)], src.flags)
+                n = count_text(found[0]) if found else None
+            else:
+                n = count_text(value)
+            if n is not None:
+                return Workers(n, src.server, f"{src.server} {var}={value}", env_path(c, var))
+    return None
+
+
+def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
+    """Warn that one worker's OOM kills all of them (Kubernetes >= 1.28)."""
+    cnt = f.count
+    w = cnt.workers
+    if w is None or w.count <= 1 or ctx.cfg.kubernetesVersion < (1, 28):
+        return
+    mem = c.get("resources", "limits", "memory")
+    pod.warn(w.path, f"container {c.name!r} runs {w.count} worker processes ({w.what}): since "
+                     f"Kubernetes 1.28 on cgroup v2 the kubelet sets memory.oom.group, so one "
+                     f"worker going over the memory limit kills the whole container, all "
+                     f"{w.count} workers; make resources.limits.memory ({mem}) cover all "
+                     f"{w.count} workers at their peak, or set singleProcessOOMKill: true in "
+                     f"the node pool's kubelet.extra (Kubernetes >= 1.32); thread vars are "
+                     f"{cnt.count} per worker")
+
+
+# Not recognised like an Engine (any container with a worker count): its row documents
+# SOURCES and `check`, which the engines rule runs on every container with thread env.
+ROW = Engine(
+    "multi-worker servers",
+    check=check,
+    recognised="gunicorn `--workers`/`-w`, uvicorn `--workers`, their `WEB_CONCURRENCY` "
+               "(gunicorn also `GUNICORN_CMD_ARGS`); any `--workers N` arg",
+    sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`",
+    warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
+          "(`memory.oom.group`): the memory limit must cover every worker, or set "
+          "`kubelet.singleProcessOOMKill: true` (1.32+)",
+    sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
+             ("kubernetes/kubernetes#117793 (memory.oom.group)",
+              "https://github.com/kubernetes/kubernetes/pull/117793"),
+             ("kubernetes/kubernetes#126096 (singleProcessOOMKill)",
+              "https://github.com/kubernetes/kubernetes/pull/126096")),
+)

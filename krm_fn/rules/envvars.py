@@ -1,0 +1,132 @@
+"""Writing env vars of a container: append an entry, or make an existing one hold a
+thread count under `spec.workloads.threads.existing` (a lower value kept, a higher one
+replaced with a warning; `valueFrom` and non-numbers left alone with a warning).
+
+Shared by the threads rule and the serving-engine checks (krm_fn/rules/engines/); not a
+rule. A `resourceFieldRef` resolves to `ceil(quantity / divisor)`
+(kubernetes/kubernetes pkg/api/v1/resource/helpers.go `ExtractContainerResourceValue`;
+https://kubernetes.io/docs/tasks/inject-data-application/environment-variable-expose-pod-information/).
+"""
+from __future__ import annotations
+
+import copy
+import math
+
+from krm_fn import quantity
+from krm_fn.pod import ContainerView, PodView, path_str
+from krm_fn.results import INFO, WARNING, Result
+
+DOWNWARD = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
+
+
+def env_index(pod: PodView, c: ContainerView) -> tuple[list, dict] | None:
+    """(env list, {name: last index}) of the container, or None after an error result
+    (env not a list, an entry without a name)."""
+    env = c.data.get("env")
+    if env is not None and not isinstance(env, list):
+        pod.error(c.path + ("env",), f"container {c.name!r}: env must be a list")
+        return None
+    env = env or []
+    by_name: dict[str, int] = {}
+    for i, e in enumerate(env):
+        name = e.get("name") if isinstance(e, dict) else None
+        if not isinstance(name, str) or not name:
+            pod.error(c.path + ("env", i), f"container {c.name!r}: env[{i}] must be a "
+                                           f"mapping with a name")
+            return None
+        by_name[name] = i  # the last entry wins, as in the kubelet
+    return env, by_name
+
+
+def field_ref_value(c: ContainerView, value_from: object) -> int | None:
+    """What a `valueFrom` resolves to when it is a resourceFieldRef on this container's
+    cpu (ceil(cpu / divisor), see the module docstring); None for anything else."""
+    if not isinstance(value_from, dict) or set(value_from) != {"resourceFieldRef"}:
+        return None
+    ref = value_from["resourceFieldRef"]
+    if not isinstance(ref, dict) or ref.get("containerName") not in (None, "", c.name):
+        return None
+    resource = ref.get("resource")
+    if resource not in ("limits.cpu", "requests.cpu"):
+        return None
+    try:
+        cpu = quantity.parse_cpu(c.get("resources", resource.split(".")[0], "cpu"))
+        divisor = quantity.parse_cpu(ref.get("divisor", "1"))
+    except quantity.QuantityError:
+        return None
+    if divisor.value <= 0:
+        return None
+    return math.ceil(cpu.millis / divisor.millis)
+
+
+def add_env(pod: PodView, c: ContainerView, entry: dict, message: str,
+            shown: str | None = None) -> None:
+    """Append the env `entry` to container `c` with an info result whose field path is the
+    new entry and whose proposed value is `shown` (default: the entry's value)."""
+    env = c.data.get("env") or []
+    path = c.path + ("env", len(env))
+    pod.edits.set(path, entry)
+    pod.results.append(Result(message, INFO, pod.ref, path_str(path), None,
+                              shown if shown is not None else entry.get("value")))
+
+
+def set_env(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg,
+            added: list | None = None, downward: bool = False,
+            higher: str | None = None) -> None:
+    """Make env `var` of `c` hold the whole number `want`, with the rules of the module
+    docstring (`threads.existing`, valueFrom, non-numbers). A new entry is appended (as a
+    resourceFieldRef when `downward`); its name goes to `added` for one combined info
+    result, or, when `added` is None, gets its own info result. `higher`: why a higher
+    existing value is replaced (default: more threads than `why`)."""
+    found = env_index(pod, c)
+    if found is None:
+        return
+    env, by_name = found
+    count = int(want)
+    if var not in by_name:
+        entry = {"name": var, "valueFrom": copy.deepcopy(DOWNWARD)} if downward else {"name": var,
+                                                                       "value": want}
+        if added is not None:
+            pod.edits.set(c.path + ("env", len(env)), entry)
+            added.append(var)
+        else:
+            add_env(pod, c, entry, f"container {c.name!r}: {var} set to "
+                                   + (f'resourceFieldRef limits.cpu (divisor "1") = {want}'
+                                      if downward else want) + f" ({why})", want)
+        return
+    i = by_name[var]
+    e = env[i]
+    if "valueFrom" in e:
+        resolved = field_ref_value(c, e["valueFrom"])
+        if resolved is not None and resolved <= count:
+            return
+        how = (f"resolves to {resolved} (a resourceFieldRef is rounded up)"
+               if resolved is not None else "is left alone")
+        pod.warn(c.path + ("env", i, "valueFrom"),
+                 f"container {c.name!r}: {var} comes from valueFrom and {how}; make sure "
+                 f"it resolves to at most {want} ({why}), e.g. value: \"{want}\"")
+        return
+    raw = e.get("value")
+    text = "" if raw is None else str(raw).strip()
+    if not text.isdigit():
+        pod.warn(c.path + ("env", i, "value"),
+                 f"container {c.name!r}: {var}={text!r} is not a whole number and is "
+                 f"left alone; set it to {want} ({why})")
+        return
+    n = int(text)
+    if n == count or (cfg.workloads.threads.existing == "keep-lower" and n < count):
+        return
+    pod.set(c.path + ("env", i, "value"), want,
+            f"container {c.name!r}: {var} {text} -> {want}"
+            + (": " + (higher or f"{text} is more threads than {why} and would "
+                                   f"oversubscribe them")
+               if n > count else ": threads.existing is replace"), raw,
+            severity=WARNING if n > count else INFO)
+
+
+def downward_ok(count, cfg) -> bool:
+    """True when a resourceFieldRef on limits.cpu with divisor 1 resolves to the thread
+    count `count` (a facts.Count): `threads.source` is downwardAPI, the cpu limit is whole
+    and nothing (reservedCpus, workers) lowers the count below it."""
+    return (cfg.workloads.threads.source == "downwardAPI" and count.whole
+            and count.count == count.cpus)

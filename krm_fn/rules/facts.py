@@ -1,0 +1,379 @@
+"""Per-container facts, computed once per pod before the rules run (`krm_fn.rules.run`)
+and handed to every rule as `ctx.facts`, so that no rule calls another:
+
+- the cpu each container is given (the rounding decision: whole CPUs for a pinned
+  container, SMT alignment, defaults, the init-container caps) with the results that
+  decision reports, which the resources rule emits and writes;
+- the cpu limit each container ends with, and from it its thread count (`Count`): whole
+  CPUs minus `threads.reservedCpus`, divided by the worker processes it runs;
+- the serving engines recognised in it (krm_fn/rules/engines/) and its worker count.
+
+Sources: Guaranteed QoS (kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go), exclusive
+CPUs for whole-number requests only and SMTAlignmentError under `full-pcpus-only`
+(pkg/kubelet/cm/cpumanager/policy_static.go;
+https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/), integer init
+containers (kubernetes/kubernetes#112228).
+"""
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from fractions import Fraction
+
+from krm_fn import quantity
+from krm_fn.pod import ContainerView, PodView
+from krm_fn.results import ERROR, WARNING
+from krm_fn.rules import engines as serving
+from krm_fn.rules.engines.base import Workers
+
+_LEADING_ZERO = re.compile(r"^[+-]?0[0-9]+$")
+CPUS_ANNOTATION = "krm-fn.dev/cpus"
+GUARANTEED = "Guaranteed QoS needs requests == limits for cpu and memory in every container"
+_LIMIT = ("resources", "limits", "cpu")
+
+
+@dataclass(frozen=True)
+class CpuPlan:
+    """The resources rule's cpu decision for one container. `notes`: the results it
+    reports, in order, as (severity, field path, message); `target`: (canonical text,
+    Fraction cores, reason) to write to requests and limits, or None (nothing written:
+    an error, or the shape of `resources` is wrong); `pinned`: pinned by krm-fn;
+    `shaped`: False when `resources` is not of the right shape (nothing else is read)."""
+
+    notes: tuple
+    target: tuple | None
+    pinned: bool
+    shaped: bool = True
+
+
+@dataclass(frozen=True)
+class Count:
+    """The thread count of one container. `cpus`: its whole CPUs (rounded down when kept
+    fractional); `base`: cpus - reservedCpus, at least 1 (what one process may use);
+    `count`: base divided by the worker processes, at least 1 (what each pool gets);
+    `whole`: the cpu limit is a whole number; `workers`: the Workers found or None;
+    `why` / `base_why`: the reason for count / base, for messages."""
+
+    cpus: int
+    base: int
+    count: int
+    whole: bool
+    workers: Workers | None
+    why: str
+    base_why: str
+
+
+@dataclass(frozen=True)
+class ContainerFacts:
+    """What the rules know of one container before any of them runs. `cpu`: the CpuPlan
+    (None for a container the resources rule skips); `limit`: the cpu limit (cores) the
+    container has once the resources rule has written, None when absent or not a
+    quantity; `count`: its Count, None when it gets no thread env (no whole CPUs);
+    `engines`: the serving engines recognised (only for a container with a count and
+    `threads.engines` on; else empty)."""
+
+    cpu: CpuPlan | None
+    limit: Fraction | None
+    count: Count | None
+    engines: tuple = ()
+
+
+# -- the cpu decision (the resources rule writes it) --------------------------------------
+
+
+def shape_note(c: ContainerView) -> tuple | None:
+    """An error note when `resources` (or its requests/limits) is not a mapping."""
+    res = c.data.get("resources")
+    if res is None:
+        return None
+    if not isinstance(res, dict):
+        return ERROR, c.path + ("resources",), f"container {c.name!r}: resources must be a mapping"
+    for part in ("requests", "limits"):
+        v = res.get(part)
+        if v is not None and not isinstance(v, dict):
+            return (ERROR, c.path + ("resources", part),
+                    f"container {c.name!r}: resources.{part} must be a mapping")
+    return None
+
+
+def read_pair(c: ContainerView, res: str, kind: str, notes: list):
+    """(requests, limits, ok) of `res` as Quantity or None; problems go to `notes` as
+    errors and give ok False."""
+    out = []
+    for part in ("requests", "limits"):
+        raw = c.get("resources", part, res)
+        if raw is None:
+            out.append(None)
+            continue
+        path = c.path + ("resources", part, res)
+        if _LEADING_ZERO.match(str(raw)):
+            notes.append((ERROR, path,
+                          f"container {c.name!r}: {res} {raw} has a leading zero: YAML 1.1 "
+                          f"readers (kubectl, kustomize) read it as an octal number, Kubernetes "
+                          f"quantities as decimal; write it without the leading zero, quoted"))
+            return None, None, False
+        try:
+            q = quantity.parse_cpu(raw) if kind == "cpu" else quantity.parse_memory(raw)
+        except quantity.QuantityError as e:
+            notes.append((ERROR, path, f"container {c.name!r}: {e}"))
+            return None, None, False
+        if q.value == 0:
+            notes.append((ERROR, path,
+                          f"container {c.name!r}: {res} {q.text!r} must be greater than zero "
+                          f"({GUARANTEED} and non-zero limits)"))
+            return None, None, False
+        out.append(q)
+    return out[0], out[1], True
+
+
+def _smt(c: ContainerView, n: int, ctx, why: str, notes: list) -> int:
+    pool = ctx.pool
+    if pool is None or not pool.full_pcpus_only or pool.threads_per_core <= 1:
+        return n
+    t = pool.threads_per_core
+    if n % t == 0:
+        return n
+    m = math.ceil(n / t) * t
+    if ctx.cfg.workloads.cpuRounding == "error":
+        notes.append((ERROR, c.path + _LIMIT,
+                      f"container {c.name!r}: cpu {n} is not a multiple of {t}: node pool "
+                      f"{pool.name!r} uses full-pcpus-only with {t} threads per core, so the "
+                      f"kubelet would fail the pod with SMTAlignmentError; set {m} "
+                      f"(spec.workloads.cpuRounding is error)"))
+        return n
+    notes.append((WARNING, c.path + _LIMIT,
+                  f"container {c.name!r}: cpu {n} raised to {m}: node pool {pool.name!r} uses "
+                  f"full-pcpus-only with {t} threads per core, so {why} must be a multiple of "
+                  f"{t} (else the kubelet fails the pod with SMTAlignmentError)"))
+    return m
+
+
+def _beyond_pool(c: ContainerView, n: int, ctx, what: str, notes: list) -> bool:
+    """An error note (and True) when `n` exclusive CPUs exceed what the pool can give."""
+    if ctx.pool is None or n <= ctx.pool.exclusive_cpus:
+        return False
+    notes.append((ERROR, c.path + _LIMIT,
+                  f"container {c.name!r} {what.format(n=n)} but node pool {ctx.pool.name!r} "
+                  f"has {ctx.pool.exclusive_cpus} CPUs outside reservedSystemCPUs: the kubelet "
+                  f"could never admit the pod"))
+    return True
+
+
+def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
+    """(cores asked for as a Fraction, True when the krm-fn.dev/cpus override applies),
+    or None after an error note: the override, else the larger of request and limit,
+    else the configured default."""
+    cfg = ctx.cfg
+    if pinned and ctx.cpus is not None:
+        return Fraction(ctx.cpus), True
+    if req is not None or lim is not None:
+        return max(q.value for q in (req, lim) if q is not None), False
+    if pinned:
+        default = cfg.workloads.defaultCpus
+        if default is None:
+            notes.append((ERROR, c.path + _LIMIT,
+                          f"container {c.name!r} is pinned but sets no cpu; set "
+                          f"resources.limits.cpu to a whole number of CPUs (or "
+                          f"spec.workloads.defaultCpus)"))
+            return None
+        base, why = default, "spec.workloads.defaultCpus"
+    else:
+        base, why = cfg.workloads.sidecarResources.cpu, "spec.workloads.sidecarResources.cpu"
+    notes.append((WARNING, c.path + _LIMIT,
+                  f"container {c.name!r} sets no cpu; using {base.text} from {why}"))
+    return base.value, False
+
+
+def _pinned_target(c: ContainerView, value: Fraction, override: bool, ctx,
+                   largest_app: int | None, notes: list):
+    """The target of a pinned container (whole CPUs unless cpuRounding keeps it)."""
+    if value.denominator != 1:
+        mode = ctx.cfg.workloads.cpuRounding
+        old = quantity.format_cpu(value)
+        if mode == "keep":
+            notes.append((WARNING, c.path + _LIMIT,
+                          f"container {c.name!r} asks for {old} CPUs and is not pinned "
+                          f"(spec.workloads.cpuRounding is keep): it runs in the shared pool"))
+            return old, value, GUARANTEED
+        if mode == "error":
+            notes.append((ERROR, c.path + _LIMIT,
+                          f"container {c.name!r} is pinned but asks for {old} CPUs; the "
+                          f"static CPU Manager pins only whole CPUs: set a whole number "
+                          f"(spec.workloads.cpuRounding is error)"))
+            return None
+        n = math.ceil(value) if mode == "up" else max(1, math.floor(value))
+        notes.append((WARNING, c.path + _LIMIT,
+                      f"container {c.name!r}: cpu {old} rounded {mode} to {n}: the static "
+                      f"CPU Manager gives exclusive CPUs only to whole-number requests"))
+    else:
+        n = int(value)
+    n = _smt(c, n, ctx, "the CPUs of a pinned container", notes)
+    if _beyond_pool(c, n, ctx, "would need {n} exclusive CPUs", notes):
+        return None
+    if c.role != "app" and largest_app is not None and n > largest_app:
+        notes.append((WARNING, c.path + _LIMIT,
+                      f"init container {c.name!r}: cpu {n} lowered to {largest_app}, the "
+                      f"largest app container: a pinned init container never needs more"))
+        n = largest_app
+    why = (f"annotation {CPUS_ANNOTATION}: \"{ctx.cpus}\" sets the pinned CPUs of this "
+           f"workload; " if override else "whole CPUs for exclusive pinning; ")
+    return quantity.format_cpu(Fraction(n)), Fraction(n), why + GUARANTEED
+
+
+def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, notes: list):
+    """The cpu value to write, as (text, Fraction cores, reason), or None after an error
+    note. `largest_app`: the largest whole app container so far (caps a pinned init
+    container), None for an app container."""
+    req, lim, ok = read_pair(c, "cpu", "cpu", notes)
+    if not ok:
+        return None
+    found = _requested(c, pinned, ctx, req, lim, notes)
+    if found is None:
+        return None
+    value, override = found
+    if pinned:
+        return _pinned_target(c, value, override, ctx, largest_app, notes)
+    if value.denominator == 1:
+        if c.role == "init":
+            new = ctx.cfg.workloads.initContainerCpu
+            return new.text, new.value, (
+                "an init container that asks for whole CPUs takes exclusive CPUs and can "
+                "fail admission (kubernetes/kubernetes#112228); it runs in the shared pool "
+                "with spec.workloads.initContainerCpu instead — list it in "
+                "spec.workloads.pinnedContainers to pin it")
+        n = _smt(c, int(value), ctx, "a container that asks for whole CPUs (it is "
+                                     "pinned by the kubelet)", notes)
+        if _beyond_pool(c, n, ctx, "asks for {n} whole CPUs", notes):
+            return None
+        return quantity.format_cpu(Fraction(n)), Fraction(n), GUARANTEED
+    return quantity.format_cpu(value), value, GUARANTEED
+
+
+def cap_init(c: ContainerView, value: Fraction, largest: Fraction, ctx, notes: list):
+    """A shared-pool regular init container never asks for more CPU than the largest app
+    container: the pod's CPU request is the larger of its init containers and its app
+    containers, so more would only reserve CPU the app never gets. Returns the target
+    (text, value, reason) to write instead, or None to keep it."""
+    if value <= largest:
+        return None
+    old = quantity.format_cpu(value)
+    if largest.denominator != 1:
+        new = largest
+    else:
+        ic = ctx.cfg.workloads.initContainerCpu.value
+        if ic >= largest:
+            notes.append((WARNING, c.path + _LIMIT,
+                          f"init container {c.name!r}: cpu {old} is more than the largest app "
+                          f"container ({quantity.format_cpu(largest)}): it raises the pod's "
+                          f"CPU request for nothing, and a whole number would pin it; set a "
+                          f"fractional value below {quantity.format_cpu(largest)} (or lower "
+                          f"spec.workloads.initContainerCpu)"))
+            return None
+        new = ic
+    text = quantity.format_cpu(new)
+    notes.append((WARNING, c.path + _LIMIT,
+                  f"init container {c.name!r}: cpu {old} lowered to {text}: a regular init "
+                  f"container never gets more CPU than the largest app container "
+                  f"({quantity.format_cpu(largest)}); more only raises the pod's CPU request, "
+                  f"and a whole number would pin it (kubernetes/kubernetes#112228)"))
+    return text, new, (f"a regular init container never gets more CPU than the largest app "
+                       f"container; {GUARANTEED}")
+
+
+def resource_order(pod: PodView) -> list[ContainerView]:
+    """The containers in the order the cpu decisions are made: app containers first (their
+    sizes cap the init containers), then init containers and sidecars."""
+    return [c for c in pod.containers if c.role == "app"] + \
+           [c for c in pod.containers if c.role != "app"]
+
+
+def plan_cpus(pod: PodView, ctx) -> dict:
+    """{container path: CpuPlan} for every container of `pod`, in resource_order."""
+    explicit = ctx.explicit | frozenset(ctx.cfg.workloads.pinnedContainers)
+    largest_app: int | None = None
+    largest_any: Fraction | None = None
+    plans: dict = {}
+    for c in resource_order(pod):
+        pinned = c.name in ctx.pinned and (c.role == "app" or c.name in explicit)
+        shape = shape_note(c)
+        if shape is not None:
+            plans[c.path] = CpuPlan((shape,), None, pinned, shaped=False)
+            continue
+        notes: list = []
+        target = cpu_target(c, pinned, ctx, largest_app if c.role != "app" else None, notes)
+        if target is not None:
+            value = target[1]
+            if c.role == "app":
+                largest_any = value if largest_any is None else max(largest_any, value)
+                if value.denominator == 1:
+                    largest_app = max(largest_app or 0, int(value))
+            elif c.role == "init" and not pinned and largest_any is not None:
+                target = cap_init(c, value, largest_any, ctx, notes) or target
+        plans[c.path] = CpuPlan(tuple(notes), target, pinned)
+    return plans
+
+
+# -- thread counts --------------------------------------------------------------------------
+
+
+def _limit(c: ContainerView, plan: CpuPlan | None) -> Fraction | None:
+    """The cpu limit the container has after the resources rule: the planned target, else
+    the limit as written (None when absent or not a quantity)."""
+    if plan is not None and plan.target is not None:
+        return plan.target[1]
+    try:
+        return quantity.parse_cpu(c.get(*_LIMIT)).value
+    except quantity.QuantityError:
+        return None
+
+
+def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
+              workers: Workers | None) -> Count | None:
+    """The Count of a container whose cpu limit is `limit` (cores), or None when it gets
+    no thread env: no positive limit, or a fractional one on a container krm-fn does not
+    pin (a pinned one kept fractional gets the value rounded down, at least 1: a
+    resourceFieldRef would round up). `workers` divide the count (threads.engines on)."""
+    if limit is None or limit <= 0:
+        return None
+    whole = limit.denominator == 1
+    if whole:
+        cpus = int(limit)
+    elif pinned:
+        cpus = max(1, int(limit))
+    else:
+        return None
+    threads = cfg.workloads.threads
+    base = max(1, cpus - threads.reservedCpus)
+    why = (f"the {cpus} pinned CPUs" if whole else
+           "its fractional CPU rounded down, at least 1") + (
+        f" minus {threads.reservedCpus} reserved" if threads.reservedCpus else "")
+    base_why = why
+    count = base
+    if workers is not None and workers.count > 1:
+        count = max(1, base // workers.count)
+        why += f", divided by {workers.count} worker processes ({workers.what})"
+    return Count(cpus, base, count, whole, workers, why, base_why)
+
+
+def compute(pod: PodView, ctx) -> dict:
+    """{container path: ContainerFacts} for every container of `pod` (a PodView, after the
+    merged containers were added) under `ctx` (a RuleContext). Pure: no results, no
+    writes; the cpu plan's notes are reported by the resources rule."""
+    plans = plan_cpus(pod, ctx)
+    cfg = ctx.cfg
+    on = cfg.workloads.threads.engines
+    out: dict = {}
+    for c in pod.containers:
+        plan = plans.get(c.path)
+        limit = _limit(c, plan)
+        pinned = c.name in ctx.pinned and c.role == "app"
+        count = count_for(c, limit, cfg, pinned, None)
+        found: tuple = ()
+        if count is not None and on:
+            found = serving.detect(c)
+            workers = serving.workers(c, found)
+            if workers is not None:
+                count = count_for(c, limit, cfg, pinned, workers)
+        out[c.path] = ContainerFacts(plan, limit, count, tuple(found))
+    return out
