@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from krm_fn import explain, rules
+from krm_fn import rules
+from krm_fn.config import explain
 from krm_fn.rules import RULES, merged, rule_id
 from tests.helpers import ROOT
 
