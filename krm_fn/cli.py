@@ -72,7 +72,8 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
         from krm_fn import report as report_mod
         progress = report_mod.Progress(sys.stderr, sys.stderr.isatty())
     out = engine.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc),
-                           aliased=doc.aliased, progress=progress, mode=mode)
+                           aliased=doc.aliased, progress=progress, mode=mode,
+                           keep_tuned=report)
     if progress is not None:
         progress.done()
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []

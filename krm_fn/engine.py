@@ -14,6 +14,7 @@ import re
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
+from krm_fn import changes as changes_mod
 from krm_fn import config as config_mod
 from krm_fn import quantity
 from krm_fn.node import checks
@@ -43,18 +44,27 @@ _ORCHESTRATOR_PREFIXES = ("config.kubernetes.io/path", "config.kubernetes.io/ind
 
 @dataclass
 class Output:
-    """`ops[i]`: edits for input item i as (path, value) pairs; `replace[i]`: a whole new
-    object for input item i (a kubelet config krm-fn emitted on an earlier run); `emitted`:
-    new objects (plain dicts) to append; `results`: every Result, in order; `pools`: for
-    each node pool that received a workload, (config pool, NodePlan, [checks.PodCpus],
-    workloads placed), for the human report (krm_fn/report.py)."""
+    """`changes[i]`: the Changes (krm_fn/changes.py) made to input item i, in write order
+    (items left unchanged have none); `replace[i]`: a whole new object for input item i (a
+    kubelet config krm-fn emitted on an earlier run); `emitted`: new objects (plain dicts) to
+    append; `results`: every Result, in order; `pools`: for each node pool that received a
+    workload, (config pool, NodePlan, [checks.PodCpus], workloads placed), for the human
+    report (krm_fn/report.py); `tuned[i]`: item i as krm-fn writes it (plain data), for the
+    items with changes, when transform was asked to keep them (else None)."""
 
-    ops: dict = field(default_factory=dict)
+    changes: dict = field(default_factory=dict)
     replace: dict = field(default_factory=dict)
     emitted: list = field(default_factory=list)
     results: list = field(default_factory=list)
     pools: list = field(default_factory=list)
     mode: str = "mutate"        # "validate": nothing changed or emitted (krm_fn/validate.py)
+    tuned: dict | None = None
+
+    @property
+    def ops(self) -> dict:
+        """{item index: [(path tuple, value)]}: what the YAML layer writes into each item,
+        derived from `changes` (krm_fn.changes.ops)."""
+        return {i: changes_mod.ops(c) for i, c in self.changes.items()}
 
     @property
     def has_errors(self) -> bool:
@@ -265,17 +275,18 @@ def _copy_item(obj: dict) -> dict:
 
 def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
           cluster: frozenset = frozenset()):
-    """Run the rules on a copy of `obj`; returns (ops, results, pool index or None).
+    """Run the rules on a copy of `obj`; returns (changes, findings, pool index or None,
+    [checks.PodCpus], the tuned copy or None when the item is left unchanged).
     `cluster`: the KServe cluster objects fixed in this render (objects.cluster_tag)."""
     results: list[Result] = []
     pool_index, pool = _pool_for(obj, cfg, ref, results, extra)
     if results:
-        return [], results, None, []
+        return [], results, None, [], None
     info = (rules.PoolInfo.from_config(pool, plans[pool_index].exclusive_cpus,
                                  plans[pool_index].topology.threads_per_core)
             if pool is not None else None)
     work = _copy_item(obj)
-    edits = Edits(work)
+    edits = Edits(work, ref=ref)
     found = False
     pods: list = []
     # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
@@ -320,8 +331,8 @@ def _tune(obj: dict, cfg, ref: Ref, plans: list, extra: dict,
                               ERROR, ref, path_str(workload_listed["path"])))
     if any(r.severity == ERROR for r in results):
         results.append(Result("left unchanged because of the errors above", ERROR, ref))
-        return [], results, None, []
-    return edits.ops, results, (pool_index if found else None), pods
+        return [], results, None, [], None
+    return edits.changes, results, (pool_index if found else None), pods, work
 
 
 def _pod_cpus(pod) -> checks.PodCpus:
@@ -416,7 +427,7 @@ def _replacement(old: dict, new: dict) -> tuple[dict | None, list[str]]:
 
 def transform(items: list, function_config: dict | None, set_path: bool = False,
               aliased: frozenset | set = frozenset(), progress=None,
-              mode: str | None = None) -> Output:
+              mode: str | None = None, keep_tuned: bool = False) -> Output:
     """Tune `items` (plain dicts as read from YAML, scalars as strings) per
     `function_config` (plain typed dict, or None for defaults).
 
@@ -428,9 +439,10 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     item i (0-based) is looked at, for a progress line. `mode`: "mutate" or "validate",
     overriding `spec.mode` (`krm-fn run --mode`); in validate mode the output has no ops,
     replacements or emitted objects and each needed change is an error result
-    (krm_fn/validate.py).
+    (krm_fn/validate.py). `keep_tuned`: keep each changed item as krm-fn writes it in
+    `Output.tuned` (for the `--report` table; costs memory on large inputs).
     """
-    out = Output()
+    out = Output(tuned={} if keep_tuned else None)
     # validate mode as asked, even when the config holding it turns out invalid: a check
     # must not print manifests (krm-fn run --mode validate) on any path
     out.mode = "validate" if _requested_mode(function_config, mode) == "validate" else "mutate"
@@ -525,7 +537,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
             out.results.append(Result(f"skipped: annotation {SKIP_ANNOTATION} is \"true\"",
                                       INFO, ref))
             continue
-        ops, results, pool_index, pods = [], [], None, []
+        ops, results, pool_index, pods, work = [], [], None, [], None
         if objects.handles(obj):
             ops, results = objects.check(obj, ref, octx)
             if any(r.severity == ERROR for r in results):
@@ -533,7 +545,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                       ref))
                 ops = []
         if kind_known:
-            more_ops, more, pool_index, pods = _tune(obj, cfg, ref, plans, extra, cluster)
+            more_ops, more, pool_index, pods, work = _tune(obj, cfg, ref, plans, extra, cluster)
             ops, results = ops + more_ops, results + more
         if ops and i in aliased:
             results.append(Result("uses YAML anchors and aliases, so krm-fn cannot change it "
@@ -542,14 +554,15 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                                   " and run again; left unchanged", ERROR, ref))
             ops, pool_index = [], None
         file = file_of(obj)
-        if file is not None:
-            results = [dataclasses.replace(r, file=file) for r in results]
+        results = changes_mod.results(results, file)
         if any(r.severity == ERROR for r in results):
             # the item is left unchanged: drop the infos that describe changes not made
             results = [r for r in results if r.severity != INFO]
         out.results.extend(results)
         if ops:
-            out.ops[i] = ops
+            out.changes[i] = [dataclasses.replace(c, index=i) for c in ops]
+            if out.tuned is not None and work is not None:
+                out.tuned[i] = work
         if pool_index is not None:
             placed[pool_index] = placed.get(pool_index, 0) + 1
             pool_pods.setdefault(pool_index, []).extend(pods)
@@ -619,7 +632,9 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
                     new, changed = _replacement(items[existing], obj)
                     if new is not None:
                         out.replace[existing] = new
-                        out.ops.pop(existing, None)
+                        out.changes.pop(existing, None)
+                        if out.tuned is not None:
+                            out.tuned.pop(existing, None)
                         for field_path in changed:
                             out.results.append(Result(
                                 f"node pool {pool.name!r}: {fmt} {field_path} rewritten to "

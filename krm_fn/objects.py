@@ -34,6 +34,7 @@ from fractions import Fraction
 from typing import Callable
 
 from krm_fn import quantity
+from krm_fn.changes import Change
 from krm_fn.pod import ContainerView, Edits, PodView
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules import RuleContext, resources
@@ -76,7 +77,8 @@ def handles(obj: dict) -> bool:
 
 
 def check(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
-    """(ops, results) for one selected object."""
+    """(changes, findings) for one selected object: the Changes (krm_fn/changes.py) it
+    makes, and its findings in order (Changes with a message and plain Results)."""
     tag = cluster_tag(obj)
     if tag == KSERVE_CONFIG:
         return _kserve_config(obj, ref, ctx)
@@ -109,11 +111,11 @@ def _json_edit(text: str, field: str, value: str) -> str | None:
 def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
     data = obj.get("data")
     results: list[Result] = []
-    ops: list = []
+    writes: list = []
     if data is None:
-        return ops, results
+        return writes, results
     if not isinstance(data, dict):
-        return ops, [Result("data must be a mapping", ERROR, ref, "data")]
+        return writes, [Result("data must be a mapping", ERROR, ref, "data")]
     cfg = ctx.cfg
     t = _smt_multiple(ctx)
     for key in _CONFIG_KEYS:
@@ -193,19 +195,19 @@ def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]
             results.append(Result(f"{key}: {problem}", WARNING, ref, path))
             continue
         if text != raw:
-            ops.append((("data", key), text))
+            writes.append(Change(None, ref, ("data", key), raw, text))
             results.append(Result(
                 f"{key}: " + "; ".join(changes) + ": KServe sizes the container it injects "
                 f"from these values, and request != limit makes every pod that gets it "
                 f"Burstable, so no container is pinned",
                 WARNING if raised else INFO, ref, path))
-    return ops, results
+    return writes, results
 
 
 def _storage_container(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
     work = copy.deepcopy(obj)
-    edits = Edits(work)
-    results: list[Result] = []
+    edits = Edits(work, ref=ref)
+    results: list = []
     spec = work.get("spec")
     c = spec.get("container") if isinstance(spec, dict) else None
     if not isinstance(c, dict):
@@ -226,7 +228,7 @@ def _storage_container(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, l
         resources._memory(pod, cv, False, ctx.cfg)
     if any(r.severity == ERROR for r in results):
         return [], results
-    return edits.ops, results
+    return edits.changes, results
 
 
 # --- pass-through kinds -------------------------------------------------------------------

@@ -1,21 +1,24 @@
 """PodView and ContainerView: one normalised view of a pod spec, whatever the workload kind.
 
-Rules see only these views (kube-score style: kinds are normalised away before checks).
-Every write goes through `Edits.set`, which changes the plain-data copy the rules read and
-records an operation `(path, value)` for the I/O layer to replay on the original YAML, so
-that comments, order and quoting of everything else are kept. `DELETE` as a value removes
-the key.
+Rules see only these views (kube-score style: kinds are normalised away before checks,
+https://github.com/zegl/kube-score). Every write goes through `Edits.set`, which changes the
+plain-data copy the rules read and records a `Change` (krm_fn/changes.py: path, value before
+and after, the rule writing); the YAML layer writes the changes' values into the original
+text, so comments, order and quoting of everything else are kept, and the KRM results are
+derived from the changes.
 """
 from __future__ import annotations
 
 import functools
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from krm_fn.changes import Change
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.workloads import PodSpecAt, get_path, model_names
 
+# No rule deletes a field; kept only while krm_fn/resourcelist.py imports it (the YAML
+# layer's deletion branch goes with its move to a yaml package).
 DELETE = object()
 
 
@@ -27,12 +30,6 @@ class ShapeError(ValueError):
         super().__init__(message)
         self.path = path
         self.message = message
-
-
-def _show(value: Any) -> str | None:
-    if value is DELETE:
-        return None
-    return value if isinstance(value, str) else json.dumps(value)
 
 
 def path_str(path: tuple) -> str:
@@ -57,14 +54,24 @@ def _path_str(path: tuple) -> str:
 
 @dataclass
 class Edits:
-    """Recorded writes on one item's plain data. `ops` is a list of (path tuple, value)."""
+    """The writes on one item's plain data (`root`, krm-fn's working copy of the item):
+    `changes` is the list of Change records, in write order. `index`/`ref`: the item's
+    index in the input and identity, copied into each Change; `rule`: ID of the rule now
+    writing (krm_fn.rules.run sets it through PodView.rule)."""
 
     root: dict
-    ops: list = field(default_factory=list)
+    changes: list = field(default_factory=list)
+    index: int | None = None
+    ref: Ref | None = None
+    rule: str | None = None
 
-    def set(self, path: tuple, value: Any) -> None:
+    def set(self, path: tuple, value: Any, message: str | None = None,
+            severity: str = INFO) -> Change:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
-        equal to the list length appends) and record the op."""
+        equal to the list length appends), record and return the Change (`message` and
+        `severity` as given: None for a write reported by a separate result)."""
+        path = tuple(path)
+        old = get_path(self.root, path)
         cur = self.root
         for i in range(len(path) - 1):
             key = path[i]
@@ -73,14 +80,13 @@ class Edits:
                 nxt = cur[key] = [] if isinstance(path[i + 1], int) else {}
             cur = nxt
         last = path[-1]
-        if value is DELETE:
-            if isinstance(cur, dict):
-                cur.pop(last, None)
-        elif isinstance(cur, list) and last == len(cur):
+        if isinstance(cur, list) and last == len(cur):
             cur.append(value)
         else:
             cur[last] = value
-        self.ops.append((tuple(path), value))
+        change = Change(self.index, self.ref, path, old, value, self.rule, severity, message)
+        self.changes.append(change)
+        return change
 
 
 @dataclass
@@ -105,7 +111,9 @@ class ContainerView:
 @dataclass
 class PodView:
     """One pod spec of a workload: containers, volumes, nodeSelector and annotations,
-    with helpers that write through `Edits` and collect results."""
+    with helpers that write through `Edits` and collect findings. `results`: the pod's
+    findings in order, Changes with a message (from `set`) and plain Results (warnings,
+    errors, infos that are not writes); krm_fn.changes.results turns them into KRM results."""
 
     ref: Ref
     at: PodSpecAt
@@ -113,8 +121,16 @@ class PodView:
     meta: dict | None
     containers: list[ContainerView]
     edits: Edits
-    results: list[Result]
-    rule: str | None = None     # ID of the rule now writing (krm_fn.rules.run sets it)
+    results: list
+
+    @property
+    def rule(self) -> str | None:
+        """ID of the rule now writing (krm_fn.rules.run sets it); goes into each Change."""
+        return self.edits.rule
+
+    @rule.setter
+    def rule(self, rule_id: str | None) -> None:
+        self.edits.rule = rule_id
 
     @property
     def annotations(self) -> dict:
@@ -126,12 +142,10 @@ class PodView:
 
     def set(self, path: tuple, value: Any, message: str, current: Any = None,
             severity: str = INFO) -> None:
-        """Write `value` at `path` (from the object root) and add a result (info unless
-        the change deserves a warning)."""
-        self.edits.set(path, value)
-        self.results.append(Result(message, severity, self.ref, path_str(path),
-                                   None if current is None else str(current),
-                                   _show(value)))
+        """Write `value` at `path` (from the object root) as a Change with `message` (info
+        unless the change deserves a warning), added to the findings. `current`: the value
+        the rule read there, for the caller's own use (the Change holds the value before)."""
+        self.results.append(self.edits.set(path, value, message, severity))
 
     def warn(self, path: tuple | None, message: str) -> None:
         self.results.append(Result(message, WARNING, self.ref,

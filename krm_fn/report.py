@@ -12,7 +12,6 @@ node. `Progress` writes the progress line for large inputs.
 """
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, TextIO
 
@@ -30,14 +29,13 @@ PROGRESS_MIN_ITEMS = 500
 PROGRESS_EVERY = 100
 
 
-def after(item: dict, ops: list) -> dict:
-    """A copy of `item` with the engine's recorded edits `ops` ((path, value) pairs,
-    pod.DELETE removing a key) applied: the item as krm-fn writes it, as plain data."""
-    work = copy.deepcopy(item)
-    edits = Edits(work)
-    for path, value in ops:
-        edits.set(path, value)
-    return work
+def after(items: list, out: Output, i: int) -> dict:
+    """Item i as krm-fn writes it, as plain data: the tuned copy the rules wrote into
+    (`out.tuned[i]`, kept by transform(..., keep_tuned=True)) for a changed item, else the
+    input item. Raises ValueError when `out` was made without keep_tuned."""
+    if out.tuned is None:
+        raise ValueError("the report needs transform(..., keep_tuned=True)")
+    return out.tuned.get(i, items[i])
 
 
 def _res(c: dict | None, kind: str) -> str:
@@ -87,7 +85,7 @@ def _status(i: int, ref, out: Output, by_ref: dict) -> str:
         return "left unchanged: error"
     if any(r.message.startswith("skipped:") for r in mine):
         return "skipped"
-    return "changed" if i in out.ops else "unchanged"
+    return "changed" if i in out.changes else "unchanged"
 
 
 def _workloads(items: list, out: Output, cfg) -> list[str]:
@@ -105,10 +103,10 @@ def _workloads(items: list, out: Output, cfg) -> list[str]:
         if not isinstance(obj, dict) or not registered(obj, extra):
             continue
         ref = ref_of(obj)
-        if i not in out.ops and ref not in reported:
+        if i not in out.changes and ref not in reported:
             continue
         count += 1
-        now = after(obj, out.ops.get(i, []))
+        now = after(items, out, i)
         rows.append([f"{ref} ({_status(i, ref, out, by_ref)})", "", "", ""])
         pods = []
         for at in locations(now, extra):
@@ -164,7 +162,7 @@ def render(items: list, out: Output, function_config: dict | None) -> str:
     errors = sum(1 for r in out.results if r.severity == ERROR)
     warnings = sum(1 for r in out.results if r.severity == "warning")
     head = (f"krm-fn report: {len(items)} item{'s' if len(items) != 1 else ''}, "
-            f"{len(out.ops)} changed, {errors} error{'s' if errors != 1 else ''}, "
+            f"{len(out.changes)} changed, {errors} error{'s' if errors != 1 else ''}, "
             f"{warnings} warning{'s' if warnings != 1 else ''}")
     return "\n".join([head, "", *_workloads(items, out, cfg), *_pools(out)]) + "\n"
 

@@ -20,43 +20,21 @@ Severities, from mutate mode's results:
 """
 from __future__ import annotations
 
-import copy
 import json
 
-from krm_fn.pod import Edits, path_str
+from krm_fn import changes as changes_mod
+from krm_fn.pod import path_str
 from krm_fn.results import ERROR, INFO, WARNING, Result
-from krm_fn.workloads import get_path
 
 
 def _show(v: object) -> str:
     return json.dumps(v, sort_keys=False)
 
 
-def changes(obj: dict, ops: list) -> list[tuple[tuple, object, object]]:
-    """The real changes `ops` ((path tuple, value) pairs, pod.Edits) make to `obj`:
-    [(path, old, new)] in first-touched order, old/new None when absent; ops that write the
-    value already there are not changes. `obj` is not modified."""
-    work = copy.deepcopy(obj)
-    edits = Edits(work)
-    order: list[tuple] = []
-    for path, value in ops:
-        edits.set(path, value)
-        if path not in order:
-            order.append(path)
-    out = []
-    for path in order:
-        old, new = get_path(obj, path), get_path(work, path)
-        if old != new:
-            out.append((path, old, new))
-    return out
-
-
 def _message(old: object, new: object, reason: str | None) -> str:
     """`would change from "3500m" to "4": <reason>` (the field path is the result's own)."""
     if old is None:
         text = f"not pinned: would be set to {_show(new)}"
-    elif new is None:
-        text = f"not pinned: would be removed (now {_show(old)})"
     else:
         text = f"not pinned: would change from {_show(old)} to {_show(new)}"
     return f"{text}; {reason}" if reason else text
@@ -69,7 +47,8 @@ def report(items: list, out, fc_ref) -> object:
     or an info that nothing would. Returns a new engine.Output with mode "validate"."""
     from krm_fn.engine import Output, file_of, is_local_config, ref_of
 
-    changed_refs = {ref_of(items[i]) for i in list(out.ops) + list(out.replace)}
+    net = {i: changes_mod.net(items[i], out.changes[i]) for i in sorted(out.changes)}
+    changed_refs = {ref_of(items[i]) for i in list(out.changes) + list(out.replace)}
     emitted_refs = {ref_of(o) for o in out.emitted}
     # mutate mode's infos that describe a change (their field is about to become an error)
     reasons: dict[tuple, str] = {}
@@ -87,10 +66,10 @@ def report(items: list, out, fc_ref) -> object:
 
     new: list[Result] = []
     fields = 0
-    for i in sorted(out.ops):
+    for i, fields_changed in net.items():
         obj = items[i]
         ref, file = ref_of(obj), file_of(obj)
-        for path, old, value in changes(obj, out.ops[i]):
+        for path, old, value in fields_changed:
             fields += 1
             p = path_str(path)
             new.append(Result(_message(old, value, reasons.get((ref, p))), ERROR, ref,
@@ -109,7 +88,7 @@ def report(items: list, out, fc_ref) -> object:
             would_emit += 1
             new.append(Result(f"missing: mutate mode would emit it ({reason})", ERROR, ref))
 
-    items_changed = len({ref_of(items[i]) for i in out.ops if changes(items[i], out.ops[i])})
+    items_changed = len({ref_of(items[i]) for i, fields_changed in net.items() if fields_changed})
     rewritten = len(out.replace)
     if fields or would_emit or rewritten:
         parts = []
