@@ -108,7 +108,75 @@ def _json_edit(text: str, field: str, value: str) -> str | None:
     return None
 
 
+def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
+    """Make request == limit for cpu and memory in the JSON text `raw` of config key `key`
+    (parsed: `conf`); `t`: threads per core a whole cpu must be a multiple of. Returns
+    (new text, [what changed], raised: a cpu was raised to a multiple of `t`, problem or
+    None: why the key cannot be fixed)."""
+    text = raw
+    changes: list[str] = []
+    raised = False
+    problem = None
+    for res, parse in (("cpu", quantity.parse_cpu), ("memory", quantity.parse_memory)):
+        fields = (f"{res}Request", f"{res}Limit")
+        vals = {}
+        for f in fields:
+            v = conf.get(f)
+            if v is None or v == "":
+                continue
+            try:
+                vals[f] = parse(str(v))
+            except quantity.QuantityError as e:
+                problem = f"{f}: {e}"
+                break
+        if problem:
+            break
+        if not vals:
+            problem = (f"sets neither {fields[0]} nor {fields[1]}: KServe requires both; "
+                       f"set them to equal values")
+            break
+        big = max(vals.values(), key=lambda q: q.value)
+        value = big.value
+        new = quantity.format_cpu(value) if res == "cpu" else big.text
+        note = ""
+        if res == "cpu" and value.denominator == 1:
+            if key == "storageInitializer":
+                ic = cfg.workloads.initContainerCpu
+                value, new = ic.value, ic.text
+                note = (f" (a whole-number cpu would give the init container exclusive "
+                        f"CPUs, kubernetes/kubernetes#112228: spec.workloads."
+                        f"initContainerCpu {ic.text} instead)")
+            elif int(value) % t:
+                m = math.ceil(int(value) / t) * t
+                note = (f" (raised from {int(value)} to {m}: a whole-number cpu is pinned "
+                        f"by the kubelet, and with full-pcpus-only and {t} threads per "
+                        f"core anything else fails the pod with SMTAlignmentError; set a "
+                        f"fractional value such as 500m to keep it in the shared pool)")
+                value, new = Fraction(m), str(m)
+                raised = True
+        for f in fields:
+            old = conf.get(f)
+            if old is None or old == "":
+                problem = (f"{f} is not set: KServe needs {fields[0]} and {fields[1]}; "
+                           f"set both to {new}")
+                break
+            if parse(str(old)).value == value:
+                continue
+            edited = _json_edit(text, f, new)
+            if edited is None:
+                problem = (f"{f} appears more than once or is not a JSON string; set "
+                           f"{fields[0]} == {fields[1]} by hand")
+                break
+            text = edited
+            changes.append(f"{f} {old} -> {new}" + note)
+            note = ""
+        if problem:
+            break
+    return text, changes, raised, problem
+
+
 def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
+    """(changes, findings) for KServe's inferenceservice-config ConfigMap (module docstring)."""
     data = obj.get("data")
     results: list[Result] = []
     writes: list = []
@@ -116,7 +184,6 @@ def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]
         return writes, results
     if not isinstance(data, dict):
         return writes, [Result("data must be a mapping", ERROR, ref, "data")]
-    cfg = ctx.cfg
     t = _smt_multiple(ctx)
     for key in _CONFIG_KEYS:
         raw = data.get(key)
@@ -132,65 +199,7 @@ def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]
                                   f"cpuRequest/cpuLimit and memoryRequest/memoryLimit equal; "
                                   f"fix the JSON", WARNING, ref, path))
             continue
-        text = raw
-        changes: list[str] = []
-        raised = False
-        problem = None
-        for res, parse in (("cpu", quantity.parse_cpu), ("memory", quantity.parse_memory)):
-            fields = (f"{res}Request", f"{res}Limit")
-            vals = {}
-            for f in fields:
-                v = conf.get(f)
-                if v is None or v == "":
-                    continue
-                try:
-                    vals[f] = parse(str(v))
-                except quantity.QuantityError as e:
-                    problem = f"{f}: {e}"
-                    break
-            if problem:
-                break
-            if not vals:
-                problem = (f"sets neither {fields[0]} nor {fields[1]}: KServe requires both; "
-                           f"set them to equal values")
-                break
-            big = max(vals.values(), key=lambda q: q.value)
-            value = big.value
-            new = quantity.format_cpu(value) if res == "cpu" else big.text
-            note = ""
-            if res == "cpu" and value.denominator == 1:
-                if key == "storageInitializer":
-                    ic = cfg.workloads.initContainerCpu
-                    value, new = ic.value, ic.text
-                    note = (f" (a whole-number cpu would give the init container exclusive "
-                            f"CPUs, kubernetes/kubernetes#112228: spec.workloads."
-                            f"initContainerCpu {ic.text} instead)")
-                elif int(value) % t:
-                    m = math.ceil(int(value) / t) * t
-                    note = (f" (raised from {int(value)} to {m}: a whole-number cpu is pinned "
-                            f"by the kubelet, and with full-pcpus-only and {t} threads per "
-                            f"core anything else fails the pod with SMTAlignmentError; set a "
-                            f"fractional value such as 500m to keep it in the shared pool)")
-                    value, new = Fraction(m), str(m)
-                    raised = True
-            for f in fields:
-                old = conf.get(f)
-                if old is None or old == "":
-                    problem = (f"{f} is not set: KServe needs {fields[0]} and {fields[1]}; "
-                               f"set both to {new}")
-                    break
-                if parse(str(old)).value == value:
-                    continue
-                edited = _json_edit(text, f, new)
-                if edited is None:
-                    problem = (f"{f} appears more than once or is not a JSON string; set "
-                               f"{fields[0]} == {fields[1]} by hand")
-                    break
-                text = edited
-                changes.append(f"{f} {old} -> {new}" + note)
-                note = ""
-            if problem:
-                break
+        text, changes, raised, problem = _equalize(key, raw, conf, ctx.cfg, t)
         if problem:
             results.append(Result(f"{key}: {problem}", WARNING, ref, path))
             continue

@@ -1,7 +1,9 @@
 """The human report of `krm-fn run --report` (on stderr), built from the transform outcome.
 
 `render(items, out, function_config)` is pure: `items` are the input items (plain dicts, as
-resourcelist.parse reads them), `out` the engine.Output of engine.transform on them. It
+resourcelist.parse reads them), `out` the pipeline.Output of
+pipeline.transform(..., keep_tuned=True) on them (the tuned copies are the "after" column;
+nothing is replayed). It
 shows, per workload that krm-fn looked at (it changed it or reported on it), each container
 of each pod spec with cpu and memory (request/limit; cpu in cores or millicores, memory in
 the unit written) and thread count (the first variable of `threads.env` the container sets),
@@ -16,7 +18,7 @@ import json
 from typing import Any, TextIO
 
 from krm_fn import config as config_mod
-from krm_fn.engine import Output, ref_of
+from krm_fn.pipeline import Output, ref_of
 from krm_fn.node import checks
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, Result
@@ -154,7 +156,8 @@ def _pools(out: Output) -> list[str]:
 def render(items: list, out: Output, function_config: dict | None) -> str:
     """The report text (lines ending in newline), or one line saying the config is invalid.
 
-    `items`: the input items; `out`: engine.transform(items, function_config, ...)."""
+    `items`: the input items; `out`: pipeline.transform(items, function_config, ...,
+    keep_tuned=True). Raises ValueError when `out` has no tuned copies."""
     try:
         cfg = config_mod.load(function_config)
     except config_mod.ConfigError:
@@ -179,7 +182,7 @@ class Progress:
         self.total = 0
 
     def __call__(self, i: int, total: int) -> None:
-        """engine.transform's progress callback: item i (0-based) of `total` is next."""
+        """pipeline.transform's progress callback: item i (0-based) of `total` is next."""
         self.total = total
         if self.tty and total > PROGRESS_MIN_ITEMS and i % PROGRESS_EVERY == 0:
             self.stream.write(f"\rkrm-fn: {i}/{total} items")

@@ -3,10 +3,12 @@ mutate mode, but nothing is changed and nothing is emitted; every change mutate 
 make becomes an error result naming the item and the field.
 
 Why errors: a validator is there to fail a pipeline whose manifests are not pinned (a kpt
-`validators:` entry, a CI check of rendered output after kustomize silently skipped an exec
-function without `--enable-exec`, reference/krm.md §3 and cases.md C20). kpt runs
-validators after the mutators, and krm-fn is idempotent, so a package that went through the
-krm-fn mutator validates clean; one that did not fails with exit 1.
+`validators:` entry, or a CI check of rendered output after kustomize silently skipped an
+exec function without `--enable-exec`: argoproj/argo-cd#5553,
+kubernetes-sigs/kustomize#4556). kpt runs validators after the mutators, and krm-fn is
+idempotent, so a package that went through the krm-fn mutator validates clean; one that did
+not fails with exit 1. Mutate mode's outcome is read from its Changes (krm_fn/changes.py):
+per field, the input value and the last value written.
 
 Severities, from mutate mode's results:
 - a field mutate mode would change: error (`field.currentValue`/`proposedValue` set), with
@@ -41,11 +43,11 @@ def _message(old: object, new: object, reason: str | None) -> str:
 
 
 def report(items: list, out, fc_ref) -> object:
-    """Turn mutate mode's `out` (engine.Output for `items`) into validate mode's: no ops, no
+    """Turn mutate mode's `out` (pipeline.Output for `items`) into validate mode's: no ops, no
     replacements, nothing emitted; results as described in the module docstring, plus one
     closing result on the function config (`fc_ref`): an error counting what would change,
-    or an info that nothing would. Returns a new engine.Output with mode "validate"."""
-    from krm_fn.engine import Output, file_of, is_local_config, ref_of
+    or an info that nothing would. Returns a new pipeline.Output with mode "validate"."""
+    from krm_fn.pipeline import Output, file_of, is_local_config, ref_of
 
     net = {i: changes_mod.net(items[i], out.changes[i]) for i in sorted(out.changes)}
     changed_refs = {ref_of(items[i]) for i in list(out.changes) + list(out.replace)}
