@@ -17,11 +17,13 @@ Shape of a KRM result: kustomize `cmd/config/docs/api-conventions/functions-spec
 """
 from __future__ import annotations
 
+import functools
 import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
 from krm_fn.results import INFO, Ref, Result, value_text
+from krm_fn.workloads import get_path
 
 
 @dataclass(frozen=True)
@@ -49,6 +51,26 @@ class Change:
     upstream: str | None = None
 
 
+def path_str(path: tuple) -> str:
+    """(`spec`, `containers`, 0, `env`) -> `spec.containers[0].env`; keys with `.` or `/`
+    are bracketed: `nodeSelector['krm-fn.dev/cpu-pinning']`. Cached: the items of a render
+    share their field paths."""
+    return _path_str(path if path.__class__ is tuple else tuple(path))
+
+
+@functools.lru_cache(maxsize=8192)
+def _path_str(path: tuple) -> str:
+    out = ""
+    for p in path:
+        if isinstance(p, int):
+            out += f"[{p}]"
+        elif "." in p or "/" in p or not p:
+            out += f"['{p}']"
+        else:
+            out += ("." if out else "") + p
+    return out
+
+
 def value_shown(value: Any) -> str | None:
     """A changed value as a KRM result's currentValue/proposedValue: strings as they are,
     other values as JSON (spaces after separators); None for None."""
@@ -61,7 +83,6 @@ def result(change: Change, file: dict | None = None) -> Result:
     """The KRM result of `change` (which must have a message): its message and severity,
     the item's ref, the field path with the value before (`currentValue`, when there was
     one) and after (`proposedValue`), and `file` ({path, index?}) when given."""
-    from krm_fn.pod import path_str
     return Result(change.message, change.severity, change.ref, path_str(change.path),
                   None if change.old is None else value_text(change.old), value_shown(change.new),
                   file)
@@ -94,7 +115,6 @@ def net(item: dict, changes: Iterable[Change]) -> list[tuple[tuple, Any, Any]]:
     """Per field path written, in first-written order: (path, value in the input `item`,
     last value written), leaving out fields that end with the value they had (None for an
     absent value)."""
-    from krm_fn.workloads import get_path
     last: dict[tuple, Any] = {}
     for c in changes:
         last[c.path] = c.new

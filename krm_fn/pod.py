@@ -9,11 +9,10 @@ derived from the changes.
 """
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 from typing import Any
 
-from krm_fn.changes import Change
+from krm_fn.changes import Change, path_str  # path_str: re-exported for the rules
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.workloads import PodSpecAt, get_path, model_names
 
@@ -30,26 +29,6 @@ class ShapeError(ValueError):
         super().__init__(message)
         self.path = path
         self.message = message
-
-
-def path_str(path: tuple) -> str:
-    """(`spec`, `containers`, 0, `env`) -> `spec.containers[0].env`; keys with `.` or `/`
-    are bracketed: `nodeSelector['krm-fn.dev/cpu-pinning']`. Cached: the items of a render
-    share their field paths."""
-    return _path_str(path if path.__class__ is tuple else tuple(path))
-
-
-@functools.lru_cache(maxsize=8192)
-def _path_str(path: tuple) -> str:
-    out = ""
-    for p in path:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif "." in p or "/" in p or not p:
-            out += f"['{p}']"
-        else:
-            out += ("." if out else "") + p
-    return out
 
 
 @dataclass

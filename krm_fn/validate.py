@@ -25,7 +25,8 @@ from __future__ import annotations
 import json
 
 from krm_fn import changes as changes_mod
-from krm_fn.pod import path_str
+from krm_fn.changes import path_str
+from krm_fn.pipeline.select import file_of, is_local_config, ref_of
 from krm_fn.results import ERROR, INFO, WARNING, Result
 
 
@@ -42,12 +43,11 @@ def _message(old: object, new: object, reason: str | None) -> str:
     return f"{text}; {reason}" if reason else text
 
 
-def report(items: list, out, fc_ref) -> object:
-    """Turn mutate mode's `out` (pipeline.Output for `items`) into validate mode's: no ops, no
-    replacements, nothing emitted; results as described in the module docstring, plus one
-    closing result on the function config (`fc_ref`): an error counting what would change,
-    or an info that nothing would. Returns a new pipeline.Output with mode "validate"."""
-    from krm_fn.pipeline import Output, file_of, is_local_config, ref_of
+def results(items: list, out, fc_ref) -> list[Result]:
+    """Validate mode's results from mutate mode's `out` (pipeline.Output for `items`): as
+    described in the module docstring, plus one closing result on the function config
+    (`fc_ref`): an error counting what would change, or an info that nothing would. The
+    pipeline returns them in an Output without changes, replacements or emitted objects."""
 
     net = {i: changes_mod.net(items[i], out.changes[i]) for i in sorted(out.changes)}
     changed_refs = {ref_of(items[i]) for i in list(out.changes) + list(out.replace)}
@@ -107,8 +107,7 @@ def report(items: list, out, fc_ref) -> object:
         closing = None
     else:
         closing = Result("validate mode: nothing would change", INFO, fc_ref)
-    results = kept + new + ([closing] if closing else [])
-    return Output(results=results, pools=list(getattr(out, "pools", [])), mode="validate")
+    return kept + new + ([closing] if closing else [])
 
 
 def _text(v: object) -> str:

@@ -105,5 +105,6 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         out.results.append(run.defaults_note)
     if (mode or run.cfg.mode) == "validate":
         from krm_fn import validate
-        return validate.report(items, out, run.fc_ref)
+        return Output(results=validate.results(items, out, run.fc_ref), pools=out.pools,
+                      mode="validate")
     return out
