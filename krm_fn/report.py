@@ -21,7 +21,7 @@ from krm_fn import config as config_mod
 from krm_fn.pipeline import Output, ref_of
 from krm_fn.node import checks
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
-from krm_fn.results import ERROR, Result
+from krm_fn.results import ERROR
 from krm_fn.workloads import get_path, locations, registered
 
 ARROW = "→"
