@@ -50,7 +50,6 @@ class Edits:
         equal to the list length appends), record and return the Change (`message` and
         `severity` as given: None for a write reported by a separate result)."""
         path = tuple(path)
-        old = get_path(self.root, path)
         cur = self.root
         for i in range(len(path) - 1):
             key = path[i]
@@ -59,9 +58,14 @@ class Edits:
                 nxt = cur[key] = [] if isinstance(path[i + 1], int) else {}
             cur = nxt
         last = path[-1]
-        if isinstance(cur, list) and last == len(cur):
-            cur.append(value)
+        if isinstance(cur, list):
+            old = cur[last] if last < len(cur) else None
+            if last == len(cur):
+                cur.append(value)
+            else:
+                cur[last] = value
         else:
+            old = cur.get(last)
             cur[last] = value
         change = Change(self.index, self.ref, path, old, value, self.rule, severity, message)
         self.changes.append(change)
