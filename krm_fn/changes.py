@@ -26,7 +26,7 @@ from krm_fn.results import INFO, Ref, Result, value_text
 from krm_fn.workloads import get_path
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Change:
     """One write to an input item.
 
@@ -37,7 +37,9 @@ class Change:
     `rule`: ID of the rule that wrote it (krm_fn.rules.rule_id; None outside the rules);
     `severity`: info, or warning for a change the user should look at; `message`: why, as
     the KRM result says it (None: the write is reported by a separate result, or not at
-    all); `upstream`: an optional URL of the public source the change rests on.
+    all); `upstream`: an optional URL of the public source the change rests on. Not
+    frozen (a frozen dataclass is several times slower to build, and a render makes one per
+    write), but treat it as a value: nothing changes a Change after it is made.
     """
 
     index: int | None
