@@ -87,7 +87,7 @@ def result(change: Change, file: dict | None = None) -> Result:
     one) and after (`proposedValue`), and `file` ({path, index?}) when given."""
     return Result(change.message, change.severity, change.ref, path_str(change.path),
                   None if change.old is None else value_text(change.old), value_shown(change.new),
-                  file)
+                  file, rule_tags(change.rule))
 
 
 def results(findings: Iterable, file: dict | None = None) -> list[Result]:
@@ -105,7 +105,12 @@ def results(findings: Iterable, file: dict | None = None) -> list[Result]:
 
 
 def _with_file(r: Result, file: dict) -> Result:
-    return Result(r.message, r.severity, r.ref, r.path, r.current, r.proposed, file)
+    return Result(r.message, r.severity, r.ref, r.path, r.current, r.proposed, file, r.tags)
+
+
+def rule_tags(rule: str | None) -> tuple:
+    """A result's tags naming `rule` ((("rule", ID),)); () for None."""
+    return (("rule", rule),) if rule else ()
 
 
 def ops(changes: Iterable[Change]) -> list[tuple[tuple, Any]]:
@@ -113,16 +118,16 @@ def ops(changes: Iterable[Change]) -> list[tuple[tuple, Any]]:
     return [(c.path, c.new) for c in changes]
 
 
-def net(item: dict, changes: Iterable[Change]) -> list[tuple[tuple, Any, Any]]:
+def net(item: dict, changes: Iterable[Change]) -> list[tuple[tuple, Any, Any, Change]]:
     """Per field path written, in first-written order: (path, value in the input `item`,
-    last value written), leaving out fields that end with the value they had (None for an
-    absent value)."""
-    last: dict[tuple, Any] = {}
+    last value written, the last Change there), leaving out fields that end with the value
+    they had (None for an absent value)."""
+    last: dict[tuple, Change] = {}
     for c in changes:
-        last[c.path] = c.new
+        last[c.path] = c
     out = []
-    for path, new in last.items():
+    for path, c in last.items():
         old = get_path(item, path)
-        if old != new:
-            out.append((path, old, new))
+        if old != c.new:
+            out.append((path, old, c.new, c))
     return out

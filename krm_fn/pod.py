@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from krm_fn.changes import Change, path_str  # path_str: re-exported for the rules
+from krm_fn.changes import Change, path_str, rule_tags  # path_str: for the rules
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.workloads import PodSpecAt, get_path, model_names
 
@@ -70,6 +70,25 @@ class Edits:
         change = Change(self.index, self.ref, path, old, value, self.rule, severity, message)
         self.changes.append(change)
         return change
+
+
+class Findings(list):
+    """A pod's findings list (PodView.results) that tags each plain Result appended while a
+    rule runs with that rule's ID (`tags: {rule: ID}`; the rule is `edits.rule`), so results
+    the rules append directly carry the rule like those derived from their Changes."""
+
+    def __init__(self, edits: "Edits"):
+        super().__init__()
+        self.edits = edits
+
+    def append(self, finding) -> None:
+        """Append `finding` (a Change, or a Result tagged with the running rule)."""
+        rule = self.edits.rule
+        if rule is not None and isinstance(finding, Result) and not finding.tags:
+            f = finding
+            finding = Result(f.message, f.severity, f.ref, f.path, f.current, f.proposed,
+                             f.file, rule_tags(rule))
+        super().append(finding)
 
 
 @dataclass

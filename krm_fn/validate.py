@@ -62,7 +62,7 @@ def results(items: list, out, fc_ref) -> list[Result]:
             continue
         if r.severity == WARNING and r.ref in {ref_of(items[i]) for i in out.replace}:
             kept.append(Result(f"would be rewritten to the node plan: {r.message}", ERROR,
-                               r.ref, r.path, r.current, r.proposed, r.file))
+                               r.ref, r.path, r.current, r.proposed, r.file, r.tags))
             continue
         kept.append(r)
 
@@ -71,12 +71,13 @@ def results(items: list, out, fc_ref) -> list[Result]:
     for i, fields_changed in net.items():
         obj = items[i]
         ref, file = ref_of(obj), file_of(obj)
-        for path, old, value in fields_changed:
+        for path, old, value, change in fields_changed:
             fields += 1
             p = path_str(path)
             new.append(Result(_message(old, value, reasons.get((ref, p))), ERROR, ref,
                               p, None if old is None else _text(old),
-                              None if value is None else _text(value), file))
+                              None if value is None else _text(value), file,
+                              changes_mod.rule_tags(change.rule)))
     would_emit = 0
     for obj in out.emitted:
         ref = ref_of(obj)

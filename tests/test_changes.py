@@ -47,7 +47,7 @@ def test_net_is_per_field_from_the_input_to_the_last_write():
     item = {"spec": {"a": "1", "b": "2"}}
     cs = [Change(0, REF, ("spec", "a"), "1", "5"), Change(0, REF, ("spec", "b"), "2", "3"),
           Change(0, REF, ("spec", "a"), "5", "6"), Change(0, REF, ("spec", "b"), "3", "2")]
-    assert [(p, old, new) for p, old, new in changes.net(item, cs)] == [
+    assert [(p, old, new) for p, old, new, _ in changes.net(item, cs)] == [
         (("spec", "a"), "1", "6")]
 
 
@@ -73,3 +73,33 @@ def test_validate_errors_come_from_the_changes():
     r = errors["spec.containers[0].resources.requests.cpu"]
     assert (r.current, r.proposed) == ("1500m", "2")
     assert r.message.startswith('not pinned: would change from "1500m" to "2"')
+
+
+def test_results_carry_the_rule_as_tags():
+    c = Change(0, REF, ("spec", "a"), None, "1", "resources", INFO, "set")
+    assert changes.result(c).as_dict()["tags"] == {"rule": "resources"}
+    assert "tags" not in changes.result(Change(0, REF, ("spec", "a"), None, "1", None, INFO,
+                                                "set")).as_dict()
+    out = pipeline.transform([POD], FC)
+    by_rule = {r.path: dict(r.tags).get("rule") for r in out.results if r.path}
+    assert by_rule["spec.containers[0].resources.limits.cpu"] == "resources"
+    assert by_rule["spec.nodeSelector['krm-fn.dev/cpu-pinning']"] == "placement"
+    # results that no rule made (the pool summary, the emitted kubelet config) have none
+    assert all(not r.tags for r in out.results if r.ref is None or r.ref.kind != "Pod")
+
+
+def test_results_a_rule_appends_directly_are_tagged():
+    from krm_fn.pod import Findings
+    edits = Edits({}, ref=REF)
+    found = Findings(edits)
+    found.append(Result("before any rule", INFO, REF))
+    edits.rule = "threads"
+    found.append(Result("from threads", INFO, REF))
+    assert [r.tags for r in found] == [(), (("rule", "threads"),)]
+
+
+def test_validate_errors_carry_the_rule_of_the_change():
+    fc = {**FC, "spec": {**FC["spec"], "mode": "validate"}}
+    out = pipeline.transform([POD], fc)
+    r = next(r for r in out.results if r.path == "spec.containers[0].resources.requests.cpu")
+    assert r.as_dict()["tags"] == {"rule": "resources"}

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from krm_fn import objects, rules
 from krm_fn.pipeline.select import (DEFAULT_CONTAINER, PINNED_ANNOTATION, Picked,
                                     overrides)
-from krm_fn.pod import Edits, ShapeError, build_views, path_str
+from krm_fn.pod import Edits, Findings, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, Result
 from krm_fn.workloads import locations, model_names
 
@@ -78,6 +78,7 @@ def _tune_pods(item: TunedItem, run) -> None:
     info = run.pool_info(pick.pool_index) if pick.pool is not None else None
     item.work = copy_item(pick.obj)
     edits = Edits(item.work, index=pick.index, ref=pick.ref)
+    item.findings = Findings(edits)
     # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
     listed_at: dict = {"path": None, "matched": False, "names": []}
     findings = item.findings
