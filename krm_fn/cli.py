@@ -64,15 +64,16 @@ def _run(text: str, function_config, require_rl: bool, echo_warnings: bool,
     only the findings on stderr. `output`: write to that file instead of stdout, only when
     its content changes and never after an error (the file is left as it was);
     `fail_on_change`: exit 1 when it was created or rewritten (pre-commit)."""
-    from krm_fn import engine, resourcelist
+    from krm_fn import pipeline, resourcelist
     doc = resourcelist.parse(text, require_resource_list=require_rl)
     fc = doc.function_config if function_config is None else function_config
     progress = None
     if report:
         from krm_fn import report as report_mod
         progress = report_mod.Progress(sys.stderr, sys.stderr.isatty())
-    out = engine.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc),
-                           aliased=doc.aliased, progress=progress, mode=mode)
+    out = pipeline.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc),
+                           aliased=doc.aliased, progress=progress, mode=mode,
+                           keep_tuned=report)
     if progress is not None:
         progress.done()
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
@@ -150,7 +151,7 @@ def _with_baseline(fc, baseline: dict, source: str) -> dict:
 def _warn_local_config(items: list) -> None:
     """`krm-fn run` writes every input document back; kustomize would drop local-config
     objects (krm.md §3), and `kubectl apply` rejects a function config: say so on stderr."""
-    from krm_fn.engine import is_local_config, ref_of
+    from krm_fn.pipeline import is_local_config, ref_of
     for i, obj in enumerate(items):
         if not isinstance(obj, dict):
             continue

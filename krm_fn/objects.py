@@ -34,6 +34,7 @@ from fractions import Fraction
 from typing import Callable
 
 from krm_fn import quantity
+from krm_fn.changes import Change
 from krm_fn.pod import ContainerView, Edits, PodView
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules import RuleContext, resources
@@ -76,7 +77,8 @@ def handles(obj: dict) -> bool:
 
 
 def check(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
-    """(ops, results) for one selected object."""
+    """(changes, findings) for one selected object: the Changes (krm_fn/changes.py) it
+    makes, and its findings in order (Changes with a message and plain Results)."""
     tag = cluster_tag(obj)
     if tag == KSERVE_CONFIG:
         return _kserve_config(obj, ref, ctx)
@@ -106,15 +108,82 @@ def _json_edit(text: str, field: str, value: str) -> str | None:
     return None
 
 
+def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
+    """Make request == limit for cpu and memory in the JSON text `raw` of config key `key`
+    (parsed: `conf`); `t`: threads per core a whole cpu must be a multiple of. Returns
+    (new text, [what changed], raised: a cpu was raised to a multiple of `t`, problem or
+    None: why the key cannot be fixed)."""
+    text = raw
+    changes: list[str] = []
+    raised = False
+    problem = None
+    for res, parse in (("cpu", quantity.parse_cpu), ("memory", quantity.parse_memory)):
+        fields = (f"{res}Request", f"{res}Limit")
+        vals = {}
+        for f in fields:
+            v = conf.get(f)
+            if v is None or v == "":
+                continue
+            try:
+                vals[f] = parse(str(v))
+            except quantity.QuantityError as e:
+                problem = f"{f}: {e}"
+                break
+        if problem:
+            break
+        if not vals:
+            problem = (f"sets neither {fields[0]} nor {fields[1]}: KServe requires both; "
+                       f"set them to equal values")
+            break
+        big = max(vals.values(), key=lambda q: q.value)
+        value = big.value
+        new = quantity.format_cpu(value) if res == "cpu" else big.text
+        note = ""
+        if res == "cpu" and value.denominator == 1:
+            if key == "storageInitializer":
+                ic = cfg.workloads.initContainerCpu
+                value, new = ic.value, ic.text
+                note = (f" (a whole-number cpu would give the init container exclusive "
+                        f"CPUs, kubernetes/kubernetes#112228: spec.workloads."
+                        f"initContainerCpu {ic.text} instead)")
+            elif int(value) % t:
+                m = math.ceil(int(value) / t) * t
+                note = (f" (raised from {int(value)} to {m}: a whole-number cpu is pinned "
+                        f"by the kubelet, and with full-pcpus-only and {t} threads per "
+                        f"core anything else fails the pod with SMTAlignmentError; set a "
+                        f"fractional value such as 500m to keep it in the shared pool)")
+                value, new = Fraction(m), str(m)
+                raised = True
+        for f in fields:
+            old = conf.get(f)
+            if old is None or old == "":
+                problem = (f"{f} is not set: KServe needs {fields[0]} and {fields[1]}; "
+                           f"set both to {new}")
+                break
+            if parse(str(old)).value == value:
+                continue
+            edited = _json_edit(text, f, new)
+            if edited is None:
+                problem = (f"{f} appears more than once or is not a JSON string; set "
+                           f"{fields[0]} == {fields[1]} by hand")
+                break
+            text = edited
+            changes.append(f"{f} {old} -> {new}" + note)
+            note = ""
+        if problem:
+            break
+    return text, changes, raised, problem
+
+
 def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
+    """(changes, findings) for KServe's inferenceservice-config ConfigMap (module docstring)."""
     data = obj.get("data")
     results: list[Result] = []
-    ops: list = []
+    writes: list = []
     if data is None:
-        return ops, results
+        return writes, results
     if not isinstance(data, dict):
-        return ops, [Result("data must be a mapping", ERROR, ref, "data")]
-    cfg = ctx.cfg
+        return writes, [Result("data must be a mapping", ERROR, ref, "data")]
     t = _smt_multiple(ctx)
     for key in _CONFIG_KEYS:
         raw = data.get(key)
@@ -130,82 +199,24 @@ def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]
                                   f"cpuRequest/cpuLimit and memoryRequest/memoryLimit equal; "
                                   f"fix the JSON", WARNING, ref, path))
             continue
-        text = raw
-        changes: list[str] = []
-        raised = False
-        problem = None
-        for res, parse in (("cpu", quantity.parse_cpu), ("memory", quantity.parse_memory)):
-            fields = (f"{res}Request", f"{res}Limit")
-            vals = {}
-            for f in fields:
-                v = conf.get(f)
-                if v is None or v == "":
-                    continue
-                try:
-                    vals[f] = parse(str(v))
-                except quantity.QuantityError as e:
-                    problem = f"{f}: {e}"
-                    break
-            if problem:
-                break
-            if not vals:
-                problem = (f"sets neither {fields[0]} nor {fields[1]}: KServe requires both; "
-                           f"set them to equal values")
-                break
-            big = max(vals.values(), key=lambda q: q.value)
-            value = big.value
-            new = quantity.format_cpu(value) if res == "cpu" else big.text
-            note = ""
-            if res == "cpu" and value.denominator == 1:
-                if key == "storageInitializer":
-                    ic = cfg.workloads.initContainerCpu
-                    value, new = ic.value, ic.text
-                    note = (f" (a whole-number cpu would give the init container exclusive "
-                            f"CPUs, kubernetes/kubernetes#112228: spec.workloads."
-                            f"initContainerCpu {ic.text} instead)")
-                elif int(value) % t:
-                    m = math.ceil(int(value) / t) * t
-                    note = (f" (raised from {int(value)} to {m}: a whole-number cpu is pinned "
-                            f"by the kubelet, and with full-pcpus-only and {t} threads per "
-                            f"core anything else fails the pod with SMTAlignmentError; set a "
-                            f"fractional value such as 500m to keep it in the shared pool)")
-                    value, new = Fraction(m), str(m)
-                    raised = True
-            for f in fields:
-                old = conf.get(f)
-                if old is None or old == "":
-                    problem = (f"{f} is not set: KServe needs {fields[0]} and {fields[1]}; "
-                               f"set both to {new}")
-                    break
-                if parse(str(old)).value == value:
-                    continue
-                edited = _json_edit(text, f, new)
-                if edited is None:
-                    problem = (f"{f} appears more than once or is not a JSON string; set "
-                               f"{fields[0]} == {fields[1]} by hand")
-                    break
-                text = edited
-                changes.append(f"{f} {old} -> {new}" + note)
-                note = ""
-            if problem:
-                break
+        text, changes, raised, problem = _equalize(key, raw, conf, ctx.cfg, t)
         if problem:
             results.append(Result(f"{key}: {problem}", WARNING, ref, path))
             continue
         if text != raw:
-            ops.append((("data", key), text))
+            writes.append(Change(None, ref, ("data", key), raw, text))
             results.append(Result(
                 f"{key}: " + "; ".join(changes) + ": KServe sizes the container it injects "
                 f"from these values, and request != limit makes every pod that gets it "
                 f"Burstable, so no container is pinned",
                 WARNING if raised else INFO, ref, path))
-    return ops, results
+    return writes, results
 
 
 def _storage_container(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
     work = copy.deepcopy(obj)
-    edits = Edits(work)
-    results: list[Result] = []
+    edits = Edits(work, ref=ref)
+    results: list = []
     spec = work.get("spec")
     c = spec.get("container") if isinstance(spec, dict) else None
     if not isinstance(c, dict):
@@ -226,7 +237,7 @@ def _storage_container(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, l
         resources._memory(pod, cv, False, ctx.cfg)
     if any(r.severity == ERROR for r in results):
         return [], results
-    return edits.ops, results
+    return edits.changes, results
 
 
 # --- pass-through kinds -------------------------------------------------------------------

@@ -1,22 +1,21 @@
 """PodView and ContainerView: one normalised view of a pod spec, whatever the workload kind.
 
-Rules see only these views (kube-score style: kinds are normalised away before checks).
-Every write goes through `Edits.set`, which changes the plain-data copy the rules read and
-records an operation `(path, value)` for the I/O layer to replay on the original YAML, so
-that comments, order and quoting of everything else are kept. `DELETE` as a value removes
-the key.
+Rules see only these views (kube-score style: kinds are normalised away before checks,
+https://github.com/zegl/kube-score). Every write goes through `Edits.set`, which changes the
+plain-data copy the rules read and records a `Change` (krm_fn/changes.py: path, value before
+and after, the rule writing); the YAML layer writes the changes' values into the original
+text, so comments, order and quoting of everything else are kept, and the KRM results are
+derived from the changes.
 """
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from krm_fn.changes import Change, path_str, rule_tags  # path_str: for the rules
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.workloads import PodSpecAt, get_path, model_names
 
-DELETE = object()
 
 
 class ShapeError(ValueError):
@@ -29,42 +28,25 @@ class ShapeError(ValueError):
         self.message = message
 
 
-def _show(value: Any) -> str | None:
-    if value is DELETE:
-        return None
-    return value if isinstance(value, str) else json.dumps(value)
-
-
-def path_str(path: tuple) -> str:
-    """(`spec`, `containers`, 0, `env`) -> `spec.containers[0].env`; keys with `.` or `/`
-    are bracketed: `nodeSelector['krm-fn.dev/cpu-pinning']`. Cached: the items of a render
-    share their field paths."""
-    return _path_str(path if path.__class__ is tuple else tuple(path))
-
-
-@functools.lru_cache(maxsize=8192)
-def _path_str(path: tuple) -> str:
-    out = ""
-    for p in path:
-        if isinstance(p, int):
-            out += f"[{p}]"
-        elif "." in p or "/" in p or not p:
-            out += f"['{p}']"
-        else:
-            out += ("." if out else "") + p
-    return out
-
-
 @dataclass
 class Edits:
-    """Recorded writes on one item's plain data. `ops` is a list of (path tuple, value)."""
+    """The writes on one item's plain data (`root`, krm-fn's working copy of the item):
+    `changes` is the list of Change records, in write order. `index`/`ref`: the item's
+    index in the input and identity, copied into each Change; `rule`: ID of the rule now
+    writing (krm_fn.rules.run sets it through PodView.rule)."""
 
     root: dict
-    ops: list = field(default_factory=list)
+    changes: list = field(default_factory=list)
+    index: int | None = None
+    ref: Ref | None = None
+    rule: str | None = None
 
-    def set(self, path: tuple, value: Any) -> None:
+    def set(self, path: tuple, value: Any, message: str | None = None,
+            severity: str = INFO) -> Change:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
-        equal to the list length appends) and record the op."""
+        equal to the list length appends), record and return the Change (`message` and
+        `severity` as given: None for a write reported by a separate result)."""
+        path = tuple(path)
         cur = self.root
         for i in range(len(path) - 1):
             key = path[i]
@@ -73,14 +55,37 @@ class Edits:
                 nxt = cur[key] = [] if isinstance(path[i + 1], int) else {}
             cur = nxt
         last = path[-1]
-        if value is DELETE:
-            if isinstance(cur, dict):
-                cur.pop(last, None)
-        elif isinstance(cur, list) and last == len(cur):
-            cur.append(value)
+        if isinstance(cur, list):
+            old = cur[last] if last < len(cur) else None
+            if last == len(cur):
+                cur.append(value)
+            else:
+                cur[last] = value
         else:
+            old = cur.get(last)
             cur[last] = value
-        self.ops.append((tuple(path), value))
+        change = Change(self.index, self.ref, path, old, value, self.rule, severity, message)
+        self.changes.append(change)
+        return change
+
+
+class Findings(list):
+    """A pod's findings list (PodView.results) that tags each plain Result appended while a
+    rule runs with that rule's ID (`tags: {rule: ID}`; the rule is `edits.rule`), so results
+    the rules append directly carry the rule like those derived from their Changes."""
+
+    def __init__(self, edits: "Edits"):
+        super().__init__()
+        self.edits = edits
+
+    def append(self, finding) -> None:
+        """Append `finding` (a Change, or a Result tagged with the running rule)."""
+        rule = self.edits.rule
+        if rule is not None and isinstance(finding, Result) and not finding.tags:
+            f = finding
+            finding = Result(f.message, f.severity, f.ref, f.path, f.current, f.proposed,
+                             f.file, rule_tags(rule))
+        super().append(finding)
 
 
 @dataclass
@@ -105,7 +110,9 @@ class ContainerView:
 @dataclass
 class PodView:
     """One pod spec of a workload: containers, volumes, nodeSelector and annotations,
-    with helpers that write through `Edits` and collect results."""
+    with helpers that write through `Edits` and collect findings. `results`: the pod's
+    findings in order, Changes with a message (from `set`) and plain Results (warnings,
+    errors, infos that are not writes); krm_fn.changes.results turns them into KRM results."""
 
     ref: Ref
     at: PodSpecAt
@@ -113,8 +120,16 @@ class PodView:
     meta: dict | None
     containers: list[ContainerView]
     edits: Edits
-    results: list[Result]
-    rule: str | None = None     # ID of the rule now writing (krm_fn.rules.run sets it)
+    results: list
+
+    @property
+    def rule(self) -> str | None:
+        """ID of the rule now writing (krm_fn.rules.run sets it); goes into each Change."""
+        return self.edits.rule
+
+    @rule.setter
+    def rule(self, rule_id: str | None) -> None:
+        self.edits.rule = rule_id
 
     @property
     def annotations(self) -> dict:
@@ -126,12 +141,10 @@ class PodView:
 
     def set(self, path: tuple, value: Any, message: str, current: Any = None,
             severity: str = INFO) -> None:
-        """Write `value` at `path` (from the object root) and add a result (info unless
-        the change deserves a warning)."""
-        self.edits.set(path, value)
-        self.results.append(Result(message, severity, self.ref, path_str(path),
-                                   None if current is None else str(current),
-                                   _show(value)))
+        """Write `value` at `path` (from the object root) as a Change with `message` (info
+        unless the change deserves a warning), added to the findings. `current`: the value
+        the rule read there, for the caller's own use (the Change holds the value before)."""
+        self.results.append(self.edits.set(path, value, message, severity))
 
     def warn(self, path: tuple | None, message: str) -> None:
         self.results.append(Result(message, WARNING, self.ref,

@@ -1,7 +1,9 @@
 """The human report of `krm-fn run --report` (on stderr), built from the transform outcome.
 
 `render(items, out, function_config)` is pure: `items` are the input items (plain dicts, as
-resourcelist.parse reads them), `out` the engine.Output of engine.transform on them. It
+resourcelist.parse reads them), `out` the pipeline.Output of
+pipeline.transform(..., keep_tuned=True) on them (the tuned copies are the "after" column;
+nothing is replayed). It
 shows, per workload that krm-fn looked at (it changed it or reported on it), each container
 of each pod spec with cpu and memory (request/limit; cpu in cores or millicores, memory in
 the unit written) and thread count (the first variable of `threads.env` the container sets),
@@ -12,15 +14,14 @@ node. `Progress` writes the progress line for large inputs.
 """
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any, TextIO
 
 from krm_fn import config as config_mod
-from krm_fn.engine import Output, ref_of
+from krm_fn.pipeline import Output, ref_of
 from krm_fn.node import checks
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
-from krm_fn.results import ERROR, Result
+from krm_fn.results import ERROR
 from krm_fn.workloads import get_path, locations, registered
 
 ARROW = "→"
@@ -30,14 +31,13 @@ PROGRESS_MIN_ITEMS = 500
 PROGRESS_EVERY = 100
 
 
-def after(item: dict, ops: list) -> dict:
-    """A copy of `item` with the engine's recorded edits `ops` ((path, value) pairs,
-    pod.DELETE removing a key) applied: the item as krm-fn writes it, as plain data."""
-    work = copy.deepcopy(item)
-    edits = Edits(work)
-    for path, value in ops:
-        edits.set(path, value)
-    return work
+def after(items: list, out: Output, i: int) -> dict:
+    """Item i as krm-fn writes it, as plain data: the tuned copy the rules wrote into
+    (`out.tuned[i]`, kept by transform(..., keep_tuned=True)) for a changed item, else the
+    input item. Raises ValueError when `out` was made without keep_tuned."""
+    if out.tuned is None:
+        raise ValueError("the report needs transform(..., keep_tuned=True)")
+    return out.tuned.get(i, items[i])
 
 
 def _res(c: dict | None, kind: str) -> str:
@@ -87,7 +87,7 @@ def _status(i: int, ref, out: Output, by_ref: dict) -> str:
         return "left unchanged: error"
     if any(r.message.startswith("skipped:") for r in mine):
         return "skipped"
-    return "changed" if i in out.ops else "unchanged"
+    return "changed" if i in out.changes else "unchanged"
 
 
 def _workloads(items: list, out: Output, cfg) -> list[str]:
@@ -105,10 +105,10 @@ def _workloads(items: list, out: Output, cfg) -> list[str]:
         if not isinstance(obj, dict) or not registered(obj, extra):
             continue
         ref = ref_of(obj)
-        if i not in out.ops and ref not in reported:
+        if i not in out.changes and ref not in reported:
             continue
         count += 1
-        now = after(obj, out.ops.get(i, []))
+        now = after(items, out, i)
         rows.append([f"{ref} ({_status(i, ref, out, by_ref)})", "", "", ""])
         pods = []
         for at in locations(now, extra):
@@ -156,7 +156,8 @@ def _pools(out: Output) -> list[str]:
 def render(items: list, out: Output, function_config: dict | None) -> str:
     """The report text (lines ending in newline), or one line saying the config is invalid.
 
-    `items`: the input items; `out`: engine.transform(items, function_config, ...)."""
+    `items`: the input items; `out`: pipeline.transform(items, function_config, ...,
+    keep_tuned=True). Raises ValueError when `out` has no tuned copies."""
     try:
         cfg = config_mod.load(function_config)
     except config_mod.ConfigError:
@@ -164,7 +165,7 @@ def render(items: list, out: Output, function_config: dict | None) -> str:
     errors = sum(1 for r in out.results if r.severity == ERROR)
     warnings = sum(1 for r in out.results if r.severity == "warning")
     head = (f"krm-fn report: {len(items)} item{'s' if len(items) != 1 else ''}, "
-            f"{len(out.ops)} changed, {errors} error{'s' if errors != 1 else ''}, "
+            f"{len(out.changes)} changed, {errors} error{'s' if errors != 1 else ''}, "
             f"{warnings} warning{'s' if warnings != 1 else ''}")
     return "\n".join([head, "", *_workloads(items, out, cfg), *_pools(out)]) + "\n"
 
@@ -181,7 +182,7 @@ class Progress:
         self.total = 0
 
     def __call__(self, i: int, total: int) -> None:
-        """engine.transform's progress callback: item i (0-based) of `total` is next."""
+        """pipeline.transform's progress callback: item i (0-based) of `total` is next."""
         self.total = total
         if self.tty and total > PROGRESS_MIN_ITEMS and i % PROGRESS_EVERY == 0:
             self.stream.write(f"\rkrm-fn: {i}/{total} items")

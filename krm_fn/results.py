@@ -6,6 +6,10 @@ Shape (kustomize cmd/config/docs/api-conventions/functions-spec.md)::
     resourceRef: {apiVersion, kind, name, namespace?}
     field: {path, currentValue?, proposedValue?}
     file: {path, index?}
+    tags: {rule: <rule ID>}       (map[string]string; the rule that made the result)
+
+`tags` is kyaml's `Result.Tags` ("an unstructured key value map stored with a result",
+https://github.com/kubernetes-sigs/kustomize/blob/master/kyaml/fn/framework/result.go).
 """
 from __future__ import annotations
 
@@ -47,7 +51,9 @@ class Ref:
 @dataclass(frozen=True)
 class Result:
     """One result. `path` is the field path (`spec.template.spec.containers[0].resources
-    .limits.cpu`); `current`/`proposed` are the values before and after, as strings."""
+    .limits.cpu`); `current`/`proposed` are the values before and after, as strings;
+    `tags`: (key, value) string pairs, written as the `tags` map (`rule`: the ID of the rule
+    that made the result)."""
 
     message: str
     severity: str = INFO
@@ -56,6 +62,7 @@ class Result:
     current: str | None = None
     proposed: str | None = None
     file: dict | None = None
+    tags: tuple = ()
 
     def as_dict(self) -> dict:
         d: dict[str, Any] = {"message": self.message, "severity": self.severity}
@@ -70,6 +77,8 @@ class Result:
             d["field"] = fld
         if self.file:
             d["file"] = dict(self.file)
+        if self.tags:
+            d["tags"] = dict(self.tags)
         return d
 
     def line(self) -> str:

@@ -20,7 +20,7 @@ REQUIRED = (
     ("ruamel.yaml", "ruamel.yaml"),
     ("jsonpatch", "jsonpatch"),
     ("krm_fn.cli", "krm-fn"),
-    ("krm_fn.engine", "krm-fn"),
+    ("krm_fn.pipeline", "krm-fn"),
     ("krm_fn.resourcelist", "krm-fn"),
 )
 

@@ -3,10 +3,12 @@ mutate mode, but nothing is changed and nothing is emitted; every change mutate 
 make becomes an error result naming the item and the field.
 
 Why errors: a validator is there to fail a pipeline whose manifests are not pinned (a kpt
-`validators:` entry, a CI check of rendered output after kustomize silently skipped an exec
-function without `--enable-exec`, reference/krm.md §3 and cases.md C20). kpt runs
-validators after the mutators, and krm-fn is idempotent, so a package that went through the
-krm-fn mutator validates clean; one that did not fails with exit 1.
+`validators:` entry, or a CI check of rendered output after kustomize silently skipped an
+exec function without `--enable-exec`: argoproj/argo-cd#5553,
+kubernetes-sigs/kustomize#4556). kpt runs validators after the mutators, and krm-fn is
+idempotent, so a package that went through the krm-fn mutator validates clean; one that did
+not fails with exit 1. Mutate mode's outcome is read from its Changes (krm_fn/changes.py):
+per field, the input value and the last value written.
 
 Severities, from mutate mode's results:
 - a field mutate mode would change: error (`field.currentValue`/`proposedValue` set), with
@@ -20,56 +22,35 @@ Severities, from mutate mode's results:
 """
 from __future__ import annotations
 
-import copy
 import json
 
-from krm_fn.pod import Edits, path_str
+from krm_fn import changes as changes_mod
+from krm_fn.changes import path_str
+from krm_fn.pipeline.select import file_of, is_local_config, ref_of
 from krm_fn.results import ERROR, INFO, WARNING, Result
-from krm_fn.workloads import get_path
 
 
 def _show(v: object) -> str:
     return json.dumps(v, sort_keys=False)
 
 
-def changes(obj: dict, ops: list) -> list[tuple[tuple, object, object]]:
-    """The real changes `ops` ((path tuple, value) pairs, pod.Edits) make to `obj`:
-    [(path, old, new)] in first-touched order, old/new None when absent; ops that write the
-    value already there are not changes. `obj` is not modified."""
-    work = copy.deepcopy(obj)
-    edits = Edits(work)
-    order: list[tuple] = []
-    for path, value in ops:
-        edits.set(path, value)
-        if path not in order:
-            order.append(path)
-    out = []
-    for path in order:
-        old, new = get_path(obj, path), get_path(work, path)
-        if old != new:
-            out.append((path, old, new))
-    return out
-
-
 def _message(old: object, new: object, reason: str | None) -> str:
     """`would change from "3500m" to "4": <reason>` (the field path is the result's own)."""
     if old is None:
         text = f"not pinned: would be set to {_show(new)}"
-    elif new is None:
-        text = f"not pinned: would be removed (now {_show(old)})"
     else:
         text = f"not pinned: would change from {_show(old)} to {_show(new)}"
     return f"{text}; {reason}" if reason else text
 
 
-def report(items: list, out, fc_ref) -> object:
-    """Turn mutate mode's `out` (engine.Output for `items`) into validate mode's: no ops, no
-    replacements, nothing emitted; results as described in the module docstring, plus one
-    closing result on the function config (`fc_ref`): an error counting what would change,
-    or an info that nothing would. Returns a new engine.Output with mode "validate"."""
-    from krm_fn.engine import Output, file_of, is_local_config, ref_of
+def results(items: list, out, fc_ref) -> list[Result]:
+    """Validate mode's results from mutate mode's `out` (pipeline.Output for `items`): as
+    described in the module docstring, plus one closing result on the function config
+    (`fc_ref`): an error counting what would change, or an info that nothing would. The
+    pipeline returns them in an Output without changes, replacements or emitted objects."""
 
-    changed_refs = {ref_of(items[i]) for i in list(out.ops) + list(out.replace)}
+    net = {i: changes_mod.net(items[i], out.changes[i]) for i in sorted(out.changes)}
+    changed_refs = {ref_of(items[i]) for i in list(out.changes) + list(out.replace)}
     emitted_refs = {ref_of(o) for o in out.emitted}
     # mutate mode's infos that describe a change (their field is about to become an error)
     reasons: dict[tuple, str] = {}
@@ -81,21 +62,22 @@ def report(items: list, out, fc_ref) -> object:
             continue
         if r.severity == WARNING and r.ref in {ref_of(items[i]) for i in out.replace}:
             kept.append(Result(f"would be rewritten to the node plan: {r.message}", ERROR,
-                               r.ref, r.path, r.current, r.proposed, r.file))
+                               r.ref, r.path, r.current, r.proposed, r.file, r.tags))
             continue
         kept.append(r)
 
     new: list[Result] = []
     fields = 0
-    for i in sorted(out.ops):
+    for i, fields_changed in net.items():
         obj = items[i]
         ref, file = ref_of(obj), file_of(obj)
-        for path, old, value in changes(obj, out.ops[i]):
+        for path, old, value, change in fields_changed:
             fields += 1
             p = path_str(path)
             new.append(Result(_message(old, value, reasons.get((ref, p))), ERROR, ref,
                               p, None if old is None else _text(old),
-                              None if value is None else _text(value), file))
+                              None if value is None else _text(value), file,
+                              changes_mod.rule_tags(change.rule)))
     would_emit = 0
     for obj in out.emitted:
         ref = ref_of(obj)
@@ -109,7 +91,7 @@ def report(items: list, out, fc_ref) -> object:
             would_emit += 1
             new.append(Result(f"missing: mutate mode would emit it ({reason})", ERROR, ref))
 
-    items_changed = len({ref_of(items[i]) for i in out.ops if changes(items[i], out.ops[i])})
+    items_changed = len({ref_of(items[i]) for i, fields_changed in net.items() if fields_changed})
     rewritten = len(out.replace)
     if fields or would_emit or rewritten:
         parts = []
@@ -126,8 +108,7 @@ def report(items: list, out, fc_ref) -> object:
         closing = None
     else:
         closing = Result("validate mode: nothing would change", INFO, fc_ref)
-    results = kept + new + ([closing] if closing else [])
-    return Output(results=results, pools=list(getattr(out, "pools", [])), mode="validate")
+    return kept + new + ([closing] if closing else [])
 
 
 def _text(v: object) -> str:

@@ -376,7 +376,7 @@ def test_extra_kind_is_tuned(tmp_path):
 
 
 def test_every_shape_error_is_reported_in_one_pass():
-    from krm_fn import engine
+    from krm_fn import pipeline
     fc = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
           "metadata": {"name": "pin"},
           "spec": {"kubernetesVersion": 1.3, "workloads": {"cpuRouding": "up"},
@@ -399,7 +399,7 @@ def test_every_shape_error_is_reported_in_one_pass():
          "must be one of none, best-effort, restricted, single-numa-node; found 'single'"),
         ("spec.output.formats", "expected a list, found a string (write [configmap])"),
     ]
-    out = engine.transform([], fc)
+    out = pipeline.transform([], fc)
     assert [r.path for r in out.results] == [x.path for x in e.value.errors]
     # the flat form names each data key
     with pytest.raises(ConfigError) as e:

@@ -259,7 +259,7 @@ def test_token_memo_lives_with_the_container_view_and_follows_edits():
 def test_no_tokens_outlive_a_run():
     """A container's tokens are not kept in a module-level cache (hostile input: 200
     containers with 20,000-word args took 907 MB instead of 131 MB when they were)."""
-    from krm_fn import engine
+    from krm_fn import pipeline
     from krm_fn.rules import engines
     words = " ".join(f"w{i}" for i in range(2000))
     items = [{"apiVersion": "apps/v1", "kind": "Deployment",
@@ -270,7 +270,7 @@ def test_no_tokens_outlive_a_run():
              for n in range(20)]
     fc = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
           "metadata": {"name": "t"}, "spec": {"selector": {"matchLabels": {"tier": "inference"}}}}
-    out = engine.transform(items, fc)
+    out = pipeline.transform(items, fc)
     assert out.ops and not out.has_errors
     del out
     gc.collect()

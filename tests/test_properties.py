@@ -1,7 +1,7 @@
 """Property tests (hypothesis) for "fast at scale and safe on any input".
 
 The pure layers are called in-process, exactly as `cli._run` chains them
-(`resourcelist.parse` -> `engine.transform` -> `resourcelist.render`); a few examples go
+(`resourcelist.parse` -> `pipeline.transform` -> `resourcelist.render`); a few examples go
 end to end through the real CLI in a subprocess.
 
 1. Generated workloads of every kind in `krm_fn.workloads.KINDS` (the registry is read when
@@ -35,7 +35,7 @@ import yaml
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from krm_fn import engine, resourcelist, workloads
+from krm_fn import pipeline as krm_pipeline, resourcelist, workloads
 from krm_fn.yaml import load
 from tests.helpers import run_cli, without_results
 
@@ -61,10 +61,10 @@ def _settings(default: int, **kw):
 # --- the pipeline, as cli._run runs it ---------------------------------------------------
 
 def pipeline(text: str):
-    """(output text, engine Output, parsed input Document) for a ResourceList text,
+    """(output text, krm_fn.pipeline.Output, parsed input Document) for a ResourceList text,
     in-process."""
     doc = resourcelist.parse(text, require_resource_list=True)
-    out = engine.transform(doc.items, doc.function_config,
+    out = krm_pipeline.transform(doc.items, doc.function_config,
                            set_path=resourcelist.has_path_annotations(doc),
                            aliased=doc.aliased)
     results = [r.as_dict() for r in out.results]
@@ -425,7 +425,7 @@ def workload(draw, key: tuple, name: str, labels: dict):
             m = obj
             for k in meta:
                 m = m[k] if isinstance(k, int) else m.setdefault(k, {})
-            m.setdefault("annotations", {})[engine.DEFAULT_CONTAINER] = names[-1]
+            m.setdefault("annotations", {})[krm_pipeline.DEFAULT_CONTAINER] = names[-1]
     if DODGE_CANARY_BUG and "canary" in obj.get("spec", {}):
         # see test_bug_inference_service_canary_list_is_refused
         obj["metadata"]["annotations"] = {"serving.kserve.io/deploymentMode": "RawDeployment"}
@@ -487,8 +487,8 @@ def expected_pinned(obj: dict, at, spec: dict, meta, cfg_pinned: list) -> str | 
             return n
     m = _at(obj, meta) if meta is not None else None
     ann = (m.get("annotations") or {}) if isinstance(m, dict) else {}
-    if ann.get(engine.DEFAULT_CONTAINER) in names:
-        return ann[engine.DEFAULT_CONTAINER]
+    if ann.get(krm_pipeline.DEFAULT_CONTAINER) in names:
+        return ann[krm_pipeline.DEFAULT_CONTAINER]
     for m in workloads.model_names(at):
         if m in names:
             return m
@@ -619,7 +619,7 @@ def scenario(draw, key):
         excluded.append(draw(workload(key, "excluded", {"tier": "batch"}))[0])
     if draw(st.booleans()):
         skip, _ = draw(workload(key, "skipped", labels))
-        skip["metadata"]["annotations"] = {engine.SKIP_ANNOTATION: Styled("true", '"')}
+        skip["metadata"]["annotations"] = {krm_pipeline.SKIP_ANNOTATION: Styled("true", '"')}
         excluded.append(skip)
     others = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
                "data": {"a": Styled("on", None), "b": Styled("0644", None)}}]
@@ -860,7 +860,7 @@ def document_with_unselected_items(draw):
         if kind == "Deployment":
             if mode == "skip-only":
                 lines = draw(hostile_item("StatefulSet", f"skipped{i}", ids, "prod",
-                                          {engine.SKIP_ANNOTATION: "true"}))
+                                          {krm_pipeline.SKIP_ANNOTATION: "true"}))
             else:
                 lines = draw(hostile_item("Deployment", f"other{i}", ids, "dev"))
         else:

@@ -2,7 +2,7 @@
 stdout is never changed by it. The progress line for large inputs."""
 import io
 
-from krm_fn import engine, report, resourcelist
+from krm_fn import pipeline, report, resourcelist
 from tests.helpers import ROOT, check_golden, run_cli
 
 GOLDEN = ROOT / "tests" / "golden"
@@ -102,7 +102,7 @@ def test_report_golden_on_the_kpt_example(tmp_path):
 def _transform(text, config_text=CONFIG):
     doc = resourcelist.parse(text, require_resource_list=False)
     fc = resourcelist.load_config_file(config_text)
-    return doc, fc, engine.transform(doc.items, fc)
+    return doc, fc, pipeline.transform(doc.items, fc, keep_tuned=True)
 
 
 def test_after_is_what_krm_fn_writes():
@@ -110,14 +110,14 @@ def test_after_is_what_krm_fn_writes():
     rendered = resourcelist.render(doc, out.ops, out.emitted, [], out.replace)
     again = resourcelist.parse(rendered, require_resource_list=False).items
     for i, item in enumerate(doc.items):
-        assert report.after(item, out.ops.get(i, [])) == again[i]
-    assert report.after(doc.items[0], out.ops[0]) != doc.items[0]
+        assert report.after(doc.items, out, i) == again[i]
+    assert report.after(doc.items, out, 0) != doc.items[0]
 
 
 def test_several_pod_specs_are_named():
     text = (ROOT / "tests" / "testdata" / "kuberay-kinds" / "input.yaml").read_text()
     doc = resourcelist.parse(text, require_resource_list=True)
-    out = engine.transform(doc.items, doc.function_config)
+    out = pipeline.transform(doc.items, doc.function_config, keep_tuned=True)
     lines = report.render(doc.items, out, doc.function_config).splitlines()
     i = lines.index("  RayCluster raycluster-serve (changed)")
     assert lines[i + 1] == "    spec.headGroupSpec.template.spec"
@@ -211,7 +211,7 @@ def test_report_is_linear_in_the_workloads():
            "  - {name: s, image: s:1, resources: {limits: {cpu: '2', memory: 1Gi}}}\n")
     text = "---\n".join(pod % i for i in range(3000))
     doc = resourcelist.parse(text, False)
-    out = engine.transform(doc.items, resourcelist.load_config_file(CONFIG))
+    out = pipeline.transform(doc.items, resourcelist.load_config_file(CONFIG), keep_tuned=True)
     start = time.monotonic()
     report.render(doc.items, out, resourcelist.load_config_file(CONFIG))
     assert time.monotonic() - start < 10

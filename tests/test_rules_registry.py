@@ -102,7 +102,7 @@ def test_helpers_import_no_rule():
 def test_facts_are_computed_once_per_pod(monkeypatch):
     """run() computes the facts once, before the rules; engines are detected once per
     container with thread env (not once per rule that asks)."""
-    from krm_fn import engine
+    from krm_fn import pipeline as engine
     from krm_fn.rules import engines, facts
     calls = {"compute": 0, "detect": 0}
     compute, detect = facts.compute, engines.detect

@@ -5,6 +5,7 @@ warnings."""
 import copy
 
 from krm_fn import config
+from krm_fn import changes
 from krm_fn.pod import Edits, build_views
 from krm_fn.results import Ref
 from krm_fn.rules import RuleContext, sidecars
@@ -42,7 +43,8 @@ def run(obj: dict, injection: dict | None = None, at: PodSpecAt | None = None):
         if pod is None:
             continue
         sidecars.apply(pod, RuleContext(cfg, None, frozenset()))
-    return edits.root, [r.as_dict() for r in res], edits.ops
+    return (edits.root, [r.as_dict() for r in changes.results(res)],
+            changes.ops(edits.changes))
 
 
 def ann_of(obj: dict) -> dict:

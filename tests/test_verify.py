@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from krm_fn import config, engine
+from krm_fn import config, pipeline
 from krm_fn.cli import cli
 from krm_fn.node import plan as plan_mod
 from krm_fn.node import verify_job
@@ -463,9 +463,9 @@ def test_engine_emits_the_job_only_when_asked():
                 "resources": {"limits": {"cpu": "4", "memory": "1Gi"}}}]}}}}
     fc = {"apiVersion": config.API_VERSION, "kind": config.KIND, "metadata": {"name": "pin"},
           "spec": {}}
-    assert [o["kind"] for o in engine.transform([dep], fc).emitted] == ["ConfigMap"]
+    assert [o["kind"] for o in pipeline.transform([dep], fc).emitted] == ["ConfigMap"]
     fc["spec"] = {"output": {"verifyJob": True, "namespace": "ops"}}
-    out = engine.transform([dep], fc)
+    out = pipeline.transform([dep], fc)
     assert [(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"])
             for o in out.emitted] == [("ConfigMap", "ops", "kubelet-config-inference"),
                                       ("Job", "ops", "krm-fn-verify-inference")]

@@ -137,13 +137,13 @@ def test_no_baseline_no_state_changes():
 
 
 def test_engine_builds_the_plan_against_the_baseline():
-    from krm_fn import engine
+    from krm_fn import pipeline
     fc = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
           "metadata": {"name": "pin"},
           "spec": {"output": {"baseline": {"kubeletconfig": {
               "cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1,32-33",
               "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}}}}}
-    out = engine.transform([], fc)
+    out = pipeline.transform([], fc)
     assert [r.path for r in out.results if r.severity == ERROR] == [
         B + "kubeletconfig.cpuManagerPolicyOptions", None]
     assert config.load(fc).output.baseline["kubeletconfig"]["cpuManagerPolicy"] == "static"

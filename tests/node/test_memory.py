@@ -133,8 +133,8 @@ def test_reserved_memory_without_static_policy_is_left_out_with_a_warning():
 
 
 def test_flat_config_key_takes_the_flag_form():
-    from krm_fn import engine
-    out = engine.transform([], {"apiVersion": "v1", "kind": "ConfigMap", "data": {
+    from krm_fn import pipeline
+    out = pipeline.transform([], {"apiVersion": "v1", "kind": "ConfigMap", "data": {
         "memoryManagerPolicy": "Static", "reservedMemory": "0:memory=1000Mi"}})
     errors = [(r.path, r.message) for r in out.results if r.severity == ERROR]
     assert errors[0][0] == "data.reservedMemory"

@@ -381,8 +381,8 @@ def test_topology_options_in_extra_are_refused():
 
 
 def test_flat_config_numa_option_too_low_names_the_data_key():
-    from krm_fn import engine
-    out = engine.transform([], {"apiVersion": "v1", "kind": "ConfigMap", "data": {
+    from krm_fn import pipeline
+    out = pipeline.transform([], {"apiVersion": "v1", "kind": "ConfigMap", "data": {
         "sockets": "4", "numaNodesPerSocket": "4",
         "topologyManagerPolicyOptions": "max-allowable-numa-nodes=9"}})
     assert "data.topologyManagerPolicy" in [r.path for r in out.results if r.severity == ERROR]

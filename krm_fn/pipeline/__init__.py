@@ -1,0 +1,110 @@
+"""The pure core: plain items + function config in, changes + emitted objects + results out.
+
+    load    the function config and each node pool's plan (pipeline/load.py)
+    select  identity, duplicates, selection, skip/override annotations, pool (select.py)
+    tune    the rules on each pod spec of a picked item: Changes (tune.py, krm_fn/rules)
+    verdict what each tuned pod will be: admission checks; items with errors are left
+            unchanged (verdict.py)
+    emit    per node pool that received a workload: plan results, fit summary, the output
+            formats, collisions with existing items (emit.py)
+
+No YAML here: the YAML layer writes the changes' values into the input text
+(krm_fn.changes.ops). The KRM results, validate mode (krm_fn/validate.py) and the
+`--report` table (krm_fn/report.py) are functions of the changes and the verdict.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from krm_fn import changes as changes_mod
+from krm_fn.pipeline import emit, load, select, tune, verdict
+from krm_fn.pipeline.select import (CPUS_ANNOTATION, DEFAULT_CONTAINER, LOCAL_CONFIG,
+                                    PINNED_ANNOTATION, POOL_ANNOTATION, SKIP_ANNOTATION,
+                                    annotations_of, file_of, is_local_config, ref_of)
+from krm_fn.results import ERROR, WARNING, Result
+
+__all__ = ["Output", "transform", "ref_of", "annotations_of", "file_of", "is_local_config",
+           "SKIP_ANNOTATION", "POOL_ANNOTATION", "CPUS_ANNOTATION", "PINNED_ANNOTATION",
+           "LOCAL_CONFIG", "DEFAULT_CONTAINER"]
+
+
+@dataclass
+class Output:
+    """`changes[i]`: the Changes (krm_fn/changes.py) made to input item i, in write order
+    (items left unchanged have none); `replace[i]`: a whole new object for input item i (a
+    kubelet config krm-fn emitted on an earlier run); `emitted`: new objects (plain dicts) to
+    append; `results`: every Result, in order; `pools`: for each node pool that received a
+    workload, (config pool, NodePlan, [checks.PodCpus], workloads placed), for the human
+    report (krm_fn/report.py); `tuned[i]`: item i as krm-fn writes it (plain data), for the
+    items with changes, when transform was asked to keep them (else None)."""
+
+    changes: dict = field(default_factory=dict)
+    replace: dict = field(default_factory=dict)
+    emitted: list = field(default_factory=list)
+    results: list = field(default_factory=list)
+    pools: list = field(default_factory=list)
+    mode: str = "mutate"        # "validate": nothing changed or emitted (krm_fn/validate.py)
+    tuned: dict | None = None
+
+    @property
+    def ops(self) -> dict:
+        """{item index: [(path tuple, value)]}: what the YAML layer writes into each item,
+        derived from `changes` (krm_fn.changes.ops)."""
+        return {i: changes_mod.ops(c) for i, c in self.changes.items()}
+
+    @property
+    def has_errors(self) -> bool:
+        """Whether any result is an error (the run exits 1)."""
+        return any(r.severity == ERROR for r in self.results)
+
+
+def transform(items: list, function_config: dict | None, set_path: bool = False,
+              aliased: frozenset | set = frozenset(), progress=None,
+              mode: str | None = None, keep_tuned: bool = False) -> Output:
+    """Tune `items` (plain dicts as read from YAML, scalars as strings) per
+    `function_config` (plain typed dict, or None for defaults).
+
+    `set_path`: the orchestrator is kpt (items carry path annotations), so emitted objects
+    get their own `internal.config.kubernetes.io/path`. `aliased`: indices of items that use
+    YAML aliases; they are never edited (an edit through an alias would change every place
+    the alias is used), so a needed change there is an error. Never raises for bad input:
+    every problem is an error Result. `progress`: called as progress(i, len(items)) before
+    item i (0-based) is looked at, for a progress line. `mode`: "mutate" or "validate",
+    overriding `spec.mode` (`krm-fn run --mode`); in validate mode the output has no
+    changes, replacements or emitted objects and each needed change is an error result
+    (krm_fn/validate.py). `keep_tuned`: keep each changed item as krm-fn writes it in
+    `Output.tuned` (for the `--report` table; costs memory on large inputs).
+    """
+    out = Output(tuned={} if keep_tuned else None)
+    # validate mode as asked, even when the config holding it turns out invalid: a check
+    # must not print manifests (krm-fn run --mode validate) on any path
+    validating = load.requested_mode(function_config, mode) == "validate"
+    out.mode = "validate" if validating else "mutate"
+    run = load.prepare(items, function_config, out.results)
+    if run is None:
+        return out
+    run.aliased, run.set_path = aliased, set_path
+    placement: dict = {}
+    for pick in select.picks(items, run, progress):
+        if not pick.tune:
+            out.results.extend(pick.findings)
+            continue
+        outcome = verdict.judge(tune.tune(pick, run), run)
+        out.results.extend(outcome.results)
+        if outcome.changes:
+            out.changes[pick.index] = outcome.changes
+            if out.tuned is not None and outcome.work is not None:
+                out.tuned[pick.index] = outcome.work
+        verdict.place(placement, outcome)
+    if not placement and not out.has_errors:
+        out.results.append(Result("no workload was selected: nothing tuned and no kubelet "
+                                  "config emitted (check spec.selector)", WARNING, run.fc_ref))
+    verdict.summarize(placement, run)
+    emit.emit(items, run, placement, out)
+    if run.defaults_note is not None:
+        out.results.append(run.defaults_note)
+    if (mode or run.cfg.mode) == "validate":
+        from krm_fn import validate
+        return Output(results=validate.results(items, out, run.fc_ref), pools=out.pools,
+                      mode="validate")
+    return out

@@ -1,0 +1,175 @@
+"""Step 4 of the pipeline, emit: per node pool that received a workload, its results, the fit
+summary, and the objects of each output format (node/formats), checked against the input:
+an emitted object never overwrites an item krm-fn did not generate, and one it generated on
+an earlier run (kpt feeds the output back in) is rewritten to the plan in place.
+"""
+from __future__ import annotations
+
+import copy
+
+from krm_fn.node.formats import MANAGED_BY_LABEL, POOL_LABEL, RenderContext, render_with_results
+from krm_fn.pipeline.load import flat_paths
+from krm_fn.pipeline.select import annotations_of, ref_of
+from krm_fn.results import ERROR, INFO, WARNING, Result
+
+# Annotations the orchestrators own; ignored when comparing an emitted object with the copy
+# of it that kpt feeds back in on the next render.
+_ORCHESTRATOR_PREFIXES = ("config.kubernetes.io/path", "config.kubernetes.io/index",
+                          "internal.config.kubernetes.io/", "config.k8s.io/id",
+                          "kustomize.config.k8s.io/")
+
+
+def emit(items: list, run, placement: dict, out) -> None:
+    """For each pool index of `placement` ({pool index: verdict.Placement}), in order:
+    append the plan's results and the pool's fit summary to `out.results`, (config pool,
+    NodePlan, [checks.PodCpus], workloads placed) to `out.pools`, and each format's objects
+    to `out.emitted` (or `out.replace`, with results); `run`: the pipeline's load.Run."""
+    cfg = run.cfg
+    ctx = RenderContext(cfg.output.namespace, run.set_path, baseline=cfg.output.baseline)
+    # existing items by (apiVersion, kind, name); a namespace matches as kustomize and the
+    # API server see it: "" is "default", and a cluster-scoped object has none
+    by_name: dict = {}
+    for i, o in enumerate(items):
+        if isinstance(o, dict):
+            ro = ref_of(o)
+            by_name.setdefault((ro.api_version, ro.kind, ro.name), []).append((ro.namespace, i))
+    emitted_by: dict = {}        # emitted object key -> (pool name, format)
+    for pool_index in sorted(placement):
+        pool, plan = cfg.nodePools[pool_index], run.plans[pool_index]
+        placed = placement[pool_index]
+        out.results.extend(run.plan_results[pool_index])
+        out.results.append(placed.summary)
+        out.pools.append((pool, plan, placed.needs, placed.count))
+        for fmt in list(cfg.output.formats) + (["verify-job"] if cfg.output.verifyJob else []):
+            objs = _render(fmt, plan, ctx, run, pool_index, out)
+            for obj in objs:
+                if _collides(obj, pool.name, fmt, emitted_by, out):
+                    continue
+                _place(obj, items, by_name, run, pool.name, fmt, placed.count, out)
+
+
+def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> list:
+    """The objects of output format `fmt` for one plan; its results go to `out.results`."""
+    cfg = run.cfg
+    if fmt == "verify-job":     # spec.output.verifyJob: krm_fn/node/verify_job.py
+        from krm_fn.node import verify_job
+        return [verify_job.render(plan, ctx, cfg.output.verifyImage, cfg.kubernetesVersion,
+                                  cfg.workloads.threads.env)]
+    objs, fmt_results = render_with_results(fmt, plan, ctx, run.fc_ref, pool_index)
+    out.results.extend(flat_paths(fmt_results) if run.flat else fmt_results)
+    return objs
+
+
+def _collides(obj: dict, pool: str, fmt: str, emitted_by: dict, out) -> bool:
+    """True (with an error result) when another pool's output already has `obj`'s name."""
+    r = ref_of(obj)
+    key = (r.api_version, r.kind, r.namespace, r.name)
+    if key in emitted_by:
+        other_pool, other_fmt = emitted_by[key]
+        out.results.append(Result(
+            f"node pool {pool!r}: the {fmt} output has the same name as the {other_fmt} "
+            f"output of node pool {other_pool!r}; one would overwrite the other: rename a "
+            f"pool", ERROR, r))
+        return True
+    emitted_by[key] = (pool, fmt)
+    return False
+
+
+def _place(obj: dict, items: list, by_name: dict, run, pool: str, fmt: str, placed: int,
+           out) -> None:
+    """Emit `obj`, or rewrite the input item of the same name when krm-fn generated it on
+    an earlier run, or refuse (error) when that item is not krm-fn's."""
+    r = ref_of(obj)
+    ns = r.namespace                # "" for a cluster-scoped object
+    fc = run.fc_ref
+    fc_key = (fc.api_version, fc.kind, fc.name) if fc is not None else None
+    existing = next((i for item_ns, i in by_name.get((r.api_version, r.kind, r.name), [])
+                     if not ns or (item_ns or "default") == ns), None)
+    if existing is None:
+        out.emitted.append(obj)
+        out.results.append(Result(f"node pool {pool!r}: emitted {fmt} ({placed} workload(s) "
+                                  f"placed)", INFO, r))
+    elif not _generated(items[existing], pool) or fc_key == (r.api_version, r.kind, r.name):
+        # never overwrite an object krm-fn did not generate (data loss)
+        why = ("it is the function config itself" if fc_key == (r.api_version, r.kind, r.name)
+               else f"it was not generated by krm-fn (it lacks the labels "
+                    f"{MANAGED_BY_LABEL}: krm-fn and {POOL_LABEL}: {pool})")
+        out.results.append(Result(
+            f"node pool {pool!r}: the {fmt} output is this object's name, but {why}: it is "
+            f"left unchanged and the {fmt} output is not emitted; rename the item, or change "
+            f"spec.output.namespace or the pool name", ERROR, r))
+    else:
+        new, changed = _replacement(items[existing], obj)
+        if new is not None:
+            out.replace[existing] = new
+            out.changes.pop(existing, None)
+            if out.tuned is not None:
+                out.tuned.pop(existing, None)
+            for field_path in changed:
+                out.results.append(Result(
+                    f"node pool {pool!r}: {fmt} {field_path} rewritten to the plan (the "
+                    f"object is generated by krm-fn: change the function config instead)",
+                    WARNING, r, field_path))
+
+
+def _generated(obj: dict, pool: str) -> bool:
+    """True when `obj` is an object krm-fn emitted for node pool `pool` on an earlier run:
+    it carries both labels every emitted object gets (formats/_common.labels)."""
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    lab = md.get("labels") if isinstance(md.get("labels"), dict) else {}
+    return lab.get(MANAGED_BY_LABEL) == "krm-fn" and lab.get(POOL_LABEL) == str(pool)
+
+
+def _replacement(old: dict, new: dict) -> tuple[dict | None, list[str]]:
+    """A previously emitted object `old` (read back, e.g. by kpt on the next render) and the
+    desired `new`: (object to write in its place, keeping the orchestrator annotations kpt
+    put on it, and the changed field paths), or (None, []) when nothing changed."""
+    want = _plainify(_strip_orchestrator(new))
+    have = _strip_orchestrator(old)
+    if have == want:
+        return None, []
+    obj = copy.deepcopy(new)
+    keep = {k: v for k, v in annotations_of(old).items() if k.startswith(_ORCHESTRATOR_PREFIXES)}
+    if keep:
+        md = obj.setdefault("metadata", {})
+        md["annotations"] = {**(md.get("annotations") or {}), **keep}
+    changed = []
+    for key in list(want) + [k for k in have if k not in want]:
+        if key == "metadata":
+            for mkey in sorted(set(want.get("metadata", {})) | set(have.get("metadata", {}))):
+                if want.get("metadata", {}).get(mkey) != have.get("metadata", {}).get(mkey):
+                    changed.append(f"metadata.{mkey}")
+        elif want.get(key) != have.get(key):
+            sub = want.get(key), have.get(key)
+            if all(isinstance(x, dict) for x in sub):
+                changed += [f"{key}.{k}" if "." not in k and "/" not in k else f"{key}['{k}']"
+                            for k in sorted(set(sub[0]) | set(sub[1]))
+                            if sub[0].get(k) != sub[1].get(k)]
+            else:
+                changed.append(key)
+    return obj, changed
+
+
+def _plainify(v):
+    """Scalars as the I/O layer reads them back (strings; None stays None)."""
+    if isinstance(v, dict):
+        return {str(k): _plainify(x) for k, x in v.items()}
+    if isinstance(v, list):
+        return [_plainify(x) for x in v]
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return None
+    return str(v)
+
+
+def _strip_orchestrator(obj: dict) -> dict:
+    """A copy of `obj` without the orchestrator annotations (_ORCHESTRATOR_PREFIXES)."""
+    obj = copy.deepcopy(obj)
+    ann = annotations_of(obj)
+    for k in list(ann):
+        if k.startswith(_ORCHESTRATOR_PREFIXES):
+            del ann[k]
+    if isinstance(obj.get("metadata"), dict) and "annotations" in obj["metadata"] and not ann:
+        del obj["metadata"]["annotations"]
+    return obj

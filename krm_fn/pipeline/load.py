@@ -1,0 +1,109 @@
+"""Before the pipeline's steps: the function config and the node plans.
+
+The config is loaded strictly (krm_fn/config.py); each node pool's plan (node/plan.py) is
+built first, since a pool whose kubelet config would not start is a config error, and
+nothing is changed on a config error.
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from krm_fn import config as config_mod
+from krm_fn import objects, rules
+from krm_fn.node import plan as plan_mod
+from krm_fn.results import ERROR, WARNING, Ref, Result
+from krm_fn.pipeline.select import ref_of, tuned_predicate
+
+
+@dataclass
+class Run:
+    """What every step of one transform reads. `cfg`: the loaded config; `fc_ref`: the
+    function config's Ref (None without one); `flat`: the config is a flat ConfigMap (result
+    paths are rewritten to its keys); `plans[i]`/`plan_results[i]`: node pool i's NodePlan
+    and its results; `extra`: the workload kinds the config adds; `octx`: the whole-object
+    checks' context; `cluster`: the KServe cluster objects fixed in this render;
+    `defaults_note`: the warning when no function config was given; `aliased`: indices of
+    items that use YAML aliases; `set_path`: emitted objects get a kpt path annotation."""
+
+    cfg: object
+    fc_ref: Ref | None
+    flat: bool
+    plans: list
+    plan_results: list
+    extra: dict
+    octx: objects.ObjectContext
+    cluster: frozenset
+    defaults_note: Result | None
+    aliased: frozenset | set = frozenset()
+    set_path: bool = False
+
+    def pool_info(self, pool_index: int) -> rules.PoolInfo:
+        """rules.PoolInfo of node pool `pool_index`."""
+        plan = self.plans[pool_index]
+        return rules.PoolInfo.from_config(self.cfg.nodePools[pool_index], plan.exclusive_cpus,
+                                          plan.topology.threads_per_core)
+
+
+def prepare(items: list, function_config: dict | None, results: list) -> Run | None:
+    """Load `function_config` and build the node plans. On a config error or a node plan
+    with errors, append the error results to `results` and return None."""
+    fc_ref = ref_of(function_config) if isinstance(function_config, dict) else None
+    try:
+        cfg = config_mod.load(function_config)
+    except config_mod.ConfigError as e:
+        for err in e.errors:
+            results.append(Result(f"invalid function config: {err.message}", ERROR,
+                                  fc_ref, err.path or None))
+        return None
+    flat = config_mod.is_flat(function_config)
+    plans, plan_results = [], []
+    for pool_index, pool in enumerate(cfg.nodePools):
+        plan, presults = plan_mod.build(pool, cfg.kubernetesVersion, fc_ref, pool_index,
+                                         cfg.output.baseline)
+        plans.append(plan)
+        plan_results.append(flat_paths(presults) if flat else presults)
+    if any(r.severity == ERROR for pr in plan_results for r in pr):
+        for pr in plan_results:
+            results.extend(pr)
+        results.append(Result("nothing changed because of the function config errors "
+                              "above", ERROR, fc_ref))
+        return None
+    tuned = tuned_predicate(cfg)
+    cluster = frozenset(objects.cluster_tag(o) for o in items
+                        if tuned(o) and objects.cluster_tag(o) is not None)
+    run = Run(cfg, fc_ref, flat, plans, plan_results, config_mod.extra_registry(cfg),
+              None, cluster, _defaults_note(cfg) if function_config is None else None)
+    run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
+                                     items, tuned)
+    return run
+
+
+def flat_paths(results: list) -> list:
+    """`results` with field paths rewritten to the flat ConfigMap's keys
+    (config.flat_path)."""
+    return [dataclasses.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
+            for r in results]
+
+
+def _defaults_note(cfg) -> Result:
+    """The warning that no function config was given and what the defaults are."""
+    pool0, t = cfg.nodePools[0], cfg.nodePools[0].topology
+    sel = ", ".join(f"{k}={v}" for k, v in pool0.nodeSelector.items())
+    return Result(
+        f"no function config: defaults used (node pool {pool0.name!r} with nodeSelector "
+        f"{sel}, {t.sockets} sockets x {t.coresPerSocket} cores x {t.threadsPerCore} "
+        f"threads, kubernetesVersion {cfg.kubernetesVersion[0]}.{cfg.kubernetesVersion[1]}"
+        f"); give a config that describes your nodes (`krm-fn explain`, README "
+        f"Configuration)", WARNING)
+
+
+def requested_mode(function_config, mode: str | None) -> str | None:
+    """`mode` (the command line's), else `spec.mode` / flat `data.mode` as written in the
+    function config, read without validating the rest of it."""
+    if mode:
+        return mode
+    if not isinstance(function_config, dict):
+        return None
+    holder = function_config.get("data" if config_mod.is_flat(function_config) else "spec")
+    return holder.get("mode") if isinstance(holder, dict) else None

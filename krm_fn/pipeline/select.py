@@ -1,0 +1,304 @@
+"""Step 1 of the pipeline, select: which input items krm-fn tunes or reports on.
+
+Identity (apiVersion, kind, metadata.name as Kubernetes requires them), duplicates, the
+local-config and orchestrator objects left alone, `spec.selector`, the
+`krm-fn.dev/skip` annotation, and per pod spec the `krm-fn.dev/node-pool`, `krm-fn.dev/cpus`
+and `krm-fn.dev/pinned-containers` annotations. Pure functions of plain items (dicts as read
+from YAML, scalars as strings); problems are Results, never exceptions.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from types import SimpleNamespace
+from typing import Callable, Iterator
+
+from krm_fn import objects
+from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
+from krm_fn.pod import path_str
+from krm_fn.results import ERROR, INFO, Ref, Result
+from krm_fn.workloads import get_path, locations, registered
+
+SKIP_ANNOTATION = "krm-fn.dev/skip"
+POOL_ANNOTATION = "krm-fn.dev/node-pool"
+CPUS_ANNOTATION = "krm-fn.dev/cpus"
+PINNED_ANNOTATION = "krm-fn.dev/pinned-containers"
+LOCAL_CONFIG = LOCAL_CONFIG_ANNOTATION
+DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
+_CPUS = re.compile(r"[1-9][0-9]{0,3}")
+_CONTAINER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+@dataclass
+class Picked:
+    """One input item the pipeline has something to say about. `index`: its place in the
+    input; `findings`: select's results about it (a skipped item, a duplicate, a malformed
+    item); `tune`: whether the later steps tune it (then `ref`, `file`, `handled`: a
+    whole-object check of krm_fn/objects.py applies, `kind_known`: a workload kind with pod
+    specs, `pool_index`/`pool`: the node pool it is placed in, or None, `pool_findings`:
+    the error when its node-pool annotation names no pool)."""
+
+    index: int
+    obj: object
+    ref: Ref | None = None
+    findings: list = field(default_factory=list)
+    tune: bool = False
+    file: dict | None = None
+    handled: bool = False
+    kind_known: bool = False
+    pool_index: int | None = None
+    pool: SimpleNamespace | None = None
+    pool_findings: list = field(default_factory=list)
+
+
+def ref_of(obj: dict) -> Ref:
+    """Ref of a plain object (missing fields become "")."""
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    return Ref(str(obj.get("apiVersion") or ""), str(obj.get("kind") or ""),
+               str(md.get("name") or ""), str(md.get("namespace") or ""))
+
+
+def annotations_of(obj: object, path: tuple = ("metadata",)) -> dict:
+    """The annotations mapping at `path` + annotations of `obj`; {} when absent or not a
+    mapping (items are not validated before they are read)."""
+    a = get_path(obj, path + ("annotations",))
+    return a if isinstance(a, dict) else {}
+
+
+def is_local_config(obj: dict) -> bool:
+    """True when `obj` carries config.kubernetes.io/local-config with any value but "false":
+    kustomize drops such objects from its output (`KustTarget.IgnoreLocal`,
+    https://github.com/kubernetes-sigs/kustomize/blob/master/api/internal/target/kusttarget.go,
+    kubernetes-sigs/kustomize#4124)."""
+    v = annotations_of(obj).get(LOCAL_CONFIG)
+    return v is not None and str(v) != "false"
+
+
+def file_of(obj: dict) -> dict | None:
+    """The `file` of a result about `obj`: {path, index when not 0} from kpt's path and
+    index annotations (internal.config.kubernetes.io/* first), or None without a path."""
+    ann = annotations_of(obj)
+    path = ann.get("internal.config.kubernetes.io/path", ann.get("config.kubernetes.io/path"))
+    if not path:
+        return None
+    index = ann.get("internal.config.kubernetes.io/index",
+                    ann.get("config.kubernetes.io/index", "0"))
+    file = {"path": str(path)}
+    if str(index).isdigit() and int(index):
+        file["index"] = int(index)
+    return file
+
+
+def shown(v: object) -> str:
+    """A found value for a message: `nothing`, `a mapping`, `a list`, or its repr."""
+    if v is None:
+        return "nothing"
+    if isinstance(v, (dict, list)):
+        return "a mapping" if isinstance(v, dict) else "a list"
+    return repr(v)
+
+
+def identity_problem(obj: dict) -> tuple[str, str] | None:
+    """(field path, message) when the object lacks a string apiVersion, kind or
+    metadata.name, or its metadata, labels or annotations are not mappings; else None."""
+    for key in ("apiVersion", "kind"):
+        v = obj.get(key)
+        if not isinstance(v, str) or not v:
+            return key, f"{key} must be a non-empty string, found {shown(v)}"
+    md = obj.get("metadata")
+    if not isinstance(md, dict):
+        return "metadata", f"metadata must be a mapping, found {shown(md)}"
+    name = md.get("name")
+    if not isinstance(name, str) or not name:
+        return "metadata.name", f"metadata.name must be a non-empty string, found {shown(name)}"
+    if md.get("namespace") is not None and not isinstance(md.get("namespace"), str):
+        return "metadata.namespace", "metadata.namespace must be a string"
+    for key in ("labels", "annotations"):
+        v = md.get(key)
+        if v is not None and not isinstance(v, dict):
+            return f"metadata.{key}", f"metadata.{key} must be a mapping, found {shown(v)}"
+        for k, x in (v or {}).items():
+            if x is not None and not isinstance(x, str):
+                return f"metadata.{key}['{k}']", f"metadata.{key} values must be strings"
+    return None
+
+
+def identity_key(obj: dict) -> tuple:
+    """What makes an item unique in one render: API group, kind, namespace, name and the
+    orchestrator's file path (kpt allows the same object in different files)."""
+    ref = ref_of(obj)
+    ann = annotations_of(obj)
+    return (ref.api_version.split("/")[0] if "/" in ref.api_version else "", ref.kind,
+            ref.namespace, ref.name,
+            str(ann.get("internal.config.kubernetes.io/path",
+                        ann.get("config.kubernetes.io/path", ""))))
+
+
+def _duplicated_ids(items: list) -> set:
+    """Identities that more than one well-formed item carries."""
+    seen, dup = set(), set()
+    for obj in items:
+        if isinstance(obj, dict) and identity_problem(obj) is None:
+            key = identity_key(obj)
+            (dup if key in seen else seen).add(key)
+    return dup
+
+
+def selected(obj: dict, sel: SimpleNamespace) -> bool:
+    """Whether `obj` matches `spec.selector` (kinds, names, namespaces, matchLabels; an
+    empty list matches everything; namespace "" is "default")."""
+    md = obj.get("metadata") or {}
+    if sel.kinds and obj.get("kind") not in sel.kinds:
+        return False
+    if sel.names and md.get("name") not in sel.names:
+        return False
+    if sel.namespaces:
+        ns = md.get("namespace") or "default"
+        if ns not in sel.namespaces and not (ns == "default" and "" in sel.namespaces):
+            return False
+    if sel.matchLabels:
+        labels = md.get("labels") if isinstance(md.get("labels"), dict) else {}
+        if any(str(labels.get(k)) != v for k, v in sel.matchLabels.items()):
+            return False
+    return True
+
+
+def skipped(obj: dict) -> bool:
+    """Whether `obj` carries krm-fn.dev/skip: "true" (any case)."""
+    return str(annotations_of(obj).get(SKIP_ANNOTATION, "")).lower() == "true"
+
+
+def tuned_predicate(cfg) -> Callable[[object], bool]:
+    """`tuned(o)`: whether krm-fn tunes item `o` in this render (well formed, not
+    local-config, selected, not skipped), for the whole-object checks."""
+    def tuned(o: object) -> bool:
+        return (isinstance(o, dict) and identity_problem(o) is None and not is_local_config(o)
+                and selected(o, cfg.selector) and not skipped(o))
+    return tuned
+
+
+def picks(items: list, run, progress=None) -> Iterator[Picked]:
+    """The items krm-fn tunes or reports on, in input order, as Picked records; items it
+    leaves alone without a word (not selected, local-config, kpt's own objects, the function
+    config, the first of two duplicates) yield nothing. `run`: the pipeline's load.Run;
+    `progress(i, len(items))` is called before item i is looked at."""
+    seen_ids: dict[tuple, int] = {}
+    duplicated = _duplicated_ids(items)
+    for i, obj in enumerate(items):
+        if progress is not None:
+            progress(i, len(items))
+        if not isinstance(obj, dict):
+            yield Picked(i, obj, findings=[Result(
+                f"item {i} is not a mapping (found {type(obj).__name__}); every item must "
+                f"be a KRM object", ERROR, None, f"items[{i}]")])
+            continue
+        problem = identity_problem(obj)
+        if problem:
+            field_path, message = problem
+            yield Picked(i, obj, findings=[Result(
+                f"item {i}: {message}; every item must be a KRM object", ERROR, None,
+                f"items[{i}].{field_path}")])
+            continue
+        ref = ref_of(obj)
+        if (is_local_config(obj) or ref.api_version.startswith("kpt.dev/")
+                or ref.kind == "Kptfile" or (run.fc_ref is not None and ref == run.fc_ref)):
+            continue
+        key = identity_key(obj)
+        if key in seen_ids:
+            yield Picked(i, obj, ref, [Result(
+                f"duplicate item: items {seen_ids[key]} and {i} are both {ref}; both are "
+                f"left unchanged", ERROR, ref, f"items[{i}]")])
+            continue
+        seen_ids[key] = i
+        if key in duplicated:
+            continue      # the first copy: reported with the second, never tuned
+        pick = _pick(i, obj, ref, run)
+        if pick is not None:
+            yield pick
+
+
+def _pick(i: int, obj: dict, ref: Ref, run) -> Picked | None:
+    """The Picked record of a well-formed, unique item; None when it is not selected."""
+    kind_known = registered(obj, run.extra)
+    handled = objects.handles(obj)
+    if not (kind_known or handled) or not selected(obj, run.cfg.selector):
+        return None
+    if skipped(obj):
+        return Picked(i, obj, ref, [Result(f"skipped: annotation {SKIP_ANNOTATION} is "
+                                           f"\"true\"", INFO, ref)])
+    pick = Picked(i, obj, ref, tune=True, file=file_of(obj), handled=handled,
+                  kind_known=kind_known)
+    if kind_known:
+        pick.pool_index, pick.pool = pool_for(obj, run.cfg, ref, pick.pool_findings,
+                                              run.extra)
+    return pick
+
+
+def pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
+    """(index, pool namespace) for the workload: the pool its krm-fn.dev/node-pool
+    annotation names, else the first whose nodeSelector the pod spec's matches, else the
+    first pool; (None, None) without pools, or with an error result appended to `results`
+    when the annotation names no pool."""
+    pools = cfg.nodePools
+    if not pools:
+        return None, None
+    wanted = annotations_of(obj).get(POOL_ANNOTATION)
+    for at in locations(obj, extra):
+        if at.meta is not None:
+            wanted = wanted or annotations_of(obj, at.meta).get(POOL_ANNOTATION)
+    if wanted is not None:
+        for i, p in enumerate(pools):
+            if p.name == wanted:
+                return i, p
+        results.append(Result(f"annotation {POOL_ANNOTATION}={wanted!r} names no node pool "
+                              f"(pools: {', '.join(p.name for p in pools)})", ERROR, ref,
+                              f"metadata.annotations['{POOL_ANNOTATION}']"))
+        return None, None
+    for at in locations(obj, extra):
+        ns = get_path(obj, at.spec + ("nodeSelector",))
+        if isinstance(ns, dict):
+            for i, p in enumerate(pools):
+                if p.nodeSelector and all(str(ns.get(k)) == v for k, v in p.nodeSelector.items()):
+                    return i, p
+    return 0, pools[0]
+
+
+def _annotation(obj: dict, at, key: str) -> tuple[object, tuple | None]:
+    """(value, field path) of annotation `key`: the pod template's (that pod spec only)
+    wins over the workload's (every pod spec); (None, None) when neither sets it."""
+    if at.meta is not None:
+        a = annotations_of(obj, at.meta)
+        if key in a:
+            return a[key], at.meta + ("annotations", key)
+    a = annotations_of(obj)
+    if key in a:
+        return a[key], ("metadata", "annotations", key)
+    return None, None
+
+
+def overrides(obj: dict, at, ref: Ref, results: list):
+    """The per-workload annotations of one pod spec: (cpus or None, listed container names
+    or None, field path of the listed annotation or None). Invalid values are error
+    results naming the annotation, appended to `results`."""
+    cpus = None
+    raw, path = _annotation(obj, at, CPUS_ANNOTATION)
+    if raw is not None:
+        text = raw.strip() if isinstance(raw, str) else None
+        if text is None or not _CPUS.fullmatch(text):
+            results.append(Result(f"annotation {CPUS_ANNOTATION} must be a whole number of "
+                                  f"CPUs from 1 to 9999, quoted (such as \"4\"), found "
+                                  f"{shown(raw)}", ERROR, ref, path_str(path)))
+        else:
+            cpus = int(text)
+    listed = None
+    raw, lpath = _annotation(obj, at, PINNED_ANNOTATION)
+    if raw is not None:
+        parts = [p.strip() for p in raw.split(",")] if isinstance(raw, str) else [""]
+        if any(not _CONTAINER_NAME.fullmatch(p) for p in parts):
+            results.append(Result(f"annotation {PINNED_ANNOTATION} must be a comma-separated "
+                                  f"list of container names (DNS labels, such as "
+                                  f"\"server,tokenizer\"), found {shown(raw)}", ERROR, ref,
+                                  path_str(lpath)))
+        else:
+            listed = parts
+    return cpus, listed, lpath if listed is not None else None

@@ -1,0 +1,160 @@
+"""Step 2 of the pipeline, tune: the rules on each pod spec of a picked item.
+
+The rules (krm_fn.rules.run, after krm_fn.rules.merge) write into a copy of the item through
+PodView; every write is a Change (krm_fn/changes.py). Whole-object checks
+(krm_fn/objects.py) run on the kinds they handle. Nothing here decides whether the item is
+left unchanged: that is the verdict's (pipeline/verdict.py).
+"""
+from __future__ import annotations
+
+import copy
+import marshal
+from dataclasses import dataclass, field
+
+from krm_fn import objects, rules
+from krm_fn.pipeline.select import (DEFAULT_CONTAINER, PINNED_ANNOTATION, Picked,
+                                    overrides)
+from krm_fn.pod import Edits, Findings, ShapeError, build_views, path_str
+from krm_fn.results import ERROR, Result
+from krm_fn.workloads import locations, model_names
+
+
+@dataclass
+class TunedPod:
+    """One pod spec after the rules: its findings are the item's `findings[:end]` after
+    those of the pod specs before it; `pod`: the PodView (None when it was not tuned);
+    `verdict`: the verdict step's results for it."""
+
+    end: int
+    pod: object = None
+    verdict: list = field(default_factory=list)
+
+
+@dataclass
+class TunedItem:
+    """One picked item after the tune step. `object_changes`/`object_findings`: from the
+    whole-object checks; `findings`: the pod specs' findings (Changes with a message and
+    Results), in order, one list for the item (a rule may look at what an earlier pod spec
+    of the same object reported); `pods`: per pod spec, in order; `tail`: findings about the
+    workload as a whole (after its pod specs); `changes`: the rules' Changes; `work`: the
+    tuned copy (plain data); `found`: some pod spec was present."""
+
+    pick: Picked
+    object_changes: list = field(default_factory=list)
+    object_findings: list = field(default_factory=list)
+    findings: list = field(default_factory=list)
+    pods: list = field(default_factory=list)
+    tail: list = field(default_factory=list)
+    changes: list = field(default_factory=list)
+    work: dict | None = None
+    found: bool = False
+
+
+def copy_item(obj: dict) -> dict:
+    """A deep copy of an item as read from YAML (dicts, lists, str, None): through marshal,
+    which copies such trees in C about ten times faster than copy.deepcopy (the copy is the
+    rules' scratch space for every tuned item); copy.deepcopy for anything else."""
+    try:
+        return marshal.loads(marshal.dumps(obj))
+    except ValueError:          # a value marshal cannot write
+        return copy.deepcopy(obj)
+
+
+def tune(pick: Picked, run) -> TunedItem:
+    """Run the whole-object checks and the rules on `pick` (a Picked with `tune` set);
+    `run`: the pipeline's load.Run."""
+    item = TunedItem(pick)
+    if pick.handled:
+        item.object_changes, item.object_findings = objects.check(pick.obj, pick.ref,
+                                                                   run.octx)
+    if pick.kind_known and not pick.pool_findings:
+        _tune_pods(item, run)
+    return item
+
+
+def _tune_pods(item: TunedItem, run) -> None:
+    """The rules on every pod spec of the item's workload, on one copy of it."""
+    pick, cfg = item.pick, run.cfg
+    info = run.pool_info(pick.pool_index) if pick.pool is not None else None
+    item.work = copy_item(pick.obj)
+    edits = Edits(item.work, index=pick.index, ref=pick.ref)
+    item.findings = Findings(edits)
+    # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
+    listed_at: dict = {"path": None, "matched": False, "names": []}
+    findings = item.findings
+    for at in locations(pick.obj, run.extra):
+        tuned = _tune_pod(item, at, edits, info, listed_at, run)
+        item.pods.append(TunedPod(len(findings), tuned))
+    if listed_at["path"] is not None and not listed_at["matched"]:
+        item.tail.append(Result(f"annotation {PINNED_ANNOTATION} names no container of the "
+                                f"workload (containers: {', '.join(listed_at['names'])})",
+                                ERROR, pick.ref, path_str(listed_at["path"])))
+    item.changes = edits.changes
+
+
+def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
+    """The rules on the pod spec at `at`; returns its PodView, or None when it is absent,
+    malformed, or its pinned-containers annotation names none of its containers."""
+    pick, cfg, findings = item.pick, run.cfg, item.findings
+    try:
+        pod = build_views(item.work, at, pick.ref, edits, findings)
+    except ShapeError as e:
+        findings.append(Result(e.message, ERROR, pick.ref, path_str(e.path)))
+        return None
+    if pod is None:
+        return None
+    item.found = True
+    rules.merge(pod, cfg)
+    cpus, listed, lpath = overrides(pick.obj, at, pick.ref, findings)
+    if not _listed_ok(pod, listed, lpath, listed_at, findings):
+        return None
+    names = [c.name for c in pod.containers]
+    explicit = frozenset(n for n in (listed if listed is not None
+                                     else cfg.workloads.pinnedContainers) if n in names)
+    ctx = rules.RuleContext(cfg, info, pinned(pod, cfg, listed), cpus=cpus,
+                            explicit=explicit, cluster=run.cluster)
+    rules.run(pod, ctx)
+    return pod
+
+
+def _listed_ok(pod, listed, lpath, listed_at: dict, findings: list) -> bool:
+    """Check krm-fn.dev/pinned-containers (`listed`, at `lpath`) against the pod spec's
+    containers: a pod-template annotation must name one of them (else an error finding and
+    False); a workload-level one is collected in `listed_at` for the whole workload."""
+    if listed is None:
+        return True
+    names = [c.name for c in pod.containers]
+    hit = [n for n in listed if n in names]
+    at = pod.at
+    template_level = at.meta is not None and lpath[:len(at.meta)] == at.meta
+    if not template_level:
+        listed_at["path"] = lpath
+        listed_at["matched"] |= bool(hit)
+        listed_at["names"] += [n for n in names if n not in listed_at["names"]]
+        return True
+    if hit:
+        return True
+    findings.append(Result(f"annotation {PINNED_ANNOTATION} names no container of this pod "
+                           f"spec (containers: {', '.join(names)})", ERROR, pod.ref,
+                           path_str(lpath)))
+    return False
+
+
+def pinned(pod, cfg, listed: list | None = None) -> frozenset:
+    """Names of the containers to pin: `listed` (the krm-fn.dev/pinned-containers
+    annotation) when given, else spec.workloads.pinnedContainers, else the
+    default-container annotation, else the kind's model container, else the first app
+    container."""
+    names = [c.name for c in pod.containers]
+    wanted = listed if listed is not None else cfg.workloads.pinnedContainers
+    chosen = [n for n in wanted if n in names]
+    if chosen:
+        return frozenset(chosen)
+    default = pod.annotations.get(DEFAULT_CONTAINER)
+    if default in names:
+        return frozenset([default])
+    for model in model_names(pod.at):
+        if model in names:
+            return frozenset([model])
+    apps = [c.name for c in pod.containers if c.role == "app"]
+    return frozenset(apps[:1])
