@@ -27,7 +27,7 @@ per-round ratios. krm_fn's bytecode is compiled first, as pip does on install (w
 PYTHONDONTWRITEBYTECODE set, or a read-only checkout, every run would compile the sources
 again). Both sides run in this interpreter (its site start-up counts on both).
 Inputs come from ../shared/bench/gen_resourcelist.py.
-Usage: python bench/run.py [--reps 9] [--gen PATH]
+Usage: python bench/run.py [--reps 9] [--gen PATH] [--skip-p2]
 (about 5 minutes with the default 9 reps on the 2-CPU project machine)
 """
 from __future__ import annotations
@@ -177,6 +177,8 @@ def main() -> None:
     ap.add_argument("--reps", type=int, default=9)
     ap.add_argument("--gen", default=str(ROOT.parent / "shared" / "bench" /
                                          "gen_resourcelist.py"))
+    ap.add_argument("--skip-p2", action="store_true",
+                    help="leave out the kustomize builds of P2 (most of the run's time)")
     a = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="krm-fn-bench-"))
     big, small = tmp / "rl-2000.yaml", tmp / "rl-10.yaml"
@@ -196,7 +198,9 @@ def main() -> None:
                  t_fn / t_floor))
 
     kubectl = shutil.which("kubectl")
-    if kubectl:
+    if a.skip_p2:
+        print("P2 skipped: --skip-p2")
+    elif kubectl:
         p2_rows, notes = p2(tmp, a.gen, kubectl, env, a.reps)
         rows += p2_rows
     else:
