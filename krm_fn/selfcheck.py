@@ -20,6 +20,8 @@ REQUIRED = (
     ("ruamel.yaml", "ruamel.yaml"),
     ("jsonpatch", "jsonpatch"),
     ("krm_fn.cli", "krm-fn"),
+    ("krm_fn.cli.render", "krm-fn"),
+    ("krm_fn.cli.commands", "krm-fn"),
     ("krm_fn.pipeline", "krm-fn"),
     ("krm_fn.resourcelist", "krm-fn"),
 )

@@ -211,3 +211,87 @@ def test_run_baseline_file_errors_name_the_file_and_keep_config_errors(tmp_path)
                 cwd=tmp_path)
     assert p.returncode == 1
     assert "pin spec: invalid function config: expected a mapping, found a list" in p.stderr
+
+
+# --- start-up: a run imports only what it uses (krm_fn/cli/__init__.py) -------------------
+
+def _imported(args: list[str], stdin: str, cwd=None) -> set[str]:
+    """The modules `python -m krm_fn ARGS` imports (from -X importtime), after checking it
+    exits 0."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    env.pop("_KRM_FN_COMPLETE", None)
+    p = subprocess.run([sys.executable, "-X", "importtime", "-m", "krm_fn", *args],
+                       input=stdin.encode(), capture_output=True, cwd=cwd, env=env, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    return {m.group(1) for m in re.finditer(r"^import time:[^|]*\|[^|]*\| *(\S+)$",
+                                            p.stderr.decode(), re.M)}
+
+
+_NOT_FOR_A_RENDER = ("krm_fn.verify", "krm_fn.schema", "krm_fn.explain", "krm_fn.selfcheck",
+                     "krm_fn.report", "jsonpatch", "ruamel")
+
+
+def _loaded(mods: set[str], names) -> list[str]:
+    return sorted(m for m in mods for n in names if m == n or m.startswith(n + "."))
+
+
+def test_the_function_path_imports_neither_click_nor_other_commands():
+    text = (TESTDATA / "c11-fractional-cpu" / "input.yaml").read_text()
+    mods = _imported([], text)
+    assert "krm_fn.engine" in mods and "krm_fn.cli.render" in mods
+    assert _loaded(mods, ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER)) == []
+    # only the output format the config selects (the default, configmap) is loaded
+    assert [m for m in _loaded(mods, ("krm_fn.node.formats",)) if m not in (
+        "krm_fn.node.formats", "krm_fn.node.formats._common",
+        "krm_fn.node.formats.configmap")] == []
+
+
+def test_the_legacy_plugin_path_imports_no_click(tmp_path):
+    cfg = tmp_path / "kust-plugin-config-1"
+    cfg.write_text(CONFIG)
+    mods = _imported(["plugin", str(cfg)], POD)
+    assert "krm_fn.engine" in mods
+    assert _loaded(mods, ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER)) == []
+
+
+def test_run_imports_click_but_no_other_command(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    mods = _imported(["run", "pod.yaml"], "", cwd=tmp_path)
+    assert "click" in mods and "krm_fn.engine" in mods
+    assert _loaded(mods, _NOT_FOR_A_RENDER) == []
+
+
+def test_verify_imports_no_render_module():
+    mods = _imported(["verify", "--root", str(ROOT / "tests" / "verify_fixtures" / "good-1.34")],
+                     "")
+    assert "krm_fn.verify.checks" in mods
+    assert _loaded(mods, ("krm_fn.engine", "krm_fn.resourcelist", "krm_fn.cli.render",
+                          "yaml", "ruamel")) == []
+
+
+def test_which_command_lines_skip_click(tmp_path, monkeypatch):
+    from krm_fn.cli import without_click
+    cfg = tmp_path / "cfg.yaml"
+    cfg.write_text(CONFIG)
+    monkeypatch.delenv("_KRM_FN_COMPLETE", raising=False)
+    assert without_click([]) == ("function", ())
+    assert without_click(["plugin", str(cfg)]) == ("plugin", (str(cfg),))
+    assert without_click(["plugin", str(cfg), "extra"]) == ("plugin", (str(cfg),))
+    # everything else is click's, which parses it and reports its own usage errors
+    for args in (["plugin"], ["plugin", str(tmp_path)], ["plugin", str(tmp_path / "no")],
+                 ["plugin", str(cfg), "--ignored-arg"], ["plugin", str(cfg), "-h"],
+                 ["plugin", "--", str(cfg)], ["run", "-"], ["--help"], ["--version"],
+                 ["verify"], ["nope"]):
+        assert without_click(args) is None, args
+    monkeypatch.setenv("_KRM_FN_COMPLETE", "bash_source")
+    assert without_click([]) is None
+
+
+def test_plugin_usage_errors_still_come_from_click(tmp_path):
+    p = run_cli(["plugin", str(tmp_path / "missing.yaml")])
+    assert p.returncode == 2
+    assert p.stderr.startswith("Usage: krm-fn plugin [OPTIONS] CONFIG_FILE [ARGS]...\n")
+    assert "Error: Invalid value for 'CONFIG_FILE': File " in p.stderr

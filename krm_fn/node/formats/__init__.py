@@ -2,7 +2,9 @@
 `render(plan, ctx) -> Rendered` (`objects`: plain dicts, plain str values, insertion-ordered;
 `results`: krm_fn.results.Result about what the platform cannot take).
 
-`FORMATS` maps the format name used in `spec.output.formats` to its module.
+`FORMATS` maps the format name used in `spec.output.formats` to its module; a format's
+module is imported the first time it is looked up, so a render imports only the formats
+its config selects (json6902 alone pulls in jsonpatch).
 Emitted objects carry `internal.config.kubernetes.io/path` only when `ctx.set_path` (kpt
 writes new items to that file, the KRM functions specification,
 https://github.com/kubernetes-sigs/kustomize/blob/master/cmd/config/docs/api-conventions/functions-spec.md),
@@ -16,13 +18,13 @@ Entry points: `render_with_results(name, plan, ctx, ref, index)` -> (objects, re
 from __future__ import annotations
 
 import dataclasses
+import importlib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from krm_fn.node.formats._common import (LOCAL_CONFIG_ANNOTATION, MANAGED_BY_LABEL,
                                          PATH_ANNOTATION, POOL_LABEL, Rendered)
-from krm_fn.node.formats import (aks, configmap, eks, gke, json6902, kubeadm, kubelet_config,
-                                 openshift, talos)
 
 __all__ = ["FORMATS", "LOCAL_CONFIG_ANNOTATION", "MANAGED_BY_LABEL", "PATH_ANNOTATION",
            "POOL_LABEL", "RenderContext", "Rendered", "render", "render_with_results"]
@@ -44,17 +46,46 @@ class RenderContext:
     index: int = 0
 
 
-FORMATS = {
-    "configmap": configmap,
-    "kubelet-config": kubelet_config,
-    "openshift": openshift,
-    "kubeadm": kubeadm,
-    "gke": gke,
-    "aks": aks,
-    "eks": eks,
-    "talos": talos,
-    "json6902": json6902,
+# format name -> module name under krm_fn.node.formats, in the documented order
+_MODULES = {
+    "configmap": "configmap",
+    "kubelet-config": "kubelet_config",
+    "openshift": "openshift",
+    "kubeadm": "kubeadm",
+    "gke": "gke",
+    "aks": "aks",
+    "eks": "eks",
+    "talos": "talos",
+    "json6902": "json6902",
 }
+
+
+class _Formats(Mapping):
+    """A read-only mapping format name -> format module that imports each module the first
+    time it is looked up. Iterates the names in _MODULES order; raises KeyError for an
+    unknown name."""
+
+    def __getitem__(self, name: str):
+        return importlib.import_module(f"{__name__}.{_MODULES[name]}")
+
+    def __contains__(self, name) -> bool:
+        return name in _MODULES            # without importing the module
+
+    def __iter__(self):
+        return iter(_MODULES)
+
+    def __len__(self) -> int:
+        return len(_MODULES)
+
+
+FORMATS = _Formats()
+
+
+def __getattr__(name: str):
+    """`formats.configmap` etc.: the format module, imported on first use."""
+    if name in _MODULES.values():
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def _module(name: str):
