@@ -230,7 +230,7 @@ def _imported(args: list[str], stdin: str, cwd=None) -> set[str]:
                                             p.stderr.decode(), re.M)}
 
 
-_NOT_FOR_A_RENDER = ("krm_fn.verify", "krm_fn.schema", "krm_fn.explain", "krm_fn.selfcheck",
+_NOT_FOR_A_RENDER = ("krm_fn.verify", "krm_fn.config.schema", "krm_fn.config.explain", "krm_fn.selfcheck",
                      "krm_fn.report", "jsonpatch", "ruamel")
 
 
@@ -241,7 +241,7 @@ def _loaded(mods: set[str], names) -> list[str]:
 def test_the_function_path_imports_neither_click_nor_other_commands():
     text = (TESTDATA / "c11-fractional-cpu" / "input.yaml").read_text()
     mods = _imported([], text)
-    assert "krm_fn.engine" in mods and "krm_fn.cli.render" in mods
+    assert "krm_fn.pipeline" in mods and "krm_fn.cli.render" in mods
     assert _loaded(mods, ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER)) == []
     # only the output format the config selects (the default, configmap) is loaded
     assert [m for m in _loaded(mods, ("krm_fn.node.formats",)) if m not in (
@@ -253,14 +253,14 @@ def test_the_legacy_plugin_path_imports_no_click(tmp_path):
     cfg = tmp_path / "kust-plugin-config-1"
     cfg.write_text(CONFIG)
     mods = _imported(["plugin", str(cfg)], POD)
-    assert "krm_fn.engine" in mods
+    assert "krm_fn.pipeline" in mods
     assert _loaded(mods, ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER)) == []
 
 
 def test_run_imports_click_but_no_other_command(tmp_path):
     (tmp_path / "pod.yaml").write_text(POD)
     mods = _imported(["run", "pod.yaml"], "", cwd=tmp_path)
-    assert "click" in mods and "krm_fn.engine" in mods
+    assert "click" in mods and "krm_fn.pipeline" in mods
     assert _loaded(mods, _NOT_FOR_A_RENDER) == []
 
 
@@ -268,7 +268,7 @@ def test_verify_imports_no_render_module():
     mods = _imported(["verify", "--root", str(ROOT / "tests" / "verify_fixtures" / "good-1.34")],
                      "")
     assert "krm_fn.verify.checks" in mods
-    assert _loaded(mods, ("krm_fn.engine", "krm_fn.resourcelist", "krm_fn.cli.render",
+    assert _loaded(mods, ("krm_fn.pipeline", "krm_fn.resourcelist", "krm_fn.cli.render",
                           "yaml", "ruamel")) == []
 
 
