@@ -87,10 +87,10 @@ def test_triton_args_naming_onnxruntime_are_not_an_ort_container():
     assert [e.name for e in engines.detect(view(c))] == ["Triton"]
 
 
-def test_every_engine_is_in_the_readme_table():
+def test_every_engine_is_in_the_docs_table():
     from tests.helpers import ROOT
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Engine-aware threads"):]
+    page = (ROOT / "docs" / "workloads.md").read_text()
+    section = page[page.index("## Engine-aware threads"):]
     for e in engines.ENGINES:
         assert f"| {e.name} |" in section, e.name
 
