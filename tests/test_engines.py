@@ -88,19 +88,20 @@ def test_triton_args_naming_onnxruntime_are_not_an_ort_container():
     assert [e.name for e in engines.detect(view(c))] == ["Triton"]
 
 
-def test_every_engine_is_in_the_readme_table():
+def test_every_engine_is_in_the_docs_table():
     from tests.helpers import ROOT
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Engine-aware threads"):]
+    page = (ROOT / "docs" / "workloads.md").read_text()
+    section = page[page.index("## Engine-aware threads"):]
     for e in engines.ENGINES:
         assert f"| {e.name} |" in section, e.name
 
 
-def test_readme_engine_table_is_generated_from_the_registry():
-    """The README table is engines.table(): edit an engine's data, then paste the table."""
+def test_docs_engine_table_is_generated_from_the_registry():
+    """The docs/workloads.md table is engines.table(): edit an engine's data, then paste the
+    table."""
     from tests.helpers import ROOT
-    readme = (ROOT / "README.md").read_text()
-    section = readme[readme.index("## Engine-aware threads"):]
+    page = (ROOT / "docs" / "workloads.md").read_text()
+    section = page[page.index("## Engine-aware threads"):]
     table = engines.table()
     assert table in section
     assert len(table.splitlines()) == 2 + len(engines.ENGINES) + 1

@@ -60,7 +60,8 @@ def test_committed_schema_is_the_generated_one(args, path):
 def _example_configs():
     """(name, config) of every function config in the repository that krm-fn accepts:
     overlays/*/pin.yaml, the golden cases' functionConfig (except cases about an invalid
-    config, which are in INVALID_EXAMPLES) and README blocks of kind InferenceTuning."""
+    config, which are in INVALID_EXAMPLES) and the yaml blocks of kind InferenceTuning in
+    README.md and docs/*.md."""
     out = []
     for f in sorted((ROOT / "overlays").glob("*/pin.yaml")):
         out.append((str(f.relative_to(ROOT)), resourcelist.load_config_file(f.read_text())))
@@ -72,10 +73,11 @@ def _example_configs():
             if fc is not None and not (expected.exists()
                                        and "invalid function config" in expected.read_text()):
                 out.append((f"tests/testdata/{d.name}", fc))
-    for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", (ROOT / "README.md").read_text(),
-                                         re.S)):
-        if re.search(r"^kind: InferenceTuning$", block, re.M):
-            out.append((f"README.md yaml block {n}", resourcelist.load_config_file(block)))
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S)):
+            if re.search(r"^kind: InferenceTuning$", block, re.M):
+                out.append((f"{page.relative_to(ROOT)} yaml block {n}",
+                            resourcelist.load_config_file(block)))
     return out
 
 
@@ -101,6 +103,7 @@ def test_examples_were_found():
     assert {"overlays/kpt/pin.yaml", "overlays/container-fn/pin.yaml",
             "overlays/legacy-plugin/pin.yaml"} <= set(names)
     assert any(n.startswith("README.md") for n in names)
+    assert any(n.startswith("docs/configuration.md") for n in names)
     assert sum(config.is_flat(d) for _, d in EXAMPLES) >= 5
     assert sum(not config.is_flat(d) for _, d in EXAMPLES) >= 15
 
