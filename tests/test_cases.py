@@ -1,7 +1,7 @@
 """The public problem reports of ../shared/reference/cases.md, one test each, named after
 the case. Inputs live in tests/testdata/<case>/ (also checked byte for byte by
 test_golden.py); these tests assert the values that matter for each report."""
-from tests.helpers import TESTDATA, env_of, item, load, results, run_cli
+from tests.helpers import TESTDATA, case_input, env_of, item, load, results, run_cli
 
 THREAD_VARS = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
                "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS",
@@ -10,7 +10,7 @@ THREAD_VARS = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
 
 
 def run_case(case: str, stdin: str | None = None):
-    p = run_cli([], stdin if stdin is not None else (TESTDATA / case / "input.yaml").read_text())
+    p = run_cli([], stdin if stdin is not None else case_input(case))
     return p, load(p.stdout)
 
 
@@ -34,7 +34,7 @@ def test_c01_smt_alignment_rounds_to_threads_per_core():
 
 
 def test_c01_threads_per_core_comes_from_the_pool_not_a_constant():
-    text = (TESTDATA / "c01-smt-alignment" / "input.yaml").read_text()
+    text = case_input("c01-smt-alignment")
     text = text.replace('threadsPerCore: "2"', 'threadsPerCore: "4"')
     p, out = run_case("", text)
     c = item(out, "Pod", "dpdk-app")["spec"]["containers"][0]
@@ -42,7 +42,7 @@ def test_c01_threads_per_core_comes_from_the_pool_not_a_constant():
 
 
 def test_c01_strict_mode_is_an_error_and_leaves_the_pod_unchanged():
-    text = (TESTDATA / "c01-smt-alignment" / "input.yaml").read_text()
+    text = case_input("c01-smt-alignment")
     text = text.replace('threadsPerCore: "2"}', 'threadsPerCore: "2", cpuRounding: error}')
     p, out = run_case("", text)
     assert p.returncode == 1
@@ -72,7 +72,7 @@ def test_c02_integer_init_container_moves_to_the_shared_pool():
 
 
 def test_c02_opted_in_init_container_is_pinned_but_never_above_the_largest_app():
-    text = (TESTDATA / "c02-integer-init-container" / "input.yaml").read_text()
+    text = case_input("c02-integer-init-container")
     text = text.replace('{name: fetch, image: fetch:1, resources: {requests: {cpu: "1"',
                         '{name: fetch, image: fetch:1, resources: {requests: {cpu: "20"')
     text = text.replace('limits: {cpu: "1", memory: 1Gi}}}', 'limits: {cpu: "20", memory: 1Gi}}}')
@@ -100,7 +100,7 @@ def test_c03_native_sidecar_is_long_running_and_pinned():
 
 
 def test_c03_no_sidecar_warning_on_current_versions():
-    text = (TESTDATA / "c03-native-sidecar" / "input.yaml").read_text()
+    text = case_input("c03-native-sidecar")
     text = text.replace('kubernetesVersion: "1.27"', 'kubernetesVersion: "1.34"')
     p, out = run_case("", text)
     assert not [r for r in results(out, "warning") if "native sidecar" in r["message"]]
@@ -148,7 +148,7 @@ def test_c07_istio_sidecar_gets_equal_request_and_limit_annotations():
 
 
 def test_c07_user_value_is_kept_and_mirrored_to_its_pair():
-    text = (TESTDATA / "c07-istio-sidecar" / "input.yaml").read_text()
+    text = case_input("c07-istio-sidecar")
     text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
                         'metadata: {labels: {sidecar.istio.io/inject: "true"}, annotations: '
                         '{sidecar.istio.io/proxyCPU: "1", sidecar.istio.io/proxyMemoryLimit: '
@@ -176,7 +176,7 @@ def test_c07_user_value_is_kept_and_mirrored_to_its_pair():
 
 
 def test_c07_injection_false_adds_nothing_even_in_always_mode():
-    text = (TESTDATA / "c07-istio-sidecar" / "input.yaml").read_text()
+    text = case_input("c07-istio-sidecar")
     text = text.replace('sidecar.istio.io/inject: "true"', 'sidecar.istio.io/inject: "false"')
     for mode in ("auto", "always"):
         p, out = run_case("", text.replace("istio: {cpu: 500m, memory: 256Mi}",
@@ -187,7 +187,7 @@ def test_c07_injection_false_adds_nothing_even_in_always_mode():
 
 
 def test_c07_annotation_opt_in_and_mode_never():
-    text = (TESTDATA / "c07-istio-sidecar" / "input.yaml").read_text()
+    text = case_input("c07-istio-sidecar")
     text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
                         'metadata: {annotations: {sidecar.istio.io/inject: "true"}}')
     p, out = run_case("", text)
@@ -210,7 +210,7 @@ def test_c08_linkerd_proxy_gets_equal_request_and_limit_annotations():
 
 
 def test_c08_always_mode_covers_namespace_level_injection():
-    text = (TESTDATA / "c08-linkerd-sidecar" / "input.yaml").read_text()
+    text = case_input("c08-linkerd-sidecar")
     text = text.replace("      metadata: {annotations: {linkerd.io/inject: enabled}}\n", "")
     p, out = run_case("", text)
     assert "metadata" not in item(out, "Deployment", "infer")["spec"]["template"]
@@ -247,7 +247,7 @@ def test_c09_kserve_serverless_gets_queue_proxy_annotations():
 
 
 def test_c09_kserve_raw_deployment_gets_no_queue_proxy_annotations():
-    text = (TESTDATA / "c09-knative-queue-proxy" / "input.yaml").read_text()
+    text = case_input("c09-knative-queue-proxy")
     for mode in ("RawDeployment", "Standard"):
         p, out = run_case("", text.replace("deploymentMode: Serverless",
                                            f"deploymentMode: {mode}"))
@@ -284,7 +284,7 @@ def test_c10_memory_missing_is_an_error_naming_container_and_field():
     assert errors[0]["resourceRef"] == {"apiVersion": "v1", "kind": "Pod", "name": "mixed"}
     assert "krm-fn: error: Pod mixed spec.containers[0].resources.limits.memory" in p.stderr
     # the object is unchanged
-    original = load((TESTDATA / "c10-memory-missing" / "input.yaml").read_text())
+    original = load(case_input("c10-memory-missing"))
     assert item(out, "Pod", "mixed") == original["items"][0]
 
 
@@ -371,7 +371,7 @@ def test_c14_onnxruntime_gets_an_annotation_and_a_warning_never_a_bound_claim():
 
 
 def test_c14_triton_serving_onnx_gets_the_backend_config_advice():
-    text = (TESTDATA / "c14-onnxruntime" / "input.yaml").read_text()
+    text = case_input("c14-onnxruntime")
     text = text.replace("image: onnxruntime-server:1", "image: nvcr.io/nvidia/tritonserver:24.05-py3")
     p, out = run_case("", text)
     pod = item(out, "Pod", "ort")
@@ -404,7 +404,7 @@ def test_c16_multi_worker_divides_threads_and_warns_about_the_oom_group():
 
 
 def test_c16_gunicorn_short_flag_and_uneven_division():
-    text = (TESTDATA / "c16-multi-worker" / "input.yaml").read_text()
+    text = case_input("c16-multi-worker")
     text = text.replace('args: ["--workers", "4"]', 'command: [gunicorn, -w, "3", "app:app"]')
     p, out = run_case("", text)
     c = item(out, "Pod", "gunicorn")["spec"]["containers"][0]
@@ -414,7 +414,7 @@ def test_c16_gunicorn_short_flag_and_uneven_division():
 
 
 def test_c17_comments_order_and_quoting_kept():
-    src = (TESTDATA / "c17-comments-order" / "input.yaml").read_text()
+    src = case_input("c17-comments-order")
     p, _ = run_case("c17-comments-order")
     out = p.stdout
     # the ConfigMap comes out byte for byte, YAML 1.1 look-alikes untouched
@@ -439,7 +439,7 @@ def test_c18_no_resource_list_on_stdin_is_a_usage_error():
 def test_c18_config_is_never_read_from_files_relative_to_cwd(tmp_path):
     (tmp_path / "fn-config.yaml").write_text("apiVersion: v1\nkind: ConfigMap\n"
                                              "data: {threadsEnv: BOGUS}\n")
-    src = (TESTDATA / "c11-fractional-cpu" / "input.yaml").read_text()
+    src = case_input("c11-fractional-cpu")
     p = run_cli([], src, cwd=tmp_path)
     assert "BOGUS" not in p.stdout
     assert p.stdout == run_cli([], src).stdout
@@ -458,7 +458,7 @@ def test_c19_companion_carries_no_function_config_annotations():
 
 
 def test_c19_under_kpt_the_companion_gets_its_own_path():
-    text = (TESTDATA / "c19-companion-annotations" / "input.yaml").read_text()
+    text = case_input("c19-companion-annotations")
     text = text.replace('      internal.config.kubernetes.io/index: "0"\n',
                         '      internal.config.kubernetes.io/index: "0"\n'
                         '      internal.config.kubernetes.io/path: deploy.yaml\n')
@@ -501,7 +501,7 @@ def test_c06_cfs_quota_warning_before_1_33_and_never_cpu_cfs_quota_false():
 
 
 def test_c16_single_process_oom_kill_only_when_requested():
-    text = (TESTDATA / "c16-multi-worker" / "input.yaml").read_text()
+    text = case_input("c16-multi-worker")
     p, out = run_case("", text)
     kubelet = item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"]
     assert "singleProcessOOMKill" not in kubelet
@@ -590,7 +590,7 @@ def test_c05_policy_change_against_the_baseline_gets_a_rollout_note_and_steps():
 
 
 def test_c05_reserved_cpus_change_alone_resets_only_the_cpu_state():
-    text = (TESTDATA / "c05-policy-change" / "input.yaml").read_text()
+    text = case_input("c05-policy-change")
     text = text.replace("kubelet: {memoryManagerPolicy: Static}", "kubelet: {}").replace(
         "cpuManagerPolicy: none", "cpuManagerPolicy: static\n          reservedSystemCPUs: 0-1")
     p, out = run_case("", text)
@@ -602,7 +602,7 @@ def test_c05_reserved_cpus_change_alone_resets_only_the_cpu_state():
 
 
 def test_c05_same_settings_spelled_differently_need_no_state_reset():
-    text = (TESTDATA / "c05-policy-change" / "input.yaml").read_text()
+    text = case_input("c05-policy-change")
     text = text.replace("kubelet: {memoryManagerPolicy: Static}", "kubelet: {}").replace(
         "cpuManagerPolicy: none", "cpuManagerPolicy: static\n          reservedSystemCPUs: 8,0")
     p, out = run_case("", text)

@@ -7,7 +7,8 @@ SystemExit 0, 1 or 2 — never another exception — and never print "internal e
 
 Inputs come from three generators, mixed:
   - raw bytes;
-  - mutations of real inputs (tests/testdata/*/input.yaml, tests/hostile/, tests/bad_input/):
+  - mutations of real inputs (the golden cases as the function reads them, tests/hostile/,
+    tests/bad_input/):
     YAML-significant tokens inserted, spans deleted or duplicated, lines re-indented,
     swapped or dropped, bytes flipped;
   - KRM-shaped documents: objects of every registered kind (and others) whose pod specs are
@@ -36,7 +37,7 @@ from hypothesis import strategies as st
 
 from krm_fn import workloads
 from krm_fn.cli import cli
-from tests.helpers import ROOT
+from tests.helpers import ROOT, case_input, cases
 
 EXAMPLES = int(os.environ.get("KRM_FN_FUZZ_EXAMPLES", "200"))
 # Crashes already reported, each with a strict-xfail reproduction; an example that hits one
@@ -50,10 +51,11 @@ _LOADER = getattr(yaml, "CBaseLoader", yaml.BaseLoader)
 
 
 def _seeds() -> list[bytes]:
-    files = sorted((ROOT / "tests" / "testdata").glob("*/input.yaml"))
-    files += sorted((ROOT / "tests" / "hostile").glob("*.yaml"))
+    seeds = [case_input(c).encode() for c in cases()]
+    files = sorted((ROOT / "tests" / "hostile").glob("*.yaml"))
     files += sorted(p for p in (ROOT / "tests" / "bad_input").iterdir() if p.is_file())
-    return [p.read_bytes() for p in files if p.stat().st_size < 20_000]
+    seeds += [p.read_bytes() for p in files]
+    return [s for s in seeds if len(s) < 20_000]
 
 
 SEEDS = _seeds()

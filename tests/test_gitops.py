@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.helpers import ROOT, item, load, results, run_cli
+from tests.helpers import ROOT, check_golden, item, load, results, run_cli
 
 PIN = ROOT / "overlays/kpt/pin.yaml"
 INPUTS = [ROOT / "bases/vllm-cpu/deployment.yaml", ROOT / "bases/kserve/inferenceservice.yaml"]
@@ -24,7 +24,6 @@ GOLDEN = ROOT / "deploy/flux/example-rendered.yaml"
 WORKFLOW = ROOT / "deploy/flux/render-workflow.yaml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
 VENV_BIN = Path(sys.executable).parent
-UPDATE = os.environ.get("KRM_FN_UPDATE_GOLDEN") == "1"
 
 
 def rendered() -> str:
@@ -277,9 +276,7 @@ def test_workflow_render_and_check_steps_on_the_example(tmp_path):
     p = run_step(s["render"], repo, env)
     assert p.returncode == 0, p.stderr
     out = (repo / env["RENDERED"]).read_bytes()
-    if UPDATE:
-        GOLDEN.write_bytes(out)
-    assert out == GOLDEN.read_bytes(), f"differs from {GOLDEN} (KRM_FN_UPDATE_GOLDEN=1)"
+    check_golden(GOLDEN, out)
     objs = [d for d in yaml.safe_load_all(out) if d]
     assert [o["kind"] for o in objs] == ["Deployment", "InferenceService", "ConfigMap"]
     p = run_step(s["check"], repo, env)

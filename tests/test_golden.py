@@ -1,40 +1,31 @@
-"""Golden cases: tests/testdata/<case>/input.yaml -> expected.yaml (exact stdout),
-expected-exit (exit code, default 0) and expected-stderr.txt (exact stderr, when present).
+"""Golden cases, in the layout of kustomize's kyaml frameworktestutil and the kpt function
+catalog (tests/testdata/README.md): tests/testdata/<case>/ holds config.yaml (the function
+config, when the case has one), input.yaml (the items), expected.yaml (the output items),
+results.yaml (the results), expected-exit and expected-stderr.txt. helpers.check_case runs
+each case in this process and compares every file exactly; KRM_FN_UPDATE_GOLDEN=1 rewrites
+them.
 
 Like kpt's function catalog, every case runs twice: the output (without results) fed back
 in must come out unchanged.
 """
 import pytest
 
-from tests.helpers import TESTDATA, UPDATE, check_golden, run_cli, without_results
+from tests.helpers import case_input, cases, check_case, run_fn, without_results
 
-CASES = sorted(p.name for p in TESTDATA.iterdir() if (p / "input.yaml").exists())
+CASES = cases()
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_golden(case):
-    d = TESTDATA / case
-    p = run_cli([], (d / "input.yaml").read_text())
-    check_golden(d / "expected.yaml", p.stdout)
-    exit_file = d / "expected-exit"
-    if UPDATE:
-        if p.returncode:
-            exit_file.write_text(f"{p.returncode}\n")
-        if p.stderr:
-            (d / "expected-stderr.txt").write_text(p.stderr)
-    want = int(exit_file.read_text()) if exit_file.exists() else 0
-    assert p.returncode == want, p.stderr
-    stderr_file = d / "expected-stderr.txt"
-    assert p.stderr == (stderr_file.read_text() if stderr_file.exists() else "")
+    check_case(case)
 
 
 @pytest.mark.parametrize("case", CASES)
 def test_golden_second_run_changes_nothing(case):
-    d = TESTDATA / case
-    first = run_cli([], (d / "input.yaml").read_text())
+    first = run_fn([], case_input(case))
     if first.returncode:
         pytest.skip("error case: the first run changes nothing")
     again = without_results(first.stdout)
-    second = run_cli([], again)
+    second = run_fn([], again)
     assert second.returncode == 0, second.stderr
     assert without_results(second.stdout) == again

@@ -5,13 +5,13 @@ these tests assert the values that matter, exactly."""
 import yaml
 
 from krm_fn.workloads import KINDS, locations
-from tests.helpers import TESTDATA, env_of, item, load, results, run_cli
+from tests.helpers import case_input, env_of, item, load, results, run_cli
 
 QUEUE = "queue.sidecar.serving.knative.dev/"
 
 
 def run_case(case: str, stdin: str | None = None):
-    p = run_cli([], stdin if stdin is not None else (TESTDATA / case / "input.yaml").read_text())
+    p = run_cli([], stdin if stdin is not None else case_input(case))
     return p, load(p.stdout)
 
 
@@ -56,7 +56,7 @@ def test_every_kind_of_the_issue_is_registered():
 
 
 def test_isvc_locations_cover_every_component_and_every_canary():
-    obj = load((TESTDATA / "kserve-isvc-components" / "input.yaml").read_text())["items"][0]
+    obj = load(case_input("kserve-isvc-components"))["items"][0]
     obj["spec"]["canary"].append(obj["spec"]["canary"][0])
     specs = [".".join(map(str, at.spec)) for at in locations(obj)]
     assert specs == ["spec.predictor", "spec.predictor.workerSpec", "spec.transformer",
@@ -171,7 +171,7 @@ def test_isvc_with_the_cluster_config_in_the_input_gets_infos_not_warnings():
 
 
 def test_only_the_config_map_in_the_input_still_warns_about_the_storage_container():
-    text = (TESTDATA / "kserve-cluster-config" / "input.yaml").read_text()
+    text = case_input("kserve-cluster-config")
     start = text.index("- apiVersion: serving.kserve.io/v1alpha1\n  kind: ClusterStorageContainer")
     end = text.index("- apiVersion: serving.kserve.io/v1beta1")
     p, out = run_case("", text[:start] + text[end:])
@@ -181,7 +181,7 @@ def test_only_the_config_map_in_the_input_still_warns_about_the_storage_containe
 
 
 def test_cluster_config_not_selected_is_left_alone():
-    text = (TESTDATA / "kserve-cluster-config" / "input.yaml").read_text()
+    text = case_input("kserve-cluster-config")
     p, out = run_case("", text + "functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n"
                                  "  kind: InferenceTuning\n  metadata: {name: pin}\n"
                                  "  spec: {selector: {kinds: [InferenceService]}}\n")
@@ -205,7 +205,7 @@ def test_serving_runtimes_containers_and_workers():
 
 
 def test_serving_runtime_pod_annotations_are_spec_annotations():
-    text = (TESTDATA / "kserve-runtimes" / "input.yaml").read_text()
+    text = case_input("kserve-runtimes")
     p, out = run_case("", text + "functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n"
                                  "  kind: InferenceTuning\n  metadata: {name: pin}\n  spec:\n"
                                  "    workloads:\n      injection:\n"
@@ -244,7 +244,7 @@ def test_llmisvc_routing_sidecar_and_storage_initializer_are_sized_by_name():
 
 
 def test_llmisvc_without_prefill_pvc_or_disabled_initializer_adds_nothing():
-    base = (TESTDATA / "llmisvc-prefill-decode" / "input.yaml").read_text()
+    base = case_input("llmisvc-prefill-decode")
     text = base[:base.index("    prefill:\n")] + base[base.index("    router:\n"):]
     text = text.replace("uri: hf://Qwen", "uri: pvc://models/Qwen")
     p, out = run_case("", text)
@@ -256,7 +256,7 @@ def test_llmisvc_without_prefill_pvc_or_disabled_initializer_adds_nothing():
 
 
 def test_llmisvc_user_written_entries_are_sized_not_duplicated():
-    text = (TESTDATA / "llmisvc-prefill-decode" / "input.yaml").read_text().replace(
+    text = case_input("llmisvc-prefill-decode").replace(
         "    template:\n      containers:\n      - name: main\n",
         "    template:\n      initContainers:\n      - name: storage-initializer\n"
         "        env: [{name: HF_XET_HIGH_PERFORMANCE, value: '0'}]\n"
@@ -269,7 +269,7 @@ def test_llmisvc_user_written_entries_are_sized_not_duplicated():
 
 
 def test_llmisvc_template_without_main_is_warned_about():
-    text = (TESTDATA / "llmisvc-prefill-decode" / "input.yaml").read_text().replace(
+    text = case_input("llmisvc-prefill-decode").replace(
         "      containers:\n      - name: main\n        image: vllm/vllm-openai-cpu:v0.11.0\n"
         "        env:", "      containers:\n      - name: vllm\n"
         "        image: vllm/vllm-openai-cpu:v0.11.0\n        env:", 1)
@@ -350,12 +350,12 @@ def test_rollout_template_is_tuned_and_workload_ref_names_the_deployment():
     assert w == (ROLLOUT_WARNING + "; it is in this input but not selected (spec.selector, or "
                  "a krm-fn.dev/skip annotation): select Deployment ranker instead of (or "
                  "besides) the Rollout")
-    src = load((TESTDATA / "argo-rollouts" / "input.yaml").read_text())
+    src = load(case_input("argo-rollouts"))
     assert item(out, "Deployment", "ranker") == src["items"][2]
 
 
 def test_rollout_workload_ref_selected_or_absent():
-    text = (TESTDATA / "argo-rollouts" / "input.yaml").read_text()
+    text = case_input("argo-rollouts")
     p, out = run_case("", text.replace("kinds: [Rollout]", "kinds: [Rollout, Deployment]"))
     (i,) = [r for r in results(out, "info") if (r.get("field") or {}).get("path")
             == "spec.workloadRef"]
@@ -446,7 +446,7 @@ def test_seldon_with_injection_always_writes_no_annotations():
 # --- pass-through kinds -----------------------------------------------------------------
 
 def test_nim_vllm_runtime_and_legacy_kfserving_pass_through_with_warnings():
-    src = (TESTDATA / "nim-vllmruntime-legacy" / "input.yaml").read_text()
+    src = case_input("nim-vllmruntime-legacy")
     p, out = run_case("nim-vllmruntime-legacy")
     assert p.returncode == 0, p.stderr
     assert out["items"] == load(src)["items"]

@@ -3,7 +3,7 @@ stdout is never changed by it. The progress line for large inputs."""
 import io
 
 from krm_fn import pipeline, report, resourcelist
-from tests.helpers import ROOT, check_golden, run_cli
+from tests.helpers import ROOT, case_input, check_golden, run_cli
 
 GOLDEN = ROOT / "tests" / "golden"
 
@@ -115,7 +115,7 @@ def test_after_is_what_krm_fn_writes():
 
 
 def test_several_pod_specs_are_named():
-    text = (ROOT / "tests" / "testdata" / "kuberay-kinds" / "input.yaml").read_text()
+    text = case_input("kuberay-kinds")
     doc = resourcelist.parse(text, require_resource_list=True)
     out = pipeline.transform(doc.items, doc.function_config, keep_tuned=True)
     lines = report.render(doc.items, out, doc.function_config).splitlines()

@@ -13,7 +13,7 @@ import subprocess
 import sys
 import pytest
 
-from tests.helpers import ROOT, TESTDATA
+from tests.helpers import ROOT, case_input, case_output, check_golden
 
 # Remount every mount read-only inside the new mount namespace, then run the command.
 _READ_ONLY = ("mount --make-rprivate / 2>/dev/null; "
@@ -71,11 +71,10 @@ def test_the_sandbox_is_read_only_and_offline(sandbox, tmp_path):
 @pytest.mark.parametrize("case", ["c01-smt-alignment", "c07-istio-sidecar",
                                   "c10-memory-default", "skipped-items-untouched"])
 def test_golden_case_in_the_sandbox(sandbox, case):
-    d = TESTDATA / case
-    p = _sandboxed([sys.executable, "-m", "krm_fn"], (d / "input.yaml").read_bytes())
+    p = _sandboxed([sys.executable, "-m", "krm_fn"], case_input(case).encode())
     assert p.stderr.decode() == ""
     assert p.returncode == 0
-    assert p.stdout.decode() == (d / "expected.yaml").read_text()
+    assert p.stdout.decode() == case_output(case)
 
 
 def test_kustomize_legacy_plugin_runs_sandboxed(sandbox, tmp_path):
@@ -96,11 +95,12 @@ def test_kustomize_legacy_plugin_runs_sandboxed(sandbox, tmp_path):
                         str(ROOT / "overlays" / "legacy-plugin")],
                        capture_output=True, env=env, timeout=300)
     assert p.returncode == 0, p.stderr.decode()
-    assert p.stdout.decode() == (ROOT / "overlays" / "legacy-plugin" / "expected.yaml").read_text()
+    check_golden(ROOT / "overlays" / "legacy-plugin" / "expected.yaml", p.stdout, update=False)
 
 
 def test_run_output_on_a_read_only_filesystem_is_a_clean_error(sandbox, tmp_path):
-    src = TESTDATA / "c01-smt-alignment" / "input.yaml"
+    src = tmp_path / "input.yaml"
+    src.write_text(case_input("c01-smt-alignment"))
     target = tmp_path / "out.yaml"
     p = _sandboxed([sys.executable, "-m", "krm_fn", "run", "--output", str(target), str(src)])
     err = p.stderr.decode()

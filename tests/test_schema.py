@@ -15,7 +15,7 @@ import pytest
 from krm_fn import config, resourcelist
 from krm_fn.config import schema, spec, types
 from krm_fn.config import ConfigError
-from tests.helpers import ROOT, TESTDATA, check_golden, run_cli
+from tests.helpers import ROOT, case_input, case_output, cases, check_golden, run_cli
 
 TYPED = schema.inference_tuning()
 FLAT = schema.configmap()
@@ -65,14 +65,10 @@ def _example_configs():
     out = []
     for f in sorted((ROOT / "overlays").glob("*/pin.yaml")):
         out.append((str(f.relative_to(ROOT)), resourcelist.load_config_file(f.read_text())))
-    for d in sorted(TESTDATA.iterdir()):
-        f = d / "input.yaml"
-        if f.exists():
-            fc = resourcelist.parse(f.read_text(), require_resource_list=True).function_config
-            expected = d / "expected.yaml"
-            if fc is not None and not (expected.exists()
-                                       and "invalid function config" in expected.read_text()):
-                out.append((f"tests/testdata/{d.name}", fc))
+    for name in cases():
+        fc = resourcelist.parse(case_input(name), require_resource_list=True).function_config
+        if fc is not None and "invalid function config" not in case_output(name):
+            out.append((f"tests/testdata/{name}", fc))
     for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
         for n, block in enumerate(re.findall(r"```yaml\n(.*?)```", page.read_text(), re.S)):
             if re.search(r"^kind: InferenceTuning$", block, re.M):
@@ -85,11 +81,8 @@ EXAMPLES = _example_configs()
 
 
 INVALID_EXAMPLES = [
-    (f"tests/testdata/{d.name}",
-     resourcelist.parse((d / "input.yaml").read_text(), True).function_config)
-    for d in sorted(TESTDATA.iterdir())
-    if (d / "expected.yaml").exists()
-    and "invalid function config" in (d / "expected.yaml").read_text()]
+    (f"tests/testdata/{name}", resourcelist.parse(case_input(name), True).function_config)
+    for name in cases() if "invalid function config" in case_output(name)]
 
 
 @pytest.mark.parametrize("name,doc", INVALID_EXAMPLES, ids=[n for n, _ in INVALID_EXAMPLES])

@@ -15,11 +15,14 @@ from pathlib import Path
 import pytest
 import yaml
 
+# The tests' one compare/update helper (check_golden(path, bytes, update=False) for a second
+# route that must match a golden file another test owns).
+from tests.helpers import UPDATE, check_golden  # noqa: F401  (used by the e2e tests)
+
 REPO = Path(__file__).resolve().parents[2]
 OVERLAYS = REPO / "overlays"
 SHIM_DIR = Path(__file__).resolve().parent          # holds the `docker` shim
 VENV_BIN = Path(sys.executable).parent              # holds `krm-fn` and `python`
-UPDATE = os.environ.get("KRM_FN_UPDATE_GOLDEN") == "1"
 TIMEOUT = 300
 
 
@@ -48,25 +51,6 @@ def run(cmd: list, env: dict, cwd: Path | str | None = None, check: bool = True)
                     f"stdout:\n{proc.stdout.decode(errors='replace')}\n"
                     f"stderr:\n{proc.stderr.decode(errors='replace')}")
     return proc
-
-
-def check_golden(expected: Path, actual: bytes, update: bool = UPDATE) -> None:
-    """Compare `actual` with the golden file byte for byte (or rewrite it when updating;
-    `update=False` for a second route that must match a golden file another test owns)."""
-    if update:
-        expected.parent.mkdir(parents=True, exist_ok=True)
-        expected.write_bytes(actual)
-        return
-    assert expected.exists(), f"{expected} is missing; run with KRM_FN_UPDATE_GOLDEN=1"
-    want = expected.read_bytes()
-    if want != actual:
-        import difflib
-        diff = "".join(difflib.unified_diff(
-            want.decode(errors="replace").splitlines(True),
-            actual.decode(errors="replace").splitlines(True),
-            str(expected), "actual"))
-        pytest.fail(f"output differs from {expected.relative_to(REPO)} "
-                    f"(KRM_FN_UPDATE_GOLDEN=1 rewrites it):\n{diff}")
 
 
 def tree(root: Path, skip: tuple = ()) -> dict:
