@@ -21,9 +21,6 @@ from krm_fn.config.values import short as _short
 from krm_fn.config.values import type_name as _type_name
 from krm_fn.node import topology
 
-BASELINE_STR = ("cpuManagerPolicy", "memoryManagerPolicy", "topologyManagerPolicy",
-                "topologyManagerScope", "systemReservedCgroup",
-                "kubeReservedCgroup")
 BASELINE_MAX_ENTRIES = 1024     # entries of a map or list krm-fn reads from the baseline
 
 
@@ -53,19 +50,11 @@ def _baseline_map(v: Any, path: str, values) -> dict:
     return {_check_text(str(k), path): values(x, f"{path}.{k}") for k, x in v.items()}
 
 
-def _check_baseline(baseline: Any) -> None:
-    """spec.output.baseline: a KubeletConfiguration (or configz's `{kubeletconfig: ...}`
-    with nothing beside it) whose fields krm-fn reads have the kubelet's shapes: strings
-    of at most MAX_TEXT characters, kubeReserved/systemReserved/evictionHard as the typed
-    config checks them (hugepages-<size> allowed in the reservations), option maps of
-    strings, featureGates of booleans, enforceNodeAllocatable a list of strings,
-    reservedMemory as krm_fn.node.memory.parse reads it. Raises ConfigError with every
-    problem, each naming its field path."""
-    if baseline is None:
-        return
-    from krm_fn.node import memory as memory_mod
-    root = "spec.output.baseline"
-    if isinstance(baseline, dict) and "kubeletconfig" in baseline:
+def _unwrap(baseline: dict, root: str) -> tuple[dict, str]:
+    """(the KubeletConfiguration, its field path): configz's `{kubeletconfig: ...}` wrapper
+    taken off once. Raises ConfigError for other wrappers and a kind that is not
+    KubeletConfiguration."""
+    if "kubeletconfig" in baseline:
         others = [str(k) for k in baseline if k != "kubeletconfig"]
         if others:
             raise ConfigError(root, f"a `kubeletconfig` wrapper (configz's answer) must be the "
@@ -82,80 +71,101 @@ def _check_baseline(baseline: Any) -> None:
     if "kind" in baseline and baseline["kind"] != "KubeletConfiguration":
         raise ConfigError(f"{root}.kind", f"expected KubeletConfiguration, found "
                                           f"{_short(baseline['kind'])}")
-    errors: list[ConfigError] = []
+    return baseline, root
 
-    def check(name: str, fn) -> None:
+
+def _cpuset(v: Any, path: str) -> None:
+    text = _baseline_scalar(v, path)
+    try:
+        topology.parse_cpuset(text)
+    except ValueError as e:
+        raise ConfigError(path, f"not a cpuset: {e}") from None
+
+
+def _factor(v: Any, path: str) -> None:
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+        raise ConfigError(path, f"expected a number in (0, 1], found {_short(v)}")
+
+
+def _reservations(v: Any, path: str) -> None:
+    from krm_fn.node import memory as memory_mod
+    m = _baseline_map(v, path, _baseline_scalar)
+    _check_reserved({k: x for k, x in m.items() if not k.startswith("hugepages-")}, path)
+    for k, x in m.items():
+        if k.startswith("hugepages-"):
+            if not memory_mod.is_type(k):
+                raise ConfigError(f"{path}.{k}", f"{_short(k)} is not a hugepages-<size> "
+                                                 f"resource")
+            _quantity(x, "memory", f"{path}.{k}")
+
+
+def _gates(v: Any, path: str) -> None:
+    if isinstance(v, dict):
+        for k in v:
+            if not isinstance(k, str) or not _FIELD_NAME.fullmatch(k):
+                raise ConfigError(path, f"{_short(k)} is not a feature gate name")
+    _baseline_map(v, path, _baseline_bool)
+
+
+def _strlist(v: Any, path: str) -> None:
+    if not isinstance(v, list):
+        raise ConfigError(path, f"expected a list, found {_type_name(v)}")
+    _baseline_cap(v, path)
+    for i, x in enumerate(v):
+        if not isinstance(x, str):
+            raise ConfigError(f"{path}[{i}]", f"expected a string, found {_type_name(x)}")
+        _check_text(x, f"{path}[{i}]")
+
+
+def _reserved_memory(v: Any, path: str) -> None:
+    from krm_fn.node import memory as memory_mod
+    if v == []:
+        return
+    if isinstance(v, list):
+        _baseline_cap(v, path)
+    try:
+        memory_mod.parse(v)
+    except memory_mod.ReservedMemoryError as e:
+        root = path[: -len(".reservedMemory")]
+        raise ConfigError(f"{root}.{e.path}", e.message) from None
+
+
+# One check per shape of the kubelet field table (krm_fn.node.fields.SHAPES).
+SHAPE_CHECKS = {
+    "text": _baseline_scalar,
+    "cpuset": _cpuset,
+    "factor": _factor,
+    "quantity-map": _reservations,
+    "eviction-map": lambda v, p: _check_eviction(_baseline_map(v, p, _baseline_scalar), p),
+    "string-map": lambda v, p: _baseline_map(v, p, _baseline_scalar),
+    "bool-map": _gates,
+    "string-list": _strlist,
+    "memory-reservations": _reserved_memory,
+    "bool": _baseline_bool,
+}
+
+
+def _check_baseline(baseline: Any) -> None:
+    """spec.output.baseline: a KubeletConfiguration (or configz's `{kubeletconfig: ...}`
+    with nothing beside it) whose fields krm-fn reads (krm_fn.node.fields.baseline_shapes)
+    have the kubelet's shapes: strings of at most MAX_TEXT characters,
+    kubeReserved/systemReserved/evictionHard as the typed config checks them
+    (hugepages-<size> allowed in the reservations), option maps of strings, featureGates
+    of booleans, enforceNodeAllocatable a list of strings, reservedMemory as
+    krm_fn.node.memory.parse reads it. Raises ConfigError with every problem, each naming
+    its field path."""
+    if baseline is None:
+        return
+    from krm_fn.node import fields
+    baseline, root = _unwrap(baseline, "spec.output.baseline") if isinstance(
+        baseline, dict) else (baseline, "spec.output.baseline")
+    errors: list[ConfigError] = []
+    for name, shape in fields.baseline_shapes().items():
         if name in baseline and baseline[name] is not None:
             try:
-                fn(baseline[name], f"{root}.{name}")
+                SHAPE_CHECKS[shape](baseline[name], f"{root}.{name}")
             except ConfigError as e:
                 errors.extend(e.errors)
-
-    for name in BASELINE_STR:
-        check(name, _baseline_scalar)
-
-    def cpuset(v, path):
-        text = _baseline_scalar(v, path)
-        try:
-            topology.parse_cpuset(text)
-        except ValueError as e:
-            raise ConfigError(path, f"not a cpuset: {e}") from None
-
-    check("reservedSystemCPUs", cpuset)
-
-    def factor(v, path):
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
-            raise ConfigError(path, f"expected a number in (0, 1], found {_short(v)}")
-
-    check("memoryThrottlingFactor", factor)
-
-    def reservations(v, path):
-        m = _baseline_map(v, path, _baseline_scalar)
-        _check_reserved({k: x for k, x in m.items() if not k.startswith("hugepages-")}, path)
-        for k, x in m.items():
-            if k.startswith("hugepages-"):
-                if not memory_mod.is_type(k):
-                    raise ConfigError(f"{path}.{k}", f"{_short(k)} is not a hugepages-<size> "
-                                                     f"resource")
-                _quantity(x, "memory", f"{path}.{k}")
-
-    check("kubeReserved", reservations)
-    check("systemReserved", reservations)
-    check("evictionHard", lambda v, p: _check_eviction(_baseline_map(v, p, _baseline_scalar), p))
-    for name in ("cpuManagerPolicyOptions", "topologyManagerPolicyOptions"):
-        check(name, lambda v, p: _baseline_map(v, p, _baseline_scalar))
-
-    def gates(v, path):
-        if isinstance(v, dict):
-            for k in v:
-                if not isinstance(k, str) or not _FIELD_NAME.fullmatch(k):
-                    raise ConfigError(path, f"{_short(k)} is not a feature gate name")
-        _baseline_map(v, path, _baseline_bool)
-
-    check("featureGates", gates)
-
-    def strlist(v, path):
-        if not isinstance(v, list):
-            raise ConfigError(path, f"expected a list, found {_type_name(v)}")
-        _baseline_cap(v, path)
-        for i, x in enumerate(v):
-            if not isinstance(x, str):
-                raise ConfigError(f"{path}[{i}]", f"expected a string, found {_type_name(x)}")
-            _check_text(x, f"{path}[{i}]")
-
-    check("enforceNodeAllocatable", strlist)
-
-    def reserved_memory(v, path):
-        if isinstance(v, list):
-            _baseline_cap(v, path)
-        try:
-            memory_mod.parse(v)
-        except memory_mod.ReservedMemoryError as e:
-            raise ConfigError(f"{root}.{e.path}", e.message) from None
-
-    check("reservedMemory", lambda v, p: reserved_memory(v, p) if v != [] else None)
-
-    check("cpuCFSQuota", _baseline_bool)
     _raise_all(errors)
 
 

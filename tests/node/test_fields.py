@@ -187,3 +187,11 @@ def test_no_other_node_module_lists_kubelet_fields():
     found = {str(p.relative_to(NODE)): hits for p in sorted(NODE.rglob("*.py"))
              if p.name != "fields.py" for hits in [_literal_field_lists(p)] if hits}
     assert not found, f"lists of kubelet field names outside krm_fn/node/fields.py: {found}"
+
+
+def test_every_baseline_shape_has_its_check_in_the_config():
+    """spec.output.baseline is checked field by field from the table: each shape the table
+    gives a baseline field has one check (krm_fn.config.baseline.SHAPE_CHECKS)."""
+    from krm_fn.config.baseline import SHAPE_CHECKS
+    assert set(fields.baseline_shapes().values()) <= set(SHAPE_CHECKS)
+    assert set(SHAPE_CHECKS) <= set(fields.SHAPES)
