@@ -146,13 +146,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     kubelet[evictions.name] = eviction
     _node_fields(kubelet, k, version, res)
     if not fields.gate_on_by_default(CPU_QUOTA_GATE, version):
-        results.append(Result(f"on Kubernetes {cpu_options.version_str(version)} "
-            f"pinned containers keep a CFS quota equal to their CPU limit "
-            f"(kubernetes/kubernetes#70585, fixed in "
-            f"{cpu_options.version_str(fields.GATES[CPU_QUOTA_GATE][0])} by {CPU_QUOTA_GATE}): "
-            f"a container running more threads than its pinned CPUs is throttled, so keep the "
-            f"thread env vars at the pinned count; never set cpuCFSQuota: false, which drops "
-            f"CPU limits node-wide", WARNING, ref, "spec.kubernetesVersion"))
+        results.append(_cpu_quota_note(version, ref))
     _extra(kubelet, k, res)
     _check_numa_limit(kubelet, topo, version, res)
     _check_reserved_cgroups(kubelet, res)
@@ -170,6 +164,19 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
                     kubelet=kubelet, rollout=_rollout(kubelet, changes),
                     state_changes=list(changes or []))
     return plan, results
+
+
+def _cpu_quota_note(version: tuple[int, int], ref: Ref) -> Result:
+    """The warning for versions whose kubelet keeps a CFS quota on exclusive CPUs (before
+    DisableCPUQuotaWithExclusiveCPUs is on by default)."""
+    return Result(f"on Kubernetes {cpu_options.version_str(version)} "
+                  f"pinned containers keep a CFS quota equal to their CPU limit "
+                  f"(kubernetes/kubernetes#70585, fixed in "
+                  f"{cpu_options.version_str(fields.GATES[CPU_QUOTA_GATE][0])} by "
+                  f"{CPU_QUOTA_GATE}): a container running more threads than its pinned CPUs "
+                  f"is throttled, so keep the thread env vars at the pinned count; never set "
+                  f"cpuCFSQuota: false, which drops CPU limits node-wide", WARNING, ref,
+                  "spec.kubernetesVersion")
 
 
 def _typed(kubelet: dict, k, name: str) -> None:
