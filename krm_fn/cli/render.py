@@ -116,7 +116,8 @@ def with_baseline(fc, baseline: dict, source: str) -> dict:
 
 def _warn_local_config(items: list) -> None:
     """`krm-fn run` writes every input document back; kustomize would drop local-config
-    objects (krm.md §3), and `kubectl apply` rejects a function config: say so on stderr."""
+    objects (KustTarget.IgnoreLocal, kubernetes-sigs/kustomize#4124), and `kubectl apply`
+    rejects a function config: say so on stderr."""
     from krm_fn.pipeline import is_local_config, ref_of
     for i, obj in enumerate(items):
         if not isinstance(obj, dict):
