@@ -14,6 +14,7 @@ from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Node
                                    Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
                                  PlainMap, Str, StrMap, Text, Version)
+from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
 
 # cpuManagerPolicyOptions (full-pcpus-only) appeared in Kubernetes 1.22
 # (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
@@ -24,8 +25,9 @@ DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREAD
                       "BLIS_NUM_THREADS", "TORCH_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
                       "RAYON_NUM_THREADS", "GOMAXPROCS", "PYTHON_CPU_COUNT"]
 
-FORMATS = ("configmap", "kubelet-config", "openshift", "kubeadm", "gke", "aks", "eks", "talos",
-           "json6902")
+# the output formats, in their documented order: the format registry's names (one module
+# each under krm_fn/node/formats; listing them does not import them)
+FORMATS = tuple(_FORMAT_REGISTRY)
 
 # --- spec.nodePools[] ---------------------------------------------------------------------
 
