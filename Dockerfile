@@ -2,7 +2,7 @@
 #   docker run --rm -i --network none --user nobody ghcr.io/krm-fn/krm-fn:<tag>
 # Build: docker build -t ghcr.io/krm-fn/krm-fn:0.1.0 .
 # Both stages use the same exactly pinned base, so the venv's interpreter path matches.
-# Argo CD targets (README.md, "GitOps"; deploy/argocd/); the default target stays the function image:
+# Argo CD targets (docs/gitops.md; deploy/argocd/); the default target stays the function image:
 #   docker build --target argocd-repo-server -t <registry>/argocd-krm-fn:v3.5.3 .
 #   docker build --target cmp-sidecar -t <registry>/krm-fn-cmp:0.1.0 .
 

@@ -1,4 +1,4 @@
-"""The speed-ups behind P1/P2 (README, Performance) change nothing observable: the cyclic
+"""The speed-ups behind P1/P2 (docs/performance.md) change nothing observable: the cyclic
 garbage collector is paused only while a run works (and restored, also after exit 1), and
 cached quantities behave exactly like fresh ones, and the fast item builder builds exactly
 what the full builder builds (and leaves every refusal to it, for the message)."""
@@ -189,7 +189,7 @@ def test_path_str_cache_is_transparent():
         assert path_str(()) == ""
 
 
-# --- the node budget (README, Threat model): fast-path items count, the bound is a bound ---
+# --- the node budget (docs/threat-model.md): fast-path items count, the bound is a bound ---
 
 def _events(text: str) -> int:
     return sum(1 for ev in yaml.parse(text, Loader=load.Loader)

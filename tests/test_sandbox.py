@@ -1,5 +1,5 @@
 """krm-fn runs with a read-only root filesystem and no network, as the image is meant to run
-(`docker run --read-only --network none`; README, Threat model). No Docker engine runs here,
+(`docker run --read-only --network none`; docs/threat-model.md). No Docker engine runs here,
 so the function runs in a user + mount + network namespace (`unshare -rmn`) in which every
 mount is remounted read-only: any file it tried to create or any connection it tried to open
 would fail the run. The golden cases and the legacy-plugin path come out exactly as outside.

@@ -18,7 +18,7 @@ def _cyclic_gc_paused(fn):
     everything; the previous state is restored, also on sys.exit). The parsed input holds no
     reference cycles, so the collector frees next to nothing (~300 objects on the 2,000-item
     benchmark input, the same peak RSS), but its repeated full passes over the growing node
-    graph took ~40% of the run (2.08 s -> 1.24 s; README, Performance)."""
+    graph took ~40% of the run (2.08 s -> 1.24 s; docs/performance.md)."""
     import functools
     import gc
 

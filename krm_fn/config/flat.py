@@ -95,7 +95,7 @@ def flat_value(d: Any) -> str:
 
 
 def flat_key_table() -> str:
-    """Markdown table of the ConfigMap flat keys (used in the README; tested to match)."""
+    """Markdown table of the ConfigMap flat keys (docs/configuration.md; tested to match)."""
     rows = ["| key | field | default |", "|---|---|---|"]
     for key, (prefix, f) in FLAT_KEYS.items():
         d = None if f.default is None else flat_value(f.default)
