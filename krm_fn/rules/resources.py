@@ -45,7 +45,7 @@ from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR
 from krm_fn.rules import facts
-from krm_fn.rules.facts import CPUS_ANNOTATION, GUARANTEED as _GUARANTEED  # noqa: F401
+from krm_fn.rules.facts import GUARANTEED as _GUARANTEED
 
 ID = "resources"
 OPTIONS = ("workloads.pinnedContainers", "workloads.cpuRounding", "workloads.defaultCpus",
