@@ -50,10 +50,12 @@ def _baseline_map(v: Any, path: str, values) -> dict:
     return {_check_text(str(k), path): values(x, f"{path}.{k}") for k, x in v.items()}
 
 
-def _unwrap(baseline: dict, root: str) -> tuple[dict, str]:
+def _unwrap(baseline: Any, root: str) -> tuple[Any, str]:
     """(the KubeletConfiguration, its field path): configz's `{kubeletconfig: ...}` wrapper
-    taken off once. Raises ConfigError for other wrappers and a kind that is not
-    KubeletConfiguration."""
+    taken off once; anything but a mapping as it is. Raises ConfigError for other wrappers
+    and a kind that is not KubeletConfiguration."""
+    if not isinstance(baseline, dict):
+        return baseline, root
     if "kubeletconfig" in baseline:
         others = [str(k) for k in baseline if k != "kubeletconfig"]
         if others:
@@ -157,8 +159,7 @@ def _check_baseline(baseline: Any) -> None:
     if baseline is None:
         return
     from krm_fn.node import fields
-    baseline, root = _unwrap(baseline, "spec.output.baseline") if isinstance(
-        baseline, dict) else (baseline, "spec.output.baseline")
+    baseline, root = _unwrap(baseline, "spec.output.baseline")
     errors: list[ConfigError] = []
     for name, shape in fields.baseline_shapes().items():
         if name in baseline and baseline[name] is not None:
