@@ -1,0 +1,161 @@
+"""The data of the admission model: what a pod is after admission, what a node of a pool is.
+
+Units everywhere: cpu in cores as `fractions.Fraction` (quantity.parse_cpu(...).value),
+memory and hugepages in bytes as `int`. Resource names are the Kubernetes ones (`cpu`,
+`memory`, `hugepages-2Mi`, `hugepages-1Gi`, ...).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from krm_fn.node.topology import Cpu
+from krm_fn.results import Ref
+
+APP, INIT, SIDECAR = "app", "init", "sidecar"
+ERROR, WARNING, INFO = "error", "warning", "info"
+DEPENDS = "depends"   # severity-like marker: the outcome depends on what else runs there
+
+
+@dataclass(frozen=True)
+class Container:
+    """One container as the kubelet will see it.
+
+    `name`; `role`: APP (spec.containers), INIT (a regular init container) or SIDECAR (an
+    init container with restartPolicy Always, KEP-753); `requests` / `limits`: {resource
+    name: amount} after API defaulting (a limit without a request gives request = limit:
+    pkg/apis/core/v1/defaults.go), cpu in cores (Fraction), everything else in bytes
+    (int); `source`: "manifest" or the ID of the injector that adds it; `designated`:
+    krm-fn pins it (a pinned container of the config or annotations).
+    """
+
+    name: str
+    role: str = APP
+    requests: dict = field(default_factory=dict)
+    limits: dict = field(default_factory=dict)
+    source: str = "manifest"
+    designated: bool = False
+
+
+@dataclass(frozen=True)
+class Injection:
+    """One admission-time injector that fires for a pod.
+
+    `injector`: its ID (krm_fn/admission/injectors/<ID>.py); `title`: human name
+    ("Istio istio-proxy"); `why`: what triggers it ("namespace label
+    istio-injection=enabled"); `containers`: the Containers it adds, with the resources
+    they will get as far as known; `guaranteed`: every added container will have requests
+    == limits for cpu and memory; `fix`: when not guaranteed, exactly what to change where
+    (annotation, ConfigMap key, custom resource field), else "".
+    """
+
+    injector: str
+    title: str
+    why: str
+    containers: tuple = ()
+    guaranteed: bool = True
+    fix: str = ""
+
+
+@dataclass(frozen=True)
+class AdmittedPod:
+    """A pod as the kubelet will see it after admission.
+
+    `ref`, `path`: the workload and the pod spec's field path, for results;
+    `containers`: init containers (INIT and SIDECAR, in spec order) then app containers,
+    the injected ones where the injector puts them; `pod_requests` / `pod_limits`: the
+    pod-level `spec.resources` (KEP-2837), None when not set; `injections`: the
+    injectors that fire; `node_selector`: the pod's nodeSelector after krm-fn's edits;
+    `affinity`: the pod's `affinity` (plain data) or None; `tolerations`: list (plain);
+    `namespace`: the pod's namespace ("" unknown); `findings`: problems found while
+    building the model (Finding), e.g. an injector whose resources cannot be known.
+    """
+
+    ref: Ref
+    path: str
+    containers: tuple = ()
+    pod_requests: dict | None = None
+    pod_limits: dict | None = None
+    injections: tuple = ()
+    node_selector: dict = field(default_factory=dict)
+    affinity: dict | None = None
+    tolerations: tuple = ()
+    namespace: str = ""
+    findings: tuple = ()
+
+
+@dataclass(frozen=True)
+class NodeModel:
+    """One node of a pool, as its kubelet runs.
+
+    `pool`: pool name; `labels`: the pool's node labels (its nodeSelector); `kubelet`: the
+    merged KubeletConfiguration (the emitted one on top of `spec.output.baseline`, plain
+    data, kubelet field names); `version`: (major, minor); `cpus`: every logical CPU
+    (topology.Cpu: cpu, core, socket, numa); `reserved_cpus`: reservedSystemCPUs ids;
+    `numa_memory`: {NUMA node id: {resource: bytes}} capacity per NUMA node (`memory`,
+    `hugepages-<size>`), {} when the config does not describe memory; `allocatable`:
+    node allocatable {resource: amount} (capacity minus kube/system reserved and the hard
+    eviction threshold), {} when unknown.
+    """
+
+    pool: str
+    labels: dict
+    kubelet: dict
+    version: tuple
+    cpus: tuple
+    reserved_cpus: frozenset = frozenset()
+    numa_memory: dict = field(default_factory=dict)
+    allocatable: dict = field(default_factory=dict)
+
+    @property
+    def numa_nodes(self) -> list[int]:
+        """Sorted NUMA node ids."""
+        return sorted({c.numa for c in self.cpus})
+
+    @property
+    def threads_per_core(self) -> int:
+        """SMT siblings per physical core (the largest count of CPUs sharing a core)."""
+        per: dict = {}
+        for c in self.cpus:
+            per[c.core] = per.get(c.core, 0) + 1
+        return max(per.values()) if per else 1
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One conclusion of the model. `severity`: ERROR (can never succeed: the pod is not
+    Guaranteed, is refused by a webhook, never schedules or is never admitted), WARNING,
+    INFO or DEPENDS (the outcome depends on what else runs on the node at that moment);
+    `message`: what happens, why, and the fix (where to change what), citing the kubelet
+    source or KEP; `rule`: the model part that found it (`qos`, `cpumanager`, `topology`,
+    `memorymanager`, `scheduling`, `webhook`, `podlevel`, `injection`); `path`: field path
+    in the workload or None."""
+
+    severity: str
+    message: str
+    rule: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class PodVerdict:
+    """The verdict on one pod on one node of its pool.
+
+    `qos`: "Guaranteed", "Burstable" or "BestEffort" after admission; `exclusive`:
+    ((container name, cpus), ...) of the containers that get exclusive CPUs, in allocation
+    order; `numa`: NUMA node ids the pod's exclusive CPUs (and memory under Static) come
+    from on an empty node, () when none; `injected`: names of the injected containers;
+    `fit`: replicas of this pod that fit on one empty node (None: not computed);
+    `findings`: Finding tuple.
+    """
+
+    qos: str
+    exclusive: tuple = ()
+    numa: tuple = ()
+    injected: tuple = ()
+    fit: int | None = None
+    findings: tuple = ()
+
+    @property
+    def pinned(self) -> bool:
+        """Some container gets exclusive CPUs and no finding is an error."""
+        return bool(self.exclusive) and not any(f.severity == ERROR for f in self.findings)
