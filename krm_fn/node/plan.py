@@ -52,7 +52,9 @@ class NodePlan:
     insertion-ordered dict (str/int/bool/list/dict only); `rollout`: imperative steps to
     apply it on a node; `state_changes`: krm_fn.node.baseline.StateChange list, the
     checkpoint-relevant settings that differ from `spec.output.baseline` (empty without a
-    baseline or without such a change).
+    baseline or without such a change); `merged`: the KubeletConfiguration the kubelet will
+    run, `kubelet` merged onto the baseline the way `--config-dir` drop-ins merge (JSON
+    merge patch; without a baseline, `kubelet` itself), without apiVersion/kind.
     """
 
     pool: str
@@ -63,6 +65,7 @@ class NodePlan:
     kubelet: dict
     rollout: list[str] = field(default_factory=lambda: list(ROLLOUT_STEPS))
     state_changes: list = field(default_factory=list)
+    merged: dict = field(default_factory=dict)
 
 
 class _Unplain(ValueError):
@@ -162,8 +165,16 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
                     topology=topo, reserved_cpus=reserved,
                     exclusive_cpus=topo.total_cpus - len(reserved),
                     kubelet=kubelet, rollout=_rollout(kubelet, changes),
-                    state_changes=list(changes or []))
+                    state_changes=list(changes or []),
+                    merged=_merged(kubelet, base if baseline is not None else None))
     return plan, results
+
+
+def _merged(kubelet: dict, base: dict | None) -> dict:
+    """The configuration the kubelet runs: `kubelet` (without apiVersion/kind) merged onto
+    the unwrapped baseline `base` (krm_fn.node.baseline.merge), or `kubelet` alone."""
+    own = {k: v for k, v in kubelet.items() if k not in fields.HEADER}
+    return baseline_mod.merge(base, own) if base is not None else own
 
 
 def _cpu_quota_note(version: tuple[int, int], ref: Ref) -> Result:

@@ -40,9 +40,7 @@ class Run:
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
         """rules.PoolInfo of node pool `pool_index`."""
-        plan = self.plans[pool_index]
-        return rules.PoolInfo.from_config(self.cfg.nodePools[pool_index], plan.exclusive_cpus,
-                                          plan.topology.threads_per_core)
+        return rules.PoolInfo.from_plan(self.cfg.nodePools[pool_index], self.plans[pool_index])
 
 
 def prepare(items: list, function_config: dict | None, results: list) -> Run | None:

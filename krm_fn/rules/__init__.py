@@ -43,15 +43,16 @@ class PoolInfo:
     exclusive_cpus: int
 
     @classmethod
-    def from_config(cls, pool: SimpleNamespace, exclusive_cpus: int,
-                    threads_per_core: int | None = None) -> "PoolInfo":
-        """From a config node pool and its NodePlan's `exclusive_cpus` (logical CPUs
-        outside reservedSystemCPUs) and topology's threads per core (from an lscpu paste
-        when given; else the pool's threadsPerCore)."""
-        opts = pool.kubelet.cpuManagerPolicyOptions
-        return cls(pool.name, dict(pool.nodeSelector),
-                   threads_per_core or pool.topology.threadsPerCore,
-                   opts.get("full-pcpus-only") == "true", exclusive_cpus)
+    def from_plan(cls, pool: SimpleNamespace, plan) -> "PoolInfo":
+        """From a config node pool (its name and nodeSelector) and its NodePlan: the
+        topology's threads per core (from an lscpu paste when given), `exclusive_cpus`
+        (logical CPUs outside reservedSystemCPUs) and `full-pcpus-only` as the kubelet
+        will run it (`plan.merged`: the emitted settings on top of `spec.output.baseline`,
+        so a baseline that sets the option counts too)."""
+        opts = plan.merged.get("cpuManagerPolicyOptions")
+        full = isinstance(opts, dict) and str(opts.get("full-pcpus-only")).lower() == "true"
+        return cls(pool.name, dict(pool.nodeSelector), plan.topology.threads_per_core,
+                   full, plan.exclusive_cpus)
 
 
 @dataclass(frozen=True)
