@@ -394,7 +394,8 @@ def test_every_shape_error_is_reported_in_one_pass():
                            "sidecarResources, initContainerCpu, threads, injection, shm)"),
         ("spec.nodePools[0].topology", "unknown field 'threadsPerCor' (did you mean "
                                        "'threadsPerCore'?) (known: sockets, numaNodesPerSocket, "
-                                       "coresPerSocket, threadsPerCore, siblings, lscpu)"),
+                                       "coresPerSocket, threadsPerCore, siblings, lscpu, memory, numaMemory, "
+                                       "hugepages)"),
         ("spec.nodePools[1].kubelet.topologyManagerPolicy",
          "must be one of none, best-effort, restricted, single-numa-node; found 'single'"),
         ("spec.output.formats", "expected a list, found a string (write [configmap])"),
@@ -431,3 +432,24 @@ def test_loaded_config_is_typed_records():
     walk(cfg)
     assert cfg == config.load(None) and cfg != config.load({"kind": "ConfigMap",
                                                             "data": {"sockets": "1"}})
+
+
+@pytest.mark.parametrize("topology,path,message", [
+    ({"numaMemory": {"2": "96Gi"}}, "spec.nodePools[0].topology.numaMemory.2",
+     "must be a NUMA node id from 0 to 1, found '2'"),
+    ({"numaMemory": {"0": "lots"}}, "spec.nodePools[0].topology.numaMemory.0",
+     "'lots' is not a quantity"),
+    ({"hugepages": {"1Gi": "3Gi"}}, "spec.nodePools[0].topology.hugepages.1Gi",
+     "'3Gi' is not a whole number of 1Gi pages on each of the 2 NUMA nodes"),
+])
+def test_node_memory_must_fit_the_topology(topology, path, message):
+    err = load_error(pool_spec(topology=topology))
+    assert err.path == path and message in err.message, (err.path, err.message)
+
+
+def test_node_memory_loads_as_quantities():
+    pool = config.load(pool_spec(topology={"memory": "192Gi", "numaMemory": {"1": "64Gi"},
+                                           "hugepages": {"1Gi": "32Gi"}})).nodePools[0]
+    assert pool.topology.memory.value == 192 * 2**30
+    assert pool.topology.numaMemory == {"1": "64Gi"}
+    assert pool.topology.hugepages == {"1Gi": "32Gi"}

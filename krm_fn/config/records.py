@@ -17,7 +17,7 @@ from krm_fn.config.baseline import check_baseline
 from krm_fn.config.checks import (DNS_LABEL, DNS_SUBDOMAIN, ENV_NAME, IMAGE, KIND_NAME,
                                   check_labels, check_names)
 from krm_fn.config.fields import Record
-from krm_fn.config.values import ConfigError, short
+from krm_fn.config.values import ConfigError, parse_quantity, short
 from krm_fn.node import topology
 from krm_fn.node.topology import MAX_CPUS
 
@@ -40,6 +40,7 @@ class Spec(Record):
             k.check(f"{path}.extraKinds[{i}]", seen)
         for i, p in enumerate(pools):
             p.topology.check_lscpu(f"{path}.nodePools[{i}].topology")
+            p.topology.check_memory(f"{path}.nodePools[{i}].topology")
         names = [p.name for p in pools]
         for i, p in enumerate(pools):
             p.check_name(f"{path}.nodePools[{i}]", names[:i])
@@ -170,7 +171,27 @@ class NodePool(Record):
 class Topology(Record):
     """`spec.nodePools[].topology`, the CPU topology of one node: sockets,
     numaNodesPerSocket, coresPerSocket, threadsPerCore (int), siblings (split or
-    adjacent), lscpu (str or None: `lscpu -p` output that replaces the counts)."""
+    adjacent), lscpu (str or None: `lscpu -p` output that replaces the counts), memory
+    (Quantity or None: bytes per node), numaMemory ({NUMA id: memory text}), hugepages
+    ({page size: total text})."""
+
+    def check_memory(self, path: str) -> None:
+        """numaMemory keys are NUMA node ids of this topology and values memory
+        quantities; hugepages keys are page sizes and totals whole pages per NUMA node."""
+        numa = (len({c.numa for c in topology.from_lscpu(self.lscpu).cpus()}) if self.lscpu
+                else self.sockets * self.numaNodesPerSocket)
+        for key, value in self.numaMemory.items():
+            if not key.isdigit() or int(key) >= numa:
+                raise ConfigError(f"{path}.numaMemory.{key}", f"must be a NUMA node id from 0 "
+                                  f"to {numa - 1}, found {short(key)}")
+            parse_quantity(value, "memory", f"{path}.numaMemory.{key}")
+        for key, value in self.hugepages.items():
+            sub = f"{path}.hugepages.{key}"
+            page = parse_quantity(key, "memory", sub).value
+            total = parse_quantity(value, "memory", sub).value
+            if page <= 0 or total % (page * numa):
+                raise ConfigError(sub, f"{short(value)} is not a whole number of {key} pages "
+                                  f"on each of the {numa} NUMA nodes")
 
     def check_lscpu(self, path: str) -> None:
         """An lscpu paste parses (krm_fn.node.topology.from_lscpu)."""
@@ -225,6 +246,11 @@ class Kubelet(Record):
         checks.check_reserved(self.kubeReserved or {}, f"{path}.kubeReserved")
         checks.check_reserved(self.systemReserved or {}, f"{path}.systemReserved")
         checks.check_eviction(self.evictionHard, f"{path}.evictionHard")
+
+
+class Verdict(Record):
+    """`spec.verdict`: onFailure ("error" or "warning"), the severity of a verdict that a
+    selected pod will not get exclusive CPUs."""
 
 
 class Output(Record):

@@ -11,7 +11,7 @@ from __future__ import annotations
 from krm_fn.config.fields import Field, Object, ObjectList
 from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, NodePool, Output,
                                    Reserved, Resources, Selector, Shm, Spec, Threads, Topology,
-                                   Workloads)
+                                   Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
                                  PlainMap, Str, StrMap, Text, Version)
 from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
@@ -42,6 +42,15 @@ TOPOLOGY = Object(Topology, (
     Field("lscpu", Text(), None, "Output of `lscpu -p=CPU,CORE,SOCKET,NODE` from one node "
           "of the pool: the exact CPU numbering; when set, the counts above are ignored.",
           flat="lscpu"),
+    Field("memory", Memory(), None, "Memory capacity of one node (e.g. 192Gi), split evenly "
+          "over its NUMA nodes unless numaMemory says otherwise: how many pods fit, and "
+          "the Memory Manager's per-NUMA accounting. null: memory is not modelled.",
+          flat="nodeMemory"),
+    Field("numaMemory", StrMap(), {}, "Memory per NUMA node where they differ, by NUMA node "
+          "id (e.g. {\"0\": 96Gi, \"1\": 64Gi}); overrides the even split of memory.",
+          flat="numaMemory"),
+    Field("hugepages", StrMap(), {}, "Pre-allocated hugepages of one node by page size "
+          "(e.g. {1Gi: 32Gi}), split evenly over its NUMA nodes.", flat="hugepages"),
 ))
 
 RESERVED = Object(Reserved, (
@@ -241,5 +250,13 @@ SCHEMA = (
           "annotation, else the pool whose nodeSelector they already carry, else the first "
           "pool."),
     Field("output", OUTPUT, None, "What the node plan is emitted as."),
+    Field("verdict", Object(Verdict, (
+        Field("onFailure", Enum("error", "warning"), "error", "A selected pod that will not "
+              "get exclusive CPUs for its pinned containers (not Guaranteed after "
+              "admission, refused by a webhook, never schedulable, never admitted): "
+              "`error` fails the render (fail closed); `warning` reports it and renders. "
+              "One workload can lower it with the annotation `krm-fn.dev/verdict: warning`.",
+              flat="verdictOnFailure"),
+    )), None, "What krm-fn does with its verdict on each pod after admission."),
 )
 SPEC = Object(Spec, SCHEMA)
