@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from krm_fn.node import upstream
+
 Version = tuple[int, int]
 
 API_VERSION = "kubelet.config.k8s.io/v1beta1"
@@ -56,6 +58,9 @@ OPEN, CLOSED = "open", "closed"
 FORMAT_KIND: dict[str, str] = {
     "configmap": OPEN, "kubelet-config": OPEN, "kubeadm": OPEN, "json6902": OPEN,
     "eks": OPEN, "openshift": OPEN, "talos": OPEN, "gke": CLOSED, "aks": CLOSED,
+    # the PerformanceProfile carries the rest in its kubeletconfig.experimental annotation,
+    # through the MCO like `openshift` (node/formats/performance_profile.py)
+    "performance-profile": OPEN,
 }
 
 
@@ -92,8 +97,11 @@ class Field:
 
     `name`: JSON name; `type`: Go type in types.go; `shape`: how krm-fn reads a value (one of
     SHAPES); `default`: the kubelet's default (None: nil, the field is unset);
-    `default_since`: ((version, default), ...) later changes of the default; `since`: first
-    Kubernetes (major, minor) that has the field (None: every version krm-fn targets);
+    `default_since`: ((version, default), ...) later changes of the default;
+    `upstream_default`: the default differs per version and comes from the generated
+    upstream data (krm_fn.node.upstream; `default` is then None); `since` (a property): the
+    first Kubernetes (major, minor) that has the field, from the generated upstream data
+    (None: every version krm-fn targets);
     `gates`: feature gates the field needs; `state`: CPU_STATE / MEMORY_STATE when a change
     of the field needs that checkpoint deleted (else None); `managed`: krm-fn writes the field
     itself, so `kubelet.extra` may not set it; `typed`: the `spec.nodePools[].kubelet` field
@@ -112,7 +120,7 @@ class Field:
     shape: str
     default: Any = None
     default_since: tuple = ()
-    since: Version | None = None
+    upstream_default: bool = False
     gates: tuple[str, ...] = ()
     state: str | None = None
     managed: bool = False
@@ -126,8 +134,18 @@ class Field:
     source: str = REFERENCE
     baseline: bool = False
 
+    @property
+    def since(self) -> Version | None:
+        """First Kubernetes (major, minor) whose KubeletConfiguration has the field, from
+        the generated upstream data (krm_fn.node.upstream); None when every generated
+        version (1.29 on) has it."""
+        since = upstream.field_since(self.name, upstream.LAST)
+        return None if since is None or since <= upstream.FIRST else since
+
     def default_for(self, version: Version) -> Any:
         """The kubelet default on Kubernetes `version` (major, minor)."""
+        if self.upstream_default:
+                return upstream.eviction_hard_default(version)
         value = self.default
         for since, later in self.default_since:
             if tuple(version) >= since:
@@ -135,8 +153,9 @@ class Field:
         return value
 
     def exists_in(self, version: Version) -> bool:
-        """True when Kubernetes `version` (major, minor) has the field."""
-        return self.since is None or tuple(version) >= self.since
+        """True when Kubernetes `version` (major, minor) has the field (generated upstream
+        data, krm_fn.node.upstream; versions outside 1.29-1.36 use the nearest)."""
+        return upstream.has_field(self.name, version)
 
 
 # How krm-fn reads a value of each shape (what a baseline check of that field verifies):
@@ -194,7 +213,8 @@ FIELDS: tuple[Field, ...] = (
     _b("cpuManagerPolicy", "string", "text", "none", state=CPU_STATE, managed=True,
        source=CPU_MANAGER_DOC,
        platforms={"gke": On("cpuManagerPolicy"), "aks": On("cpuManagerPolicy"),
-                  "openshift": On("cpuManagerPolicy", owner=_NTO)}),
+                  "openshift": On("cpuManagerPolicy", owner=_NTO),
+                  "performance-profile": On("spec.cpu", owner=_NTO, platform_default="static")}),
     _b("cpuManagerPolicyOptions", "map[string]string", "string-map", managed=True,
        typed="cpuManagerPolicyOptions", source=CPU_MANAGER_DOC,
        consequence="the static CPU Manager runs without these options (without "
@@ -204,12 +224,14 @@ FIELDS: tuple[Field, ...] = (
     _f("cpuManagerReconcilePeriod", "metav1.Duration", "duration", "10s", managed=True,
        typed="cpuManagerReconcilePeriod", source=CPU_MANAGER_DOC,
        consequence="the kubelet default (10s) applies",
-       platforms={"openshift": On("cpuManagerReconcilePeriod", owner=_NTO)}),
+       platforms={"openshift": On("cpuManagerReconcilePeriod", owner=_NTO),
+                  "performance-profile": On("spec.cpu", owner=_NTO, platform_default="5s")}),
     _b("topologyManagerPolicy", "string", "text", "none", managed=True,
        typed="topologyManagerPolicy", omit_at_default=True, source=TOPOLOGY_DOC,
        consequence="the kubelet default `none` applies: no NUMA alignment",
        platforms={"gke": On("topologyManager.policy"), "aks": On("topologyManagerPolicy"),
-                  "openshift": On("topologyManagerPolicy", owner=_NTO)}),
+                  "openshift": On("topologyManagerPolicy", owner=_NTO),
+                  "performance-profile": On("spec.numa.topologyPolicy")}),
     _b("topologyManagerPolicyOptions", "map[string]string", "string-map", managed=True,
        typed="topologyManagerPolicyOptions", source=TOPOLOGY_DOC,
        consequence="the Topology Manager runs without these options (on nodes with more "
@@ -224,7 +246,8 @@ FIELDS: tuple[Field, ...] = (
        consequence="the static policy then reserves ceil(kubeReserved.cpu + "
                    "systemReserved.cpu) CPUs of the platform's own reservation, chosen by the "
                    "kubelet, and system daemons are not kept off the pinned cores",
-       platforms={"openshift": On("reservedSystemCPUs", owner=_NTO)}),
+       platforms={"openshift": On("reservedSystemCPUs", owner=_NTO),
+                  "performance-profile": On("spec.cpu.reserved")}),
     _b("memoryManagerPolicy", "string", "text", "None", state=MEMORY_STATE, managed=True,
        typed="memoryManagerPolicy", omit_at_default=True, source=MEMORY_MANAGER_DOC,
        consequence="the kubelet default `None` applies: memory is not NUMA-aligned",
@@ -245,19 +268,21 @@ FIELDS: tuple[Field, ...] = (
        platforms={"talos": On("systemReserved", platform_default=(
            "{cpu: 50m, memory: 384Mi (workers) / 512Mi (control planes), pid: 100, "
            "ephemeral-storage: 256Mi}"))}),
-    _b("evictionHard", "map[string]string", "eviction-map",
-       {"memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
-        "imagefs.available": "15%"}, managed=True, typed="evictionHard", source=EVICTION_DOC,
+    # default: pkg/kubelet/eviction/defaults_linux.go of the version (imagefs.inodesFree
+    # since 1.30, kubernetes/kubernetes#121834), from the generated data; setting the map
+    # replaces the whole default set unless mergeDefaultEvictionSettings (1.33+) is true.
+    _b("evictionHard", "map[string]string", "eviction-map", None, upstream_default=True,
+       managed=True, typed="evictionHard", source=EVICTION_DOC,
        consequence="the platform's own hard eviction thresholds apply"),
     _f("podPidsLimit", "*int64", "int", -1, managed=True, typed="podPidsLimit",
        source="https://kubernetes.io/docs/concepts/policy/pid-limiting/",
        consequence="pods get the platform's default pids limit",
        platforms={"gke": On("podPidsLimit", convert="pids-range"), "aks": On("podMaxPids")}),
-    _f("failCgroupV1", "*bool", "bool", False, default_since=(((1, 35), True),), since=(1, 31),
+    _f("failCgroupV1", "*bool", "bool", False, default_since=(((1, 35), True),),
        managed=True, typed="failCgroupV1", source=CGROUPS_DOC,
        consequence="the kubelet does not refuse cgroup v1: make sure the nodes run cgroup v2",
        platforms={"gke": On("linuxConfig.cgroupMode", convert="cgroup-mode")}),
-    _f("singleProcessOOMKill", "*bool", "bool", False, since=(1, 32), managed=True,
+    _f("singleProcessOOMKill", "*bool", "bool", False, managed=True,
        typed="singleProcessOOMKill", source=CGROUPS_DOC,
        platforms={"gke": On("singleProcessOomKill")}),
     _f("cgroupDriver", "string", "text", "cgroupfs", managed=True, typed="cgroupDriver",
@@ -396,20 +421,16 @@ def baseline_shapes() -> dict[str, str]:
     return {f.name: f.shape for f in FIELDS if f.baseline}
 
 
-# Feature gates krm-fn reasons about: gate -> (Kubernetes version from which it is on by
-# default, None = off (alpha) in every version krm-fn covers; source). Verified in
-# kubernetes/kubernetes pkg/features/kube_features.go (DisableCPUQuotaWithExclusiveCPUs:
-# Beta, default true from 1.33).
-GATES: dict[str, tuple[Version | None, str]] = {
-    "DisableCPUQuotaWithExclusiveCPUs": ((1, 33), "https://github.com/kubernetes/kubernetes/"
-                                                  "pull/127525"),
-    "MemoryQoS": (None, "https://kep.k8s.io/2570"),
-}
-# (The option gates CPUManagerPolicyAlphaOptions / TopologyManagerPolicyAlphaOptions follow
-# the options' maturity per version: krm_fn.node.options.)
-
-
 def gate_on_by_default(gate: str, version: Version) -> bool:
-    """True when feature gate `gate` (a key of GATES) is on by default on `version`."""
-    since = GATES[gate][0]
-    return since is not None and tuple(version) >= since
+    """True when feature gate `gate` is on by default on Kubernetes `version` (major,
+    minor), from the generated upstream data (pkg/features/kube_features.go of that
+    version; krm_fn.node.upstream). A gate the version does not know is off."""
+    return upstream.load(version).gate_default(gate) is True
+
+
+def gate_default_since(gate: str) -> Version | None:
+    """The first generated Kubernetes version on which `gate` is on by default, or None."""
+    for minor in range(upstream.FIRST[1], upstream.LAST[1] + 1):
+        if gate_on_by_default(gate, (1, minor)):
+            return (1, minor)
+    return None

@@ -8,7 +8,9 @@ against the alpha/beta/stable sets of its version *before* parsing the value, so
 option needs the `CPUManagerPolicyAlphaOptions` gate even when set to "false"; beta options
 need `CPUManagerPolicyBetaOptions`, which is on by default in every version covered and is
 never written; stable options skip the gate check. Incompatible combinations are checked on
-the parsed values, so only options set to "true" take part in them.
+the parsed values, so only options set to "true" take part in them. The maturity tables are
+tested against the option sets generated from policy_options.go (krm_fn.node.upstream,
+`policy_options`) for the versions the generated data has them.
 """
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from krm_fn.node import baseline as baseline_mod
-from krm_fn.node import fields
+from krm_fn.node import fields, kubelet_check
 from krm_fn.node import options as cpu_options
 from krm_fn.node import reserved as reserved_mod
 from krm_fn.node.topology import Topology
@@ -103,6 +103,8 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     nodes' current KubeletConfiguration, plain data, or None): unset kubeReserved /
     systemReserved / evictionHard values come from it, reservedMemory is computed from the
     merged values, and the merged result is checked (krm_fn.node.baseline.reconcile).
+    `plan.merged` is checked against the facts of `version` (krm_fn.node.kubelet_check);
+    evictionHard starts from the version's full default set (krm_fn.node.upstream).
 
     Returns `(plan, results)`. Problems the kubelet would refuse at start-up are error
     results (the plan is still returned, holding what was asked); dropped or overridden
@@ -129,7 +131,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     opts = _managers(kubelet, k, version, res)
     reserved_maps = reserved_mod.reservation_maps(k, base, res)
     evictions = fields.BY_NAME["evictionHard"]
-    eviction = dict(evictions.default)
+    eviction = dict(evictions.default_for(version))     # setting it replaces the defaults
     eviction.update(baseline_mod.string_map(base.get(evictions.name)))
     eviction.update({str(a): str(b) for a, b in (k.evictionHard or {}).items()})
 
@@ -160,13 +162,15 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
         for sev, path, msg, current, proposed in findings:
             res(sev, path, msg, None if current is None else value_text(current),
                 None if proposed is None else value_text(proposed), absolute=True)
+    merged = _merged(kubelet, base if baseline is not None else None)
+    _check_emitted(merged, kubelet, k, base, base_path, version, pool, topo, res, results)
     plan = NodePlan(pool=str(pool.name),
                     node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},
                     topology=topo, reserved_cpus=reserved,
                     exclusive_cpus=topo.total_cpus - len(reserved),
                     kubelet=kubelet, rollout=_rollout(kubelet, changes),
                     state_changes=list(changes or []),
-                    merged=_merged(kubelet, base if baseline is not None else None))
+                    merged=merged)
     return plan, results
 
 
@@ -177,13 +181,60 @@ def _merged(kubelet: dict, base: dict | None) -> dict:
     return baseline_mod.merge(base, own) if base is not None else own
 
 
+def _check_emitted(merged: dict, kubelet: dict, k, base: dict, base_path: str, version,
+                   pool, topo: Topology, res, results: list[Result]) -> None:
+    """Check the KubeletConfiguration the kubelet will run (`merged`) against the upstream
+    facts of `version` (krm_fn.node.kubelet_check). Each finding points at where its value
+    came from (`_origin`); a field only the baseline has that the version does not know is
+    a warning (the node wrote it). A finding at a path that already holds an error of the
+    plan's own checks is left out."""
+    memory = getattr(pool.topology, "memory", None)
+    node_memory = int(memory.value) if memory is not None else None
+    errors = {r.path for r in results if r.severity == ERROR}
+    for f in kubelet_check.check(merged, version, node_memory, topo.total_cpus):
+        path, in_base = _origin(f.field, kubelet, k.extra or {}, base)
+        sev = WARNING if in_base and f.unknown and f.field.partition(".")[0] not in kubelet \
+            else f.severity
+        before = len(results)
+        res(sev, f"{base_path}.{f.field}" if in_base else path, f.message, absolute=in_base)
+        if results[before].path in errors:
+            del results[before]
+
+
+def _origin(name: str, kubelet: dict, extra: dict, base: dict) -> tuple[str, bool]:
+    """(path below the pool, False) for a field `name` (dotted) set by `kubelet.extra` or
+    the plan (its typed field), or ("", True) when the value comes from the baseline. A
+    feature gate is traced gate by gate."""
+    top, _, rest = name.partition(".")
+    if top == "featureGates":
+        def gates(d):
+            g = d.get("featureGates")
+            return g if isinstance(g, dict) else {}
+        gate = rest
+        if gate in gates(extra):
+            return f"kubelet.extra.{name}", False
+        if gate in gates(base) and gate not in gates(kubelet):
+            return "", True
+        return f"kubelet.{name}", False
+    if top in {str(a) for a in extra}:
+        return f"kubelet.extra.{name}", False
+    if top in kubelet:
+        typed = fields.result_field(top)
+        if typed:
+            return f"kubelet.{typed}" + (f".{rest}" if rest and typed == top else ""), False
+        return f"kubelet.{name}", False
+    if top in base:
+        return "", True
+    return f"kubelet.{name}", False
+
+
 def _cpu_quota_note(version: tuple[int, int], ref: Ref) -> Result:
     """The warning for versions whose kubelet keeps a CFS quota on exclusive CPUs (before
     DisableCPUQuotaWithExclusiveCPUs is on by default)."""
     return Result(f"on Kubernetes {cpu_options.version_str(version)} "
                   f"pinned containers keep a CFS quota equal to their CPU limit "
                   f"(kubernetes/kubernetes#70585, fixed in "
-                  f"{cpu_options.version_str(fields.GATES[CPU_QUOTA_GATE][0])} by "
+                  f"{cpu_options.version_str(fields.gate_default_since(CPU_QUOTA_GATE))} by "
                   f"{CPU_QUOTA_GATE}): a container running more threads than its pinned CPUs "
                   f"is throttled, so keep the thread env vars at the pinned count; never set "
                   f"cpuCFSQuota: false, which drops CPU limits node-wide", WARNING, ref,

@@ -33,7 +33,7 @@ def test_unset_reservations_come_from_the_baseline():
     assert "kubeReserved" not in plan.kubelet and "systemReserved" not in plan.kubelet
     assert plan.kubelet["evictionHard"] == {
         "memory.available": "300Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
-        "imagefs.available": "15%", "pid.available": "5%"}
+        "imagefs.available": "15%", "imagefs.inodesFree": "5%", "pid.available": "5%"}
     # 1Gi + 256Mi + 300Mi, all from the node
     assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "1580Mi"}}]
     # a value set in the config wins over the baseline's, per key

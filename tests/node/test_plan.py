@@ -9,8 +9,10 @@ from krm_fn.results import ERROR, WARNING, Ref, Result
 
 REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
 
+# pkg/kubelet/eviction/defaults_linux.go on 1.30+ (imagefs.inodesFree: #121834)
 EVICTION_DEFAULTS = {"memory.available": "100Mi", "nodefs.available": "10%",
-                     "nodefs.inodesFree": "5%", "imagefs.available": "15%"}
+                     "nodefs.inodesFree": "5%", "imagefs.available": "15%",
+                     "imagefs.inodesFree": "5%"}
 
 DEFAULT_KUBELET = {
     "apiVersion": "kubelet.config.k8s.io/v1beta1",
@@ -161,7 +163,7 @@ def test_eviction_hard_merged_over_defaults():
     plan, _ = build(pool(evictionHard={"nodefs.available": "20%", "pid.available": "10%"}))
     assert plan.kubelet["evictionHard"] == {
         "memory.available": "100Mi", "nodefs.available": "20%", "nodefs.inodesFree": "5%",
-        "imagefs.available": "15%", "pid.available": "10%"}
+        "imagefs.available": "15%", "imagefs.inodesFree": "5%", "pid.available": "10%"}
     assert list(plan.kubelet["evictionHard"])[-1] == "pid.available"
 
 
@@ -232,8 +234,8 @@ def test_extra_cannot_bypass_managed_fields(key, typed):
 
 
 def test_extra_feature_gates_merge_and_cannot_flip_ours():
-    plan, results = build(pool(extra={"featureGates": {"SomeGate": True}}))
-    assert plan.kubelet["featureGates"] == {"SomeGate": True} and results == []
+    plan, results = build(pool(extra={"featureGates": {"EventedPLEG": True}}))
+    assert plan.kubelet["featureGates"] == {"EventedPLEG": True} and results == []
     plan, results = build(pool(cpuManagerPolicyOptions={"align-by-socket": "true"},
                                extra={"featureGates": {"CPUManagerPolicyAlphaOptions": False}}))
     assert [(r.severity, r.path) for r in results] == [

@@ -1,0 +1,346 @@
+"""Check the KubeletConfiguration a kubelet of a given version will run, whatever its source.
+
+`check(config, version)` checks a KubeletConfiguration (plain data: the plan merged onto the
+baseline, `NodePlan.merged`) against the upstream facts of that version
+(krm_fn.node.upstream, generated from the Kubernetes source):
+
+- every field: unknown to the version (did-you-mean), not yet added, wrong type (the kubelet
+  decodes the file strictly by type: `maxPods: lots` stops it; an unknown field is ignored,
+  so a misspelled setting silently does nothing) — kubernetes/kubernetes
+  staging/src/k8s.io/kubelet/config/v1beta1/types.go;
+- `featureGates`: unknown or removed gates (`unrecognized feature gate`), a value that is not
+  true/false, a gate locked to its default set against it (`cannot set feature gate ... to
+  ..., feature is locked to ...`) — k8s.io/component-base/featuregate/feature_gate.go;
+- `cpuManagerPolicyOptions` / `topologyManagerPolicyOptions` whose group gate is off
+  (beta options need CPUManagerPolicyBetaOptions / TopologyManagerPolicyBetaOptions, alpha
+  ones the *AlphaOptions gate) — pkg/kubelet/cm/cpumanager/policy_options.go,
+  pkg/kubelet/cm/topologymanager/policy_options.go;
+- eviction maps: unknown signals, an `evictionSoft` signal without its
+  `evictionSoftGracePeriod` (`grace period must be specified for the soft eviction
+  threshold`; a grace period without a threshold is dead, a warning) —
+  pkg/kubelet/eviction/helpers.go ParseThresholdConfig;
+- kubeReserved + systemReserved (+ hard eviction memory) above the node's capacity
+  (`Expected capacity >= reservation`, pkg/kubelet/cm/node_container_manager_linux.go).
+
+Findings are `Finding(severity, field, message)` with `field` a dotted path inside the
+KubeletConfiguration; the caller maps it to where the value came from.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from krm_fn import quantity
+from krm_fn.node import fields
+from krm_fn.node import options as cpu_options
+from krm_fn.node import upstream
+from krm_fn.results import ERROR, WARNING
+
+HEADER = ("apiVersion", "kind")
+REFERENCE = "https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/"
+GATES_DOC = "https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/"
+EVICTION_DOC = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
+# Eviction signals of a Linux kubelet (pkg/kubelet/eviction/api/types.go; containerfs.*
+# since 1.29, KEP-4191).
+SIGNALS = ("memory.available", "allocatableMemory.available", "nodefs.available",
+           "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree",
+           "containerfs.available", "containerfs.inodesFree", "pid.available")
+# The eviction maps whose keys are signals, and the reservation maps (krm_fn.node.fields).
+EVICTION_MAPS = tuple(f.name for f in fields.FIELDS
+                      if f.name.startswith("eviction") and f.type.startswith("map["))
+RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
+_DURATION = re.compile(r"0|[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+")
+_INT_RANGE = {"int32": 2 ** 31, "int64": 2 ** 63}
+# option-group gates: (CPU or Topology Manager, field, alpha gate, beta gate, whole gate)
+_OPTION_GATES = (
+    ("cpuManagerPolicyOptions", "CPUManagerPolicyAlphaOptions", "CPUManagerPolicyBetaOptions",
+     "CPUManagerPolicyOptions"),
+    ("topologyManagerPolicyOptions", "TopologyManagerPolicyAlphaOptions",
+     "TopologyManagerPolicyBetaOptions", "TopologyManagerPolicyOptions"),
+)
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem: `severity` ERROR (the kubelet refuses to start, or the setting cannot
+    work) or WARNING; `field` the dotted path inside the KubeletConfiguration (e.g.
+    `featureGates.Foo`, `maxPods`); `message` names the field, the version and the fix;
+    `unknown`: the field is not in the version's KubeletConfiguration (the kubelet ignores
+    it) rather than refused."""
+
+    severity: str
+    field: str
+    message: str
+    unknown: bool = False
+
+
+def _vs(version) -> str:
+    return upstream.version_str(version)
+
+
+def _short(v: Any) -> str:
+    text = repr(v)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _guess(name: str, known) -> str:
+    """ "; did you mean X?" for the closest known name (case-insensitive first), or ""."""
+    import difflib      # only on a finding: keeps it off the start-up path
+    lower = {k.lower(): k for k in known}
+    if name.lower() in lower:
+        return f"; did you mean {lower[name.lower()]}?"
+    close = difflib.get_close_matches(name, list(known), n=1, cutoff=0.75)
+    return f"; did you mean {close[0]}?" if close else ""
+
+
+def check(config: dict, version, node_memory: int | None = None,
+          node_cpus: int | None = None) -> list[Finding]:
+    """Findings for KubeletConfiguration `config` (plain data, apiVersion/kind ignored) run
+    by a kubelet of `version` (major, minor; data clamped to 1.29-1.36: outside that range
+    an unknown field or gate is only a warning).
+    `node_memory` (bytes) / `node_cpus` (logical CPUs): the node's capacity, for the
+    reservation check (None: not checked). Never raises for bad data."""
+    data = upstream.load(version)
+    out: list[Finding] = []
+    for name, value in config.items():
+        if name in HEADER:
+            continue
+        spec = data.fields.get(name)
+        if spec is None:
+            out.append(_unknown_field(name, version, data))
+        elif name == "featureGates":
+            out.extend(_gates(value, version, data))
+        else:
+            out.extend(_typed(name, value, spec, version))
+    out.extend(_option_gates(config, version, data))
+    out.extend(_eviction(config, version))
+    out.extend(_reservations(config, version, node_memory, node_cpus))
+    if data.version != tuple(version):      # outside the generated versions: unsure
+        note = (f" (krm-fn's data covers Kubernetes {_vs(upstream.FIRST)}-"
+                f"{_vs(upstream.LAST)}; checked as {_vs(data.version)})")
+        out = [Finding(WARNING, f.field, f.message + note, True) if f.unknown else f
+               for f in out]
+    return out
+
+
+def _unknown_field(name: str, version, data) -> Finding:
+    since = upstream.field_since(name, version)
+    if since is not None and since > tuple(version):
+        return Finding(ERROR, name, f"{name} does not exist in Kubernetes {_vs(version)}: the "
+                       f"field was added in {_vs(since)}; remove it or raise "
+                       f"kubernetesVersion", unknown=True)
+    return Finding(ERROR, name, f"{name} is not a KubeletConfiguration field in Kubernetes "
+                   f"{_vs(version)}{_guess(name, data.fields)} (the kubelet ignores unknown "
+                   f"fields, so the setting has no effect; {REFERENCE})", unknown=True)
+
+
+def _scalar_ok(kind: str, v: Any) -> bool:
+    if kind == "bool":
+        return isinstance(v, bool)
+    if kind in _INT_RANGE:
+        return isinstance(v, int) and not isinstance(v, bool) \
+            and -_INT_RANGE[kind] <= v < _INT_RANGE[kind]
+    if kind == "float":
+        return isinstance(v, (int, float)) and not isinstance(v, bool)
+    if kind == "string":
+        return isinstance(v, str)
+    if kind == "duration":
+        return isinstance(v, str) and _DURATION.fullmatch(v) is not None
+    return True
+
+
+_EXPECT = {"bool": "true or false", "int32": "a whole number",
+           "int64": "a whole number", "float": "a number", "string": "a string",
+           "duration": "a Go duration string such as 10s or 1m30s",
+           "string-map": "a mapping of string to string", "bool-map": "a mapping to true/false",
+           "quantity-map": "a mapping of resource name to quantity",
+           "string-list": "a list of strings", "list": "a list", "map": "a mapping",
+           "object": "a mapping"}
+
+
+def _typed(path: str, v: Any, spec: dict, version, depth: int = 0) -> list[Finding]:
+    """Type findings for value `v` of field `path` with generated type `spec`."""
+    kind = spec["type"]
+
+    def bad() -> list[Finding]:
+        return [Finding(ERROR, path, f"{path} must be {_EXPECT.get(kind, kind)} "
+                        f"({spec['go']}), found {_short(v)}: the kubelet of Kubernetes "
+                        f"{_vs(version)} cannot decode it and refuses to start")]
+    if v is None or kind == "any":          # "any": a type of another package
+        return []
+    if kind in ("string-map", "bool-map", "quantity-map", "map", "object"):
+        if not isinstance(v, dict):
+            return bad()
+        if kind == "string-map" and not all(isinstance(x, str) for x in v.values()):
+            return bad()
+        if kind == "bool-map" and not all(isinstance(x, bool) for x in v.values()):
+            return bad()
+        if kind == "quantity-map" and not all(
+                isinstance(x, (str, int, float)) and not isinstance(x, bool)
+                for x in v.values()):
+            return bad()
+        nested = spec.get("fields")
+        if kind == "object" and nested and depth < 4:
+            out: list[Finding] = []
+            for key, x in v.items():
+                sub = nested.get(str(key))
+                if sub is None:
+                    out.append(Finding(ERROR, f"{path}.{key}", f"{path}.{key} is not a field "
+                               f"of {spec['go']} in Kubernetes {_vs(version)}"
+                               f"{_guess(str(key), nested)}; the kubelet ignores it",
+                               unknown=True))
+                else:
+                    out.extend(_typed(f"{path}.{key}", x, sub, version, depth + 1))
+            return out
+        return []
+    if kind in ("string-list", "list"):
+        if not isinstance(v, list):
+            return bad()
+        if kind == "string-list":
+            return [] if all(isinstance(x, str) for x in v) else bad()
+        out = []
+        for i, x in enumerate(v):
+            out.extend(_typed(f"{path}[{i}]", x, spec["items"], version, depth + 1))
+        return out
+    return [] if _scalar_ok(kind, v) else bad()
+
+
+def _gates(value: Any, version, data) -> list[Finding]:
+    """featureGates: each gate known to `version`, true/false, not against its lock."""
+    vs = _vs(version)
+    if not isinstance(value, dict):
+        return [Finding(ERROR, "featureGates", f"featureGates must be a mapping of gate name "
+                        f"to true/false, found {_short(value)}")]
+    out = []
+    for gate, on in value.items():
+        path = f"featureGates.{gate}"
+        spec = data.gates.get(gate)
+        if spec is None:
+            removed = data.removed_gates.get(gate)
+            why = (f"was removed in Kubernetes {removed}" if removed else
+                   f"is not a feature gate of the Kubernetes {vs} kubelet"
+                   f"{_guess(str(gate), data.gates)}")
+            out.append(Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of "
+                               f"{vs} refuses to start (unrecognized feature gate); remove "
+                               f"it ({GATES_DOC})", unknown=True))
+            continue
+        if not isinstance(on, bool):
+            out.append(Finding(ERROR, path, f"feature gate {gate} must be true or false, "
+                               f"found {_short(on)}: the kubelet cannot decode featureGates; "
+                               f"write {gate}: true or {gate}: false"))
+            continue
+        if spec["locked"] and on != spec["default"]:
+            out.append(Finding(ERROR, path, f"feature gate {gate} is {spec['stage']} and "
+                               f"locked to {str(spec['default']).lower()} in Kubernetes {vs}: "
+                               f"the kubelet refuses to start with {gate}: "
+                               f"{str(on).lower()}; remove it"))
+    return out
+
+
+def _option_stage(field: str, option: str, version) -> str | None:
+    if field == "cpuManagerPolicyOptions":
+        if option not in cpu_options.CPU_OPTIONS:
+            return None
+        return cpu_options.maturity(option, cpu_options.clamp_version(version))
+    if option not in cpu_options.TOPOLOGY_OPTIONS:
+        return None
+    return cpu_options.topology_maturity(option, version)
+
+
+def _option_gates(config: dict, version, data) -> list[Finding]:
+    """Options whose group gate is off on `version` (explicitly, or by default)."""
+    gates = config.get("featureGates") if isinstance(config.get("featureGates"), dict) else {}
+    out = []
+    for field, alpha, beta, whole in _OPTION_GATES:
+        opts = config.get(field)
+        if not isinstance(opts, dict):
+            continue
+        if opts and whole in data.gates and not data.gate_on(whole, gates):
+            out.append(Finding(ERROR, f"featureGates.{whole}", f"{field} is set but the "
+                               f"{whole} feature gate is off: the kubelet of Kubernetes "
+                               f"{_vs(version)} refuses every option; remove "
+                               f"featureGates.{whole}: false"))
+            continue
+        for option in opts:
+            stage = _option_stage(field, str(option), version)
+            gate = {cpu_options.ALPHA: alpha, cpu_options.BETA: beta}.get(stage)
+            if gate and gate in data.gates and not data.gate_on(gate, gates):
+                out.append(Finding(ERROR, f"featureGates.{gate}", f"{field} {option} is "
+                                   f"{stage} in Kubernetes {_vs(version)} and needs the "
+                                   f"{gate} feature gate, which is off: the kubelet refuses "
+                                   f"to start; set featureGates.{gate}: true or remove "
+                                   f"the option"))
+    return out
+
+
+def _eviction(config: dict, version) -> list[Finding]:
+    """Unknown signals in the eviction maps; soft thresholds and grace periods in pairs."""
+    out = []
+    for name in EVICTION_MAPS:
+        m = config.get(name)
+        if not isinstance(m, dict):
+            continue
+        for signal in m:
+            if signal not in SIGNALS:
+                out.append(Finding(ERROR, f"{name}.{signal}", f"{name}: {signal} is not an "
+                                   f"eviction signal{_guess(str(signal), SIGNALS)}: the "
+                                   f"kubelet of Kubernetes {_vs(version)} refuses to start "
+                                   f"(unsupported eviction signal; {EVICTION_DOC})"))
+    soft = config.get("evictionSoft") if isinstance(config.get("evictionSoft"), dict) else {}
+    grace = config.get("evictionSoftGracePeriod")
+    grace = grace if isinstance(grace, dict) else {}
+    for signal in soft:
+        if signal not in grace:
+            out.append(Finding(ERROR, f"evictionSoft.{signal}", f"evictionSoft sets {signal} "
+                               f"without evictionSoftGracePeriod.{signal}: the kubelet refuses "
+                               f"to start (grace period must be specified for the soft "
+                               f"eviction threshold); add evictionSoftGracePeriod.{signal}, "
+                               f"e.g. \"1m30s\""))
+    for signal in grace:
+        if signal not in soft:
+            out.append(Finding(WARNING, f"evictionSoftGracePeriod.{signal}",
+                               f"evictionSoftGracePeriod sets {signal} without an "
+                               f"evictionSoft threshold for it: the grace period has no "
+                               f"effect; add evictionSoft.{signal} or remove it"))
+    return out
+
+
+def _reserved_amount(config: dict, resource: str, parse) -> Any:
+    total = 0
+    for name in RESERVATIONS:
+        m = config.get(name)
+        if isinstance(m, dict) and m.get(resource) is not None:
+            total += parse(m[resource]).value
+    return total
+
+
+def _reservations(config: dict, version, node_memory: int | None,
+                  node_cpus: int | None) -> list[Finding]:
+    """kubeReserved + systemReserved (+ evictionHard memory.available) against the node's
+    memory and CPUs. Unparseable quantities are left to the type checks."""
+    out: list[Finding] = []
+    try:
+        memory = _reserved_amount(config, "memory", quantity.parse_memory)
+        cpu = _reserved_amount(config, "cpu", quantity.parse_cpu)
+        hard = config.get("evictionHard") if isinstance(config.get("evictionHard"),
+                                                        dict) else {}
+        evict = hard.get("memory.available")
+        if isinstance(evict, str) and not evict.endswith("%"):
+            memory += quantity.parse_memory(evict).value
+    except (quantity.QuantityError, ValueError):
+        return out
+    if node_memory is not None and memory > node_memory:
+        out.append(Finding(ERROR, "kubeReserved.memory", f"kubeReserved.memory + "
+                           f"systemReserved.memory + evictionHard[memory.available] is "
+                           f"{memory} bytes, more than the node's memory ({node_memory} "
+                           f"bytes): the kubelet of Kubernetes {_vs(version)} refuses to "
+                           f"start (Expected capacity >= reservation); lower the "
+                           f"reservations"))
+    # reservedSystemCPUs replaces the cpu of both maps (cmd/kubelet/app/server.go).
+    if node_cpus is not None and cpu > node_cpus and not config.get("reservedSystemCPUs"):
+        out.append(Finding(ERROR, "kubeReserved.cpu", f"kubeReserved.cpu + systemReserved.cpu "
+                           f"is {float(cpu):g} CPUs, more than the node's {node_cpus}: the "
+                           f"kubelet of Kubernetes {_vs(version)} refuses to start (Expected "
+                           f"capacity >= reservation); lower the reservations"))
+    return out
