@@ -1,5 +1,9 @@
 import json
+import os
 import re
+import subprocess
+import sys
+from pathlib import Path
 
 import jsonpatch
 import pytest
@@ -12,6 +16,8 @@ from krm_fn.node.formats import FORMATS, RenderContext, render, render_with_resu
 from krm_fn.node.formats import json6902 as json6902_format
 from krm_fn.results import ERROR, WARNING, Ref
 from krm_fn.yaml import emit
+
+ROOT = Path(__file__).resolve().parents[2]
 
 REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
 
@@ -35,6 +41,7 @@ evictionHard:
   nodefs.available: "10%"
   nodefs.inodesFree: "5%"
   imagefs.available: "15%"
+  imagefs.inodesFree: "5%"
 podPidsLimit: 4096
 failCgroupV1: true
 """
@@ -69,6 +76,7 @@ CONFIGMAP_YAML = """\
         nodefs.available: "10%"
         nodefs.inodesFree: "5%"
         imagefs.available: "15%"
+        imagefs.inodesFree: "5%"
       podPidsLimit: 4096
       failCgroupV1: true
     rollout.txt: |
@@ -123,6 +131,7 @@ KUBELET_CONFIG_YAML = """\
     nodefs.available: "10%"
     nodefs.inodesFree: "5%"
     imagefs.available: "15%"
+    imagefs.inodesFree: "5%"
   podPidsLimit: 4096
   failCgroupV1: true
 """
@@ -158,6 +167,7 @@ OPENSHIFT_YAML = """\
         nodefs.available: "10%"
         nodefs.inodesFree: "5%"
         imagefs.available: "15%"
+        imagefs.inodesFree: "5%"
       podPidsLimit: 4096
       failCgroupV1: true
 """
@@ -192,6 +202,7 @@ KUBEADM_YAML = """\
         nodefs.available: "10%"
         nodefs.inodesFree: "5%"
         imagefs.available: "15%"
+        imagefs.inodesFree: "5%"
       podPidsLimit: 4096
       failCgroupV1: true
 """
@@ -268,6 +279,7 @@ EKS_YAML = """\
               nodefs.available: "10%"
               nodefs.inodesFree: "5%"
               imagefs.available: "15%"
+              imagefs.inodesFree: "5%"
             podPidsLimit: 4096
             failCgroupV1: true
             systemReservedCgroup: ""
@@ -305,6 +317,7 @@ TALOS_YAML = """\
               nodefs.available: "10%"
               nodefs.inodesFree: "5%"
               imagefs.available: "15%"
+              imagefs.inodesFree: "5%"
             podPidsLimit: 4096
             failCgroupV1: true
 """
@@ -328,6 +341,19 @@ JSON6902_YAML = """\
   data:
     kubelet-config.patch.json: |
       [
+        {"op": "move", "from": "/kubeletconfig/apiVersion", "path": "/apiVersion"},
+        {"op": "move", "from": "/kubeletconfig/kind", "path": "/kind"},
+        {"op": "move", "from": "/kubeletconfig/cpuManagerPolicy", "path": "/cpuManagerPolicy"},
+        {"op": "move", "from": "/kubeletconfig/cpuManagerReconcilePeriod", "path": "/cpuManagerReconcilePeriod"},
+        {"op": "move", "from": "/kubeletconfig/evictionHard", "path": "/evictionHard"},
+        {"op": "move", "from": "/kubeletconfig/podPidsLimit", "path": "/podPidsLimit"},
+        {"op": "move", "from": "/kubeletconfig/clusterDNS", "path": "/clusterDNS"},
+        {"op": "move", "from": "/kubeletconfig/maxPods", "path": "/maxPods"},
+        {"op": "remove", "path": "/kubeletconfig"},
+        {"op": "replace", "path": "/cpuManagerPolicy", "value": "static"},
+        {"op": "replace", "path": "/cpuManagerReconcilePeriod", "value": "30s"},
+        {"op": "add", "path": "/evictionHard/imagefs.inodesFree", "value": "5%"},
+        {"op": "replace", "path": "/podPidsLimit", "value": 4096},
         {"op": "add", "path": "/cpuManagerPolicyOptions", "value": {"full-pcpus-only": "true"}},
         {"op": "add", "path": "/topologyManagerPolicy", "value": "best-effort"},
         {"op": "add", "path": "/topologyManagerScope", "value": "pod"},
@@ -335,10 +361,7 @@ JSON6902_YAML = """\
         {"op": "add", "path": "/reservedSystemCPUs", "value": "0-1,32-33"},
         {"op": "add", "path": "/kubeReserved", "value": {"memory": "500Mi"}},
         {"op": "add", "path": "/systemReserved", "value": {"memory": "500Mi"}},
-        {"op": "add", "path": "/failCgroupV1", "value": true},
-        {"op": "replace", "path": "/cpuManagerPolicy", "value": "static"},
-        {"op": "replace", "path": "/cpuManagerReconcilePeriod", "value": "30s"},
-        {"op": "replace", "path": "/podPidsLimit", "value": 4096}
+        {"op": "add", "path": "/failCgroupV1", "value": true}
       ]
 """
 
@@ -595,7 +618,8 @@ def test_gke_memory_manager_static_and_renamed_fields():
     p = make_plan({"memoryManagerPolicy": "Static", "singleProcessOOMKill": True, "extra": {
         "cpuCFSQuotaPeriod": "50ms", "imageGCHighThresholdPercent": 80,
         "evictionMaxPodGracePeriod": 60,
-        "evictionSoft": {"memory.available": "200Mi", "nodefs.available": "15%"}}})
+        "evictionSoft": {"memory.available": "200Mi", "nodefs.available": "15%"},
+        "evictionSoftGracePeriod": {"memory.available": "1m", "nodefs.available": "2m"}}})
     objs, results = run("gke", p)
     assert file_of(objs, "system-config.yaml") == """\
 kubeletConfig:
@@ -613,6 +637,9 @@ kubeletConfig:
   evictionSoft:
     memoryAvailable: "200Mi"
     nodefsAvailable: "15%"
+  evictionSoftGracePeriod:
+    memoryAvailable: "1m"
+    nodefsAvailable: "2m"
 linuxConfig:
   cgroupMode: CGROUP_MODE_V2
 """
@@ -621,7 +648,8 @@ linuxConfig:
 
 
 def test_gke_eviction_map_with_a_signal_gke_lacks():
-    p = make_plan({"extra": {"evictionSoft": {"allocatableMemory.available": "1Gi"}}})
+    p = make_plan({"extra": {"evictionSoft": {"allocatableMemory.available": "1Gi"},
+                             "evictionSoftGracePeriod": {"allocatableMemory.available": "1m"}}})
     objs, results = run("gke", p)
     gke = yaml.safe_load(file_of(objs, "system-config.yaml"))["kubeletConfig"]
     assert "evictionSoft" not in gke
@@ -729,9 +757,11 @@ def test_talos_static_memory_manager_without_system_reserved():
     assert "reservedMemory" in r.message and "384Mi" in r.message
 
 
-@pytest.mark.parametrize("key", ["seccompDefault", "protectKernelDefaults", "staticPodPath"])
-def test_talos_protected_fields_removed(key):
-    objs, results = run("talos", make_plan({"extra": {key: True}}))
+@pytest.mark.parametrize("key,value", [("seccompDefault", True),
+                                       ("protectKernelDefaults", True),
+                                       ("staticPodPath", "/etc/kubernetes/manifests")])
+def test_talos_protected_fields_removed(key, value):
+    objs, results = run("talos", make_plan({"extra": {key: value}}))
     patch = yaml.safe_load(file_of(objs, "kubelet-patch.yaml"))
     extra = patch["machine"]["kubelet"]["extraConfig"]
     assert key not in extra and "apiVersion" not in extra
@@ -749,11 +779,12 @@ def test_json6902_yaml(plan):
 @pytest.mark.parametrize("wrapped", [True, False])
 def test_json6902_applies_to_the_baseline(plan, wrapped):
     base = JSON6902_BASELINE["kubeletconfig"]
-    objs, _ = run("json6902", plan, JSON6902_BASELINE if wrapped else base)
+    given = JSON6902_BASELINE if wrapped else base
+    objs, _ = run("json6902", plan, given)
     ops = json.loads(file_of(objs, "kubelet-config.patch.json"))
-    patched = jsonpatch.apply_patch(base, ops)
+    patched = jsonpatch.apply_patch(given, ops)     # the document exactly as given
     expected = dict(base)
-    expected.update({k: v for k, v in plan.kubelet.items() if k not in ("apiVersion", "kind")})
+    expected.update(plan.kubelet)
     assert patched == expected
     assert patched["clusterDNS"] == ["10.96.0.10"] and patched["maxPods"] == 110
 
@@ -797,8 +828,7 @@ def test_json6902_reserved_cgroups_of_the_baseline():
     assert paths[prefix + "enforceNodeAllocatable"].proposed == '["pods"]'
     objs, format_results = run("json6902", plan, base)
     assert format_results == []
-    patched = jsonpatch.apply_patch(base["kubeletconfig"],
-                                    json.loads(file_of(objs, "kubelet-config.patch.json")))
+    patched = jsonpatch.apply_patch(base, json.loads(file_of(objs, "kubelet-config.patch.json")))
     assert (patched["systemReservedCgroup"], patched["kubeReservedCgroup"],
             patched["enforceNodeAllocatable"]) == ("", "", ["pods"])
 
@@ -828,3 +858,18 @@ def test_topology_manager_options_a_platform_cannot_take_are_warned(fmt, platfor
         f"the {platform} output: {platform} cannot set it; the Topology Manager runs without "
         f"these options (on nodes with more than 8 NUMA nodes a policy other than none then "
         f"stops the kubelet)")
+
+
+def test_json6902_text_is_the_same_in_every_process():
+    # a GitOps render must not change between syncs; Python's string hashing (and so set
+    # order) changes per process, so render in processes with different hash seeds
+    code = ("import sys; sys.path[:0] = ['.']\n"
+            "import tests.node.test_formats as t\n"
+            "from krm_fn import config\nfrom krm_fn.node import plan as node_plan\n"
+            "p, _ = node_plan.build(config.load(None).nodePools[0], (1, 34), t.REF)\n"
+            "objs, _ = t.run('json6902', p, t.JSON6902_BASELINE)\n"
+            "print(t.emit.to_yaml(objs), end='')\n")
+    outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                           cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": str(seed)},
+                           check=True).stdout for seed in (0, 1, 2, 3)}
+    assert outs == {JSON6902_YAML}

@@ -4,7 +4,7 @@
 
 `FORMATS` maps the format name used in `spec.output.formats` to its module; a format's
 module is imported the first time it is looked up, so a render imports only the formats
-its config selects (json6902 alone pulls in jsonpatch).
+its config selects.
 Emitted objects carry `internal.config.kubernetes.io/path` only when `ctx.set_path` (kpt
 writes new items to that file, the KRM functions specification,
 https://github.com/kubernetes-sigs/kustomize/blob/master/cmd/config/docs/api-conventions/functions-spec.md),
@@ -37,13 +37,16 @@ class RenderContext:
     `baseline` the node's current KubeletConfiguration (`spec.output.baseline`, plain
     data, or None); `ref` the resourceRef of format results (the function config) and
     `index` the pool's index in `spec.nodePools` (result paths), both set by
-    render_with_results."""
+    render_with_results; `pool` the config's node pool (`spec.nodePools[index]`, a
+    krm_fn.config NodePool) for formats that need more of it than the plan holds (the
+    PerformanceProfile's name and hugepages), None when rendered without a config."""
 
     namespace: str
     set_path: bool = False
     baseline: Any = None
     ref: Any = None
     index: int = 0
+    pool: Any = None
 
 
 # format name -> module name under krm_fn.node.formats, in the documented order
@@ -57,6 +60,7 @@ _MODULES = {
     "eks": "eks",
     "talos": "talos",
     "json6902": "json6902",
+    "performance-profile": "performance_profile",
 }
 
 

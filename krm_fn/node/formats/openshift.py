@@ -66,7 +66,9 @@ def render(plan, ctx) -> Rendered:
                 f"profile owns these fields and its KubeletConfig performance-<profile> "
                 f"overrides them; for such a pool set spec.cpu.reserved/spec.cpu.isolated and "
                 f"spec.numa.topologyPolicy in the PerformanceProfile (other kubelet fields via "
-                f"its kubeletconfig.experimental annotation) and do not select the pool here")
+                f"its kubeletconfig.experimental annotation: output format "
+                f"performance-profile writes it from this plan) and do not select the pool "
+                f"here")
     obj = {
         "apiVersion": API_VERSION,
         "kind": KIND,
