@@ -1,0 +1,159 @@
+"""The inputs of the verdict, built from what the pipeline has: an AdmittedPod from a tuned
+PodView, a NodeModel from a node pool's NodePlan.
+
+Sources: API defaulting of container requests from limits (kubernetes/kubernetes
+pkg/apis/core/v1/defaults.go, SetDefaults_Pod), node allocatable (capacity minus
+kubeReserved, systemReserved and the hard eviction threshold:
+https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/; memory also
+minus the pre-allocated hugepages, pkg/kubelet/nodestatus/setters.go).
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn import quantity
+from krm_fn.admission.model import APP, AdmittedPod, Container, NodeModel
+from krm_fn.pod import path_str
+
+_HUGEPAGES = "hugepages-"
+MEMORY_SIGNAL = "memory.available"
+
+
+def amount(name: str, value) -> Fraction | int | None:
+    """A resource amount: cpu in cores (Fraction), anything else in bytes (int, rounded
+    up as the API server rounds sub-byte quantities); None when `value` is not a
+    quantity (the resources rule reports it)."""
+    try:
+        if name == "cpu":
+            return quantity.parse_cpu(value).value
+        q = quantity.parse_memory(value).value
+    except (quantity.QuantityError, TypeError):
+        return None
+    return -(-q.numerator // q.denominator)
+
+
+def resource_map(m) -> dict:
+    """{resource name: amount} of a requests/limits mapping; entries that are not
+    quantities are left out."""
+    out = {}
+    if isinstance(m, dict):
+        for k, v in m.items():
+            a = amount(str(k), v)
+            if a is not None:
+                out[str(k)] = a
+    return out
+
+
+def requests_limits(resources) -> tuple[dict, dict]:
+    """(requests, limits) of a `resources` mapping after API defaulting: a resource with a
+    limit and no request gets request = limit (SetDefaults_Pod)."""
+    res = resources if isinstance(resources, dict) else {}
+    limits = resource_map(res.get("limits"))
+    requests = resource_map(res.get("requests"))
+    for k, v in limits.items():
+        requests.setdefault(k, v)
+    return requests, limits
+
+
+def container(view, designated: bool) -> Container:
+    """The Container of a PodView container (krm_fn.pod.ContainerView) as tuned."""
+    requests, limits = requests_limits(view.data.get("resources"))
+    return Container(view.name, view.role, requests, limits, "manifest", designated)
+
+
+def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str = "",
+                 findings: tuple = ()) -> AdmittedPod:
+    """The AdmittedPod of a tuned PodView `pod`: its init containers (in spec order) then
+    its app containers, with the injectors' containers (`injections`, model.Injection)
+    added where each injector puts them (init/sidecar containers before the pod's own,
+    app containers after); `pinned`: names of the containers krm-fn pins; pod-level
+    `spec.resources` when set."""
+    own = [container(c, c.name in pinned) for c in pod.containers]
+    init = [c for c in own if c.role != APP]
+    app = [c for c in own if c.role == APP]
+    for inj in injections:
+        init = [c for c in inj.containers if c.role != APP] + init
+        app += [c for c in inj.containers if c.role == APP]
+    pod_res = pod.spec.get("resources")
+    pod_requests = pod_limits = None
+    if isinstance(pod_res, dict) and (pod_res.get("requests") or pod_res.get("limits")):
+        pod_requests, pod_limits = requests_limits(pod_res)
+    sel = pod.spec.get("nodeSelector")
+    aff = pod.spec.get("affinity")
+    tol = pod.spec.get("tolerations")
+    return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,
+                       pod_limits, tuple(injections),
+                       {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict)
+                       else {},
+                       aff if isinstance(aff, dict) else None,
+                       tuple(tol) if isinstance(tol, list) else (), namespace, findings)
+
+
+def numa_memory(topo_cfg, numa_ids: list[int]) -> dict:
+    """{NUMA id: {resource: bytes}} from the pool's topology config (memory split evenly,
+    the remainder on the lowest NUMA nodes, whole bytes; `numaMemory` entries override;
+    hugepages split evenly); {} when the config gives no memory."""
+    if topo_cfg.memory is None and not topo_cfg.numaMemory:
+        return {}
+    n = len(numa_ids)
+    out: dict = {i: {} for i in numa_ids}
+    if topo_cfg.memory is not None:
+        total = int(topo_cfg.memory.value)
+        share, rest = divmod(total, n)
+        for k, i in enumerate(numa_ids):
+            out[i]["memory"] = share + (1 if k < rest else 0)
+    for key, text in topo_cfg.numaMemory.items():
+        if int(key) in out:
+            out[int(key)]["memory"] = amount("memory", text)
+    for page, text in topo_cfg.hugepages.items():
+        name = _HUGEPAGES + page
+        each = amount("memory", text) // n
+        for i in numa_ids:
+            out[i][name] = each
+    return out
+
+
+def allocatable_memory(capacity: int, kubelet: dict) -> int:
+    """Node allocatable memory in bytes: capacity minus kubeReserved and systemReserved
+    memory and the hard eviction threshold memory.available (a quantity or a percentage
+    of capacity), never below 0."""
+    used = 0
+    for name in ("kubeReserved", "systemReserved"):
+        m = kubelet.get(name)
+        if isinstance(m, dict) and m.get("memory") is not None:
+            used += amount("memory", m["memory"]) or 0
+    hard = kubelet.get("evictionHard")
+    signal = hard.get(MEMORY_SIGNAL) if isinstance(hard, dict) else None
+    if isinstance(signal, str) and signal.endswith("%"):
+        try:
+            used += int(Fraction(signal[:-1]) * capacity / 100)
+        except (ValueError, ZeroDivisionError):
+            pass
+    elif signal is not None:
+        used += amount("memory", signal) or 0
+    return max(0, capacity - used)
+
+
+def node_model(plan, pool_cfg, version: tuple) -> NodeModel:
+    """The NodeModel of one node of a pool: `plan` its krm_fn.node.plan.NodePlan (the
+    merged KubeletConfiguration, topology, reserved CPUs), `pool_cfg` the config's node
+    pool (memory of its topology), `version` (major, minor)."""
+    cpus = tuple(plan.topology.cpus())
+    numa_ids = sorted({c.numa for c in cpus})
+    per_numa = numa_memory(pool_cfg.topology, numa_ids)
+    kubelet = plan.merged
+    allocatable: dict = {"cpu": Fraction(len(cpus) - len(plan.reserved_cpus))}
+    capacity = sum(m.get("memory", 0) for m in per_numa.values())
+    pages = 0
+    for m in per_numa.values():
+        for k, v in m.items():
+            if k.startswith(_HUGEPAGES):
+                allocatable[k] = allocatable.get(k, 0) + v
+                pages += v
+    if capacity:
+        # pre-allocated hugepages are not allocatable as memory (kubelet
+        # pkg/kubelet/nodestatus/setters.go MachineInfo: "for every huge page reservation,
+        # we need to remove it from allocatable memory")
+        allocatable["memory"] = max(0, allocatable_memory(capacity, kubelet) - pages)
+    return NodeModel(plan.pool, dict(plan.node_selector), kubelet, tuple(version), cpus,
+                     frozenset(plan.reserved_cpus), per_numa, allocatable)

@@ -1,0 +1,126 @@
+"""How many pods fit on one empty node of a pool, alone and as a mix.
+
+Counted by simulation, pod after pod, not by dividing totals: each replica must pass
+
+- the scheduler's and the kubelet's resource fit: the pod's effective requests
+  (k8s.io/component-helpers/resource PodRequests: pod-level `spec.resources` when set and
+  `PodLevelResources` is on, else max(largest init container plus the sidecars started before
+  it, app containers plus sidecars), KEP-753) summed over the pods within node allocatable
+  `cpu` and `memory` (capacity minus kube/system reserved and the hard eviction threshold,
+  https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/;
+  kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go, OutOfcpu / OutOfmemory);
+- `maxPods` (default 110, pkg/kubelet/apis/config/v1beta1/defaults.go);
+- admission by the Topology, CPU and Memory Managers on the node as the earlier replicas left
+  it (krm_fn.admission.topology.admit): exclusive CPUs per NUMA node under the policy and
+  scope, and per-NUMA memory under Memory Manager `Static`.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn.admission.cpumanager import peak
+from krm_fn.admission.model import AdmittedPod, NodeModel
+from krm_fn.admission.qos import gate, pod_level_set, pod_qos
+from krm_fn.admission.topology import NodeState, admit
+
+MAX_PODS_DEFAULT = 110
+
+
+def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
+    """The pod's effective {"cpu": Fraction cores, "memory": int bytes} requests as the
+    scheduler counts them (PodRequests; pod overhead not included)."""
+    if gate(node, "PodLevelResources") and pod_level_set(pod):
+        req = pod.pod_requests or {}
+        return {"cpu": Fraction(req.get("cpu", 0)), "memory": int(req.get("memory", 0))}
+    return {r: peak([(c.role, c.requests.get(r, 0)) for c in pod.containers])
+            for r in ("cpu", "memory")}
+
+
+def allocatable(node: NodeModel) -> dict:
+    """Node allocatable {"cpu": cores, "memory": bytes or None (unknown)}: `node.allocatable`
+    where given; cpu otherwise = logical CPUs minus reservedSystemCPUs."""
+    alloc = node.allocatable or {}
+    cpu = alloc.get("cpu")
+    if cpu is None:
+        cpu = Fraction(len(node.cpus) - len(set(node.reserved_cpus)))
+    return {"cpu": Fraction(cpu), "memory": alloc.get("memory")}
+
+
+class Packer:
+    """One empty node of the pool, filled pod after pod. `count` pods placed; `why` the
+    limit the last refused pod hit ("" while nothing was refused)."""
+
+    def __init__(self, node: NodeModel):
+        self.node = node
+        self.state = NodeState(node)
+        self.alloc = allocatable(node)
+        self.used = {"cpu": Fraction(0), "memory": 0}
+        self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
+        self.count = 0
+        self.why = ""
+        self._qos: dict = {}
+
+    def place(self, pod: AdmittedPod) -> bool:
+        """Place one replica of `pod`; False (and `why` set) when it does not fit."""
+        if self.count >= self.max_pods:
+            self.why = f"maxPods {self.max_pods}"
+            return False
+        req = pod_requests(pod, self.node)
+        if self.used["cpu"] + req["cpu"] > self.alloc["cpu"]:
+            self.why = f"allocatable cpu {_cores(self.alloc['cpu'])} (OutOfcpu)"
+            return False
+        mem = self.alloc["memory"]
+        if mem is not None and self.used["memory"] + req["memory"] > mem:
+            self.why = f"allocatable memory {_gib(mem)} (OutOfmemory)"
+            return False
+        key = id(pod)
+        if key not in self._qos:
+            self._qos[key] = pod_qos(pod, gate(self.node, "PodLevelResources"))
+        trial = self.state.copy()
+        outcome = admit(pod, self.node, trial, self._qos[key])
+        if not outcome.admitted:
+            self.why = f"{outcome.reason}: {outcome.message}"
+            return False
+        self.state = trial
+        self.used = {"cpu": self.used["cpu"] + req["cpu"],
+                     "memory": self.used["memory"] + req["memory"]}
+        self.count += 1
+        return True
+
+
+def _cores(v: Fraction) -> str:
+    return str(int(v)) if v.denominator == 1 else f"{float(v):g}"
+
+
+def _gib(v: int) -> str:
+    return f"{v / 2**30:.4g}Gi"
+
+
+def fit_one(pod: AdmittedPod, node: NodeModel) -> tuple[int, str]:
+    """(replicas of `pod` that fit on one empty node of the pool, the limit that stops the
+    next one) — e.g. (10, "TopologyAffinityError: ...")."""
+    packer = Packer(node)
+    while packer.place(pod):
+        pass
+    return packer.count, packer.why
+
+
+def fit(pods: list[AdmittedPod], node: NodeModel) -> list[int]:
+    """Replicas of each pod that fit on one empty node, each pod alone."""
+    return [fit_one(p, node)[0] for p in pods]
+
+
+def fit_mix(pods: list, node: NodeModel) -> list[int]:
+    """How many of each fit on ONE empty node when packed in order: `pods` is a list of
+    AdmittedPod or (AdmittedPod, wanted) with wanted an int or None (as many as fit). Each
+    pod in turn gets up to `wanted` replicas on what the earlier ones left; returns the
+    count placed per entry."""
+    packer = Packer(node)
+    out = []
+    for entry in pods:
+        pod, wanted = entry if isinstance(entry, tuple) else (entry, None)
+        placed = 0
+        while (wanted is None or placed < wanted) and packer.place(pod):
+            placed += 1
+        out.append(placed)
+    return out

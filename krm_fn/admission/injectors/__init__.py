@@ -1,0 +1,72 @@
+"""Admission-time injectors: one module per injector, the one definition both the rules
+(krm_fn/rules/sidecars.py, injected.py) and the verdict read.
+
+Each module has `ID`, `TITLE`, a docstring that is its user documentation (when it fires,
+in every way; what it adds with default resources; what controls them),
+`trigger(meta) -> (True | False | None, why)` (False: explicit opt-out; None: nothing
+visible decides), `containers(meta, ctx) -> tuple[model.Container]` with the resources
+they will get, and `fix(meta, ctx, containers) -> str`: what to change where when they do
+not get request == limit ("" when they do). Injectors sized by pod annotations that
+`spec.workloads.injection.<KEY>` writes also have `KEY`, `FLAT` (its flat ConfigMap key
+prefix), `CPU` and `MEMORY` ((request, limit) annotation names) and `NOTE` (what the
+annotations cannot fix, or None).
+
+`INJECTORS` lists them in the order the rules and the verdict apply them.
+"""
+from __future__ import annotations
+
+from krm_fn.admission import model
+from krm_fn.admission.injectors import (base, dapr, gcsfuse, istio, kserve_agent, linkerd,
+                                        otel_collector, otel_instrumentation, queue_proxy,
+                                        storage_initializer, vault)
+from krm_fn.admission.injectors.base import InjectionContext, Meta, meta_of
+
+INJECTORS = (istio, linkerd, queue_proxy, vault, dapr, storage_initializer, kserve_agent,
+             otel_instrumentation, otel_collector, gcsfuse)
+# the injectors spec.workloads.injection configures, in the sidecars rule's order
+ANNOTATED = tuple(m for m in INJECTORS if hasattr(m, "KEY"))
+
+__all__ = ["INJECTORS", "ANNOTATED", "InjectionContext", "Meta", "meta_of", "injections",
+           "for_pod", "by_id"]
+
+
+def by_id(injector_id: str):
+    """The injector module whose ID is `injector_id`; KeyError when none."""
+    for m in INJECTORS:
+        if m.ID == injector_id:
+            return m
+    raise KeyError(injector_id)
+
+
+def _mode(module, ctx: InjectionContext) -> str:
+    """`spec.workloads.injection.<KEY>.mode` ("auto" when not configured)."""
+    conf = getattr(ctx.injection, getattr(module, "KEY", ""), None) if ctx.injection else None
+    return str(getattr(conf, "mode", None) or "auto")
+
+
+def injections(meta: Meta, ctx: InjectionContext) -> tuple:
+    """The injectors that fire for a pod with metadata `meta`, in INJECTORS order, as
+    model.Injection (containers with their resources, whether all are request == limit,
+    the fix otherwise). An injector with `mode: never` in the config is left out; one
+    with `mode: always` and nothing visible is assumed to fire (namespace-level injection
+    the input does not show); an explicit opt-out always wins."""
+    out = []
+    for m in INJECTORS:
+        mode = _mode(m, ctx)
+        if mode == "never":
+            continue
+        on, why = m.trigger(meta)
+        if on is None and mode == "always":
+            on, why = True, f"spec.workloads.injection.{m.KEY}.mode is always"
+        if not on:
+            continue
+        added = m.containers(meta, ctx)
+        out.append(model.Injection(m.ID, m.TITLE, why, added, base.guaranteed(added),
+                                   m.fix(meta, ctx, added)))
+    return tuple(out)
+
+
+def for_pod(pod, ctx: InjectionContext) -> tuple:
+    """`injections` for a krm_fn.pod.PodView as tuned (its pod template annotations as
+    krm-fn wrote them), with the Namespace objects of `ctx`."""
+    return injections(meta_of(pod, ctx.namespaces), ctx)

@@ -1,0 +1,226 @@
+"""What every injector module reads and builds: the pod's metadata as the injector sees it
+(`Meta`), the input objects that control injectors (`InjectionContext`), and helpers to
+turn request/limit strings into `model.Container`s.
+
+Units as in krm_fn/admission/model.py: cpu in cores (Fraction), memory in bytes (int).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from krm_fn import quantity
+from krm_fn.admission import model
+
+CPU, MEMORY = "cpu", "memory"
+
+
+@dataclass(frozen=True)
+class Meta:
+    """The pod's metadata as an admission webhook sees it.
+
+    `annotations` / `labels`: the pod template's, as the pod will get them (for a KServe
+    InferenceService component, the InferenceService's own metadata merged under the
+    component's: kserve pkg/controller/v1beta1/inferenceservice/components/predictor.go);
+    `owner_annotations`: the InferenceService's own `metadata.annotations` ({} for other
+    kinds), where KServe reads `serving.kserve.io/deploymentMode`;
+    `ns_labels` / `ns_annotations`: those of the pod's Namespace object when it is in the
+    input, else None (unknown: namespace-level injection is invisible);
+    `platform`: PodSpecAt.platform (`kserve`, `knative`, `seldon` or None); `kind`: the
+    workload's kind; `namespace`: the workload's namespace ("" when unset);
+    `host_network`: the pod spec sets hostNetwork: true; `spec`: the pod spec as plain
+    data ({} unknown; for KServe the component spec); `container_keys`: keys of `spec`
+    holding one container each (PodSpecAt.container_keys, e.g. KServe `model`).
+    """
+
+    annotations: dict = field(default_factory=dict)
+    labels: dict = field(default_factory=dict)
+    owner_annotations: dict = field(default_factory=dict)
+    ns_labels: dict | None = None
+    ns_annotations: dict | None = None
+    platform: str | None = None
+    kind: str = ""
+    namespace: str = ""
+    host_network: bool = False
+    spec: dict = field(default_factory=dict)
+    container_keys: tuple = ()
+
+
+@dataclass(frozen=True)
+class InjectionContext:
+    """The input objects that size injected containers, and the function config.
+
+    `namespaces`: {name: Namespace object}; `configmaps`: {(namespace, name): ConfigMap};
+    `storage_containers`: KServe ClusterStorageContainer objects (tuple);
+    `instrumentations`: {(namespace, name): OpenTelemetry Instrumentation};
+    `collectors`: {(namespace, name): OpenTelemetryCollector}; `injection`: the config's
+    `spec.workloads.injection` record (None: not given); `kubernetes_version`: (major,
+    minor) or None. All objects are plain data as read from the input.
+    """
+
+    namespaces: dict = field(default_factory=dict)
+    configmaps: dict = field(default_factory=dict)
+    storage_containers: tuple = ()
+    instrumentations: dict = field(default_factory=dict)
+    collectors: dict = field(default_factory=dict)
+    injection: object | None = None
+    kubernetes_version: tuple | None = None
+
+    @classmethod
+    def from_items(cls, items: list, injection=None, kubernetes_version=None):
+        """Collect the objects above from the input `items` (plain dicts; others ignored)."""
+        ns, cms, scs, insts, cols = {}, {}, [], {}, {}
+        for it in items:
+            if not isinstance(it, dict):
+                continue
+            kind, md = it.get("kind"), it.get("metadata")
+            md = md if isinstance(md, dict) else {}
+            name, space = str(md.get("name") or ""), str(md.get("namespace") or "")
+            group = str(it.get("apiVersion") or "").rpartition("/")[0]
+            if kind == "Namespace" and group == "":
+                ns[name] = it
+            elif kind == "ConfigMap" and group == "":
+                cms[(space, name)] = it
+            elif kind == "ClusterStorageContainer" and group == "serving.kserve.io":
+                scs.append(it)
+            elif kind == "Instrumentation" and group == "opentelemetry.io":
+                insts[(space, name)] = it
+            elif kind == "OpenTelemetryCollector" and group == "opentelemetry.io":
+                cols[(space, name)] = it
+        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version)
+
+    @classmethod
+    def for_config(cls, items: list, cfg) -> "InjectionContext":
+        """`from_items` with the loaded config's `spec.workloads.injection` and
+        `kubernetesVersion` ((major, minor))."""
+        return cls.from_items(items, cfg.workloads.injection, tuple(cfg.kubernetesVersion))
+
+    def configmap(self, name: str, namespace: str | None = None) -> dict | None:
+        """The ConfigMap `name` (in `namespace`, or in any namespace when None)."""
+        for (space, n), cm in self.configmaps.items():
+            if n == name and (namespace is None or space == namespace):
+                return cm
+        return None
+
+    def namespace_meta(self, name: str) -> tuple[dict | None, dict | None]:
+        """(labels, annotations) of Namespace `name` when it is in the input, else
+        (None, None)."""
+        obj = self.namespaces.get(name) if name else None
+        if obj is None:
+            return None, None
+        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        lab, ann = md.get("labels"), md.get("annotations")
+        return (lab if isinstance(lab, dict) else {}), (ann if isinstance(ann, dict) else {})
+
+
+def dig(obj: object, path: tuple) -> object:
+    """Follow mapping keys and list indices; None when a step is missing or misshapen."""
+    for key in path:
+        if isinstance(key, int):
+            if not isinstance(obj, list) or not 0 <= key < len(obj):
+                return None
+            obj = obj[key]
+        elif isinstance(obj, dict):
+            obj = obj.get(key)
+        else:
+            return None
+    return obj
+
+
+def is_isvc(pod) -> bool:
+    """A KServe InferenceService component (predictor, transformer, explainer, canary):
+    its pods get the InferenceService's own metadata too. A ServingRuntime's own metadata
+    does not reach pods. `pod`: a krm_fn.pod.PodView."""
+    return pod.at.platform == "kserve" and pod.ref.kind == "InferenceService"
+
+
+def root_meta(pod, key: str) -> dict:
+    """The workload's own `metadata.<key>` ({} when missing). `pod`: a PodView."""
+    v = dig(pod.edits.root, ("metadata", key))
+    return v if isinstance(v, dict) else {}
+
+
+def pod_meta(pod, key: str) -> dict:
+    """The pod template's labels or annotations (`key`) as the pod will get them: for
+    KServe the InferenceService's own metadata merged under the component's. `pod`: a
+    PodView."""
+    if pod.at.meta is None:
+        return {}
+    v = dig(pod.edits.root, pod.at.meta + (key,))
+    own = v if isinstance(v, dict) else {}
+    if is_isvc(pod):
+        return {**root_meta(pod, key), **own}
+    return own
+
+
+def meta_of(pod, namespaces: dict | None = None) -> Meta:
+    """The Meta of a PodView; `namespaces`: {name: Namespace object} of the input
+    (InjectionContext.namespaces), whose labels and annotations fill ns_labels and
+    ns_annotations for the workload's namespace."""
+    ctx = InjectionContext(namespaces=namespaces or {})
+    ns_labels, ns_ann = ctx.namespace_meta(pod.ref.namespace)
+    spec = pod.spec if isinstance(pod.spec, dict) else {}
+    return Meta(pod_meta(pod, "annotations"), pod_meta(pod, "labels"),
+                root_meta(pod, "annotations") if is_isvc(pod) else {}, ns_labels, ns_ann,
+                pod.at.platform, pod.ref.kind, pod.ref.namespace,
+                spec.get("hostNetwork") is True, spec, tuple(pod.at.container_keys))
+
+
+def amount(res: str, text: object) -> object | None:
+    """`text` parsed as `res` (cores as Fraction for cpu, bytes as int otherwise); None when
+    empty, missing or not a quantity."""
+    if text is None or text == "":
+        return None
+    try:
+        if res == CPU:
+            return quantity.parse_cpu(text).value
+        return int(quantity.parse_memory(text).value)
+    except quantity.QuantityError:
+        return None
+
+
+def container(name: str, role: str, source: str, requests: dict, limits: dict
+              ) -> model.Container:
+    """A model.Container from {resource: text} requests and limits (empty and unparsable
+    values dropped), with the API's defaulting: a limit without a request gives request =
+    limit (kubernetes pkg/apis/core/v1/defaults.go, SetDefaults_Pod)."""
+    req = {r: a for r, t in requests.items() if (a := amount(r, t)) is not None}
+    lim = {r: a for r, t in limits.items() if (a := amount(r, t)) is not None}
+    for r, a in lim.items():
+        req.setdefault(r, a)
+    return model.Container(name, role, req, lim, source)
+
+
+def guaranteed(containers) -> bool:
+    """Every container has cpu and memory limits, each equal to its request (the QoS rule
+    for Guaranteed: kubernetes pkg/apis/core/v1/helper/qos/qos.go)."""
+    return all(r in c.limits and c.requests.get(r) == c.limits[r]
+               for c in containers for r in (CPU, MEMORY))
+
+
+def show(c: model.Container) -> str:
+    """`name requests cpu 100m, memory 128Mi; limits cpu 2, memory 1Gi` (`none` when empty)."""
+    def part(d: dict) -> str:
+        out = []
+        for r in (CPU, MEMORY):
+            if r in d:
+                v = d[r]
+                out.append(f"{r} {quantity.format_cpu(v) if r == CPU else fmt_bytes(v)}")
+        return ", ".join(out) or "none"
+    return f"{c.name} requests {part(c.requests)}; limits {part(c.limits)}"
+
+
+def fmt_bytes(n: int) -> str:
+    """Bytes as a Kubernetes quantity in the largest binary unit that divides it."""
+    for unit, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
+        if n and n % size == 0:
+            return f"{n // size}{unit}"
+    return str(n)
+
+
+def first(*sources: tuple) -> object:
+    """The first value that is set among (mapping, key) pairs; None when none is (a None
+    mapping is skipped)."""
+    for mapping, key in sources:
+        if mapping is not None and mapping.get(key) not in (None, ""):
+            return mapping[key]
+    return None

@@ -1,0 +1,102 @@
+"""Knative Serving queue-proxy: the `queue-proxy` container of every Knative revision.
+
+**When it fires.** Every pod of a Knative Service, Configuration or Revision: the revision
+reconciler adds it (knative/serving pkg/reconciler/revision/resources/deploy.go); there is
+no opt-out. A KServe InferenceService runs on Knative unless its own annotation
+`serving.kserve.io/deploymentMode` is `RawDeployment`, `Standard` or `ModelMesh` (kserve
+pkg/constants/constants.go; without the annotation the cluster default of ConfigMap
+`inferenceservice-config` key `deploy` decides, Serverless unless changed: krm-fn assumes
+Serverless). A ServingRuntime serves either mode, so nothing is visible for it.
+
+**What it adds.** One app container `queue-proxy`.
+
+**Resources** (pkg/reconciler/revision/resources/queue.go `createQueueResources`), per
+resource, the first that is set of:
+
+1. the revision's annotations (the pod template's `metadata.annotations`)
+   `queue.sidecar.serving.knative.dev/cpu-resource-request`, `cpu-resource-limit`,
+   `memory-resource-request`, `memory-resource-limit`: honoured since knative-v1.11.0;
+   (`queue.sidecar.serving.knative.dev/resource-percentage`, deprecated, derives them from
+   the user container's and is not modelled);
+2. ConfigMap `knative-serving/config-deployment` keys `queue-sidecar-cpu-request`,
+   `queue-sidecar-cpu-limit`, `queue-sidecar-memory-request`,
+   `queue-sidecar-memory-limit` (pkg/deployment/config.go);
+3. defaults: cpu request 25m always; with `queueproxy.resource-defaults: enabled` in
+   ConfigMap `knative-serving/config-features` also cpu limit 1000m, memory request
+   400Mi and memory limit 800Mi; otherwise no limits (pkg/deployment/config.go).
+
+The defaults make the pod Burstable: set the four annotations with request == limit
+(`spec.workloads.injection.knativeQueueProxy` writes them), or, for Knative before 1.11,
+the four ConfigMap keys.
+"""
+from __future__ import annotations
+
+from krm_fn.admission import knative, model
+from krm_fn.admission.injectors import base
+
+ID = "queue_proxy"
+TITLE = "Knative queue-proxy"
+KEY, FLAT = "knativeQueueProxy", "queueProxy"
+_P = "queue.sidecar.serving.knative.dev/"
+CPU = (_P + "cpu-resource-request", _P + "cpu-resource-limit")
+MEMORY = (_P + "memory-resource-request", _P + "memory-resource-limit")
+NOTE = ("Knative: the queue.sidecar.serving.knative.dev resource annotations are "
+        "honoured from knative-v1.11.0; older Knative sizes queue-proxy only from "
+        "ConfigMap knative-serving/config-deployment (queue-sidecar-* keys): set equal "
+        "requests and limits there, or queue-proxy keeps the pod Burstable")
+CONFIG_DEPLOYMENT, CONFIG_FEATURES, NAMESPACE = "config-deployment", "config-features", \
+    "knative-serving"
+CM_KEYS = {("cpu", "requests"): "queue-sidecar-cpu-request",
+           ("cpu", "limits"): "queue-sidecar-cpu-limit",
+           ("memory", "requests"): "queue-sidecar-memory-request",
+           ("memory", "limits"): "queue-sidecar-memory-limit"}
+DEFAULT_CPU_REQUEST = "25m"
+FEATURE_DEFAULTS = {("cpu", "limits"): "1000m", ("memory", "requests"): "400Mi",
+                    ("memory", "limits"): "800Mi"}
+def trigger(meta: base.Meta):
+    """(True, why) for Knative pods and KServe InferenceServices in Serverless mode,
+    (False, why) for a KServe deploymentMode without Knative, else (None, None)
+    (krm_fn.admission.knative.serverless_mode)."""
+    return knative.serverless_mode(meta.platform, meta.kind, meta.owner_annotations)
+
+
+def _data(ctx: base.InjectionContext, name: str) -> dict | None:
+    cm = ctx.configmap(name, NAMESPACE)
+    data = cm.get("data") if isinstance(cm, dict) else None
+    return data if isinstance(data, dict) else ({} if cm is not None else None)
+
+
+def resources(meta: base.Meta, ctx: base.InjectionContext) -> tuple[dict, dict]:
+    """(requests, limits) as {resource: text}, by the precedence of the module docstring."""
+    cm = _data(ctx, CONFIG_DEPLOYMENT)
+    feats = _data(ctx, CONFIG_FEATURES) or {}
+    on = str(feats.get("queueproxy.resource-defaults", "")).lower() == "enabled"
+    out: dict = {"requests": {}, "limits": {}}
+    for (res, part), key in CM_KEYS.items():
+        names = CPU if res == "cpu" else MEMORY
+        ann = names[0] if part == "requests" else names[1]
+        default = DEFAULT_CPU_REQUEST if (res, part) == ("cpu", "requests") else (
+            FEATURE_DEFAULTS.get((res, part)) if on else None)
+        value = base.first((meta.annotations, ann), (cm, key)) or default
+        if value is not None:
+            out[part][res] = value
+    return out["requests"], out["limits"]
+
+
+def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
+    """The `queue-proxy` app container."""
+    req, lim = resources(meta, ctx)
+    return (base.container("queue-proxy", model.APP, ID, req, lim),)
+
+
+def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
+    """What to change so queue-proxy gets request == limit ("" when it does)."""
+    if base.guaranteed(added):
+        return ""
+    where = ("ConfigMap knative-serving/config-deployment in this input"
+             if _data(ctx, CONFIG_DEPLOYMENT) is not None
+             else "ConfigMap knative-serving/config-deployment")
+    return (f"set the pod template annotations {', '.join(CPU + MEMORY)} with request == "
+            f"limit (or spec.workloads.injection.knativeQueueProxy cpu and memory, which "
+            f"krm-fn writes there; Knative 1.11 or newer), or the keys "
+            f"{', '.join(CM_KEYS.values())} with request == limit in {where}")

@@ -1,0 +1,203 @@
+"""The kubelet's verdict on one pod on an empty node of its pool: the integrator's entry point.
+
+    judge(pod, node) -> (qos, exclusive, numa, findings)
+    fit(pods, node) -> [replicas of each pod alone on one empty node]
+    fit_mix(pods, node) -> [replicas of each placed in order on one empty node]
+
+Built from qos.py (QoS class), cpumanager.py (exclusive CPUs, SMTAlignmentError),
+topology.py (Topology Manager admission, TopologyAffinityError), memorymanager.py (Memory
+Manager Static) and capacity.py (replicas per node). Every Finding's `rule` is one of
+qos, cpumanager, topology, memorymanager, capacity; its message names the kubelet's error,
+the fix and the upstream source.
+"""
+from __future__ import annotations
+
+from krm_fn.admission import cpumanager, memorymanager, topology
+from krm_fn.admission.capacity import allocatable, fit, fit_mix, fit_one, pod_requests
+from krm_fn.admission.model import DEPENDS, ERROR, INFO, WARNING, AdmittedPod, Finding, NodeModel
+from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set,
+                                  pod_qos)
+
+__all__ = ["judge", "fit", "fit_mix", "fit_one"]
+
+
+def _names(items) -> str:
+    return ", ".join(repr(n) for n in items)
+
+
+def _qos_findings(pod: AdmittedPod, node: NodeModel, qos: str, pod_level: bool) -> list:
+    designated = [c.name for c in pod.containers if c.designated]
+    if qos == GUARANTEED or not designated:
+        return []
+    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None):
+        why = ("the pod-level spec.resources decides the class: set its cpu and memory "
+               "requests equal to its limits")
+    else:
+        why = (f"not Guaranteed: {_names(not_guaranteed(pod))}; set cpu and memory requests "
+               f"equal to limits in every container, init, sidecar and injected ones included")
+    return [Finding(ERROR, f"pod is {qos} after admission, so no container gets exclusive "
+                    f"CPUs, not even {_names(designated)} (the static CPU Manager pins only "
+                    f"Guaranteed pods); "
+                    f"{why} ({QOS_SOURCE}; {cpumanager.STATIC_SRC} guaranteedCPUs)",
+                    "qos", pod.path)]
+
+
+def _cpu_findings(pod: AdmittedPod, node: NodeModel, qos: str, exclusive: tuple) -> list:
+    out = []
+    designated = [c for c in pod.containers if c.designated]
+    if designated and not cpumanager.is_static(node):
+        out.append(Finding(ERROR, f"cpuManagerPolicy is "
+                           f"{(node.kubelet or {}).get('cpuManagerPolicy', 'none')} on pool "
+                           f"{node.pool!r}: the kubelet gives no container exclusive CPUs, not "
+                           f"even {_names(c.name for c in designated)}; set "
+                           f"cpuManagerPolicy: static with a CPU reservation "
+                           f"({cpumanager.DOCS})", "cpumanager", pod.path))
+        return out
+    if designated and qos == GUARANTEED and cpumanager.skips_pod_level(pod, node):
+        out.append(Finding(ERROR, f"pod sets pod-level spec.resources: with PodLevelResources "
+                           f"on (Kubernetes {node.version[0]}.{node.version[1]}) the static "
+                           f"CPU and Memory Managers skip it (\"pod is using pod-level "
+                           f"resources which are not supported by the static CPU manager "
+                           f"policy\"), so no container is pinned, not even "
+                           f"{_names(c.name for c in designated)}; remove spec.resources from "
+                           f"the pod spec "
+                           f"({cpumanager.STATIC_SRC}; KEP-2837)", "cpumanager", pod.path))
+        return out
+    if qos != GUARANTEED or not cpumanager.is_static(node):
+        return out
+    for c in designated:
+        if not cpumanager.guaranteed_cpus(c, qos):
+            out.append(Finding(ERROR, f"container {c.name!r} is to be pinned but its cpu "
+                               f"request {c.requests.get('cpu', 0)} is not a whole number: "
+                               f"it runs in the shared pool; request a whole number of CPUs "
+                               f"({cpumanager.STATIC_SRC} guaranteedCPUs)", "cpumanager",
+                               pod.path))
+    got = dict(exclusive)
+    for c in pod.containers:
+        if not c.designated and got.get(c.name):
+            added = "" if c.source == "manifest" else f" (added by {c.source})"
+            out.append(Finding(WARNING, f"container {c.name!r}{added} is not one krm-fn pins "
+                               f"but gets {got[c.name]} exclusive CPUs: the static CPU Manager "
+                               f"pins every container of a Guaranteed pod whose cpu request is "
+                               f"a whole number; to keep it in the shared pool give it a "
+                               f"non-integer cpu with requests == limits (e.g. "
+                               f"{got[c.name] * 1000 - 100}m instead of {got[c.name]}) "
+                               f"({cpumanager.DOCS}; {cpumanager.STATIC_SRC} guaranteedCPUs)",
+                               "cpumanager", pod.path))
+    return out
+
+
+def _free_text(node: NodeModel) -> str:
+    free = cpumanager.CpuState(node).free_per_numa()
+    return ", ".join(f"NUMA {n}: {v}" for n, v in sorted(free.items()))
+
+
+def _affinity_refusal(pod, node, adm, where: str, pol: str, scp: str) -> Finding:
+    state = cpumanager.CpuState(node)
+    need = adm.hints[-1][1] if adm.hints else 0
+    most = max(state.free_per_numa().values(), default=0)
+    size = max((len(v) for v in state.numa_cpus.values()), default=0)
+    fix = ("request fewer CPUs per " + ("container" if scp == "container" else "pod")
+           + (", use topologyManagerScope container" if scp == "pod" else "")
+           + (", or topologyManagerPolicy restricted or best-effort" if pol == topology.SINGLE
+              else ", or topologyManagerPolicy best-effort"))
+    if most < need <= size:
+        fix = (f"reservedSystemCPUs leaves at most {most} CPUs free on a NUMA node of "
+               f"{size}: request at most {most}, reserve fewer CPUs on one NUMA node, or "
+               + fix.split(", ", 1)[-1].removeprefix("or "))
+    what = f"{need} exclusive CPUs; " if need else ""
+    return Finding(ERROR, f"the Topology Manager ({pol}, scope {scp}) refuses the pod with "
+                   f"TopologyAffinityError on an empty node of pool {node.pool!r}: no "
+                   f"{'single NUMA node' if pol == topology.SINGLE else 'preferred NUMA set'}"
+                   f" can hold what {where} needs ({what}CPUs free on an empty node: "
+                   f"{_free_text(node)}); {fix} "
+                   f"({topology.TM_SRC} policy_{pol.replace('-', '_')}.go; "
+                   f"{topology.TM_DOCS})", "topology", pod.path)
+
+
+def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
+    where = f"container {adm.container!r}" if adm.container else "the pod"
+    pol, scp = topology.policy(node), topology.scope(node)
+    if adm.reason == topology.TAE:
+        return _affinity_refusal(pod, node, adm, where, pol, scp)
+    if adm.reason == topology.SMT:
+        return Finding(ERROR, f"{where} fails with SMTAlignmentError on pool {node.pool!r} "
+                       f"(full-pcpus-only): {adm.message}; request a multiple of "
+                       f"{node.threads_per_core} CPUs that whole free cores can hold "
+                       f"({cpumanager.STATIC_SRC} Allocate; {cpumanager.DOCS})",
+                       "cpumanager", pod.path)
+    rule = "memorymanager" if "memorymanager" in adm.message else "cpumanager"
+    src = memorymanager.MM_SRC if rule == "memorymanager" else cpumanager.STATIC_SRC
+    return Finding(ERROR, f"{where} fails with UnexpectedAdmissionError on an empty node of "
+                   f"pool {node.pool!r}: {adm.message}; request less or use larger nodes "
+                   f"({src} Allocate)", rule, pod.path)
+
+
+def _depends(pod: AdmittedPod, node: NodeModel, adm) -> list:
+    pol = topology.policy(node)
+    if pol not in (topology.RESTRICTED, topology.SINGLE) or not adm.exclusive:
+        return []
+    steps = [(w, n, m) for w, n, m in adm.hints if n and m]
+    if not steps:
+        return []
+    what = "; ".join(f"{'the pod' if w == 'pod' else repr(w)} {n} CPUs within "
+                     f"{len(m)} NUMA node{'s' if len(m) > 1 else ''}" for w, n, m in steps)
+    return [Finding(DEPENDS, f"admitted on NUMA {', '.join(map(str, adm.numa))} of an empty "
+                    f"node of pool {node.pool!r}; on a node where other pods already hold "
+                    f"exclusive CPUs it is admitted only if, at that moment, {what} are free, "
+                    f"else the kubelet fails it with TopologyAffinityError (the scheduler does "
+                    f"not see NUMA nodes). The fit per node counts this; topologyManagerPolicy "
+                    f"best-effort would admit it with CPUs across NUMA nodes instead "
+                    f"({topology.TM_SRC}; {topology.TM_DOCS})", "topology", pod.path)]
+
+
+def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
+    out = []
+    pol, limit, numas = topology.policy(node), topology.max_numa(node), len(node.numa_nodes)
+    if pol != topology.NONE and numas > limit:
+        out.append(Finding(ERROR, f"pool {node.pool!r} has {numas} NUMA nodes: with "
+                           f"topologyManagerPolicy {pol} the kubelet does not start "
+                           f"(\"unsupported on machines with more than {limit} NUMA Nodes\"); "
+                           f"set topologyManagerPolicyOptions max-allowable-numa-nodes: "
+                           f"\"{numas}\" ({topology.TM_SRC} topology_manager.go)",
+                           "topology", pod.path))
+    if (pod_level_set(pod) and gate(node, "PodLevelResources")
+            and gate(node, "PodLevelResourceManagers")):
+        out.append(Finding(INFO, "PodLevelResourceManagers is on: the alpha pod-level "
+                           "exclusive CPU and memory allocation is not modelled; containers "
+                           "are judged one by one as without pod-level resources "
+                           "(https://kubernetes.io/docs/reference/command-line-tools-reference/"
+                           "feature-gates/)", "cpumanager", pod.path))
+    if memorymanager.is_static(node) and not node.numa_memory and qos == GUARANTEED:
+        out.append(Finding(INFO, f"memoryManagerPolicy Static on pool {node.pool!r}: memory "
+                           f"per NUMA node is not described, so per-NUMA memory is not "
+                           f"checked ({memorymanager.MM_DOCS})", "memorymanager", pod.path))
+    alloc, req = allocatable(node), pod_requests(pod, node)
+    for res in ("cpu", "memory"):
+        if alloc[res] is not None and req[res] > alloc[res]:
+            out.append(Finding(ERROR, f"the pod requests {req[res]} {res} but a node of pool "
+                               f"{node.pool!r} has {alloc[res]} allocatable: it never schedules "
+                               f"(Insufficient {res}); lower the requests or use larger nodes "
+                               f"(https://kubernetes.io/docs/tasks/administer-cluster/"
+                               f"reserve-compute-resources/)", "capacity", pod.path))
+    return out
+
+
+def judge(pod: AdmittedPod, node: NodeModel) -> tuple:
+    """The kubelet's verdict on `pod` on an EMPTY node of `node`'s pool.
+
+    Returns (qos, exclusive, numa, findings): qos "Guaranteed" | "Burstable" | "BestEffort";
+    exclusive ((container name, cpus), ...) in allocation order, () when refused; numa
+    sorted NUMA ids of the exclusive CPUs and Static memory, () when none; findings a tuple
+    of Finding (rules qos, cpumanager, topology, memorymanager, capacity). Pure; raises
+    krm_fn.quantity.QuantityError for a malformed reservedMemory quantity.
+    """
+    pod_level = gate(node, "PodLevelResources")
+    qos = pod_qos(pod, pod_level)
+    adm = topology.admit(pod, node, topology.NodeState(node), qos)
+    exclusive = adm.exclusive if adm.admitted else ()
+    numa = adm.numa if adm.admitted else ()
+    findings = _node_findings(pod, node, qos) + _qos_findings(pod, node, qos, pod_level)
+    findings += _cpu_findings(pod, node, qos, exclusive)
+    findings += [_refusal(pod, node, adm)] if not adm.admitted else _depends(pod, node, adm)
+    return qos, exclusive, numa, tuple(findings)

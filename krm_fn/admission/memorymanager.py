@@ -1,0 +1,170 @@
+"""The kubelet's Memory Manager, `Static` policy: per-NUMA memory and hugepages.
+
+Source: kubernetes/kubernetes pkg/kubelet/cm/memorymanager/policy_static.go
+(GetTopologyHints, calculateHints, isHintPreferred, Allocate, getDefaultHint,
+extendTopologyManagerHint, getRequestedResources, pod reusable memory of init containers)
+and https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/.
+
+Rules modelled: only Guaranteed pods are handled (others get no hints and no NUMA
+pinning); a pod with pod-level resources is skipped like by the CPU Manager; per NUMA node
+allocatable = capacity (`node.numa_memory`) minus `reservedMemory` of that NUMA node; the
+resources are `memory` and `hugepages-<size>`; a hint is a NUMA combination whose
+allocatable covers the request (that decides the preferred size) and whose free memory
+covers it; a NUMA node used alone cannot join a group later, and a node of a group can only
+be used with exactly that group again.
+"""
+from __future__ import annotations
+
+from itertools import combinations
+
+from krm_fn.admission.model import AdmittedPod, Container, NodeModel
+from krm_fn.admission.cpumanager import peak
+
+MM_SRC = "kubernetes/kubernetes pkg/kubelet/cm/memorymanager/policy_static.go"
+MM_DOCS = "https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/"
+
+
+def is_static(node: NodeModel) -> bool:
+    """`memoryManagerPolicy: Static` (capitalised; default `None`)."""
+    return (node.kubelet or {}).get("memoryManagerPolicy", "None") == "Static"
+
+
+def _bytes(value) -> int:
+    if isinstance(value, int):
+        return value
+    from krm_fn.quantity import parse_memory
+    return int(parse_memory(value).value)
+
+
+def reserved_memory(node: NodeModel) -> dict:
+    """{NUMA id: {resource: bytes}} from `reservedMemory` of the merged
+    KubeletConfiguration ([{numaNode, limits: {resource: quantity}}]). Raises
+    krm_fn.quantity.QuantityError for a malformed quantity."""
+    out: dict = {}
+    for entry in (node.kubelet or {}).get("reservedMemory") or []:
+        limits = out.setdefault(int(entry.get("numaNode", 0)), {})
+        for res, q in (entry.get("limits") or {}).items():
+            limits[res] = limits.get(res, 0) + _bytes(q)
+    return out
+
+
+def requested(container: Container) -> dict:
+    """{resource: bytes} of `memory` and `hugepages-*` the container requests
+    (getRequestedResources)."""
+    return {r: int(v) for r, v in container.requests.items()
+            if (r == "memory" or r.startswith("hugepages-")) and v}
+
+
+def pod_requested(pod: AdmittedPod) -> dict:
+    """{resource: bytes} the pod holds at its peak (getPodRequestedResources: the larger
+    of the largest init container and the sum of app containers plus sidecars)."""
+    names = {r for c in pod.containers for r in requested(c)}
+    return {r: peak([(c.role, requested(c).get(r, 0)) for c in pod.containers])
+            for r in sorted(names)}
+
+
+class MemState:
+    """Per-NUMA memory state of one node under `Static`: `alloc` and `free`
+    {NUMA id: {resource: bytes}}, `cells` {NUMA id: tuple of the group it is allocated
+    with}, `count` {NUMA id: allocations}."""
+
+    def __init__(self, node: NodeModel):
+        reserved = reserved_memory(node)
+        self.numas = sorted(int(n) for n in node.numa_memory)
+        self.alloc = {n: {r: max(0, int(v) - reserved.get(n, {}).get(r, 0))
+                          for r, v in node.numa_memory[n].items()} for n in self.numas}
+        self.free = {n: dict(v) for n, v in self.alloc.items()}
+        self.cells = {n: (n,) for n in self.numas}
+        self.count = {n: 0 for n in self.numas}
+
+    def copy(self) -> "MemState":
+        """An independent copy."""
+        new = object.__new__(MemState)
+        new.numas, new.alloc = self.numas, self.alloc
+        new.free = {n: dict(v) for n, v in self.free.items()}
+        new.cells, new.count = dict(self.cells), dict(self.count)
+        return new
+
+    def _total(self, table, mask, res) -> int:
+        return sum(table[n].get(res, 0) for n in mask)
+
+    def hints(self, req: dict, reusable: dict) -> dict:
+        """{resource: [(NUMA frozenset, preferred)]} (calculateHints); {} when no NUMA
+        combination can hold `req` (the Topology Manager then treats memory as "don't
+        care" and Allocate fails). `reusable`: {mask: {resource: bytes}} of the pod's init
+        containers."""
+        if not req:
+            return {}
+        min_size, found = len(self.numas), []
+        for size in range(1, len(self.numas) + 1):
+            for combo in combinations(self.numas, size):
+                mask = frozenset(combo)
+                if any(self._total(self.alloc, mask, r) < v for r, v in req.items()):
+                    continue
+                min_size = min(min_size, size)
+                if size == 1 and len(self.cells[combo[0]]) > 1:
+                    continue
+                if size > 1 and any(self.count[n] and (len(self.cells[n]) == 1 or
+                                    set(self.cells[n]) != mask) for n in combo):
+                    continue
+                reuse = reusable.get(mask, {})
+                if any(self._total(self.free, mask, r) + reuse.get(r, 0) < v
+                       for r, v in req.items()):
+                    continue
+                found.append(mask)
+        if not found:
+            return {}
+        return {r: [(m, len(m) == min_size) for m in found] for r in req}
+
+    def _best(self, hints: list, within=None):
+        """findBestHint: preferred first, then fewest NUMA nodes, then lowest bitmask."""
+        pool = [h for h in hints if within is None or within <= h[0]]
+        if not pool:
+            return None
+        return min(pool, key=lambda h: (not h[1], len(h[0]), sum(1 << n for n in h[0])))
+
+    def allocate(self, req: dict, mask, preferred: bool, reusable: dict):
+        """Reserve `req` on the NUMA nodes of `mask` (the Topology Manager's hint; None =
+        no affinity). Returns (NUMA frozenset used, "") or (None, error message) the way
+        Allocate fails: "[memorymanager] failed to find the default preferred hint" /
+        "... to extend the current topology hint"."""
+        if not req:
+            return frozenset(), ""
+        hints = self.hints(req, reusable).get("memory") or next(
+            iter(self.hints(req, reusable).values()), [])
+        chosen = (mask, preferred) if mask is not None else self._best(hints)
+        if chosen is None:
+            return None, ("[memorymanager] failed to get the default NUMA affinity, no NUMA "
+                          "nodes with enough memory is available")
+        if mask is None and preferred and not chosen[1]:
+            return None, "[memorymanager] failed to find the default preferred hint"
+        reuse = reusable.get(chosen[0], {})
+        if any(self._total(self.free, chosen[0], r) + reuse.get(r, 0) < v
+               for r, v in req.items()):
+            ext = self._best(hints, within=chosen[0])
+            if ext is None:
+                return None, ("[memorymanager] failed to find NUMA nodes to extend the "
+                              "current topology hint")
+            if chosen[1] and not ext[1]:
+                return None, "[memorymanager] failed to find the extended preferred hint"
+            chosen = ext
+        nodes = sorted(chosen[0])
+        for r, v in req.items():
+            need = max(0, v - reuse.get(r, 0))
+            for n in nodes:
+                got = min(need, self.free[n].get(r, 0))
+                self.free[n][r] = self.free[n].get(r, 0) - got
+                need -= got
+        for n in nodes:
+            self.count[n] += 1
+            self.cells[n] = tuple(nodes)
+        return frozenset(nodes), ""
+
+
+def note_reuse(reusable: dict, mask, req: dict, init: bool) -> None:
+    """Update the pod's reusable memory {mask: {resource: bytes}} after a container got
+    `req` on `mask`: a regular init container's memory becomes reusable by later
+    containers on the same NUMA nodes; a later container consumes it."""
+    slot = reusable.setdefault(frozenset(mask), {})
+    for r, v in req.items():
+        slot[r] = max(slot.get(r, 0), v) if init else max(0, slot.get(r, 0) - v)

@@ -1,0 +1,93 @@
+"""The QoS class of a pod after admission, and the feature gates the kubelet model reads.
+
+`pod_qos` follows kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go (ComputePodQOS,
+resourceQOS) as of the release that added pod-level resources: only `cpu` and `memory`
+count; with the `PodLevelResources` gate on and `spec.resources` set, the class comes from
+the pod-level values alone (KEP-2837,
+https://github.com/kubernetes/enhancements/tree/master/keps/sig-node/2837-pod-level-resource-spec);
+otherwise every init container (sidecars included) and app container is classified on its
+own and the pod is Guaranteed only when all are, BestEffort only when all are.
+"""
+from __future__ import annotations
+
+from krm_fn.admission.model import AdmittedPod, NodeModel
+
+GUARANTEED, BURSTABLE, BESTEFFORT = "Guaranteed", "Burstable", "BestEffort"
+QOS_RESOURCES = ("cpu", "memory")
+QOS_SOURCE = "kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go (ComputePodQOS)"
+
+# Default of each gate the model reads, per (major, minor) from which it holds; the first
+# matching row from the top wins. Source: kubernetes/kubernetes pkg/features/kube_features.go
+# (PodLevelResources: alpha off 1.32, beta on 1.34; PodLevelResourceManagers: alpha off 1.36).
+_GATE_DEFAULTS = {
+    "PodLevelResources": (((1, 34), True), ((0, 0), False)),
+    "PodLevelResourceManagers": (((0, 0), False),),
+}
+
+
+def gate(node: NodeModel, name: str) -> bool:
+    """Whether feature gate `name` is on for the kubelet of `node`: `featureGates` of the
+    merged KubeletConfiguration when it sets it, else the default of `node.version`
+    (kubernetes/kubernetes pkg/features/kube_features.go). Unknown gates are off."""
+    gates = (node.kubelet or {}).get("featureGates") or {}
+    if name in gates:
+        return bool(gates[name])
+    for since, value in _GATE_DEFAULTS.get(name, ()):
+        if tuple(node.version) >= since:
+            return value
+    return False
+
+
+def pod_level_set(pod: AdmittedPod) -> bool:
+    """The pod sets pod-level `spec.resources` for cpu or memory (resourcehelper
+    IsPodLevelResourcesSet, k8s.io/component-helpers/resource/helpers.go)."""
+    return any(r in (pod.pod_requests or {}) or r in (pod.pod_limits or {})
+               for r in QOS_RESOURCES)
+
+
+def resource_qos(requests: dict, limits: dict) -> str:
+    """The class of one set of resource requirements (qos.go resourceQOS): BestEffort when
+    nothing is set at all; Burstable when the cpu or memory request differs from its limit,
+    or one of them is set and the other not; Guaranteed when both are set with request ==
+    limit. Amounts: cpu Fraction cores, memory int bytes; absent = 0."""
+    if not requests and not limits:
+        return BESTEFFORT
+    qos = None
+    for res in QOS_RESOURCES:
+        req, lim = requests.get(res, 0), limits.get(res, 0)
+        if req != lim:
+            return BURSTABLE
+        best_effort = req == 0
+        if qos is None:
+            qos = BESTEFFORT if best_effort else GUARANTEED
+        elif best_effort != (qos == BESTEFFORT):
+            return BURSTABLE
+    return qos
+
+
+def pod_qos(pod: AdmittedPod, pod_level: bool = True) -> str:
+    """"Guaranteed", "Burstable" or "BestEffort" for `pod` (qos.go ComputePodQOS).
+
+    `pod_level`: the PodLevelResources gate is on (see `gate`); then a pod that sets
+    `spec.resources` is classified from it alone. Containers' requests are the defaulted
+    ones (a limit without a request gives request = limit, pkg/apis/core/v1/defaults.go).
+    """
+    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None):
+        return resource_qos(pod.pod_requests or {}, pod.pod_limits or {})
+    qos = None
+    for c in pod.containers:
+        one = resource_qos(c.requests, c.limits)
+        if one == BURSTABLE:
+            return BURSTABLE
+        if qos is None:
+            qos = one
+        elif qos != one:
+            return BURSTABLE
+    return qos or BESTEFFORT
+
+
+def not_guaranteed(pod: AdmittedPod) -> list[str]:
+    """Names of the containers that keep the pod from being Guaranteed (each one's cpu or
+    memory request differs from its limit, or a limit is missing), in pod order."""
+    return [c.name for c in pod.containers
+            if resource_qos(c.requests, c.limits) != GUARANTEED]

@@ -1,0 +1,228 @@
+"""Scheduling: can the pod land on its node pool at all? nodeSelector and required node
+affinity against the pool's labels.
+
+The scheduler's NodeAffinity filter places a pod only on a node whose labels match every
+`nodeSelector` entry and, when `affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuring
+Execution` is set, one of its `nodeSelectorTerms` (terms are ORed; a term's
+`matchExpressions` and `matchFields` are ANDed; a term with neither matches no node).
+Operators: `In` (label present, value listed), `NotIn` (label absent or value not listed),
+`Exists`, `DoesNotExist`, `Gt` / `Lt` (label present and its value, an integer, greater /
+less than the one integer given; anything else does not match). `matchFields` can only
+name `metadata.name` (`In` / `NotIn`, one value): which node that is cannot be told from
+labels.
+
+krm-fn knows of the pool's nodes only the pool's labels (its `nodeSelector`); any other
+label is unknown. So an expression on a label the pool does not list is DEPENDS (the pod
+lands only on those of the pool's nodes that carry it), while an expression on a pool
+label is decided exactly; ERROR only when no node of the pool can ever match.
+
+Sources: k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go
+(`GetRequiredNodeAffinity`, `RequiredNodeAffinity.Match`, `nodeSelectorTerm.match`,
+`isEmptyNodeSelectorTerm`), k8s.io/apimachinery/pkg/labels/selector.go
+(`Requirement.Matches`, `NewRequirement`), https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/
+"""
+from __future__ import annotations
+
+from krm_fn.admission.model import DEPENDS, ERROR, AdmittedPod, Finding, NodeModel
+
+REQUIRED = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+_SOURCE = ("k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go, "
+           "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/")
+_INT_OPS = ("Gt", "Lt")
+
+
+def _int(text: object) -> int | None:
+    """strconv.ParseInt(s, 10, 64) of a label value: an optionally signed decimal."""
+    s = str(text)
+    body = s[1:] if s[:1] in "+-" else s
+    if not body.isdigit() or not body.isascii():
+        return None
+    n = int(s)
+    return n if -(1 << 63) <= n < (1 << 63) else None
+
+
+def _malformed(expr: object) -> str | None:
+    """Why a matchExpressions entry is invalid (NewRequirement), else None."""
+    if not isinstance(expr, dict) or not isinstance(expr.get("key"), str):
+        return "an expression needs a key"
+    op, values = expr.get("operator"), expr.get("values") or []
+    if not isinstance(values, list):
+        return "values must be a list"
+    if op in ("In", "NotIn") and not values:
+        return f"operator {op} needs at least one value"
+    if op in ("Exists", "DoesNotExist") and values:
+        return f"operator {op} takes no values"
+    if op in _INT_OPS and (len(values) != 1 or _int(values[0]) is None):
+        return f"operator {op} needs exactly one integer value"
+    if op not in ("In", "NotIn", "Exists", "DoesNotExist", *_INT_OPS):
+        return f"unknown operator {op!r}"
+    return None
+
+
+def expression(expr: dict, labels: dict) -> bool | None:
+    """One well-formed matchExpressions entry against a node carrying `labels` (the pool's
+    labels; other labels unknown): True, False, or None when it depends on a label the
+    pool does not list (labels/selector.go `Requirement.Matches`)."""
+    key, op = expr["key"], expr["operator"]
+    values = [str(v) for v in expr.get("values") or []]
+    if key not in labels:
+        return None
+    have = str(labels[key])
+    if op == "In":
+        return have in values
+    if op == "NotIn":
+        return have not in values
+    if op == "Exists":
+        return True
+    if op == "DoesNotExist":
+        return False
+    n = _int(have)
+    if n is None:
+        return False
+    limit = _int(values[0])
+    return n > limit if op == "Gt" else n < limit
+
+
+def _and(results: list) -> bool | None:
+    if any(r is False for r in results):
+        return False
+    return True if all(r is True for r in results) else None
+
+
+def term(t: object, labels: dict) -> tuple[bool | None, list[str]]:
+    """One nodeSelectorTerm against the pool's labels: (True / False / None, reasons): the
+    expressions that fail (for False) or depend on unknown labels or the node name (for
+    None)."""
+    if not isinstance(t, dict):
+        return False, ["a term must be a mapping"]
+    exprs, fields = t.get("matchExpressions") or [], t.get("matchFields") or []
+    if not exprs and not fields:
+        return False, ["an empty term matches no node"]
+    results, failed, unknown = [], [], []
+    for e in exprs if isinstance(exprs, list) else [None]:
+        bad = _malformed(e)
+        if bad:
+            results.append(False)
+            failed.append(f"{bad} (the API server refuses the pod)")
+            continue
+        r = expression(e, labels)
+        results.append(r)
+        vals = [str(v) for v in e.get("values") or []]
+        text = f"{e['key']} {e['operator']}" + (f" [{', '.join(vals)}]" if vals else "")
+        if r is False:
+            failed.append(f"{text} (the pool's nodes have {e['key']}={labels[e['key']]})"
+                          if e["key"] in labels else text)
+        elif r is None:
+            unknown.append(f"{text} on label {e['key']}, which the pool does not list")
+    for f in fields if isinstance(fields, list) else [None]:
+        ok = (isinstance(f, dict) and f.get("key") == "metadata.name"
+              and f.get("operator") in ("In", "NotIn") and len(f.get("values") or []) == 1)
+        results.append(None if ok else False)
+        (unknown if ok else failed).append(
+            f"matchFields metadata.name {f.get('operator')} {f.get('values')[0]}: which node "
+            f"that is cannot be told from labels" if ok else
+            "matchFields takes only metadata.name with In or NotIn and one value (the API "
+            "server refuses the pod)")
+    verdict = _and(results)
+    return verdict, failed if verdict is False else unknown if verdict is None else []
+
+
+def evaluate(node_selector: dict, affinity: object,
+             labels: dict) -> tuple[bool | None, list[str]]:
+    """The pod's nodeSelector AND its required node affinity (terms ORed) against a node of
+    a pool with `labels`: (True: every node of the pool matches; False: none can; None: it
+    depends on labels krm-fn does not know or the node name, reasons)."""
+    sel_results, failed, unknown = [], [], []
+    for key, value in (node_selector or {}).items():
+        if key not in labels:
+            sel_results.append(None)
+            unknown.append(f"nodeSelector {key}={value}: a label the pool does not list")
+        elif str(labels[key]) != str(value):
+            sel_results.append(False)
+            failed.append(f"nodeSelector {key}={value} (the pool's nodes have "
+                          f"{key}={labels[key]})")
+        else:
+            sel_results.append(True)
+    required = required_affinity(affinity)
+    if required is not None:
+        terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+        per = [term(t, labels) for t in terms] if isinstance(terms, list) else []
+        if not per:
+            sel_results.append(False)
+            failed.append("required node affinity without nodeSelectorTerms matches no node")
+        elif any(r is True for r, _ in per):
+            sel_results.append(True)
+        elif all(r is False for r, _ in per):
+            sel_results.append(False)
+            failed += [f"term {i}: {'; '.join(why)}" for i, (_, why) in enumerate(per)]
+        else:
+            sel_results.append(None)
+            unknown += [f"term {i}: {'; '.join(why)}" for i, (r, why) in enumerate(per)
+                        if r is None]
+    verdict = _and(sel_results)
+    return verdict, failed if verdict is False else unknown if verdict is None else []
+
+
+def required_affinity(affinity: object):
+    """affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution, else None."""
+    cur = affinity
+    for key in REQUIRED[1:]:
+        if not isinstance(cur, dict):
+            return None
+        cur = cur.get(key)
+    return cur
+
+
+def requires(affinity: object, labels: dict) -> bool:
+    """Every term of the required node affinity requires each of `labels` (an `In`
+    expression on the key listing only its value): the affinity alone keeps the pod on
+    nodes with those labels. False without a required node affinity."""
+    required = required_affinity(affinity)
+    terms = required.get("nodeSelectorTerms") if isinstance(required, dict) else None
+    if not isinstance(terms, list) or not terms:
+        return False
+    for t in terms:
+        exprs = t.get("matchExpressions") if isinstance(t, dict) else None
+        exprs = exprs if isinstance(exprs, list) else []
+        for key, value in labels.items():
+            if not any(isinstance(e, dict) and e.get("key") == key
+                       and e.get("operator") == "In"
+                       and [str(v) for v in e.get("values") or []] == [str(value)]
+                       for e in exprs):
+                return False
+    return True
+
+
+def check(node_selector: dict, affinity: object, labels: dict, pool: str,
+          path: str = "") -> tuple:
+    """Findings (rule `scheduling`) for a pod with `node_selector` and `affinity` (plain
+    data) placed in node pool `pool` whose nodes carry `labels`: () when every node of the
+    pool matches; one ERROR with the fix when none can; one DEPENDS naming the expressions
+    on labels the pool does not list (or on the node name). `path`: the pod spec's field
+    path, for the finding."""
+    verdict, why = evaluate(node_selector, affinity, labels)
+    if verdict is True:
+        return ()
+    sel = ", ".join(f"{k}={v}" for k, v in labels.items()) or "none"
+    where = f"{path}." if path else ""
+    if verdict is False:
+        at = (f"{where}nodeSelector" if any(w.startswith("nodeSelector") for w in why)
+              else f"{where}{'.'.join(REQUIRED)}")
+        return (Finding(ERROR, f"the pod never schedules on node pool {pool!r} (node labels "
+                               f"{sel}): {'; '.join(why)}; change or remove the nodeSelector"
+                               f" entry or required node affinity term so the pool's labels "
+                               f"match, or place the workload in the pool it selects with "
+                               f"the krm-fn.dev/node-pool annotation ({_SOURCE})",
+                        "scheduling", at),)
+    return (Finding(DEPENDS, f"the pod schedules on node pool {pool!r} (node labels {sel}) "
+                             f"only on the nodes that also match: {'; '.join(why)}; add "
+                             f"such labels to the pool's nodeSelector when all its nodes "
+                             f"carry them ({_SOURCE})",
+                    "scheduling", f"{where}{'.'.join(REQUIRED)}"
+                    if required_affinity(affinity) is not None else f"{where}nodeSelector"),)
+
+
+def matches(pod: AdmittedPod, node: NodeModel) -> tuple:
+    """Findings of `check` for the pod's nodeSelector (after krm-fn's edits) and required
+    node affinity against `node.labels`, the labels of `node.pool`."""
+    return check(pod.node_selector, pod.affinity, node.labels, node.pool, pod.path)

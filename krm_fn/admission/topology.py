@@ -1,0 +1,221 @@
+"""The kubelet's Topology Manager: hint merging, admission per policy and scope.
+
+Source: kubernetes/kubernetes pkg/kubelet/cm/topologymanager: policy.go
+(filterProvidersHints, mergePermutation, HintMerger.compare / Merge, maxOfMinAffinityCounts),
+policy_best_effort.go (always admits), policy_restricted.go (admits only a preferred merged
+hint), policy_single_numa_node.go (keeps only preferred single-NUMA hints; admits only a
+preferred result), bitmask/bitmask.go (IterateBitMasks, IsNarrowerThan), numa_info.go
+(Narrowest), scope_container.go (each container in order: init containers, then app
+containers; hints against what the earlier ones took), scope_pod.go (one hint for the pod
+from the pod's peak, then every container allocated with it), topology_manager.go
+(more than `max-allowable-numa-nodes`, default 8, NUMA nodes: the kubelet does not start);
+https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/.
+
+`prefer-closest-numa-nodes` picks the closest of equally wide hints by NUMA distance; the
+model has no distances and treats them as equal, which is the narrowest choice.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import product
+
+from krm_fn.admission import cpumanager, memorymanager
+from krm_fn.admission.model import INIT, AdmittedPod, NodeModel
+
+TM_SRC = "kubernetes/kubernetes pkg/kubelet/cm/topologymanager"
+TM_DOCS = "https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/"
+NONE, BEST_EFFORT, RESTRICTED, SINGLE = "none", "best-effort", "restricted", "single-numa-node"
+TAE, SMT, UAE = "TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError"
+
+
+def policy(node: NodeModel) -> str:
+    """`topologyManagerPolicy` (default none)."""
+    return (node.kubelet or {}).get("topologyManagerPolicy", NONE)
+
+
+def scope(node: NodeModel) -> str:
+    """`topologyManagerScope` (default container)."""
+    return (node.kubelet or {}).get("topologyManagerScope", "container")
+
+
+def max_numa(node: NodeModel) -> int:
+    """`topologyManagerPolicyOptions.max-allowable-numa-nodes` (default 8)."""
+    opts = (node.kubelet or {}).get("topologyManagerPolicyOptions") or {}
+    try:
+        return int(opts.get("max-allowable-numa-nodes", 8))
+    except (TypeError, ValueError):
+        return 8
+
+
+def _value(mask) -> int:
+    return sum(1 << n for n in mask)
+
+
+def _narrowest(a, b):
+    """numa_info.go Narrowest with bitmask IsNarrowerThan: fewer NUMA nodes, then the
+    lower bitmask value; `a` (the current best) when equal."""
+    if a == b:
+        return a
+    if len(b) < len(a) or (len(b) == len(a) and _value(b) < _value(a)):
+        return b
+    return a
+
+
+def _compare(cur, cand, best_np: int):
+    """HintMerger.compare: the better of the current best and a candidate (mask, pref)."""
+    if not cand[0]:
+        return cur
+    if cur is None or (not cur[1] and cand[1]):
+        return cand
+    if cur[1] and not cand[1]:
+        return cur
+    pick = cand if _narrowest(cur[0], cand[0]) == cand[0] and cand[0] != cur[0] else cur
+    if cur[1]:
+        return pick
+    n, c = len(cur[0]), len(cand[0])
+    if n > best_np:
+        return pick
+    if n == best_np:
+        return pick if c == best_np else cur
+    if c > best_np:
+        return cur
+    if c == best_np or c > n:
+        return cand
+    return cur if c < n else pick
+
+
+def filter_hints(providers: list) -> list:
+    """policy.go filterProvidersHints: one hint list per provider resource. A provider with
+    no hints at all (None or {}) or a resource with hints None is "don't care" [(None,
+    True)]; a resource with an empty list cannot be satisfied [(None, False)]."""
+    out = []
+    for prov in providers:
+        if not prov:
+            out.append([(None, True)])
+            continue
+        for hints in prov.values():
+            out.append([(None, True)] if hints is None else
+                       list(hints) if hints else [(None, False)])
+    return out
+
+
+def merge(providers: list, numas: list, pol: str) -> tuple:
+    """The merged hint and admission: (mask frozenset or None, preferred, admit) for
+    provider hints [{resource: [(mask, preferred)] | None} | None] on a machine with NUMA
+    nodes `numas`, under policy `pol` (best-effort, restricted, single-numa-node)."""
+    default = frozenset(numas)
+    lists = filter_hints(providers)
+    if pol == SINGLE:
+        lists = [[h for h in hs if h[1] and (h[0] is None or len(h[0]) == 1)] for hs in lists]
+    narrow = [min(len(h[0]) for h in hs if h[0] is not None)
+              for hs in lists if any(h[0] is not None for h in hs)]
+    best_np = max(narrow, default=0)
+    best = None
+    for perm in product(*lists):
+        mask, pref = default, True
+        for m, p in perm:
+            mask = mask & (default if m is None else m)
+            pref = pref and p
+        best = _compare(best, (mask, pref), best_np)
+    if best is None:
+        best = (default, False)
+    if pol == SINGLE and best[0] == default:
+        best = (None, best[1])
+    return best[0], best[1], pol == BEST_EFFORT or best[1]
+
+
+class NodeState:
+    """What the kubelet's resource managers hold on one node: `cpu` (CpuState) and `mem`
+    (MemState, None when memory is not modelled: policy not Static or no per-NUMA
+    memory in the config)."""
+
+    def __init__(self, node: NodeModel):
+        self.cpu = cpumanager.CpuState(node)
+        self.mem = (memorymanager.MemState(node)
+                    if memorymanager.is_static(node) and node.numa_memory else None)
+
+    def copy(self) -> "NodeState":
+        """An independent copy."""
+        new = object.__new__(NodeState)
+        new.cpu = self.cpu.copy()
+        new.mem = self.mem.copy() if self.mem is not None else None
+        return new
+
+
+@dataclass
+class Admission:
+    """Outcome of admitting one pod on a node state: `admitted`; `reason` ("" or the pod
+    status reason: TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError);
+    `message` the kubelet's error text; `container` the container it failed on ("" for the
+    pod scope); `exclusive` ((name, cpus), ...); `numa` sorted NUMA ids of exclusive CPUs and
+    Static memory; `hints` [(what, cpus, mask)] merged hints of the CPU-pinned steps."""
+
+    admitted: bool = True
+    reason: str = ""
+    message: str = ""
+    container: str = ""
+    exclusive: tuple = ()
+    numa: tuple = ()
+    hints: list = field(default_factory=list)
+
+
+def _providers(st: NodeState, ncpu: int, mreq: dict, reuse_cpu: set, reuse_mem: dict,
+               use_mem: bool) -> list:
+    cpu = {"cpu": st.cpu.hints(ncpu, reuse_cpu)} if ncpu else None
+    mem = st.mem.hints(mreq, reuse_mem) if (use_mem and st.mem is not None) else None
+    return [cpu, mem or None]
+
+
+def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str) -> Admission:
+    """Admit `pod` on `st` as the kubelet does (Topology Manager scope, then the CPU and
+    Memory Managers' Allocate per container). Mutates `st` (pass a copy when the outcome
+    may be thrown away)."""
+    pol, scp = policy(node), scope(node)
+    skip = cpumanager.skips_pod_level(pod, node)
+    ncpu = dict(cpumanager.exclusive_requests(pod, node, qos))
+    use_mem = st.mem is not None and qos == "Guaranteed" and not skip
+    out, reuse_cpu, reuse_mem, numa = Admission(), set(), {}, set()
+    pod_hint = (None, False)
+    if pol != NONE and scp == "pod":
+        req = cpumanager.pod_guaranteed_cpus(pod, qos) if ncpu else 0
+        mreq = memorymanager.pod_requested(pod) if use_mem else {}
+        mask, pref, ok = merge(_providers(st, req, mreq, set(), {}, use_mem),
+                               st.cpu.numas, pol)
+        out.hints.append(("pod", req, mask))
+        if not ok:
+            return Admission(False, TAE, "Resources cannot be allocated with Topology "
+                             "locality", "", (), (), out.hints)
+        pod_hint = (mask, pref)
+    exclusive = []
+    for c in pod.containers:
+        n = ncpu.get(c.name, 0)
+        mreq = memorymanager.requested(c) if use_mem else {}
+        hint = pod_hint
+        if pol != NONE and scp != "pod":
+            mask, pref, ok = merge(_providers(st, n, mreq, reuse_cpu, reuse_mem, use_mem),
+                                   st.cpu.numas, pol)
+            out.hints.append((c.name, n, mask))
+            if not ok:
+                return Admission(False, TAE, "Resources cannot be allocated with Topology "
+                                 "locality", c.name, tuple(exclusive), (), out.hints)
+            hint = (mask, pref)
+        if n:
+            err = st.cpu.smt_error(n)
+            if err:
+                return Admission(False, SMT, err, c.name, tuple(exclusive), (), out.hints)
+            got = st.cpu.allocate(n, hint[0], reuse_cpu)
+            if got is None:
+                return Admission(False, UAE, f"not enough cpus available to satisfy request: "
+                                 f"requested={n}, available={len(st.cpu.free | reuse_cpu)}",
+                                 c.name, tuple(exclusive), (), out.hints)
+            exclusive.append((c.name, n))
+            numa |= {st.cpu.info[x].numa for x in got}
+            reuse_cpu = reuse_cpu | got if c.role == INIT else reuse_cpu - got
+        if mreq:
+            nodes, err = st.mem.allocate(mreq, hint[0], hint[1], reuse_mem)
+            if nodes is None:
+                return Admission(False, UAE, err, c.name, tuple(exclusive), (), out.hints)
+            numa |= nodes
+            memorymanager.note_reuse(reuse_mem, nodes, mreq, c.role == INIT)
+    out.exclusive, out.numa = tuple(exclusive), tuple(sorted(numa))
+    return out

@@ -1,0 +1,201 @@
+"""The verdict on one pod: what the kubelet of its pool will make of it, in one PodVerdict.
+
+`judge(pod, node, features)` puts together the parts of the model, each citing its own
+upstream source: the injected containers that cannot be made Guaranteed (injectors/), the
+QoS class, exclusive CPUs, Topology and Memory Manager admission (kubelet.py and the
+modules it calls), pod-level resources against every container (podlevel below),
+nodeSelector / required node affinity against the pool's labels (scheduling.py), and what a
+platform's admission webhook refuses (knative.py). `line(verdict)` is the one-line summary
+each pod gets as a result.
+"""
+from __future__ import annotations
+
+from krm_fn.admission import capacity, knative, kubelet, scheduling
+from krm_fn.admission.cpumanager import CpuState
+from krm_fn.admission.model import (APP, ERROR, SIDECAR, AdmittedPod, Finding, NodeModel,
+                                    PodVerdict)
+
+_FITS: dict = {}
+_FITS_MAX = 256
+
+POD_LEVEL_SOURCE = ("KEP-2837, https://kep.k8s.io/2837: pod-level requests must cover the "
+                    "aggregate of the container requests")
+
+
+def _injection_findings(pod: AdmittedPod) -> list:
+    """An ERROR per injector whose containers will not have requests == limits: the pod is
+    Burstable, no container gets exclusive CPUs; the message names the fix."""
+    out = []
+    for inj in pod.injections:
+        if not inj.guaranteed:
+            names = ", ".join(c.name for c in inj.containers)
+            out.append(Finding(ERROR, f"{inj.title} ({inj.why}) adds {names} without requests "
+                                      f"== limits for cpu and memory, so the pod will be "
+                                      f"Burstable and no container gets exclusive CPUs: "
+                                      f"{inj.fix}", "injection"))
+    return out
+
+
+def effective_requests(pod: AdmittedPod, resource: str):
+    """The pod's effective request of `resource` (cpu in cores, memory in bytes) from its
+    containers, as the kubelet and the scheduler compute it
+    (k8s.io/component-helpers/resource AggregateContainerRequests): max(sum of app
+    containers + sum of sidecars, max over regular init containers of (the init container
+    + the sidecars started before it))."""
+    apps = sidecars = peak = 0
+    for c in pod.containers:
+        v = c.requests.get(resource, 0)
+        if c.role == APP:
+            apps += v
+        elif c.role == SIDECAR:
+            sidecars += v
+        else:
+            peak = max(peak, sidecars + v)
+    return max(apps + sidecars, peak)
+
+
+def _podlevel_findings(pod: AdmittedPod) -> list:
+    """Pod-level requests below the aggregate of the container requests, injected
+    containers included: the API server refuses the pod (validation runs after the
+    mutating webhooks that inject the containers)."""
+    out = []
+    if not pod.pod_requests:
+        return out
+    for r in ("cpu", "memory"):
+        have = pod.pod_requests.get(r)
+        need = effective_requests(pod, r)
+        if have is not None and need > have:
+            injected = [c.name for c in pod.containers if c.source != "manifest"]
+            extra = (f" (injected containers {', '.join(injected)} included)" if injected
+                     else "")
+            out.append(Finding(ERROR, f"pod-level requests.{r} is below what the containers "
+                                      f"request{extra}: the API server refuses the pod; "
+                                      f"raise spec.resources.requests.{r} and limits.{r} to "
+                                      f"at least the aggregate ({POD_LEVEL_SOURCE})",
+                               "podlevel", f"{pod.path}.resources.requests.{r}"))
+    return out
+
+
+def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
+          spec: dict | None = None) -> PodVerdict:
+    """The PodVerdict of `pod` on one empty node `node` of its pool; `features`: the
+    Knative feature flags (knative.features) when the pod is a Knative pod, else None;
+    `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model).
+    """
+    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod)
+    qos, exclusive, numa, found = _kubelet(pod, node)
+    findings += found
+    findings += scheduling.matches(pod, node)
+    if features is not None:
+        findings += knative.refused(pod, features, spec)
+    fit = fit_alone(pod, node)[0]
+    injected = tuple(c.name for c in pod.containers if c.source != "manifest")
+    return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings))
+
+
+def line(v: PodVerdict, failed: bool = False) -> str:
+    """The one-line summary of a verdict, e.g. `Guaranteed after admission; exclusive CPUs
+    server 4 on NUMA 0; injected istio-init, istio-proxy; 7 per node`; `failed`: an error
+    outside the verdict (a rule's) keeps the pod from running pinned too."""
+    parts = [f"{v.qos} after admission"]
+    if v.exclusive:
+        cpus = ", ".join(f"{n} {c}" for n, c in v.exclusive)
+        numa = ("" if not v.numa else " on NUMA " + "+".join(str(n) for n in v.numa))
+        parts.append(f"exclusive CPUs {cpus}{numa}")
+    else:
+        parts.append("no exclusive CPUs")
+    if v.injected:
+        parts.append("injected " + ", ".join(v.injected))
+    if v.fit is not None:
+        parts.append(f"{v.fit} per node")
+    if failed or any(f.severity == ERROR for f in v.findings):
+        parts.append("will not run pinned (see the errors)")
+    return "; ".join(parts)
+
+
+def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
+    """kubelet.judge(pod, node), memoised per named pod shape, pod spec path and node
+    (what its findings depend on): the inputs of a render hold many pods alike."""
+    key = ("kubelet", _signature(pod, named=True), pod.path, id(node))
+    hit = _FITS.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    found = kubelet.judge(pod, node)
+    if len(_FITS) >= _FITS_MAX:
+        _FITS.clear()
+    _FITS[key] = (node, found)
+    return found
+
+
+def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
+    """What the fit of a pod depends on besides the node: its containers' roles and
+    resources, pod-level resources, designation; with `named`, also the containers' names
+    and sources (what messages name)."""
+    def res(m):
+        return tuple(sorted(m.items())) if m else ()
+    return (tuple((c.role, res(c.requests), res(c.limits), c.designated)
+                  + ((c.name, c.source) if named else ())
+                  for c in pod.containers), res(pod.pod_requests), res(pod.pod_limits))
+
+
+def fit_alone(pod: AdmittedPod, node: NodeModel) -> tuple[int, str]:
+    """(replicas of `pod` that fit on one empty node, what stops the next one)
+    (capacity.fit_one), memoised per pod shape and node: the inputs of a render hold many
+    pods of the same shape."""
+    key = (_signature(pod), id(node))
+    hit = _FITS.get(key)
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    fit = capacity.fit_one(pod, node)
+    if len(_FITS) >= _FITS_MAX:
+        _FITS.clear()
+    _FITS[key] = (node, fit)
+    return fit
+
+
+def exclusive_per_numa(node: NodeModel) -> dict:
+    """{NUMA id: CPUs a pod can get exclusively on an empty node}: outside
+    reservedSystemCPUs and, under `full-pcpus-only`, outside the cores that hold a
+    reserved CPU (policy_static.go GetAvailablePhysicalCPUs)."""
+    state = CpuState(node)
+    free = state.free - state.reserved_phys if state.full_pcpus else state.free
+    out = {n: 0 for n in state.numas}
+    for c in free:
+        out[state.info[c].numa] += 1
+    return out
+
+
+def _together(pods: list, node: NodeModel) -> int:
+    """How many sets of one replica of each of `pods` fit on one empty node."""
+    packer = capacity.Packer(node)
+    sets = 0
+    while all(packer.place(p) for p in pods):
+        sets += 1
+    return sets
+
+
+def pool_summary(node: NodeModel, judged: list) -> str:
+    """One line per pool: exclusive CPUs per node and per NUMA node, allocatable memory
+    when modelled, each pod's exclusive CPUs and replicas per node (and what stops the
+    next one), and how many sets of all of them fit together. `judged`: (AdmittedPod,
+    PodVerdict) of the pods placed in the pool."""
+    per_numa = exclusive_per_numa(node)
+    numa = ", ".join(f"NUMA {n}: {c}" for n, c in sorted(per_numa.items()))
+    head = f"node pool {node.pool!r}: {sum(per_numa.values())} exclusive CPUs per node ({numa})"
+    mem = node.allocatable.get("memory")
+    if mem is not None:
+        head += f", {mem / 2**30:.4g}Gi allocatable memory"
+    parts = []
+    for p, v in judged:
+        count, why = fit_alone(p, node)
+        need = sum(c for _, c in v.exclusive)
+        stop = f", limited by {why}" if why else ""
+        what = f"needs {need} exclusive CPUs" if need else "gets no exclusive CPUs"
+        parts.append(f"{p.ref.kind} {p.ref.name} {what} ({count} per node{stop})")
+    if not parts:
+        return head + "; no pinned pod"
+    text = head + "; " + "; ".join(parts)
+    if len(judged) > 1:
+        text += (f"; all {len(judged)} together: "
+                 f"{_together([p for p, _ in judged], node)} per node")
+    return text

@@ -1,0 +1,85 @@
+"""The verdict's inputs: AdmittedPod from a tuned pod spec, NodeModel from a node plan."""
+from fractions import Fraction
+
+from krm_fn import config
+from krm_fn.admission import build
+from krm_fn.admission.model import APP, INIT, SIDECAR, Container, Injection
+from krm_fn.node import plan as plan_mod
+from krm_fn.pod import Edits, build_views
+from krm_fn.results import Ref
+from krm_fn.workloads import locations
+
+GI = 2 ** 30
+MI = 2 ** 20
+
+
+def _plan(topology, kubelet=None, baseline=None):
+    spec = {"nodePools": [{"name": "p", "topology": topology, "kubelet": kubelet or {}}]}
+    if baseline is not None:
+        spec["output"] = {"baseline": baseline}
+    cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                       "metadata": {"name": "t"}, "spec": spec})
+    plan, _ = plan_mod.build(cfg.nodePools[0], cfg.kubernetesVersion, None, 0,
+                             cfg.output.baseline)
+    return build.node_model(plan, cfg.nodePools[0], cfg.kubernetesVersion)
+
+
+def test_limits_without_requests_default_the_requests():
+    req, lim = build.requests_limits({"limits": {"cpu": "2", "memory": "1Gi"},
+                                      "requests": {"memory": "512Mi"}})
+    assert req == {"cpu": Fraction(2), "memory": 512 * MI}
+    assert lim == {"cpu": Fraction(2), "memory": GI}
+
+
+def test_node_memory_is_split_over_numa_nodes_and_overridden_per_node():
+    node = _plan({"sockets": 2, "coresPerSocket": 4, "memory": "192Gi",
+                  "numaMemory": {"1": "64Gi"}, "hugepages": {"1Gi": "8Gi"}})
+    assert node.numa_memory == {0: {"memory": 96 * GI, "hugepages-1Gi": 4 * GI},
+                                1: {"memory": 64 * GI, "hugepages-1Gi": 4 * GI}}
+
+
+def test_allocatable_memory_is_capacity_minus_reservations_eviction_and_hugepages():
+    # defaults: kubeReserved 500Mi, systemReserved 500Mi, evictionHard memory.available 100Mi
+    node = _plan({"sockets": 1, "coresPerSocket": 8, "memory": "192Gi",
+                  "hugepages": {"2Mi": "2Gi"}})
+    assert node.allocatable["memory"] == 192 * GI - 1100 * MI - 2 * GI
+    assert node.allocatable["hugepages-2Mi"] == 2 * GI
+    assert node.allocatable["cpu"] == Fraction(16 - 4)    # 2 reserved cores x 2 threads
+
+
+def test_percentage_eviction_threshold_is_of_capacity():
+    assert build.allocatable_memory(100 * GI, {"evictionHard": {"memory.available": "10%"}}) \
+        == 90 * GI
+
+
+def test_node_without_memory_models_none():
+    node = _plan({"sockets": 1, "coresPerSocket": 8})
+    assert node.numa_memory == {} and "memory" not in node.allocatable
+
+
+def test_node_runs_the_baseline_merged_with_the_plan():
+    node = _plan({"sockets": 1, "coresPerSocket": 8}, {"cpuManagerPolicyOptions": {}},
+                 {"cpuManagerPolicyOptions": {"full-pcpus-only": "true"}, "maxPods": 50})
+    assert node.kubelet["cpuManagerPolicyOptions"] == {"full-pcpus-only": "true"}
+    assert node.kubelet["maxPods"] == 50 and node.kubelet["cpuManagerPolicy"] == "static"
+
+
+def test_admitted_pod_puts_init_containers_first_and_injected_ones_where_they_go():
+    obj = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"}, "spec": {
+        "nodeSelector": {"a": "b"},
+        "initContainers": [{"name": "warm", "resources": {"limits": {"cpu": "1"}}},
+                           {"name": "log", "restartPolicy": "Always"}],
+        "containers": [{"name": "server", "resources": {"limits": {"cpu": "4",
+                                                                   "memory": "8Gi"}}}]}}
+    at = next(iter(locations(obj)))
+    pod = build_views(obj, at, Ref("v1", "Pod", "p"), Edits(obj), [])
+    proxy = Container("istio-proxy", APP, {"cpu": Fraction(1, 10)}, {}, "istio")
+    init = Container("istio-init", INIT, {}, {}, "istio")
+    inj = Injection("istio", "Istio", "label", (init, proxy), False, "fix")
+    admitted = build.admitted_pod(pod, frozenset({"server"}), (inj,), "ns")
+    assert [(c.name, c.role, c.source, c.designated) for c in admitted.containers] == [
+        ("istio-init", INIT, "istio", False), ("warm", INIT, "manifest", False),
+        ("log", SIDECAR, "manifest", False), ("server", APP, "manifest", True),
+        ("istio-proxy", APP, "istio", False)]
+    assert admitted.node_selector == {"a": "b"} and admitted.namespace == "ns"
+    assert admitted.path == "spec" and admitted.pod_requests is None

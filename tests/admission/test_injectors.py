@@ -1,0 +1,577 @@
+"""The injector registry (krm_fn/admission/injectors): for each injector, every trigger
+(fires, explicit opt-out, nothing visible, Namespace-triggered), the exact containers and
+resources it adds (defaults, from annotations, from a controlling object in the input),
+and the fix text."""
+from fractions import Fraction
+from types import SimpleNamespace
+
+import pytest
+
+from krm_fn.admission import model
+from krm_fn.admission import injectors as inj
+from krm_fn.admission.injectors import (dapr, gcsfuse, istio, kserve_agent, linkerd,
+                                        otel_collector, otel_instrumentation, queue_proxy,
+                                        storage_initializer, vault)
+from krm_fn.admission.injectors.base import InjectionContext, Meta
+
+MI, GI = 1 << 20, 1 << 30
+EMPTY = InjectionContext()
+
+
+def C(name, role, req, lim, source):
+    """A model.Container with cpu in millicores and memory in MiB for brevity."""
+    conv = {"cpu": lambda v: Fraction(v, 1000), "memory": lambda v: v * MI}
+    return model.Container(name, role, {k: conv[k](v) for k, v in req.items()},
+                           {k: conv[k](v) for k, v in lim.items()}, source)
+
+
+def ns(name="ml", labels=None, annotations=None) -> dict:
+    md = {"name": name}
+    if labels is not None:
+        md["labels"] = labels
+    if annotations is not None:
+        md["annotations"] = annotations
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": md}
+
+
+def meta(ann=None, labels=None, ns_labels=None, ns_ann=None, **kw) -> Meta:
+    return Meta(dict(ann or {}), dict(labels or {}), ns_labels=ns_labels, ns_annotations=ns_ann,
+                namespace="ml", **kw)
+
+
+def cm(name, namespace, data) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": name, "namespace": namespace}, "data": data}
+
+
+# --- registry -----------------------------------------------------------------------------
+
+def test_registry_order_and_annotated_injectors():
+    assert [m.ID for m in inj.INJECTORS] == [
+        "istio", "linkerd", "queue_proxy", "vault", "dapr", "storage_initializer",
+        "kserve_agent", "otel_instrumentation", "otel_collector", "gcsfuse"]
+    assert [m.KEY for m in inj.ANNOTATED] == [
+        "istio", "linkerd", "knativeQueueProxy", "vault", "dapr"]
+    assert inj.by_id("gcsfuse") is gcsfuse
+
+
+def test_every_injector_module_documents_itself():
+    for m in inj.INJECTORS:
+        assert all(h in (m.__doc__ or "") for h in ("**When it fires", "**What it adds", "**Resources"))
+        assert m.TITLE and callable(m.trigger) and callable(m.containers) and callable(m.fix)
+
+
+def test_injections_istio_defaults_not_guaranteed_with_fix():
+    got = inj.injections(meta(labels={"sidecar.istio.io/inject": "true"}), EMPTY)
+    assert len(got) == 1
+    i = got[0]
+    assert (i.injector, i.title, i.why, i.guaranteed) == (
+        "istio", "Istio istio-proxy", "label sidecar.istio.io/inject=true", False)
+    assert i.containers == (
+        C("istio-init", model.INIT, {"cpu": 100, "memory": 128}, {"cpu": 2000, "memory": 1024},
+          "istio"),
+        C("istio-proxy", model.APP, {"cpu": 100, "memory": 128},
+          {"cpu": 2000, "memory": 1024}, "istio"))
+    assert i.fix == (
+        "set the pod template annotations sidecar.istio.io/proxyCPU, "
+        "sidecar.istio.io/proxyCPULimit, sidecar.istio.io/proxyMemory, "
+        "sidecar.istio.io/proxyMemoryLimit with sidecar.istio.io/proxyCPU == "
+        "sidecar.istio.io/proxyCPULimit and sidecar.istio.io/proxyMemory == "
+        "sidecar.istio.io/proxyMemoryLimit (or spec.workloads.injection.istio cpu and "
+        "memory, which krm-fn writes there); istio-init and istio-proxy both take them")
+
+
+def test_injections_modes_never_and_always():
+    never = SimpleNamespace(istio=SimpleNamespace(mode="never"))
+    assert inj.injections(meta(labels={"sidecar.istio.io/inject": "true"}),
+                          InjectionContext(injection=never)) == ()
+    always = SimpleNamespace(dapr=SimpleNamespace(mode="always"))
+    got = inj.injections(meta(), InjectionContext(injection=always))
+    assert [(i.injector, i.why) for i in got] == [
+        ("dapr", "spec.workloads.injection.dapr.mode is always")]
+    # an explicit opt-out wins over always
+    assert inj.injections(meta({"dapr.io/enabled": "false"}),
+                          InjectionContext(injection=always)) == ()
+
+
+def test_injections_nothing_visible_is_empty():
+    assert inj.injections(meta(), EMPTY) == ()
+
+
+def test_context_from_items_collects_controlling_objects():
+    items = [ns("ml"), cm("config-deployment", "knative-serving", {}),
+             {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+              "metadata": {"name": "s3"}},
+             {"apiVersion": "opentelemetry.io/v1alpha1", "kind": "Instrumentation",
+              "metadata": {"name": "i", "namespace": "ml"}},
+             {"apiVersion": "opentelemetry.io/v1beta1", "kind": "OpenTelemetryCollector",
+              "metadata": {"name": "c", "namespace": "ml"}},
+             {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}}]
+    ctx = InjectionContext.from_items(items)
+    assert list(ctx.namespaces) == ["ml"]
+    assert list(ctx.configmaps) == [("knative-serving", "config-deployment")]
+    assert [s["metadata"]["name"] for s in ctx.storage_containers] == ["s3"]
+    assert list(ctx.instrumentations) == [("ml", "i")]
+    assert list(ctx.collectors) == [("ml", "c")]
+    assert ctx.namespace_meta("ml") == ({}, {})
+    assert ctx.namespace_meta("other") == (None, None)
+
+
+# --- istio --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("m, want", [
+    (meta(labels={"sidecar.istio.io/inject": "true"}),
+     (True, "label sidecar.istio.io/inject=true")),
+    (meta({"sidecar.istio.io/inject": "yes"}), (True, "annotation sidecar.istio.io/inject=yes")),
+    (meta({"sidecar.istio.io/inject": "true"}, {"sidecar.istio.io/inject": "false"}),
+     (False, "label sidecar.istio.io/inject=false")),
+    (meta(), (None, None)),
+    (meta(ns_labels={"istio-injection": "enabled"}),
+     (True, "namespace ml label istio-injection=enabled")),
+    (meta({"sidecar.istio.io/inject": "false"}, ns_labels={"istio-injection": "enabled"}),
+     (False, "annotation sidecar.istio.io/inject=false")),
+    (meta(labels={"sidecar.istio.io/inject": "true"}, ns_labels={"istio-injection": "disabled"}),
+     (False, "namespace ml label istio-injection=disabled")),
+    (meta(ns_labels={"istio.io/rev": "canary"}), (True, "namespace ml label istio.io/rev=canary")),
+    (meta(labels={"istio.io/rev": "canary"}), (True, "label istio.io/rev=canary")),
+    (meta(ns_labels={"istio.io/dataplane-mode": "ambient"}),
+     (False, "namespace ml label istio.io/dataplane-mode=ambient (ambient mode: no sidecar)")),
+    (meta(labels={"sidecar.istio.io/inject": "true"}, host_network=True),
+     (False, "hostNetwork: true (Istio never injects such pods)")),
+    (meta(labels={"sidecar.istio.io/inject": "true"}, ns_labels={}),
+     (True, "label sidecar.istio.io/inject=true")),
+    (meta({"sidecar.istio.io/inject": "true"}, ns_labels={}),
+     (False, "annotation sidecar.istio.io/inject=true, but namespace ml has no "
+             "istio-injection or istio.io/rev label and the pod no sidecar.istio.io/inject "
+             "label, so Istio's webhook is not called")),
+], ids=["label", "annotation", "label-over-annotation", "nothing", "namespace-label",
+        "pod-opt-out-in-enabled-namespace", "namespace-disabled", "namespace-revision",
+        "pod-revision", "ambient", "host-network", "label-in-unlabelled-namespace",
+        "annotation-alone-in-unlabelled-namespace"])
+def test_istio_triggers(m, want):
+    assert istio.trigger(m) == want
+
+
+def test_istio_annotations_alone_size_both_containers_native_sidecar():
+    a = {"sidecar.istio.io/proxyCPU": "500m", "sidecar.istio.io/proxyCPULimit": "500m",
+         "sidecar.istio.io/proxyMemory": "256Mi", "sidecar.istio.io/proxyMemoryLimit": "256Mi",
+         "sidecar.istio.io/nativeSidecar": "true"}
+    got = istio.containers(meta(a), EMPTY)
+    assert got == (C("istio-init", model.INIT, {"cpu": 500, "memory": 256},
+                     {"cpu": 500, "memory": 256}, "istio"),
+                   C("istio-proxy", model.SIDECAR, {"cpu": 500, "memory": 256},
+                     {"cpu": 500, "memory": 256}, "istio"))
+    assert istio.fix(meta(a), EMPTY, got) == ""
+
+
+def test_istio_one_annotation_leaves_the_others_unset():
+    got = istio.containers(meta({"sidecar.istio.io/proxyCPU": "1"}), EMPTY)
+    assert got[1] == C("istio-proxy", model.APP, {"cpu": 1000}, {}, "istio")
+
+
+def test_istio_native_sidecar_auto_on_133():
+    got = istio.containers(meta(), InjectionContext(kubernetes_version=(1, 33)))
+    assert got[1].role == model.SIDECAR
+    assert istio.containers(meta(), InjectionContext(kubernetes_version=(1, 32)))[1].role \
+        == model.APP
+
+
+# --- knative queue-proxy ------------------------------------------------------------------
+
+def test_queue_proxy_triggers():
+    assert queue_proxy.trigger(meta(platform="knative", kind="Service")) == (
+        True, "every Knative revision runs a queue-proxy")
+    isvc = dict(platform="kserve", kind="InferenceService")
+    assert queue_proxy.trigger(meta(**isvc)) == (
+        True, "KServe: no serving.kserve.io/deploymentMode annotation, so Serverless is "
+              "assumed")
+    raw = Meta(owner_annotations={"serving.kserve.io/deploymentMode": "RawDeployment"}, **isvc)
+    assert queue_proxy.trigger(raw) == (
+        False, "annotation serving.kserve.io/deploymentMode=RawDeployment")
+    assert queue_proxy.trigger(meta(platform="kserve", kind="ServingRuntime")) == (None, None)
+    assert queue_proxy.trigger(meta()) == (None, None)
+
+
+def test_queue_proxy_defaults_cpu_request_only():
+    m = meta(platform="knative")
+    got = queue_proxy.containers(m, EMPTY)
+    assert got == (C("queue-proxy", model.APP, {"cpu": 25}, {}, "queue_proxy"),)
+    assert queue_proxy.fix(m, EMPTY, got) == (
+        "set the pod template annotations "
+        "queue.sidecar.serving.knative.dev/cpu-resource-request, "
+        "queue.sidecar.serving.knative.dev/cpu-resource-limit, "
+        "queue.sidecar.serving.knative.dev/memory-resource-request, "
+        "queue.sidecar.serving.knative.dev/memory-resource-limit with request == limit (or "
+        "spec.workloads.injection.knativeQueueProxy cpu and memory, which krm-fn writes "
+        "there; Knative 1.11 or newer), or the keys queue-sidecar-cpu-request, "
+        "queue-sidecar-cpu-limit, queue-sidecar-memory-request, queue-sidecar-memory-limit "
+        "with request == limit in ConfigMap knative-serving/config-deployment")
+
+
+def test_queue_proxy_feature_defaults():
+    ctx = InjectionContext.from_items(
+        [cm("config-features", "knative-serving", {"queueproxy.resource-defaults": "enabled"})])
+    assert queue_proxy.containers(meta(platform="knative"), ctx) == (
+        C("queue-proxy", model.APP, {"cpu": 25, "memory": 400},
+          {"cpu": 1000, "memory": 800}, "queue_proxy"),)
+
+
+def test_queue_proxy_configmap_then_annotations_win():
+    ctx = InjectionContext.from_items([cm("config-deployment", "knative-serving", {
+        "queue-sidecar-cpu-request": "250m", "queue-sidecar-cpu-limit": "250m",
+        "queue-sidecar-memory-request": "64Mi", "queue-sidecar-memory-limit": "64Mi"})])
+    m = meta(platform="knative")
+    got = queue_proxy.containers(m, ctx)
+    assert got == (C("queue-proxy", model.APP, {"cpu": 250, "memory": 64},
+                     {"cpu": 250, "memory": 64}, "queue_proxy"),)
+    assert queue_proxy.fix(m, ctx, got) == ""
+    m2 = meta({"queue.sidecar.serving.knative.dev/cpu-resource-limit": "1"}, platform="knative")
+    got2 = queue_proxy.containers(m2, ctx)
+    assert got2[0].limits["cpu"] == 1 and got2[0].requests["cpu"] == Fraction(1, 4)
+    assert queue_proxy.fix(m2, ctx, got2).endswith(
+        "in ConfigMap knative-serving/config-deployment in this input")
+
+
+# --- KServe -------------------------------------------------------------------------------
+
+def kmeta(spec, **kw) -> Meta:
+    return Meta(platform="kserve", kind="InferenceService", namespace="ml", spec=spec,
+                container_keys=("model",), **kw)
+
+
+def test_storage_initializer_triggers():
+    assert storage_initializer.trigger(kmeta({"model": {"storageUri": "s3://b/m"}})) == (
+        True, "the pod has a storageUri")
+    env = {"containers": [{"name": "c", "env": [{"name": "STORAGE_URI", "value": "gs://x"}]}]}
+    assert storage_initializer.trigger(kmeta(env))[0] is True
+    own = {"model": {"storageUri": "s3://b/m"},
+           "initContainers": [{"name": "storage-initializer"}]}
+    assert storage_initializer.trigger(kmeta(own)) == (
+        False, "the pod has its own init container storage-initializer")
+    assert storage_initializer.trigger(kmeta({"model": {}})) == (None, None)
+    assert storage_initializer.trigger(meta(spec={"storageUri": "s3://x"})) == (None, None)
+
+
+def test_storage_initializer_defaults_and_fix():
+    m = kmeta({"model": {"storageUri": "s3://b/m"}})
+    got = storage_initializer.containers(m, EMPTY)
+    assert got == (C("storage-initializer", model.INIT, {"cpu": 100, "memory": 100},
+                     {"cpu": 1000, "memory": 1024}, "storage_initializer"),)
+    assert storage_initializer.fix(m, EMPTY, got) == (
+        "set cpuRequest == cpuLimit and memoryRequest == memoryLimit under key "
+        "storageInitializer of ConfigMap kserve/inferenceservice-config, and equal requests "
+        "and limits in spec.container.resources of the ClusterStorageContainer that serves "
+        "this URI (merged on top); or add those objects to the input and krm-fn fixes them")
+
+
+def test_storage_initializer_configmap_and_storage_container_on_top():
+    conf = ('{"cpuRequest": "500m", "cpuLimit": "500m", "memoryRequest": "1Gi", '
+            '"memoryLimit": "1Gi"}')
+    csc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+           "metadata": {"name": "s3"},
+           "spec": {"container": {"name": "storage-initializer", "resources": {
+               "requests": {"memory": "2Gi"}, "limits": {"memory": "2Gi"}}},
+               "supportedUriFormats": [{"prefix": "s3://"}]}}
+    ctx = InjectionContext.from_items(
+        [cm("inferenceservice-config", "kserve", {"storageInitializer": conf}), csc])
+    m = kmeta({"model": {"storageUri": "s3://b/m"}})
+    got = storage_initializer.containers(m, ctx)
+    assert got == (C("storage-initializer", model.INIT, {"cpu": 500, "memory": 2048},
+                     {"cpu": 500, "memory": 2048}, "storage_initializer"),)
+    assert storage_initializer.fix(m, ctx, got) == ""
+    gs = kmeta({"model": {"storageUri": "gs://b/m"}})    # the CSC does not serve gs://
+    assert storage_initializer.containers(gs, ctx)[0].limits["memory"] == GI
+
+
+def test_kserve_agent():
+    m = kmeta({"model": {}, "logger": {"mode": "all"}, "batcher": {}})
+    assert kserve_agent.trigger(m) == (True, "the component sets logger and batcher")
+    assert kserve_agent.trigger(kmeta({"model": {}})) == (None, None)
+    got = kserve_agent.containers(m, EMPTY)
+    assert got == (C("agent", model.APP, {"cpu": 100, "memory": 100},
+                     {"cpu": 1000, "memory": 1024}, "kserve_agent"),)
+    assert kserve_agent.fix(m, EMPTY, got) == (
+        "set cpuRequest == cpuLimit and memoryRequest == memoryLimit under the agent, "
+        "logger and batcher keys of ConfigMap kserve/inferenceservice-config; or add it to "
+        "the input and krm-fn fixes it")
+    ctx = InjectionContext.from_items([cm("inferenceservice-config", "kserve", {
+        "agent": '{"cpuRequest": "1", "cpuLimit": "1", "memoryRequest": "1Gi", '
+                 '"memoryLimit": "1Gi"}'})])
+    assert kserve_agent.containers(m, ctx)[0].requests == {"cpu": 1, "memory": GI}
+    assert kserve_agent.fix(m, ctx, kserve_agent.containers(m, ctx)) == ""
+
+
+# --- linkerd ------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("m, want", [
+    (meta({"linkerd.io/inject": "enabled"}), (True, "annotation linkerd.io/inject=enabled")),
+    (meta({"linkerd.io/inject": "ingress"}), (True, "annotation linkerd.io/inject=ingress")),
+    (meta({"linkerd.io/inject": "disabled"}), (False, "annotation linkerd.io/inject=disabled")),
+    (meta(), (None, None)),
+    (meta(ns_ann={"linkerd.io/inject": "enabled"}),
+     (True, "namespace ml annotation linkerd.io/inject=enabled")),
+    (meta({"linkerd.io/inject": "disabled"}, ns_ann={"linkerd.io/inject": "enabled"}),
+     (False, "annotation linkerd.io/inject=disabled")),
+    (meta({"linkerd.io/inject": "enabled"}, ns_ann={"linkerd.io/inject": "disabled"}),
+     (True, "annotation linkerd.io/inject=enabled")),
+    (meta(ns_ann={"linkerd.io/inject": "disabled"}),
+     (False, "namespace ml annotation linkerd.io/inject=disabled")),
+    (meta(labels={"linkerd.io/inject": "enabled"}), (None, None)),
+], ids=["pod", "ingress", "pod-disabled", "nothing", "namespace", "pod-opt-out-in-namespace",
+        "pod-over-disabled-namespace", "namespace-disabled", "label-is-not-a-trigger"])
+def test_linkerd_triggers(m, want):
+    assert linkerd.trigger(m) == want
+
+
+def test_linkerd_defaults_are_empty_and_fix():
+    m = meta({"linkerd.io/inject": "enabled"})
+    got = linkerd.containers(m, EMPTY)
+    assert got == (C("linkerd-init", model.INIT, {}, {}, "linkerd"),
+                   C("linkerd-proxy", model.APP, {}, {}, "linkerd"))
+    assert linkerd.fix(m, EMPTY, got) == (
+        "set the pod template annotations config.linkerd.io/proxy-cpu-request, "
+        "config.linkerd.io/proxy-cpu-limit, config.linkerd.io/proxy-memory-request, "
+        "config.linkerd.io/proxy-memory-limit with request == limit (or "
+        "spec.workloads.injection.linkerd cpu and memory, which krm-fn writes there), or the "
+        "same annotations on the Namespace")
+
+
+def test_linkerd_pod_annotations_over_namespace_annotations_native():
+    p = "config.linkerd.io/"
+    m = meta({p + "proxy-cpu-request": "200m", p + "proxy-cpu-limit": "200m",
+              "config.alpha.linkerd.io/proxy-enable-native-sidecar": "true"},
+             ns_ann={p + "proxy-cpu-request": "1", p + "proxy-memory-request": "64Mi",
+                     p + "proxy-memory-limit": "64Mi"})
+    got = linkerd.containers(m, EMPTY)
+    assert got == (C("linkerd-init", model.INIT, {"cpu": 200, "memory": 64},
+                     {"cpu": 200, "memory": 64}, "linkerd"),
+                   C("linkerd-proxy", model.SIDECAR, {"cpu": 200, "memory": 64},
+                     {"cpu": 200, "memory": 64}, "linkerd"))
+    assert linkerd.fix(m, EMPTY, got) == ""
+
+
+# --- vault --------------------------------------------------------------------------------
+
+def test_vault_triggers():
+    assert vault.trigger(meta({"vault.hashicorp.com/agent-inject": "true"})) == (
+        True, "annotation vault.hashicorp.com/agent-inject=true")
+    assert vault.trigger(meta({"vault.hashicorp.com/agent-inject": "no"})) == (
+        False, "annotation vault.hashicorp.com/agent-inject=no")
+    assert vault.trigger(meta()) == (None, None)
+    assert vault.trigger(meta(ns_ann={"vault.hashicorp.com/agent-inject": "true"})) == (
+        None, None)
+
+
+def test_vault_defaults_init_and_agent():
+    m = meta({"vault.hashicorp.com/agent-inject": "true"})
+    got = vault.containers(m, EMPTY)
+    want = ({"cpu": 250, "memory": 64}, {"cpu": 500, "memory": 128})
+    assert got == (C("vault-agent-init", model.INIT, *want, "vault"),
+                   C("vault-agent", model.APP, *want, "vault"))
+    assert vault.fix(m, EMPTY, got) == (
+        "set the pod template annotations vault.hashicorp.com/agent-requests-cpu, "
+        "vault.hashicorp.com/agent-limits-cpu, vault.hashicorp.com/agent-requests-mem, "
+        "vault.hashicorp.com/agent-limits-mem with request == limit (or "
+        "spec.workloads.injection.vault cpu and memory, which krm-fn writes there)")
+
+
+def test_vault_annotations_and_pre_populate():
+    v = "vault.hashicorp.com/"
+    a = {v + "agent-inject": "true", v + "agent-requests-cpu": "250m",
+         v + "agent-limits-cpu": "250m", v + "agent-requests-mem": "64Mi",
+         v + "agent-limits-mem": "64Mi", v + "agent-pre-populate": "false"}
+    got = vault.containers(meta(a), EMPTY)
+    assert got == (C("vault-agent", model.APP, {"cpu": 250, "memory": 64},
+                     {"cpu": 250, "memory": 64}, "vault"),)
+    assert vault.fix(meta(a), EMPTY, got) == ""
+    only = vault.containers(meta({v + "agent-pre-populate-only": "true"}), EMPTY)
+    assert [c.name for c in only] == ["vault-agent-init"]
+
+
+# --- dapr ---------------------------------------------------------------------------------
+
+def test_dapr():
+    assert dapr.trigger(meta({"dapr.io/enabled": "True"})) == (
+        True, "annotation dapr.io/enabled=True")
+    assert dapr.trigger(meta({"dapr.io/enabled": "false"})) == (
+        False, "annotation dapr.io/enabled=false")
+    assert dapr.trigger(meta()) == (None, None)
+    m = meta({"dapr.io/enabled": "true"})
+    got = dapr.containers(m, EMPTY)
+    assert got == (C("daprd", model.APP, {}, {}, "dapr"),)
+    assert dapr.fix(m, EMPTY, got) == (
+        "set the pod template annotations dapr.io/sidecar-cpu-request, "
+        "dapr.io/sidecar-cpu-limit, dapr.io/sidecar-memory-request, "
+        "dapr.io/sidecar-memory-limit with request == limit (or "
+        "spec.workloads.injection.dapr cpu and memory, which krm-fn writes there)")
+    a = {"dapr.io/enabled": "true", "dapr.io/sidecar-cpu-limit": "300m",
+         "dapr.io/sidecar-memory-limit": "128Mi"}
+    got = dapr.containers(meta(a), EMPTY)      # limits alone: requests default to them
+    assert got == (C("daprd", model.APP, {"cpu": 300, "memory": 128},
+                     {"cpu": 300, "memory": 128}, "dapr"),)
+    assert dapr.fix(meta(a), EMPTY, got) == ""
+
+
+# --- OpenTelemetry ------------------------------------------------------------------------
+
+J = "instrumentation.opentelemetry.io/inject-java"
+
+
+def inst(name, spec) -> dict:
+    return {"apiVersion": "opentelemetry.io/v1alpha1", "kind": "Instrumentation",
+            "metadata": {"name": name, "namespace": "ml"}, "spec": spec}
+
+
+@pytest.mark.parametrize("m, want", [
+    (meta({J: "true"}), (True, f"annotation {J}=true")),
+    (meta({J: "false"}), (False, f"annotation {J}=false")),
+    (meta(), (None, None)),
+    (meta(ns_ann={J: "my-inst"}), (True, f"namespace ml annotation {J}=my-inst")),
+    (meta({J: "true"}, ns_ann={J: "my-inst"}), (True, f"namespace ml annotation {J}=my-inst")),
+    (meta({J: "false"}, ns_ann={J: "true"}), (False, f"annotation {J}=false")),
+], ids=["pod", "pod-false", "nothing", "namespace", "pod-true-takes-namespace-name",
+        "pod-opt-out"])
+def test_otel_instrumentation_triggers(m, want):
+    assert otel_instrumentation.trigger(m) == want
+
+
+def test_otel_instrumentation_operator_defaults_per_language():
+    m = meta({J: "true", "instrumentation.opentelemetry.io/inject-nodejs": "true",
+              "instrumentation.opentelemetry.io/inject-go": "true"})
+    got = otel_instrumentation.containers(m, EMPTY)
+    assert got == (
+        C("opentelemetry-auto-instrumentation-java", model.INIT, {"cpu": 50, "memory": 64},
+          {"cpu": 500, "memory": 256}, "otel_instrumentation"),
+        C("opentelemetry-auto-instrumentation-nodejs", model.INIT, {"cpu": 50, "memory": 128},
+          {"cpu": 500, "memory": 256}, "otel_instrumentation"),
+        C("opentelemetry-auto-instrumentation", model.APP, {"cpu": 50, "memory": 64},
+          {"cpu": 500, "memory": 256}, "otel_instrumentation"))
+    assert otel_instrumentation.fix(meta({J: "true"}), EMPTY, got[:1]) == (
+        "set spec.java.resources (requests == limits for cpu and memory) in the "
+        "Instrumentation of namespace ml; no pod annotation sizes these containers")
+
+
+def test_otel_instrumentation_from_the_instrumentation_in_the_input():
+    res = {"requests": {"cpu": "100m", "memory": "128Mi"},
+           "limits": {"cpu": "100m", "memory": "128Mi"}}
+    ctx = InjectionContext.from_items([inst("my-inst", {"java": {"resources": res}})])
+    m = meta({J: "my-inst"})
+    got = otel_instrumentation.containers(m, ctx)
+    assert got == (C("opentelemetry-auto-instrumentation-java", model.INIT,
+                     {"cpu": 100, "memory": 128}, {"cpu": 100, "memory": 128},
+                     "otel_instrumentation"),)
+    assert otel_instrumentation.fix(m, ctx, got) == ""
+    other = meta({J: "ml/other"})
+    assert otel_instrumentation.fix(other, ctx, otel_instrumentation.containers(other, ctx)) \
+        == ("set spec.java.resources (requests == limits for cpu and memory) in the "
+            "Instrumentation 'ml/other'; no pod annotation sizes these containers")
+
+
+def test_otel_collector():
+    s = "sidecar.opentelemetry.io/inject"
+    assert otel_collector.trigger(meta({s: "true"})) == (True, f"annotation {s}=true")
+    assert otel_collector.trigger(meta({s: "false"}, ns_ann={s: "true"})) == (
+        False, f"annotation {s}=false")
+    assert otel_collector.trigger(meta(ns_ann={s: "col"})) == (
+        True, f"namespace ml annotation {s}=col")
+    assert otel_collector.trigger(meta()) == (None, None)
+    m = meta({s: "true"})
+    got = otel_collector.containers(m, EMPTY)
+    assert got == (C("otc-container", model.APP, {}, {}, "otel_collector"),)
+    assert otel_collector.fix(m, EMPTY, got) == (
+        "set spec.resources (requests == limits for cpu and memory) in the "
+        "OpenTelemetryCollector (mode: sidecar) of namespace ml; no pod annotation sizes "
+        "otc-container")
+    col = {"apiVersion": "opentelemetry.io/v1beta1", "kind": "OpenTelemetryCollector",
+           "metadata": {"name": "col", "namespace": "ml"},
+           "spec": {"mode": "sidecar", "resources": {"limits": {"cpu": "200m",
+                                                               "memory": "256Mi"}}}}
+    ctx = InjectionContext.from_items([col])
+    got = otel_collector.containers(m, ctx)
+    assert got == (C("otc-container", model.APP, {"cpu": 200, "memory": 256},
+                     {"cpu": 200, "memory": 256}, "otel_collector"),)
+    assert otel_collector.fix(m, ctx, got) == ""
+
+
+# --- GKE Cloud Storage FUSE ---------------------------------------------------------------
+
+def test_gcsfuse_triggers():
+    assert gcsfuse.trigger(meta({"gke-gcsfuse/volumes": "true"})) == (
+        True, "annotation gke-gcsfuse/volumes=true")
+    assert gcsfuse.trigger(meta({"gke-gcsfuse/volumes": "False"})) == (
+        False, "annotation gke-gcsfuse/volumes=False")
+    assert gcsfuse.trigger(meta()) == (None, None)
+
+
+def test_gcsfuse_defaults_requests_only_native_sidecar():
+    m = meta({"gke-gcsfuse/volumes": "true"})
+    got = gcsfuse.containers(m, EMPTY)
+    assert got == (C("gke-gcsfuse-sidecar", model.SIDECAR, {"cpu": 250, "memory": 256}, {},
+                     "gcsfuse"),)
+    assert gcsfuse.fix(m, EMPTY, got) == (
+        "set the pod template annotations gke-gcsfuse/cpu-limit and gke-gcsfuse/memory-limit "
+        "to non-zero values (the requests follow them), or gke-gcsfuse/cpu-request, "
+        "gke-gcsfuse/cpu-limit, gke-gcsfuse/memory-request, gke-gcsfuse/memory-limit with "
+        "request == limit")
+    old = gcsfuse.containers(m, InjectionContext(kubernetes_version=(1, 28)))
+    assert old[0].role == model.APP
+
+
+@pytest.mark.parametrize("ann, req, lim", [
+    ({"gke-gcsfuse/cpu-limit": "500m", "gke-gcsfuse/memory-limit": "1Gi"},
+     {"cpu": 500, "memory": 1024}, {"cpu": 500, "memory": 1024}),
+    ({"gke-gcsfuse/cpu-request": "1", "gke-gcsfuse/memory-request": "512Mi"},
+     {"cpu": 1000, "memory": 512}, {"cpu": 1000, "memory": 512}),
+    ({"gke-gcsfuse/cpu-limit": "0", "gke-gcsfuse/memory-limit": "0"},
+     {"cpu": 250, "memory": 256}, {}),
+], ids=["limits-alone", "requests-alone", "zero-limit-keeps-default-request"])
+def test_gcsfuse_annotations(ann, req, lim):
+    got = gcsfuse.containers(meta({"gke-gcsfuse/volumes": "true", **ann}), EMPTY)
+    assert got == (C("gke-gcsfuse-sidecar", model.SIDECAR, req, lim, "gcsfuse"),)
+
+
+def test_otel_instrumentation_apache_httpd_two_init_containers():
+    a = "instrumentation.opentelemetry.io/inject-apache-httpd"
+    m = meta({a: "true"})
+    got = otel_instrumentation.containers(m, EMPTY)
+    want = ({"cpu": 1, "memory": 128}, {"cpu": 500, "memory": 256})
+    assert got == (
+        C("otel-agent-source-container-clone", model.INIT, *want, "otel_instrumentation"),
+        C("otel-agent-attach-apache", model.INIT, *want, "otel_instrumentation"))
+    assert otel_instrumentation.fix(m, EMPTY, got) == (
+        "set spec.apacheHttpd.resources (requests == limits for cpu and memory) in the "
+        "Instrumentation of namespace ml; no pod annotation sizes these containers")
+
+
+def test_context_for_config_carries_injection_and_version():
+    from krm_fn import config
+    cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                       "metadata": {"name": "pin"},
+                       "spec": {"kubernetesVersion": "1.33", "workloads": {"injection": {
+                           "istio": {"cpu": "500m", "memory": "256Mi", "mode": "never"}}}}})
+    ctx = InjectionContext.for_config([ns("ml", {"istio-injection": "enabled"})], cfg)
+    assert ctx.kubernetes_version == (1, 33)
+    m = meta(ns_labels=ctx.namespace_meta("ml")[0])
+    assert istio.trigger(m) == (True, "namespace ml label istio-injection=enabled")
+    assert inj.injections(m, ctx) == ()          # mode: never
+
+
+def test_for_pod_reads_the_tuned_pod_template_and_its_namespace():
+    from krm_fn.pod import Edits, build_views
+    from krm_fn.results import Ref
+    from krm_fn.workloads import locations
+    obj = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "d", "namespace": "ml"},
+           "spec": {"template": {"metadata": {"annotations": {
+               "sidecar.istio.io/proxyCPU": "1", "sidecar.istio.io/proxyCPULimit": "1",
+               "sidecar.istio.io/proxyMemory": "1Gi",
+               "sidecar.istio.io/proxyMemoryLimit": "1Gi"}},
+               "spec": {"containers": [{"name": "s", "image": "s"}]}}}}
+    pod = build_views(obj, locations(obj)[0], Ref("apps/v1", "Deployment", "d", "ml"),
+                      Edits(obj), [])
+    ctx = InjectionContext.from_items([ns("ml", {"istio-injection": "enabled"})])
+    got = inj.for_pod(pod, ctx)
+    assert [(i.injector, i.why, i.guaranteed, i.fix) for i in got] == [
+        ("istio", "namespace ml label istio-injection=enabled", True, "")]
+    assert [c.name for c in got[0].containers] == ["istio-init", "istio-proxy"]
+    assert got[0].containers[1].limits == {"cpu": 1, "memory": GI}

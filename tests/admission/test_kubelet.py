@@ -1,0 +1,54 @@
+"""The integrator's entry point (krm_fn/admission/kubelet.py)."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn.admission.kubelet import judge
+from krm_fn.admission.model import DEPENDS, ERROR, INFO, INIT, SIDECAR, WARNING
+from tests.admission.kit import GI, ctr, node, pod, reserve_cores
+
+RULES = {"qos", "cpumanager", "topology", "memorymanager", "capacity"}
+
+
+def test_a_burstable_pod_with_designated_containers_is_a_qos_error_naming_the_culprits():
+    p = pod(ctr("istio-proxy", Fraction(1, 10), 1, role=SIDECAR, limit_cpu=2,
+                designated=False, source="istio"), ctr("server", 4, 8))
+    qos, exclusive, numa, findings = judge(p, node(reserved={0, 32}))
+    assert (qos, exclusive, numa) == ("Burstable", (), ())
+    assert [(f.severity, f.rule) for f in findings] == [(ERROR, "qos")]
+    assert findings[0].message.startswith(
+        "pod is Burstable after admission, so no container gets exclusive CPUs, not even "
+        "'server' (the static CPU Manager pins only Guaranteed pods); not Guaranteed: 'istio-proxy'; set cpu and memory "
+        "requests equal to limits in every container")
+    assert "pkg/apis/core/v1/helper/qos/qos.go" in findings[0].message
+
+
+def test_pod_level_resources_that_are_not_guaranteed_name_spec_resources_as_the_fix():
+    p = pod(ctr("server", 4, 8), pod_requests={"cpu": Fraction(4), "memory": 8 * GI},
+            pod_limits={"cpu": Fraction(8), "memory": 8 * GI})
+    findings = judge(p, node(version=(1, 34)))[3]
+    assert "the pod-level spec.resources decides the class" in findings[0].message
+
+
+def test_pod_level_resource_managers_on_is_said_to_be_not_modelled():
+    res = {"cpu": Fraction(4), "memory": 8 * GI}
+    p = pod(ctr("server", 4, 8), pod_requests=res, pod_limits=res)
+    n = node(version=(1, 36), featureGates={"PodLevelResourceManagers": True})
+    qos, exclusive, _, findings = judge(p, n)
+    assert (qos, exclusive) == ("Guaranteed", (("server", 4),))
+    assert [(f.severity, f.rule) for f in findings] == [(INFO, "cpumanager")]
+
+
+def test_every_finding_uses_a_kubelet_rule_and_cites_an_upstream_source():
+    n = node(topologyManagerPolicy="single-numa-node", reserved=reserve_cores(node(), 2),
+             cpuManagerPolicyOptions={"full-pcpus-only": "true"})
+    pods = [pod(ctr("a", 3, 1)), pod(ctr("a", 20, 1), ctr("b", 20, 1)),
+            pod(ctr("a", 4, 1), ctr("b", 2, 1, designated=False)),
+            pod(ctr("prep", 2, 1, role=INIT), ctr("a", 4, 1))]
+    seen = set()
+    for p in pods:
+        for f in judge(p, n)[3]:
+            seen.add(f.severity)
+            assert f.rule in RULES
+            assert "kubernetes/kubernetes" in f.message or "kubernetes.io" in f.message
+    assert seen == {ERROR, WARNING, DEPENDS}

@@ -1,0 +1,74 @@
+"""Memory Manager Static (pkg/kubelet/cm/memorymanager/policy_static.go)."""
+from __future__ import annotations
+
+from krm_fn.admission.capacity import fit_one
+from krm_fn.admission.kubelet import judge
+from krm_fn.admission.memorymanager import MemState, pod_requested, reserved_memory
+from krm_fn.admission.model import ERROR, INFO, INIT
+from tests.admission.kit import GI, MI, ctr, node, pod
+
+NUMA_MEM = {0: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI},
+            1: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI}}
+RESERVED = [{"numaNode": 0, "limits": {"memory": "1124Mi"}}]
+
+
+def _node(policy="single-numa-node", **kw):
+    return node(topologyManagerPolicy=policy, memoryManagerPolicy="Static",
+                numa_memory=NUMA_MEM, reservedMemory=RESERVED, reserved={0, 32}, **kw)
+
+
+def test_reserved_memory_is_subtracted_per_numa_node():
+    n = _node()
+    assert reserved_memory(n) == {0: {"memory": 1124 * MI}}
+    assert MemState(n).alloc == {0: {"memory": 96 * GI - 1124 * MI, "hugepages-1Gi": 8 * GI},
+                                 1: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI}}
+
+
+def test_memory_goes_to_the_numa_node_that_holds_it_and_the_cpus_follow():
+    # 95Gi does not fit NUMA 0 after its 1124Mi reservation: both land on NUMA 1.
+    assert judge(pod(ctr("server", 4, 95)), _node())[1:3] == ((("server", 4),), (1,))
+
+
+def test_memory_larger_than_one_numa_node_is_refused_by_single_numa_node_admitted_by_restricted():
+    _, exclusive, _, findings = judge(pod(ctr("server", 4, 100)), _node())
+    assert exclusive == ()
+    assert [(f.severity, f.rule) for f in findings] == [(ERROR, "topology")]
+    assert "TopologyAffinityError" in findings[0].message
+    assert judge(pod(ctr("server", 4, 100)), _node("restricted"))[1:3] == (
+        (("server", 4),), (0, 1))
+
+
+def test_per_numa_memory_limits_replicas_under_static():
+    # 3 x 30Gi per NUMA node; the 7th has no memory hint (treated as "don't care" by the
+    # Topology Manager), so the Memory Manager's Allocate fails it.
+    assert fit_one(pod(ctr("server", 4, 30)), _node()) == (
+        6, "UnexpectedAdmissionError: [memorymanager] failed to find NUMA nodes to extend "
+           "the current topology hint")
+
+
+def test_hugepages_are_counted_per_numa_node():
+    p = pod(ctr("server", 2, 1, **{"hugepages-1Gi": 6 * GI}))
+    assert fit_one(p, _node())[0] == 2
+
+
+def test_a_numa_node_used_alone_cannot_join_a_two_numa_group_later():
+    st = MemState(_node())
+    assert st.allocate({"memory": 10 * GI}, frozenset({0}), True, {}) == (frozenset({0}), "")
+    assert st.hints({"memory": 150 * GI}, {}) == {}
+
+
+def test_pod_peak_memory_counts_init_containers_against_app_containers():
+    p = pod(ctr("prep", 1, 20, role=INIT), ctr("server", 4, 8), ctr("log", 1, 2))
+    assert pod_requested(p) == {"memory": 20 * GI}
+
+
+def test_memory_is_not_modelled_without_per_numa_memory():
+    n = node(memoryManagerPolicy="Static", topologyManagerPolicy="restricted", reserved={0, 32})
+    findings = judge(pod(ctr("server", 4, 8)), n)[3]
+    assert [(f.severity, f.rule) for f in findings][0] == (INFO, "memorymanager")
+    assert "memory per NUMA node is not described" in findings[0].message
+
+
+def test_a_burstable_pod_gets_no_numa_memory():
+    p = pod(ctr("server", 4, 200, limit_mem_gi=300, designated=False))
+    assert judge(p, _node())[1:3] == ((), ())
