@@ -9,8 +9,8 @@ of each pod spec with cpu and memory (request/limit; cpu in cores or millicores,
 the unit written) and thread count (the first variable of `threads.env` the container sets),
 as `before → after` when they differ; then per node pool that received a workload the
 KubeletConfiguration fields of the plan (node/plan.py) and the fit: exclusive CPUs per node
-and per NUMA node (node/checks.py pool_fit) and, per pod, its need and how many fit on one
-node. `Progress` writes the progress line for large inputs.
+and per NUMA node and, per pod, its exclusive CPUs and how many fit on one node (the
+verdicts, krm_fn/admission/verdict.py); and a table of every pod after admission. `Progress` writes the progress line for large inputs.
 """
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from typing import Any, TextIO
 
 from krm_fn import config as config_mod
 from krm_fn.pipeline import Output, ref_of
-from krm_fn.node import checks
+from krm_fn.admission import build, verdict
 from krm_fn.pod import Edits, ShapeError, build_views, path_str
 from krm_fn.results import ERROR
 from krm_fn.workloads import get_path, locations, registered
@@ -134,19 +134,37 @@ def _workloads(items: list, out: Output, cfg) -> list[str]:
     return [f"Workloads ({count}):", *_table(rows, "  ")]
 
 
-def _pools(out: Output) -> list[str]:
+def _verdicts(out: Output) -> list[str]:
+    """One row per pod placed in a node pool: its verdict after admission (QoS class,
+    exclusive CPUs per container, NUMA nodes, injected containers, replicas per node)."""
+    rows = [["POD", "QOS", "EXCLUSIVE CPUS", "NUMA", "INJECTED", "PER NODE"]]
+    for i in sorted(out.verdicts):
+        for pod, v in out.verdicts[i]:
+            failed = any(f.severity == ERROR for f in v.findings)
+            rows.append([f"{pod.ref} {pod.path}", v.qos + (" (error)" if failed else ""),
+                         ", ".join(f"{n} {c}" for n, c in v.exclusive) or "-",
+                         "+".join(str(n) for n in v.numa) or "-",
+                         ", ".join(v.injected) or "-",
+                         "-" if v.fit is None else str(v.fit)])
+    if len(rows) == 1:
+        return []
+    return ["", "Pods after admission:", *_table(rows, "  ")]
+
+
+def _pools(out: Output, cfg) -> list[str]:
     lines: list[str] = []
-    for pool, plan, pods, placed in out.pools:
-        fit = checks.pool_fit(plan)
+    for pool, plan, judged, placed in out.pools:
+        node = build.node_model(plan, pool, cfg.kubernetesVersion)
+        per_numa = verdict.exclusive_per_numa(node)
         rows = [["nodeSelector", _scalar(plan.node_selector)]]
         rows += [[k, _scalar(v)] for k, v in plan.kubelet.items()
                  if k not in ("apiVersion", "kind")]
-        numa = ", ".join(f"NUMA {n}: {c}" for n, c in sorted(fit.per_numa.items()))
-        rows.append(["fit", f"{fit.total} exclusive CPUs per node ({numa})"])
-        for p in pods:
-            need = p.requirement
+        numa = ", ".join(f"NUMA {n}: {c}" for n, c in sorted(per_numa.items()))
+        rows.append(["fit", f"{sum(per_numa.values())} exclusive CPUs per node ({numa})"])
+        for p, v in judged:
+            need = sum(c for _, c in v.exclusive)
             where = f"{p.ref} {p.path}"
-            rows.append(["", f"{where}: needs {need}, {fit.total // need} per node" if need
+            rows.append(["", f"{where}: needs {need}, {v.fit} per node" if need
                          else f"{where}: no exclusive CPUs"])
         lines += ["", f"Node pool {pool.name} ({placed} workload{'s' if placed != 1 else ''}):",
                   *_table(rows, "  ")]
@@ -167,7 +185,8 @@ def render(items: list, out: Output, function_config: dict | None) -> str:
     head = (f"krm-fn report: {len(items)} item{'s' if len(items) != 1 else ''}, "
             f"{len(out.changes)} changed, {errors} error{'s' if errors != 1 else ''}, "
             f"{warnings} warning{'s' if warnings != 1 else ''}")
-    return "\n".join([head, "", *_workloads(items, out, cfg), *_pools(out)]) + "\n"
+    return "\n".join([head, "", *_workloads(items, out, cfg), *_verdicts(out),
+                      *_pools(out, cfg)]) + "\n"
 
 
 class Progress:

@@ -3,7 +3,7 @@ must fail at build or setup time, not at the first render (public case C20: "mis
 or modules -> immediate error naming what is missing, exit 1").
 
 Imports every module a render can need, including the ones krm-fn imports lazily
-(ruamel.yaml for the fallback writer, jsonpatch for the json6902 format), so a partial
+(ruamel.yaml for the fallback writer), so a partial
 install fails here instead of in the middle of an Argo CD sync.
 """
 from __future__ import annotations
@@ -18,7 +18,6 @@ REQUIRED = (
     ("click", "click (pip install krm-fn pulls it in)"),
     ("yaml", "PyYAML"),
     ("ruamel.yaml", "ruamel.yaml"),
-    ("jsonpatch", "jsonpatch"),
     ("krm_fn.cli", "krm-fn"),
     ("krm_fn.cli.render", "krm-fn"),
     ("krm_fn.cli.commands", "krm-fn"),

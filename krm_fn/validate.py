@@ -18,7 +18,8 @@ Severities, from mutate mode's results:
 - an emitted object present but out of date (mutate would rewrite it): error;
 - mutate mode's errors stay errors (the item is left unchanged either way), its warnings stay
   warnings (advice that no edit can fix, such as a KServe cluster-wide container) and do not
-  fail validation; its infos about changes are replaced by the errors above.
+  fail validation; its infos about changes are replaced by the errors above (the
+  verdicts on the pods, as mutate mode would write them, stay).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ import json
 from krm_fn import changes as changes_mod
 from krm_fn.changes import path_str
 from krm_fn.pipeline.select import file_of, is_local_config, ref_of
+from krm_fn.pipeline.verdict import VERDICT_TAGS
 from krm_fn.results import ERROR, INFO, WARNING, Result
 
 
@@ -56,7 +58,7 @@ def results(items: list, out, fc_ref) -> list[Result]:
     reasons: dict[tuple, str] = {}
     kept: list[Result] = []
     for r in out.results:
-        if r.severity == INFO and r.ref is not None and (
+        if r.severity == INFO and r.ref is not None and r.tags[:1] != VERDICT_TAGS and (
                 r.ref in emitted_refs or (r.ref in changed_refs and r.path)):
             reasons.setdefault((r.ref, r.path), r.message)
             continue

@@ -29,9 +29,12 @@ from tests.helpers import ROOT, without_results
 BAD = ROOT / "tests" / "bad_input"
 
 
+DEEP = ("exceeded maximum nesting depth", "items[0]: nested more than 100 levels deep (line 7)")
+
+
 @dataclass(frozen=True)
 class Case:
-    fragments: tuple            # each must appear in stderr
+    fragments: tuple            # each must appear in stderr (a tuple: one of its strings)
     parseable: bool = True      # False: stdout must be empty
     args: tuple = ()            # CLI arguments (file names relative to tests/bad_input)
     stdin: bool = True          # the file is fed on stdin
@@ -152,11 +155,11 @@ CASES: dict[str, Case] = {
     "b61-mapping-key-at-root.yaml": Case(
         ("ResourceList: keys must be strings, found a mapping key (line 3)",), False),
     # --- deep nesting: the real process's stack
-    # (was an internal RecursionError at ~500 levels; fixed)
-    "d01-deep-flow-nesting.yaml": Case(("exceeded maximum nesting depth",), False,
-                                       process=True),
-    "d02-deep-flow-mappings.yaml": Case(("exceeded maximum nesting depth",), False,
-                                        process=True),
+    # (was an internal RecursionError at ~500 levels; fixed). libyaml builds that carry its
+    # nesting limit refuse it while parsing; the others parse it and krm-fn's own depth
+    # check refuses it
+    "d01-deep-flow-nesting.yaml": Case((DEEP,), False, process=True),
+    "d02-deep-flow-mappings.yaml": Case((DEEP,), False, process=True),
     # --- the function config: named as the functionConfig and its field; nothing changed
     "c01-config-unknown-topology-field.yaml": Case(
         ("InferenceTuning pin spec.nodePools[0].topology: invalid function config: unknown "
@@ -259,7 +262,8 @@ def test_bad_input(name):
     for line in stderr.splitlines():
         assert line.startswith("krm-fn: "), line       # one line per message
     for fragment in case.fragments:
-        assert fragment in stderr, f"{fragment!r} not in:\n{stderr}"
+        alternatives = fragment if isinstance(fragment, tuple) else (fragment,)
+        assert any(a in stderr for a in alternatives), f"{fragment!r} not in:\n{stderr}"
     if not case.parseable:
         assert stdout == b""
         return

@@ -151,20 +151,20 @@ def test_c07_user_value_is_kept_and_mirrored_to_its_pair():
     text = case_input("c07-istio-sidecar")
     text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
                         'metadata: {labels: {sidecar.istio.io/inject: "true"}, annotations: '
-                        '{sidecar.istio.io/proxyCPU: "1", sidecar.istio.io/proxyMemoryLimit: '
+                        '{sidecar.istio.io/proxyCPU: 750m, sidecar.istio.io/proxyMemoryLimit: '
                         '300Mi}}')
     p, out = run_case("", text)
     assert p.returncode == 0
-    assert template_annotations(out) == {"sidecar.istio.io/proxyCPU": "1",
+    assert template_annotations(out) == {"sidecar.istio.io/proxyCPU": "750m",
                                          "sidecar.istio.io/proxyMemoryLimit": "300Mi",
-                                         "sidecar.istio.io/proxyCPULimit": "1",
+                                         "sidecar.istio.io/proxyCPULimit": "750m",
                                          "sidecar.istio.io/proxyMemory": "300Mi"}
     infos = {r["field"]["path"]: r["message"] for r in results(out, "info")
              if "Istio" in r["message"]}
     assert infos == {
         "spec.template.metadata.annotations['sidecar.istio.io/proxyCPULimit']":
             "Istio istio-proxy (label sidecar.istio.io/inject=true): annotation "
-            "sidecar.istio.io/proxyCPULimit set to 1, equal to sidecar.istio.io/proxyCPU "
+            "sidecar.istio.io/proxyCPULimit set to 750m, equal to sidecar.istio.io/proxyCPU "
             "(your value is kept over spec.workloads.injection.istio.cpu 500m): the injected "
             "container needs request == limit for the pod to stay Guaranteed",
         "spec.template.metadata.annotations['sidecar.istio.io/proxyMemory']":
@@ -173,6 +173,24 @@ def test_c07_user_value_is_kept_and_mirrored_to_its_pair():
             "sidecar.istio.io/proxyMemoryLimit (your value is kept over "
             "spec.workloads.injection.istio.memory 256Mi): the injected container needs "
             "request == limit for the pod to stay Guaranteed"}
+
+
+def test_c07_whole_cpu_proxy_value_fails_closed_with_smt_alignment():
+    """A user's proxyCPU "1" is kept and mirrored, but then istio-init and istio-proxy each
+    ask for one whole CPU: the static CPU Manager pins them, and under full-pcpus-only with
+    2 threads per core the kubelet rejects the pod (SMTAlignmentError). The verdict says so
+    and the render fails."""
+    text = case_input("c07-istio-sidecar")
+    text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
+                        'metadata: {labels: {sidecar.istio.io/inject: "true"}, annotations: '
+                        '{sidecar.istio.io/proxyCPU: "1"}}')
+    p, out = run_case("", text)
+    assert p.returncode == 1
+    errors = [r["message"] for r in results(out, "error")]
+    assert errors[0].startswith("container 'istio-init' fails with SMTAlignmentError on pool "
+                                "'inference' (full-pcpus-only): SMT Alignment Error: requested "
+                                "1 cpus not multiple cpus per core = 2")
+    assert errors[-1] == "left unchanged because of the errors above"
 
 
 def test_c07_injection_false_adds_nothing_even_in_always_mode():
@@ -330,7 +348,12 @@ def test_c12_kserve_framework_container_gets_thread_env():
     warn = {r["field"]["path"]: r["message"] for r in results(out, "warning") if "field" in r}
     assert warn["spec.predictor.pytorch.env[1].value"].startswith(
         "container 'kserve-container': MKL_NUM_THREADS 40 -> 4")
-    assert "KServe injects a storage-initializer" in warn["spec.predictor"]
+    # the ClusterStorageContainer in the input sizes the storage-initializer, the config the
+    # queue-proxy: the pod stays Guaranteed after admission
+    (line,) = [r["message"] for r in results(out, "info") if r["message"].startswith("verdict:")]
+    assert line.startswith("verdict: Guaranteed after admission; exclusive CPUs "
+                           "kserve-container 4 on NUMA 0; injected storage-initializer, "
+                           "queue-proxy;")
 
 
 def test_c13_gomaxprocs_on_every_pinned_container_only():

@@ -395,7 +395,7 @@ def test_every_shape_error_is_reported_in_one_pass():
         ("spec.nodePools[0].topology", "unknown field 'threadsPerCor' (did you mean "
                                        "'threadsPerCore'?) (known: sockets, numaNodesPerSocket, "
                                        "coresPerSocket, threadsPerCore, siblings, lscpu, memory, numaMemory, "
-                                       "hugepages)"),
+                                       "hugepages, fromNode, fromNodeResourceTopology)"),
         ("spec.nodePools[1].kubelet.topologyManagerPolicy",
          "must be one of none, best-effort, restricted, single-numa-node; found 'single'"),
         ("spec.output.formats", "expected a list, found a string (write [configmap])"),

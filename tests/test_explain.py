@@ -142,7 +142,7 @@ def test_rule_is_its_module_docstring():
     assert p.stdout == (f"RULE: placement ({len(RULES) + 1} of {len(RULES) + 1}, "
                         f"krm_fn/rules/placement.py)\n\n"
                         + inspect.cleandoc(placement.__doc__) + "\n")
-    assert p.stdout.startswith("RULE: placement (10 of 10, krm_fn/rules/placement.py)\n\n"
+    assert p.stdout.startswith("RULE: placement (11 of 11, krm_fn/rules/placement.py)\n\n"
                                "placement: the node pool's nodeSelector is added to the pod "
                                "spec.\n\nPinned pods must land on nodes whose kubelet runs")
 

@@ -19,7 +19,8 @@ import yaml
 from tests.helpers import ROOT, check_golden, item, load, results, run_cli
 
 PIN = ROOT / "overlays/kpt/pin.yaml"
-INPUTS = [ROOT / "bases/vllm-cpu/deployment.yaml", ROOT / "bases/kserve/inferenceservice.yaml"]
+INPUTS = [ROOT / "bases/vllm-cpu/deployment.yaml", ROOT / "bases/kserve/inferenceservice.yaml",
+          ROOT / "bases/kserve/storage-container.yaml"]
 GOLDEN = ROOT / "deploy/flux/example-rendered.yaml"
 WORKFLOW = ROOT / "deploy/flux/render-workflow.yaml"
 HOOKS = ROOT / ".pre-commit-hooks.yaml"
@@ -50,7 +51,7 @@ def test_validate_mode_changes_nothing_and_reports_each_field():
     assert p.returncode == 1
     out = load(p.stdout)
     assert out["items"] == load(text)["items"], "validate mode changed an item"
-    assert len(out["items"]) == 2, "validate mode emitted an object"
+    assert len(out["items"]) == len(INPUTS), "validate mode emitted an object"
     errors = results(out, "error")
     cpu = errors[0]
     assert cpu["resourceRef"] == {"apiVersion": "apps/v1", "kind": "Deployment",
@@ -70,8 +71,12 @@ def test_validate_mode_changes_nothing_and_reports_each_field():
     assert errors[-1]["resourceRef"]["kind"] == "InferenceTuning"
     assert errors[-1]["message"].startswith("validate mode: 35 field(s) of 2 item(s) would "
                                             "change; 1 object(s) would be emitted.")
-    # mutate mode's warnings stay warnings; its change infos are gone
-    assert any("storage-initializer" in w["message"] for w in results(out, "warning"))
+    # mutate mode's warnings stay warnings, its verdicts stay; its change infos are gone
+    assert any("metrics-exporter" in w["message"] for w in results(out, "warning"))
+    assert [r["message"][:58] for r in results(out, "info")
+            if r["message"].startswith("verdict:")] == [
+        "verdict: Guaranteed after admission; exclusive CPUs vllm 4",
+        "verdict: Guaranteed after admission; exclusive CPUs kserve"]
     assert not [r for r in results(out, "info") if (r.get("field") or {}).get("proposedValue")]
     assert ("krm-fn: error: Deployment serving/vllm-cpu "
             "spec.template.spec.containers[0].resources.requests.cpu: not pinned: would change "
@@ -186,13 +191,15 @@ def example_repo(tmp_path: Path) -> Path:
     (repo / "deploy").mkdir()
     shutil.copy(INPUTS[0], repo / "manifests/vllm-cpu.yaml")
     shutil.copy(INPUTS[1], repo / "manifests/qwen-chat.yaml")
+    shutil.copy(INPUTS[2], repo / "manifests/storage-container.yaml")
     shutil.copy(PIN, repo / "deploy/pin.yaml")
     (repo / "rendered").mkdir()
     return repo
 
 
 RENDER_ARGS = ["--config", "deploy/pin.yaml", "--output", "rendered/serving.yaml",
-               "manifests/vllm-cpu.yaml", "manifests/qwen-chat.yaml"]
+               "manifests/vllm-cpu.yaml", "manifests/qwen-chat.yaml",
+               "manifests/storage-container.yaml"]
 
 
 def test_render_hook_then_check_hook(tmp_path):
@@ -278,7 +285,8 @@ def test_workflow_render_and_check_steps_on_the_example(tmp_path):
     out = (repo / env["RENDERED"]).read_bytes()
     check_golden(GOLDEN, out)
     objs = [d for d in yaml.safe_load_all(out) if d]
-    assert [o["kind"] for o in objs] == ["Deployment", "InferenceService", "ConfigMap"]
+    assert [o["kind"] for o in objs] == ["Deployment", "InferenceService",
+                                         "ClusterStorageContainer", "ConfigMap"]
     p = run_step(s["check"], repo, env)
     assert (p.returncode, p.stdout) == (0, "")
     # the check catches a render that did not pin (e.g. a function kustomize skipped)

@@ -188,7 +188,9 @@ def _baseline_list(baseline_yaml: str) -> str:
         "{numaNode: 0, limits: {memory: 1Mi}}" for _ in range(2000)) + "]\n",
      "spec.output.baseline.reservedMemory: invalid function config: has 2000 entries; at "
      "most 1024 are accepted"),
-])
+    # short ids: pytest puts the id in the child's environment (PYTEST_CURRENT_TEST), and
+    # a 600 KB id is more than exec accepts
+], ids=["options", "enforceNodeAllocatable", "reservedSystemCPUs", "reservedMemory"])
 def test_big_baselines_are_one_bounded_error(baseline, message):
     start = time.monotonic()
     p = run_cli([], _baseline_list(baseline))

@@ -95,7 +95,10 @@ def test_isvc_every_component_is_guaranteed_with_whole_cpus():
                  spec["explainer"], spec["canary"][0]["predictor"]):
         assert part["nodeSelector"] == {"krm-fn.dev/cpu-pinning": "true"}
     warn = messages(out, "warning")
-    assert warn["spec.canary[0].predictor"][0].startswith("KServe injects a storage-initializer")
+    # the config lowers the verdict to a warning: KServe's default storage-initializer
+    assert warn["spec.canary[0].predictor"][0].startswith(
+        "KServe storage-initializer (the pod has a storageUri) adds storage-initializer "
+        "without requests == limits for cpu and memory")
 
 
 def test_isvc_predictor_resources_is_pod_level_not_the_model_container():
@@ -121,14 +124,14 @@ def test_pod_level_resources_cover_app_sidecars_and_the_largest_init_step():
         messages(out, "warning")["spec.template.spec.resources"][0]
 
 
-def test_kserve_logger_and_batcher_agent_is_warned_about():
-    p, out = run_case("kserve-logger-batcher")
-    (w,) = messages(out, "warning")["spec.predictor.logger"]
-    assert w.startswith("KServe injects an agent container for logger and batcher, sized from "
-                        "the agent key of ConfigMap inferenceservice-config (default requests "
-                        "100m cpu/100Mi memory, limits 1 cpu/1Gi)")
+def test_kserve_logger_and_batcher_agent_is_judged_by_the_verdict():
+    p, out = run_case("kserve-logger-batcher")     # its config lowers the verdict to warnings
+    warn = messages(out, "warning")["spec.predictor"]
+    (agent,) = [w for w in warn if w.startswith("KServe agent")]
+    assert agent.startswith("KServe agent (the component sets logger and batcher) adds agent "
+                            "without requests == limits for cpu and memory")
     assert "set cpuRequest == cpuLimit and memoryRequest == memoryLimit under the agent, " \
-           "logger and batcher keys of ConfigMap kserve/inferenceservice-config" in w
+           "logger and batcher keys of ConfigMap kserve/inferenceservice-config" in agent
 
 
 # --- KServe cluster configuration -------------------------------------------------------
@@ -162,22 +165,26 @@ def test_cluster_storage_container_is_an_init_container_in_the_shared_pool():
     assert res(c) == eq("500m", "1Gi")
 
 
-def test_isvc_with_the_cluster_config_in_the_input_gets_infos_not_warnings():
+def test_isvc_with_the_cluster_config_in_the_input_is_guaranteed_after_admission():
     p, out = run_case("kserve-cluster-config")
-    got = {r["field"]["path"]: r for r in results(out)
-           if r.get("resourceRef", {}).get("name") == "sklearn-iris" and "KServe injects" in r["message"]}
-    assert {k: v["severity"] for k, v in got.items()} == {"spec.predictor": "info",
-                                                         "spec.predictor.logger": "info"}
+    assert p.returncode == 0, p.stderr
+    (line,) = [r["message"] for r in results(out, "info")
+               if r.get("resourceRef", {}).get("name") == "sklearn-iris"
+               and r["message"].startswith("verdict:")]
+    assert line.startswith("verdict: Guaranteed after admission; exclusive CPUs "
+                           "kserve-container 2, agent 2 on NUMA 0; injected "
+                           "storage-initializer, agent;")
 
 
-def test_only_the_config_map_in_the_input_still_warns_about_the_storage_container():
+def test_without_the_storage_container_in_the_input_kserves_default_one_fails_the_pod():
     text = case_input("kserve-cluster-config")
     start = text.index("- apiVersion: serving.kserve.io/v1alpha1\n  kind: ClusterStorageContainer")
     end = text.index("- apiVersion: serving.kserve.io/v1beta1")
     p, out = run_case("", text[:start] + text[end:])
-    (w,) = messages(out, "warning")["spec.predictor"]
-    assert "spec.container.resources in the ClusterStorageContainer that serves this URI" in w
-    assert "in ConfigMap kserve/inferenceservice-config" not in w
+    assert p.returncode == 1
+    (e,) = [m for m in messages(out, "error")["spec.predictor"]
+            if m.startswith("KServe storage-initializer")]
+    assert "spec.container.resources of the ClusterStorageContainer that serves this URI" in e
 
 
 def test_cluster_config_not_selected_is_left_alone():
@@ -187,7 +194,8 @@ def test_cluster_config_not_selected_is_left_alone():
                                  "  spec: {selector: {kinds: [InferenceService]}}\n")
     src = load(text)
     assert item(out, "ConfigMap", "inferenceservice-config") == src["items"][0]
-    assert "spec.predictor" in messages(out, "warning")
+    assert p.returncode == 1          # as in the cluster: the injected containers are Burstable
+    assert "spec.predictor" in messages(out, "error")
 
 
 # --- ServingRuntime ---------------------------------------------------------------------
@@ -438,9 +446,14 @@ def test_seldon_with_injection_always_writes_no_annotations():
         "        resources: {limits: {cpu: '4', memory: 8Gi}}\n",
         "    workloads:\n      injection:\n        istio: {cpu: 100m, memory: 128Mi, "
         "mode: always}\n"))
-    assert p.returncode == 0, p.stderr
     s = item(out, "Server", "s")
     assert "annotations" not in s["metadata"] and "metadata" not in s["spec"]["podSpec"]
+    # a Server's pods take no annotations from it, so the injected proxy cannot be sized:
+    # the pod will be Burstable, and the verdict fails the render (fail closed)
+    assert p.returncode == 1
+    assert p.stderr.startswith("krm-fn: error: Server s spec.podSpec: Istio istio-proxy "
+                               "(spec.workloads.injection.istio.mode is always) adds "
+                               "istio-init, istio-proxy without requests == limits")
 
 
 # --- pass-through kinds -----------------------------------------------------------------

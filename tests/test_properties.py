@@ -443,7 +443,10 @@ def function_config(draw):
               "defaultCpus": Styled(draw(st.sampled_from(["1", "2", "500m", "3"])), '"'),
               "defaultMemory": Styled(draw(st.sampled_from(["1Gi", "512Mi", "2G"])), '"'),
               "threads": {"env": THREAD_VARS[:draw(st.integers(1, len(THREAD_VARS)))],
-                          "reservedCpus": draw(st.sampled_from([0, 0, 1]))}},
+                          "reservedCpus": draw(st.sampled_from([0, 0, 1]))},
+              # Knative's queue-proxy (Knative kinds, Serverless KServe) sized, so the pods
+              # are Guaranteed after admission
+              "injection": {"knativeQueueProxy": {"cpu": "250m", "memory": "256Mi"}}},
               "nodePools": [{"name": "inference",
                              "topology": {"sockets": 2, "coresPerSocket": 16,
                                           "threadsPerCore": tpc},
@@ -452,6 +455,10 @@ def function_config(draw):
                                           if full else {})}}]}}
     if draw(st.booleans()):
         fc["spec"]["selector"] = {"matchLabels": {"tier": "inference"}}
+    # the generated pods carry what Knative's webhook refuses in Serverless InferenceServices
+    # (native sidecars, init containers): the properties here are the rules'; the verdict's
+    # findings are kept as warnings, and must not crash
+    fc["spec"]["verdict"] = {"onFailure": "warning"}
     return fc
 
 
@@ -608,6 +615,13 @@ def _kind_params():
     return [pytest.param(key, id=f"{key[0] or 'core'}-{key[1]}") for key in workloads.KINDS]
 
 
+# The cluster's Knative lets pods choose nodes (ConfigMap knative-serving/config-features):
+# its webhook refuses a nodeSelector by default, and krm-fn then places no Knative pod.
+KNATIVE_FEATURES = {"apiVersion": "v1", "kind": "ConfigMap",
+                    "metadata": {"name": "config-features", "namespace": "knative-serving"},
+                    "data": {"kubernetes.podspec-nodeselector": "enabled"}}
+
+
 @st.composite
 def scenario(draw, key):
     fc = draw(function_config())
@@ -622,7 +636,8 @@ def scenario(draw, key):
         skip["metadata"]["annotations"] = {krm_pipeline.SKIP_ANNOTATION: Styled("true", '"')}
         excluded.append(skip)
     others = [{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings"},
-               "data": {"a": Styled("on", None), "b": Styled("0644", None)}}]
+               "data": {"a": Styled("on", None), "b": Styled("0644", None)}},
+              KNATIVE_FEATURES]
     order = [o for o, _ in objs] + excluded + others
     perm = draw(st.permutations(range(len(order))))
     ordered = [order[i] for i in perm]
@@ -920,7 +935,7 @@ functionConfig:
   apiVersion: krm-fn.dev/v1alpha1
   kind: InferenceTuning
   metadata: {name: pin}
-  spec: {workloads: {defaultCpus: "2", defaultMemory: 1Gi, threads: {env: [OMP_NUM_THREADS, MKL_NUM_THREADS]}}}
+  spec: {workloads: {defaultCpus: "2", defaultMemory: 1Gi, threads: {env: [OMP_NUM_THREADS, MKL_NUM_THREADS]}, injection: {knativeQueueProxy: {cpu: 250m, memory: 256Mi}}}, verdict: {onFailure: warning}}
 """
 
 
@@ -1005,6 +1020,10 @@ items:
     - predictor:
         containers:
         - {name: kserve-container, resources: {limits: {cpu: "2", memory: 1Gi}}}
+- apiVersion: v1
+  kind: ConfigMap
+  metadata: {name: config-features, namespace: knative-serving}
+  data: {kubernetes.podspec-nodeselector: enabled}
 """ + DEFAULTS_FC
     _, out, _ = pipeline(text)
     assert not errors(out), errors(out)

@@ -57,13 +57,18 @@ Workloads (2):
   Deployment bad (left unchanged: error)
     s                                     -/2                 -/-                -
 
+Pods after admission:
+  POD                                QOS                EXCLUSIVE CPUS  NUMA  INJECTED  PER NODE
+  Pod ml/p spec                      Guaranteed         server 2        0     -         5
+  Deployment bad spec.template.spec  Burstable (error)  -               -     -         6
+
 Node pool small (1 workload):
   nodeSelector               krm-fn.dev/cpu-pinning=true
   cpuManagerPolicy           static
 """
 FIT = """\
   fit                        12 exclusive CPUs per node (NUMA 0: 12)
-                             Pod ml/p spec: needs 2, 6 per node
+                             Pod ml/p spec: needs 2, 5 per node
 """
 
 
@@ -91,7 +96,8 @@ def test_report_on_stderr_stdout_unchanged(tmp_path):
 def test_report_golden_on_the_kpt_example(tmp_path):
     d = ROOT / "overlays" / "kpt"
     p = run_cli(["run", "--report", "--config", str(d / "pin.yaml"),
-                 str(d / "deployment.yaml"), str(d / "inferenceservice.yaml")])
+                 str(d / "deployment.yaml"), str(d / "inferenceservice.yaml"),
+                 str(d / "storage-container.yaml")])
     assert p.returncode == 0
     warnings = "".join(line + "\n" for line in p.stderr.splitlines()
                        if line.startswith("krm-fn: warning"))

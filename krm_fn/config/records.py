@@ -149,7 +149,9 @@ class ExtraKind(Record):
 
 class NodePool(Record):
     """One entry of `spec.nodePools`: name (str, a DNS label), nodeSelector
-    (dict[str, str]), topology (Topology), reserved (Reserved), kubelet (Kubelet)."""
+    (dict[str, str]), topology (Topology), reserved (Reserved), kubelet (Kubelet), emit
+    ("placed" or "always": whether the pool is emitted without a workload placed on it),
+    performanceProfile (PerformanceProfile)."""
 
     def check_name(self, path: str, before: list[str]) -> None:
         """The name is a DNS label of at most 40 characters, not in `before` (the names of
@@ -162,10 +164,31 @@ class NodePool(Record):
             raise ConfigError(f"{path}.name", f"duplicate pool name {n!r}")
 
     def check(self, path: str) -> None:
-        """The CPU Manager options, the topology counts and the kubelet reservations."""
+        """The CPU Manager options, the topology counts, the kubelet reservations and the
+        PerformanceProfile settings."""
         self.kubelet.check_cpu_manager_options(f"{path}.kubelet")
         self.topology.check(f"{path}.topology")
         self.kubelet.check(f"{path}.kubelet")
+        self.performanceProfile.check(f"{path}.performanceProfile")
+
+
+class PerformanceProfile(Record):
+    """`spec.nodePools[].performanceProfile` (OpenShift Node Tuning Operator): name (str or
+    None: the pool name), runtimeClass (bool), crioAnnotations (list[str] of
+    cpu-quota, cpu-load-balancing, irq-load-balancing)."""
+
+    def check(self, path: str) -> None:
+        """The name is a DNS subdomain short enough for the RuntimeClass
+        `performance-<name>` (253 characters); CRI-O annotations need the runtime class
+        (CRI-O acts on them only in its high-performance runtime handler)."""
+        n = self.name
+        if n is not None and (not DNS_SUBDOMAIN.fullmatch(n) or len(n) > 253 - 12):
+            raise ConfigError(f"{path}.name", f"must be a DNS subdomain of at most 241 "
+                                              f"characters, found {short(n)}")
+        if self.crioAnnotations and not self.runtimeClass:
+            raise ConfigError(f"{path}.crioAnnotations", "needs runtimeClass: true: CRI-O "
+                              "reads these annotations only for pods of the profile's "
+                              "RuntimeClass (its high-performance runtime handler)")
 
 
 class Topology(Record):
@@ -173,7 +196,8 @@ class Topology(Record):
     numaNodesPerSocket, coresPerSocket, threadsPerCore (int), siblings (split or
     adjacent), lscpu (str or None: `lscpu -p` output that replaces the counts), memory
     (Quantity or None: bytes per node), numaMemory ({NUMA id: memory text}), hugepages
-    ({page size: total text})."""
+    ({page size: total text}), fromNode / fromNodeResourceTopology (an object, the name of
+    an input item, or None: krm_fn.node.from_node fills the fields above from it)."""
 
     def check_memory(self, path: str) -> None:
         """numaMemory keys are NUMA node ids of this topology and values memory

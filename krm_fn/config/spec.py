@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from krm_fn.config.fields import Field, Object, ObjectList
 from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, NodePool, Output,
-                                   Reserved, Resources, Selector, Shm, Spec, Threads, Topology,
-                                   Verdict, Workloads)
+                                   PerformanceProfile, Reserved, Resources, Selector, Shm, Spec,
+                                   Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
                                  PlainMap, Str, StrMap, Text, Version)
 from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
@@ -51,6 +51,15 @@ TOPOLOGY = Object(Topology, (
           flat="numaMemory"),
     Field("hugepages", StrMap(), {}, "Pre-allocated hugepages of one node by page size "
           "(e.g. {1Gi: 32Gi}), split evenly over its NUMA nodes.", flat="hugepages"),
+    Field("fromNode", PlainData(), None, "A Node object (`kubectl get node NAME -o yaml`) or "
+          "the name of a Node in the input: its capacity gives the CPU count (coresPerSocket "
+          "is derived; sockets, numaNodesPerSocket as set, threadsPerCore from the NFD "
+          "label cpu-hardware_multithreading when present), memory and hugepages (when "
+          "unset here).", flat="-"),
+    Field("fromNodeResourceTopology", PlainData(), None, "A NodeResourceTopology object "
+          "(topology.node.k8s.io/v1alpha2) or the name of one in the input: its NUMA zones "
+          "give sockets x numaNodesPerSocket NUMA nodes, the CPUs of each, numaMemory, "
+          "memory and hugepages (when unset here).", flat="-"),
 ))
 
 RESERVED = Object(Reserved, (
@@ -114,6 +123,28 @@ KUBELET = Object(Kubelet, (
     Field("extra", PlainMap(), {}, "Any other KubeletConfiguration fields, merged last."),
 ))
 
+# CRI-O pod annotations of the high-performance runtime handler, written with the value
+# "disable" (cri-o/cri-o pkg/annotations/v2/annotations.go; the Node Tuning Operator's
+# RuntimeClass, openshift/cluster-node-tuning-operator docs/performanceprofile/runtime-class.md)
+CRIO_ANNOTATIONS = ("cpu-quota", "cpu-load-balancing", "irq-load-balancing")
+
+PERFORMANCE_PROFILE = Object(PerformanceProfile, (
+    Field("name", Str(), None, "metadata.name of the pool's PerformanceProfile (output "
+          "format `performance-profile`, or the profile the cluster already has); its "
+          "RuntimeClass is `performance-<name>`. null: the pool name.",
+          flat="performanceProfileName"),
+    Field("runtimeClass", Bool(), False, "Pods placed on the pool that get exclusive CPUs "
+          "also get `runtimeClassName: performance-<name>`, the RuntimeClass the Node "
+          "Tuning Operator creates for the profile (its CRI-O high-performance handler).",
+          flat="performanceRuntimeClass"),
+    Field("crioAnnotations", List(Enum(*CRIO_ANNOTATIONS), item="annotation"), [],
+          "CRI-O annotations set to \"disable\" on those pods (needs runtimeClass): "
+          "`cpu-quota` (no CFS quota), `cpu-load-balancing` (no scheduler load "
+          "balancing), `irq-load-balancing` (no device interrupts) on their exclusive "
+          "CPUs; see docs/platforms.md for what each does on cgroup v2.",
+          flat="crioAnnotations"),
+))
+
 POOL_FIELDS = (
     Field("name", Str(), "inference", "Name of the node pool; names the emitted objects.",
           flat="nodePool"),
@@ -123,6 +154,13 @@ POOL_FIELDS = (
     Field("topology", TOPOLOGY, None, "CPU topology of the pool's nodes."),
     Field("reserved", RESERVED, None, "CPUs kept for system daemons (reservedSystemCPUs)."),
     Field("kubelet", KUBELET, None, "KubeletConfiguration settings for the pool."),
+    Field("emit", Enum("placed", "always"), "placed", "When the pool's node config is "
+          "emitted: `placed`, only when a workload of the input lands on the pool; "
+          "`always`, also without one, so a platform repository can render the pools' "
+          "kubelet config from the same InferenceTuning the application repositories use.",
+          flat="nodePoolEmit"),
+    Field("performanceProfile", PERFORMANCE_PROFILE, None, "OpenShift Node Tuning Operator: "
+          "the pool's PerformanceProfile and what pods placed on it get."),
 )
 NODE_POOL = Object(NodePool, POOL_FIELDS)
 

@@ -5,8 +5,8 @@
     tune    the rules on each pod spec of a picked item: Changes (tune.py, krm_fn/rules)
     verdict what each tuned pod will be: admission checks; items with errors are left
             unchanged (verdict.py)
-    emit    per node pool that received a workload: plan results, fit summary, the output
-            formats, collisions with existing items (emit.py)
+    emit    per node pool that received a workload (or has emit: always): plan results, fit
+            summary, the output formats, collisions with existing items (emit.py)
 
 No YAML here: the YAML layer writes the changes' values into the input text
 (krm_fn.changes.ops). The KRM results, validate mode (krm_fn/validate.py) and the
@@ -21,7 +21,7 @@ from krm_fn.pipeline import emit, load, select, tune, verdict
 from krm_fn.pipeline.select import (CPUS_ANNOTATION, DEFAULT_CONTAINER, LOCAL_CONFIG,
                                     PINNED_ANNOTATION, POOL_ANNOTATION, SKIP_ANNOTATION,
                                     annotations_of, file_of, is_local_config, ref_of)
-from krm_fn.results import ERROR, WARNING, Result
+from krm_fn.results import ERROR, INFO, WARNING, Result
 
 __all__ = ["Output", "transform", "ref_of", "annotations_of", "file_of", "is_local_config",
            "SKIP_ANNOTATION", "POOL_ANNOTATION", "CPUS_ANNOTATION", "PINNED_ANNOTATION",
@@ -34,9 +34,11 @@ class Output:
     (items left unchanged have none); `replace[i]`: a whole new object for input item i (a
     kubelet config krm-fn emitted on an earlier run); `emitted`: new objects (plain dicts) to
     append; `results`: every Result, in order; `pools`: for each node pool that received a
-    workload, (config pool, NodePlan, [checks.PodCpus], workloads placed), for the human
-    report (krm_fn/report.py); `tuned[i]`: item i as krm-fn writes it (plain data), for the
-    items with changes, when transform was asked to keep them (else None)."""
+    workload or has `emit: always`, (config pool, NodePlan, [(admission.model.AdmittedPod,
+    PodVerdict)], workloads placed), for the human report (krm_fn/report.py); `tuned[i]`:
+    item i as krm-fn writes it (plain data), for the items with changes, when transform was
+    asked to keep them (else None); `verdicts[i]`: [(admission.model.AdmittedPod,
+    PodVerdict)] of item i's pods placed in a pool."""
 
     changes: dict = field(default_factory=dict)
     replace: dict = field(default_factory=dict)
@@ -45,6 +47,7 @@ class Output:
     pools: list = field(default_factory=list)
     mode: str = "mutate"        # "validate": nothing changed or emitted (krm_fn/validate.py)
     tuned: dict | None = None
+    verdicts: dict = field(default_factory=dict)
 
     @property
     def ops(self) -> dict:
@@ -95,10 +98,14 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
             out.changes[pick.index] = outcome.changes
             if out.tuned is not None and outcome.work is not None:
                 out.tuned[pick.index] = outcome.work
+        if outcome.verdicts:
+            out.verdicts[pick.index] = outcome.verdicts
         verdict.place(placement, outcome)
+    always = emit.always_emitted(run.cfg, placement)
     if not placement and not out.has_errors:
-        out.results.append(Result("no workload was selected: nothing tuned and no kubelet "
-                                  "config emitted (check spec.selector)", WARNING, run.fc_ref))
+        out.results.append(_nothing_selected(run, always))
+    for pool_index in always:       # spec.nodePools[].emit: always, no workload placed
+        placement[pool_index] = verdict.Placement()
     verdict.summarize(placement, run)
     emit.emit(items, run, placement, out)
     if run.defaults_note is not None:
@@ -108,3 +115,15 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return Output(results=validate.results(items, out, run.fc_ref), pools=out.pools,
                       mode="validate")
     return out
+
+
+def _nothing_selected(run, always: list) -> Result:
+    """No workload of the input was placed: a warning (nothing tuned, nothing emitted), or,
+    when pools with `emit: always` are emitted anyway, an info naming them."""
+    if not always:
+        return Result("no workload was selected: nothing tuned and no kubelet config "
+                      "emitted (check spec.selector)", WARNING, run.fc_ref)
+    names = ", ".join(repr(run.cfg.nodePools[i].name) for i in always)
+    return Result(f"no workload was selected: nothing tuned; the node config of node "
+                  f"pool(s) {names} is emitted (spec.nodePools[].emit: always)", INFO,
+                  run.fc_ref)

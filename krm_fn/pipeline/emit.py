@@ -1,4 +1,5 @@
-"""Step 4 of the pipeline, emit: per node pool that received a workload, its results, the fit
+"""Step 4 of the pipeline, emit: per node pool that received a workload (or asks to be
+emitted without one, `spec.nodePools[].emit: always`), its results, the fit
 summary, and the objects of each output format (node/formats), checked against the input:
 an emitted object never overwrites an item krm-fn did not generate, and one it generated on
 an earlier run (kpt feeds the output back in) is rewritten to the plan in place.
@@ -6,6 +7,7 @@ an earlier run (kpt feeds the output back in) is rewritten to the plan in place.
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 from krm_fn.node.formats import MANAGED_BY_LABEL, POOL_LABEL, RenderContext, render_with_results
 from krm_fn.pipeline.load import flat_paths
@@ -19,10 +21,18 @@ _ORCHESTRATOR_PREFIXES = ("config.kubernetes.io/path", "config.kubernetes.io/ind
                           "kustomize.config.k8s.io/")
 
 
+def always_emitted(cfg, placement: dict) -> list[int]:
+    """Indices of the node pools with `emit: always` (spec.nodePools[].emit) that no
+    workload was placed on (`placement`: {pool index: verdict.Placement}): they are
+    emitted all the same, a node-only render."""
+    return [i for i, pool in enumerate(cfg.nodePools)
+            if pool.emit == "always" and i not in placement]
+
+
 def emit(items: list, run, placement: dict, out) -> None:
     """For each pool index of `placement` ({pool index: verdict.Placement}), in order:
     append the plan's results and the pool's fit summary to `out.results`, (config pool,
-    NodePlan, [checks.PodCpus], workloads placed) to `out.pools`, and each format's objects
+    NodePlan, [(AdmittedPod, PodVerdict)], workloads placed) to `out.pools`, and each format's objects
     to `out.emitted` (or `out.replace`, with results); `run`: the pipeline's load.Run."""
     cfg = run.cfg
     ctx = RenderContext(cfg.output.namespace, run.set_path, baseline=cfg.output.baseline)
@@ -39,7 +49,7 @@ def emit(items: list, run, placement: dict, out) -> None:
         placed = placement[pool_index]
         out.results.extend(run.plan_results[pool_index])
         out.results.append(placed.summary)
-        out.pools.append((pool, plan, placed.needs, placed.count))
+        out.pools.append((pool, plan, placed.judged, placed.count))
         for fmt in list(cfg.output.formats) + (["verify-job"] if cfg.output.verifyJob else []):
             objs = _render(fmt, plan, ctx, run, pool_index, out)
             for obj in objs:
@@ -55,7 +65,8 @@ def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> li
         from krm_fn.node import verify_job
         return [verify_job.render(plan, ctx, cfg.output.verifyImage, cfg.kubernetesVersion,
                                   cfg.workloads.threads.env)]
-    objs, fmt_results = render_with_results(fmt, plan, ctx, run.fc_ref, pool_index)
+    pool_ctx = replace(ctx, pool=cfg.nodePools[pool_index])
+    objs, fmt_results = render_with_results(fmt, plan, pool_ctx, run.fc_ref, pool_index)
     out.results.extend(flat_paths(fmt_results) if run.flat else fmt_results)
     return objs
 

@@ -7,12 +7,16 @@ nothing is changed on a config error.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from krm_fn import config as config_mod
 from krm_fn import objects, rules
+from krm_fn.admission import injectors, knative
+from krm_fn.admission.build import node_model
 from krm_fn.node import plan as plan_mod
-from krm_fn.results import ERROR, WARNING, Ref, Result
+from krm_fn.pod import Edits
+from krm_fn.pipeline.tune import copy_item
+from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.pipeline.select import ref_of, tuned_predicate
 
 
@@ -24,7 +28,12 @@ class Run:
     and its results; `extra`: the workload kinds the config adds; `octx`: the whole-object
     checks' context; `cluster`: the KServe cluster objects fixed in this render;
     `defaults_note`: the warning when no function config was given; `aliased`: indices of
-    items that use YAML aliases; `set_path`: emitted objects get a kpt path annotation."""
+    items that use YAML aliases; `set_path`: emitted objects get a kpt path annotation;
+    `nodes[i]`: one node of pool i as the verdict models it (admission.model.NodeModel);
+    `ictx`: what the admission-time injectors read from the input (Namespaces, cluster
+    ConfigMaps and custom resources; admission.injectors.InjectionContext), and
+    `namespaces` its Namespace objects by name; `knative_features`: Knative's feature
+    flags read from the input (admission.knative)."""
 
     cfg: object
     fc_ref: Ref | None
@@ -37,6 +46,19 @@ class Run:
     defaults_note: Result | None
     aliased: frozenset | set = frozenset()
     set_path: bool = False
+    nodes: list = field(default_factory=list)
+    ictx: object = None
+    namespaces: dict = field(default_factory=dict)
+    knative_features: dict | None = None
+
+    def injections(self, pod) -> tuple:
+        """The admission.model.Injections that fire for `pod` (a tuned PodView)."""
+        return injectors.for_pod(pod, self.ictx)
+
+    def features_for(self, pod) -> dict | None:
+        """Knative's feature flags when `pod` (a tuned PodView) becomes a Knative
+        revision's pod (admission.knative.serverless), else None."""
+        return self.knative_features if knative.serverless(pod)[0] else None
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
         """rules.PoolInfo of node pool `pool_index`."""
@@ -55,6 +77,8 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                                   fc_ref, err.path or None))
         return None
     flat = config_mod.is_flat(function_config)
+    if not _topologies_from_objects(cfg, items, fc_ref, results):
+        return None
     plans, plan_results = [], []
     for pool_index, pool in enumerate(cfg.nodePools):
         plan, presults = plan_mod.build(pool, cfg.kubernetesVersion, fc_ref, pool_index,
@@ -72,9 +96,63 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                         if tuned(o) and objects.cluster_tag(o) is not None)
     run = Run(cfg, fc_ref, flat, plans, plan_results, config_mod.extra_registry(cfg),
               None, cluster, _defaults_note(cfg) if function_config is None else None)
+    run.nodes = [node_model(plan, pool, cfg.kubernetesVersion)
+                 for plan, pool in zip(plans, cfg.nodePools)]
+    run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
                                      items, tuned)
+    run.ictx = injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg)
+    run.namespaces = run.ictx.namespaces
     return run
+
+
+def _as_rendered(items: list, tuned, octx) -> list:
+    """`items` with the KServe cluster objects this render fixes (objects.cluster_tag:
+    inferenceservice-config, ClusterStorageContainer) as krm-fn writes them, so that the
+    verdict sizes the containers they control from what the cluster will hold."""
+    out = list(items)
+    for i, obj in enumerate(items):
+        if not (isinstance(obj, dict) and tuned(obj) and objects.cluster_tag(obj)):
+            continue
+        changes, findings = objects.check(obj, ref_of(obj), octx)
+        if changes and not any(getattr(f, "severity", None) == ERROR for f in findings):
+            copy = copy_item(obj)
+            edits = Edits(copy)
+            for c in changes:
+                edits.set(c.path, c.new)
+            out[i] = copy
+    return out
+
+
+def _topologies_from_objects(cfg, items: list, fc_ref, results: list) -> bool:
+    """Fill each pool topology that names a Node or NodeResourceTopology
+    (krm_fn.node.from_node) and check it again; an info per pool says what was read and
+    assumed. False (with error results) when one cannot be used."""
+    pools = [(i, p) for i, p in enumerate(cfg.nodePools)
+             if p.topology.fromNode is not None or p.topology.fromNodeResourceTopology is not None]
+    if not pools:
+        return True
+    from krm_fn.node import from_node
+    ok = True
+    for i, pool in pools:
+        path = f"spec.nodePools[{i}].topology"
+        try:
+            notes = from_node.fill(pool.topology, items, path)
+            pool.topology.check(path)
+            pool.topology.check_memory(path)
+        except from_node.SourceError as e:
+            results.append(Result(f"invalid function config: {e.message}", ERROR, fc_ref,
+                                  e.path))
+            ok = False
+            continue
+        except config_mod.ConfigError as e:
+            results.extend(Result(f"invalid function config: {err.message}", ERROR, fc_ref,
+                                  err.path or None) for err in e.errors)
+            ok = False
+            continue
+        results.extend(Result(f"node pool {pool.name!r}: topology: {note}", INFO, fc_ref, path)
+                       for note in notes)
+    return ok
 
 
 def flat_paths(results: list) -> list:

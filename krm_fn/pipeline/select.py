@@ -23,6 +23,7 @@ SKIP_ANNOTATION = "krm-fn.dev/skip"
 POOL_ANNOTATION = "krm-fn.dev/node-pool"
 CPUS_ANNOTATION = "krm-fn.dev/cpus"
 PINNED_ANNOTATION = "krm-fn.dev/pinned-containers"
+VERDICT_ANNOTATION = "krm-fn.dev/verdict"
 LOCAL_CONFIG = LOCAL_CONFIG_ANNOTATION
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 _CPUS = re.compile(r"[1-9][0-9]{0,3}")

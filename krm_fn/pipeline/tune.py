@@ -23,10 +23,12 @@ from krm_fn.workloads import locations, model_names
 class TunedPod:
     """One pod spec after the rules: its findings are the item's `findings[:end]` after
     those of the pod specs before it; `pod`: the PodView (None when it was not tuned);
-    `verdict`: the verdict step's results for it."""
+    `pinned`: names of the containers krm-fn pins in it; `verdict`: the verdict step's
+    results for it."""
 
     end: int
     pod: object = None
+    pinned: frozenset = frozenset()
     verdict: list = field(default_factory=list)
 
 
@@ -83,8 +85,8 @@ def _tune_pods(item: TunedItem, run) -> None:
     listed_at: dict = {"path": None, "matched": False, "names": []}
     findings = item.findings
     for at in locations(pick.obj, run.extra):
-        tuned = _tune_pod(item, at, edits, info, listed_at, run)
-        item.pods.append(TunedPod(len(findings), tuned))
+        tuned, chosen = _tune_pod(item, at, edits, info, listed_at, run)
+        item.pods.append(TunedPod(len(findings), tuned, chosen))
     if listed_at["path"] is not None and not listed_at["matched"]:
         item.tail.append(Result(f"annotation {PINNED_ANNOTATION} names no container of the "
                                 f"workload (containers: {', '.join(listed_at['names'])})",
@@ -93,28 +95,31 @@ def _tune_pods(item: TunedItem, run) -> None:
 
 
 def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
-    """The rules on the pod spec at `at`; returns its PodView, or None when it is absent,
-    malformed, or its pinned-containers annotation names none of its containers."""
+    """The rules on the pod spec at `at`; returns (its PodView, the names of the
+    containers pinned), or (None, frozenset()) when it is absent, malformed, or its
+    pinned-containers annotation names none of its containers."""
     pick, cfg, findings = item.pick, run.cfg, item.findings
     try:
         pod = build_views(item.work, at, pick.ref, edits, findings)
     except ShapeError as e:
         findings.append(Result(e.message, ERROR, pick.ref, path_str(e.path)))
-        return None
+        return None, frozenset()
     if pod is None:
-        return None
+        return None, frozenset()
     item.found = True
     rules.merge(pod, cfg)
     cpus, listed, lpath = overrides(pick.obj, at, pick.ref, findings)
     if not _listed_ok(pod, listed, lpath, listed_at, findings):
-        return None
+        return None, frozenset()
     names = [c.name for c in pod.containers]
     explicit = frozenset(n for n in (listed if listed is not None
                                      else cfg.workloads.pinnedContainers) if n in names)
     ctx = rules.RuleContext(cfg, info, pinned(pod, cfg, listed), cpus=cpus,
-                            explicit=explicit, cluster=run.cluster)
-    rules.run(pod, ctx)
-    return pod
+                            explicit=explicit, cluster=run.cluster,
+                            namespaces=run.namespaces,
+                            knative_features=run.knative_features)
+    ctx = rules.run(pod, ctx)
+    return pod, rules.pinned_whole(pod, ctx)
 
 
 def _listed_ok(pod, listed, lpath, listed_at: dict, findings: list) -> bool:

@@ -1,9 +1,15 @@
-"""Step 3 of the pipeline, verdict: what each tuned pod will be, and what the item becomes.
+"""Step 3 of the pipeline, verdict: what each tuned pod will be after admission, and what
+the item becomes.
 
-For now exactly what krm_fn/node/checks.py computes: the exclusive CPUs each tuned pod asks
-for (whole-CPU limits) and whether the node pool's kubelet would admit it (`check_pod`),
-then per pool the fit summary (`summary`). An item with an error is left unchanged: its
-changes are dropped, and so are the infos describing them.
+Each tuned pod placed in a node pool becomes an admission.model.AdmittedPod (its containers
+as tuned, plus the ones injected at admission) and is judged on one node of its pool
+(krm_fn/admission/verdict.py): one info result states the verdict in a line, each finding
+becomes a result. A finding that the pod will not get exclusive CPUs for its pinned
+containers (not Guaranteed after admission, refused by a webhook, never schedulable, never
+admitted) is an error: the render fails closed, unless `spec.verdict.onFailure` or the
+workload's `krm-fn.dev/verdict` annotation lowers it to a warning. An item with an error is
+left unchanged: its changes are dropped, and so are the infos describing them. Per pool,
+the fit summary says how many of each pod fit on one node (admission/capacity.py).
 """
 from __future__ import annotations
 
@@ -11,60 +17,79 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn import quantity
-from krm_fn.node import checks
+from krm_fn.admission import build
+from krm_fn.admission import verdict as judging
+from krm_fn.admission.model import DEPENDS
+from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
 from krm_fn.pipeline.tune import TunedItem
-from krm_fn.pod import path_str
-from krm_fn.results import ERROR, INFO, Result
+from krm_fn.results import ERROR, INFO, WARNING, Result
 
 LEFT_UNCHANGED = "left unchanged because of the errors above"
+VERDICT_TAGS = (("rule", "verdict"),)
 
 
 @dataclass
 class Outcome:
     """What one picked item comes to: `changes` (krm_fn/changes.py) to write, [] when it is
     left unchanged; `results`: its KRM results, in order; `pool_index`: the node pool it is
-    placed in (None: not placed); `needs`: [checks.PodCpus] of its pods; `work`: the tuned
-    copy when it has changes."""
+    placed in (None: not placed); `verdicts`: (AdmittedPod, PodVerdict) per judged pod;
+    `work`: the tuned copy when it has changes."""
 
     changes: list
     results: list
     pool_index: int | None = None
-    needs: list = field(default_factory=list)
     work: dict | None = None
+    verdicts: list = field(default_factory=list)
 
 
-def pod_cpus(pod) -> checks.PodCpus:
-    """The exclusive CPUs a tuned pod (PodView) asks for: whole-CPU limits of its
-    containers (app containers; init and sidecar containers separately)."""
-    app, init = [], []
-    for c in pod.containers:
-        try:
-            q = quantity.parse_cpu(c.get("resources", "limits", "cpu"))
-        except quantity.QuantityError:
-            continue
-        if not q.is_integer or q.value == 0:
-            continue
-        if c.role == "app":
-            app.append((c.name, int(q.value)))
-        else:
-            init.append((c.name, int(q.value), c.role == "sidecar"))
-    return checks.PodCpus(pod.ref, path_str(pod.at.spec), tuple(app), tuple(init))
+def severity_on_failure(item: TunedItem, pod, cfg) -> str:
+    """ERROR or WARNING: what a verdict that the pod will not run pinned becomes.
+    `krm-fn.dev/verdict: warning` on the workload or its pod template lowers it for that
+    workload; else `spec.verdict.onFailure`."""
+    for ann in (annotations_of(item.pick.obj), pod.annotations):
+        value = ann.get(VERDICT_ANNOTATION)
+        if value in ("warning", "error"):
+            return WARNING if value == "warning" else ERROR
+    return WARNING if cfg.verdict.onFailure == "warning" else ERROR
+
+
+def _results(v, admitted, on_failure: str, rules_failed: bool) -> list:
+    """The results of one pod's verdict: the one-line summary, then each finding (an
+    ERROR finding as `on_failure`; DEPENDS as an info). `rules_failed`: the rules
+    reported an error on this pod (it is left unchanged, so it will not run pinned): the
+    findings on the pod as the rules left it would only restate that error, so only the
+    summary line is given."""
+    ref, path = admitted.ref, admitted.path
+    out = [Result(f"verdict: {judging.line(v, rules_failed)}", INFO, ref, path,
+                  tags=VERDICT_TAGS)]
+    for f in () if rules_failed else v.findings:
+        sev = {ERROR: on_failure, DEPENDS: INFO}.get(f.severity, f.severity)
+        out.append(Result(f.message, sev, ref, f.path or path,
+                          tags=VERDICT_TAGS + (("part", f.rule),)))
+    return out
 
 
 def judge(item: TunedItem, run) -> Outcome:
-    """The verdict on one tuned item (`run`: the pipeline's load.Run): each tuned pod's
-    admission check against its node pool's plan, then the item's outcome."""
+    """The verdict on one tuned item (`run`: the pipeline's load.Run): each tuned pod
+    placed in a node pool judged on one node of it, then the item's outcome."""
     pick = item.pick
-    needs = []
+    verdicts = []
     if pick.pool is not None:
-        plan = run.plans[pick.pool_index]
+        node = run.nodes[pick.pool_index]
+        start = 0
         for tp in item.pods:
-            if tp.pod is not None:
-                need = pod_cpus(tp.pod)
-                needs.append(need)
-                tp.verdict = checks.check_pod(plan, need)
-    return _outcome(item, needs, run)
+            own, start = item.findings[start:tp.end], tp.end
+            if tp.pod is None:
+                continue
+            admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
+                                          pick.ref.namespace)
+            v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec)
+            verdicts.append((admitted, v))
+            tp.verdict = _results(v, admitted, severity_on_failure(item, tp.pod, run.cfg),
+                                  _has_error(own))
+    outcome = _outcome(item, run)
+    outcome.verdicts = verdicts
+    return outcome
 
 
 def _pod_findings(item: TunedItem) -> list:
@@ -78,7 +103,7 @@ def _pod_findings(item: TunedItem) -> list:
     return out + item.findings[start:] + item.tail
 
 
-def _outcome(item: TunedItem, needs: list, run) -> Outcome:
+def _outcome(item: TunedItem, run) -> Outcome:
     """Changes and results of the item: the whole-object checks' (dropped on their own
     errors), then the rules' (dropped on any error of the pod specs); nothing is written to
     an item that uses YAML aliases."""
@@ -93,12 +118,10 @@ def _outcome(item: TunedItem, needs: list, run) -> Outcome:
     if pick.kind_known:
         if pick.pool_findings:
             findings += pick.pool_findings
-            needs = []
         else:
             more = _pod_findings(item)
             if _has_error(more):
                 more.append(Result(LEFT_UNCHANGED, ERROR, pick.ref))
-                needs = []
             else:
                 changes += item.changes
                 pool_index = pick.pool_index if item.found else None
@@ -112,10 +135,11 @@ def _outcome(item: TunedItem, needs: list, run) -> Outcome:
         changes, pool_index = [], None
     results = changes_mod.results(findings, pick.file)
     if _has_error(results):
-        # the item is left unchanged: drop the infos that describe changes not made
-        results = [r for r in results if r.severity != INFO]
+        # the item is left unchanged: drop the infos that describe changes not made (the
+        # verdict's stay: they say what the pod would have been)
+        results = [r for r in results if r.severity != INFO or r.tags[:1] == VERDICT_TAGS]
     changes = [c if c.index == pick.index else _indexed(c, pick.index) for c in changes]
-    return Outcome(changes, results, pool_index, needs, work if changes else None)
+    return Outcome(changes, results, pool_index, work if changes else None)
 
 
 def _indexed(change, index: int):
@@ -128,11 +152,12 @@ def _has_error(findings: list) -> bool:
 
 @dataclass
 class Placement:
-    """The workloads placed in one node pool: `count`, their pods' `needs`
-    ([checks.PodCpus]) and, once `summarize` ran, the pool's fit `summary` Result."""
+    """The workloads placed in one node pool: `count`, their pods' verdicts `judged`
+    ((admission.model.AdmittedPod, PodVerdict) each) and, once `summarize` ran, the pool's
+    fit `summary` Result."""
 
     count: int = 0
-    needs: list = field(default_factory=list)
+    judged: list = field(default_factory=list)
     summary: Result | None = None
 
 
@@ -142,10 +167,10 @@ def place(placement: dict, outcome: Outcome) -> None:
     if outcome.pool_index is not None:
         p = placement.setdefault(outcome.pool_index, Placement())
         p.count += 1
-        p.needs.extend(outcome.needs)
+        p.judged.extend(outcome.verdicts)
 
 
 def summarize(placement: dict, run) -> None:
-    """Each placed pool's fit summary (checks.summary), on the function config."""
+    """Each placed pool's fit summary (admission/capacity.py), on the function config."""
     for i, p in placement.items():
-        p.summary = checks.summary(run.plans[i], p.needs, run.fc_ref)
+        p.summary = Result(judging.pool_summary(run.nodes[i], p.judged), INFO, run.fc_ref)

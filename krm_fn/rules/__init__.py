@@ -6,9 +6,9 @@ definition) and `apply(pod: PodView, ctx: RuleContext) -> None`, writing through
 and reporting through `pod.warn` / `pod.error`; its docstring is its user documentation.
 `RULES` lists them in the order they run: resources -> pod-level resources -> KubeRay
 num-cpus -> sidecar-injector annotations -> injected containers -> threads -> serving
-engines -> cgroup v2 -> node placement. `merged` (containers a controller merges in by
-name) runs before them all, from the pipeline, since it changes which containers the pod
-has.
+engines -> cgroup v2 -> OpenShift RuntimeClass and CRI-O annotations -> node placement.
+`merged` (containers a controller merges in by name) runs before them all, from the
+pipeline, since it changes which containers the pod has.
 
 No rule imports another: what several rules need of a container (its cpu decision, thread
 count, worker count, serving engines) is computed once by `facts.compute` before the rules
@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
-from krm_fn.rules import (cgroup, facts, injected, merged, placement, podlevel, ray,
-                          resources, serving_engines, sidecars, threads)
+from krm_fn.rules import (cgroup, facts, injected, merged, openshift, placement, podlevel,
+                          ray, resources, serving_engines, sidecars, threads)
 
 
 @dataclass(frozen=True)
@@ -60,22 +60,27 @@ class RuleContext:
     """Config and placement for one pod: `cfg` is the loaded config (config.load),
     `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
     containers to pin in this pod. `facts`: {container path: facts.ContainerFacts},
-    filled by `run` before the rules (empty until then)."""
+    filled by `run` before the rules (empty until then). `knative_features`: Knative's
+    feature flags for this input (admission.knative.Features; None: the defaults)."""
 
     cfg: SimpleNamespace
     pool: PoolInfo | None
     pinned: frozenset
     # per-workload annotations (engine._overrides): krm-fn.dev/cpus, and the containers
     # named by krm-fn.dev/pinned-containers or pinnedContainers (init containers among them
-    # may be pinned); KServe cluster objects fixed in this render (objects.cluster_tag)
+    # may be pinned); KServe cluster objects fixed in this render (objects.cluster_tag);
+    # the input's Namespace objects by name (injector triggers on Namespace labels and
+    # annotations: krm_fn/admission/injectors)
     cpus: int | None = None
     explicit: frozenset = frozenset()
     cluster: frozenset = frozenset()
     facts: dict = field(default_factory=dict)
+    namespaces: dict = field(default_factory=dict)
+    knative_features: dict | None = None
 
 
 RULES = (resources, podlevel, ray, sidecars, injected, threads, serving_engines, cgroup,
-         placement)
+         openshift, placement)
 
 
 def rule_id(module) -> str:
@@ -92,12 +97,26 @@ def merge(pod, cfg) -> None:
     pod.rule = None
 
 
-def run(pod, ctx: RuleContext) -> None:
+def run(pod, ctx: RuleContext) -> RuleContext:
     """Compute the per-container facts of `pod` (a PodView) once, then apply every rule of
     RULES in order with `ctx` carrying them; each write is attributed to the rule that made
-    it (`pod.rule` holds the running rule's ID)."""
+    it (`pod.rule` holds the running rule's ID). Returns the context with the facts."""
     ctx = replace(ctx, facts=facts.compute(pod, ctx))
     for rule in RULES:
         pod.rule = rule_id(rule)
         rule.apply(pod, ctx)
     pod.rule = None
+    return ctx
+
+
+def pinned_whole(pod, ctx: RuleContext) -> frozenset:
+    """Names of the containers of `pod` krm-fn pins with a whole number of CPUs (after
+    `run`: the containers the verdict expects exclusive CPUs for; a container kept
+    fractional by cpuRounding `keep` is not among them)."""
+    out = set()
+    for c in pod.containers:
+        f = ctx.facts.get(c.path)
+        if f is not None and f.cpu is not None and f.cpu.pinned and f.limit \
+                and f.limit.denominator == 1:
+            out.add(c.name)
+    return frozenset(out)

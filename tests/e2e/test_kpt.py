@@ -14,7 +14,7 @@ pytestmark = pytest.mark.e2e
 
 PKG = OVERLAYS / "kpt"
 EXPECTED = PKG / "expected"
-RESOURCES = ("deployment.yaml", "inferenceservice.yaml")
+RESOURCES = ("deployment.yaml", "inferenceservice.yaml", "storage-container.yaml")
 COMPANION = "node/kubelet-cpu-inference.yaml"
 # A directory holding a file named Kptfile is a kpt subpackage, which kpt renders even when
 # .krmignore lists it: the expected Kptfile is stored under another name.
@@ -46,6 +46,8 @@ def test_package_resources_match_the_bases():
         (REPO / "bases/vllm-cpu/deployment.yaml").read_bytes()
     assert (PKG / "inferenceservice.yaml").read_bytes() == \
         (REPO / "bases/kserve/inferenceservice.yaml").read_bytes()
+    assert (PKG / "storage-container.yaml").read_bytes() == \
+        (REPO / "bases/kserve/storage-container.yaml").read_bytes()
 
 
 def test_render(kpt, tmp_path):

@@ -51,7 +51,8 @@ def test_validator_config_is_the_mutator_config_in_validate_mode():
     assert check["spec"] == pin["spec"]
     assert (PKG / "pin.yaml").read_bytes() == (OVERLAYS / "kpt/pin.yaml").read_bytes()
     for name, base in (("deployment.yaml", "bases/vllm-cpu/deployment.yaml"),
-                       ("inferenceservice.yaml", "bases/kserve/inferenceservice.yaml")):
+                       ("inferenceservice.yaml", "bases/kserve/inferenceservice.yaml"),
+                       ("storage-container.yaml", "bases/kserve/storage-container.yaml")):
         assert (PKG / name).read_bytes() == (REPO / base).read_bytes()
     kptfile = yaml.safe_load((PKG / "Kptfile").read_text())
     assert kptfile["pipeline"] == {
