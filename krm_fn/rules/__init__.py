@@ -20,8 +20,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
-from krm_fn.rules import (cgroup, facts, injected, merged, openshift, placement, podlevel,
-                          ray, resources, serving_engines, sidecars, threads)
+from krm_fn.rules import (cgroup, facts, injector_annotations, merged, openshift, placement,
+                          platform_containers, podlevel, ray, resources, serving_engines,
+                          threads)
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,8 @@ class RuleContext:
     knative_features: dict | None = None
 
 
-RULES = (resources, podlevel, ray, sidecars, injected, threads, serving_engines, cgroup,
-         openshift, placement)
+RULES = (resources, podlevel, ray, injector_annotations, platform_containers, threads,
+         serving_engines, cgroup, openshift, placement)
 
 
 def rule_id(module) -> str:

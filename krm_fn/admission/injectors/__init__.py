@@ -1,5 +1,5 @@
 """Admission-time injectors: one module per injector, the one definition both the rules
-(krm_fn/rules/sidecars.py, injected.py) and the verdict read.
+(krm_fn/rules/injector_annotations.py, platform_containers.py) and the verdict read.
 
 Each module has `ID`, `TITLE`, a docstring that is its user documentation (when it fires,
 in every way; what it adds with default resources; what controls them),
@@ -23,7 +23,7 @@ from krm_fn.admission.injectors.base import InjectionContext, Meta, meta_of
 
 INJECTORS = (istio, linkerd, queue_proxy, vault, dapr, storage_initializer, kserve_agent,
              otel_instrumentation, otel_collector, gcsfuse)
-# the injectors spec.workloads.injection configures, in the sidecars rule's order
+# the injectors spec.workloads.injection configures, in the injector-annotations rule's order
 ANNOTATED = tuple(m for m in INJECTORS if hasattr(m, "KEY"))
 
 __all__ = ["INJECTORS", "ANNOTATED", "InjectionContext", "Meta", "meta_of", "injections",

@@ -1,4 +1,4 @@
-"""injected: containers a platform adds to the pod, which the manifest cannot size.
+"""platform-containers: containers a platform adds to the pod, which the manifest cannot size.
 
 Injected containers never appear in the input, yet one with requests != limits makes the
 whole pod Burstable and no container gets exclusive CPUs (Guaranteed needs requests ==
@@ -10,7 +10,7 @@ change and where.
   and the rest of krm_fn/admission/injectors, are judged by the verdict on each pod after
   admission (docs/verdict.md), sized from the cluster objects in the input or the
   injector's defaults; the annotations that size sidecars per pod are written by the
-  `sidecars` rule.
+  `injector-annotations` rule.
 - Seldon Core v2 Server: `spec.podSpec` is merged by container name over the ServerConfig,
   whose default containers `rclone`, `agent` and `mlserver` (or `triton`) set a cpu request
   and no cpu limit (k8s/helm-charts/seldon-core-v2-setup/templates/
@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from krm_fn.pod import PodView
 
-ID = "injected"
+ID = "platform-containers"
 OPTIONS = ()
 
 _SELDON_DEFAULTS = (("rclone",), ("agent",), ("mlserver", "triton"))

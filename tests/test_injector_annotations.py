@@ -1,4 +1,4 @@
-"""The sidecars rule (krm_fn/rules/sidecars.py) on its own: injector annotations with
+"""The injector-annotations rule (krm_fn/rules/injector_annotations.py) on its own: injector annotations with
 request == limit. The public cases (C07 Istio, C08 Linkerd, C09 Knative) are in
 test_cases.py; this file covers Vault, Dapr, the ConfigMap keys, mirroring and the
 warnings."""
@@ -8,7 +8,7 @@ from krm_fn import config
 from krm_fn import changes
 from krm_fn.pod import Edits, build_views
 from krm_fn.results import Ref
-from krm_fn.rules import RuleContext, sidecars
+from krm_fn.rules import RuleContext, injector_annotations as sidecars
 from krm_fn.workloads import PodSpecAt, locations
 from tests.helpers import item, load, results, run_cli, without_results
 

@@ -1,5 +1,5 @@
-"""sidecars: request == limit for sidecars injected at admission, through the injector's own
-pod-template annotations.
+"""injector-annotations: request == limit for sidecars injected at admission, through the
+injector's own pod-template annotations.
 
 Injected containers never appear in the manifest, yet one with requests != limits makes the
 whole pod Burstable and no container gets exclusive CPUs. Each injector reads its container
@@ -68,7 +68,7 @@ from krm_fn.admission import injectors as registry
 from krm_fn.admission.injectors import base as injbase
 from krm_fn.pod import PodView, path_str
 
-ID = "sidecars"
+ID = "injector-annotations"
 OPTIONS = ("workloads.injection",)
 
 _GUARANTEED = "the injected container needs request == limit for the pod to stay Guaranteed"
