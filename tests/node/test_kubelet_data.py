@@ -286,11 +286,21 @@ RICH = {"memoryManagerPolicy": "Static", "topologyManagerPolicy": "single-numa-n
                   "evictionSoftGracePeriod": {"memory.available": "1m30s"},
                   "imageGCHighThresholdPercent": 80, "containerLogMaxSize": "50Mi",
                   "featureGates": {"EventedPLEG": False}}}
-OPEN = ["configmap", "kubelet-config", "kubeadm", "openshift", "eks", "talos", "json6902"]
+# Formats that carry KubeletConfiguration fields under their upstream names (gke and aks
+# rename them: their own schemas, tests/node/test_formats.py).
+OPEN = ["configmap", "kubelet-config", "kubeadm", "openshift", "eks", "talos", "json6902",
+        "performance-profile"]
+
+
+def _experimental(objs):
+    """performance-profile: the KubeletConfiguration fields of the kubeletconfig.experimental
+    annotation (the NTO writes the CPU fields itself from the profile)."""
+    [profile] = objs
+    return [json.loads(profile["metadata"]["annotations"]["kubeletconfig.experimental"])]
 
 
 @pytest.mark.parametrize("fmt", OPEN)
-@pytest.mark.parametrize("version", [(1, 29), (1, 31), (1, 33), (1, 36)])
+@pytest.mark.parametrize("version", [(1, 29), (1, 31), (1, 32), (1, 33), (1, 35), (1, 36)])
 @pytest.mark.parametrize("kubelet", [{}, RICH], ids=["defaults", "rich"])
 def test_each_format_output_matches_the_generated_types(fmt, version, kubelet):
     assert set(OPEN) <= set(FORMATS)
@@ -304,6 +314,8 @@ def test_each_format_output_matches_the_generated_types(fmt, version, kubelet):
         # the patch applies to the document it was computed from: the configz object,
         # whose wrapper it moves the fields out of
         configs = [jsonpatch.apply_patch(baseline, op) for op in ops]
+    elif fmt == "performance-profile":
+        configs = _experimental(objs)
     else:
         configs = list(_kubelet_configs(objs))
     assert configs, fmt

@@ -1,0 +1,72 @@
+"""Issue #13 audit: the cases the first pass left without a named test (alpha options and
+their gate, a gate the pool's options need set against them, topology option gates, the
+eviction defaults that only evictionHard has, mergeDefaultEvictionSettings by version)."""
+from krm_fn.node import kubelet_check, upstream
+from krm_fn.results import ERROR
+
+from tests.node.test_kubelet_data import P, build, errors
+
+
+def test_alpha_option_without_its_gate_is_an_error():
+    # distribute-cpus-across-cores is alpha in every generated version
+    # (pkg/kubelet/cm/cpumanager/policy_options.go alphaOptions)
+    config = {"cpuManagerPolicy": "static",
+              "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}
+    assert [(f.severity, f.field, f.message) for f in kubelet_check.check(config, (1, 34))] == [
+        (ERROR, "featureGates.CPUManagerPolicyAlphaOptions",
+         "cpuManagerPolicyOptions distribute-cpus-across-cores is alpha in Kubernetes 1.34 "
+         "and needs the CPUManagerPolicyAlphaOptions feature gate, which is off: the kubelet "
+         "refuses to start; set featureGates.CPUManagerPolicyAlphaOptions: true or remove "
+         "the option")]
+    config["featureGates"] = {"CPUManagerPolicyAlphaOptions": True}
+    assert kubelet_check.check(config, (1, 34)) == []
+
+
+def test_alpha_gate_set_false_against_the_pools_alpha_option_is_an_error():
+    _, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"},
+                        "extra": {"featureGates": {"CPUManagerPolicyAlphaOptions": False}}},
+                       (1, 34))
+    assert errors(results) == [(
+        P + "extra.featureGates.CPUManagerPolicyAlphaOptions",
+        "feature gate CPUManagerPolicyAlphaOptions must be true: the pool's "
+        "cpuManagerPolicyOptions / topologyManagerPolicyOptions include an option it "
+        "guards, and the kubelet refuses to start with it false; remove "
+        "extra.featureGates.CPUManagerPolicyAlphaOptions or the option")]
+
+
+def test_alpha_option_gets_its_gate_in_the_emitted_config():
+    plan, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}},
+                          (1, 34))
+    assert errors(results) == []
+    assert plan.merged["featureGates"] == {"CPUManagerPolicyAlphaOptions": True}
+    assert kubelet_check.check(plan.merged, (1, 34)) == []
+
+
+def test_topology_beta_option_with_its_gate_off_is_an_error():
+    config = {"topologyManagerPolicy": "best-effort",
+              "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"},
+              "featureGates": {"TopologyManagerPolicyBetaOptions": False}}
+    # prefer-closest-numa-nodes: beta 1.28-1.31, GA from 1.32 (KEP-3545)
+    assert [f.field for f in kubelet_check.check(config, (1, 31))] == [
+        "featureGates.TopologyManagerPolicyBetaOptions"]
+    assert kubelet_check.check(config, (1, 32)) == []
+
+
+def test_merge_default_eviction_settings_exists_from_1_33():
+    # staging/src/k8s.io/kubelet/config/v1beta1/types.go: added in 1.33;
+    # "currently only evictionHard has default values"
+    assert [v for v in range(29, 37)
+            if upstream.has_field("mergeDefaultEvictionSettings", (1, v))] == list(range(33, 37))
+    found = kubelet_check.check({"mergeDefaultEvictionSettings": True}, (1, 32))
+    assert [(f.severity, f.message) for f in found] == [(
+        ERROR, "mergeDefaultEvictionSettings does not exist in Kubernetes 1.32: the field was "
+               "added in 1.33; remove it or raise kubernetesVersion")]
+
+
+def test_emitted_eviction_hard_is_the_full_default_set_of_each_version():
+    for v in range(29, 37):
+        plan, results = build({"evictionHard": {"memory.available": "1Gi"}}, (1, v))
+        assert errors(results) == []
+        expected = dict(upstream.eviction_hard_default((1, v)), **{"memory.available": "1Gi"})
+        assert plan.merged["evictionHard"] == expected, v
+        assert ("imagefs.inodesFree" in expected) == (v >= 30), v
