@@ -293,6 +293,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --git: the tag to read for a minor (default v<minor>.0)")
     ap.add_argument("--note", action="append", default=[], metavar="MINOR=TEXT",
                     help="where the source of a minor came from (written as `source`)")
+    ap.add_argument("--inexact-gates", action="append", default=[], metavar="MINOR",
+                    help="the pkg/features source given for MINOR is not that release's "
+                         "(e.g. an earlier one evaluated at MINOR): written as "
+                         "gatesExact: false, so an unknown gate is only a warning")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("minors", nargs="+", help="minor versions in order, e.g. 1.29 1.30")
     a = ap.parse_args(argv)
@@ -325,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
                 "evictionHardDefaultFrom": evictions[minor][1],
                 # option -> maturity, only where the source has policy_options.go
                 "policyOptions": policy_options(src, minor)}
+        if minor in a.inexact_gates:
+            data["gatesExact"] = False
         Path(a.out, f"kubelet-{minor}.json").write_text(
             json.dumps(data, sort_keys=True, indent=1) + "\n")
         previous = g

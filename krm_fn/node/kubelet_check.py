@@ -217,13 +217,7 @@ def _gates(value: Any, version, data) -> list[Finding]:
         path = f"featureGates.{gate}"
         spec = data.gates.get(gate)
         if spec is None:
-            removed = data.removed_gates.get(gate)
-            why = (f"was removed in Kubernetes {removed}" if removed else
-                   f"is not a feature gate of the Kubernetes {vs} kubelet"
-                   f"{_guess(str(gate), data.gates)}")
-            out.append(Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of "
-                               f"{vs} refuses to start (unrecognized feature gate); remove "
-                               f"it ({GATES_DOC})", unknown=True))
+            out.append(_unknown_gate(str(gate), path, vs, data))
             continue
         if not isinstance(on, bool):
             out.append(Finding(ERROR, path, f"feature gate {gate} must be true or false, "
@@ -236,6 +230,25 @@ def _gates(value: Any, version, data) -> list[Finding]:
                                f"the kubelet refuses to start with {gate}: "
                                f"{str(on).lower()}; remove it"))
     return out
+
+
+def _unknown_gate(gate: str, path: str, vs: str, data) -> Finding:
+    """A gate the version's data does not list: removed, misspelled, or (when the data's
+    gates were not generated from that release, `data.gates_exact` false) maybe new."""
+    removed = data.removed_gates.get(gate)
+    guess = "" if removed else _guess(gate, data.gates)
+    why = (f"was removed in Kubernetes {removed}" if removed else
+           f"is not a feature gate of the Kubernetes {vs} kubelet{guess}")
+    if not removed and not guess and not data.gates_exact:
+        dv = _vs(data.version)
+        return Finding(WARNING, path, f"feature gate {gate} {why} as far as krm-fn knows: "
+                       f"its {dv} gate list was not generated from the {dv} source "
+                       f"({data.source}), so a gate new in {dv} is missing from it; if "
+                       f"this is not one, the kubelet refuses to start (unrecognized "
+                       f"feature gate) ({GATES_DOC})", unknown=True)
+    return Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of {vs} refuses to "
+                   f"start (unrecognized feature gate); remove it ({GATES_DOC})",
+                   unknown=True)
 
 
 def _option_stage(field: str, option: str, version) -> str | None:

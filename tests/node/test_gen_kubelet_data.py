@@ -121,3 +121,14 @@ def test_generator_reads_the_release_tag_of_a_git_clone(tmp_path):
                      "1.31"]) == 0
     data = json.loads((out / "kubelet-1.31.json").read_text())
     assert (data["source"], "Gone" in data["gates"]) == ("kubernetes v1.31.2", False)
+
+
+def test_generator_marks_gates_not_from_the_releases_own_source(tmp_path):
+    a = _tree(tmp_path / "a", FEATURES_OLD, eviction=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert gen.main(["--tree", f"1.31={a}", "--tree", f"1.32={a}", "--inexact-gates", "1.32",
+                     "--out", str(out), "1.31", "1.32"]) == 0
+    old = json.loads((out / "kubelet-1.31.json").read_text())
+    new = json.loads((out / "kubelet-1.32.json").read_text())
+    assert ("gatesExact" in old, new["gatesExact"]) == (False, False)
