@@ -91,3 +91,24 @@ def test_unknown_gate_on_a_version_whose_gates_are_not_exact():
     assert found["featureGates.CPUManager"].severity == ERROR
     [old] = kubelet_check.check({"featureGates": {"SomeGateNewIn136": True}}, (1, 35))
     assert old.severity == ERROR
+
+
+def test_data_facts_checked_against_the_release_sources():
+    """Facts re-read from the release sources in the issue #13 audit (docs/kubelet-data.md,
+    "How the committed data was checked")."""
+    # CPUManager: GA and locked through 1.32, removed in 1.33 (pkg/features)
+    assert upstream.load((1, 31)).gates["CPUManager"] == {
+        "stage": "GA", "default": True, "locked": True}
+    assert "CPUManager" not in upstream.load((1, 33)).gates
+    assert upstream.load((1, 34)).removed_gates["CPUManager"] == "1.33"
+    # the data is per patch release: v1.30.4 moved APIServingWithRoutine back to alpha, off
+    # (k8s.io/apiserver pkg/features); v1.30.0 had it beta, on
+    assert upstream.load((1, 30)).source == "kubernetes v1.30.4"
+    assert upstream.load((1, 30)).gates["APIServingWithRoutine"] == {
+        "stage": "ALPHA", "default": False, "locked": False}
+    # field types (staging/src/k8s.io/kubelet/config/v1beta1/types.go, every minor)
+    for v in range(29, 37):
+        data = upstream.load((1, v))
+        assert data.fields["maxPods"]["type"] == "int32"
+        assert data.fields["evictionSoftGracePeriod"] == {"go": "map[string]string",
+                                                          "type": "string-map"}
