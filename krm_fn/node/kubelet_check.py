@@ -211,7 +211,8 @@ def _gates(value: Any, version, data) -> list[Finding]:
     vs = _vs(version)
     if not isinstance(value, dict):
         return [Finding(ERROR, "featureGates", f"featureGates must be a mapping of gate name "
-                        f"to true/false, found {_short(value)}")]
+                        f"to true/false, found {_short(value)}: the kubelet of Kubernetes "
+                        f"{vs} cannot decode it and refuses to start")]
     out = []
     for gate, on in value.items():
         path = f"featureGates.{gate}"
@@ -221,8 +222,9 @@ def _gates(value: Any, version, data) -> list[Finding]:
             continue
         if not isinstance(on, bool):
             out.append(Finding(ERROR, path, f"feature gate {gate} must be true or false, "
-                               f"found {_short(on)}: the kubelet cannot decode featureGates; "
-                               f"write {gate}: true or {gate}: false"))
+                               f"found {_short(on)}: the kubelet of Kubernetes {vs} cannot "
+                               f"decode featureGates and refuses to start; write {gate}: "
+                               f"true or {gate}: false"))
             continue
         if spec["locked"] and on != spec["default"]:
             out.append(Finding(ERROR, path, f"feature gate {gate} is {spec['stage']} and "
@@ -306,16 +308,17 @@ def _eviction(config: dict, version) -> list[Finding]:
     for signal in soft:
         if signal not in grace:
             out.append(Finding(ERROR, f"evictionSoft.{signal}", f"evictionSoft sets {signal} "
-                               f"without evictionSoftGracePeriod.{signal}: the kubelet refuses "
-                               f"to start (grace period must be specified for the soft "
-                               f"eviction threshold); add evictionSoftGracePeriod.{signal}, "
-                               f"e.g. \"1m30s\""))
+                               f"without evictionSoftGracePeriod.{signal}: the kubelet of "
+                               f"Kubernetes {_vs(version)} refuses to start (grace period "
+                               f"must be specified for the soft eviction threshold); add "
+                               f"evictionSoftGracePeriod.{signal}, e.g. \"1m30s\""))
     for signal in grace:
         if signal not in soft:
             out.append(Finding(WARNING, f"evictionSoftGracePeriod.{signal}",
                                f"evictionSoftGracePeriod sets {signal} without an "
-                               f"evictionSoft threshold for it: the grace period has no "
-                               f"effect; add evictionSoft.{signal} or remove it"))
+                               f"evictionSoft threshold for it: the kubelet of Kubernetes "
+                               f"{_vs(version)} ignores the grace period; add "
+                               f"evictionSoft.{signal} or remove it"))
     return out
 
 

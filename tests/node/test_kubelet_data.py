@@ -153,8 +153,9 @@ def test_gate_with_a_string_value_is_an_error():
     _, results = build({"extra": {"featureGates": {"EventedPLEG": "true"}}})
     assert errors(results) == [(P + "extra.featureGates.EventedPLEG",
                                 "feature gate EventedPLEG must be true or false, found 'true': "
-                                "the kubelet cannot decode featureGates; write EventedPLEG: "
-                                "true or EventedPLEG: false")]
+                                "the kubelet of Kubernetes 1.34 cannot decode featureGates and "
+                                "refuses to start; write EventedPLEG: true or EventedPLEG: "
+                                "false")]
 
 
 def test_locked_gate_set_against_its_default_is_an_error():
@@ -191,16 +192,19 @@ def test_soft_eviction_without_grace_period_is_an_error():
     _, results = build({"extra": {"evictionSoft": {"memory.available": "1Gi"}}})
     assert errors(results) == [(P + "extra.evictionSoft.memory.available",
                                 "evictionSoft sets memory.available without "
-                                "evictionSoftGracePeriod.memory.available: the kubelet refuses "
-                                "to start (grace period must be specified for the soft "
-                                "eviction threshold); add "
+                                "evictionSoftGracePeriod.memory.available: the kubelet of "
+                                "Kubernetes 1.34 refuses to start (grace period must be "
+                                "specified for the soft eviction threshold); add "
                                 "evictionSoftGracePeriod.memory.available, e.g. \"1m30s\"")]
 
 
 def test_grace_period_without_soft_threshold_is_a_warning():
     _, results = build({"extra": {"evictionSoftGracePeriod": {"memory.available": "1m"}}})
-    assert [(r.severity, r.path) for r in results] == [
-        (WARNING, P + "extra.evictionSoftGracePeriod.memory.available")]
+    assert [(r.severity, r.path, r.message) for r in results] == [
+        (WARNING, P + "extra.evictionSoftGracePeriod.memory.available",
+         "evictionSoftGracePeriod sets memory.available without an evictionSoft threshold for "
+         "it: the kubelet of Kubernetes 1.34 ignores the grace period; add "
+         "evictionSoft.memory.available or remove it")]
 
 
 def test_wrong_type_in_extra_is_an_error():

@@ -112,3 +112,11 @@ def test_data_facts_checked_against_the_release_sources():
         assert data.fields["maxPods"]["type"] == "int32"
         assert data.fields["evictionSoftGracePeriod"] == {"go": "map[string]string",
                                                           "type": "string-map"}
+
+
+def test_feature_gates_that_are_not_a_mapping_are_an_error_naming_the_version():
+    assert [(f.severity, f.field, f.message)
+            for f in kubelet_check.check({"featureGates": ["EventedPLEG"]}, (1, 33))] == [
+        (ERROR, "featureGates", "featureGates must be a mapping of gate name to true/false, "
+         "found ['EventedPLEG']: the kubelet of Kubernetes 1.33 cannot decode it and refuses "
+         "to start")]
