@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 from krm_fn import quantity
@@ -342,14 +343,17 @@ def _reservations(config: dict, version, node_memory: int | None,
         hard = config.get("evictionHard") if isinstance(config.get("evictionHard"),
                                                         dict) else {}
         evict = hard.get("memory.available")
-        if isinstance(evict, str) and not evict.endswith("%"):
+        if isinstance(evict, str) and evict.endswith("%") and node_memory is not None:
+            # a percentage is of the node's capacity (evictionapi.GetThresholdQuantity)
+            memory += node_memory * Fraction(evict[:-1]) / 100
+        elif isinstance(evict, str) and not evict.endswith("%"):
             memory += quantity.parse_memory(evict).value
-    except (quantity.QuantityError, ValueError):
+    except (quantity.QuantityError, ValueError, ZeroDivisionError):
         return out
     if node_memory is not None and memory > node_memory:
         out.append(Finding(ERROR, "kubeReserved.memory", f"kubeReserved.memory + "
                            f"systemReserved.memory + evictionHard[memory.available] is "
-                           f"{memory} bytes, more than the node's memory ({node_memory} "
+                           f"{int(memory)} bytes, more than the node's memory ({node_memory} "
                            f"bytes): the kubelet of Kubernetes {_vs(version)} refuses to "
                            f"start (Expected capacity >= reservation); lower the "
                            f"reservations"))

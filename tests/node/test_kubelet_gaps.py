@@ -120,3 +120,20 @@ def test_feature_gates_that_are_not_a_mapping_are_an_error_naming_the_version():
         (ERROR, "featureGates", "featureGates must be a mapping of gate name to true/false, "
          "found ['EventedPLEG']: the kubelet of Kubernetes 1.33 cannot decode it and refuses "
          "to start")]
+
+
+def test_a_percentage_hard_eviction_counts_against_the_node_memory():
+    # GetNodeAllocatableReservation adds the hard eviction threshold, a percentage of
+    # capacity (pkg/kubelet/cm/node_container_manager_linux.go, evictionapi)
+    gi = 2 ** 30
+    config = {"kubeReserved": {"memory": "30Gi"}, "systemReserved": {"memory": "30Gi"},
+              "evictionHard": {"memory.available": "10%"}}
+    [f] = kubelet_check.check(config, (1, 34), node_memory=64 * gi)
+    assert (f.severity, f.field, f.message) == (
+        ERROR, "kubeReserved.memory",
+        f"kubeReserved.memory + systemReserved.memory + evictionHard[memory.available] is "
+        f"{60 * gi + int(6.4 * gi)} bytes, more than the node's memory ({64 * gi} bytes): the "
+        f"kubelet of Kubernetes 1.34 refuses to start (Expected capacity >= reservation); "
+        f"lower the reservations")
+    config["evictionHard"]["memory.available"] = "5%"
+    assert kubelet_check.check(config, (1, 34), node_memory=64 * gi) == []
