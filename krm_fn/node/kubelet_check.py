@@ -15,7 +15,9 @@ baseline, `NodePlan.merged`) against the upstream facts of that version
   (beta options need CPUManagerPolicyBetaOptions / TopologyManagerPolicyBetaOptions, alpha
   ones the *AlphaOptions gate) — pkg/kubelet/cm/cpumanager/policy_options.go,
   pkg/kubelet/cm/topologymanager/policy_options.go;
-- eviction maps: unknown signals, an `evictionSoft` signal without its
+- eviction maps: unknown signals, thresholds that are not a positive quantity or a
+  percentage from 0% to 100%, grace periods that are not positive durations, an
+  `evictionSoft` signal without its
   `evictionSoftGracePeriod` (`grace period must be specified for the soft eviction
   threshold`; a grace period without a threshold is dead, a warning) —
   pkg/kubelet/eviction/helpers.go ParseThresholdConfig;
@@ -116,6 +118,7 @@ def check(config: dict, version, node_memory: int | None = None,
             out.extend(_typed(name, value, spec, version))
     out.extend(_option_gates(config, version, data))
     out.extend(_eviction(config, version))
+    out.extend(_thresholds(config, version))
     out.extend(_reservations(config, version, node_memory, node_cpus))
     if data.version != tuple(version):      # outside the generated versions: unsure
         note = (f" (krm-fn's data covers Kubernetes {_vs(upstream.FIRST)}-"
@@ -320,6 +323,49 @@ def _eviction(config: dict, version) -> list[Finding]:
                                f"evictionSoft threshold for it: the kubelet of Kubernetes "
                                f"{_vs(version)} ignores the grace period; add "
                                f"evictionSoft.{signal} or remove it"))
+    return out
+
+
+def _threshold_problem(value: str) -> str | None:
+    """Why the kubelet refuses eviction threshold `value`, or None: a percentage between 0%
+    and 100%, or a positive quantity (pkg/kubelet/eviction/helpers.go
+    parseThresholdStatement; "0%" and "100%" mean no threshold)."""
+    if value.endswith("%"):
+        try:
+            percent = float(value[:-1])
+        except ValueError:
+            return "not a percentage"
+        return None if 0 <= percent <= 100 else "a percentage must be between 0% and 100%"
+    try:
+        q = quantity.parse(value)
+    except quantity.QuantityError:
+        return "not a quantity"
+    return None if q.value > 0 else "eviction threshold must be positive"
+
+
+def _thresholds(config: dict, version) -> list[Finding]:
+    """evictionHard / evictionSoft values the kubelet cannot parse, evictionSoftGracePeriod
+    values that are not positive Go durations (helpers.go parseGracePeriods). Values of the
+    wrong type are left to the type check."""
+    out = []
+    for name in EVICTION_MAPS:      # evictionMinimumReclaim has rules of its own: not here
+        m = config.get(name)
+        grace = name.endswith("GracePeriod")
+        if not isinstance(m, dict) or name.endswith("MinimumReclaim"):
+            continue
+        for signal, value in m.items():
+            if not isinstance(value, str):
+                continue
+            if grace and (value.startswith("-") or _DURATION.fullmatch(value) is None):
+                out.append(Finding(ERROR, f"{name}.{signal}", f"{name}.{signal} is "
+                                   f"{_short(value)}, not a positive Go duration: the kubelet "
+                                   f"of Kubernetes {_vs(version)} refuses to start; write "
+                                   f"e.g. \"1m30s\""))
+            elif not grace and (why := _threshold_problem(value)):
+                out.append(Finding(ERROR, f"{name}.{signal}", f"{name}.{signal} is "
+                                   f"{_short(value)}, {why}: the kubelet of Kubernetes "
+                                   f"{_vs(version)} refuses to start; write a quantity such "
+                                   f"as 500Mi or a percentage such as 10% ({EVICTION_DOC})"))
     return out
 
 

@@ -137,3 +137,26 @@ def test_a_percentage_hard_eviction_counts_against_the_node_memory():
         f"lower the reservations")
     config["evictionHard"]["memory.available"] = "5%"
     assert kubelet_check.check(config, (1, 34), node_memory=64 * gi) == []
+
+
+def test_eviction_thresholds_the_kubelet_cannot_parse_are_errors():
+    config = {"evictionHard": {"memory.available": "lots", "nodefs.available": "150%",
+                               "imagefs.available": "0", "nodefs.inodesFree": "0%",
+                               "pid.available": "1k"},
+              "evictionSoft": {"memory.available": "1Gi"},
+              "evictionSoftGracePeriod": {"memory.available": "ninety seconds"}}
+    doc = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
+    assert [(f.severity, f.field, f.message)
+            for f in kubelet_check.check(config, (1, 34))] == [
+        (ERROR, "evictionHard.memory.available", "evictionHard.memory.available is 'lots', "
+         "not a quantity: the kubelet of Kubernetes 1.34 refuses to start; write a quantity "
+         f"such as 500Mi or a percentage such as 10% ({doc})"),
+        (ERROR, "evictionHard.nodefs.available", "evictionHard.nodefs.available is '150%', a "
+         "percentage must be between 0% and 100%: the kubelet of Kubernetes 1.34 refuses to "
+         f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
+        (ERROR, "evictionHard.imagefs.available", "evictionHard.imagefs.available is '0', "
+         "eviction threshold must be positive: the kubelet of Kubernetes 1.34 refuses to "
+         f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
+        (ERROR, "evictionSoftGracePeriod.memory.available", "evictionSoftGracePeriod."
+         "memory.available is 'ninety seconds', not a positive Go duration: the kubelet of "
+         "Kubernetes 1.34 refuses to start; write e.g. \"1m30s\"")]
