@@ -108,9 +108,10 @@ KUBELET = Object(Kubelet, (
           "{memory: 500Mi}, or the baseline's systemReserved when output.baseline sets "
           "one."),
     Field("evictionHard", StrMap(), {},
-          "Hard eviction thresholds, merged over the kubelet defaults (memory.available "
-          "100Mi, nodefs.available 10%, nodefs.inodesFree 5%, imagefs.available 15%) and "
-          "the baseline's (setting one signal would otherwise zero the others)."),
+          "Hard eviction thresholds, merged over the kubelet defaults of kubernetesVersion "
+          "(memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%, "
+          "imagefs.available 15%; from 1.30 also imagefs.inodesFree 5%) and the "
+          "baseline's (setting one signal would otherwise zero the others)."),
     Field("podPidsLimit", Int(1, 4194304), 4096, "pids.max of every pod cgroup."),
     Field("failCgroupV1", Bool(), True, "Refuse to start on cgroup v1 nodes "
           "(field since 1.31; kubelet default true from 1.35)."),

@@ -152,6 +152,10 @@ def _topologies_from_objects(cfg, items: list, fc_ref, results: list) -> bool:
             continue
         results.extend(Result(f"node pool {pool.name!r}: topology: {note}", INFO, fc_ref, path)
                        for note in notes)
+        unlabelled = from_node.missing_labels(pool.topology, items, pool.nodeSelector, path)
+        if unlabelled:
+            results.append(Result(f"node pool {pool.name!r}: {unlabelled}", WARNING, fc_ref,
+                                  f"{path}.fromNode"))
     return ok
 
 
