@@ -69,6 +69,42 @@ def test_data_gate_stage_and_default_per_version():
     assert upstream.load((1, 30)).gates["WatchListClient"]["stage"] == "BETA"
 
 
+def test_data_1_36_gates_are_from_the_1_36_source():
+    # kubernetes v1.36.2 pkg/features/kube_features.go (docs/kubelet-data.md, "The committed
+    # data and where it came from"): exact, so an unknown gate is an error as on 1.35
+    data = upstream.load((1, 36))
+    assert data.gates_exact is True and "pkg/features of kubernetes v1.36.2" in data.source
+    # new in 1.36: ReloadKubeletClientCAFile {1.36, Default: true, Beta}
+    assert "ReloadKubeletClientCAFile" not in upstream.load((1, 35)).gates
+    assert data.gates["ReloadKubeletClientCAFile"] == {
+        "stage": "BETA", "default": True, "locked": False}
+    # removed in 1.36: MemoryManager (GA and locked since 1.32)
+    assert upstream.load((1, 35)).gates["MemoryManager"]["locked"] is True
+    assert "MemoryManager" not in data.gates and data.removed_gates["MemoryManager"] == "1.36"
+    # changed in 1.36: CustomCPUCFSQuotaPeriod alpha (off) -> GA (on), KubeletPSI locked
+    assert data.gates["CustomCPUCFSQuotaPeriod"] == {
+        "stage": "GA", "default": True, "locked": False}
+    assert data.gates["KubeletPSI"] == {"stage": "GA", "default": True, "locked": True}
+    # the policy-option gates keep their 1.35 state
+    assert (data.gates["CPUManagerPolicyBetaOptions"], data.gates["CPUManagerPolicyAlphaOptions"]) \
+        == ({"stage": "BETA", "default": True, "locked": False},
+            {"stage": "ALPHA", "default": False, "locked": False})
+
+
+def test_a_gate_removed_in_1_36_is_an_error_on_1_36_only():
+    gates = {"featureGates": {"MemoryManager": True, "SomeGateNewIn136": True}}
+    assert [(f.severity, f.field, f.message) for f in kubelet_check.check(gates, (1, 36))] == [
+        (ERROR, "featureGates.MemoryManager",
+         "feature gate MemoryManager was removed in Kubernetes 1.36: the kubelet of 1.36 "
+         "refuses to start (unrecognized feature gate); remove it "
+         "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)"),
+        (ERROR, "featureGates.SomeGateNewIn136",
+         "feature gate SomeGateNewIn136 is not a feature gate of the Kubernetes 1.36 kubelet: "
+         "the kubelet of 1.36 refuses to start (unrecognized feature gate); remove it "
+         "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)")]
+    assert kubelet_check.check({"featureGates": {"MemoryManager": True}}, (1, 35)) == []
+
+
 def test_data_field_types():
     data = upstream.load((1, 34))
     assert data.fields["maxPods"] == {"go": "int32", "type": "int32"}
@@ -435,7 +471,7 @@ def test_unknown_gate_outside_the_generated_versions_is_a_warning():
     assert [(f.severity, f.field) for f in found] == [(WARNING, "featureGates.SomeFutureGate")]
     assert found[0].message.endswith("(krm-fn's data covers Kubernetes 1.29-1.36; checked "
                                      "as 1.36)")
-    # (1.36's gates are not exact: test_kubelet_gaps.py)
+    # inside the range an unknown gate is an error (1.36 too: test_a_gate_removed_in_1_36_...)
     found = kubelet_check.check({"featureGates": {"SomeFutureGate": True}}, (1, 35))
     assert [(f.severity, f.field) for f in found] == [(ERROR, "featureGates.SomeFutureGate")]
 
