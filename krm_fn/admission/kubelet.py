@@ -106,13 +106,43 @@ def _affinity_refusal(pod, node, adm, where: str, pol: str, scp: str) -> Finding
                f"{size}: request at most {most}, reserve fewer CPUs on one NUMA node, or "
                + fix.split(", ", 1)[-1].removeprefix("or "))
     what = f"{need} exclusive CPUs; " if need else ""
+    mem = _memory_text(pod, node, adm.container)
+    if mem:
+        fix = ("request less memory per NUMA node, describe the nodes' memory per NUMA node "
+               "(topology.numaMemory) if it differs, or " + fix.removeprefix("request "))
     return Finding(ERROR, f"the Topology Manager ({pol}, scope {scp}) refuses the pod with "
                    f"TopologyAffinityError on an empty node of pool {node.pool!r}: no "
                    f"{'single NUMA node' if pol == topology.SINGLE else 'preferred NUMA set'}"
                    f" can hold what {where} needs ({what}CPUs free on an empty node: "
-                   f"{_free_text(node)}); {fix} "
+                   f"{_free_text(node)}{mem}); {fix} "
                    f"({topology.TM_SRC} policy_{pol.replace('-', '_')}.go; "
                    f"{topology.TM_DOCS})", "topology", pod.path)
+
+
+def _memory_text(pod: AdmittedPod, node: NodeModel, container: str) -> str:
+    """Under Memory Manager Static with per-NUMA memory modelled: `; memory requested
+    20Gi, allocatable per NUMA node (reservedMemory and hugepages taken out): NUMA 0:
+    15Gi, NUMA 1: 16Gi` for the pod (or `container`), else ""."""
+    if not (memorymanager.is_static(node) and node.numa_memory):
+        return ""
+    if container:
+        req = next((memorymanager.requested(c) for c in pod.containers
+                    if c.name == container), {})
+    else:
+        req = memorymanager.pod_requested(pod)
+    if not req:
+        return ""
+    alloc = memorymanager.MemState(node).alloc
+    asked = ", ".join(f"{r} {_gib(v)}" for r, v in sorted(req.items()))
+    per = "; ".join(f"NUMA {n}: " + ", ".join(f"{r} {_gib(alloc[n].get(r, 0))}"
+                                             for r in sorted(req))
+                    for n in sorted(alloc))
+    return (f"; requested {asked}, allocatable per NUMA node under memoryManagerPolicy "
+            f"Static (reservedMemory and pre-allocated hugepages taken out): {per}")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.4g}Gi"
 
 
 def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:

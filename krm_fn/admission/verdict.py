@@ -10,7 +10,10 @@ each pod gets as a result.
 """
 from __future__ import annotations
 
+from krm_fn import quantity
 from krm_fn.admission import capacity, knative, kubelet, scheduling
+from krm_fn.admission.injectors import base
+from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState
 from krm_fn.admission.model import (APP, ERROR, SIDECAR, AdmittedPod, Finding, NodeModel,
                                     PodVerdict)
@@ -54,12 +57,13 @@ def effective_requests(pod: AdmittedPod, resource: str):
     return max(apps + sidecars, peak)
 
 
-def _podlevel_findings(pod: AdmittedPod) -> list:
+def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
     """Pod-level requests below the aggregate of the container requests, injected
     containers included: the API server refuses the pod (validation runs after the
-    mutating webhooks that inject the containers)."""
+    mutating webhooks that inject the containers). Without the PodLevelResources gate
+    the API server drops the field (it validates nothing)."""
     out = []
-    if not pod.pod_requests:
+    if not pod.pod_requests or not gate(node, "PodLevelResources"):
         return out
     for r in ("cpu", "memory"):
         have = pod.pod_requests.get(r)
@@ -68,10 +72,12 @@ def _podlevel_findings(pod: AdmittedPod) -> list:
             injected = [c.name for c in pod.containers if c.source != "manifest"]
             extra = (f" (injected containers {', '.join(injected)} included)" if injected
                      else "")
-            out.append(Finding(ERROR, f"pod-level requests.{r} is below what the containers "
-                                      f"request{extra}: the API server refuses the pod; "
-                                      f"raise spec.resources.requests.{r} and limits.{r} to "
-                                      f"at least the aggregate ({POD_LEVEL_SOURCE})",
+            show = (quantity.format_cpu if r == "cpu" else base.fmt_bytes)
+            out.append(Finding(ERROR, f"pod-level requests.{r} {show(have)} is below the "
+                                      f"{show(need)} the containers request{extra}: the API "
+                                      f"server refuses the pod; raise "
+                                      f"spec.resources.requests.{r} and limits.{r} to at "
+                                      f"least {show(need)} ({POD_LEVEL_SOURCE})",
                                "podlevel", f"{pod.path}.resources.requests.{r}"))
     return out
 
@@ -82,7 +88,7 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     Knative feature flags (knative.features) when the pod is a Knative pod, else None;
     `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model).
     """
-    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod)
+    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
     qos, exclusive, numa, found = _kubelet(pod, node)
     findings += found
     findings += scheduling.matches(pod, node)

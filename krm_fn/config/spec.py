@@ -230,6 +230,7 @@ WORKLOADS = Object(Workloads, (
                   "Knative queue-proxy (Knative Services, KServe serverless)."),
         _injector("vault", "vault", "Vault agent (vault-agent, vault-agent-init)."),
         _injector("dapr", "dapr", "Dapr daprd."),
+        _injector("gcsfuse", "gcsfuse", "GKE Cloud Storage FUSE gke-gcsfuse-sidecar."),
     )), None, "Sidecars injected at admission: their request == limit annotations on the "
               "pod template."),
     Field("shm", Object(Shm, (

@@ -58,7 +58,9 @@ class Run:
     def features_for(self, pod) -> dict | None:
         """Knative's feature flags when `pod` (a tuned PodView) becomes a Knative
         revision's pod (admission.knative.serverless), else None."""
-        return self.knative_features if knative.serverless(pod)[0] else None
+        default = self.ictx.kserve_default_mode() if self.ictx is not None else None
+        on = knative.serverless(pod, default)[0]
+        return self.knative_features if on else None
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
         """rules.PoolInfo of node pool `pool_index`."""

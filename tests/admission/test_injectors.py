@@ -51,7 +51,7 @@ def test_registry_order_and_annotated_injectors():
         "istio", "linkerd", "queue_proxy", "vault", "dapr", "storage_initializer",
         "kserve_agent", "otel_instrumentation", "otel_collector", "gcsfuse"]
     assert [m.KEY for m in inj.ANNOTATED] == [
-        "istio", "linkerd", "knativeQueueProxy", "vault", "dapr"]
+        "istio", "linkerd", "knativeQueueProxy", "vault", "dapr", "gcsfuse"]
     assert inj.by_id("gcsfuse") is gcsfuse
 
 
@@ -512,7 +512,8 @@ def test_gcsfuse_defaults_requests_only_native_sidecar():
         "set the pod template annotations gke-gcsfuse/cpu-limit and gke-gcsfuse/memory-limit "
         "to non-zero values (the requests follow them), or gke-gcsfuse/cpu-request, "
         "gke-gcsfuse/cpu-limit, gke-gcsfuse/memory-request, gke-gcsfuse/memory-limit with "
-        "request == limit")
+        "request == limit (or spec.workloads.injection.gcsfuse cpu and memory, which krm-fn "
+        "writes there)")
     old = gcsfuse.containers(m, InjectionContext(kubernetes_version=(1, 28)))
     assert old[0].role == model.APP
 

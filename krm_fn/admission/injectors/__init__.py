@@ -69,4 +69,4 @@ def injections(meta: Meta, ctx: InjectionContext) -> tuple:
 def for_pod(pod, ctx: InjectionContext) -> tuple:
     """`injections` for a krm_fn.pod.PodView as tuned (its pod template annotations as
     krm-fn wrote them), with the Namespace objects of `ctx`."""
-    return injections(meta_of(pod, ctx.namespaces), ctx)
+    return injections(meta_of(pod, ctx=ctx), ctx)

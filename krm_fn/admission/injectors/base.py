@@ -29,7 +29,9 @@ class Meta:
     workload's kind; `namespace`: the workload's namespace ("" when unset);
     `host_network`: the pod spec sets hostNetwork: true; `spec`: the pod spec as plain
     data ({} unknown; for KServe the component spec); `container_keys`: keys of `spec`
-    holding one container each (PodSpecAt.container_keys, e.g. KServe `model`).
+    holding one container each (PodSpecAt.container_keys, e.g. KServe `model`);
+    `kserve_default_mode`: KServe's defaultDeploymentMode when its ConfigMap
+    inferenceservice-config is in the input, else None.
     """
 
     annotations: dict = field(default_factory=dict)
@@ -43,6 +45,7 @@ class Meta:
     host_network: bool = False
     spec: dict = field(default_factory=dict)
     container_keys: tuple = ()
+    kserve_default_mode: str | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,12 @@ class InjectionContext:
                 return cm
         return None
 
+    def kserve_default_mode(self) -> str | None:
+        """KServe's `defaultDeploymentMode` (ConfigMap inferenceservice-config, key
+        `deploy`) when that ConfigMap is in the input and says, else None."""
+        from krm_fn.admission.knative import kserve_default_mode
+        return kserve_default_mode(self.configmaps)
+
     def namespace_meta(self, name: str) -> tuple[dict | None, dict | None]:
         """(labels, annotations) of Namespace `name` when it is in the input, else
         (None, None)."""
@@ -152,17 +161,22 @@ def pod_meta(pod, key: str) -> dict:
     return own
 
 
-def meta_of(pod, namespaces: dict | None = None) -> Meta:
+def meta_of(pod, namespaces: dict | None = None, ctx: "InjectionContext | None" = None
+            ) -> Meta:
     """The Meta of a PodView; `namespaces`: {name: Namespace object} of the input
     (InjectionContext.namespaces), whose labels and annotations fill ns_labels and
-    ns_annotations for the workload's namespace."""
-    ctx = InjectionContext(namespaces=namespaces or {})
-    ns_labels, ns_ann = ctx.namespace_meta(pod.ref.namespace)
+    ns_annotations for the workload's namespace; `ctx`: the InjectionContext, for what
+    cluster ConfigMaps of the input say (KServe's default deployment mode)."""
+    if ctx is not None and namespaces is None:
+        namespaces = ctx.namespaces
+    ns_ctx = InjectionContext(namespaces=namespaces or {})
+    ns_labels, ns_ann = ns_ctx.namespace_meta(pod.ref.namespace)
     spec = pod.spec if isinstance(pod.spec, dict) else {}
     return Meta(pod_meta(pod, "annotations"), pod_meta(pod, "labels"),
                 root_meta(pod, "annotations") if is_isvc(pod) else {}, ns_labels, ns_ann,
                 pod.at.platform, pod.ref.kind, pod.ref.namespace,
-                spec.get("hostNetwork") is True, spec, tuple(pod.at.container_keys))
+                spec.get("hostNetwork") is True, spec, tuple(pod.at.container_keys),
+                ctx.kserve_default_mode() if ctx is not None else None)
 
 
 def amount(res: str, text: object) -> object | None:

@@ -4,9 +4,11 @@
 reconciler adds it (knative/serving pkg/reconciler/revision/resources/deploy.go); there is
 no opt-out. A KServe InferenceService runs on Knative unless its own annotation
 `serving.kserve.io/deploymentMode` is `RawDeployment`, `Standard` or `ModelMesh` (kserve
-pkg/constants/constants.go; without the annotation the cluster default of ConfigMap
-`inferenceservice-config` key `deploy` decides, Serverless unless changed: krm-fn assumes
-Serverless). A ServingRuntime serves either mode, so nothing is visible for it.
+pkg/constants/constants.go); without the annotation, or with a value KServe does not know,
+the cluster default decides: `defaultDeploymentMode` of key `deploy` of ConfigMap
+`inferenceservice-config` when it is in the input, else Serverless, the default of KServe's
+install (kserve pkg/controller/v1beta1/inferenceservice/utils/utils.go GetDeploymentMode).
+A ServingRuntime serves either mode, so nothing is visible for it.
 
 **What it adds.** One app container `queue-proxy`.
 
@@ -57,7 +59,8 @@ def trigger(meta: base.Meta):
     """(True, why) for Knative pods and KServe InferenceServices in Serverless mode,
     (False, why) for a KServe deploymentMode without Knative, else (None, None)
     (krm_fn.admission.knative.serverless_mode)."""
-    return knative.serverless_mode(meta.platform, meta.kind, meta.owner_annotations)
+    return knative.serverless_mode(meta.platform, meta.kind, meta.owner_annotations,
+                                   meta.kserve_default_mode)
 
 
 def _data(ctx: base.InjectionContext, name: str) -> dict | None:

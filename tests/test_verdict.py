@@ -1,0 +1,225 @@
+"""The verdict through the whole function (krm_fn/pipeline/verdict.py): what a render says of
+each pod after admission, and when it fails closed. Each test gives a small input and
+asserts the exact verdict line or finding."""
+from __future__ import annotations
+
+import yaml
+
+from tests.helpers import run_fn
+
+POOL = {"name": "p", "nodeSelector": {"pool": "p"},
+        "topology": {"sockets": 2, "numaNodesPerSocket": 1, "coresPerSocket": 8,
+                     "threadsPerCore": 2, "memory": "64Gi"},
+        "reserved": {"cores": 1}}
+GUARANTEED_4 = {"requests": {"cpu": "4", "memory": "8Gi"},
+                "limits": {"cpu": "4", "memory": "8Gi"}}
+
+
+def config(version="1.34", pool=None, **spec) -> dict:
+    return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+            "metadata": {"name": "pin"},
+            "spec": {"kubernetesVersion": version, "nodePools": [pool or POOL], **spec}}
+
+
+def deployment(name="srv", annotations=None, labels=None, spec=None, meta=None) -> dict:
+    pod_spec = spec or {"containers": [{"name": "server", "image": "srv:1",
+                                        "resources": GUARANTEED_4}]}
+    template_meta = {k: v for k, v in (("annotations", annotations), ("labels", labels)) if v}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "ai", **(meta or {})},
+            "spec": {"template": {"metadata": template_meta, "spec": pod_spec}}}
+
+
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data):
+        return True
+
+
+def render(cfg: dict, *items: dict) -> tuple[int, list, list]:
+    """(exit code, results as (severity, message), output items) of one function run."""
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+          "items": list(items), "functionConfig": cfg}
+    p = run_fn([], yaml.dump(rl, Dumper=_NoAliases, sort_keys=False))
+    out = yaml.safe_load(p.stdout) or {}
+    return (p.returncode, [(r["severity"], r["message"]) for r in out.get("results") or []],
+            out.get("items") or [])
+
+
+def verdicts(results: list) -> list:
+    return [m for _, m in results if m.startswith("verdict:")]
+
+
+def errors(results: list) -> list:
+    return [m for s, m in results if s == "error"]
+
+
+# --- capacity: the bugs of the issue ---------------------------------------------------------
+
+def test_seven_not_fourteen_24gi_pods_fit_a_192gi_node():
+    pool = {**POOL, "reserved": {"cores": 2},
+            "topology": {"sockets": 1, "numaNodesPerSocket": 1, "coresPerSocket": 24,
+                         "threadsPerCore": 2, "memory": "192Gi"}}
+    big = {"requests": {"cpu": "4", "memory": "24Gi"}, "limits": {"cpu": "4", "memory": "24Gi"}}
+    code, results, _ = render(config(pool=pool), deployment(spec={"containers": [
+        {"name": "server", "image": "srv:1", "resources": big}]}))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 7 per node"]
+    # 192Gi - 500Mi kubeReserved - 500Mi systemReserved - 100Mi evictionHard = 190.9Gi
+    assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
+            "memory; Deployment srv needs 4 exclusive CPUs (7 per node, limited by "
+            "allocatable memory 190.9Gi (OutOfmemory))") in [m for _, m in results]
+
+
+def test_ten_not_eleven_pods_fit_when_a_shared_sidecar_uses_the_last_cpus():
+    # 44 allocatable CPUs: 11 x 4 exclusive would fit, but each pod also asks 100m for its
+    # exporter, and 11 x 4.1 > 44 (the scheduler's OutOfcpu)
+    pool = {**POOL, "reserved": {"cores": 2},
+            "topology": {"sockets": 1, "numaNodesPerSocket": 1, "coresPerSocket": 24,
+                         "threadsPerCore": 2, "memory": "192Gi"}}
+    code, results, _ = render(config(pool=pool), deployment(spec={"containers": [
+        {"name": "server", "image": "srv:1", "resources": GUARANTEED_4},
+        {"name": "exporter", "image": "exp:1",
+         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                       "limits": {"cpu": "100m", "memory": "64Mi"}}}]}))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+
+
+# --- fail closed, and lowering it ------------------------------------------------------------
+
+DAPR = {"dapr.io/enabled": "true"}
+DAPR_ERROR = ("Dapr daprd (annotation dapr.io/enabled=true) adds daprd without requests == "
+              "limits for cpu and memory, so the pod will be Burstable and no container gets "
+              "exclusive CPUs: set the pod template annotations dapr.io/sidecar-cpu-request, "
+              "dapr.io/sidecar-cpu-limit, dapr.io/sidecar-memory-request, "
+              "dapr.io/sidecar-memory-limit with request == limit (or "
+              "spec.workloads.injection.dapr cpu and memory, which krm-fn writes there)")
+
+
+def test_a_pod_burstable_after_admission_fails_the_render_and_is_left_unchanged():
+    item = deployment(annotations=DAPR)
+    code, results, items = render(config(), item)
+    assert code == 1
+    assert DAPR_ERROR in errors(results)
+    assert errors(results)[-1] == "left unchanged because of the errors above"
+    assert items == [item]
+
+
+def test_verdict_annotation_on_the_workload_lowers_the_failure_to_a_warning():
+    code, results, items = render(config(), deployment(
+        annotations=DAPR, meta={"annotations": {"krm-fn.dev/verdict": "warning"}}))
+    assert code == 0
+    assert ("warning", DAPR_ERROR) in results
+    assert errors(results) == []
+    assert items[0]["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "p"}
+
+
+def test_verdict_annotation_on_the_pod_template_lowers_the_failure_to_a_warning():
+    code, results, _ = render(config(), deployment(
+        annotations={**DAPR, "krm-fn.dev/verdict": "warning"}))
+    assert code == 0
+    assert ("warning", DAPR_ERROR) in results
+
+
+def test_verdict_annotation_error_keeps_one_workload_strict_under_a_global_warning():
+    cfg = config(verdict={"onFailure": "warning"})
+    code, results, _ = render(cfg, deployment("lenient", annotations=DAPR),
+                              deployment("strict", annotations=DAPR,
+                                         meta={"annotations": {"krm-fn.dev/verdict": "error"}}))
+    assert code == 1
+    assert errors(results) == [DAPR_ERROR, "pod is Burstable after admission, so no container "
+                               "gets exclusive CPUs, not even 'server' (the static CPU Manager "
+                               "pins only Guaranteed pods); not Guaranteed: 'daprd'; set cpu "
+                               "and memory requests equal to limits in every container, init, "
+                               "sidecar and injected ones included (kubernetes/kubernetes "
+                               "pkg/apis/core/v1/helper/qos/qos.go (ComputePodQOS); "
+                               "kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_static.go"
+                               " guaranteedCPUs)",
+                               "left unchanged because of the errors above"]
+    assert ("warning", DAPR_ERROR) in results
+
+
+def test_validate_mode_gives_the_same_verdict_errors():
+    cfg = config(mode="validate")
+    code, results, _ = render(cfg, deployment(annotations=DAPR))
+    assert code == 1
+    assert DAPR_ERROR in errors(results)
+
+
+# --- injectors sized from the config ---------------------------------------------------------
+
+def test_gcsfuse_sidecar_is_sized_from_spec_workloads_injection_gcsfuse():
+    cfg = config(workloads={"injection": {"gcsfuse": {"cpu": "500m", "memory": "512Mi"}}})
+    code, results, items = render(cfg, deployment(annotations={"gke-gcsfuse/volumes": "true"}))
+    assert code == 0
+    assert items[0]["spec"]["template"]["metadata"]["annotations"] == {
+        "gke-gcsfuse/volumes": "true", "gke-gcsfuse/cpu-request": "500m",
+        "gke-gcsfuse/cpu-limit": "500m", "gke-gcsfuse/memory-request": "512Mi",
+        "gke-gcsfuse/memory-limit": "512Mi"}
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "gke-gcsfuse-sidecar; 6 per node"]
+
+
+# --- pod-level resources and injected containers ---------------------------------------------
+
+def test_pod_level_requests_cover_the_sidecars_krm_fn_sizes():
+    # 1.33: PodLevelResources is off by default, so the pod is pinned; the pod-level values
+    # krm-fn writes include istio-proxy, which krm-fn itself sizes at 500m / 256Mi
+    cfg = config("1.33", workloads={"injection": {"istio": {"cpu": "500m", "memory": "256Mi"}}})
+    spec = {"resources": GUARANTEED_4,
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    code, results, items = render(cfg, deployment(labels={"sidecar.istio.io/inject": "true"},
+                                                  spec=spec))
+    assert code == 0
+    assert items[0]["spec"]["template"]["spec"]["resources"] == {
+        "requests": {"cpu": "4500m", "memory": "8448Mi"},
+        "limits": {"cpu": "4500m", "memory": "8448Mi"}}
+    assert ("info", "pod-level requests.cpu 4 -> 4500m (the containers need 4500m, injected "
+            "istio-init, istio-proxy included): with pod-level resources the pod's QoS comes "
+            "from them alone, and Guaranteed needs requests == limits") in results
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "istio-init, istio-proxy; 6 per node"]
+
+
+# --- KServe's deployment mode from the cluster config in the input ---------------------------
+
+ISVC = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "qwen", "namespace": "serving"},
+        "spec": {"predictor": {"model": {
+            "modelFormat": {"name": "huggingface"},
+            "resources": GUARANTEED_4}}}}
+
+
+def _kserve_config(mode: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "inferenceservice-config", "namespace": "kserve"},
+            "data": {"deploy": '{"defaultDeploymentMode": "%s"}' % mode}}
+
+
+def test_kserve_default_deployment_mode_standard_in_the_input_means_no_queue_proxy():
+    code, results, items = render(config(), ISVC, _kserve_config("Standard"))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs kserve-container 4 on NUMA 0; "
+        "7 per node"]
+    assert items[0]["spec"]["predictor"]["nodeSelector"] == {"pool": "p"}
+
+
+def test_kserve_unknown_deployment_mode_falls_back_to_the_default_in_the_input():
+    isvc = {**ISVC, "metadata": {**ISVC["metadata"], "annotations": {
+        "serving.kserve.io/deploymentMode": "raw"}}}
+    code, results, _ = render(config(), isvc, _kserve_config("Standard"))
+    assert code == 0
+    assert "injected" not in verdicts(results)[0]
+
+
+def test_kserve_without_deployment_mode_or_config_is_judged_serverless():
+    code, results, _ = render(config(), ISVC)
+    assert code == 1
+    assert verdicts(results) == [
+        "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
+        "node; will not run pinned (see the errors)"]
