@@ -223,3 +223,78 @@ def test_kserve_without_deployment_mode_or_config_is_judged_serverless():
     assert verdicts(results) == [
         "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
         "node; will not run pinned (see the errors)"]
+
+
+# --- Knative's config-deployment in the input ------------------------------------------------
+
+FEATURES = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "config-features", "namespace": "knative-serving"},
+            "data": {"kubernetes.podspec-nodeselector": "enabled"}}
+KSVC = {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+        "metadata": {"name": "ks", "namespace": "ai"},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}}}}
+
+
+def _config_deployment(**data) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "config-deployment", "namespace": "knative-serving"},
+            "data": {"queue-sidecar-image": "queue:1", **data}}
+
+
+def test_knative_config_deployment_in_the_input_gets_the_configured_queue_proxy_sizes():
+    cfg = config(workloads={"injection": {"knativeQueueProxy": {"cpu": "250m",
+                                                                 "memory": "256Mi"}}})
+    cm = _config_deployment(**{"queue-sidecar-cpu-request": "25m",
+                               "queue-sidecar-memory-limit": "800Mi"})
+    code, results, items = render(cfg, cm, KSVC, FEATURES)
+    assert code == 0
+    assert items[0]["data"] == {
+        "queue-sidecar-image": "queue:1", "queue-sidecar-cpu-request": "250m",
+        "queue-sidecar-memory-limit": "256Mi", "queue-sidecar-cpu-limit": "250m",
+        "queue-sidecar-memory-request": "256Mi"}
+    assert ("info", "queue-sidecar-cpu-request 25m -> 250m (spec.workloads.injection."
+            "knativeQueueProxy.cpu is 250m): Knative sizes every revision's queue-proxy from "
+            "this key when its pod template has no queue.sidecar.serving.knative.dev "
+            "annotation (and always before knative-v1.11.0); request != limit makes the pod "
+            "Burstable (knative/serving pkg/reconciler/revision/resources/queue.go "
+            "createQueueResources, pkg/deployment/config.go)") in results
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "queue-proxy; 7 per node"]
+
+
+def test_knative_config_deployment_unequal_values_are_made_equal_to_the_larger():
+    cm = _config_deployment(**{"queue-sidecar-cpu-request": "100m",
+                               "queue-sidecar-cpu-limit": "500m",
+                               "queue-sidecar-memory-request": "128Mi",
+                               "queue-sidecar-memory-limit": "256Mi"})
+    code, results, items = render(config(), cm, KSVC, FEATURES)
+    assert code == 0
+    assert {k: v for k, v in items[0]["data"].items() if k != "queue-sidecar-image"} == {
+        "queue-sidecar-cpu-request": "500m", "queue-sidecar-cpu-limit": "500m",
+        "queue-sidecar-memory-request": "256Mi", "queue-sidecar-memory-limit": "256Mi"}
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "queue-proxy; 6 per node"]
+
+
+def test_knative_config_deployment_whole_cpu_is_not_written_and_the_pod_fails_closed():
+    cm = _config_deployment(**{"queue-sidecar-cpu-request": "25m",
+                               "queue-sidecar-cpu-limit": "1000m",
+                               "queue-sidecar-memory-request": "400Mi",
+                               "queue-sidecar-memory-limit": "800Mi"})
+    code, results, items = render(config(), cm, KSVC, FEATURES)
+    assert code == 1
+    assert items[0]["data"]["queue-sidecar-cpu-request"] == "25m"
+    assert ("warning", "queue-sidecar-cpu-request 25m and queue-sidecar-cpu-limit 1000m "
+            "differ, so queue-proxy gets request != limit and every Knative pod that reads "
+            "this ConfigMap is Burstable; krm-fn does not make both 1: a whole-number cpu "
+            "would give queue-proxy exclusive CPUs (and fail pods with SMTAlignmentError "
+            "under full-pcpus-only); set both to a fractional value such as 900m, or "
+            "spec.workloads.injection.knativeQueueProxy.cpu (knative/serving "
+            "pkg/reconciler/revision/resources/queue.go createQueueResources, "
+            "pkg/deployment/config.go)") in results
+    assert verdicts(results) == [
+        "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
+        "node; will not run pinned (see the errors)"]
