@@ -246,7 +246,7 @@ def spec_refusals(spec: dict, feats: Features) -> list[tuple[str, str | None, st
             continue
         if key == INIT_CONTAINERS:
             continue
-        if spec.get(fld) not in (None, {}, [], "", False):
+        if spec.get(fld) not in (None, {}, [], "", False, "false", "False", "FALSE"):
             out.append((fld, key, f"Knative's webhook refuses {fld} (\"must not set the "
                                   f"field(s)\"): {fix(key, feats)}"))
     inits = spec.get("initContainers")

@@ -9,7 +9,7 @@ import pytest
 
 from krm_fn.admission import model
 from krm_fn.admission import injectors as inj
-from krm_fn.admission.injectors import (dapr, gcsfuse, istio, kserve_agent, linkerd,
+from krm_fn.admission.injectors import (dapr, gcsfuse, istio, kserve_agent, kuberay, linkerd,
                                         otel_collector, otel_instrumentation, queue_proxy,
                                         storage_initializer, vault)
 from krm_fn.admission.injectors.base import InjectionContext, Meta
@@ -49,7 +49,7 @@ def cm(name, namespace, data) -> dict:
 def test_registry_order_and_annotated_injectors():
     assert [m.ID for m in inj.INJECTORS] == [
         "istio", "linkerd", "queue_proxy", "vault", "dapr", "storage_initializer",
-        "kserve_agent", "otel_instrumentation", "otel_collector", "gcsfuse"]
+        "kserve_agent", "otel_instrumentation", "otel_collector", "gcsfuse", "kuberay"]
     assert [m.KEY for m in inj.ANNOTATED] == [
         "istio", "linkerd", "knativeQueueProxy", "vault", "dapr", "gcsfuse"]
     assert inj.by_id("gcsfuse") is gcsfuse
@@ -576,3 +576,41 @@ def test_for_pod_reads_the_tuned_pod_template_and_its_namespace():
         ("istio", "namespace ml label istio-injection=enabled", True, "")]
     assert [c.name for c in got[0].containers] == ["istio-init", "istio-proxy"]
     assert got[0].containers[1].limits == {"cpu": 1, "memory": GI}
+
+
+# --- KubeRay ----------------------------------------------------------------------------------
+
+def _ray(group, cluster):
+    return meta(ray_group=group, ray_cluster=cluster, ray_cluster_path="spec.rayClusterConfig")
+
+
+def test_kuberay_triggers_autoscaler_on_the_head_and_wait_gcs_ready_on_workers():
+    assert kuberay.trigger(_ray("head", {"enableInTreeAutoscaling": "true"})) == (
+        True, "spec.rayClusterConfig.enableInTreeAutoscaling is true")
+    assert kuberay.trigger(_ray("head", {"enableInTreeAutoscaling": "false"})) == (None, None)
+    assert kuberay.trigger(_ray("head", {})) == (None, None)
+    assert kuberay.trigger(_ray("worker", {})) == (
+        True, "KubeRay adds wait-gcs-ready to every worker pod")
+    assert kuberay.trigger(meta()) == (None, None)
+
+
+def test_kuberay_autoscaler_default_is_guaranteed_and_wait_gcs_ready_is_fixed():
+    head = _ray("head", {"enableInTreeAutoscaling": "true"})
+    assert kuberay.containers(head, EMPTY) == (
+        C("autoscaler", model.APP, {"cpu": 500, "memory": 512}, {"cpu": 500, "memory": 512},
+          "kuberay"),)
+    assert kuberay.containers(_ray("worker", {}), EMPTY) == (
+        C("wait-gcs-ready", model.INIT, {"cpu": 200, "memory": 256},
+          {"cpu": 200, "memory": 256}, "kuberay"),)
+
+
+def test_kuberay_autoscaler_options_resources_replace_the_default_as_a_whole():
+    head = _ray("head", {"enableInTreeAutoscaling": "true", "autoscalerOptions": {
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                      "requests": {"cpu": "200m"}}}})
+    got = kuberay.containers(head, EMPTY)
+    assert got == (C("autoscaler", model.APP, {"cpu": 200, "memory": 1024},
+                     {"cpu": 1000, "memory": 1024}, "kuberay"),)
+    assert kuberay.fix(head, EMPTY, got) == (
+        "set spec.rayClusterConfig.autoscalerOptions.resources with requests == limits for "
+        "cpu and memory (it replaces KubeRay's default 500m / 512Mi as a whole), or remove it")

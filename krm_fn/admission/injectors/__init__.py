@@ -16,13 +16,13 @@ annotations cannot fix, or None).
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import (base, dapr, gcsfuse, istio, kserve_agent, linkerd,
-                                        otel_collector, otel_instrumentation, queue_proxy,
-                                        storage_initializer, vault)
+from krm_fn.admission.injectors import (base, dapr, gcsfuse, istio, kserve_agent, kuberay,
+                                        linkerd, otel_collector, otel_instrumentation,
+                                        queue_proxy, storage_initializer, vault)
 from krm_fn.admission.injectors.base import InjectionContext, Meta, meta_of
 
 INJECTORS = (istio, linkerd, queue_proxy, vault, dapr, storage_initializer, kserve_agent,
-             otel_instrumentation, otel_collector, gcsfuse)
+             otel_instrumentation, otel_collector, gcsfuse, kuberay)
 # the injectors spec.workloads.injection configures, in the injector-annotations rule's order
 ANNOTATED = tuple(m for m in INJECTORS if hasattr(m, "KEY"))
 

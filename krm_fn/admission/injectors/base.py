@@ -31,7 +31,10 @@ class Meta:
     data ({} unknown; for KServe the component spec); `container_keys`: keys of `spec`
     holding one container each (PodSpecAt.container_keys, e.g. KServe `model`);
     `kserve_default_mode`: KServe's defaultDeploymentMode when its ConfigMap
-    inferenceservice-config is in the input, else None.
+    inferenceservice-config is in the input, else None; `ray_group`: "head" or "worker"
+    for a KubeRay group's pod, else None; `ray_cluster`: that group's Ray cluster spec
+    (plain data, {} otherwise) and `ray_cluster_path` its field path (`spec`,
+    `spec.rayClusterConfig`, ...).
     """
 
     annotations: dict = field(default_factory=dict)
@@ -46,6 +49,9 @@ class Meta:
     spec: dict = field(default_factory=dict)
     container_keys: tuple = ()
     kserve_default_mode: str | None = None
+    ray_group: str | None = None
+    ray_cluster: dict = field(default_factory=dict)
+    ray_cluster_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -121,6 +127,20 @@ class InjectionContext:
         return (lab if isinstance(lab, dict) else {}), (ann if isinstance(ann, dict) else {})
 
 
+def yaml_bool(value: object) -> bool | None:
+    """A YAML 1.2 core boolean as the API server reads it: True for true / True / TRUE
+    (or a bool True), False for false / False / FALSE, None otherwise. Items are read
+    untyped (every scalar a string: krm_fn/yaml/load.py)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value) if value is not None else ""
+    if text in ("true", "True", "TRUE"):
+        return True
+    if text in ("false", "False", "FALSE"):
+        return False
+    return None
+
+
 def dig(obj: object, path: tuple) -> object:
     """Follow mapping keys and list indices; None when a step is missing or misshapen."""
     for key in path:
@@ -172,11 +192,29 @@ def meta_of(pod, namespaces: dict | None = None, ctx: "InjectionContext | None" 
     ns_ctx = InjectionContext(namespaces=namespaces or {})
     ns_labels, ns_ann = ns_ctx.namespace_meta(pod.ref.namespace)
     spec = pod.spec if isinstance(pod.spec, dict) else {}
+    group, cluster, cluster_path = ray_group(pod)
     return Meta(pod_meta(pod, "annotations"), pod_meta(pod, "labels"),
                 root_meta(pod, "annotations") if is_isvc(pod) else {}, ns_labels, ns_ann,
                 pod.at.platform, pod.ref.kind, pod.ref.namespace,
-                spec.get("hostNetwork") is True, spec, tuple(pod.at.container_keys),
-                ctx.kserve_default_mode() if ctx is not None else None)
+                yaml_bool(spec.get("hostNetwork")) is True, spec,
+                tuple(pod.at.container_keys),
+                ctx.kserve_default_mode() if ctx is not None else None,
+                group, cluster, cluster_path)
+
+
+def ray_group(pod) -> tuple[str | None, dict, str]:
+    """("head" | "worker", the Ray cluster spec, its field path) of a KubeRay group's
+    PodView (PodSpecAt.ray_params), else (None, {}, "")."""
+    params = pod.at.ray_params
+    if not params:
+        return None, {}, ""
+    for i, key in enumerate(params):
+        if key in ("headGroupSpec", "workerGroupSpecs"):
+            cluster = dig(pod.edits.root, tuple(params[:i]))
+            path = ".".join(str(p) for p in params[:i])
+            return ("head" if key == "headGroupSpec" else "worker",
+                    cluster if isinstance(cluster, dict) else {}, path)
+    return None, {}, ""
 
 
 def amount(res: str, text: object) -> object | None:
