@@ -272,8 +272,11 @@ def test_storage_initializer_configmap_and_storage_container_on_top():
            "spec": {"container": {"name": "storage-initializer", "resources": {
                "requests": {"memory": "2Gi"}, "limits": {"memory": "2Gi"}}},
                "supportedUriFormats": [{"prefix": "s3://"}]}}
+    # KServe's own `default` (it serves s3:// too) is in the input, fixed: else KServe may
+    # take it instead of `s3` (test_storage_initializer_any_serving_storage_container_may_be_used)
+    default = {**csc, "metadata": {"name": "default"}}
     ctx = InjectionContext.from_items(
-        [cm("inferenceservice-config", "kserve", {"storageInitializer": conf}), csc])
+        [cm("inferenceservice-config", "kserve", {"storageInitializer": conf}), csc, default])
     m = kmeta({"model": {"storageUri": "s3://b/m"}})
     got = storage_initializer.containers(m, ctx)
     assert got == (C("storage-initializer", model.INIT, {"cpu": 500, "memory": 2048},
@@ -281,6 +284,33 @@ def test_storage_initializer_configmap_and_storage_container_on_top():
     assert storage_initializer.fix(m, ctx, got) == ""
     gs = kmeta({"model": {"storageUri": "gs://b/m"}})    # the CSC does not serve gs://
     assert storage_initializer.containers(gs, ctx)[0].limits["memory"] == GI
+
+
+def test_storage_initializer_any_serving_storage_container_may_be_used():
+    # KServe takes the first ClusterStorageContainer of an unordered list that serves the
+    # URI: its install's `default` serves hf:// too, with 100m/1 cpu and 100Mi/1Gi
+    hf = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+          "metadata": {"name": "hf-hub"},
+          "spec": {"container": {"name": "storage-initializer", "resources": {
+              "requests": {"cpu": "500m", "memory": "1Gi"},
+              "limits": {"cpu": "500m", "memory": "1Gi"}}},
+              "supportedUriFormats": [{"prefix": "hf://"}]}}
+    m = kmeta({"model": {"storageUri": "hf://Qwen/Qwen2.5"}})
+    ctx = InjectionContext.from_items([hf])
+    got = storage_initializer.containers(m, ctx)
+    assert got == (C("storage-initializer", model.INIT, {"cpu": 100, "memory": 100},
+                     {"cpu": 1000, "memory": 1024}, "storage_initializer"),)
+    assert storage_initializer.fix(m, ctx, got) == (
+        "the ClusterStorageContainers hf-hub, default all serve this URI and KServe uses "
+        "whichever it lists first (no fixed order), so give every one of them requests == "
+        "limits in spec.container.resources, or set spec.disabled: true on the ones that "
+        "should not serve it (the `default` one is created by KServe's install: put it in "
+        "the input and krm-fn fixes it)")
+    disabled = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+                "metadata": {"name": "default"}, "spec": {"disabled": "true"}}
+    got = storage_initializer.containers(m, InjectionContext.from_items([hf, disabled]))
+    assert got == (C("storage-initializer", model.INIT, {"cpu": 500, "memory": 1024},
+                     {"cpu": 500, "memory": 1024}, "storage_initializer"),)
 
 
 def test_kserve_agent():
