@@ -298,3 +298,24 @@ def test_knative_config_deployment_whole_cpu_is_not_written_and_the_pod_fails_cl
     assert verdicts(results) == [
         "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
         "node; will not run pinned (see the errors)"]
+
+
+# --- hostile inputs: looks pinned in the manifest, is not on the node ------------------------
+
+def test_injected_sidecar_with_a_whole_cpu_fails_with_smt_alignment_and_names_a_fractional_cpu():
+    # the user's own Istio annotations give istio-init and istio-proxy 1 whole CPU: the
+    # kubelet pins them too, and with full-pcpus-only and 2 threads per core refuses the pod
+    ann = {"sidecar.istio.io/proxyCPU": "1", "sidecar.istio.io/proxyCPULimit": "1",
+           "sidecar.istio.io/proxyMemory": "1Gi", "sidecar.istio.io/proxyMemoryLimit": "1Gi"}
+    code, results, _ = render(config(), deployment(
+        annotations=ann, labels={"sidecar.istio.io/inject": "true"}))
+    assert code == 1
+    assert errors(results) == [
+        "container 'istio-init' fails with SMTAlignmentError on pool 'p' (full-pcpus-only): "
+        "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2; container "
+        "'istio-init' is not one krm-fn pins, added by istio: give it a fractional cpu with "
+        "requests == limits (e.g. 900m instead of 1) so it runs in the shared pool, or "
+        "request a multiple of 2 CPUs that whole free cores can hold (kubernetes/kubernetes "
+        "pkg/kubelet/cm/cpumanager/policy_static.go Allocate; "
+        "https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/)",
+        "left unchanged because of the errors above"]

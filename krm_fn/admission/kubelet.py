@@ -151,9 +151,17 @@ def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
     if adm.reason == topology.TAE:
         return _affinity_refusal(pod, node, adm, where, pol, scp)
     if adm.reason == topology.SMT:
+        c = next((c for c in pod.containers if c.name == adm.container), None)
+        fix = (f"request a multiple of {node.threads_per_core} CPUs that whole free cores "
+               f"can hold")
+        if c is not None and not c.designated:
+            cpu = c.requests.get("cpu", 0)
+            added = "" if c.source == "manifest" else f", added by {c.source}"
+            fix = (f"{where} is not one krm-fn pins{added}: give it a fractional cpu with "
+                   f"requests == limits (e.g. {int(cpu) * 1000 - 100}m instead of "
+                   f"{int(cpu)}) so it runs in the shared pool, or {fix}")
         return Finding(ERROR, f"{where} fails with SMTAlignmentError on pool {node.pool!r} "
-                       f"(full-pcpus-only): {adm.message}; request a multiple of "
-                       f"{node.threads_per_core} CPUs that whole free cores can hold "
+                       f"(full-pcpus-only): {adm.message}; {fix} "
                        f"({cpumanager.STATIC_SRC} Allocate; {cpumanager.DOCS})",
                        "cpumanager", pod.path)
     rule = "memorymanager" if "memorymanager" in adm.message else "cpumanager"
