@@ -319,3 +319,21 @@ def test_injected_sidecar_with_a_whole_cpu_fails_with_smt_alignment_and_names_a_
         "pkg/kubelet/cm/cpumanager/policy_static.go Allocate; "
         "https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/)",
         "left unchanged because of the errors above"]
+
+
+def test_runtime_class_pod_overhead_counts_in_the_fit_per_node():
+    # 30 allocatable CPUs hold 5 pods of 6 CPUs, but the RuntimeClass adds 250m of pod
+    # overhead to each (KEP-688): 5 x 6.25 > 30
+    kata = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": "kata"}, "handler": "kata",
+            "overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}}}
+    six = {"requests": {"cpu": "6", "memory": "8Gi"}, "limits": {"cpu": "6", "memory": "8Gi"}}
+    spec = {"runtimeClassName": "kata",
+            "containers": [{"name": "server", "image": "srv:1", "resources": six}]}
+    code, results, _ = render(config(), kata, deployment(spec=spec))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 4 per node"]
+    code, results, _ = render(config(), deployment(spec=spec))    # RuntimeClass unknown
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 5 per node"]

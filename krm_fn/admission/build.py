@@ -61,13 +61,34 @@ def container(view, designated: bool) -> Container:
     return Container(view.name, view.role, requests, limits, "manifest", designated)
 
 
+def runtime_class(pod_spec: dict, runtime_classes: dict) -> tuple[dict, dict]:
+    """(overhead {resource: amount}, scheduling nodeSelector {label: value}) of the
+    RuntimeClass that `pod_spec` names (`runtimeClassName`) when it is among
+    `runtime_classes` ({name: RuntimeClass object}), else ({}, {}). The RuntimeClass
+    admission controller copies `overhead.podFixed` into the pod's `spec.overhead` and
+    merges `scheduling.nodeSelector` into its nodeSelector
+    (https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/,
+    https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)."""
+    name = pod_spec.get("runtimeClassName") if isinstance(pod_spec, dict) else None
+    rc = runtime_classes.get(str(name)) if name else None
+    if not isinstance(rc, dict):
+        return {}, {}
+    fixed = (rc.get("overhead") or {}).get("podFixed") if isinstance(
+        rc.get("overhead"), dict) else None
+    sel = (rc.get("scheduling") or {}).get("nodeSelector") if isinstance(
+        rc.get("scheduling"), dict) else None
+    return (resource_map(fixed),
+            {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {})
+
+
 def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str = "",
-                 findings: tuple = ()) -> AdmittedPod:
+                 findings: tuple = (), runtime_classes: dict | None = None) -> AdmittedPod:
     """The AdmittedPod of a tuned PodView `pod`: its init containers (in spec order) then
     its app containers, with the injectors' containers (`injections`, model.Injection)
     added where each injector puts them (init/sidecar containers before the pod's own,
     app containers after); `pinned`: names of the containers krm-fn pins; pod-level
-    `spec.resources` when set."""
+    `spec.resources` when set; `runtime_classes` ({name: RuntimeClass}): the overhead and
+    node selector of the pod's RuntimeClass (`runtime_class`)."""
     own = [container(c, c.name in pinned) for c in pod.containers]
     init = [c for c in own if c.role != APP]
     app = [c for c in own if c.role == APP]
@@ -81,12 +102,13 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     sel = pod.spec.get("nodeSelector")
     aff = pod.spec.get("affinity")
     tol = pod.spec.get("tolerations")
+    overhead, rc_sel = runtime_class(pod.spec, runtime_classes or {})
+    selector = {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {}
     return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,
-                       pod_limits, tuple(injections),
-                       {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict)
-                       else {},
+                       pod_limits, tuple(injections), {**rc_sel, **selector},
                        aff if isinstance(aff, dict) else None,
-                       tuple(tol) if isinstance(tol, list) else (), namespace, findings)
+                       tuple(tol) if isinstance(tol, list) else (), namespace, findings,
+                       overhead)
 
 
 def numa_memory(topo_cfg, numa_ids: list[int]) -> dict:

@@ -5,7 +5,8 @@ Counted by simulation, pod after pod, not by dividing totals: each replica must 
 - the scheduler's and the kubelet's resource fit: the pod's effective requests
   (k8s.io/component-helpers/resource PodRequests: pod-level `spec.resources` when set and
   `PodLevelResources` is on, else max(largest init container plus the sidecars started before
-  it, app containers plus sidecars), KEP-753) summed over the pods within node allocatable
+  it, app containers plus sidecars), KEP-753), plus the RuntimeClass's pod overhead
+  (KEP-688), summed over the pods within node allocatable
   `cpu` and `memory` (capacity minus kube/system reserved and the hard eviction threshold,
   https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/;
   kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go, OutOfcpu / OutOfmemory);
@@ -28,12 +29,17 @@ MAX_PODS_DEFAULT = 110
 
 def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
     """The pod's effective {"cpu": Fraction cores, "memory": int bytes} requests as the
-    scheduler counts them (PodRequests; pod overhead not included)."""
+    scheduler and the kubelet count them (PodRequests), its RuntimeClass's pod overhead
+    included (KEP-688, https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/)."""
+    over = pod.overhead or {}
     if gate(node, "PodLevelResources") and pod_level_set(pod):
         req = pod.pod_requests or {}
-        return {"cpu": Fraction(req.get("cpu", 0)), "memory": int(req.get("memory", 0))}
-    return {r: peak([(c.role, c.requests.get(r, 0)) for c in pod.containers])
-            for r in ("cpu", "memory")}
+        return {"cpu": Fraction(req.get("cpu", 0)) + Fraction(over.get("cpu", 0)),
+                "memory": int(req.get("memory", 0)) + int(over.get("memory", 0))}
+    out = {r: peak([(c.role, c.requests.get(r, 0)) for c in pod.containers])
+           for r in ("cpu", "memory")}
+    return {"cpu": Fraction(out["cpu"]) + Fraction(over.get("cpu", 0)),
+            "memory": int(out["memory"]) + int(over.get("memory", 0))}
 
 
 def allocatable(node: NodeModel) -> dict:

@@ -67,7 +67,9 @@ class AdmittedPod:
     injectors that fire; `node_selector`: the pod's nodeSelector after krm-fn's edits;
     `affinity`: the pod's `affinity` (plain data) or None; `tolerations`: list (plain);
     `namespace`: the pod's namespace ("" unknown); `findings`: problems found while
-    building the model (Finding), e.g. an injector whose resources cannot be known.
+    building the model (Finding), e.g. an injector whose resources cannot be known;
+    `overhead`: {resource: amount} the RuntimeClass admission controller sets as
+    `spec.overhead` (the RuntimeClass's `overhead.podFixed`, KEP-688), {} when none.
     """
 
     ref: Ref
@@ -81,6 +83,7 @@ class AdmittedPod:
     tolerations: tuple = ()
     namespace: str = ""
     findings: tuple = ()
+    overhead: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

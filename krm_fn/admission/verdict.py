@@ -135,13 +135,14 @@ def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     """What the fit of a pod depends on besides the node: its containers' roles and
-    resources, pod-level resources, designation; with `named`, also the containers' names
+    resources, pod-level resources, pod overhead, designation; with `named`, also the containers' names
     and sources (what messages name)."""
     def res(m):
         return tuple(sorted(m.items())) if m else ()
     return (tuple((c.role, res(c.requests), res(c.limits), c.designated)
                   + ((c.name, c.source) if named else ())
-                  for c in pod.containers), res(pod.pod_requests), res(pod.pod_limits))
+                  for c in pod.containers), res(pod.pod_requests), res(pod.pod_limits),
+            res(pod.overhead))
 
 
 def fit_alone(pod: AdmittedPod, node: NodeModel) -> tuple[int, str]:

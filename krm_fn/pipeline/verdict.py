@@ -82,7 +82,8 @@ def judge(item: TunedItem, run) -> Outcome:
             if tp.pod is None:
                 continue
             admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
-                                          pick.ref.namespace)
+                                          pick.ref.namespace,
+                                          runtime_classes=run.ictx.runtime_classes)
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec)
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, severity_on_failure(item, tp.pod, run.cfg),

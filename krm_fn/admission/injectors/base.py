@@ -63,7 +63,9 @@ class InjectionContext:
     `instrumentations`: {(namespace, name): OpenTelemetry Instrumentation};
     `collectors`: {(namespace, name): OpenTelemetryCollector}; `injection`: the config's
     `spec.workloads.injection` record (None: not given); `kubernetes_version`: (major,
-    minor) or None. All objects are plain data as read from the input.
+    minor) or None; `runtime_classes`: {name: RuntimeClass (node.k8s.io)}, whose pod
+    overhead and node selector the pods that name them get. All objects are plain data as
+    read from the input.
     """
 
     namespaces: dict = field(default_factory=dict)
@@ -73,11 +75,12 @@ class InjectionContext:
     collectors: dict = field(default_factory=dict)
     injection: object | None = None
     kubernetes_version: tuple | None = None
+    runtime_classes: dict = field(default_factory=dict)
 
     @classmethod
     def from_items(cls, items: list, injection=None, kubernetes_version=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
-        ns, cms, scs, insts, cols = {}, {}, [], {}, {}
+        ns, cms, scs, insts, cols, rcs = {}, {}, [], {}, {}, {}
         for it in items:
             if not isinstance(it, dict):
                 continue
@@ -95,7 +98,9 @@ class InjectionContext:
                 insts[(space, name)] = it
             elif kind == "OpenTelemetryCollector" and group == "opentelemetry.io":
                 cols[(space, name)] = it
-        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version)
+            elif kind == "RuntimeClass" and group == "node.k8s.io":
+                rcs[name] = it
+        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version, rcs)
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
