@@ -337,3 +337,28 @@ def test_runtime_class_pod_overhead_counts_in_the_fit_per_node():
     code, results, _ = render(config(), deployment(spec=spec))    # RuntimeClass unknown
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 5 per node"]
+
+
+def test_a_rule_error_does_not_hide_the_injection_errors_of_the_verdict():
+    # the placement rule refuses (Knative's nodeSelector flag is off) and queue-proxy would
+    # keep the pod Burstable: one render names both fixes
+    code, results, _ = render(config(), ISVC)
+    assert code == 1
+    found = errors(results)
+    assert len(found) == 3
+    assert found[0].startswith("the pod of a Serverless InferenceService (KServe: no "
+                               "serving.kserve.io/deploymentMode annotation, so Serverless "
+                               "is assumed; it becomes a Knative Service) cannot be placed")
+    assert found[1] == (
+        "Knative queue-proxy (KServe: no serving.kserve.io/deploymentMode annotation, so "
+        "Serverless is assumed) adds queue-proxy without requests == limits for cpu and "
+        "memory, so the pod will be Burstable and no container gets exclusive CPUs: set the "
+        "pod template annotations queue.sidecar.serving.knative.dev/cpu-resource-request, "
+        "queue.sidecar.serving.knative.dev/cpu-resource-limit, "
+        "queue.sidecar.serving.knative.dev/memory-resource-request, "
+        "queue.sidecar.serving.knative.dev/memory-resource-limit with request == limit (or "
+        "spec.workloads.injection.knativeQueueProxy cpu and memory, which krm-fn writes "
+        "there; Knative 1.11 or newer), or the keys queue-sidecar-cpu-request, "
+        "queue-sidecar-cpu-limit, queue-sidecar-memory-request, queue-sidecar-memory-limit "
+        "with request == limit in ConfigMap knative-serving/config-deployment")
+    assert found[2] == "left unchanged because of the errors above"
