@@ -362,3 +362,29 @@ def test_a_rule_error_does_not_hide_the_injection_errors_of_the_verdict():
         "queue-sidecar-cpu-limit, queue-sidecar-memory-request, queue-sidecar-memory-limit "
         "with request == limit in ConfigMap knative-serving/config-deployment")
     assert found[2] == "left unchanged because of the errors above"
+
+
+def test_knative_before_1_11_ignores_the_queue_proxy_annotations_krm_fn_writes():
+    # config-features says knative 1.10: the revision annotations are not read there, so
+    # queue-proxy gets Knative's 25m request only, whatever the annotations say
+    old = {**FEATURES, "metadata": {**FEATURES["metadata"],
+                                    "labels": {"app.kubernetes.io/version": "1.10.2"}}}
+    cfg = config(workloads={"injection": {"knativeQueueProxy": {"cpu": "250m",
+                                                                 "memory": "256Mi"}}})
+    code, results, _ = render(cfg, KSVC, old)
+    assert code == 1
+    assert errors(results)[0] == (
+        "Knative queue-proxy (every Knative revision runs a queue-proxy) adds queue-proxy "
+        "without requests == limits for cpu and memory, so the pod will be Burstable and no "
+        "container gets exclusive CPUs: Knative knative-v1.10 (the release label in this "
+        "input) does not read the queue.sidecar.serving.knative.dev resource annotations: "
+        "set the keys queue-sidecar-cpu-request, queue-sidecar-cpu-limit, "
+        "queue-sidecar-memory-request, queue-sidecar-memory-limit with request == limit in "
+        "ConfigMap knative-serving/config-deployment (with "
+        "spec.workloads.injection.knativeQueueProxy cpu and memory krm-fn writes them when "
+        "the ConfigMap is in the input)")
+    code, results, _ = render(cfg, KSVC, old, _config_deployment())
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "queue-proxy; 7 per node"]

@@ -143,6 +143,11 @@ def _flag(raw: object, extra: tuple = ()) -> str | None:
     return None
 
 
+def release(labels: object) -> tuple | None:
+    """(1, minor) of a Knative ConfigMap's release labels (`_version`), else None."""
+    return _version(labels)
+
+
 def _version(labels: object) -> tuple | None:
     """(1, minor) from the release labels Knative puts on its ConfigMaps
     (`app.kubernetes.io/version: "1.15.2"`, older `serving.knative.dev/release:

@@ -17,7 +17,9 @@ resource, the first that is set of:
 
 1. the revision's annotations (the pod template's `metadata.annotations`)
    `queue.sidecar.serving.knative.dev/cpu-resource-request`, `cpu-resource-limit`,
-   `memory-resource-request`, `memory-resource-limit`: honoured since knative-v1.11.0;
+   `memory-resource-request`, `memory-resource-limit`: honoured since knative-v1.11.0
+   (when the release label of Knative's config-deployment or config-features in the input
+   names an older release, krm-fn ignores them);
    (`queue.sidecar.serving.knative.dev/resource-percentage`, deprecated, derives them from
    the user container's and is not modelled);
 2. ConfigMap `knative-serving/config-deployment` keys `queue-sidecar-cpu-request`,
@@ -69,8 +71,27 @@ def _data(ctx: base.InjectionContext, name: str) -> dict | None:
     return data if isinstance(data, dict) else ({} if cm is not None else None)
 
 
+ANNOTATIONS_SINCE = (1, 11)
+
+
+def knative_version(ctx: base.InjectionContext) -> tuple | None:
+    """(1, minor) of the Knative release from the release label of its ConfigMap
+    config-deployment or config-features in the input, else None (unknown)."""
+    for name in (CONFIG_DEPLOYMENT, CONFIG_FEATURES):
+        cm = ctx.configmap(name, NAMESPACE)
+        labels = base.dig(cm, ("metadata", "labels")) if cm else None
+        version = knative.release(labels)
+        if version is not None:
+            return version
+    return None
+
+
 def resources(meta: base.Meta, ctx: base.InjectionContext) -> tuple[dict, dict]:
-    """(requests, limits) as {resource: text}, by the precedence of the module docstring."""
+    """(requests, limits) as {resource: text}, by the precedence of the module docstring;
+    the annotations are ignored when the input shows a Knative release before
+    knative-v1.11.0."""
+    version = knative_version(ctx)
+    honoured = meta.annotations if version is None or version >= ANNOTATIONS_SINCE else {}
     cm = _data(ctx, CONFIG_DEPLOYMENT)
     feats = _data(ctx, CONFIG_FEATURES) or {}
     on = str(feats.get("queueproxy.resource-defaults", "")).lower() == "enabled"
@@ -80,7 +101,7 @@ def resources(meta: base.Meta, ctx: base.InjectionContext) -> tuple[dict, dict]:
         ann = names[0] if part == "requests" else names[1]
         default = DEFAULT_CPU_REQUEST if (res, part) == ("cpu", "requests") else (
             FEATURE_DEFAULTS.get((res, part)) if on else None)
-        value = base.first((meta.annotations, ann), (cm, key)) or default
+        value = base.first((honoured, ann), (cm, key)) or default
         if value is not None:
             out[part][res] = value
     return out["requests"], out["limits"]
@@ -99,6 +120,13 @@ def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
     where = ("ConfigMap knative-serving/config-deployment in this input"
              if _data(ctx, CONFIG_DEPLOYMENT) is not None
              else "ConfigMap knative-serving/config-deployment")
+    version = knative_version(ctx)
+    if version is not None and version < ANNOTATIONS_SINCE:
+        return (f"Knative knative-v{version[0]}.{version[1]} (the release label in this "
+                f"input) does not read the queue.sidecar.serving.knative.dev resource "
+                f"annotations: set the keys {', '.join(CM_KEYS.values())} with request == "
+                f"limit in {where} (with spec.workloads.injection.knativeQueueProxy cpu "
+                f"and memory krm-fn writes them when the ConfigMap is in the input)")
     return (f"set the pod template annotations {', '.join(CPU + MEMORY)} with request == "
             f"limit (or spec.workloads.injection.knativeQueueProxy cpu and memory, which "
             f"krm-fn writes there; Knative 1.11 or newer), or the keys "
