@@ -644,3 +644,13 @@ def test_kuberay_autoscaler_options_resources_replace_the_default_as_a_whole():
     assert kuberay.fix(head, EMPTY, got) == (
         "set spec.rayClusterConfig.autoscalerOptions.resources with requests == limits for "
         "cpu and memory (it replaces KubeRay's default 500m / 512Mi as a whole), or remove it")
+
+
+def test_storage_initializer_is_not_added_for_a_pvc_uri_mounted_directly():
+    m = kmeta({"model": {"storageUri": "pvc://models/fraud"}})
+    assert storage_initializer.trigger(m) == (True, "the pod has a storageUri")
+    assert storage_initializer.containers(m, EMPTY) == ()
+    assert [i.injector for i in inj.injections(m, EMPTY)] == ["queue_proxy"]
+    off = InjectionContext.from_items([cm("inferenceservice-config", "kserve", {
+        "storageInitializer": '{"enableDirectPvcVolumeMount": false}'})])
+    assert [c.name for c in storage_initializer.containers(m, off)] == ["storage-initializer"]

@@ -61,6 +61,8 @@ def injections(meta: Meta, ctx: InjectionContext) -> tuple:
         if not on:
             continue
         added = m.containers(meta, ctx)
+        if not added:
+            continue        # fires, but adds nothing for this pod (e.g. a mounted pvc://)
         out.append(model.Injection(m.ID, m.TITLE, why, added, base.guaranteed(added),
                                    m.fix(meta, ctx, added)))
     return tuple(out)

@@ -5,8 +5,10 @@ model.
 a KServe pod (InferenceService component or ServingRuntime) whose model container has a
 `storageUri`, or any container an env var `STORAGE_URI`, or whose component has
 `storageUri` / `storageUris` (transformer, explainer). KServe skips it when the pod
-already has an init container named `storage-initializer`. Not modelled: `oci://` URIs
-served by a modelcar sidecar.
+already has an init container named `storage-initializer`, and for a `pvc://` URI when
+`enableDirectPvcVolumeMount` (key storageInitializer of inferenceservice-config; true by
+default) is on: the claim is mounted into the model container instead. Not modelled:
+`oci://` URIs served by a modelcar sidecar (`enableModelcar`, off by default).
 
 **What it adds.** The init container `storage-initializer`.
 
@@ -166,11 +168,27 @@ def _merged(req: dict, lim: dict, sc: dict | None) -> tuple[dict, dict]:
     return req, lim
 
 
+PVC = "pvc://"
+
+
+def direct_pvc(ctx: base.InjectionContext) -> bool:
+    """`enableDirectPvcVolumeMount` of key storageInitializer of inferenceservice-config
+    when it is in the input, else true (the default of KServe's install,
+    config/configmap/inferenceservice.yaml)."""
+    conf = kserve_config(ctx, CONFIG_KEY)
+    value = (conf or {}).get("enableDirectPvcVolumeMount", True)
+    return base.yaml_bool(value) is not False
+
+
 def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
     """The `storage-initializer` init container: ConfigMap (or defaults), with the
     resources of the ClusterStorageContainer serving the URI on top; when several serve it
     (KServe takes the first of an unordered list), the first of them that leaves the
-    container without request == limit."""
+    container without request == limit. () for a `pvc://` URI with
+    `enableDirectPvcVolumeMount` on: KServe mounts the claim instead."""
+    uris = storage_uris(meta)
+    if uris and all(u.startswith(PVC) for u in uris) and direct_pvc(ctx):
+        return ()
     req, lim = config_resources(kserve_config(ctx, CONFIG_KEY), DEFAULTS)
     found = candidates(ctx, storage_uris(meta)) or [None]
     options = [base.container(NAME, model.INIT, ID, *_merged(req, lim, sc)) for sc in found]
