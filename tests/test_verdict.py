@@ -388,3 +388,19 @@ def test_knative_before_1_11_ignores_the_queue_proxy_annotations_krm_fn_writes()
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
         "queue-proxy; 7 per node"]
+
+
+def test_container_scope_gives_each_container_its_own_numa_node_in_order():
+    # single-numa-node, scope container: 'a' takes 10 of NUMA 0's 14 free CPUs, then 'b'
+    # no longer fits there and gets NUMA 1; scope pod would refuse the 20-CPU pod
+    pool = {**POOL, "kubelet": {"topologyManagerPolicy": "single-numa-node",
+                                "topologyManagerScope": "container"}}
+    ten = {"requests": {"cpu": "10", "memory": "4Gi"}, "limits": {"cpu": "10", "memory": "4Gi"}}
+    spec = {"containers": [{"name": "a", "image": "a:1", "resources": ten},
+                           {"name": "b", "image": "b:1", "resources": ten}]}
+    cfg = config(pool=pool, workloads={"pinnedContainers": ["a", "b"]})
+    code, results, _ = render(cfg, deployment(spec=spec))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs a 10 on NUMA 0, b 10 on NUMA 1; "
+        "1 per node"]

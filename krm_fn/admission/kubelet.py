@@ -18,7 +18,7 @@ from krm_fn.admission.model import DEPENDS, ERROR, INFO, WARNING, AdmittedPod, F
 from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set,
                                   pod_qos)
 
-__all__ = ["judge", "fit", "fit_mix", "fit_one"]
+__all__ = ["judge", "judge_detail", "fit", "fit_mix", "fit_one"]
 
 
 def _names(items) -> str:
@@ -222,12 +222,19 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
 
 
 def judge(pod: AdmittedPod, node: NodeModel) -> tuple:
+    """`judge_detail` without the per-container NUMA nodes: (qos, exclusive, numa,
+    findings)."""
+    return judge_detail(pod, node)[:4]
+
+
+def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
     """The kubelet's verdict on `pod` on an EMPTY node of `node`'s pool.
 
-    Returns (qos, exclusive, numa, findings): qos "Guaranteed" | "Burstable" | "BestEffort";
-    exclusive ((container name, cpus), ...) in allocation order, () when refused; numa
-    sorted NUMA ids of the exclusive CPUs and Static memory, () when none; findings a tuple
-    of Finding (rules qos, cpumanager, topology, memorymanager, capacity). Pure; raises
+    Returns (qos, exclusive, numa, findings, numa_of): qos "Guaranteed" | "Burstable" |
+    "BestEffort"; exclusive ((container name, cpus), ...) in allocation order, () when
+    refused; numa sorted NUMA ids of the exclusive CPUs and Static memory, () when none;
+    findings a tuple of Finding (rules qos, cpumanager, topology, memorymanager, capacity);
+    numa_of {container name: NUMA ids of its exclusive CPUs}. Pure; raises
     krm_fn.quantity.QuantityError for a malformed reservedMemory quantity.
     """
     pod_level = gate(node, "PodLevelResources")
@@ -238,4 +245,4 @@ def judge(pod: AdmittedPod, node: NodeModel) -> tuple:
     findings = _node_findings(pod, node, qos) + _qos_findings(pod, node, qos, pod_level)
     findings += _cpu_findings(pod, node, qos, exclusive)
     findings += [_refusal(pod, node, adm)] if not adm.admitted else _depends(pod, node, adm)
-    return qos, exclusive, numa, tuple(findings)
+    return qos, exclusive, numa, tuple(findings), (adm.numa_of if adm.admitted else {})

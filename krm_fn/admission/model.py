@@ -148,7 +148,8 @@ class PodVerdict:
     order; `numa`: NUMA node ids the pod's exclusive CPUs (and memory under Static) come
     from on an empty node, () when none; `injected`: names of the injected containers;
     `fit`: replicas of this pod that fit on one empty node (None: not computed);
-    `findings`: Finding tuple.
+    `findings`: Finding tuple; `numa_of`: ((container name, NUMA ids), ...) of the
+    containers in `exclusive`.
     """
 
     qos: str
@@ -157,6 +158,7 @@ class PodVerdict:
     injected: tuple = ()
     fit: int | None = None
     findings: tuple = ()
+    numa_of: tuple = ()
 
     @property
     def pinned(self) -> bool:

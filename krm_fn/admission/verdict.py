@@ -89,14 +89,15 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model).
     """
     findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
-    qos, exclusive, numa, found = _kubelet(pod, node)
+    qos, exclusive, numa, found, numa_of = _kubelet(pod, node)
     findings += found
     findings += scheduling.matches(pod, node)
     if features is not None:
         findings += knative.refused(pod, features, spec)
     fit = fit_alone(pod, node)[0]
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
-    return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings))
+    return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
+                      tuple(sorted(numa_of.items())))
 
 
 def line(v: PodVerdict, failed: bool = False) -> str:
@@ -105,9 +106,7 @@ def line(v: PodVerdict, failed: bool = False) -> str:
     outside the verdict (a rule's) keeps the pod from running pinned too."""
     parts = [f"{v.qos} after admission"]
     if v.exclusive:
-        cpus = ", ".join(f"{n} {c}" for n, c in v.exclusive)
-        numa = ("" if not v.numa else " on NUMA " + "+".join(str(n) for n in v.numa))
-        parts.append(f"exclusive CPUs {cpus}{numa}")
+        parts.append("exclusive CPUs " + _exclusive_text(v))
     else:
         parts.append("no exclusive CPUs")
     if v.injected:
@@ -119,14 +118,26 @@ def line(v: PodVerdict, failed: bool = False) -> str:
     return "; ".join(parts)
 
 
+def _exclusive_text(v: PodVerdict) -> str:
+    """`server 4 on NUMA 0` (`a 10, b 10 on NUMA 0` when all share the NUMA nodes; `a 10 on
+    NUMA 0, b 10 on NUMA 1` when the containers got CPUs on different ones)."""
+    of = dict(v.numa_of)
+
+    def where(ids) -> str:
+        return " on NUMA " + "+".join(str(n) for n in ids) if ids else ""
+    if len({of.get(n, ()) for n, _ in v.exclusive}) > 1:
+        return ", ".join(f"{n} {c}{where(of.get(n, ()))}" for n, c in v.exclusive)
+    return ", ".join(f"{n} {c}" for n, c in v.exclusive) + where(v.numa)
+
+
 def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
-    """kubelet.judge(pod, node), memoised per named pod shape, pod spec path and node
+    """kubelet.judge_detail(pod, node), memoised per named pod shape, pod spec path and node
     (what its findings depend on): the inputs of a render hold many pods alike."""
     key = ("kubelet", _signature(pod, named=True), pod.path, id(node))
     hit = _FITS.get(key)
     if hit is not None and hit[0] is node:
         return hit[1]
-    found = kubelet.judge(pod, node)
+    found = kubelet.judge_detail(pod, node)
     if len(_FITS) >= _FITS_MAX:
         _FITS.clear()
     _FITS[key] = (node, found)
