@@ -404,3 +404,35 @@ def test_container_scope_gives_each_container_its_own_numa_node_in_order():
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs a 10 on NUMA 0, b 10 on NUMA 1; "
         "1 per node"]
+
+
+def test_a_limit_range_of_the_namespace_refuses_a_pinned_container_above_its_max():
+    lr = {"apiVersion": "v1", "kind": "LimitRange",
+          "metadata": {"name": "small-containers", "namespace": "ai"},
+          "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}
+    code, results, _ = render(config(), lr, deployment())
+    assert code == 1
+    assert errors(results) == [
+        "LimitRange small-containers of namespace ai refuses container 'server': \"maximum "
+        "cpu usage per Container is 2, but limit is 4\"; the API server refuses the pod: "
+        "change the container's resources or the LimitRange (kubernetes/kubernetes "
+        "plugin/pkg/admission/limitranger/admission.go, "
+        "https://kubernetes.io/docs/concepts/policy/limit-range/)",
+        "left unchanged because of the errors above"]
+    other = {**lr, "metadata": {"name": "small-containers", "namespace": "elsewhere"}}
+    assert render(config(), other, deployment())[0] == 0
+
+
+def test_a_limit_range_counts_the_injected_containers():
+    # the LimitRanger validates after the mutating webhooks: daprd without a memory request
+    # breaks a min memory constraint even though the manifest's container meets it
+    lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "floor",
+                                                                 "namespace": "ai"},
+          "spec": {"limits": [{"type": "Container", "min": {"memory": "64Mi"}}]}}
+    cfg = config(verdict={"onFailure": "warning"})
+    code, results, _ = render(cfg, lr, deployment(annotations=DAPR))
+    assert ("warning", "LimitRange floor of namespace ai refuses container 'daprd' (added by "
+            "dapr): \"minimum memory usage per Container is 64Mi.  No request is specified\"; "
+            "the API server refuses the pod: change the container's resources or the "
+            "LimitRange (kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go, "
+            "https://kubernetes.io/docs/concepts/policy/limit-range/)") in results

@@ -55,7 +55,7 @@ def severity_on_failure(item: TunedItem, pod, cfg) -> str:
 
 # Findings that stand whatever the rules' error was: what an injector, a webhook, the
 # scheduler or the API server will do with the pod once the rules' error is fixed.
-INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel")
+INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange")
 
 
 def _results(v, admitted, on_failure: str, rules_failed: bool) -> list:
@@ -92,7 +92,8 @@ def judge(item: TunedItem, run) -> Outcome:
             admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
                                           pick.ref.namespace,
                                           runtime_classes=run.ictx.runtime_classes)
-            v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec)
+            v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
+                              run.ictx.limit_ranges.get(pick.ref.namespace or "", ()))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, severity_on_failure(item, tp.pod, run.cfg),
                                   _has_error(own))

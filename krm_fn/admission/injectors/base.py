@@ -64,8 +64,9 @@ class InjectionContext:
     `collectors`: {(namespace, name): OpenTelemetryCollector}; `injection`: the config's
     `spec.workloads.injection` record (None: not given); `kubernetes_version`: (major,
     minor) or None; `runtime_classes`: {name: RuntimeClass (node.k8s.io)}, whose pod
-    overhead and node selector the pods that name them get. All objects are plain data as
-    read from the input.
+    overhead and node selector the pods that name them get; `limit_ranges`: {namespace:
+    [LimitRange]}, which the API server validates every pod of that namespace against.
+    All objects are plain data as read from the input.
     """
 
     namespaces: dict = field(default_factory=dict)
@@ -76,11 +77,12 @@ class InjectionContext:
     injection: object | None = None
     kubernetes_version: tuple | None = None
     runtime_classes: dict = field(default_factory=dict)
+    limit_ranges: dict = field(default_factory=dict)
 
     @classmethod
     def from_items(cls, items: list, injection=None, kubernetes_version=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
-        ns, cms, scs, insts, cols, rcs = {}, {}, [], {}, {}, {}
+        ns, cms, scs, insts, cols, rcs, lrs = {}, {}, [], {}, {}, {}, {}
         for it in items:
             if not isinstance(it, dict):
                 continue
@@ -100,7 +102,10 @@ class InjectionContext:
                 cols[(space, name)] = it
             elif kind == "RuntimeClass" and group == "node.k8s.io":
                 rcs[name] = it
-        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version, rcs)
+            elif kind == "LimitRange" and group == "":
+                lrs.setdefault(space, []).append(it)
+        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version, rcs,
+                   lrs)
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
