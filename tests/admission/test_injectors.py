@@ -654,3 +654,16 @@ def test_storage_initializer_is_not_added_for_a_pvc_uri_mounted_directly():
     off = InjectionContext.from_items([cm("inferenceservice-config", "kserve", {
         "storageInitializer": '{"enableDirectPvcVolumeMount": false}'})])
     assert [c.name for c in storage_initializer.containers(m, off)] == ["storage-initializer"]
+
+
+def test_host_network_pods_get_no_mesh_sidecar():
+    m = meta({"linkerd.io/inject": "enabled"}, {"sidecar.istio.io/inject": "true"},
+             host_network=True)
+    assert linkerd.trigger(m) == (False, "hostNetwork: true (Linkerd never injects such pods)")
+    assert istio.trigger(m) == (False, "hostNetwork: true (Istio never injects such pods)")
+
+
+def test_host_network_true_is_read_from_the_untyped_pod_spec():
+    from krm_fn.admission.injectors.base import yaml_bool
+    assert [yaml_bool(v) for v in ("true", "True", "TRUE", True, "false", "yes", None)] == [
+        True, True, True, True, False, None, None]
