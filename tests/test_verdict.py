@@ -436,3 +436,33 @@ def test_a_limit_range_counts_the_injected_containers():
             "the API server refuses the pod: change the container's resources or the "
             "LimitRange (kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go, "
             "https://kubernetes.io/docs/concepts/policy/limit-range/)") in results
+
+
+VPA = {"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+       "metadata": {"name": "srv-vpa", "namespace": "ai"},
+       "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "srv"}}}
+
+
+def test_a_vertical_pod_autoscaler_on_the_workload_rewrites_the_pinned_cpus():
+    code, results, _ = render(config(), VPA, deployment())
+    assert code == 1
+    assert errors(results) == [
+        "VerticalPodAutoscaler srv-vpa (updateMode Auto) sets container 'server''s cpu "
+        "request to its recommendation when each pod is created, and the limit scales with "
+        "it, to a value that is almost never a whole number, so the static CPU Manager gives "
+        "no exclusive CPUs; keep cpu out of its control for this container: "
+        "spec.resourcePolicy.containerPolicies entry {containerName: server, "
+        "controlledResources: [memory]} (or mode: \"Off\"), or updateMode: \"Off\" "
+        "(kubernetes/autoscaler vertical-pod-autoscaler pkg/apis/autoscaling.k8s.io/v1 "
+        "types.go, https://github.com/kubernetes/autoscaler/tree/master/"
+        "vertical-pod-autoscaler)",
+        "left unchanged because of the errors above"]
+
+
+def test_a_vertical_pod_autoscaler_that_leaves_cpu_alone_keeps_the_pin():
+    memory_only = {**VPA, "spec": {**VPA["spec"], "resourcePolicy": {"containerPolicies": [
+        {"containerName": "*", "controlledResources": ["memory"]}]}}}
+    off = {**VPA, "spec": {**VPA["spec"], "updatePolicy": {"updateMode": "Off"}}}
+    other = {**VPA, "spec": {"targetRef": {"kind": "Deployment", "name": "another"}}}
+    for vpa in (memory_only, off, other):
+        assert render(config(), vpa, deployment())[0] == 0

@@ -65,7 +65,9 @@ class InjectionContext:
     `spec.workloads.injection` record (None: not given); `kubernetes_version`: (major,
     minor) or None; `runtime_classes`: {name: RuntimeClass (node.k8s.io)}, whose pod
     overhead and node selector the pods that name them get; `limit_ranges`: {namespace:
-    [LimitRange]}, which the API server validates every pod of that namespace against.
+    [LimitRange]}, which the API server validates every pod of that namespace against;
+    `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
+    admission.
     All objects are plain data as read from the input.
     """
 
@@ -78,11 +80,12 @@ class InjectionContext:
     kubernetes_version: tuple | None = None
     runtime_classes: dict = field(default_factory=dict)
     limit_ranges: dict = field(default_factory=dict)
+    vpas: tuple = ()
 
     @classmethod
     def from_items(cls, items: list, injection=None, kubernetes_version=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
-        ns, cms, scs, insts, cols, rcs, lrs = {}, {}, [], {}, {}, {}, {}
+        ns, cms, scs, insts, cols, rcs, lrs, vpas = {}, {}, [], {}, {}, {}, {}, []
         for it in items:
             if not isinstance(it, dict):
                 continue
@@ -104,8 +107,10 @@ class InjectionContext:
                 rcs[name] = it
             elif kind == "LimitRange" and group == "":
                 lrs.setdefault(space, []).append(it)
+            elif kind == "VerticalPodAutoscaler" and group == "autoscaling.k8s.io":
+                vpas.append(it)
         return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version, rcs,
-                   lrs)
+                   lrs, tuple(vpas))
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
