@@ -466,3 +466,16 @@ def test_a_vertical_pod_autoscaler_that_leaves_cpu_alone_keeps_the_pin():
     other = {**VPA, "spec": {"targetRef": {"kind": "Deployment", "name": "another"}}}
     for vpa in (memory_only, off, other):
         assert render(config(), vpa, deployment())[0] == 0
+
+
+def test_knative_config_deployment_with_a_request_and_no_limit_names_the_key_to_add():
+    cm = _config_deployment(**{"queue-sidecar-memory-request": "400Mi"})
+    code, results, items = render(config(), cm, KSVC, FEATURES)
+    assert code == 1
+    assert items[0]["data"] == cm["data"]
+    assert ("warning", "queue-sidecar-memory-request is 400Mi but queue-sidecar-memory-limit "
+            "is not set, so queue-proxy gets request != limit and every Knative pod that "
+            "reads this ConfigMap is Burstable; set queue-sidecar-memory-limit: \"400Mi\" (or "
+            "spec.workloads.injection.knativeQueueProxy.memory, which krm-fn writes to both) "
+            "(knative/serving pkg/reconciler/revision/resources/queue.go "
+            "createQueueResources, pkg/deployment/config.go)") in results
