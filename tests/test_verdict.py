@@ -479,3 +479,30 @@ def test_knative_config_deployment_with_a_request_and_no_limit_names_the_key_to_
             "spec.workloads.injection.knativeQueueProxy.memory, which krm-fn writes to both) "
             "(knative/serving pkg/reconciler/revision/resources/queue.go "
             "createQueueResources, pkg/deployment/config.go)") in results
+
+
+def test_daemonset_pods_take_their_share_of_every_node_before_the_fit():
+    # 44 allocatable CPUs fit 11 pods of 4, but node-exporter runs on every node of the pool
+    # (it is not tuned: the selector takes Deployments only) and takes 250m of them
+    pool = {**POOL, "reserved": {"cores": 2},
+            "topology": {"sockets": 1, "numaNodesPerSocket": 1, "coresPerSocket": 24,
+                         "threadsPerCore": 2, "memory": "192Gi"}}
+    exporter = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": "node-exporter", "namespace": "monitoring"},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": "node-exporter", "image": "prom/node-exporter:v1.8.2",
+                     "resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                                   "limits": {"cpu": "250m", "memory": "64Mi"}}}]}}}}
+    elsewhere = {**exporter, "metadata": {"name": "gpu-agent", "namespace": "monitoring"},
+                 "spec": {"template": {"spec": {
+                     "nodeSelector": {"pool": "gpu"},
+                     "containers": exporter["spec"]["template"]["spec"]["containers"]}}}}
+    cfg = config(pool=pool, selector={"kinds": ["Deployment"]})
+    code, results, _ = render(cfg, exporter, elsewhere, deployment())
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+    assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
+            "memory, less the pods of DaemonSet node-exporter on every node; Deployment srv "
+            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44 (OutOfcpu))"
+            ) in [m for _, m in results]

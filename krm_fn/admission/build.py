@@ -179,3 +179,40 @@ def node_model(plan, pool_cfg, version: tuple) -> NodeModel:
         allocatable["memory"] = max(0, allocatable_memory(capacity, kubelet) - pages)
     return NodeModel(plan.pool, dict(plan.node_selector), kubelet, tuple(version), cpus,
                      frozenset(plan.reserved_cpus), per_numa, allocatable)
+
+
+def daemon_pods(items: list, labels: dict) -> tuple:
+    """AdmittedPods of the DaemonSets (apps/v1) among `items` (plain objects) whose pods run
+    on every node with `labels`: their nodeSelector and required node affinity match them
+    (krm_fn.admission.scheduling.evaluate is True). Containers as written, API defaulting
+    applied (a limit without a request gives request = limit); none is designated. Taints
+    are not modelled (DaemonSets usually tolerate them)."""
+    from krm_fn.admission import scheduling
+    from krm_fn.admission.model import INIT, SIDECAR
+    from krm_fn.results import Ref
+    out = []
+    for obj in items:
+        if not (isinstance(obj, dict) and obj.get("kind") == "DaemonSet"
+                and str(obj.get("apiVersion") or "").startswith("apps/")):
+            continue
+        spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") \
+            if isinstance(obj.get("spec"), dict) else None
+        if not isinstance(spec, dict):
+            continue
+        sel = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+        if scheduling.evaluate({str(k): str(v) for k, v in sel.items()},
+                               spec.get("affinity"), labels)[0] is not True:
+            continue
+        conts = []
+        for key, role in (("initContainers", INIT), ("containers", APP)):
+            for c in spec.get(key) or []:
+                if not isinstance(c, dict):
+                    continue
+                r = SIDECAR if role == INIT and c.get("restartPolicy") == "Always" else role
+                req, lim = requests_limits(c.get("resources"))
+                conts.append(Container(str(c.get("name") or ""), r, req, lim, "daemonset"))
+        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        out.append(AdmittedPod(Ref(str(obj.get("apiVersion")), "DaemonSet",
+                                   str(md.get("name") or ""), str(md.get("namespace") or "")),
+                               "spec.template.spec", tuple(conts)))
+    return tuple(out)

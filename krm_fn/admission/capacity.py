@@ -53,8 +53,9 @@ def allocatable(node: NodeModel) -> dict:
 
 
 class Packer:
-    """One empty node of the pool, filled pod after pod. `count` pods placed; `why` the
-    limit the last refused pod hit ("" while nothing was refused)."""
+    """One node of the pool with only its DaemonSet pods (`node.daemons`), filled pod after
+    pod. `count` pods placed besides them; `why` the limit the last refused pod hit (""
+    while nothing was refused)."""
 
     def __init__(self, node: NodeModel):
         self.node = node
@@ -62,13 +63,16 @@ class Packer:
         self.alloc = allocatable(node)
         self.used = {"cpu": Fraction(0), "memory": 0}
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
-        self.count = 0
+        self.count = self.total = 0
         self.why = ""
         self._qos: dict = {}
+        for daemon in node.daemons:         # on every node before anything else
+            self.place(daemon)
+        self.count, self.why = 0, ""
 
     def place(self, pod: AdmittedPod) -> bool:
         """Place one replica of `pod`; False (and `why` set) when it does not fit."""
-        if self.count >= self.max_pods:
+        if self.total >= self.max_pods:
             self.why = f"maxPods {self.max_pods}"
             return False
         req = pod_requests(pod, self.node)
@@ -91,6 +95,7 @@ class Packer:
         self.used = {"cpu": self.used["cpu"] + req["cpu"],
                      "memory": self.used["memory"] + req["memory"]}
         self.count += 1
+        self.total += 1
         return True
 
 

@@ -97,7 +97,8 @@ class NodeModel:
     `numa_memory`: {NUMA node id: {resource: bytes}} capacity per NUMA node (`memory`,
     `hugepages-<size>`), {} when the config does not describe memory; `allocatable`:
     node allocatable {resource: amount} (capacity minus kube/system reserved and the hard
-    eviction threshold), {} when unknown.
+    eviction threshold), {} when unknown; `daemons`: AdmittedPods of the DaemonSets of
+    the input that run on every node of the pool, placed before anything else.
     """
 
     pool: str
@@ -108,6 +109,7 @@ class NodeModel:
     reserved_cpus: frozenset = frozenset()
     numa_memory: dict = field(default_factory=dict)
     allocatable: dict = field(default_factory=dict)
+    daemons: tuple = ()
 
     @property
     def numa_nodes(self) -> list[int]:

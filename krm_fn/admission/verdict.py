@@ -206,6 +206,9 @@ def pool_summary(node: NodeModel, judged: list) -> str:
     mem = node.allocatable.get("memory")
     if mem is not None:
         head += f", {mem / 2**30:.4g}Gi allocatable memory"
+    if node.daemons:
+        head += (", less the pods of DaemonSet "
+                 + ", ".join(d.ref.name for d in node.daemons) + " on every node")
     parts = []
     for p, v in judged:
         count, why = fit_alone(p, node)
