@@ -149,8 +149,8 @@ def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     """What the fit of a pod depends on besides the node: its containers' roles and
-    resources, pod-level resources, pod overhead, designation; with `named`, also the containers' names
-    and sources (what messages name)."""
+    resources, pod-level resources, pod overhead, designation; with `named`, also the
+    containers' names and sources (what messages name)."""
     def res(m):
         return tuple(sorted(m.items())) if m else ()
     return (tuple((c.role, res(c.requests), res(c.limits), c.designated)
