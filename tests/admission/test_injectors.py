@@ -176,6 +176,11 @@ def test_istio_native_sidecar_auto_on_133():
         == model.APP
 
 
+def test_istio_interception_mode_none_adds_no_init_container():
+    got = istio.containers(meta({"sidecar.istio.io/interceptionMode": "NONE"}), EMPTY)
+    assert [(c.name, c.role) for c in got] == [("istio-proxy", model.APP)]
+
+
 # --- knative queue-proxy ------------------------------------------------------------------
 
 def test_queue_proxy_triggers():
