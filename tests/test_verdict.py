@@ -506,3 +506,18 @@ def test_daemonset_pods_take_their_share_of_every_node_before_the_fit():
             "memory, less the pods of DaemonSet node-exporter on every node; Deployment srv "
             "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44 (OutOfcpu))"
             ) in [m for _, m in results]
+
+
+def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the_pod():
+    kata = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": "kata"}, "handler": "kata",
+            "scheduling": {"nodeSelector": {"pool": "kata-nodes"}}}
+    spec = {"runtimeClassName": "kata",
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    code, results, _ = render(config(), kata, deployment(spec=spec))
+    assert code == 1
+    assert errors(results)[0] == (
+        "RuntimeClass kata requires nodeSelector pool=kata-nodes but the pod sets pool=p: the "
+        "RuntimeClass admission controller refuses the pod (conflict); use a RuntimeClass "
+        "whose scheduling.nodeSelector matches the node pool, or another pool "
+        "(https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from krm_fn import quantity
-from krm_fn.admission.model import APP, AdmittedPod, Container, NodeModel
+from krm_fn.admission.model import APP, ERROR, AdmittedPod, Container, Finding, NodeModel
 from krm_fn.pod import path_str
 
 _HUGEPAGES = "hugepages-"
@@ -104,6 +104,16 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     tol = pod.spec.get("tolerations")
     overhead, rc_sel = runtime_class(pod.spec, runtime_classes or {})
     selector = {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {}
+    clash = [k for k, v in rc_sel.items() if k in selector and selector[k] != v]
+    if clash:
+        findings = tuple(findings) + (Finding(
+            ERROR, f"RuntimeClass {pod.spec.get('runtimeClassName')} requires nodeSelector "
+                   + ", ".join(f"{k}={rc_sel[k]}" for k in clash) + " but the pod sets "
+                   + ", ".join(f"{k}={selector[k]}" for k in clash) + ": the RuntimeClass "
+                   "admission controller refuses the pod (conflict); use a RuntimeClass "
+                   "whose scheduling.nodeSelector matches the node pool, or another pool "
+                   "(https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)",
+            "scheduling", path_str(pod.at.spec) + ".nodeSelector"),)
     return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,
                        pod_limits, tuple(injections), {**rc_sel, **selector},
                        aff if isinstance(aff, dict) else None,
