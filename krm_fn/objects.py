@@ -12,6 +12,8 @@ Pod specs go through the rules (krm_fn/rules); this module handles what sits out
   beside the model server: a whole-number cpu is pinned by the kubelet, so it is raised to a
   multiple of the node pools' threads per core when `full-pcpus-only` is on (warning; a
   fractional value keeps it in the shared pool).
+- Knative Serving's ConfigMap `knative-serving/config-deployment`: the queue-proxy sizes
+  (krm_fn/knative_config.py).
 - Kinds whose pods cannot be made Guaranteed from the manifest, passed through with a
   warning saying what to change and where: NVIDIA NIM Operator `NIMService`
   (`apps.nvidia.com`: `spec.resources` is the NIM container's; `spec.initContainers` and
@@ -33,7 +35,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
 
-from krm_fn import quantity
+from krm_fn import knative_config, quantity
 from krm_fn.changes import Change
 from krm_fn.pod import ContainerView, Edits, PodView
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
@@ -62,7 +64,9 @@ def _key(obj: dict) -> tuple[str, str]:
 
 def cluster_tag(obj: dict) -> str | None:
     """`inferenceservice-config` or `ClusterStorageContainer` for the KServe cluster objects
-    krm-fn fixes, else None."""
+    krm-fn fixes, `config-deployment` for Knative's (krm_fn/knative_config.py), else None."""
+    if knative_config.is_config(obj):
+        return knative_config.NAME
     key = _key(obj)
     if key == ("", "ConfigMap") and get_path(obj, ("metadata", "name")) == KSERVE_CONFIG:
         return KSERVE_CONFIG
@@ -84,6 +88,8 @@ def check(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
         return _kserve_config(obj, ref, ctx)
     if tag == STORAGE_CONTAINER:
         return _storage_container(obj, ref, ctx)
+    if tag == knative_config.NAME:
+        return knative_config.check(obj, ref, ctx.cfg)
     handler = _HANDLERS.get(_key(obj))
     return ([], handler(obj, ref, ctx)) if handler else ([], [])
 

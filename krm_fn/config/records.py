@@ -105,7 +105,7 @@ class Threads(Record):
 
 class Injection(Record):
     """`spec.workloads.injection`: one Injector per admission-time injector (istio,
-    linkerd, knativeQueueProxy, vault, dapr)."""
+    linkerd, knativeQueueProxy, vault, dapr, gcsfuse)."""
 
 
 class Injector(Record):

@@ -42,12 +42,14 @@ TOPOLOGY = Object(Topology, (
     Field("lscpu", Text(), None, "Output of `lscpu -p=CPU,CORE,SOCKET,NODE` from one node "
           "of the pool: the exact CPU numbering; when set, the counts above are ignored.",
           flat="lscpu"),
-    Field("memory", Memory(), None, "Memory capacity of one node (e.g. 192Gi), split evenly "
+    Field("memory", Memory(), None, "Memory capacity of one node (e.g. 192Gi, the Node's "
+          "status.capacity.memory: pre-allocated hugepages included), split evenly "
           "over its NUMA nodes unless numaMemory says otherwise: how many pods fit, and "
           "the Memory Manager's per-NUMA accounting. null: memory is not modelled.",
           flat="nodeMemory"),
     Field("numaMemory", StrMap(), {}, "Memory per NUMA node where they differ, by NUMA node "
-          "id (e.g. {\"0\": 96Gi, \"1\": 64Gi}); overrides the even split of memory.",
+          "id (e.g. {\"0\": 96Gi, \"1\": 64Gi}), hugepages included (the NUMA node's "
+          "MemTotal); overrides the even split of memory.",
           flat="numaMemory"),
     Field("hugepages", StrMap(), {}, "Pre-allocated hugepages of one node by page size "
           "(e.g. {1Gi: 32Gi}), split evenly over its NUMA nodes.", flat="hugepages"),
@@ -231,6 +233,7 @@ WORKLOADS = Object(Workloads, (
                   "Knative queue-proxy (Knative Services, KServe serverless)."),
         _injector("vault", "vault", "Vault agent (vault-agent, vault-agent-init)."),
         _injector("dapr", "dapr", "Dapr daprd."),
+        _injector("gcsfuse", "gcsfuse", "GKE Cloud Storage FUSE gke-gcsfuse-sidecar."),
     )), None, "Sidecars injected at admission: their request == limit annotations on the "
               "pod template."),
     Field("shm", Object(Shm, (

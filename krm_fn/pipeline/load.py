@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from krm_fn import config as config_mod
 from krm_fn import objects, rules
 from krm_fn.admission import injectors, knative
-from krm_fn.admission.build import node_model
+from krm_fn.admission.build import daemon_pods, node_model
 from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits
 from krm_fn.pipeline.tune import copy_item
@@ -58,7 +58,9 @@ class Run:
     def features_for(self, pod) -> dict | None:
         """Knative's feature flags when `pod` (a tuned PodView) becomes a Knative
         revision's pod (admission.knative.serverless), else None."""
-        return self.knative_features if knative.serverless(pod)[0] else None
+        default = self.ictx.kserve_default_mode() if self.ictx is not None else None
+        on = knative.serverless(pod, default)[0]
+        return self.knative_features if on else None
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
         """rules.PoolInfo of node pool `pool_index`."""
@@ -98,6 +100,11 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
               None, cluster, _defaults_note(cfg) if function_config is None else None)
     run.nodes = [node_model(plan, pool, cfg.kubernetesVersion)
                  for plan, pool in zip(plans, cfg.nodePools)]
+    # DaemonSets krm-fn does not tune run as written on every node they select: they take
+    # their share of each node before the fit per node is counted
+    untuned = [o for o in items if isinstance(o, dict) and not tuned(o)]
+    run.nodes = [dataclasses.replace(n, daemons=daemon_pods(untuned, n.labels))
+                 for n in run.nodes]
     run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
                                      items, tuned)

@@ -62,7 +62,9 @@ class RuleContext:
     `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
     containers to pin in this pod. `facts`: {container path: facts.ContainerFacts},
     filled by `run` before the rules (empty until then). `knative_features`: Knative's
-    feature flags for this input (admission.knative.Features; None: the defaults)."""
+    feature flags for this input (admission.knative.Features; None: the defaults).
+    `ictx`: the input objects the admission-time injectors read (Namespaces, cluster
+    ConfigMaps, custom resources), so a rule can size what they add."""
 
     cfg: SimpleNamespace
     pool: PoolInfo | None
@@ -78,9 +80,12 @@ class RuleContext:
     facts: dict = field(default_factory=dict)
     namespaces: dict = field(default_factory=dict)
     knative_features: dict | None = None
+    # what the admission-time injectors read from the input
+    # (admission.injectors.InjectionContext; None: only the pod itself is seen)
+    ictx: object | None = None
 
 
-RULES = (resources, podlevel, ray, injector_annotations, platform_containers, threads,
+RULES = (resources, ray, injector_annotations, platform_containers, podlevel, threads,
          serving_engines, cgroup, openshift, placement)
 
 
