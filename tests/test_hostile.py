@@ -92,6 +92,10 @@ CASES = {
                                               "single document in the stream"),
     "r73-null-tag-on-root.yaml": (1, "expected a scalar node, but found mapping"),
     "r74-int-tag-on-unread-field.yaml": (1, "invalid literal for int() with base 10: 'zz'"),
+    # explicit keys (`? k` / `: v`): the span editor's text is checked to read back as the
+    # change, and such items go to the full rewrite (tests/test_span_safety.py)
+    "r75-explicit-key-limits.yaml": (0, ""),
+    "r76-explicit-key-container.yaml": (0, ""),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
