@@ -96,6 +96,10 @@ CASES = {
     # change, and such items go to the full rewrite (tests/test_span_safety.py)
     "r75-explicit-key-limits.yaml": (0, ""),
     "r76-explicit-key-container.yaml": (0, ""),
+    # node pools are bounded (tests/test_scaling.py keeps each pool's work linear)
+    "r77-101-node-pools.yaml": (1, "krm-fn: error: InferenceTuning t spec.nodePools: invalid "
+                                   "function config: has 101 entries; at most 100 are "
+                                   "accepted"),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),

@@ -124,3 +124,57 @@ def test_output_that_is_an_input_through_a_hard_link_is_refused(tree):
     assert "--output rendered.yaml is also an input (pod.yaml); write the result to another " \
            "file" in p.stderr
     assert (tree / "pod.yaml").read_text() == POD
+
+
+# --- krm-fn verify --root (fault 4) ---------------------------------------------------------
+
+def _verify_tree(tmp_path):
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(ROOT / "tests" / "verify_fixtures" / "good-1.34", root)
+    (tmp_path / "shadow").write_text("root:$6$secret-hash:19000:0:99999:7:::\n" * 50)
+    return root
+
+
+def test_verify_never_follows_a_link_out_of_its_root(tmp_path):
+    root = _verify_tree(tmp_path)
+    cpu_max = root / "sys" / "fs" / "cgroup" / "cpu.max"
+    cpu_max.unlink()
+    os.symlink(tmp_path / "shadow", cpu_max)
+    p = _run(["verify", "--root", str(root), "--cpus", "4", "--json"], tmp_path)
+    assert "secret-hash" not in p.stdout + p.stderr
+    import json
+    doc = json.loads(p.stdout)
+    assert doc["unreadable"]["/sys/fs/cgroup/cpu.max"] == ("a symbolic link out of --root (not "
+                                                          "followed)")
+
+
+def test_verify_links_inside_the_root_are_followed(tmp_path):
+    root = _verify_tree(tmp_path)
+    cpu_max = root / "sys" / "fs" / "cgroup" / "cpu.max"
+    (root / "cpu.max.real").write_text(cpu_max.read_text())
+    cpu_max.unlink()
+    os.symlink(root / "cpu.max.real", cpu_max)
+    p = _run(["verify", "--root", str(root), "--json"], tmp_path)
+    assert "/sys/fs/cgroup/cpu.max" not in __import__("json").loads(p.stdout)["unreadable"]
+
+
+def test_verify_shows_at_most_the_start_of_a_file_it_cannot_read_as_its_value(tmp_path):
+    root = _verify_tree(tmp_path)
+    (root / "sys" / "fs" / "cgroup" / "memory.max").write_text("x" * 5000)
+    p = _run(["verify", "--root", str(root), "--memory", "1Gi", "--json"], tmp_path)
+    assert p.returncode == 1
+    (row,) = [r for r in __import__("json").loads(p.stdout)["checks"]
+              if r["check"] == "memory.max"]
+    assert row["found"] == "'" + "x" * 60 + "'... (5000 characters)"
+    assert "x" * 61 not in p.stdout
+
+
+def test_verify_refuses_more_numa_nodes_than_linux_has(tmp_path):
+    root = _verify_tree(tmp_path)
+    node_dir = root / "sys" / "devices" / "system" / "node"
+    for i in range(2, 1026):
+        (node_dir / f"node{i}").mkdir()
+    p = _run(["verify", "--root", str(root), "--json"], tmp_path)
+    assert __import__("json").loads(p.stdout)["unreadable"]["/sys/devices/system/node"] == \
+        "more than 1024 NUMA nodes listed; krm-fn reads at most 1024"

@@ -29,6 +29,8 @@ DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREAD
 # each under krm_fn/node/formats; listing them does not import them)
 FORMATS = tuple(_FORMAT_REGISTRY)
 
+MAX_NODE_POOLS = 100   # bounds a render's work: every pool gets a plan and its verdicts
+
 # --- spec.nodePools[] ---------------------------------------------------------------------
 
 TOPOLOGY = Object(Topology, (
@@ -283,7 +285,8 @@ SCHEMA = (
     Field("workloads", WORKLOADS, None, "How pod specs are rewritten."),
     Field("extraKinds", ObjectList(EXTRA_KIND), [], "Custom workload kinds without a "
           "release, validated like the built-in ones (typed form only).", flat="-"),
-    Field("nodePools", ObjectList(NODE_POOL, min_items=1, item="node pool"), None,
+    Field("nodePools", ObjectList(NODE_POOL, min_items=1, item="node pool",
+                                  max_items=MAX_NODE_POOLS), None,
           "Node pools; workloads go to the pool named by their `krm-fn.dev/node-pool` "
           "annotation, else the pool whose nodeSelector they already carry, else the first "
           "pool."),
