@@ -100,6 +100,9 @@ CASES = {
     "r77-101-node-pools.yaml": (1, "krm-fn: error: InferenceTuning t spec.nodePools: invalid "
                                    "function config: has 101 entries; at most 100 are "
                                    "accepted"),
+    # KServe's embedded JSON: parsed, the top-level key edited, the rest kept as written
+    "r78-kserve-json-escaped-and-nested-keys.yaml": (0, ""),
+    "r79-kserve-json-duplicate-key.yaml": (0, ""),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -254,3 +257,27 @@ def test_long_image_and_script_stay_bounded():
         "c", "app", ("spec",), {"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9"}))]
     c = ContainerView("c", "app", ("spec",), {"command": ["sh", "-c", "a " * 500000]})
     assert len(engines.tokens(c)) <= engines.MAX_COMMAND_TEXT // 2 + 2
+
+
+def test_kserve_json_edits_the_top_level_key_and_keeps_the_rest_of_the_text():
+    src = (HOSTILE / "r78-kserve-json-escaped-and-nested-keys.yaml").read_text()
+    out = run_cli([], src).stdout
+    assert without_results(out) == src.replace('"cpu\\u0052equest": "1"',
+                                                '"cpu\\u0052equest": "2"')
+    (r,) = [r for r in yaml.safe_load(out)["results"] if r.get("field", {}).get("path")
+            == "data.agent"]
+    assert r["message"].startswith("agent: cpuRequest 1 -> 2: KServe sizes the container")
+
+
+def test_kserve_json_with_a_repeated_top_level_key_is_left_alone_with_a_warning():
+    src = (HOSTILE / "r79-kserve-json-duplicate-key.yaml").read_text()
+    out = run_cli([], src).stdout
+    assert without_results(out) == src
+    (r,) = [r for r in yaml.safe_load(out)["results"] if r.get("field", {}).get("path")
+            == "data.agent"]
+    assert r == {"message": "agent: cpuRequest is not a JSON string of the top-level object, "
+                            "or a top-level key appears twice; set cpuRequest == cpuLimit by "
+                            "hand", "severity": "warning",
+                 "resourceRef": {"apiVersion": "v1", "kind": "ConfigMap",
+                                 "name": "inferenceservice-config", "namespace": "kserve"},
+                 "field": {"path": "data.agent"}}
