@@ -71,6 +71,12 @@ def cluster_tag(obj: dict) -> str | None:
     return None
 
 
+def kinds() -> set:
+    """The kinds this module checks (for spec.selector.kinds): the KServe cluster objects'
+    and every handler's."""
+    return {"ConfigMap", STORAGE_CONTAINER} | {kind for _, kind in _HANDLERS}
+
+
 def handles(obj: dict) -> bool:
     """True when this module checks `obj`."""
     return cluster_tag(obj) is not None or _key(obj) in _HANDLERS

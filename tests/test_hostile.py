@@ -103,6 +103,11 @@ CASES = {
     # KServe's embedded JSON: parsed, the top-level key edited, the rest kept as written
     "r78-kserve-json-escaped-and-nested-keys.yaml": (0, ""),
     "r79-kserve-json-duplicate-key.yaml": (0, ""),
+    # a selector that can never match is an error with a did-you-mean
+    "r80-selector-kind-lowercase.yaml": (
+        1, "krm-fn: error: InferenceTuning t spec.selector.kinds[0]: invalid function config: "
+           "'pod' is not a kind krm-fn tunes or checks, so this selector never matches (kinds "
+           "are case-sensitive); did you mean Pod?"),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -281,3 +286,30 @@ def test_kserve_json_with_a_repeated_top_level_key_is_left_alone_with_a_warning(
                  "resourceRef": {"apiVersion": "v1", "kind": "ConfigMap",
                                  "name": "inferenceservice-config", "namespace": "kserve"},
                  "field": {"path": "data.agent"}}
+
+
+@pytest.mark.parametrize("kinds, message", [
+    ("[Deploymnet]", "'Deploymnet' is not a kind krm-fn tunes or checks, so this selector "
+                     "never matches (kinds are case-sensitive); did you mean Deployment or "
+                     "DaemonSet?"),
+    ("[MyThing]", "'MyThing' is not a kind krm-fn tunes or checks, so this selector never "
+                  "matches (kinds are case-sensitive); add it under spec.extraKinds if it is "
+                  "a custom workload kind"),
+])
+def test_selector_kinds_that_match_no_kind_are_errors(kinds, message):
+    src = (HOSTILE / "r80-selector-kind-lowercase.yaml").read_text().replace("[pod]", kinds)
+    p = run_cli([], src)
+    assert p.returncode == 1
+    assert p.stderr.splitlines() == [f"krm-fn: error: InferenceTuning t spec.selector.kinds[0]: "
+                                     f"invalid function config: {message}"]
+
+
+def test_selector_kinds_accept_extra_kinds_and_whole_object_kinds():
+    from krm_fn import config
+    from krm_fn.pipeline.load import unknown_kinds
+    cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                       "metadata": {"name": "t"}, "spec": {
+                           "selector": {"kinds": ["Pod", "NIMService", "ConfigMap", "Mine"]},
+                           "extraKinds": [{"group": "example.com", "kind": "Mine",
+                                           "podSpecs": ["spec.template.spec"]}]}})
+    assert unknown_kinds(cfg) == []

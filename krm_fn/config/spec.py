@@ -277,7 +277,8 @@ SCHEMA = (
           "emit nothing; report each change `mutate` would make as an error naming the item "
           "and field (exit 1), so a kpt validator or CI check fails on unpinned manifests."),
     Field("selector", Object(Selector, (
-        Field("kinds", List(), [], "Workload kinds, e.g. [Deployment, InferenceService]."),
+        Field("kinds", List(), [], "Workload kinds, e.g. [Deployment, InferenceService]; "
+              "case-sensitive, and a kind krm-fn neither tunes nor checks is an error."),
         Field("names", List(), [], "Workload names."),
         Field("namespaces", List(), [], "Workload namespaces."),
         Field("matchLabels", StrMap(), {}, "Labels the workload's metadata.labels must carry."),
