@@ -108,6 +108,10 @@ CASES = {
         1, "krm-fn: error: InferenceTuning t spec.selector.kinds[0]: invalid function config: "
            "'pod' is not a kind krm-fn tunes or checks, so this selector never matches (kinds "
            "are case-sensitive); did you mean Pod?"),
+    # cosmetic losses: a folded JSON value, a byte-order mark, a comment after a flow mapping
+    "r81-kserve-folded-json.yaml": (0, ""),
+    "r82-bom.yaml": (0, ""),
+    "r83-comment-after-flow-mapping.yaml": (0, ""),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -313,3 +317,33 @@ def test_selector_kinds_accept_extra_kinds_and_whole_object_kinds():
                            "extraKinds": [{"group": "example.com", "kind": "Mine",
                                            "podSpecs": ["spec.template.spec"]}]}})
     assert unknown_kinds(cfg) == []
+
+
+def test_a_folded_json_value_stays_folded_with_its_lines():
+    src = (HOSTILE / "r81-kserve-folded-json.yaml").read_text()
+    out = without_results(run_cli([], src).stdout)
+    assert out == src.replace('"memoryRequest": "512Mi"', '"memoryRequest": "1Gi"').replace(
+        '"cpuRequest": "100m", "cpuLimit": "1"}', '"cpuRequest": "2", "cpuLimit": "2"}')
+
+
+def test_a_byte_order_mark_is_kept_and_unchanged_items_are_byte_for_byte():
+    src = (HOSTILE / "r82-bom.yaml").read_bytes()
+    out = run_cli([], src).stdout
+    assert out.startswith("\ufeff# Starts with a UTF-8 byte-order mark")
+    cm = src.decode("utf-8")
+    cm = cm[cm.index("- apiVersion: v1\n  kind: ConfigMap"):cm.index("- apiVersion: v1\n  kind: Pod")]
+    assert cm in out
+
+
+def test_a_byte_order_mark_is_kept_by_run(tmp_path):
+    (tmp_path / "cm.yaml").write_bytes(b"\xef\xbb\xbfapiVersion: v1\nkind: ConfigMap\n"
+                                       b"metadata: {name: x}\n")
+    p = run_cli(["run", "cm.yaml"], cwd=tmp_path)
+    assert p.stdout == "\ufeffapiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+
+
+def test_a_comment_after_a_flow_mapping_stays_on_its_line():
+    out = run_cli([], (HOSTILE / "r83-comment-after-flow-mapping.yaml").read_text()).stdout
+    assert "      resources:  # sized by hand\n        limits: {cpu: \"2\", memory: 1Gi}\n" \
+           "        requests:\n" in out
+    assert "    - name: i  # fetches the model\n      image: y\n      resources:\n" in out

@@ -158,3 +158,30 @@ def test_explicit_key_limits_output_parses_with_requests_beside_limits():
     res = yaml.safe_load(p.stdout)["items"][0]["spec"]["containers"][0]["resources"]
     assert res == {"requests": {"cpu": "2", "memory": "1Gi"},
                    "limits": {"cpu": "2", "memory": "1Gi"}}
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(words=st.lists(st.sampled_from(['"a":', '"1",', '"cpu":', '"500m",', "{", "}", "x"]),
+                      min_size=2, max_size=12),
+       breaks=st.lists(st.booleans(), min_size=12, max_size=12),
+       at=st.integers(0, 11), new=st.sampled_from(['"2",', '"1Gi",', "y"]),
+       chomp=st.sampled_from(["", "-", "+"]))
+def test_refolded_blocks_read_as_the_new_value(words, breaks, at, new, chomp):
+    from krm_fn.yaml.folded import refold
+    lines, cur = [], []
+    for w, b in zip(words, breaks):
+        cur.append(w)
+        if b:
+            lines.append(" ".join(cur))
+            cur = []
+    if cur:
+        lines.append(" ".join(cur))
+    span = ">" + chomp + "\n" + "".join("  " + ln + "\n" for ln in lines)
+    old = yaml.safe_load("k: " + span)["k"]
+    changed = list(words)
+    changed[at % len(words)] = new
+    value = " ".join(changed) + old[len(" ".join(words)):]
+    text = refold(span, old, value)
+    if text is not None:
+        assert yaml.safe_load("k: " + text)["k"] == value
+        assert text.count("\n") == span.count("\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from krm_fn.cli.common import DEBUG_ENV, decode, echo_err, fail, guard
+from krm_fn.cli.common import BOM, DEBUG_ENV, decode, echo_err, fail, guard
 
 
 def _cyclic_gc_paused(fn):
@@ -42,10 +42,12 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
     line and the human report (krm_fn/report.py) on stderr; stdout is the same. `mode`
     overrides spec.mode. `run_cmd` (krm-fn run): in validate mode no manifests are written,
     only the findings on stderr. `output`: write to that file instead of stdout, only when
-    its content changes and never after an error (the file is left as it was);
+    its content changes and never after an error (the file is left as it was). A UTF-8
+    byte-order mark that starts `text` starts the output too;
     `fail_on_change`: exit 1 when it was created or rewritten (pre-commit)."""
     from krm_fn import pipeline, resourcelist
-    doc = resourcelist.parse(text, require_resource_list=require_rl)
+    bom = BOM if text.startswith(BOM) else ""
+    doc = resourcelist.parse(text[len(bom):], require_resource_list=require_rl)
     fc = doc.function_config if function_config is None else function_config
     progress = None
     if report:
@@ -57,7 +59,7 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
     if progress is not None:
         progress.done()
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
-    rendered = resourcelist.render(doc, out.ops, out.emitted, results, out.replace)
+    rendered = bom + resourcelist.render(doc, out.ops, out.emitted, results, out.replace)
     changed = False
     if run_cmd:
         _warn_local_config(doc.items)
@@ -171,7 +173,9 @@ def read_inputs(files, restriction: str = "LoadRestrictionsRootOnly") -> str:
         else:
             data = files_mod.read_file(f, f, left, restriction)
         left -= len(data)
-        texts.append(decode(data, "stdin" if f == "-" else f))
+        # the first input's byte-order mark is kept (render writes it back); a later
+        # file's would land inside the stream
+        texts.append(decode(data, "stdin" if f == "-" else f, keep_bom=not texts))
     out = ""
     for t in texts:
         if out and not out.endswith("\n"):
@@ -193,7 +197,7 @@ def _read_config(path: str, what: str | None = None, restriction: str = "LoadRes
 
 def _stdin() -> str:
     from krm_fn.cli import files
-    return decode(files.read_stdin(), "stdin")
+    return decode(files.read_stdin(), "stdin", keep_bom=True)
 
 
 def _function() -> None:
