@@ -112,6 +112,8 @@ CASES = {
     "r81-kserve-folded-json.yaml": (0, ""),
     "r82-bom.yaml": (0, ""),
     "r83-comment-after-flow-mapping.yaml": (0, ""),
+    "r84-canonical-quantities.yaml": (0, ""),
+    "r85-workers-single-process-oom-kill.yaml": (0, ""),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -347,3 +349,53 @@ def test_a_comment_after_a_flow_mapping_stays_on_its_line():
     assert "      resources:  # sized by hand\n        limits: {cpu: \"2\", memory: 1Gi}\n" \
            "        requests:\n" in out
     assert "    - name: i  # fetches the model\n      image: y\n      resources:\n" in out
+
+
+def test_every_quantity_of_a_changed_container_is_canonical():
+    src = (HOSTILE / "r84-canonical-quantities.yaml").read_text()
+    out = yaml.safe_load(run_cli([], src).stdout)
+    c, s, u = out["items"][0]["spec"]["containers"]
+    assert c["resources"] == {"requests": {"cpu": "2", "memory": "1Gi"},
+                              "limits": {"cpu": "2", "memory": "1Gi"}}
+    assert s["resources"] == {"requests": {"cpu": "2", "memory": "1536Mi"},
+                              "limits": {"cpu": "2", "memory": "1536Mi"}}
+    assert u["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"},
+                              "limits": {"cpu": "500m", "memory": "1Gi"}}
+    assert "        requests: {cpu: 500m, memory: 1Gi}\n        limits: {cpu: 500m, memory: " \
+           "1Gi}\n" in run_cli([], src).stdout
+    messages = [r["message"] for r in out["results"] if r.get("tags", {}).get("rule")
+                == "canonical"]
+    assert messages == [
+        f"container {name!r}: {what} (the canonical form the API server stores it in, so "
+        f"GitOps tools show no difference)"
+        for name, what in (("c", "limits.cpu 2000m -> 2"), ("c", "limits.memory 1024Mi -> 1Gi"),
+                           ("s", "requests.memory 1.5Gi -> 1536Mi"))]
+
+
+@pytest.mark.parametrize("res, text, want", [
+    ("cpu", "1000m", "1"), ("cpu", "1.0", "1"), ("cpu", "0.5", "500m"), ("cpu", "2000m", "2"),
+    ("cpu", "250m", "250m"), ("cpu", "1e3", "1e3"), ("memory", "1024Mi", "1Gi"),
+    ("memory", "1.5Gi", "1536Mi"), ("memory", "1000M", "1G"), ("memory", "512Mi", "512Mi"),
+    ("memory", "1073741824", "1073741824"), ("cpu", "zz", None)])
+def test_canonical_quantity_text(res, text, want):
+    from krm_fn.rules.canonical import canonical
+    assert canonical(res, text) == want
+
+
+def test_the_multi_worker_warning_names_the_typed_field_and_goes_once_it_is_set():
+    src = (HOSTILE / "r85-workers-single-process-oom-kill.yaml").read_text()
+    out = yaml.safe_load(run_cli([], src).stdout)
+    (warning,) = [r["message"] for r in out["results"] if "memory.oom.group" in r["message"]]
+    assert warning == (
+        "container 'c' runs 4 worker processes (gunicorn --workers 4): since Kubernetes 1.28 "
+        "on cgroup v2 the kubelet sets memory.oom.group, so one worker going over the memory "
+        "limit kills the whole container, all 4 workers; make resources.limits.memory (4Gi) "
+        "cover all 4 workers at their peak, or set spec.nodePools[].kubelet."
+        "singleProcessOOMKill: true for node pool 'inference' (Kubernetes >= 1.32); thread "
+        "vars are 1 per worker")
+    fixed = run_cli([], src.replace("singleProcessOOMKill: null", "singleProcessOOMKill: true"))
+    assert fixed.returncode == 0, fixed.stderr
+    assert not [r for r in yaml.safe_load(fixed.stdout)["results"]
+                if "memory.oom.group" in r["message"]]
+    assert "singleProcessOOMKill: true" in yaml.safe_load(fixed.stdout)["items"][1]["data"][
+        "kubelet-config.yaml"]
