@@ -1,6 +1,7 @@
-"""The click commands: `krm-fn --help`, `--version`, `run`, `plugin`, `selfcheck`, `schema`,
-`explain`, `verify`. Thin: each parses its options and calls the module that does the work,
-imported when the command runs (a render never imports verify, schema or explain).
+"""The click commands: `krm-fn --help`, `--version`, `run`, `plugin`, `plugin-home`,
+`selfcheck`, `schema`, `explain`, `verify`. Thin: each parses its options and calls the
+module that does the work, imported when the command runs (a render never imports verify,
+schema or explain).
 
 krm_fn.cli.main runs `krm-fn` with no arguments and kustomize's `krm-fn plugin CONFIG_FILE`
 without importing this module; `cli` here runs them the same way (krm_fn.cli.render) for
@@ -159,6 +160,17 @@ def plugin(config_file, args) -> None:
     writes to a temp file; resources come as multi-document YAML on stdin."""
     from krm_fn.cli import render
     render.plugin(config_file)
+
+
+@cli.command("plugin-home")
+def plugin_home() -> None:
+    """Print the directory to set KUSTOMIZE_PLUGIN_HOME to for kustomize's legacy exec
+    plugin route: the plugin tree (krm-fn.dev/v1alpha1/inferencetuning/InferenceTuning)
+    installed with krm-fn, e.g.
+    KUSTOMIZE_PLUGIN_HOME="$(krm-fn plugin-home)" kubectl kustomize --enable-alpha-plugins DIR
+    """
+    import krm_fn
+    click.echo(os.path.join(os.path.dirname(os.path.abspath(krm_fn.__file__)), "plugin_home"))
 
 
 def _memory_option(ctx, param, value):
