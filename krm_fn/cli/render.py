@@ -169,7 +169,7 @@ def read_inputs(files, restriction: str = "LoadRestrictionsRootOnly") -> str:
     texts, left = [], files_mod.MAX_INPUT_BYTES
     for f in files:
         if f == "-":
-            data = files_mod.read_stdin("the input (FILES)", left)
+            data = files_mod.read_stdin("stdin", left)
         else:
             data = files_mod.read_file(f, f, left, restriction)
         left -= len(data)
