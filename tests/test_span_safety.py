@@ -64,7 +64,7 @@ def _write(value, col: int, nxt) -> str:
         elif style == "comment-after-colon":
             out.append(f"\n{pad}{k}:{body} # why" if body.startswith(" ")
                        else f"\n{pad}{k}: # why{body}")
-        elif style == "comment-line" and not isinstance(v, str):
+        elif style == "comment-line":
             inline = f"\n{pad}  {body.strip()}" if body.startswith(" ") else body
             out.append(f"\n{pad}{k}:\n{pad}  # about {k}{inline}")
         else:
