@@ -5,7 +5,8 @@ Pod specs go through the rules (krm_fn/rules); this module handles what sits out
 - KServe cluster configuration, fixed when it is in the input (and selected): ConfigMap
   `inferenceservice-config` (KServe's namespace, `kserve` by default): the JSON values of
   `storageInitializer`, `agent`, `logger` and `batcher` get `cpuRequest == cpuLimit` and
-  `memoryRequest == memoryLimit` (the larger of the two), edited in place in the JSON text;
+  `memoryRequest == memoryLimit` (the larger of the two), edited in place in the JSON text
+  (parsed: only the top-level member's value is replaced, the rest kept as written);
   `ClusterStorageContainer` (`serving.kserve.io`): `spec.container.resources` gets
   requests == limits. The storage initializer is an init container: a whole-number cpu
   becomes `spec.workloads.initContainerCpu` (kubernetes/kubernetes#112228). The agent runs
@@ -30,7 +31,6 @@ from __future__ import annotations
 import copy
 import json
 import math
-import re
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Callable
@@ -75,6 +75,12 @@ def cluster_tag(obj: dict) -> str | None:
     return None
 
 
+def kinds() -> set:
+    """The kinds this module checks (for spec.selector.kinds): the KServe cluster objects'
+    and every handler's."""
+    return {"ConfigMap", STORAGE_CONTAINER} | {kind for _, kind in _HANDLERS}
+
+
 def handles(obj: dict) -> bool:
     """True when this module checks `obj`."""
     return cluster_tag(obj) is not None or _key(obj) in _HANDLERS
@@ -102,16 +108,70 @@ def _smt_multiple(ctx: ObjectContext) -> int:
     return max((p.threads_per_core for p in ctx.pools if p.full_pcpus_only), default=1)
 
 
-def _json_edit(text: str, field: str, value: str) -> str | None:
-    """`text` with the JSON string value of `field` replaced by `value`; None when the text
-    has it more than once, or not as a JSON string."""
-    pat = re.compile(r'("' + re.escape(field) + r'"\s*:\s*)"(?:[^"\\]|\\.)*"')
-    found = pat.findall(text)
-    if len(found) > 1:
+def _top_level_spans(text: str) -> dict | None:
+    """{decoded key: (start, end) of its value's text} for the top-level members of the
+    JSON object `text` (escaped keys decoded, nested objects skipped whole, so a nested key
+    of the same name is never taken for it); None when `text` is not one JSON object or
+    repeats a top-level key."""
+    decoder = json.JSONDecoder()
+    ws = " \t\n\r"
+    i = len(text) - len(text.lstrip(ws))
+    if not text.startswith("{", i):
         return None
-    if found:
-        return pat.sub(lambda m: m.group(1) + json.dumps(value), text, count=1)
-    return None
+    spans: dict = {}
+    i += 1
+    try:
+        while True:
+            while i < len(text) and text[i] in ws:
+                i += 1
+            if text.startswith("}", i) and not spans:
+                i += 1
+                break
+            if not text.startswith('"', i):
+                return None
+            key, i = json.decoder.scanstring(text, i + 1)
+            while i < len(text) and text[i] in ws:
+                i += 1
+            if not text.startswith(":", i):
+                return None
+            i += 1
+            while i < len(text) and text[i] in ws:
+                i += 1
+            _, end = decoder.raw_decode(text, i)
+            if key in spans:
+                return None
+            spans[key] = (i, end)
+            i = end
+            while i < len(text) and text[i] in ws:
+                i += 1
+            if text.startswith(",", i):
+                i += 1
+                continue
+            if text.startswith("}", i):
+                i += 1
+                break
+            return None
+    except ValueError:
+        return None
+    return spans if not text[i:].strip(ws) else None
+
+
+def _json_edit(text: str, field: str, value: str) -> str | None:
+    """`text` (a JSON object) with the value of its top-level member `field` replaced by the
+    JSON string `value`, every other character kept; None when the text is not one JSON
+    object, repeats a top-level key, lacks `field`, or has it as something other than a
+    string. The result is parsed again and must differ from the old object in `field`
+    only, so no fix is reported that did not happen."""
+    spans = _top_level_spans(text)
+    if spans is None or field not in spans:
+        return None
+    start, end = spans[field]
+    if not text.startswith('"', start):
+        return None
+    new = text[:start] + json.dumps(value) + text[end:]
+    before, after = json.loads(text), json.loads(new)
+    before[field] = value
+    return new if after == before else None
 
 
 def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
@@ -170,8 +230,9 @@ def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
                 continue
             edited = _json_edit(text, f, new)
             if edited is None:
-                problem = (f"{f} appears more than once or is not a JSON string; set "
-                           f"{fields[0]} == {fields[1]} by hand")
+                problem = (f"{f} is not a JSON string of the top-level object, or a "
+                           f"top-level key appears twice; set {fields[0]} == {fields[1]} by "
+                           f"hand")
                 break
             text = edited
             changes.append(f"{f} {old} -> {new}" + note)

@@ -1,6 +1,7 @@
-"""The click commands: `krm-fn --help`, `--version`, `run`, `plugin`, `selfcheck`, `schema`,
-`explain`, `verify`. Thin: each parses its options and calls the module that does the work,
-imported when the command runs (a render never imports verify, schema or explain).
+"""The click commands: `krm-fn --help`, `--version`, `run`, `plugin`, `plugin-home`,
+`selfcheck`, `schema`, `explain`, `verify`. Thin: each parses its options and calls the
+module that does the work, imported when the command runs (a render never imports verify,
+schema or explain).
 
 krm_fn.cli.main runs `krm-fn` with no arguments and kustomize's `krm-fn plugin CONFIG_FILE`
 without importing this module; `cli` here runs them the same way (krm_fn.cli.render) for
@@ -26,9 +27,18 @@ def _check_output(output: str, inputs: list) -> None:
         raise click.UsageError(f"--output {output} is not a regular file")
     real = os.path.realpath(output)
     for f in inputs:
-        if f and f != "-" and os.path.realpath(f) == real:
+        if f and f != "-" and (os.path.realpath(f) == real or _same_file(f, output)):
             raise click.UsageError(f"--output {output} is also an input ({f}); write the "
                                    f"result to another file")
+
+
+def _same_file(a: str, b: str) -> bool:
+    """True when paths `a` and `b` are one file (same st_dev and st_ino: a hard link or a
+    symbolic link to it counts); False when either does not exist."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
 
 
 @click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
@@ -66,9 +76,16 @@ def cli(ctx: click.Context) -> None:
               help="The nodes' current KubeletConfiguration (YAML or JSON, e.g. saved from "
                    "`kubectl get --raw /api/v1/nodes/NODE/proxy/configz`): sets "
                    "spec.output.baseline of the config.")
+@click.option("--load-restrictor", "restriction", default="LoadRestrictionsRootOnly",
+              show_default=True,
+              type=click.Choice(["LoadRestrictionsRootOnly", "LoadRestrictionsNone"]),
+              help="As kustomize's: LoadRestrictionsRootOnly refuses a file inside the "
+                   "current directory that is a symbolic link to one outside it; "
+                   "LoadRestrictionsNone follows links anywhere.")
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, allow_dash=True))
-def run(config_file, report, mode, output, fail_on_change, baseline_file, files) -> None:
+def run(config_file, report, mode, output, fail_on_change, baseline_file, restriction,
+        files) -> None:
     """Tune plain multi-document YAML FILES (or - for stdin) and print the result.
 
     For CI render steps without kustomize plugins (Flux). Errors and warnings go to
@@ -81,7 +98,8 @@ def run(config_file, report, mode, output, fail_on_change, baseline_file, files)
     if output is not None:
         _check_output(output, [config_file, baseline_file, *files])
     from krm_fn.cli import render
-    render.run_files(config_file, baseline_file, files, report, mode, output, fail_on_change)
+    render.run_files(config_file, baseline_file, files, report, mode, output, fail_on_change,
+                     restriction)
 
 
 @cli.command()
@@ -142,6 +160,17 @@ def plugin(config_file, args) -> None:
     writes to a temp file; resources come as multi-document YAML on stdin."""
     from krm_fn.cli import render
     render.plugin(config_file)
+
+
+@cli.command("plugin-home")
+def plugin_home() -> None:
+    """Print the directory to set KUSTOMIZE_PLUGIN_HOME to for kustomize's legacy exec
+    plugin route: the plugin tree (krm-fn.dev/v1alpha1/inferencetuning/InferenceTuning)
+    installed with krm-fn, e.g.
+    KUSTOMIZE_PLUGIN_HOME="$(krm-fn plugin-home)" kubectl kustomize --enable-alpha-plugins DIR
+    """
+    import krm_fn
+    click.echo(os.path.join(os.path.dirname(os.path.abspath(krm_fn.__file__)), "plugin_home"))
 
 
 def _memory_option(ctx, param, value):

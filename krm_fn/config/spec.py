@@ -29,6 +29,8 @@ DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREAD
 # each under krm_fn/node/formats; listing them does not import them)
 FORMATS = tuple(_FORMAT_REGISTRY)
 
+MAX_NODE_POOLS = 100   # bounds a render's work: every pool gets a plan and its verdicts
+
 # --- spec.nodePools[] ---------------------------------------------------------------------
 
 TOPOLOGY = Object(Topology, (
@@ -279,7 +281,8 @@ SCHEMA = (
           "emit nothing; report each change `mutate` would make as an error naming the item "
           "and field (exit 1), so a kpt validator or CI check fails on unpinned manifests."),
     Field("selector", Object(Selector, (
-        Field("kinds", List(), [], "Workload kinds, e.g. [Deployment, InferenceService]."),
+        Field("kinds", List(), [], "Workload kinds, e.g. [Deployment, InferenceService]; "
+              "case-sensitive, and a kind krm-fn neither tunes nor checks is an error."),
         Field("names", List(), [], "Workload names."),
         Field("namespaces", List(), [], "Workload namespaces."),
         Field("matchLabels", StrMap(), {}, "Labels the workload's metadata.labels must carry."),
@@ -287,7 +290,8 @@ SCHEMA = (
     Field("workloads", WORKLOADS, None, "How pod specs are rewritten."),
     Field("extraKinds", ObjectList(EXTRA_KIND), [], "Custom workload kinds without a "
           "release, validated like the built-in ones (typed form only).", flat="-"),
-    Field("nodePools", ObjectList(NODE_POOL, min_items=1, item="node pool"), None,
+    Field("nodePools", ObjectList(NODE_POOL, min_items=1, item="node pool",
+                                  max_items=MAX_NODE_POOLS), None,
           "Node pools; workloads go to the pool named by their `krm-fn.dev/node-pool` "
           "annotation, else the pool whose nodeSelector they already carry, else the first "
           "pool."),

@@ -10,7 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from krm_fn import config as config_mod
-from krm_fn import objects, rules
+from krm_fn import objects, rules, workloads
 from krm_fn.admission import injectors, knative
 from krm_fn.admission.build import daemon_pods, node_model
 from krm_fn.node import plan as plan_mod
@@ -79,6 +79,11 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                                   fc_ref, err.path or None))
         return None
     flat = config_mod.is_flat(function_config)
+    unknown = unknown_kinds(cfg)
+    if unknown:
+        results.extend(Result(f"invalid function config: {message}", ERROR, fc_ref,
+                              "kinds" if flat else path) for path, message in unknown)
+        return None
     if not _topologies_from_objects(cfg, items, fc_ref, results):
         return None
     plans, plan_results = [], []
@@ -111,6 +116,36 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     run.ictx = injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg)
     run.namespaces = run.ictx.namespaces
     return run
+
+
+def known_kinds(cfg) -> set:
+    """Every kind spec.selector.kinds can select: the workload registry's
+    (krm_fn.workloads.KINDS), the config's extraKinds and the whole-object checks'
+    (krm_fn.objects.kinds)."""
+    return ({kind for _, kind in workloads.KINDS} | {k.kind for k in cfg.extraKinds}
+            | objects.kinds())
+
+
+def unknown_kinds(cfg) -> list:
+    """(field path, message) for each spec.selector.kinds entry that no kind krm-fn tunes
+    or checks is spelled as: such a selector can never match, and kustomize shows no
+    warning, so it is an error, with the kinds it may have meant (kinds are case-sensitive,
+    as the API server's)."""
+    import difflib
+    known = known_kinds(cfg)
+    lower = {k.lower(): k for k in known}
+    out = []
+    for i, kind in enumerate(cfg.selector.kinds):
+        if kind in known:
+            continue
+        near = [lower[kind.lower()]] if kind.lower() in lower else \
+            difflib.get_close_matches(kind, sorted(known), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(near)}?" if near else (
+            "; add it under spec.extraKinds if it is a custom workload kind")
+        out.append((f"spec.selector.kinds[{i}]",
+                    f"{kind!r} is not a kind krm-fn tunes or checks, so this selector never "
+                    f"matches (kinds are case-sensitive){hint}"))
+    return out
 
 
 def _as_rendered(items: list, tuned, octx) -> list:
