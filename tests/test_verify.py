@@ -19,7 +19,7 @@ from krm_fn.cli import cli
 from krm_fn.node import plan as plan_mod
 from krm_fn.node import verify_job
 from krm_fn.node.formats import RenderContext
-from krm_fn.verify import checks, probe, report
+from krm_fn.verify import checks, read as probe, report
 from tests.helpers import ROOT
 
 FIXTURES = Path(__file__).resolve().parent / "verify_fixtures"

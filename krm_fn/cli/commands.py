@@ -215,9 +215,9 @@ def verify(root, cpus, memory, pids, threads, full_pcpus_only, topology_policy,
     printed), 2 for a usage error.
     """
     def go():
-        from krm_fn.verify import checks, probe, report
+        from krm_fn.verify import checks, read, report
         real = os.path.realpath(root) == "/"
-        p = probe.read(root, environ=os.environ if real else None)
+        p = read.read(root, environ=os.environ if real else None)
         exp = checks.Expected(cpus=cpus, memory=memory, pids=pids, threads=threads,
                               full_pcpus_only=full_pcpus_only, topology_policy=topology_policy,
                               kubernetes_version=kubernetes_version, cpu_quota=cpu_quota,
@@ -235,3 +235,83 @@ def verify(root, cpus, memory, pids, threads, full_pcpus_only, topology_policy,
             sys.exit(1)
     guard(go)
 
+
+
+def _probe_duration(ctx, param, value):
+    if value is None:
+        return None
+    from krm_fn.probe.command import UsageError, parse_duration
+    try:
+        return parse_duration(value, "--" + param.name.replace("_", "-"))
+    except UsageError as e:
+        raise click.BadParameter(str(e)) from None
+
+
+@cli.command()
+@click.option("--api", required=True, type=click.Choice(
+    ["openai-completions", "openai-chat", "kserve-v1", "kserve-v2", "http"]),
+    help="The request: OpenAI completions or chat, KServe v1 :predict, Open Inference "
+         "Protocol v2 /infer, or any HTTP POST of --body.")
+@click.option("--url", required=True,
+              help="The server's base URL (http://HOST:PORT); the full URL for --api http.")
+@click.option("--model", help="Model name (OpenAI `model`, KServe MODEL in the path).")
+@click.option("--prompt", default="Hello", show_default=True, help="OpenAI prompt text.")
+@click.option("--max-tokens", type=click.IntRange(1, 1 << 20), default=16, show_default=True,
+              help="OpenAI max_tokens.")
+@click.option("--body", type=click.Path(dir_okay=False, allow_dash=True),
+              help="Request body FILE (JSON for KServe; replaces the generated OpenAI body).")
+@click.option("--header", "-H", multiple=True, help="Extra request header `Name: value`.")
+@click.option("--rate", type=click.FloatRange(0.01, 100000, min_open=False),
+              help="Open loop: requests per second, sent on schedule whatever the responses.")
+@click.option("--concurrency", "-c", type=click.IntRange(1, 4096),
+              help="Closed loop: N requests outstanding (default 1 without --rate).")
+@click.option("--duration", callback=_probe_duration,
+              help="Measure for this long (90s, 5m, 1h); default 60s without --requests.")
+@click.option("--requests", "-n", "requests_", type=click.IntRange(1, 10 ** 8),
+              help="Measure this many requests.")
+@click.option("--warmup", default="10", show_default=True,
+              help="Requests (N) or time (5s) sent first and excluded from the results.")
+@click.option("--timeout", callback=_probe_duration, default="30s", show_default=True,
+              help="Per request, in total (connect, headers, body).")
+@click.option("--max-inflight", type=click.IntRange(1, 65536), default=256, show_default=True,
+              help="With --rate: requests outstanding at most; a send beyond is an error.")
+@click.option("--threshold", type=click.FloatRange(0, 100), default=0.20, show_default=True,
+              help="Highest CV (stddev/mean) that counts as stable.")
+@click.option("--max-error-rate", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+              help="Exit 1 when more than this fraction of requests failed.")
+@click.option("--compare", type=click.Path(dir_okay=False),
+              help="A --json result of an earlier run: print before, after and the change.")
+@click.option("--json", "as_json", is_flag=True, help="Print the ProbeResult JSON instead.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress line on stderr.")
+def probe(**opts) -> None:
+    """Measure the latency distribution of an inference endpoint.
+
+    Prints count, errors, P50, P90, P99, P99.9, mean, stddev and CV (stddev/mean) with the
+    verdict against --threshold, and a histogram. Exit 0 when the CV is at most the
+    threshold, 1 when it is above (or no request succeeded, or more than --max-error-rate
+    failed), 2 for a usage error. Needs the extra: pip install 'krm-fn[probe]'.
+    """
+    from krm_fn.probe import command
+    from krm_fn.probe.load import Plan
+    if opts["rate"] and opts["concurrency"]:
+        raise click.UsageError("give --rate or --concurrency, not both")
+    try:
+        warm_n, warm_s = command.parse_warmup(opts["warmup"])
+    except command.UsageError as e:
+        raise click.BadParameter(str(e), param_hint="--warmup") from None
+    duration = opts["duration"]
+    if duration is None and opts["requests_"] is None:
+        duration = 60.0
+    opts["plan"] = Plan(rate=opts["rate"], concurrency=None if opts["rate"] else
+                        (opts["concurrency"] or 1), duration=duration,
+                        requests=opts["requests_"], timeout=opts["timeout"],
+                        warmup_requests=warm_n, warmup_seconds=warm_s,
+                        max_inflight=opts["max_inflight"])
+
+    def go():
+        try:
+            code = command.probe(opts)
+        except command.UsageError as e:
+            fail(str(e), 2)
+        sys.exit(code)
+    guard(go)

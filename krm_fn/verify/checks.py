@@ -176,7 +176,7 @@ def _count(n: int, word: str = "CPU") -> str:
 
 
 def run(probe, exp: Expected) -> list[Row]:
-    """Every check of the module table, in that order, for `probe` (krm_fn.verify.probe.Probe)
+    """Every check of the module table, in that order, for `probe` (krm_fn.verify.read.Probe)
     against `exp`. Never raises for bad file contents: they are mismatch rows."""
     rows: list[Row] = []
     v2 = probe.cgroup_v2
