@@ -204,18 +204,41 @@ def _names_option(ctx, param, value):
                    "--kubernetes-version).")
 @click.option("--thread-env", multiple=True, callback=_names_option, envvar="KRM_FN_THREAD_ENV",
               help="More thread env var names to check, comma-separated.")
+@click.option("--pid", type=click.IntRange(1, 2 ** 22), default=1, show_default=True,
+              envvar="KRM_FN_PID",
+              help="The serving process whose threads must stay on the pinned CPUs.")
+@click.option("--node", "node_audit", is_flag=True,
+              help="Audit the node instead (run on the node, or with the host's / as "
+                   "--root): cpu_manager_state, memory_manager_state, kubelet config and "
+                   "CPU topology against the plan.")
+@click.option("--reserved-cpus", help="--node: the plan's reservedSystemCPUs (a cpuset).")
+@click.option("--cpu-manager-policy", default="static", show_default=True,
+              type=click.Choice(["none", "static"]), help="--node: the plan's policy.")
+@click.option("--memory-manager-policy", type=click.Choice(["None", "Static"]),
+              help="--node: the plan's memoryManagerPolicy (default: not checked).")
+@click.option("--kubelet-config", default="/var/lib/kubelet/config.yaml", show_default=True,
+              help="--node: node path of the kubelet's config file.")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of the table.")
 def verify(root, cpus, memory, pids, threads, full_pcpus_only, topology_policy,
-           kubernetes_version, cpu_quota, thread_env, as_json) -> None:
+           kubernetes_version, cpu_quota, thread_env, pid, node_audit, reserved_cpus,
+           cpu_manager_policy, memory_manager_policy, kubelet_config, as_json) -> None:
     """Check, inside a pinned container, that pinning took effect on this node.
 
     Reads /proc/self/status, the container's cgroup v2 files (cpuset.cpus.effective,
-    cpu.max, memory.max, pids.max), /sys/devices/system CPU and NUMA topology and the
-    environment. Exit 0 when every check passes, 1 on a mismatch (the table is still
-    printed), 2 for a usage error.
+    cpu.max, memory.max, pids.max), /sys/devices/system CPU and NUMA topology, the
+    environment and the threads of --pid. With --node, audits the node's CPU and Memory
+    Manager state instead. Exit 0 when every check passes, 1 on a mismatch (the table is
+    still printed), 2 for a usage error.
     """
+    if node_audit:
+        from krm_fn.verify.node_checks import NodeExpected
+        exp = NodeExpected(cpu_manager_policy, memory_manager_policy, reserved_cpus,
+                           topology_policy, full_pcpus_only, kubelet_config)
+        guard(_verify_node, root, exp, as_json)
+        return
+
     def go():
-        from krm_fn.verify import checks, read, report
+        from krm_fn.verify import checks, read, report, threads as threads_mod
         real = os.path.realpath(root) == "/"
         p = read.read(root, environ=os.environ if real else None)
         exp = checks.Expected(cpus=cpus, memory=memory, pids=pids, threads=threads,
@@ -223,6 +246,8 @@ def verify(root, cpus, memory, pids, threads, full_pcpus_only, topology_policy,
                               kubernetes_version=kubernetes_version, cpu_quota=cpu_quota,
                               thread_env=thread_env)
         rows = checks.run(p, exp)
+        tasks, problem = threads_mod.read_tasks(root, pid)
+        rows += threads_mod.rows(tasks, problem, checks.cpuset_of(p), pid)
         if as_json:
             _, source = checks.expected_cpus(p, exp)
             sys.stdout.write(report.as_json(rows, exp, root, {
@@ -235,6 +260,26 @@ def verify(root, cpus, memory, pids, threads, full_pcpus_only, topology_policy,
             sys.exit(1)
     guard(go)
 
+
+
+def _verify_node(root: str, exp, as_json: bool) -> None:
+    """`krm-fn verify --node`: read, check, print; exit 1 on a mismatch."""
+    from krm_fn.verify import node, node_checks, report
+    if exp.reserved is not None:
+        from krm_fn.node.topology import parse_cpuset
+        try:
+            parse_cpuset(exp.reserved)
+        except ValueError as e:
+            fail(f"--reserved-cpus {exp.reserved!r}: {e}", 2)
+    st = node.read(root, exp.kubelet_config)
+    rows = node_checks.run(st, exp)
+    if as_json:
+        sys.stdout.write(report.as_json(rows, exp, root, {"unreadable": st.unreadable}))
+    else:
+        sys.stdout.write(report.table(rows))
+    sys.stdout.flush()
+    if report.failed(rows):
+        sys.exit(1)
 
 
 def _probe_duration(ctx, param, value):

@@ -296,7 +296,7 @@ class Monitoring(Record):
 class Output(Record):
     """`spec.output`, what the node plan is emitted as: formats (list[str]), namespace
     (str), baseline (a KubeletConfiguration mapping or None), verifyJob (bool),
-    verifyImage (str), monitoring (Monitoring)."""
+    verifyImage (str), nodeAuditJob (bool), monitoring (Monitoring)."""
 
     def check(self, path: str) -> None:
         """The namespace is a DNS label, verifyImage an image reference."""

@@ -295,6 +295,10 @@ OUTPUT = Object(Output, (
           "pinned container on one of the pool's nodes."),
     Field("verifyImage", Str(), "ghcr.io/krm-fn/krm-fn:0.1.0", "Image of the verify Job "
           "(runs `krm-fn verify`; entrypoint krm-fn)."),
+    Field("nodeAuditJob", Bool(), False, "Also emit, per node pool that received a "
+          "workload, a batch/v1 Job `krm-fn-node-audit-<pool>` that runs `krm-fn verify "
+          "--node` on one of the pool's nodes (the CPU/Memory Manager checkpoints and the CPU "
+          "topology mounted read-only) against the pool's plan; image verifyImage."),
     Field("monitoring", MONITORING, None, "Prometheus rules that watch the latency jitter "
           "and the pinning health of the selected workloads."),
 ))

@@ -44,7 +44,9 @@ def emit(items: list, run, placement: dict, out) -> None:
         out.results.extend(run.plan_results[pool_index])
         out.results.append(placed.summary)
         out.pools.append((pool, plan, placed.judged, placed.count))
-        for fmt in list(cfg.output.formats) + (["verify-job"] if cfg.output.verifyJob else []):
+        extra = (["verify-job"] if cfg.output.verifyJob else []) + (
+            ["node-audit-job"] if cfg.output.nodeAuditJob else [])
+        for fmt in list(cfg.output.formats) + extra:
             objs = _render(fmt, plan, ctx, run, pool_index, out)
             for obj in objs:
                 if _collides(obj, pool.name, fmt, emitted_by, out):
@@ -98,6 +100,9 @@ def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> li
         from krm_fn.node import verify_job
         return [verify_job.render(plan, ctx, cfg.output.verifyImage, cfg.kubernetesVersion,
                                   cfg.workloads.threads.env)]
+    if fmt == "node-audit-job":     # spec.output.nodeAuditJob
+        from krm_fn.node import verify_job
+        return [verify_job.render_node_audit(plan, ctx, cfg.output.verifyImage)]
     pool_ctx = replace(ctx, pool=cfg.nodePools[pool_index])
     objs, fmt_results = render_with_results(fmt, plan, pool_ctx, run.fc_ref, pool_index)
     out.results.extend(flat_paths(fmt_results) if run.flat else fmt_results)

@@ -171,6 +171,11 @@ def _cpuset(probe) -> tuple[list[int] | None, str, Row | None]:
         return None, path, Row("cpuset", "", f"{text!r}", False, f"{path}: {e}")
 
 
+def cpuset_of(probe) -> list[int] | None:
+    """The container's pinned CPUs (sorted ids) from `probe`, None when unreadable."""
+    return _cpuset(probe)[0]
+
+
 def _count(n: int, word: str = "CPU") -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
