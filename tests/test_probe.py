@@ -237,6 +237,16 @@ def test_text_report_progress_and_compare(tmp_path):
     assert after.stderr.startswith("probe: ") and ", done\n" in after.stderr
 
 
+def test_save_writes_the_json_the_text_run_printed(tmp_path):
+    with Stub([0.003]) as s:
+        p = run_probe(["--api", "openai-chat", "--url", s.url, "--model", "m", "-n", "20",
+                       "--warmup", "0", "--quiet", "--save", str(tmp_path / "r.json")])
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["kind"] == "ProbeResult" and doc["count"] == 20
+    assert f"ok        20\n" in p.stdout
+    assert f"p50       {doc['latencySeconds']['p50'] * 1000:.2f} ms\n" in p.stdout
+
+
 def test_bad_compare_file_is_a_usage_error(tmp_path):
     (tmp_path / "b.json").write_text('{"kind": "Other"}')
     p = run_probe(["--api", "openai-chat", "--url", "http://127.0.0.1:1", "--model", "m",

@@ -1,6 +1,6 @@
 """The click commands: `krm-fn --help`, `--version`, `run`, `plugin`, `selfcheck`, `schema`,
-`explain`, `verify`. Thin: each parses its options and calls the module that does the work,
-imported when the command runs (a render never imports verify, schema or explain).
+`explain`, `verify`, `probe`. Thin: each parses its options and calls the module that does the work,
+imported when the command runs (a render never imports verify, probe, schema or explain).
 
 krm_fn.cli.main runs `krm-fn` with no arguments and kustomize's `krm-fn plugin CONFIG_FILE`
 without importing this module; `cli` here runs them the same way (krm_fn.cli.render) for
@@ -327,6 +327,8 @@ def _probe_duration(ctx, param, value):
 @click.option("--compare", type=click.Path(dir_okay=False),
               help="A --json result of an earlier run: print before, after and the change.")
 @click.option("--json", "as_json", is_flag=True, help="Print the ProbeResult JSON instead.")
+@click.option("--save", type=click.Path(dir_okay=False, writable=True),
+              help="Also write the ProbeResult JSON to FILE (for a later --compare).")
 @click.option("--quiet", "-q", is_flag=True, help="No progress line on stderr.")
 def probe(**opts) -> None:
     """Measure the latency distribution of an inference endpoint.

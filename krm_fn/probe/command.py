@@ -130,6 +130,12 @@ def probe(opts: dict) -> int:
     lag = stats.percentile(sorted(out.send_lag), 99.0) if out.send_lag else None
     mode = mode_text(plan)
     doc = report.as_dict(summary, tgt.url, mode, lag)
+    if opts.get("save"):
+        try:
+            with open(opts["save"], "w", encoding="utf-8") as fh:
+                fh.write(report.as_json(doc))
+        except OSError as e:
+            raise UsageError(f"--save {opts['save']}: {e.strerror or e}") from None
     if opts.get("as_json"):
         sys.stdout.write(report.as_json(doc))
     else:
