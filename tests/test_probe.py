@@ -116,28 +116,32 @@ def test_header_parsing():
 # --- against the stub server ----------------------------------------------------------------
 
 @pytest.mark.parametrize("name,delays,load", [
-    ("near-constant", lognormal_delays(0.03, 0.05), ["-c", "4"]),
-    ("lognormal-0.3", lognormal_delays(0.03, 0.3), ["-c", "4"]),
-    ("bimodal", [0.04] * 9 + [0.2], ["-c", "4"]),
-    ("lognormal-0.3-open-loop", lognormal_delays(0.03, 0.3), ["--rate", "100"]),
+    # delays of 80 ms and more: the client's own overhead (a millisecond, several on a busy
+    # machine) moves the CV by less than 0.02
+    ("near-constant", lognormal_delays(0.08, 0.05), ["-c", "4"]),
+    ("lognormal-0.3", lognormal_delays(0.08, 0.3), ["-c", "4"]),
+    ("bimodal", [0.08] * 9 + [0.2], ["-c", "4"]),
+    ("lognormal-0.3-open-loop", lognormal_delays(0.08, 0.3), ["--rate", "50"]),
 ])
 def test_reported_cv_within_002_of_the_truth(name, delays, load):
     with Stub(delays) as s:
         p = run_probe(["--api", "openai-completions", "--url", s.url, "--model", "m", "-n",
-                       "300", "--warmup", "0", "--json", "--quiet", *load])
+                       "200", "--warmup", "0", "--json", "--quiet", *load])
         truth = cv(s.held)
     doc = json.loads(p.stdout)
-    assert doc["count"] == 300 and doc["errors"] == {}
+    assert doc["count"] == 200 and doc["errors"] == {}
     assert abs(doc["cv"] - truth) <= 0.02, (name, doc["cv"], truth)
-    assert abs(doc["latencySeconds"]["p50"] - statistics.median(s.held)) <= 0.002
+    assert abs(doc["latencySeconds"]["p50"] - statistics.median(s.held)) <= 0.004
     assert p.returncode == (0 if truth <= 0.2 else 1)
 
 
 def test_bimodal_truth_is_what_the_stub_was_told():
-    with Stub([0.02] * 9 + [0.1]) as s:
+    with Stub([0.04] * 9 + [0.1]) as s:
         run_probe(["--api", "openai-chat", "--url", s.url, "--model", "m", "-n", "100",
-                   "--warmup", "0", "--quiet"])
-    assert abs(cv(s.held) - 0.857) < 0.05      # 90 % at 20 ms, 10 % at 100 ms
+                   "-c", "4", "--warmup", "0", "--quiet"])
+    # 90 % at 40 ms, 10 % at 100 ms: CV 18/46 = 0.391 (the stub's sleeps may run long under
+    # load; the CV tests compare with what it really held)
+    assert abs(cv(s.held) - 0.391) < 0.06
 
 
 def test_warmup_requests_are_sent_and_excluded():
@@ -221,13 +225,14 @@ def test_kserve_v2_sends_the_body_file(tmp_path):
 
 
 def test_text_report_progress_and_compare(tmp_path):
-    with Stub(lognormal_delays(0.01, 0.5)) as s:
+    with Stub(lognormal_delays(0.05, 0.6)) as s:
         before = run_probe(["--api", "openai-chat", "--url", s.url, "--model", "m", "-n", "60",
-                            "--warmup", "0", "--json", "--quiet"])
+                            "-c", "2", "--warmup", "0", "--json", "--quiet"])
     (tmp_path / "before.json").write_text(before.stdout)
-    with Stub([0.01]) as s:
+    with Stub([0.05]) as s:
         after = run_probe(["--api", "openai-chat", "--url", s.url, "--model", "m", "-n", "60",
-                           "--warmup", "0", "--compare", str(tmp_path / "before.json")])
+                           "-c", "2", "--warmup", "0", "--compare",
+                           str(tmp_path / "before.json")])
     assert before.returncode == 1 and after.returncode == 0
     out = after.stdout
     assert "\nok        60\nerrors    0\np50 " in out
@@ -266,17 +271,30 @@ def test_rate_and_concurrency_together_is_a_usage_error():
 def test_median_within_5_percent_of_hey(tmp_path):
     body = tmp_path / "b.json"
     body.write_text('{"model": "m", "prompt": "Hello", "max_tokens": 16, "temperature": 0}')
-    with Stub(lognormal_delays(0.03, 0.3)) as s:
+    # 100 ms around which both clients' own overhead (about a millisecond, more on a busy
+    # machine) stays well inside 5 %
+    with Stub(lognormal_delays(0.1, 0.3)) as s:
         ours = run_probe(["--api", "http", "--url", s.url + "/v1/completions", "--body",
                           str(body), "-H", "Content-Type: application/json", "-c", "4", "-n",
-                          "400", "--warmup", "0", "--json", "--quiet"])
-        s.reset()                                  # hey gets the same 400 delays
-        hey = subprocess.run(["hey", "-n", "400", "-c", "4", "-m", "POST", "-T",
+                          "200", "--warmup", "0", "--json", "--quiet"])
+        s.reset()                                  # hey gets the same 200 delays
+        hey = subprocess.run(["hey", "-n", "200", "-c", "4", "-m", "POST", "-T",
                               "application/json", "-D", str(body), "-o", "csv",
                               s.url + "/v1/completions"], capture_output=True, text=True,
                              timeout=120)
     rows = list(csv.DictReader(io.StringIO(hey.stdout)))
     theirs = statistics.median(float(r["response-time"]) for r in rows)
     mine = json.loads(ours.stdout)["latencySeconds"]["p50"]
-    assert len(rows) == 400
+    assert len(rows) == 200
     assert abs(mine - theirs) / theirs <= 0.05, (mine, theirs)
+
+
+def test_missing_aiohttp_is_a_usage_error_naming_the_extra(monkeypatch):
+    from krm_fn.probe import command
+    from krm_fn.probe.load import Plan
+    monkeypatch.setitem(sys.modules, "aiohttp", None)      # import aiohttp -> ImportError
+    with pytest.raises(command.UsageError) as e:
+        command.probe({"api": "openai-chat", "url": "http://127.0.0.1:1", "model": "m",
+                       "plan": Plan(concurrency=1, requests=1), "threshold": 0.2,
+                       "max_error_rate": 0.01, "quiet": True})
+    assert str(e.value) == "krm-fn probe needs aiohttp: pip install 'krm-fn[probe]'"

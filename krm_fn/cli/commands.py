@@ -1,6 +1,7 @@
 """The click commands: `krm-fn --help`, `--version`, `run`, `plugin`, `selfcheck`, `schema`,
-`explain`, `verify`, `probe`. Thin: each parses its options and calls the module that does the work,
-imported when the command runs (a render never imports verify, probe, schema or explain).
+`explain`, `verify`, `probe`. Thin: each parses its options and calls the module that does
+the work, imported when the command runs (a render never imports verify, probe, schema or
+explain).
 
 krm_fn.cli.main runs `krm-fn` with no arguments and kustomize's `krm-fn plugin CONFIG_FILE`
 without importing this module; `cli` here runs them the same way (krm_fn.cli.render) for
