@@ -347,3 +347,23 @@ def test_real_prometheus_records_the_true_cv():
     assert got, "no recorded CV within 60 s"
     assert got[0]["metric"]["workload"] == "llm"
     assert float(got[0]["value"][1]) == pytest.approx(_true_cv(obs), rel=1e-6)
+
+
+def test_psi_alerts_on_1_33_only_with_the_gate_on():
+    assert "KrmFnPinnedContainerCPUPressure" not in names(vllm_rule(version="1.33"))
+    cfg = config(version="1.33")
+    cfg["spec"]["nodePools"] = [{"name": "inference", "kubelet": {"extra": {
+        "featureGates": {"KubeletPSI": True}}}}]
+    [rule] = emitted([DEPLOYMENT], cfg)
+    assert names(rule)[-2:] == ["KrmFnPinnedContainerCPUPressure",
+                                "KrmFnPinnedContainerIOPressure"]
+    assert "KrmFnPinnedContainerThrottled" not in names(rule)
+
+
+def test_throttling_alert_on_1_34_when_the_quota_gate_is_off():
+    cfg = config(version="1.34")
+    cfg["spec"]["nodePools"] = [{"name": "inference", "kubelet": {"extra": {
+        "featureGates": {"DisableCPUQuotaWithExclusiveCPUs": False}}}}]
+    [rule] = emitted([DEPLOYMENT], cfg)
+    assert "KrmFnPinnedContainerThrottled" in names(rule)
+    assert "KrmFnPinnedContainerCPUPressure" in names(rule)

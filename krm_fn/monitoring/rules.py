@@ -25,8 +25,10 @@ Alerts: `KrmFnLatencyCVHigh` (CV above the threshold for the `for` window),
 where the kubelet still applies a CFS quota to exclusive CPUs: before 1.33, or with the
 DisableCPUQuotaWithExclusiveCPUs gate off, kubernetes/kubernetes#127525),
 `KrmFnPinnedContainerCPUPressure` / `KrmFnPinnedContainerIOPressure` (cAdvisor
-`container_pressure_*`, KEP-4205: beta and on by default from 1.34, or with the KubeletPSI
-gate on 1.33; https://kubernetes.io/docs/reference/instrumentation/understand-psi-metrics/).
+`container_pressure_*`, KEP-4205: where the KubeletPSI gate is on, by default from 1.34;
+https://kubernetes.io/docs/reference/instrumentation/understand-psi-metrics/). Gate
+defaults come from the generated Kubernetes data (krm_fn.node.fields), the pool's
+featureGates override them.
 """
 from __future__ import annotations
 
@@ -38,7 +40,6 @@ RECORD_MEAN = "krm_fn:inference_request_latency_seconds:mean"
 RECORD_STDDEV = "krm_fn:inference_request_latency_seconds:stddev"
 RECORD_CV = "krm_fn:inference_request_latency:cv"
 BY = "namespace, pod"
-PSI_SINCE = (1, 34)
 PSI_GATE = "KubeletPSI"
 THROTTLED_RATIO = 0.01     # share of CFS periods throttled
 CPU_PRESSURE = 0.05        # share of time some task of the container waited for a CPU
@@ -114,14 +115,21 @@ def expressions(hist, namespace: str, pod_regex: str, window: str, native: bool)
     second = _moment(m, sel, window, tuple(hist.buckets), 2)
     stddev = (f"sqrt(clamp_min(({second}) / {count} - (({first}) / {count}) ^ 2, 0))")
     return {"mean": mean, "stddev": stddev}
+def _gate_on(gate: str, version: tuple, gates: dict) -> bool:
+    """`gate` as the pool's featureGates set it, else its default on `version` (the
+    generated Kubernetes data, krm_fn.node.fields)."""
+    from krm_fn.node import fields
+    value = gates.get(gate)
+    return value if isinstance(value, bool) else fields.gate_on_by_default(gate, tuple(version))
+
+
 def _psi_on(version: tuple, gates: dict) -> bool:
-    gate = gates.get(PSI_GATE)
-    return gate is True or (gate is not False and tuple(version) >= PSI_SINCE)
+    return _gate_on(PSI_GATE, version, gates)
 
 
 def _quota_on(version: tuple, gates: dict) -> bool:
-    from krm_fn.node.verify_job import QUOTA_GATE, QUOTA_GATE_SINCE
-    return tuple(version) < QUOTA_GATE_SINCE or gates.get(QUOTA_GATE) is False
+    from krm_fn.node.plan import CPU_QUOTA_GATE
+    return not _gate_on(CPU_QUOTA_GATE, version, gates)
 
 
 def _alert(name: str, expr: str, for_: str, summary: str, description: str) -> dict:
