@@ -78,7 +78,9 @@ def emit_monitoring(items: list, run, targets: list, out) -> None:
     for t in targets:
         pool, plan = cfg.nodePools[t.pool_index], run.plans[t.pool_index]
         gates = plan.kubelet.get("featureGates") or {}
-        ann = {PATH_ANNOTATION: f"monitoring/{rules.name_of(t)}.yaml"} if run.set_path else {}
+        where = f"{t.namespace}-" if t.namespace else ""
+        ann = ({PATH_ANNOTATION: f"monitoring/{where}{rules.name_of(t)}.yaml"}
+               if run.set_path else {})
         obj = rules.prometheus_rule(t, mon, cfg.kubernetesVersion, gates,
                                     {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(pool.name)},
                                     ann)
