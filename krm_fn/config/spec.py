@@ -9,7 +9,8 @@ pool. Loaded objects are instances of the classes in krm_fn.config.records.
 from __future__ import annotations
 
 from krm_fn.config.fields import Field, Object, ObjectList
-from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, NodePool, Output,
+from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Monitoring,
+                                   NodePool, Output,
                                    PerformanceProfile, Reserved, Resources, Selector, Shm, Spec,
                                    Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
@@ -256,6 +257,36 @@ EXTRA_KIND = Object(ExtraKind, (
           "annotations the pods get (default: the pod spec's parent + .metadata)."),
 ))
 
+MONITORING = Object(Monitoring, (
+    Field("enabled", Bool(), False, "Emit, per selected workload with a pinned container, a "
+          "monitoring.coreos.com/v1 PrometheusRule `krm-fn-jitter-<workload>` in its "
+          "namespace: recording rules for the mean, stddev and CV of the request latency "
+          "when its serving engine exposes a latency histogram (vLLM, TGI), an alert when "
+          "the CV stays above cvThresholdPercent, and pinning-health alerts (QoS not "
+          "Guaranteed, CFS throttling where the version still applies a quota to exclusive "
+          "CPUs, CPU and I/O pressure where the version exposes PSI).",
+          flat="monitoring"),
+    Field("cvThresholdPercent", Int(1, 1000), 20, "The CV (stddev/mean of the request "
+          "latency), in percent, above which KrmFnLatencyCVHigh fires.",
+          flat="monitoringCvThresholdPercent"),
+    Field("alertFor", Str(), "15m", "How long a condition must hold before an alert fires "
+          "(a Prometheus duration: 15m, 1h).", flat="monitoringAlertFor"),
+    Field("rateWindow", Str(), "5m", "The range of rate() in every expression (a "
+          "Prometheus duration; at least four scrape intervals).",
+          flat="monitoringRateWindow"),
+    Field("histograms", Enum("classic", "native"), "classic", "`classic`: mean exact from "
+          "_sum/_count, stddev estimated from the engine version's buckets. `native`: "
+          "histogram_avg / histogram_stddev, for a Prometheus 3 that scrapes the engine's "
+          "classic histograms as native ones (convert_classic_histograms_to_nhcb).",
+          flat="monitoringHistograms"),
+    Field("labels", StrMap(), {}, "Labels of the emitted PrometheusRules, e.g. the "
+          "Prometheus Operator's ruleSelector (release: prometheus).", flat="-"),
+    Field("grafanaDashboard", Bool(), False, "Also emit a ConfigMap "
+          "`krm-fn-jitter-dashboard` (in spec.output.namespace, label grafana_dashboard: "
+          "\"1\") with a Grafana dashboard of the recorded mean, stddev and CV.",
+          flat="monitoringGrafanaDashboard"),
+))
+
 OUTPUT = Object(Output, (
     Field("formats", List(Enum(*FORMATS), min_items=1, item="format"), ["configmap"],
           "Formats: " + ", ".join(FORMATS) + "."),
@@ -270,6 +301,12 @@ OUTPUT = Object(Output, (
           "pinned container on one of the pool's nodes."),
     Field("verifyImage", Str(), "ghcr.io/krm-fn/krm-fn:0.1.0", "Image of the verify Job "
           "(runs `krm-fn verify`; entrypoint krm-fn)."),
+    Field("nodeAuditJob", Bool(), False, "Also emit, per node pool that received a "
+          "workload, a batch/v1 Job `krm-fn-node-audit-<pool>` that runs `krm-fn verify "
+          "--node` on one of the pool's nodes (the CPU/Memory Manager checkpoints and the CPU "
+          "topology mounted read-only) against the pool's plan; image verifyImage."),
+    Field("monitoring", MONITORING, None, "Prometheus rules that watch the latency jitter "
+          "and the pinning health of the selected workloads."),
 ))
 
 SCHEMA = (

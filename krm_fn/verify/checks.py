@@ -182,12 +182,17 @@ def _cpuset(probe) -> tuple[list[int] | None, str, Row | None]:
         return None, path, Row("cpuset", "", shown(text), False, f"{path}: {e}")
 
 
+def cpuset_of(probe) -> list[int] | None:
+    """The container's pinned CPUs (sorted ids) from `probe`, None when unreadable."""
+    return _cpuset(probe)[0]
+
+
 def _count(n: int, word: str = "CPU") -> str:
     return f"{n} {word}" + ("" if n == 1 else "s")
 
 
 def run(probe, exp: Expected) -> list[Row]:
-    """Every check of the module table, in that order, for `probe` (krm_fn.verify.probe.Probe)
+    """Every check of the module table, in that order, for `probe` (krm_fn.verify.read.Probe)
     against `exp`. Never raises for bad file contents: they are mismatch rows."""
     rows: list[Row] = []
     v2 = probe.cgroup_v2
