@@ -11,7 +11,8 @@ import time
 
 from krm_fn import pipeline
 from krm_fn.node import topology
-from krm_fn.verify import checks, probe
+from krm_fn.verify import checks
+from krm_fn.verify import read as probe
 
 RATIO = 9
 
