@@ -14,16 +14,12 @@ from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Node
                                    Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
                                  PlainMap, Str, StrMap, Text, Version)
+from krm_fn.config.threadvars import DEFAULT_THREAD_ENV, NOT_THREAD_ENV, THREAD_ENV
 from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
 
 # cpuManagerPolicyOptions (full-pcpus-only) appeared in Kubernetes 1.22
 # (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
 MIN_MINOR = 22
-
-DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                      "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS",
-                      "BLIS_NUM_THREADS", "TORCH_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
-                      "RAYON_NUM_THREADS", "GOMAXPROCS", "PYTHON_CPU_COUNT"]
 
 # the output formats, in their documented order: the format registry's names (one module
 # each under krm_fn/node/formats; listing them does not import them)
@@ -182,8 +178,12 @@ def _injector(name: str, flat: str, doc: str) -> Field:
 
 
 THREADS = Object(Threads, (
-    Field("env", List(), DEFAULT_THREAD_ENV, "Variables set to the pinned CPU count.",
-          flat="threadsEnv"),
+    Field("env", List(), DEFAULT_THREAD_ENV, "Variables set to the thread count: names of "
+          "thread-count variables krm-fn knows (" + ", ".join(THREAD_ENV) + ") or listed "
+          "in `custom`.", flat="threadsEnv"),
+    Field("custom", List(), [], "Names of further thread-count variables (an in-house "
+          "runtime's) that `env` may hold; a variable that holds anything but a thread count "
+          "(" + ", ".join(NOT_THREAD_ENV) + ") is refused even here.", flat="threadsCustom"),
     Field("reservedCpus", Int(0, 1024), 0, "Pinned CPUs left to the runtime's own threads.",
           flat="threadsReservedCpus"),
     Field("existing", Enum("keep-lower", "replace"), "keep-lower", "A value already set: "

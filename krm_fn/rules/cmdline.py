@@ -11,6 +11,7 @@ import functools
 import shlex
 from dataclasses import dataclass
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView
 
 # Engines are recognised from the first 64 KiB of a container's command and args (a
@@ -100,9 +101,9 @@ def flag(toks: list[Token], names: tuple) -> tuple[str, Token, str] | None:
 
 
 def count_text(value: str) -> int | None:
-    """A whole number written as decimal digits (surrounding blanks allowed), else None."""
-    value = value.strip()
-    return int(value) if value.isdigit() else None
+    """A whole number written as ASCII digits (surrounding blanks allowed), at most
+    numbers.MAX_COUNT, else None (krm_fn/numbers.py: never raises)."""
+    return numbers.count(value)
 
 
 def env_value(c: ContainerView, name: str) -> str | None:

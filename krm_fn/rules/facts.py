@@ -71,12 +71,14 @@ class ContainerFacts:
     container has once the resources rule has written, None when absent or not a
     quantity; `count`: its Count, None when it gets no thread env (no whole CPUs);
     `engines`: the serving engines recognised (only for a container with a count and
-    `threads.engines` on; else empty)."""
+    `threads.engines` on; else empty); `unread_workers`: (what, field path, text) of a
+    worker count that is not a whole number, when no worker count was read."""
 
     cpu: CpuPlan | None
     limit: Fraction | None
     count: Count | None
     engines: tuple = ()
+    unread_workers: tuple | None = None
 
 
 # -- the cpu decision (the resources rule writes it) --------------------------------------
@@ -370,10 +372,13 @@ def compute(pod: PodView, ctx) -> dict:
         pinned = c.name in ctx.pinned and c.role == "app"
         count = count_for(c, limit, cfg, pinned, None)
         found: tuple = ()
+        unread = None
         if count is not None and on:
             found = serving.detect(c)
             workers = serving.workers(c, found)
             if workers is not None:
                 count = count_for(c, limit, cfg, pinned, workers)
-        out[c.path] = ContainerFacts(plan, limit, count, tuple(found))
+            else:
+                unread = serving.unread_workers(c, tuple(found))
+        out[c.path] = ContainerFacts(plan, limit, count, tuple(found), unread)
     return out

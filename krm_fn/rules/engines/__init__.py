@@ -65,6 +65,12 @@ def workers(c: ContainerView, engines: tuple | list | None = None) -> Workers | 
     return _workers.find(c, tuple(detect(c) if engines is None else engines))
 
 
+def unread_workers(c: ContainerView, engines: tuple) -> tuple | None:
+    """(what, field path, text) of a worker count of container `c` that is not a whole
+    number (engines/workers.py), given the engines recognised in it; else None."""
+    return _workers.unreadable(c, engines)
+
+
 def table() -> str:
     """The README's engine table (Markdown, ending with a newline): one row per engine of
     ENGINES, then the multi-worker row, from each Engine's documentation fields."""

@@ -4,7 +4,7 @@ the thread count whether or not the kubelet pins the container; checks of
 """
 from __future__ import annotations
 
-from krm_fn import quantity
+from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import env_entry
 from krm_fn.rules.engines.base import Engine
@@ -70,17 +70,20 @@ def _kvcache(pod: PodView, c: ContainerView) -> None:
         return
     i, e = kv
     path = c.path + ("env", i, "value")
-    text = str(e.get("value") or "").strip()
-    if not text.isdigit():
-        pod.warn(path, f"container {c.name!r}: VLLM_CPU_KVCACHE_SPACE={text!r} is not a whole "
-                       f"number of GiB, which vLLM reads it as; set a whole number")
+    text = str(e.get("value") or "").strip(numbers.BLANKS)
+    gib = numbers.count(text)
+    if gib is None:
+        found = numbers.shown(str(e.get("value") or ""))
+        pod.warn(path, f"container {c.name!r}: VLLM_CPU_KVCACHE_SPACE={found} is "
+                       f"not a whole number of GiB (ASCII digits), which vLLM reads it as, "
+                       f"and is left alone; set a whole number")
         return
     raw = c.get("resources", "limits", "memory")
     try:
         mem = quantity.parse_memory(raw)
     except quantity.QuantityError:
         return
-    kv_bytes = int(text) * GIB
+    kv_bytes = gib * GIB
     limit = int(mem.value)
     if kv_bytes > limit:
         fit = (limit - GIB) // GIB
