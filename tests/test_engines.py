@@ -151,10 +151,80 @@ def test_vllm_bind_auto_is_left_alone_with_a_warning():
     p, out, after = run(c)
     assert env_of(after)["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
     warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
-    assert "set it to nobind so that OMP_NUM_THREADS=4 decides the count" in \
+    assert "set it to all so that OMP_NUM_THREADS=4 decides the count" in \
         warn["spec.containers[0].env[0].value"]
     # the reserved CPU is meaningful with auto: no warning about it
     assert "spec.containers[0].env[1]" not in warn
+
+
+@pytest.mark.parametrize("image, want", [
+    ("vllm/vllm-openai-cpu:v0.5.3", None),          # no VLLM_CPU_OMP_THREADS_BIND yet
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", None),   # default all: no bind
+    ("vllm/vllm-openai:v0.9.0-cpu", None),
+    ("vllm/vllm-openai-cpu:v0.9.1", "all"),         # default auto from 0.9.1
+    ("vllm/vllm-openai-cpu:v0.11.0", "all"),
+    ("vllm/vllm-openai-cpu:v0.11.1", "nobind"),     # nobind replaces all
+    ("vllm/vllm-openai-cpu:v0.33.0", "nobind"),
+    ("vllm/vllm-openai-cpu:latest", None),          # unknown: only the default is safe
+    ("vllm/vllm-openai-cpu@sha256:" + "a" * 64, None),
+])
+def test_vllm_bind_value_follows_the_release(image, want):
+    c = {"name": "vllm", "image": image, "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after).get("VLLM_CPU_OMP_THREADS_BIND") == want
+
+
+def test_vllm_unknown_version_warns_naming_the_better_value():
+    c = {"name": "vllm", "image": "vllm/vllm-openai-cpu:latest", "resources": res()}
+    p, out, after = run(c)
+    assert messages(out, "warning") == [
+        "container 'vllm': the image 'vllm/vllm-openai-cpu:latest' names no vLLM version, so "
+        "VLLM_CPU_OMP_THREADS_BIND is left unset: no value but the default is accepted by "
+        "every release (the default is `all`, no binding, before 0.9.1 and `auto` from 0.9.1, "
+        "one OpenMP thread per physical core of a NUMA node, right only when the kubelet "
+        "really pins the container); better: VLLM_CPU_OMP_THREADS_BIND=nobind for vLLM >= "
+        "0.11.1, or all for 0.9.1 to 0.11.0, so that OMP_NUM_THREADS=4 decides the count — or "
+        "use a versioned image tag"]
+
+
+@pytest.mark.parametrize("image, have, want, source", [
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", "nobind", "all",
+     "v0.5.4/vllm/worker/cpu_worker.py"),
+    ("vllm/vllm-openai-cpu:v0.8.5", "auto", "all",      # no auto before 0.9.1
+     "v0.5.4/vllm/worker/cpu_worker.py"),
+    ("vllm/vllm-openai-cpu:v0.10.0", "nobind", "all", "v0.9.1/vllm/envs.py"),
+    ("vllm/vllm-openai-cpu:v0.12.0", "all", "nobind", "v0.11.1/vllm/v1/worker/cpu_worker.py"),
+])
+def test_vllm_spelling_the_release_does_not_accept_is_replaced(image, have, want, source):
+    c = {"name": "vllm", "image": image, "resources": res(),
+         "env": [{"name": "VLLM_CPU_OMP_THREADS_BIND", "value": have}]}
+    p, out, after = run(c)
+    assert env_of(after)["VLLM_CPU_OMP_THREADS_BIND"] == want
+    version = image.rsplit(":v", 1)[1]
+    assert messages(out, "warning") == [
+        f"container 'vllm': VLLM_CPU_OMP_THREADS_BIND {have} -> {want}: vLLM {version} does "
+        f"not accept {have} (it reads it as a CPU list and the worker fails to start); {want} "
+        f"is its value for no binding (https://github.com/vllm-project/vllm/blob/{source})"]
+
+
+def test_vllm_reserved_cpus_before_0_9_1_are_not_read():
+    c = {"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.8.5", "resources": res(),
+         "env": [{"name": "VLLM_CPU_NUM_OF_RESERVED_CPU", "value": "1"}]}
+    p, out, after = run(c)
+    assert messages(out, "warning") == [
+        "container 'vllm': vLLM 0.8.5 does not read VLLM_CPU_NUM_OF_RESERVED_CPU (it appeared "
+        "in 0.9.1); remove it, and set spec.workloads.threads.reservedCpus to leave pinned "
+        "CPUs to vLLM's own threads"]
+
+
+def test_image_version_from_the_tag():
+    from krm_fn.rules.cmdline import image_version
+    got = [image_version(view({"image": i})) for i in (
+        "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", "vllm/vllm-openai:v0.9.0-cpu",
+        "reg:5000/x:0.10.1.1", "x:v0.9.1@sha256:ab", "x:latest", "x@sha256:ab", "reg:5000/x",
+        "x:cpu-0.9", "x:2", "x:٢.1")]
+    assert got == [(0, 8, 5), (0, 9, 0), (0, 10, 1, 1), (0, 9, 1), None, None, None, None,
+                   None, None]
 
 
 # -- llama.cpp ------------------------------------------------------------------------------

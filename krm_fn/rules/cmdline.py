@@ -8,6 +8,7 @@ Shared by the per-container facts (krm_fn/rules/facts.py) and the serving-engine
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 from dataclasses import dataclass
 
@@ -104,6 +105,29 @@ def count_text(value: str) -> int | None:
     """A whole number written as ASCII digits (surrounding blanks allowed), at most
     numbers.MAX_COUNT, else None (krm_fn/numbers.py: never raises)."""
     return numbers.count(value)
+
+
+_TAG_VERSION = re.compile(r"v?([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?(?:\.([0-9]{1,6}))?"
+                          r"(?![0-9])")
+
+
+def image_version(c: ContainerView) -> tuple | None:
+    """The version an image tag names: `vllm-cpu:v0.8.5` -> (0, 8, 5), `x:0.9.0-cpu` ->
+    (0, 9, 0), `x:2.1` -> (2, 1, 0); None for no tag, `latest`, a digest-only reference or
+    a tag that does not start with a version (the engine's version is then unknown). A tag
+    with a digest (`x:v0.9.1@sha256:...`) still names its version."""
+    image = c.data.get("image")
+    if not isinstance(image, str) or len(image) > 512:
+        return None
+    ref = image.split("@", 1)[0]
+    name, _, tag = ref.rpartition(":")
+    if not name or "/" in tag:
+        return None                     # no tag (a registry port is not one)
+    m = _TAG_VERSION.match(tag)
+    if m is None:
+        return None
+    return tuple(int(g) if g else 0 for g in m.groups()[:3]) + (
+        (int(m.group(4)),) if m.group(4) else ())
 
 
 def env_value(c: ContainerView, name: str) -> str | None:

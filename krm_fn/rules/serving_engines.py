@@ -13,17 +13,22 @@ the worker count).
 
 - **vLLM CPU backend** (image `*vllm*-cpu*` such as
   `public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo`, `vllm/vllm-openai-cpu`, a vLLM image
-  with a `cpu` tag; or `vllm serve` / `python -m vllm.entrypoints...` with `--device cpu`):
-  `VLLM_CPU_OMP_THREADS_BIND=nobind` unless set. With the default `auto` vLLM binds one
-  OpenMP thread per physical core of a whole NUMA node, filtered by the affinity mask: right
-  only when the kubelet really gives the container an exclusive cpuset, which is not
-  certain at render time (node policy not rolled out yet, pod not Guaranteed after
-  admission-time injection); with `nobind` `OMP_NUM_THREADS` decides the count whether or
-  not the container ends up pinned. `auto` or a CPU list already set is left alone with a
-  warning (a fixed list cannot match the cpuset the kubelet picks);
-  `VLLM_CPU_NUM_OF_RESERVED_CPU` only works with `auto` (warning when set with `nobind`).
-  `VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an error; leaving less
-  than 1Gi for weights, Python and `/dev/shm` a warning.
+  with a `cpu` tag; or `vllm serve` / `python -m vllm.entrypoints...` with `--device cpu`),
+  by the release its image tag names (vLLM's source at each tag):
+  `VLLM_CPU_OMP_THREADS_BIND` = the release's no-binding value unless set, so that
+  `OMP_NUM_THREADS` decides the count whether or not the container ends up pinned (node
+  policy not rolled out yet, pod not Guaranteed after admission-time injection): `nobind`
+  from 0.11.1, `all` for 0.9.1 to 0.11.0 (their default `auto` binds one OpenMP thread per
+  physical core of a whole NUMA node, filtered by the affinity mask), nothing before 0.9.1
+  (the default `all` does not bind; before 0.5.4 the variable does not exist). A no-binding
+  spelling the release does not accept (`nobind` before 0.11.1, `all` from 0.11.1, `auto`
+  before 0.9.1: read as a CPU list, the worker fails to start) is replaced, with a warning.
+  An image without a version tag (`latest`, a digest) gets nothing — no value but the
+  default is accepted by every release — and a warning naming the better one. `auto` or a
+  CPU list already set is left alone with a warning (a fixed list cannot match the cpuset
+  the kubelet picks); `VLLM_CPU_NUM_OF_RESERVED_CPU` only works with `auto` and from 0.9.1
+  (warning otherwise). `VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an
+  error; leaving less than 1Gi for weights, Python and `/dev/shm` a warning.
 - **llama.cpp** (`llama-server` in command/args, image `ghcr.io/ggml-org/llama.cpp:server*`):
   `LLAMA_ARG_THREADS` and `LLAMA_ARG_THREADS_BATCH` = N, unless `--threads`/`-t`
   (`--threads-batch`/`-tb`; `-tb` defaults to `-t`) is in args, which wins over the env

@@ -17,7 +17,7 @@ from krm_fn.rules.cmdline import (MAX_COMMAND_TEXT, Token, env_names, text,  # n
                                   tokens)
 from krm_fn.rules.engines import (glibc, go, jvm, llama_cpp, onnxruntime, ray, torchserve,
                                   triton, vllm, workers as _workers)
-from krm_fn.rules.engines.base import Engine, Workers
+from krm_fn.rules.engines.base import Engine, Workers, version_text
 
 ENGINES: tuple[Engine, ...] = (vllm.ENGINE, llama_cpp.ENGINE, torchserve.ENGINE, triton.ENGINE,
                                onnxruntime.ENGINE, ray.ENGINE, jvm.ENGINE)
@@ -74,9 +74,12 @@ def unread_workers(c: ContainerView, engines: tuple) -> tuple | None:
 def table() -> str:
     """The README's engine table (Markdown, ending with a newline): one row per engine of
     ENGINES, then the multi-worker row, from each Engine's documentation fields."""
-    lines = ["| engine | recognised by | set | only warned | upstream |",
-             "|---|---|---|---|---|"]
+    lines = ["| engine | recognised by | set | only warned | by release | upstream |",
+             "|---|---|---|---|---|---|"]
     for e in (*ENGINES, WORKERS):
         sources = ", ".join(f"[{title}]({url})" for title, url in e.sources)
-        lines.append(f"| {e.name} | {e.recognised} | {e.sets} | {e.warns} | {sources} |")
+        releases = "; ".join(f"[{version_text(r.since)}]({r.source}): {r.note}"
+                             for r in e.releases) or "—"
+        lines.append(f"| {e.name} | {e.recognised} | {e.sets} | {e.warns} | {releases} | "
+                     f"{sources} |")
     return "\n".join(lines) + "\n"
