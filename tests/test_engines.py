@@ -19,7 +19,9 @@ def pod_list(container: dict, data: dict | None = None, kind: str = "Pod") -> st
                    "spec": {"containers": [container]}}],
         "functionConfig": {"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": "fn"},
-                           "data": {"threadsEnv": "OMP_NUM_THREADS", **(data or {})}}})
+                           "data": {"threadsEnv": "OMP_NUM_THREADS",
+                                    # one thread per logical CPU unless a test says otherwise
+                                    "threadsPerCoreMode": "logical", **(data or {})}}})
 
 
 def res(cpu: str = "4", memory: str = "8Gi") -> dict:
@@ -388,7 +390,8 @@ def test_downward_api_with_reserved_cpus_writes_literals_with_a_warning():
         "container 'srv': threads.source is downwardAPI but the thread vars are written as the "
         "literal 3: a resourceFieldRef on limits.cpu gives 4, not 3 (the 4 pinned CPUs minus 1 "
         "reserved); set threads.source to literal to silence this, or drop "
-        "threads.reservedCpus / the worker count to get a resourceFieldRef"]
+        "threads.reservedCpus / the worker count / one thread per physical core to get a "
+        "resourceFieldRef"]
 
 
 def test_downward_api_whole_cpus():
@@ -422,3 +425,35 @@ def test_ray_num_cpus_is_read_from_the_ray_start_line_only():
     c = {"name": "head", "image": "x:1", "command": ["bash", "-c", script], "resources": res()}
     _, out, _ = run(c)
     assert any("ray start has no --num-cpus" in m for m in messages(out, "warning"))
+
+
+# -- threads per core (threads.perCore) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("image, mode, want", [
+    ("ghcr.io/ggml-org/llama.cpp:server", "engine-default", "4"),   # llama.cpp: physical
+    ("vllm/vllm-openai-cpu:v0.11.1", "engine-default", "4"),        # vLLM: physical
+    ("registry.example/api:1", "engine-default", "8"),              # anything else: logical
+    ("registry.example/api:1", "physical", "4"),
+    ("ghcr.io/ggml-org/llama.cpp:server", "logical", "8"),
+])
+def test_threads_per_core_mode(image, mode, want):
+    c = {"name": "c", "image": image, "resources": res("8")}
+    p, out, after = run(c, {"threadsPerCoreMode": mode})
+    assert env_of(after)["OMP_NUM_THREADS"] == want
+
+
+def test_physical_cores_then_workers_and_the_jvm_stays_logical():
+    c = {"name": "c", "image": "eclipse-temurin:21", "command": ["gunicorn", "-w", "2", "a:b"],
+         "resources": res("8")}
+    p, out, after = run(c, {"threadsPerCoreMode": "physical"})
+    assert env_of(after)["OMP_NUM_THREADS"] == "2"                   # 8 / 2 per core / 2
+    assert env_of(after)["JAVA_TOOL_OPTIONS"] == "-XX:ActiveProcessorCount=8"
+
+
+def test_bind_writes_omp_places_and_keeps_a_value_already_set():
+    c = {"name": "c", "image": "x:1", "resources": res("8"),
+         "env": [{"name": "OMP_PLACES", "value": "threads"}]}
+    p, out, after = run(c, {"threadsPerCoreMode": "physical", "threadsBind": "true"})
+    assert env_of(after) == {"OMP_PLACES": "threads", "OMP_NUM_THREADS": "4",
+                             "OMP_PROC_BIND": "close"}

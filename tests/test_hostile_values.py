@@ -33,7 +33,8 @@ def run(container: dict, data: dict | None = None, items: list | None = None):
            "items": items or [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
                                "spec": {"containers": [container]}}],
            "functionConfig": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"},
-                              "data": {"threadsEnv": "OMP_NUM_THREADS", **(data or {})}}}
+                              "data": {"threadsEnv": "OMP_NUM_THREADS",
+                                       "threadsPerCoreMode": "logical", **(data or {})}}}
     p = run_fn([], json.dumps(doc, ensure_ascii=False))
     out = yaml.safe_load(p.stdout) or {}
     warns: dict = {}

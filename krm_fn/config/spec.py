@@ -186,6 +186,17 @@ THREADS = Object(Threads, (
           "(" + ", ".join(NOT_THREAD_ENV) + ") is refused even here.", flat="threadsCustom"),
     Field("reservedCpus", Int(0, 1024), 0, "Pinned CPUs left to the runtime's own threads.",
           flat="threadsReservedCpus"),
+    Field("perCore", Enum("engine-default", "physical", "logical"), "engine-default",
+          "Threads per pinned core: `physical` = one per physical core (the CPUs minus "
+          "reservedCpus, divided by the pool's threadsPerCore), `logical` = one per logical "
+          "CPU, `engine-default` = what the recognised engine does by itself (physical for "
+          "vLLM's automatic binding and llama.cpp, logical otherwise).",
+          flat="threadsPerCoreMode"),
+    Field("bind", Bool(), False, "Also bind the threads: `OMP_PROC_BIND=close` and "
+          "`OMP_PLACES` (`cores` with one thread per physical core, else `threads`) on "
+          "containers that get thread env, and vLLM left to its own `auto` binding (0.9.1+). "
+          "Helps only when the container really gets an exclusive cpuset; on shared CPUs "
+          "bound threads cannot move away from busy ones.", flat="threadsBind"),
     Field("existing", Enum("keep-lower", "replace"), "keep-lower", "A value already set: "
           "`keep-lower` keeps a lower one and replaces a higher one; `replace` always writes "
           "the count.", flat="threadsExisting"),

@@ -79,7 +79,8 @@ from krm_fn.rules import engines
 from krm_fn.rules.cmdline import env_ok
 
 ID = "engines"
-OPTIONS = ("workloads.threads.engines", "workloads.threads.goMemLimitPercent",
+OPTIONS = ("workloads.threads.engines", "workloads.threads.perCore", "workloads.threads.bind",
+           "workloads.threads.goMemLimitPercent",
            "workloads.threads.mallocArenaMax", "workloads.threads.existing",
            "workloads.threads.source", "kubernetesVersion")
 

@@ -33,7 +33,10 @@ class Engine:
     containers of one pod). The documentation row (README table, `table()`):
     `recognised`, `sets`, `warns`, and `sources` (upstream documentation or source files
     the behaviour comes from, as (title, URL)); `releases`: the Release table of the
-    settings that appeared, changed or went away (the docs list each with its source)."""
+    settings that appeared, changed or went away (the docs list each with its source);
+    `per_core`: how many threads the engine runs per pinned core by its own default,
+    "physical" (one per physical core) or "logical" (one per logical CPU), with the
+    upstream `per_core_source` it comes from (`threads.perCore: engine-default`)."""
 
     name: str
     images: tuple = ()
@@ -50,6 +53,8 @@ class Engine:
     warns: str = ""
     sources: tuple = ()
     releases: tuple = ()
+    per_core: str = "logical"
+    per_core_source: str = ""
 
 
 @dataclass(frozen=True)

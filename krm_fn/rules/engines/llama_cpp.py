@@ -45,6 +45,8 @@ ENGINE = Engine(
          EnvSpec("LLAMA_ARG_THREADS_BATCH", flags=("--threads-batch", "-tb"),
                  follows=("--threads", "-t"))),
     check=check,
+    per_core="physical",
+    per_core_source="https://github.com/ggml-org/llama.cpp/blob/master/common/common.cpp",
     recognised="`llama-server` in command/args; image `ghcr.io/ggml-org/llama.cpp:server*`",
     sets="`LLAMA_ARG_THREADS`, `LLAMA_ARG_THREADS_BATCH` = N, unless `--threads`/`-t` "
          "(`--threads-batch`/`-tb`, which defaults to `-t`) is in args: an arg wins over the "

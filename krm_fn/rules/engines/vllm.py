@@ -11,8 +11,8 @@ release) and a warning naming the better value. Also checks `VLLM_CPU_KVCACHE_SP
 from __future__ import annotations
 
 from krm_fn import numbers, quantity
-from krm_fn.pod import ContainerView, PodView
-from krm_fn.results import WARNING
+from krm_fn.pod import ContainerView, PodView, path_str
+from krm_fn.results import INFO, WARNING, Result
 from krm_fn.rules.cmdline import env_entry, image_version
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import add_env
@@ -60,7 +60,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                      f"appeared in {version_text(RELEASES[0].since)}): OMP_NUM_THREADS="
                      f"{f.count.count} decides the thread count; remove it")
     elif bind is None:
-        effective = _unset(pod, c, f.count, v, rel)
+        effective = _unset(pod, c, f.count, v, rel, ctx.cfg.workloads.threads.bind)
     else:
         effective = _existing(pod, c, f.count, bind, v, rel)
     reserved = env_entry(c, RESERVED)
@@ -78,7 +78,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     _kvcache(pod, c)
 
 
-def _unset(pod: PodView, c: ContainerView, cnt, v, rel) -> str | None:
+def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False) -> str | None:
     """VLLM_CPU_OMP_THREADS_BIND absent: write the release's no-binding value when its
     default binds; warn when the release is unknown. Returns the value in effect (None:
     unknown)."""
@@ -95,6 +95,13 @@ def _unset(pod: PodView, c: ContainerView, cnt, v, rel) -> str | None:
     off = rel.facts["off"]
     if rel.facts["default"] == off:
         return off                  # the default already leaves OMP_NUM_THREADS in charge
+    if bind:
+        pod.results.append(Result(
+            f"container {c.name!r}: {BIND} left to vLLM {version_text(v)}'s default auto "
+            f"(spec.workloads.threads.bind): vLLM binds one OpenMP thread per physical core "
+            f"of the CPUs the container may use, right when the kubelet pins it", INFO,
+            pod.ref, path_str(c.path + ("env",))))
+        return "auto"
     add_env(pod, c, {"name": BIND, "value": off},
             f"container {c.name!r}: {BIND} set to {off} (vLLM {version_text(v)} CPU backend): "
             f"with the default auto vLLM binds one OpenMP thread per physical core of a whole "
@@ -191,6 +198,8 @@ ENGINE = Engine(
     needs=(r"(^|\s)--device(=|\s+)cpu(\s|$)",),
     check=check,
     releases=RELEASES,
+    per_core="physical",
+    per_core_source=_SRC + "v0.11.1/vllm/v1/worker/cpu_worker.py",
     recognised="image `*vllm*-cpu*` (`public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo`, "
                "`vllm/vllm-openai-cpu`, a vLLM image with a `cpu` tag); `vllm serve` / "
                "`python -m vllm.entrypoints…` with `--device cpu`; the version is the tag of "
