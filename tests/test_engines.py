@@ -62,6 +62,12 @@ def view(c: dict, path=("spec", "containers", 0)) -> ContainerView:
     ({"image": "eclipse-temurin:21-jre"}, "JVM"),
     ({"image": "x:1", "command": ["/usr/bin/java", "-jar", "a.jar"]}, "JVM"),
     ({"image": "x:1", "env": [{"name": "JAVA_TOOL_OPTIONS", "value": ""}]}, "JVM"),
+    ({"image": "ollama/ollama:0.12.3"}, "Ollama"),
+    ({"image": "x:1", "command": ["/bin/ollama", "serve"]}, "Ollama"),
+    ({"image": "openvino/model_server:2024.4"}, "OpenVINO Model Server"),
+    ({"image": "x:1", "command": ["/ovms/bin/ovms", "--model_path", "/m"]},
+     "OpenVINO Model Server"),
+    ({"image": "tiangolo/uvicorn-gunicorn-fastapi:python3.11"}, "uvicorn-gunicorn images"),
 ])
 def test_detect(container, engine):
     assert engine in [e.name for e in engines.detect(view(container))]
@@ -457,3 +463,51 @@ def test_bind_writes_omp_places_and_keeps_a_value_already_set():
     p, out, after = run(c, {"threadsPerCoreMode": "physical", "threadsBind": "true"})
     assert env_of(after) == {"OMP_PLACES": "threads", "OMP_NUM_THREADS": "4",
                              "OMP_PROC_BIND": "close"}
+
+
+# -- Ollama, OpenVINO Model Server, the uvicorn-gunicorn images ------------------------------
+
+
+def test_ollama_warns_that_num_thread_is_per_model():
+    c = {"name": "o", "image": "ollama/ollama:0.12.3", "resources": res()}
+    p, out, after = run(c)
+    assert messages(out, "warning") == [
+        "container 'o' runs Ollama, which reads no thread-count env var: each model runner "
+        "uses num_thread from the request options or the Modelfile, and its default 0 lets the "
+        "runner count the node's physical cores, not the pinned CPUs; set PARAMETER num_thread "
+        "4 in the Modelfile (or \"options\": {\"num_thread\": 4} in each request)"]
+
+
+@pytest.mark.parametrize("image, args, want", [
+    ("openvino/model_server:2024.4", [], "INFERENCE_NUM_THREADS"),
+    ("openvino/model_server:2021.4", [], "CPU_THREADS_NUM = 4"),
+    ("openvino/model_server:2024.4", ["--plugin_config", '{"INFERENCE_NUM_THREADS": "4"}'],
+     None),
+    ("openvino/model_server:2024.4", ["--plugin_config=" + "[" * 3000 + "]" * 3000],
+     "INFERENCE_NUM_THREADS"),
+])
+def test_openvino_plugin_config_thread_key(image, args, want):
+    c = {"name": "ov", "image": image, "args": args, "resources": res()}
+    p, out, after = run(c)
+    warns = messages(out, "warning")
+    if want is None:
+        assert warns == []
+    else:
+        assert len(warns) == 1 and f"add the plugin property {want}" in warns[0]
+
+
+@pytest.mark.parametrize("image, env, part", [
+    ("tiangolo/uvicorn-gunicorn-fastapi:python3.11", [],
+     "Python 3.11 ignores PYTHON_CPU_COUNT (read from 3.13 on)"),
+    ("tiangolo/uvicorn-gunicorn-fastapi:python3.13", [],
+     "so with PYTHON_CPU_COUNT=4 (Python 3.13) it starts 4 workers, each with 4 threads"),
+    ("tiangolo/uvicorn-gunicorn-fastapi:python3.13", [{"name": "WORKERS_PER_CORE",
+                                                       "value": "2"}],
+     "so with PYTHON_CPU_COUNT=4 (Python 3.13) it starts 8 workers"),
+    ("tiangolo/uvicorn-gunicorn-fastapi:latest", [], "(the tag names no Python version)"),
+])
+def test_uvicorn_gunicorn_image_workers_from_the_cpu_count(image, env, part):
+    c = {"name": "api", "image": image, "env": env, "resources": res()}
+    p, out, after = run(c, {"threadsEnv": "OMP_NUM_THREADS,PYTHON_CPU_COUNT"})
+    warns = [m for m in messages(out, "warning") if "gunicorn_conf.py" in m]
+    assert len(warns) == 1 and part in warns[0], warns

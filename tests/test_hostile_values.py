@@ -97,6 +97,8 @@ TOKEN_CASES = {
         "env[0]", lambda v: _workers("gunicorn GUNICORN_CMD_ARGS=")("--workers=" + v), None),
     "gunicorn -w": ({}, lambda v: {"command": ["gunicorn", "-w", v, "a:b"]}, "command[2]",
                     lambda v: _workers("gunicorn ")("-w " + v), None),
+    "hypercorn -w": ({}, lambda v: {"command": ["hypercorn", "-w", v, "m:app"]}, "command[2]",
+                     lambda v: _workers("hypercorn ")("-w " + v), None),
     "uvicorn --workers": ({}, lambda v: {"command": ["uvicorn", "m:app", f"--workers={v}"]},
                           "command[2]", lambda v: _workers("uvicorn ")("--workers=" + v), None),
     "llama.cpp -t": ({"image": "ghcr.io/ggml-org/llama.cpp:server"},
@@ -208,10 +210,13 @@ def test_numbers_count(text, want):
 _ENGINE_IMAGES = ["x:1", "vllm/vllm-openai-cpu:v0.9.1", "ghcr.io/ggml-org/llama.cpp:server",
                   "pytorch/torchserve:0.9.0-cpu", "nvcr.io/nvidia/tritonserver:24.01-py3",
                   "eclipse-temurin:21", "mcr.microsoft.com/onnxruntime/server:latest",
-                  "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5"]
+                  "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", "ollama/ollama:0.12.3",
+                  "openvino/model_server:2024.4",
+                  "tiangolo/uvicorn-gunicorn-fastapi:python3.13"]
 _NAMES = sorted({*ENV_CASES, "GUNICORN_CMD_ARGS", "JAVA_TOOL_OPTIONS", "JAVA_OPTS",
                  "JDK_JAVA_OPTIONS", "VLLM_CPU_OMP_THREADS_BIND", "VLLM_CPU_NUM_OF_RESERVED_CPU",
-                 "LLAMA_ARG_THREADS_BATCH", "MKL_NUM_THREADS", "PYTHON_CPU_COUNT"})
+                 "LLAMA_ARG_THREADS_BATCH", "MKL_NUM_THREADS", "PYTHON_CPU_COUNT",
+                 "WORKERS_PER_CORE"})
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -203,9 +203,9 @@ THREADS = Object(Threads, (
     Field("source", Enum("literal", "downwardAPI"), "literal", "`literal` writes the count "
           "as a string; `downwardAPI` writes a resourceFieldRef on limits.cpu with divisor "
           "\"1\" (whole-CPU containers only).", flat="threadsSource"),
-    Field("engines", Bool(), True, "Recognise the serving engine (vLLM, llama.cpp, "
-          "TorchServe, Triton, ONNX Runtime, Ray, JVM, gunicorn/uvicorn workers) and set "
-          "what it reads.", flat="threadsEngines"),
+    Field("engines", Bool(), True, "Recognise the serving engine (the registry in "
+          "krm_fn/rules/engines/, tabled in docs/workloads.md) and set what it reads.",
+          flat="threadsEngines"),
     Field("goMemLimitPercent", Int(1, 100), None, "Set GOMEMLIMIT to this percentage of the "
           "memory limit on every container that gets thread env (a Go binary cannot "
           "be told from its image; nothing else reads it) (null: off).",

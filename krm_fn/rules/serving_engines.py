@@ -54,8 +54,18 @@ the worker count).
   kept, a higher one lowered with a warning). N here is CPUs minus reservedCpus (a JVM is
   one process). A higher count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line wins
   over `JAVA_TOOL_OPTIONS`: warning.
+- **Ollama** (image `ollama/ollama`, `ollama serve`): it reads no thread-count env var;
+  `num_thread` (Modelfile `PARAMETER num_thread N` or request options) defaults to the
+  node's physical cores: a warning naming it.
+- **OpenVINO Model Server** (image `openvino/model_server`, `ovms`): OpenVINO reads no
+  thread env var; `--plugin_config` must carry `INFERENCE_NUM_THREADS` (`CPU_THREADS_NUM`
+  in the 2021 API, by the image tag's release) <= N: a warning otherwise.
+- **uvicorn-gunicorn images** (`tiangolo/uvicorn-gunicorn*`): without `WEB_CONCURRENCY`
+  their gunicorn_conf.py starts max(2, `WORKERS_PER_CORE` x `cpu_count()`) workers; the
+  warning says whether `PYTHON_CPU_COUNT` can bound that for the image's Python (3.13+;
+  the tag `python3.11` names an older one that ignores it).
 - **Multi-worker servers** (gunicorn `--workers N`/`-w N`, uvicorn `--workers N`, their
-  `WEB_CONCURRENCY`, any `--workers N` argument): thread vars divided by N (threads rule)
+  `WEB_CONCURRENCY`, hypercorn `--workers N`/`-w N`, any `--workers N` argument): thread vars divided by N (threads rule)
   and, from Kubernetes 1.28, a warning that on cgroup v2 one OOM kills the whole container
   (`memory.oom.group`), so the memory limit must cover every worker.
 

@@ -17,6 +17,9 @@ SOURCES: tuple[WorkerSource, ...] = (
     WorkerSource("gunicorn", r"(^|[\s/])gunicorn(\s|$)", ("--workers", "-w"),
                  ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
     WorkerSource("uvicorn", r"(^|[\s/])uvicorn(\s|$)", ("--workers",), ("WEB_CONCURRENCY",)),
+    WorkerSource("hypercorn", r"(^|[\s/])hypercorn(\s|$)", ("--workers", "-w")),
+    # the uvicorn-gunicorn images' gunicorn_conf.py reads WEB_CONCURRENCY (python_web.py)
+    WorkerSource("gunicorn", None, (), ("WEB_CONCURRENCY",), engine="uvicorn-gunicorn images"),
     WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
                  engine="TorchServe"),
     WorkerSource("", None, ("--workers",)),
@@ -104,12 +107,15 @@ ROW = Engine(
     "multi-worker servers",
     check=check,
     recognised="gunicorn `--workers`/`-w`, uvicorn `--workers`, their `WEB_CONCURRENCY` "
-               "(gunicorn also `GUNICORN_CMD_ARGS`); any `--workers N` arg",
+               "(gunicorn also `GUNICORN_CMD_ARGS`); hypercorn `--workers`/`-w`; any "
+               "`--workers N` arg",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
           "(`memory.oom.group`): the memory limit must cover every worker, or set "
           "`kubelet.singleProcessOOMKill: true` (1.32+)",
     sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
+             ("hypercorn __main__.py (-w/--workers)",
+              "https://github.com/pgjones/hypercorn/blob/main/src/hypercorn/__main__.py"),
              ("kubernetes/kubernetes#117793 (memory.oom.group)",
               "https://github.com/kubernetes/kubernetes/pull/117793"),
              ("kubernetes/kubernetes#126096 (singleProcessOOMKill)",
