@@ -478,7 +478,8 @@ def test_node_memory_loads_as_quantities():
      "VECLIB_MAXIMUM_THREADS, BLIS_NUM_THREADS, TORCH_NUM_THREADS, TF_NUM_INTRAOP_THREADS, "
      "RAYON_NUM_THREADS, GOMAXPROCS, PYTHON_CPU_COUNT, TF_NUM_INTEROP_THREADS, "
      "OMP_THREAD_LIMIT, GOTO_NUM_THREADS, NUMBA_NUM_THREADS, POLARS_MAX_THREADS, "
-     "TOKIO_WORKER_THREADS); if your runtime reads it as a thread count, list it in "
+     "TOKIO_WORKER_THREADS, ORT_INTRA_OP_NUM_THREADS, ORT_INTER_OP_NUM_THREADS); if your "
+     "runtime reads it as a thread count, list it in "
      "spec.workloads.threads.custom too"),
     (typed({"workloads": {"threads": {"custom": ["1X"]}}}), "spec.workloads.threads.custom[0]",
      "must be an environment variable name"),

@@ -68,6 +68,8 @@ def view(c: dict, path=("spec", "containers", 0)) -> ContainerView:
     ({"image": "x:1", "command": ["/ovms/bin/ovms", "--model_path", "/m"]},
      "OpenVINO Model Server"),
     ({"image": "tiangolo/uvicorn-gunicorn-fastapi:python3.11"}, "uvicorn-gunicorn images"),
+    ({"image": "ghcr.io/huggingface/text-generation-inference:3.3.5-intel-cpu"},
+     "Text Generation Inference (CPU)"),
 ])
 def test_detect(container, engine):
     assert engine in [e.name for e in engines.detect(view(container))]
@@ -511,3 +513,15 @@ def test_uvicorn_gunicorn_image_workers_from_the_cpu_count(image, env, part):
     p, out, after = run(c, {"threadsEnv": "OMP_NUM_THREADS,PYTHON_CPU_COUNT"})
     warns = [m for m in messages(out, "warning") if "gunicorn_conf.py" in m]
     assert len(warns) == 1 and part in warns[0], warns
+
+
+@pytest.mark.parametrize("image, warned", [
+    ("mcr.microsoft.com/onnxruntime/server:v1.28.0", True),     # reads no thread env var
+    ("registry.example/onnxruntime-app:1.29.0", False),          # ORT_INTRA_OP_NUM_THREADS
+    ("mcr.microsoft.com/onnxruntime/server:latest", True),       # unknown version
+])
+def test_onnxruntime_intra_op_env_by_release(image, warned):
+    c = {"name": "ort", "image": image, "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after)["ORT_INTRA_OP_NUM_THREADS"] == "4"
+    assert bool([m for m in messages(out, "warning") if "runs ONNX Runtime" in m]) == warned

@@ -27,6 +27,8 @@ THREAD_ENV = {
     "NUMBA_NUM_THREADS": (False, "Numba"),
     "POLARS_MAX_THREADS": (False, "Polars"),
     "TOKIO_WORKER_THREADS": (False, "Rust tokio"),
+    "ORT_INTRA_OP_NUM_THREADS": (False, "ONNX Runtime 1.29+ (microsoft/onnxruntime#29688)"),
+    "ORT_INTER_OP_NUM_THREADS": (False, "ONNX Runtime 1.29+ (microsoft/onnxruntime#29688)"),
 }
 DEFAULT_THREAD_ENV = [name for name, (default, _) in THREAD_ENV.items() if default]
 # Variables that are no thread count, refused in threads.env even when listed as custom:

@@ -54,6 +54,10 @@ the worker count).
   kept, a higher one lowered with a warning). N here is CPUs minus reservedCpus (a JVM is
   one process). A higher count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line wins
   over `JAVA_TOOL_OPTIONS`: warning.
+- **Text Generation Inference** on CPU (`text-generation-inference:*-intel-cpu`): from
+  2.3.0 its CPU path reads `OMP_NUM_THREADS` (default: the node's physical cores per
+  rank); a warning when it is not among the thread vars. One thread per physical core is
+  its default (`threads.perCore: engine-default`).
 - **Ollama** (image `ollama/ollama`, `ollama serve`): it reads no thread-count env var;
   `num_thread` (Modelfile `PARAMETER num_thread N` or request options) defaults to the
   node's physical cores: a warning naming it.

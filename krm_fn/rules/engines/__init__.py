@@ -16,11 +16,12 @@ from krm_fn.pod import ContainerView
 from krm_fn.rules.cmdline import (MAX_COMMAND_TEXT, Token, env_names, text,  # noqa: F401
                                   tokens)
 from krm_fn.rules.engines import (glibc, go, jvm, llama_cpp, ollama, onnxruntime,
-                                  openvino, python_web, ray, torchserve, triton, vllm,
+                                  openvino, python_web, ray, tgi, torchserve, triton, vllm,
                                   workers as _workers)
 from krm_fn.rules.engines.base import Engine, Workers, version_text
 
-ENGINES: tuple[Engine, ...] = (vllm.ENGINE, llama_cpp.ENGINE, ollama.ENGINE, torchserve.ENGINE,
+ENGINES: tuple[Engine, ...] = (vllm.ENGINE, llama_cpp.ENGINE, ollama.ENGINE, tgi.ENGINE,
+                               torchserve.ENGINE,
                                triton.ENGINE, onnxruntime.ENGINE, openvino.ENGINE, ray.ENGINE,
                                jvm.ENGINE, python_web.ENGINE)
 # Run in this order after the recognised engines' checks: the multi-worker check only when
