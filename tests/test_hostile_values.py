@@ -67,6 +67,14 @@ ENV_CASES = {
     "LLAMA_ARG_THREADS": ({"image": "ghcr.io/ggml-org/llama.cpp:server"},
                           lambda v: env("LLAMA_ARG_THREADS", v), "env[0].value",
                           _not_whole("LLAMA_ARG_THREADS", "llama.cpp: the 4 pinned CPUs"), None),
+    "LLAMA_ARG_THREADS_BATCH": ({"image": "ghcr.io/ggml-org/llama.cpp:server"},
+                                lambda v: env("LLAMA_ARG_THREADS_BATCH", v), "env[0].value",
+                                _not_whole("LLAMA_ARG_THREADS_BATCH",
+                                           "llama.cpp: the 4 pinned CPUs"), None),
+    "ORT_INTRA_OP_NUM_THREADS": ({"image": "registry.example/onnxruntime-app:1.29.0"},
+                                 lambda v: env("ORT_INTRA_OP_NUM_THREADS", v), "env[0].value",
+                                 _not_whole("ORT_INTRA_OP_NUM_THREADS",
+                                            "ONNX Runtime 1.29+: the 4 pinned CPUs"), None),
     "MALLOC_ARENA_MAX": ({}, lambda v: env("MALLOC_ARENA_MAX", v), "env[0].value",
                          lambda v: (f"container 'c': MALLOC_ARENA_MAX={numbers.shown(v)} is not "
                                     f"a whole number (ASCII digits) and is left alone; set it "
@@ -113,6 +121,20 @@ TOKEN_CASES = {
                    f"{numbers.brief(v)} is not a whole number (ASCII digits) and is left "
                    f"alone; the JVM refuses to start with it: set -XX:ActiveProcessorCount=4"),
         None),
+    "JAVA_OPTS -XX:ActiveProcessorCount": (
+        {"image": "eclipse-temurin:21"},
+        lambda v: env("JAVA_OPTS", "-XX:ActiveProcessorCount=" + v), "env[0].value",
+        lambda v: (f"container 'c': -XX:ActiveProcessorCount={numbers.brief(v)} in env "
+                   f"JAVA_OPTS comes after JAVA_TOOL_OPTIONS on the JVM command line and wins "
+                   f"(and is not a whole number: the JVM refuses to start); set it to 4 or "
+                   f"remove it"), None),
+    "OVMS --plugin_config INFERENCE_NUM_THREADS": (
+        {"image": "openvino/model_server:2024.4"},
+        lambda v: {"args": ["--plugin_config", json.dumps({"INFERENCE_NUM_THREADS": v})]},
+        "args[1]",
+        lambda v: (f"container 'c': OpenVINO Model Server --plugin_config "
+                   f"INFERENCE_NUM_THREADS={numbers.shown(v)} is not a whole number; set it "
+                   f"to 4"), None),
     "ray start --num-cpus": (
         {}, lambda v: {"command": ["ray", "start", "--num-cpus", v]}, "command[3]",
         lambda v: (f"container 'c': ray start --num-cpus {numbers.brief(v)} is not a whole "
@@ -127,6 +149,7 @@ TOKEN_CASES = {
 }
 
 TABLE = ([(name, v) for name in ENV_CASES for v in HOSTILE + BLANK]
+         + [("OVMS --plugin_config INFERENCE_NUM_THREADS", v) for v in BLANK]
          + [(name, v) for name in TOKEN_CASES for v in HOSTILE])
 
 
@@ -143,6 +166,8 @@ def test_hostile_value_is_left_alone_with_one_warning_naming_it(name, value):
     after = items[0]["spec"]["containers"][0]
     for key in ("command", "args"):
         assert after.get(key) == c.get(key)
+    if name == "JAVA_OPTS -XX:ActiveProcessorCount":   # JAVA_TOOL_OPTIONS gets the count
+        c["env"] = c["env"][:1]
     for e in c.get("env", []):
         assert e in after["env"], e           # the entry is still there, value unchanged
     assert warns[f"spec.containers[0].{field}"] == [message(value)]

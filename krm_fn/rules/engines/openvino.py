@@ -62,7 +62,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     config = None
     if found is not None:
         try:
-            config = json.loads(found[0]) if len(found[0]) <= 4096 else None
+            config = json.loads(found[0]) if len(found[0]) <= 65536 else None
         except (ValueError, RecursionError):     # not JSON, or nested past the parser
             config = None
     have = next((k for k in _KEYS if isinstance(config, dict) and k in config), None)
