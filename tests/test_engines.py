@@ -70,6 +70,9 @@ def view(c: dict, path=("spec", "containers", 0)) -> ContainerView:
     ({"image": "tiangolo/uvicorn-gunicorn-fastapi:python3.11"}, "uvicorn-gunicorn images"),
     ({"image": "ghcr.io/huggingface/text-generation-inference:3.3.5-intel-cpu"},
      "Text Generation Inference (CPU)"),
+    ({"image": "x:1", "command": ["ipexrun", "serve.py"]}, "Intel Xeon launcher (ipexrun)"),
+    ({"image": "x:1", "command": ["python", "-m", "torch.backends.xeon.run_cpu", "s.py"]},
+     "Intel Xeon launcher (ipexrun)"),
 ])
 def test_detect(container, engine):
     assert engine in [e.name for e in engines.detect(view(container))]
@@ -525,3 +528,14 @@ def test_onnxruntime_intra_op_env_by_release(image, warned):
     p, out, after = run(c)
     assert env_of(after)["ORT_INTRA_OP_NUM_THREADS"] == "4"
     assert bool([m for m in messages(out, "warning") if "runs ONNX Runtime" in m]) == warned
+
+
+@pytest.mark.parametrize("args, warned", [
+    (["serve.py"], True),
+    (["--disable-numactl", "--disable_taskset", "serve.py"], False),
+])
+def test_xeon_launcher_binding_to_node_core_ids_is_warned(args, warned):
+    c = {"name": "c", "image": "x:1", "command": ["ipexrun", *args], "resources": res("8")}
+    p, out, after = run(c, {"threadsPerCoreMode": "engine-default"})
+    assert env_of(after)["OMP_NUM_THREADS"] == "4"          # physical cores by default
+    assert bool([m for m in messages(out, "warning") if "Xeon launcher" in m]) == warned

@@ -58,6 +58,10 @@ the worker count).
   2.3.0 its CPU path reads `OMP_NUM_THREADS` (default: the node's physical cores per
   rank); a warning when it is not among the thread vars. One thread per physical core is
   its default (`threads.perCore: engine-default`).
+- **Intel Xeon launcher** (`ipexrun`, `intel_extension_for_pytorch.cpu.launch`,
+  `torch.backends.xeon.run_cpu`): an `OMP_NUM_THREADS` already set wins over its count
+  (by default the node's physical cores); it binds instances with numactl/taskset to the
+  node's core ids: a warning unless `--disable-numactl --disable-taskset`.
 - **Ollama** (image `ollama/ollama`, `ollama serve`): it reads no thread-count env var;
   `num_thread` (Modelfile `PARAMETER num_thread N` or request options) defaults to the
   node's physical cores: a warning naming it.

@@ -17,13 +17,13 @@ from krm_fn.rules.cmdline import (MAX_COMMAND_TEXT, Token, env_names, text,  # n
                                   tokens)
 from krm_fn.rules.engines import (glibc, go, jvm, llama_cpp, ollama, onnxruntime,
                                   openvino, python_web, ray, tgi, torchserve, triton, vllm,
-                                  workers as _workers)
+                                  workers as _workers, xeon_launcher)
 from krm_fn.rules.engines.base import Engine, Workers, version_text
 
 ENGINES: tuple[Engine, ...] = (vllm.ENGINE, llama_cpp.ENGINE, ollama.ENGINE, tgi.ENGINE,
                                torchserve.ENGINE,
                                triton.ENGINE, onnxruntime.ENGINE, openvino.ENGINE, ray.ENGINE,
-                               jvm.ENGINE, python_web.ENGINE)
+                               jvm.ENGINE, python_web.ENGINE, xeon_launcher.ENGINE)
 # Run in this order after the recognised engines' checks: the multi-worker check only when
 # threads.engines is on, Go and glibc always.
 WORKERS = _workers.ROW
