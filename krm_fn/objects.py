@@ -29,7 +29,7 @@ import copy
 import json
 import math
 import re
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from fractions import Fraction
 from typing import Callable
 

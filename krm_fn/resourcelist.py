@@ -16,7 +16,7 @@ read with YAML 1.2 core types (int, float, bool, null) for the typed config.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 import yaml
 

@@ -28,7 +28,7 @@ that merged result:
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from typing import Any
 
 from krm_fn import quantity

@@ -28,7 +28,7 @@ KubeletConfiguration; the caller maps it to where the value came from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from typing import Any
 
 from krm_fn import quantity

@@ -19,7 +19,7 @@ https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from typing import Iterable, NamedTuple
 
 SIBLING_MODES = ("split", "adjacent")

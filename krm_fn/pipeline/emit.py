@@ -7,7 +7,7 @@ an earlier run (kpt feeds the output back in) is rewritten to the plan in place.
 from __future__ import annotations
 
 import copy
-from dataclasses import replace
+from krm_fn.record import replace
 
 from krm_fn.node.formats import MANAGED_BY_LABEL, POOL_LABEL, RenderContext, render_with_results
 from krm_fn.pipeline.load import flat_paths

@@ -6,8 +6,8 @@ nothing is changed on a config error.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from krm_fn import record
+from krm_fn.record import dataclass, field
 
 from krm_fn import config as config_mod
 from krm_fn import objects, rules
@@ -158,7 +158,7 @@ def _topologies_from_objects(cfg, items: list, fc_ref, results: list) -> bool:
 def flat_paths(results: list) -> list:
     """`results` with field paths rewritten to the flat ConfigMap's keys
     (config.flat_path)."""
-    return [dataclasses.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
+    return [record.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
             for r in results]
 
 

@@ -9,7 +9,7 @@ from YAML, scalars as strings); problems are Results, never exceptions.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 from types import SimpleNamespace
 from typing import Callable, Iterator
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import copy
 import marshal
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 from krm_fn import objects, rules
 from krm_fn.pipeline.select import (DEFAULT_CONTAINER, PINNED_ANNOTATION, Picked,

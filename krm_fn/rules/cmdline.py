@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import functools
 import shlex
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 
 from krm_fn.pod import ContainerView
 

@@ -6,7 +6,7 @@ Units as in krm_fn/admission/model.py: cpu in cores (Fraction), memory in bytes 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 from krm_fn import quantity
 from krm_fn.admission import model
