@@ -2,10 +2,12 @@
 to define.
 
 Start-up is most of a small render's cost (docs/performance.md, P4). `dataclasses` imports
-`inspect` (and with it `ast`, `dis`, `tokenize`: ~7 ms) and builds each class with one
-`exec` per generated method (~0.45 ms a class; a render defines about 50). `dataclass` here
-writes the same methods as `dataclasses.dataclass` for the options krm-fn uses, with one
-`exec` per class, and imports nothing:
+`inspect` (and with it `ast`, `dis`, `tokenize`: ~7 ms) and compiles generated source for
+each class (~0.45 ms a class; a render defines about 50). `dataclass` here gives the same
+methods as `dataclasses.dataclass` for the options krm-fn uses and imports nothing new:
+`__init__` is compiled once per shape (number of fields, frozen, whether it has default
+factories or `__post_init__`) and renamed per class; the other methods are closures over the
+field names (C `attrgetter`):
 
 - `__init__(self, <fields in order>)`: defaults and `field(default_factory=...)`; a frozen
   record sets its fields through `object.__setattr__`; `__post_init__` is called when the
@@ -26,6 +28,10 @@ use `dataclasses` itself). Semantics: the Python documentation of `dataclasses`
 (https://docs.python.org/3/library/dataclasses.html).
 """
 from __future__ import annotations
+
+import builtins
+from operator import attrgetter
+from types import FunctionType
 
 _MISSING = object()
 
@@ -76,78 +82,140 @@ def _fields(cls) -> list[tuple[str, Field]]:
 
 def _process(cls, frozen: bool, eq: bool, slots: bool):
     fields = _fields(cls)
-    names = [n for n, _ in fields]
-    ns: dict = {"_MISSING": _MISSING, "_setattr": object.__setattr__,
-                "FrozenInstanceError": FrozenInstanceError}
-    params, body = [], []
-    for name, f in fields:
-        if f.default_factory is not _MISSING:
-            ns[f"_f_{name}"] = f.default_factory
-            params.append(f"{name}=_MISSING")
-            value = f"_f_{name}() if {name} is _MISSING else {name}"
-        else:
-            if f.default is not _MISSING:
-                ns[f"_d_{name}"] = f.default
-                params.append(f"{name}=_d_{name}")
-            else:
-                params.append(name)
-            value = name
-        body.append(f"  _setattr(self, {name!r}, {value})" if frozen
-                    else f"  self.{name} = {value}")
-    if "__post_init__" in cls.__dict__:
-        body.append("  self.__post_init__()")
-    src = [f"def __init__(self, {', '.join(params)}):", *(body or ["  pass"])]
-    shown = [n for n, f in fields if f.repr]
-    parts = ", ".join(f"{n}={{self.{n}!r}}" for n in shown)
-    src += ["def __repr__(self):",
-            f"  return self.__class__.__qualname__ + f\"({parts})\""]
-    compared = "".join(f"self.{n}," for n, f in fields if f.compare)
-    other = compared.replace("self.", "other.")
-    if eq:
-        src += ["def __eq__(self, other):",
-                "  if other.__class__ is self.__class__:",
-                f"    return ({compared}) == ({other})",
-                "  return NotImplemented"]
-        if frozen:
-            src += ["def __hash__(self):", f"  return hash(({compared}))"]
-    if frozen:
-        src += ["def __setattr__(self, name, value):",
-                f"  if type(self) is __class or name in {tuple(names)!r}:",
-                "    raise FrozenInstanceError(f'cannot assign to field {name!r}')",
-                "  super(__class, self).__setattr__(name, value)",
-                "def __delattr__(self, name):",
-                f"  if type(self) is __class or name in {tuple(names)!r}:",
-                "    raise FrozenInstanceError(f'cannot delete field {name!r}')",
-                "  super(__class, self).__delattr__(name)"]
+    names = tuple(n for n, _ in fields)
     if slots:
         d = {k: v for k, v in cls.__dict__.items()
              if k not in names and k not in ("__dict__", "__weakref__")}
-        d["__slots__"] = tuple(names)
+        d["__slots__"] = names
         cls = type(cls)(cls.__name__, cls.__bases__, d)
-    ns["__class"] = cls
-    exec("\n".join(src), ns)
-    methods = ["__init__", "__repr__"]
+    cls.__init__ = _init(cls, fields, frozen)
+    cls.__repr__ = _repr(cls, tuple(n for n, f in fields if f.repr))
     if eq:
-        methods.append("__eq__")
+        key = _key(tuple(n for n, f in fields if f.compare))
+
+        def __eq__(self, other):
+            if other.__class__ is self.__class__:
+                return key(self) == key(other)
+            return NotImplemented
+        _method(cls, __eq__)
         if frozen:
-            methods.append("__hash__")
+            def __hash__(self):
+                return hash(key(self))
+            _method(cls, __hash__)
+        elif "__hash__" not in cls.__dict__:
+            cls.__hash__ = None
     if frozen:
-        methods += ["__setattr__", "__delattr__"]
-    for m in methods:
-        fn = ns[m]
-        fn.__qualname__ = f"{cls.__qualname__}.{m}"
-        setattr(cls, m, fn)
-    if eq and not frozen and "__hash__" not in cls.__dict__:
-        cls.__hash__ = None
+        _frozen(cls, names)
     for name, f in fields:
         if not slots and name in cls.__dict__:
             if f.default is _MISSING:
                 delattr(cls, name)
             else:
                 setattr(cls, name, f.default)
-    cls.__match_args__ = tuple(names)
-    cls.__record_fields__ = tuple(names)
+    cls.__match_args__ = names
+    cls.__record_fields__ = names
     return cls
+
+
+def _method(cls, fn) -> None:
+    fn.__qualname__ = f"{cls.__qualname__}.{fn.__name__}"
+    setattr(cls, fn.__name__, fn)
+
+
+def _key(names: tuple):
+    """A function of an instance: the tuple of its fields `names` (C attrgetter)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        get = attrgetter(names[0])
+        return lambda obj: (get(obj),)
+    return lambda obj: ()
+
+
+def _repr(cls, shown: tuple):
+    def __repr__(self):
+        return self.__class__.__qualname__ + "(" + ", ".join(
+            f"{n}={getattr(self, n)!r}" for n in shown) + ")"
+    __repr__.__qualname__ = f"{cls.__qualname__}.__repr__"
+    return __repr__
+
+
+def _frozen(cls, names: tuple) -> None:
+    def __setattr__(self, name, value):
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot assign to field {name!r}")
+        super(cls, self).__setattr__(name, value)
+
+    def __delattr__(self, name):
+        if type(self) is cls or name in names:
+            raise FrozenInstanceError(f"cannot delete field {name!r}")
+        super(cls, self).__delattr__(name)
+    _method(cls, __setattr__)
+    _method(cls, __delattr__)
+
+
+def _init(cls, fields: list, frozen: bool):
+    """`__init__` for `fields`: a code object compiled once per shape (field count, frozen,
+    whether a tail runs) with placeholder names `_pI`, renamed to the field names (argument
+    and attribute names); defaults are the function's __defaults__. The tail fills fields
+    with a default factory (their argument defaults to _MISSING) and calls __post_init__."""
+    post_init = cls.__dict__.get("__post_init__")
+    factories = tuple((n, f.default_factory) for n, f in fields
+                      if f.default_factory is not _MISSING)
+    shape = (len(fields), frozen, bool(factories or post_init))
+    code = _INIT_CODE.get(shape)
+    if code is None:
+        code = _INIT_CODE[shape] = _init_code(*shape)
+    names = [n for n, _ in fields]
+    if any(n.startswith("_p") or n in ("self", "_MISSING", "_setattr", "_tail")
+           for n in names):
+        raise TypeError(f"{cls.__name__}: a field name krm_fn.record reserves: {names}")
+    rename = {f"_p{i}": n for i, n in enumerate(names)}
+    code = code.replace(
+        co_varnames=tuple(rename.get(v, v) for v in code.co_varnames),
+        co_names=tuple(rename.get(v, v) for v in code.co_names),
+        co_consts=tuple(rename.get(c, c) if isinstance(c, str) else c
+                        for c in code.co_consts),
+        co_qualname=f"{cls.__qualname__}.__init__")
+    ns = {"__builtins__": builtins, "_setattr": object.__setattr__,
+          "_tail": _tail(factories, post_init, frozen)}
+    defaults = []
+    for name, f in fields:
+        if f.default_factory is not _MISSING:
+            defaults.append(_MISSING)
+        elif f.default is not _MISSING:
+            defaults.append(f.default)
+        elif defaults:
+            raise TypeError(f"non-default argument {name!r} follows default argument")
+    return FunctionType(code, ns, "__init__", tuple(defaults) or None)
+
+
+def _tail(factories: tuple, post_init, frozen: bool):
+    """What `__init__` runs after setting the fields: each ((name, factory), ...) whose
+    argument was not given gets factory(); then `post_init(self)` when given."""
+    setter = object.__setattr__ if frozen else setattr
+
+    def tail(self):
+        for name, factory in factories:
+            if getattr(self, name) is _MISSING:
+                setter(self, name, factory())
+        if post_init is not None:
+            post_init(self)
+    return tail
+
+
+_INIT_CODE: dict = {}
+
+
+def _init_code(n: int, frozen: bool, tail: bool):
+    body = [f"  _setattr(self, '_p{i}', _p{i})" if frozen else f"  self._p{i} = _p{i}"
+            for i in range(n)]
+    if tail:
+        body.append("  _tail(self)")
+    params = "".join(f", _p{i}" for i in range(n))
+    src = "\n".join([f"def __init__(self{params}):", *(body or ["  pass"])])
+    module = compile(src, "<krm_fn.record>", "exec")
+    return next(c for c in module.co_consts if hasattr(c, "co_varnames"))
 
 
 def replace(obj, /, **changes):
