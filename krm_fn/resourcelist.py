@@ -267,7 +267,7 @@ def _results_edit(doc: Document, results: list, nl: str) -> tuple | None:
     empty ones, or as a new `results:` key at the end; None when the input's results are a
     non-empty flow sequence (the list is then rewritten whole)."""
     text = doc.text
-    body = emit.to_yaml(list(results)).rstrip("\n").split("\n")
+    body = emit.block_maps(results)
     rn = doc.results_node
     if rn is not None and isinstance(rn, yaml.SequenceNode) and rn.value \
             and rn.flow_style is not True:
