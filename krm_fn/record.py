@@ -87,7 +87,9 @@ def _process(cls, frozen: bool, eq: bool, slots: bool):
         d = {k: v for k, v in cls.__dict__.items()
              if k not in names and k not in ("__dict__", "__weakref__")}
         d["__slots__"] = names
+        qualname = cls.__qualname__
         cls = type(cls)(cls.__name__, cls.__bases__, d)
+        cls.__qualname__ = qualname
     cls.__init__ = _init(cls, fields, frozen)
     cls.__repr__ = _repr(cls, tuple(n for n, f in fields if f.repr))
     if eq:
