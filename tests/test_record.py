@@ -101,3 +101,17 @@ def test_a_default_before_a_required_field_is_refused():
             """Wrong order."""
             a: int = 1
             b: int
+
+
+def test_the_init_templates_file_is_generated():
+    path = record.__file__.replace("record.py", "record_init.py")
+    with open(path) as f:
+        assert f.read() == record.init_templates_source()
+
+
+def test_a_record_with_more_fields_than_the_templates_is_compiled():
+    names = [f"f{i}" for i in range(record.MAX_TEMPLATE_FIELDS + 2)]
+    cls = record.dataclass(type("Wide", (), {"__annotations__": dict.fromkeys(names, "int")}))
+    obj = cls(*range(len(names)))
+    assert (obj.f0, getattr(obj, names[-1])) == (0, len(names) - 1)
+    assert cls.__init__.__code__.co_varnames[:3] == ("self", "f0", "f1")
