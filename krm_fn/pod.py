@@ -10,7 +10,6 @@ derived from the changes.
 from __future__ import annotations
 
 from krm_fn.record import dataclass, field
-from typing import Any
 
 from krm_fn.changes import Change, path_str, rule_tags  # path_str: for the rules
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 from krm_fn.record import dataclass
-from typing import Any
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 

@@ -29,7 +29,6 @@ Sources (cited per entry in `Field.source` when more specific):
 from __future__ import annotations
 
 from krm_fn.record import dataclass, field
-from typing import Any
 
 from krm_fn.node import upstream
 

@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import re
 from krm_fn.record import dataclass
-from typing import Any
 
 from krm_fn import quantity
 from krm_fn.node import fields

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 from krm_fn.record import dataclass, field
-from typing import Any
 
 from krm_fn.node import baseline as baseline_mod
 from krm_fn.node import fields, kubelet_check

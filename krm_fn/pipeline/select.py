@@ -11,7 +11,6 @@ from __future__ import annotations
 import re
 from krm_fn.record import dataclass, field
 from types import SimpleNamespace
-from typing import Callable, Iterator
 
 from krm_fn import objects
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION

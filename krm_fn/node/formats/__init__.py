@@ -21,7 +21,6 @@ from krm_fn import record
 import importlib
 from collections.abc import Mapping
 from krm_fn.record import dataclass
-from typing import Any
 
 from krm_fn.node.formats._common import (LOCAL_CONFIG_ANNOTATION, MANAGED_BY_LABEL,
                                          PATH_ANNOTATION, POOL_LABEL, Rendered)

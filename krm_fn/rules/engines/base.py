@@ -5,7 +5,6 @@ Data only; the engines themselves are the other modules of this package.
 from __future__ import annotations
 
 from krm_fn.record import dataclass
-from typing import Callable
 
 
 @dataclass(frozen=True)
