@@ -88,7 +88,7 @@ def _literal_ok(s: str) -> bool:
     trailing spaces and only printable characters."""
     body = s[:-1]
     return (s.endswith("\n") and not body.endswith("\n") and not s.startswith((" ", "\n"))
-            and " \n" not in s and all(ch.isprintable() for ch in body.replace("\n", "")))
+            and " \n" not in s and body.replace("\n", "").isprintable())
 
 
 _ESCAPES = {"\"": '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r",
