@@ -6,8 +6,8 @@ Start-up is most of a small render's cost (docs/performance.md, P4). `dataclasse
 each class (~0.45 ms a class; a render defines about 50). `dataclass` here gives the same
 methods as `dataclasses.dataclass` for the options krm-fn uses and imports nothing new:
 `__init__` is a template per shape (number of fields, frozen, whether it has default
-factories or `__post_init__`; krm_fn/record_init.py, loaded as bytecode) renamed per class; the other methods are closures over the
-field names (C `attrgetter`):
+factories, whether it has `__post_init__`; krm_fn/record_init.py, loaded as bytecode)
+renamed per class; the other methods are closures over the field names (C `attrgetter`):
 
 - `__init__(self, <fields in order>)`: defaults and `field(default_factory=...)`; a frozen
   record sets its fields through `object.__setattr__`; `__post_init__` is called when the
@@ -157,19 +157,20 @@ def _frozen(cls, names: tuple) -> None:
 
 
 def _init(cls, fields: list, frozen: bool):
-    """`__init__` for `fields`: a code template per shape (field count, frozen,
-    whether a tail runs) with placeholder names `_pI`, renamed to the field names (argument
-    and attribute names); defaults are the function's __defaults__. The tail fills fields
-    with a default factory (their argument defaults to _MISSING) and calls __post_init__."""
-    post_init = cls.__dict__.get("__post_init__")
-    factories = tuple((n, f.default_factory) for n, f in fields
-                      if f.default_factory is not _MISSING)
-    shape = (len(fields), frozen, bool(factories or post_init))
+    """`__init__` for `fields`: the code template of its shape (field count, frozen, whether
+    a field has a default factory, whether the class has __post_init__) with placeholder
+    names `_pI`, renamed to the field names (argument and attribute names); defaults are
+    the function's __defaults__. A field with a default factory defaults to _MISSING, which
+    the template replaces by calling the global `_kI` (the factory)."""
+    post_init = "__post_init__" in cls.__dict__
+    factories = {i: f.default_factory for i, (_, f) in enumerate(fields)
+                 if f.default_factory is not _MISSING}
+    shape = (len(fields), frozen, bool(factories), post_init)
     code = _INIT_CODE.get(shape)
     if code is None:
         code = _INIT_CODE[shape] = _init_code(*shape)
     names = [n for n, _ in fields]
-    if any(n.startswith("_p") or n in ("self", "_MISSING", "_setattr", "_tail")
+    if any(n.startswith(("_p", "_k")) or n in ("self", "_MISSING", "_setattr")
            for n in names):
         raise TypeError(f"{cls.__name__}: a field name krm_fn.record reserves: {names}")
     rename = {f"_p{i}": n for i, n in enumerate(names)}
@@ -179,8 +180,8 @@ def _init(cls, fields: list, frozen: bool):
         co_consts=tuple(rename.get(c, c) if isinstance(c, str) else c
                         for c in code.co_consts),
         co_name="__init__", co_qualname=f"{cls.__qualname__}.__init__")
-    ns = {"__builtins__": builtins, "_setattr": object.__setattr__,
-          "_tail": _tail(factories, post_init, frozen)}
+    ns = {"__builtins__": builtins, "_setattr": object.__setattr__, "_MISSING": _MISSING,
+          **{f"_k{i}": f for i, f in factories.items()}}
     defaults = []
     for name, f in fields:
         if f.default_factory is not _MISSING:
@@ -192,57 +193,50 @@ def _init(cls, fields: list, frozen: bool):
     return FunctionType(code, ns, "__init__", tuple(defaults) or None)
 
 
-def _tail(factories: tuple, post_init, frozen: bool):
-    """What `__init__` runs after setting the fields: each ((name, factory), ...) whose
-    argument was not given gets factory(); then `post_init(self)` when given."""
-    setter = object.__setattr__ if frozen else setattr
-
-    def tail(self):
-        for name, factory in factories:
-            if getattr(self, name) is _MISSING:
-                setter(self, name, factory())
-        if post_init is not None:
-            post_init(self)
-    return tail
-
-
 _INIT_CODE: dict = {}
 # shapes up to this many fields come from krm_fn/record_init.py (bytecode, not compiled)
 MAX_TEMPLATE_FIELDS = 24
 
 
-def _init_name(n: int, frozen: bool, tail: bool) -> str:
-    return f"i{n}{'f' if frozen else 'm'}{'t' if tail else ''}"
+def _init_name(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
+    return f"i{n}{'f' if frozen else 'm'}{'k' if factories else ''}{'p' if post_init else ''}"
 
 
-def _init_source(n: int, frozen: bool, tail: bool) -> str:
-    """One line: the __init__ template of a shape, named by _init_name."""
-    body = [f"_setattr(self, '_p{i}', _p{i})" if frozen else f"self._p{i} = _p{i}"
-            for i in range(n)]
-    if tail:
-        body.append("_tail(self)")
+def _init_source(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
+    """One line: the __init__ template of a shape, named by _init_name. With `factories`
+    every field's value is `_kI() if _pI is _MISSING else _pI` (only a factory field's
+    argument can be _MISSING, so only those `_kI` are ever looked up)."""
+    values = [f"_k{i}() if _p{i} is _MISSING else _p{i}" if factories else f"_p{i}"
+              for i in range(n)]
+    body = [f"_setattr(self, '_p{i}', {v})" if frozen else f"self._p{i} = {v}"
+            for i, v in enumerate(values)]
+    if post_init:
+        body.append("self.__post_init__()")
     params = "".join(f", _p{i}" for i in range(n))
-    return f"def {_init_name(n, frozen, tail)}(self{params}): {'; '.join(body) or 'pass'}"
+    name = _init_name(n, frozen, factories, post_init)
+    return f"def {name}(self{params}): {'; '.join(body) or 'pass'}"
 
 
 def init_templates_source() -> str:
     """The text of krm_fn/record_init.py: every template of up to MAX_TEMPLATE_FIELDS
     fields (tests/test_record.py checks the file is this)."""
     lines = ['"""__init__ templates of krm_fn.record, one per shape (field count, frozen, '
-             'tail), loaded from\nbytecode so that defining a record compiles nothing. '
-             'Generated by\nkrm_fn.record.init_templates_source(); do not edit."""',
+             'default factories,\n__post_init__), loaded from bytecode so that defining a '
+             'record compiles nothing.\nGenerated by krm_fn.record.init_templates_source(); '
+             'do not edit."""',
              "# flake8: noqa"]
-    lines += [_init_source(n, frozen, tail) for n in range(MAX_TEMPLATE_FIELDS + 1)
-              for frozen in (False, True) for tail in (False, True)]
+    lines += [_init_source(n, frozen, factories, post_init)
+              for n in range(MAX_TEMPLATE_FIELDS + 1) for frozen in (False, True)
+              for factories in (False, True) for post_init in (False, True)]
     return "\n".join(lines) + "\n"
 
 
-def _init_code(n: int, frozen: bool, tail: bool):
-    name = _init_name(n, frozen, tail)
+def _init_code(n: int, frozen: bool, factories: bool, post_init: bool):
+    name = _init_name(n, frozen, factories, post_init)
     if n <= MAX_TEMPLATE_FIELDS:
         from krm_fn import record_init
         return getattr(record_init, name).__code__
-    module = compile(_init_source(n, frozen, tail), "<krm_fn.record>", "exec")
+    module = compile(_init_source(n, frozen, factories, post_init), "<krm_fn.record>", "exec")
     return next(c for c in module.co_consts if hasattr(c, "co_varnames"))
 
 
