@@ -75,7 +75,7 @@ USER 999
 FROM function AS cmp-sidecar
 
 COPY --from=argocd-repo-server /usr/local/bin/kustomize /usr/local/bin/kustomize
-COPY plugin/ /opt/krm-fn/plugin/
+COPY krm_fn/plugin_home/ /opt/krm-fn/plugin/
 COPY deploy/argocd/plugin.yaml /home/argocd/cmp-server/config/plugin.yaml
 # The legacy exec plugin route (a transformer without a function annotation) works too.
 ENV KUSTOMIZE_PLUGIN_HOME=/opt/krm-fn/plugin

@@ -5,13 +5,16 @@ Pod specs go through the rules (krm_fn/rules); this module handles what sits out
 - KServe cluster configuration, fixed when it is in the input (and selected): ConfigMap
   `inferenceservice-config` (KServe's namespace, `kserve` by default): the JSON values of
   `storageInitializer`, `agent`, `logger` and `batcher` get `cpuRequest == cpuLimit` and
-  `memoryRequest == memoryLimit` (the larger of the two), edited in place in the JSON text;
+  `memoryRequest == memoryLimit` (the larger of the two), edited in place in the JSON text
+  (parsed: only the top-level member's value is replaced, the rest kept as written);
   `ClusterStorageContainer` (`serving.kserve.io`): `spec.container.resources` gets
   requests == limits. The storage initializer is an init container: a whole-number cpu
   becomes `spec.workloads.initContainerCpu` (kubernetes/kubernetes#112228). The agent runs
   beside the model server: a whole-number cpu is pinned by the kubelet, so it is raised to a
   multiple of the node pools' threads per core when `full-pcpus-only` is on (warning; a
   fractional value keeps it in the shared pool).
+- Knative Serving's ConfigMap `knative-serving/config-deployment`: the queue-proxy sizes
+  (krm_fn/knative_config.py).
 - Kinds whose pods cannot be made Guaranteed from the manifest, passed through with a
   warning saying what to change and where: NVIDIA NIM Operator `NIMService`
   (`apps.nvidia.com`: `spec.resources` is the NIM container's; `spec.initContainers` and
@@ -27,11 +30,10 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from krm_fn.record import dataclass
 from fractions import Fraction
 
-from krm_fn import quantity
+from krm_fn import knative_config, quantity
 from krm_fn.changes import Change
 from krm_fn.pod import ContainerView, Edits, PodView
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
@@ -60,13 +62,21 @@ def _key(obj: dict) -> tuple[str, str]:
 
 def cluster_tag(obj: dict) -> str | None:
     """`inferenceservice-config` or `ClusterStorageContainer` for the KServe cluster objects
-    krm-fn fixes, else None."""
+    krm-fn fixes, `config-deployment` for Knative's (krm_fn/knative_config.py), else None."""
+    if knative_config.is_config(obj):
+        return knative_config.NAME
     key = _key(obj)
     if key == ("", "ConfigMap") and get_path(obj, ("metadata", "name")) == KSERVE_CONFIG:
         return KSERVE_CONFIG
     if key == ("serving.kserve.io", STORAGE_CONTAINER):
         return STORAGE_CONTAINER
     return None
+
+
+def kinds() -> set:
+    """The kinds this module checks (for spec.selector.kinds): the KServe cluster objects'
+    and every handler's."""
+    return {"ConfigMap", STORAGE_CONTAINER} | {kind for _, kind in _HANDLERS}
 
 
 def handles(obj: dict) -> bool:
@@ -82,6 +92,8 @@ def check(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
         return _kserve_config(obj, ref, ctx)
     if tag == STORAGE_CONTAINER:
         return _storage_container(obj, ref, ctx)
+    if tag == knative_config.NAME:
+        return knative_config.check(obj, ref, ctx.cfg)
     handler = _HANDLERS.get(_key(obj))
     return ([], handler(obj, ref, ctx)) if handler else ([], [])
 
@@ -94,16 +106,70 @@ def _smt_multiple(ctx: ObjectContext) -> int:
     return max((p.threads_per_core for p in ctx.pools if p.full_pcpus_only), default=1)
 
 
-def _json_edit(text: str, field: str, value: str) -> str | None:
-    """`text` with the JSON string value of `field` replaced by `value`; None when the text
-    has it more than once, or not as a JSON string."""
-    pat = re.compile(r'("' + re.escape(field) + r'"\s*:\s*)"(?:[^"\\]|\\.)*"')
-    found = pat.findall(text)
-    if len(found) > 1:
+def _top_level_spans(text: str) -> dict | None:
+    """{decoded key: (start, end) of its value's text} for the top-level members of the
+    JSON object `text` (escaped keys decoded, nested objects skipped whole, so a nested key
+    of the same name is never taken for it); None when `text` is not one JSON object or
+    repeats a top-level key."""
+    decoder = json.JSONDecoder()
+    ws = " \t\n\r"
+    i = len(text) - len(text.lstrip(ws))
+    if not text.startswith("{", i):
         return None
-    if found:
-        return pat.sub(lambda m: m.group(1) + json.dumps(value), text, count=1)
-    return None
+    spans: dict = {}
+    i += 1
+    try:
+        while True:
+            while i < len(text) and text[i] in ws:
+                i += 1
+            if text.startswith("}", i) and not spans:
+                i += 1
+                break
+            if not text.startswith('"', i):
+                return None
+            key, i = json.decoder.scanstring(text, i + 1)
+            while i < len(text) and text[i] in ws:
+                i += 1
+            if not text.startswith(":", i):
+                return None
+            i += 1
+            while i < len(text) and text[i] in ws:
+                i += 1
+            _, end = decoder.raw_decode(text, i)
+            if key in spans:
+                return None
+            spans[key] = (i, end)
+            i = end
+            while i < len(text) and text[i] in ws:
+                i += 1
+            if text.startswith(",", i):
+                i += 1
+                continue
+            if text.startswith("}", i):
+                i += 1
+                break
+            return None
+    except ValueError:
+        return None
+    return spans if not text[i:].strip(ws) else None
+
+
+def _json_edit(text: str, field: str, value: str) -> str | None:
+    """`text` (a JSON object) with the value of its top-level member `field` replaced by the
+    JSON string `value`, every other character kept; None when the text is not one JSON
+    object, repeats a top-level key, lacks `field`, or has it as something other than a
+    string. The result is parsed again and must differ from the old object in `field`
+    only, so no fix is reported that did not happen."""
+    spans = _top_level_spans(text)
+    if spans is None or field not in spans:
+        return None
+    start, end = spans[field]
+    if not text.startswith('"', start):
+        return None
+    new = text[:start] + json.dumps(value) + text[end:]
+    before, after = json.loads(text), json.loads(new)
+    before[field] = value
+    return new if after == before else None
 
 
 def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
@@ -162,8 +228,9 @@ def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
                 continue
             edited = _json_edit(text, f, new)
             if edited is None:
-                problem = (f"{f} appears more than once or is not a JSON string; set "
-                           f"{fields[0]} == {fields[1]} by hand")
+                problem = (f"{f} is not a JSON string of the top-level object, or a "
+                           f"top-level key appears twice; set {fields[0]} == {fields[1]} by "
+                           f"hand")
                 break
             text = edited
             changes.append(f"{f} {old} -> {new}" + note)

@@ -19,12 +19,13 @@ renamed per class; the other methods are closures over the field names (C `attrg
   (unhashable, as for a dataclass), unless the class body defines `__hash__`;
 - frozen: assigning or deleting a field raises `FrozenInstanceError` (an AttributeError);
 - `slots=True`: the class is rebuilt with `__slots__` of its fields;
-- `__match_args__`; `replace(obj, **changes)` is `dataclasses.replace`.
+- `__match_args__`; `replace(obj, **changes)` is `dataclasses.replace`;
+- `__dataclass_fields__`, made on first access (importing `dataclasses` then), so that
+  `dataclasses.fields`, `asdict`, `replace` and `is_dataclass` work on records too.
 
 Annotations are read as written (`from __future__ import annotations` keeps them strings);
 one naming `ClassVar` is not a field. Not supported (not used here): inheritance between
-records, InitVar, kw_only, order, `dataclasses.fields` / `asdict` (modules that need those
-use `dataclasses` itself). Semantics: the Python documentation of `dataclasses`
+records, InitVar, kw_only, order. Semantics: the Python documentation of `dataclasses`
 (https://docs.python.org/3/library/dataclasses.html).
 """
 from __future__ import annotations
@@ -116,7 +117,33 @@ def _process(cls, frozen: bool, eq: bool, slots: bool):
                 setattr(cls, name, f.default)
     cls.__match_args__ = names
     cls.__record_fields__ = names
+    cls.__dataclass_fields__ = _DataclassFields(fields)
     return cls
+
+
+class _DataclassFields:
+    """A record class's `__dataclass_fields__`, made on first access by running
+    `dataclasses.dataclass` on a stand-in class with the same fields (which imports
+    dataclasses then, never on a render): so `dataclasses.fields`, `asdict`, `replace`
+    and `is_dataclass` work on records as on dataclasses."""
+
+    def __init__(self, fields: list):
+        self.fields = fields
+
+    def __get__(self, obj, cls):
+        import dataclasses
+        body: dict = {"__annotations__": {}}
+        for name, f in self.fields:
+            body["__annotations__"][name] = cls.__dict__.get("__annotations__", {}).get(name)
+            kw = {"repr": f.repr, "compare": f.compare}
+            if f.default_factory is not _MISSING:
+                kw["default_factory"] = f.default_factory
+            elif f.default is not _MISSING:
+                kw["default"] = f.default
+            body[name] = dataclasses.field(**kw)
+        out = dataclasses.dataclass(type(cls.__name__, (), body)).__dataclass_fields__
+        type.__setattr__(cls, "__dataclass_fields__", out)
+        return out
 
 
 def _method(cls, fn) -> None:

@@ -22,6 +22,7 @@ import yaml
 
 from krm_fn.yaml import emit
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
+from krm_fn.yaml.safety import as_intended, check_editable, intended
 from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child,
                                content_end, dash_column, item_edits, line_end, splice)
 
@@ -218,13 +219,19 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
     text = doc.text
     edits: list = []
     for i, item_ops in sorted(ops.items()):
+        sp = doc.spans[i]
         try:
-            edits.extend(item_edits(text, doc.nodes[i], item_ops, nl, KEY_ORDER))
+            check_editable(text, doc.nodes[i])
+            mine = item_edits(text, doc.nodes[i], item_ops, nl, KEY_ORDER)
+            if any(e[0] < sp.start or e[1] > sp.end for e in mine):
+                raise Unsupported("edit outside the item")
+            new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start)
+                                                 + tuple(e[2:]) for e in mine])
+            if not as_intended(new, sp.column, doc.items[i], item_ops):
+                raise Unsupported("the edited text does not read back as the change")
         except Unsupported:
-            from krm_fn.yaml import ruamel
-            sp = doc.spans[i]
-            edits.append((sp.start, sp.end, ruamel.rewrite_item(
-                text[sp.start:sp.end], sp.column, item_ops, nl, _where(doc, i), KEY_ORDER)))
+            new = _rewrite_item(doc, i, item_ops, nl)
+        edits.append((sp.start, sp.end, new))
     for i, obj in sorted(replace.items()):
         sp = doc.spans[i]
         body = emit.to_yaml(obj).rstrip("\n").split("\n")
@@ -232,6 +239,26 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
         edits.append((sp.start, sp.end, body[0] + nl + "".join(
             (pad + ln if ln else ln) + nl for ln in body[1:])))
     return edits
+
+
+def _rewrite_item(doc: Document, i: int, item_ops, nl: str) -> str:
+    """Item i rewritten by ruamel.yaml with `item_ops` applied, checked to read back as the
+    change. Raises InputError when ruamel cannot write it (a plain multi-document input),
+    Unsupported when it cannot or what it wrote does not read back as the change (a
+    ResourceList is then rewritten whole, and checked again)."""
+    from krm_fn.yaml import ruamel
+    sp = doc.spans[i]
+    try:
+        new = ruamel.rewrite_item(doc.text[sp.start:sp.end], sp.column, item_ops, nl,
+                                  _where(doc, i), KEY_ORDER)
+    except InputError:
+        if doc.mode != "resourcelist":
+            raise
+        raise Unsupported(f"{_where(doc, i)}: ruamel.yaml cannot rewrite it alone") from None
+    if not as_intended(new, sp.column, doc.items[i], item_ops):
+        raise Unsupported(f"{_where(doc, i)}: neither the span editor's text nor ruamel.yaml's "
+                          f"reads back as the change")
+    return new
 
 
 def _seq_entries(objs, dash: int, offset: int, nl: str) -> str:
@@ -296,11 +323,28 @@ def _render_full(doc: Document, ops: dict, emitted: list, results: list,
     constructed there)."""
     from krm_fn.yaml import ruamel
     try:
-        return _render_full_ruamel(doc, ops, emitted, results, replace)
+        out = _render_full_ruamel(doc, ops, emitted, results, replace)
     except (ruamel.YAMLError, ValueError, TypeError) as e:
         raise InputError(f"cannot rewrite this ResourceList (written in flow style or with "
                          f"flow-style results, so it is rewritten whole): "
                          f"{ruamel.first_line(e)}; write it in block style") from None
+    _check_rewritten(doc, ops, out)
+    return out
+
+
+def _check_rewritten(doc: Document, ops: dict, out: str) -> None:
+    """Raise InputError unless the whole-list rewrite `out` reads back with every changed
+    item equal to its change (safety.intended)."""
+    try:
+        (root,) = documents(out)
+        items = {k.value: v for k, v in root.value}["items"].value
+        ok = all(Builder(typed=False).build(items[i], "item") == intended(doc.items[i], o)
+                 for i, o in ops.items())
+    except (InputError, ValueError, KeyError, IndexError, AttributeError):
+        ok = False
+    if not ok:
+        raise InputError("cannot rewrite this ResourceList safely: the rewritten text does "
+                         "not read back as the change; write it in plain block style")
 
 
 def _render_full_ruamel(doc: Document, ops: dict, emitted: list, results: list,

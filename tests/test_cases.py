@@ -416,8 +416,8 @@ def test_c16_multi_worker_divides_threads_and_warns_about_the_oom_group():
         "container 'api' runs 4 worker processes (--workers 4): since Kubernetes 1.28 on cgroup "
         "v2 the kubelet sets memory.oom.group, so one worker going over the memory limit kills "
         "the whole container, all 4 workers; make resources.limits.memory (8Gi) cover all 4 "
-        "workers at their peak, or set singleProcessOOMKill: true in the node pool's "
-        "kubelet.extra (Kubernetes >= 1.32); thread vars are 1 per worker"]
+        "workers at their peak, or set spec.nodePools[].kubelet.singleProcessOOMKill: true "
+        "for node pool 'inference' (Kubernetes >= 1.32); thread vars are 1 per worker"]
     assert warn[0]["field"]["path"] == "spec.containers[0].args[1]"
     info = [r for r in results(out, "info")
             if (r.get("field") or {}).get("path") == "spec.containers[0].env"]

@@ -139,10 +139,10 @@ def test_rule_is_its_module_docstring():
     p = run_cli(["explain", "rule", "placement"])
     from krm_fn.rules import placement
     assert (p.returncode, p.stderr) == (0, "")
-    assert p.stdout == (f"RULE: placement ({len(RULES) + 1} of {len(RULES) + 1}, "
+    assert p.stdout == (f"RULE: placement ({RULES.index(placement) + 2} of {len(RULES) + 1}, "
                         f"krm_fn/rules/placement.py)\n\n"
                         + inspect.cleandoc(placement.__doc__) + "\n")
-    assert p.stdout.startswith("RULE: placement (11 of 11, krm_fn/rules/placement.py)\n\n"
+    assert p.stdout.startswith("RULE: placement (11 of 12, krm_fn/rules/placement.py)\n\n"
                                "placement: the node pool's nodeSelector is added to the pod "
                                "spec.\n\nPinned pods must land on nodes whose kubelet runs")
 

@@ -295,3 +295,26 @@ def test_workflow_render_and_check_steps_on_the_example(tmp_path):
     assert p.returncode == 1
     assert "validate mode: 20 field(s) of 1 item(s) would change; 1 object(s) would be " \
            "emitted." in p.stderr
+
+
+# --- copy-paste recipes install something that exists (issue #16) -----------------------
+
+def test_workflow_pins_every_third_party_action_to_a_full_commit_sha():
+    import re
+    steps = yaml.safe_load(WORKFLOW.read_text())["jobs"]["render"]["steps"]
+    uses = [s["uses"] for s in steps if "uses" in s]
+    assert uses, "no action in the workflow"
+    for u in uses:
+        assert re.fullmatch(r"[\w.-]+/[\w./-]+@[0-9a-f]{40}", u), u
+    text = WORKFLOW.read_text()
+    for u in uses:        # the tag each SHA is, for the reader who updates it
+        assert re.search(re.escape(u) + r"  # v\d+\.\d+\.\d+\n", text), u
+
+
+def test_workflow_installs_krm_fn_from_its_git_repository_at_a_tag():
+    spec = yaml.safe_load(WORKFLOW.read_text())["env"]["KRM_FN_SPEC"]
+    assert spec == "krm-fn @ git+https://github.com/krm-fn/krm-fn@v0.1.0"
+    hooks = yaml.safe_load(HOOKS.read_text())
+    # language: python: pre-commit pip-installs the hook repository at its `rev`
+    assert {h["language"] for h in hooks} == {"python"}
+    assert not any("additional_dependencies" in h for h in hooks)

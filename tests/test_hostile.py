@@ -92,6 +92,28 @@ CASES = {
                                               "single document in the stream"),
     "r73-null-tag-on-root.yaml": (1, "expected a scalar node, but found mapping"),
     "r74-int-tag-on-unread-field.yaml": (1, "invalid literal for int() with base 10: 'zz'"),
+    # explicit keys (`? k` / `: v`): the span editor's text is checked to read back as the
+    # change, and such items go to the full rewrite (tests/test_span_safety.py)
+    "r75-explicit-key-limits.yaml": (0, ""),
+    "r76-explicit-key-container.yaml": (0, ""),
+    # node pools are bounded (tests/test_scaling.py keeps each pool's work linear)
+    "r77-101-node-pools.yaml": (1, "krm-fn: error: InferenceTuning t spec.nodePools: invalid "
+                                   "function config: has 101 entries; at most 100 are "
+                                   "accepted"),
+    # KServe's embedded JSON: parsed, the top-level key edited, the rest kept as written
+    "r78-kserve-json-escaped-and-nested-keys.yaml": (0, ""),
+    "r79-kserve-json-duplicate-key.yaml": (0, ""),
+    # a selector that can never match is an error with a did-you-mean
+    "r80-selector-kind-lowercase.yaml": (
+        1, "krm-fn: error: InferenceTuning t spec.selector.kinds[0]: invalid function config: "
+           "'pod' is not a kind krm-fn tunes or checks, so this selector never matches (kinds "
+           "are case-sensitive); did you mean Pod?"),
+    # cosmetic losses: a folded JSON value, a byte-order mark, a comment after a flow mapping
+    "r81-kserve-folded-json.yaml": (0, ""),
+    "r82-bom.yaml": (0, ""),
+    "r83-comment-after-flow-mapping.yaml": (0, ""),
+    "r84-canonical-quantities.yaml": (0, ""),
+    "r85-workers-single-process-oom-kill.yaml": (0, ""),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -246,3 +268,134 @@ def test_long_image_and_script_stay_bounded():
         "c", "app", ("spec",), {"image": "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9"}))]
     c = ContainerView("c", "app", ("spec",), {"command": ["sh", "-c", "a " * 500000]})
     assert len(engines.tokens(c)) <= engines.MAX_COMMAND_TEXT // 2 + 2
+
+
+def test_kserve_json_edits_the_top_level_key_and_keeps_the_rest_of_the_text():
+    src = (HOSTILE / "r78-kserve-json-escaped-and-nested-keys.yaml").read_text()
+    out = run_cli([], src).stdout
+    assert without_results(out) == src.replace('"cpu\\u0052equest": "1"',
+                                                '"cpu\\u0052equest": "2"')
+    (r,) = [r for r in yaml.safe_load(out)["results"] if r.get("field", {}).get("path")
+            == "data.agent"]
+    assert r["message"].startswith("agent: cpuRequest 1 -> 2: KServe sizes the container")
+
+
+def test_kserve_json_with_a_repeated_top_level_key_is_left_alone_with_a_warning():
+    src = (HOSTILE / "r79-kserve-json-duplicate-key.yaml").read_text()
+    out = run_cli([], src).stdout
+    assert without_results(out) == src
+    (r,) = [r for r in yaml.safe_load(out)["results"] if r.get("field", {}).get("path")
+            == "data.agent"]
+    assert r == {"message": "agent: cpuRequest is not a JSON string of the top-level object, "
+                            "or a top-level key appears twice; set cpuRequest == cpuLimit by "
+                            "hand", "severity": "warning",
+                 "resourceRef": {"apiVersion": "v1", "kind": "ConfigMap",
+                                 "name": "inferenceservice-config", "namespace": "kserve"},
+                 "field": {"path": "data.agent"}}
+
+
+@pytest.mark.parametrize("kinds, message", [
+    ("[Deploymnet]", "'Deploymnet' is not a kind krm-fn tunes or checks, so this selector "
+                     "never matches (kinds are case-sensitive); did you mean Deployment or "
+                     "DaemonSet?"),
+    ("[MyThing]", "'MyThing' is not a kind krm-fn tunes or checks, so this selector never "
+                  "matches (kinds are case-sensitive); add it under spec.extraKinds if it is "
+                  "a custom workload kind"),
+])
+def test_selector_kinds_that_match_no_kind_are_errors(kinds, message):
+    src = (HOSTILE / "r80-selector-kind-lowercase.yaml").read_text().replace("[pod]", kinds)
+    p = run_cli([], src)
+    assert p.returncode == 1
+    assert p.stderr.splitlines() == [f"krm-fn: error: InferenceTuning t spec.selector.kinds[0]: "
+                                     f"invalid function config: {message}"]
+
+
+def test_selector_kinds_accept_extra_kinds_and_whole_object_kinds():
+    from krm_fn import config
+    from krm_fn.pipeline.load import unknown_kinds
+    cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                       "metadata": {"name": "t"}, "spec": {
+                           "selector": {"kinds": ["Pod", "NIMService", "ConfigMap", "Mine"]},
+                           "extraKinds": [{"group": "example.com", "kind": "Mine",
+                                           "podSpecs": ["spec.template.spec"]}]}})
+    assert unknown_kinds(cfg) == []
+
+
+def test_a_folded_json_value_stays_folded_with_its_lines():
+    src = (HOSTILE / "r81-kserve-folded-json.yaml").read_text()
+    out = without_results(run_cli([], src).stdout)
+    assert out == src.replace('"memoryRequest": "512Mi"', '"memoryRequest": "1Gi"').replace(
+        '"cpuRequest": "100m", "cpuLimit": "1"}', '"cpuRequest": "2", "cpuLimit": "2"}')
+
+
+def test_a_byte_order_mark_is_kept_and_unchanged_items_are_byte_for_byte():
+    src = (HOSTILE / "r82-bom.yaml").read_bytes()
+    out = run_cli([], src).stdout
+    assert out.startswith("\ufeff# Starts with a UTF-8 byte-order mark")
+    cm = src.decode("utf-8")
+    cm = cm[cm.index("- apiVersion: v1\n  kind: ConfigMap"):cm.index("- apiVersion: v1\n  kind: Pod")]
+    assert cm in out
+
+
+def test_a_byte_order_mark_is_kept_by_run(tmp_path):
+    (tmp_path / "cm.yaml").write_bytes(b"\xef\xbb\xbfapiVersion: v1\nkind: ConfigMap\n"
+                                       b"metadata: {name: x}\n")
+    p = run_cli(["run", "cm.yaml"], cwd=tmp_path)
+    assert p.stdout == "\ufeffapiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n"
+
+
+def test_a_comment_after_a_flow_mapping_stays_on_its_line():
+    out = run_cli([], (HOSTILE / "r83-comment-after-flow-mapping.yaml").read_text()).stdout
+    assert "      resources:  # sized by hand\n        limits: {cpu: \"2\", memory: 1Gi}\n" \
+           "        requests:\n" in out
+    assert "    - name: i  # fetches the model\n      image: y\n      resources:\n" in out
+
+
+def test_every_quantity_of_a_changed_container_is_canonical():
+    src = (HOSTILE / "r84-canonical-quantities.yaml").read_text()
+    out = yaml.safe_load(run_cli([], src).stdout)
+    c, s, u = out["items"][0]["spec"]["containers"]
+    assert c["resources"] == {"requests": {"cpu": "2", "memory": "1Gi"},
+                              "limits": {"cpu": "2", "memory": "1Gi"}}
+    assert s["resources"] == {"requests": {"cpu": "2", "memory": "1536Mi"},
+                              "limits": {"cpu": "2", "memory": "1536Mi"}}
+    assert u["resources"] == {"requests": {"cpu": "500m", "memory": "1Gi"},
+                              "limits": {"cpu": "500m", "memory": "1Gi"}}
+    assert "        requests: {cpu: 500m, memory: 1Gi}\n        limits: {cpu: 500m, memory: " \
+           "1Gi}\n" in run_cli([], src).stdout
+    messages = [r["message"] for r in out["results"] if r.get("tags", {}).get("rule")
+                == "canonical"]
+    assert messages == [
+        f"container {name!r}: {what} (the canonical form the API server stores it in, so "
+        f"GitOps tools show no difference)"
+        for name, what in (("c", "limits.cpu 2000m -> 2"), ("c", "limits.memory 1024Mi -> 1Gi"),
+                           ("s", "requests.memory 1.5Gi -> 1536Mi"))]
+
+
+@pytest.mark.parametrize("res, text, want", [
+    ("cpu", "1000m", "1"), ("cpu", "1.0", "1"), ("cpu", "0.5", "500m"), ("cpu", "2000m", "2"),
+    ("cpu", "250m", "250m"), ("cpu", "1e3", "1e3"), ("memory", "1024Mi", "1Gi"),
+    ("memory", "1.5Gi", "1536Mi"), ("memory", "1000M", "1G"), ("memory", "512Mi", "512Mi"),
+    ("memory", "1073741824", "1073741824"), ("cpu", "zz", None)])
+def test_canonical_quantity_text(res, text, want):
+    from krm_fn.rules.canonical import canonical
+    assert canonical(res, text) == want
+
+
+def test_the_multi_worker_warning_names_the_typed_field_and_goes_once_it_is_set():
+    src = (HOSTILE / "r85-workers-single-process-oom-kill.yaml").read_text()
+    out = yaml.safe_load(run_cli([], src).stdout)
+    (warning,) = [r["message"] for r in out["results"] if "memory.oom.group" in r["message"]]
+    assert warning == (
+        "container 'c' runs 4 worker processes (gunicorn --workers 4): since Kubernetes 1.28 "
+        "on cgroup v2 the kubelet sets memory.oom.group, so one worker going over the memory "
+        "limit kills the whole container, all 4 workers; make resources.limits.memory (4Gi) "
+        "cover all 4 workers at their peak, or set spec.nodePools[].kubelet."
+        "singleProcessOOMKill: true for node pool 'inference' (Kubernetes >= 1.32); thread "
+        "vars are 1 per worker")
+    fixed = run_cli([], src.replace("singleProcessOOMKill: null", "singleProcessOOMKill: true"))
+    assert fixed.returncode == 0, fixed.stderr
+    assert not [r for r in yaml.safe_load(fixed.stdout)["results"]
+                if "memory.oom.group" in r["message"]]
+    assert "singleProcessOOMKill: true" in yaml.safe_load(fixed.stdout)["items"][1]["data"][
+        "kubelet-config.yaml"]

@@ -121,3 +121,22 @@ def test_flat_configmap_keys():
                             ANN + ("irq-load-balancing.crio.io",): "disable"}
     assert [(o["kind"], o["metadata"]["name"]) for o in out.emitted] == [
         ("PerformanceProfile", "ll")]
+
+
+def test_each_crio_annotation_message_states_its_cgroup_v2_behaviour():
+    from krm_fn.config.spec import CRIO_ANNOTATIONS
+    from krm_fn.rules import openshift
+    assert set(openshift.WHY) == set(CRIO_ANNOTATIONS)
+    out = _run({"runtimeClass": True, "crioAnnotations": list(CRIO_ANNOTATIONS)})
+    infos = {c.path[-1]: c.message for c in out.changes.get(0, [])
+             if c.rule == "openshift" and c.path[-2] == "annotations"}
+    assert infos == {
+        "cpu-quota.crio.io": "cpu-quota.crio.io: disable: no CFS quota on its exclusive CPUs "
+        "(cgroup v2: cpu.max max; a CRI-O without cgroup v2 support in its hooks fails the "
+        "container, cri-o/cri-o#5736) (CRI-O, RuntimeClass performance-inference)",
+        "cpu-load-balancing.crio.io": "cpu-load-balancing.crio.io: disable: no scheduler load "
+        "balancing on its exclusive CPUs (cgroup v2: an isolated cpuset partition, Linux "
+        "6.7+) (CRI-O, RuntimeClass performance-inference)",
+        "irq-load-balancing.crio.io": "irq-load-balancing.crio.io: disable: no device "
+        "interrupts on its exclusive CPUs (not a cgroup setting: the same on cgroup v1 and "
+        "v2) (CRI-O, RuntimeClass performance-inference)"}

@@ -115,3 +115,16 @@ def test_a_record_with_more_fields_than_the_templates_is_compiled():
     obj = cls(*range(len(names)))
     assert (obj.f0, getattr(obj, names[-1])) == (0, len(names) - 1)
     assert cls.__init__.__code__.co_varnames[:3] == ("self", "f0", "f1")
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_dataclasses_functions_work_on_records(i):
+    args = [(1, "x", [2]), (3,), (5,), (7,)][i]
+    own, std = OWN[i](*args), STD[i](*args)
+    assert dataclasses.is_dataclass(own)
+    assert [(f.name, f.repr, f.compare) for f in dataclasses.fields(own)] == \
+        [(f.name, f.repr, f.compare) for f in dataclasses.fields(std)]
+    assert dataclasses.asdict(own) == dataclasses.asdict(std)
+    name = ("b", "y", "x", "v")[i]
+    assert repr(dataclasses.replace(own, **{name: 9})) == \
+        repr(dataclasses.replace(std, **{name: 9}))

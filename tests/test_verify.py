@@ -19,7 +19,7 @@ from krm_fn.cli import cli
 from krm_fn.node import plan as plan_mod
 from krm_fn.node import verify_job
 from krm_fn.node.formats import RenderContext
-from krm_fn.verify import checks, probe, report
+from krm_fn.verify import checks, read as probe, report
 from tests.helpers import ROOT
 
 FIXTURES = Path(__file__).resolve().parent / "verify_fixtures"
@@ -77,31 +77,33 @@ def test_good_134_exact_table():
     r = verify("--root", fixture("good-1.34"), *ARGS)
     assert r.exit_code == 0
     assert r.stdout == f"""\
-CHECK                       EXPECTED     FOUND          RESULT
-cgroup v2                   v2           v2             ok
-cpuset                      4            4 (2-3,18-19)  ok
-affinity                    2-3,18-19    2-3,18-19      ok
-whole cores                 whole cores  yes (2 cores)  ok
-NUMA nodes                  1            1 (node 0)     ok
-cpu.max                     max 100000   max 100000     ok
-memory.max                  12884901888  12884901888    ok
-pids.max                    4096         max            skip
-env OMP_NUM_THREADS         4            4              ok
-env MKL_NUM_THREADS         4            4              ok
-env OPENBLAS_NUM_THREADS    4            4              ok
-env NUMEXPR_NUM_THREADS     4            4              ok
-env NUMEXPR_MAX_THREADS     4            4              ok
-env VECLIB_MAXIMUM_THREADS  4            4              ok
-env BLIS_NUM_THREADS        4            4              ok
-env TORCH_NUM_THREADS       4            4              ok
-env TF_NUM_INTRAOP_THREADS  4            4              ok
-env RAYON_NUM_THREADS       4            4              ok
-env GOMAXPROCS              4            4              ok
-env PYTHON_CPU_COUNT        4            4              ok
+CHECK                       EXPECTED     FOUND                  RESULT
+cgroup v2                   v2           v2                     ok
+cpuset                      4            4 (2-3,18-19)          ok
+affinity                    2-3,18-19    2-3,18-19              ok
+whole cores                 whole cores  yes (2 cores)          ok
+NUMA nodes                  1            1 (node 0)             ok
+cpu.max                     max 100000   max 100000             ok
+memory.max                  12884901888  12884901888            ok
+pids.max                    4096         max                    skip
+env OMP_NUM_THREADS         4            4                      ok
+env MKL_NUM_THREADS         4            4                      ok
+env OPENBLAS_NUM_THREADS    4            4                      ok
+env NUMEXPR_NUM_THREADS     4            4                      ok
+env NUMEXPR_MAX_THREADS     4            4                      ok
+env VECLIB_MAXIMUM_THREADS  4            4                      ok
+env BLIS_NUM_THREADS        4            4                      ok
+env TORCH_NUM_THREADS       4            4                      ok
+env TF_NUM_INTRAOP_THREADS  4            4                      ok
+env RAYON_NUM_THREADS       4            4                      ok
+env GOMAXPROCS              4            4                      ok
+env PYTHON_CPU_COUNT        4            4                      ok
+thread-affinity             2-3,18-19    3 threads, all inside  ok
+runnable-threads            <= 4         1                      ok
 
 pids.max (skipped): {PIDS_HIDDEN}
 
-verify: PASS (19 ok, 1 skipped)
+verify: PASS (21 ok, 1 skipped)
 """
 
 
@@ -222,6 +224,10 @@ def test_bad_memory_exact_json():
             {"check": "pids.max", "expected": "4096", "found": "max", "ok": None,
              "detail": PIDS_HIDDEN, "result": "skip"},
             *env_rows,
+            {"check": "thread-affinity", "expected": "2-3,18-19",
+             "found": "3 threads, all inside", "ok": True, "detail": "", "result": "ok"},
+            {"check": "runnable-threads", "expected": "<= 4", "found": "1", "ok": True,
+             "detail": "", "result": "ok"},
         ],
     }
     assert r.stdout == json.dumps(want, indent=2, ensure_ascii=False) + "\n"
@@ -382,7 +388,7 @@ def test_exit_codes_in_a_real_process():
     bad = _run("verify", "--root", fixture("bad-pids"), *ARGS)
     usage = _run("verify", "--cpus", "many")
     assert (ok.returncode, bad.returncode, usage.returncode) == (0, 1, 2)
-    assert bad.stdout.endswith("verify: FAIL (1 mismatch, 19 ok, 0 skipped)\n")
+    assert bad.stdout.endswith("verify: FAIL (1 mismatch, 21 ok, 0 skipped)\n")
     assert "Traceback" not in ok.stderr + bad.stderr + usage.stderr
 
 
@@ -452,7 +458,7 @@ def test_job_args_pass_on_a_correctly_pinned_container(tmp_path):
         p.write_bytes(content if isinstance(content, bytes) else content.encode())
     r = verify(*c["args"][1:], "--root", str(tmp_path))
     assert r.exit_code == 0, r.stdout
-    assert r.stdout.endswith("verify: PASS (19 ok, 1 skipped)\n")
+    assert r.stdout.endswith("verify: PASS (21 ok, 1 skipped)\n")
 
 
 def test_engine_emits_the_job_only_when_asked():

@@ -15,7 +15,8 @@ the network):
 
 Usage:
     tools/gen_kubelet_data.py --git /path/to/kubernetes 1.29 1.30 ... 1.36
-        # a clone of kubernetes/kubernetes with its release tags: reads v<minor>.0:<path>
+        # a clone of kubernetes/kubernetes with its release tags: reads v<minor>.0:<path>,
+        # or the tag given with --ref 1.30=v1.30.4 (a patch release)
     tools/gen_kubelet_data.py --tree 1.31=/path/to/tree ...
         # a directory laid out like kubernetes/kubernetes (pkg/features/...,
         # staging/src/k8s.io/...) per version, e.g. exported from a vendor/ directory
@@ -57,16 +58,22 @@ OUT = Path(__file__).resolve().parent.parent / "krm_fn" / "node" / "data"
 
 
 class Source:
-    """Reads `path` of Kubernetes `minor` from a git clone (tag v<minor>.0) or a tree."""
+    """Reads `path` of Kubernetes `minor` from a git clone (tag `refs[minor]`, default
+    v<minor>.0) or a tree."""
 
-    def __init__(self, git: str | None, trees: dict[str, str]):
-        self.git, self.trees = git, trees
+    def __init__(self, git: str | None, trees: dict[str, str],
+                 refs: dict[str, str] | None = None):
+        self.git, self.trees, self.refs = git, trees, refs or {}
+
+    def ref(self, minor: str) -> str:
+        """The git tag (or any revision) read for `minor`."""
+        return self.refs.get(minor, f"v{minor}.0")
 
     def read(self, minor: str, path: str) -> str | None:
         if minor in self.trees:
             p = Path(self.trees[minor]) / path
             return p.read_text() if p.exists() else None
-        r = subprocess.run(["git", "-C", self.git, "show", f"v{minor}.0:{path}"],
+        r = subprocess.run(["git", "-C", self.git, "show", f"{self.ref(minor)}:{path}"],
                            capture_output=True, text=True)
         return r.stdout if r.returncode == 0 else None
 
@@ -282,16 +289,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--git", help="kubernetes/kubernetes clone with release tags")
     ap.add_argument("--tree", action="append", default=[], metavar="MINOR=DIR",
                     help="source tree of one minor version (kubernetes/kubernetes layout)")
+    ap.add_argument("--ref", action="append", default=[], metavar="MINOR=TAG",
+                    help="with --git: the tag to read for a minor (default v<minor>.0)")
     ap.add_argument("--note", action="append", default=[], metavar="MINOR=TEXT",
                     help="where the source of a minor came from (written as `source`)")
+    ap.add_argument("--inexact-gates", action="append", default=[], metavar="MINOR",
+                    help="the pkg/features source given for MINOR is not that release's "
+                         "(e.g. an earlier one evaluated at MINOR): written as "
+                         "gatesExact: false, so an unknown gate is only a warning")
     ap.add_argument("--out", default=str(OUT))
     ap.add_argument("minors", nargs="+", help="minor versions in order, e.g. 1.29 1.30")
     a = ap.parse_args(argv)
     trees = dict(t.split("=", 1) for t in a.tree)
     notes = dict(n.split("=", 1) for n in a.note)
+    refs = dict(r.split("=", 1) for r in a.ref)
     if not a.git and set(a.minors) - set(trees):
         ap.error("give --git or a --tree for every minor")
-    src = Source(a.git, trees)
+    src = Source(a.git, trees, refs)
     removed: dict[str, str] = {}
     previous: dict[str, dict] = {}
     first_field: dict[str, str] = {}
@@ -306,7 +320,8 @@ def main(argv: list[str] | None = None) -> int:
         f = kubelet_fields(src, minor)
         for name in f:
             first_field.setdefault(name, minor)
-        data = {"version": minor, "source": notes.get(minor, f"kubernetes v{minor}.0"),
+        data = {"version": minor,
+                "source": notes.get(minor, f"kubernetes {src.ref(minor)}"),
                 "fields": f, "gates": g, "removedGates": dict(removed),
                 "fieldsSince": {n: first_field[n] for n in f if first_field[n] != a.minors[0]},
                 # [signal, threshold] pairs in the source's order (the emitted order)
@@ -314,6 +329,8 @@ def main(argv: list[str] | None = None) -> int:
                 "evictionHardDefaultFrom": evictions[minor][1],
                 # option -> maturity, only where the source has policy_options.go
                 "policyOptions": policy_options(src, minor)}
+        if minor in a.inexact_gates:
+            data["gatesExact"] = False
         Path(a.out, f"kubelet-{minor}.json").write_text(
             json.dumps(data, sort_keys=True, indent=1) + "\n")
         previous = g

@@ -12,7 +12,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from krm_fn import quantity
-from krm_fn.admission.model import APP, AdmittedPod, Container, NodeModel
+from krm_fn.admission.model import APP, ERROR, AdmittedPod, Container, Finding, NodeModel
 from krm_fn.pod import path_str
 
 _HUGEPAGES = "hugepages-"
@@ -61,13 +61,34 @@ def container(view, designated: bool) -> Container:
     return Container(view.name, view.role, requests, limits, "manifest", designated)
 
 
+def runtime_class(pod_spec: dict, runtime_classes: dict) -> tuple[dict, dict]:
+    """(overhead {resource: amount}, scheduling nodeSelector {label: value}) of the
+    RuntimeClass that `pod_spec` names (`runtimeClassName`) when it is among
+    `runtime_classes` ({name: RuntimeClass object}), else ({}, {}). The RuntimeClass
+    admission controller copies `overhead.podFixed` into the pod's `spec.overhead` and
+    merges `scheduling.nodeSelector` into its nodeSelector
+    (https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/,
+    https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)."""
+    name = pod_spec.get("runtimeClassName") if isinstance(pod_spec, dict) else None
+    rc = runtime_classes.get(str(name)) if name else None
+    if not isinstance(rc, dict):
+        return {}, {}
+    fixed = (rc.get("overhead") or {}).get("podFixed") if isinstance(
+        rc.get("overhead"), dict) else None
+    sel = (rc.get("scheduling") or {}).get("nodeSelector") if isinstance(
+        rc.get("scheduling"), dict) else None
+    return (resource_map(fixed),
+            {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {})
+
+
 def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str = "",
-                 findings: tuple = ()) -> AdmittedPod:
+                 findings: tuple = (), runtime_classes: dict | None = None) -> AdmittedPod:
     """The AdmittedPod of a tuned PodView `pod`: its init containers (in spec order) then
     its app containers, with the injectors' containers (`injections`, model.Injection)
     added where each injector puts them (init/sidecar containers before the pod's own,
     app containers after); `pinned`: names of the containers krm-fn pins; pod-level
-    `spec.resources` when set."""
+    `spec.resources` when set; `runtime_classes` ({name: RuntimeClass}): the overhead and
+    node selector of the pod's RuntimeClass (`runtime_class`)."""
     own = [container(c, c.name in pinned) for c in pod.containers]
     init = [c for c in own if c.role != APP]
     app = [c for c in own if c.role == APP]
@@ -81,12 +102,23 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     sel = pod.spec.get("nodeSelector")
     aff = pod.spec.get("affinity")
     tol = pod.spec.get("tolerations")
+    overhead, rc_sel = runtime_class(pod.spec, runtime_classes or {})
+    selector = {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {}
+    clash = [k for k, v in rc_sel.items() if k in selector and selector[k] != v]
+    if clash:
+        findings = tuple(findings) + (Finding(
+            ERROR, f"RuntimeClass {pod.spec.get('runtimeClassName')} requires nodeSelector "
+                   + ", ".join(f"{k}={rc_sel[k]}" for k in clash) + " but the pod sets "
+                   + ", ".join(f"{k}={selector[k]}" for k in clash) + ": the RuntimeClass "
+                   "admission controller refuses the pod (conflict); use a RuntimeClass "
+                   "whose scheduling.nodeSelector matches the node pool, or another pool "
+                   "(https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)",
+            "scheduling", path_str(pod.at.spec) + ".nodeSelector"),)
     return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,
-                       pod_limits, tuple(injections),
-                       {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict)
-                       else {},
+                       pod_limits, tuple(injections), {**rc_sel, **selector},
                        aff if isinstance(aff, dict) else None,
-                       tuple(tol) if isinstance(tol, list) else (), namespace, findings)
+                       tuple(tol) if isinstance(tol, list) else (), namespace, findings,
+                       overhead)
 
 
 def numa_memory(topo_cfg, numa_ids: list[int]) -> dict:
@@ -157,3 +189,40 @@ def node_model(plan, pool_cfg, version: tuple) -> NodeModel:
         allocatable["memory"] = max(0, allocatable_memory(capacity, kubelet) - pages)
     return NodeModel(plan.pool, dict(plan.node_selector), kubelet, tuple(version), cpus,
                      frozenset(plan.reserved_cpus), per_numa, allocatable)
+
+
+def daemon_pods(items: list, labels: dict) -> tuple:
+    """AdmittedPods of the DaemonSets (apps/v1) among `items` (plain objects) whose pods run
+    on every node with `labels`: their nodeSelector and required node affinity match them
+    (krm_fn.admission.scheduling.evaluate is True). Containers as written, API defaulting
+    applied (a limit without a request gives request = limit); none is designated. Taints
+    are not modelled (DaemonSets usually tolerate them)."""
+    from krm_fn.admission import scheduling
+    from krm_fn.admission.model import INIT, SIDECAR
+    from krm_fn.results import Ref
+    out = []
+    for obj in items:
+        if not (isinstance(obj, dict) and obj.get("kind") == "DaemonSet"
+                and str(obj.get("apiVersion") or "").startswith("apps/")):
+            continue
+        spec = ((obj.get("spec") or {}).get("template") or {}).get("spec") \
+            if isinstance(obj.get("spec"), dict) else None
+        if not isinstance(spec, dict):
+            continue
+        sel = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+        if scheduling.evaluate({str(k): str(v) for k, v in sel.items()},
+                               spec.get("affinity"), labels)[0] is not True:
+            continue
+        conts = []
+        for key, role in (("initContainers", INIT), ("containers", APP)):
+            for c in spec.get(key) or []:
+                if not isinstance(c, dict):
+                    continue
+                r = SIDECAR if role == INIT and c.get("restartPolicy") == "Always" else role
+                req, lim = requests_limits(c.get("resources"))
+                conts.append(Container(str(c.get("name") or ""), r, req, lim, "daemonset"))
+        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        out.append(AdmittedPod(Ref(str(obj.get("apiVersion")), "DaemonSet",
+                                   str(md.get("name") or ""), str(md.get("namespace") or "")),
+                               "spec.template.spec", tuple(conts)))
+    return tuple(out)

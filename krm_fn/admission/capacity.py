@@ -5,7 +5,8 @@ Counted by simulation, pod after pod, not by dividing totals: each replica must 
 - the scheduler's and the kubelet's resource fit: the pod's effective requests
   (k8s.io/component-helpers/resource PodRequests: pod-level `spec.resources` when set and
   `PodLevelResources` is on, else max(largest init container plus the sidecars started before
-  it, app containers plus sidecars), KEP-753) summed over the pods within node allocatable
+  it, app containers plus sidecars), KEP-753), plus the RuntimeClass's pod overhead
+  (KEP-688), summed over the pods within node allocatable
   `cpu` and `memory` (capacity minus kube/system reserved and the hard eviction threshold,
   https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/;
   kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go, OutOfcpu / OutOfmemory);
@@ -28,12 +29,17 @@ MAX_PODS_DEFAULT = 110
 
 def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
     """The pod's effective {"cpu": Fraction cores, "memory": int bytes} requests as the
-    scheduler counts them (PodRequests; pod overhead not included)."""
+    scheduler and the kubelet count them (PodRequests), its RuntimeClass's pod overhead
+    included (KEP-688, https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/)."""
+    over = pod.overhead or {}
     if gate(node, "PodLevelResources") and pod_level_set(pod):
         req = pod.pod_requests or {}
-        return {"cpu": Fraction(req.get("cpu", 0)), "memory": int(req.get("memory", 0))}
-    return {r: peak([(c.role, c.requests.get(r, 0)) for c in pod.containers])
-            for r in ("cpu", "memory")}
+        return {"cpu": Fraction(req.get("cpu", 0)) + Fraction(over.get("cpu", 0)),
+                "memory": int(req.get("memory", 0)) + int(over.get("memory", 0))}
+    out = {r: peak([(c.role, c.requests.get(r, 0)) for c in pod.containers])
+           for r in ("cpu", "memory")}
+    return {"cpu": Fraction(out["cpu"]) + Fraction(over.get("cpu", 0)),
+            "memory": int(out["memory"]) + int(over.get("memory", 0))}
 
 
 def allocatable(node: NodeModel) -> dict:
@@ -47,8 +53,9 @@ def allocatable(node: NodeModel) -> dict:
 
 
 class Packer:
-    """One empty node of the pool, filled pod after pod. `count` pods placed; `why` the
-    limit the last refused pod hit ("" while nothing was refused)."""
+    """One node of the pool with only its DaemonSet pods (`node.daemons`), filled pod after
+    pod. `count` pods placed besides them; `why` the limit the last refused pod hit (""
+    while nothing was refused)."""
 
     def __init__(self, node: NodeModel):
         self.node = node
@@ -56,13 +63,16 @@ class Packer:
         self.alloc = allocatable(node)
         self.used = {"cpu": Fraction(0), "memory": 0}
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
-        self.count = 0
+        self.count = self.total = 0
         self.why = ""
         self._qos: dict = {}
+        for daemon in node.daemons:         # on every node before anything else
+            self.place(daemon)
+        self.count, self.why = 0, ""
 
     def place(self, pod: AdmittedPod) -> bool:
         """Place one replica of `pod`; False (and `why` set) when it does not fit."""
-        if self.count >= self.max_pods:
+        if self.total >= self.max_pods:
             self.why = f"maxPods {self.max_pods}"
             return False
         req = pod_requests(pod, self.node)
@@ -85,6 +95,7 @@ class Packer:
         self.used = {"cpu": self.used["cpu"] + req["cpu"],
                      "memory": self.used["memory"] + req["memory"]}
         self.count += 1
+        self.total += 1
         return True
 
 

@@ -88,6 +88,9 @@ KSERVE_MODE = "serving.kserve.io/deploymentMode"
 # RawDeployment is the deprecated spelling of Standard; ModelMesh pods come from the
 # ModelMesh controller).
 KSERVE_NOT_KNATIVE = ("RawDeployment", "Standard", "ModelMesh")
+# the Knative mode's spellings (Serverless is the deprecated one of KServe v0.16+)
+KSERVE_KNATIVE = ("Serverless", "Knative")
+KSERVE_CONFIG = "inferenceservice-config"
 _SOURCE = ("knative/serving pkg/apis/serving/fieldmask.go (PodSpecMask) and "
            "pkg/apis/config/features.go")
 
@@ -138,6 +141,11 @@ def _flag(raw: object, extra: tuple = ()) -> str | None:
         if text.lower() == flag.lower():
             return flag
     return None
+
+
+def release(labels: object) -> tuple | None:
+    """(1, minor) of a Knative ConfigMap's release labels (`_version`), else None."""
+    return _version(labels)
 
 
 def _version(labels: object) -> tuple | None:
@@ -243,7 +251,7 @@ def spec_refusals(spec: dict, feats: Features) -> list[tuple[str, str | None, st
             continue
         if key == INIT_CONTAINERS:
             continue
-        if spec.get(fld) not in (None, {}, [], "", False):
+        if spec.get(fld) not in (None, {}, [], "", False, "false", "False", "FALSE"):
             out.append((fld, key, f"Knative's webhook refuses {fld} (\"must not set the "
                                   f"field(s)\"): {fix(key, feats)}"))
     inits = spec.get("initContainers")
@@ -314,30 +322,64 @@ def is_isvc(pod) -> bool:
     return pod.at.platform == "kserve" and pod.ref.kind == "InferenceService"
 
 
-def serverless(pod) -> tuple[bool | None, str | None]:
+def serverless(pod, default_mode: str | None = None) -> tuple[bool | None, str | None]:
     """Whether PodView `pod` becomes a Knative revision's pod (`serverless_mode` on its
-    platform, kind and the workload's own annotations)."""
+    platform, kind and the workload's own annotations); `default_mode`: KServe's
+    `defaultDeploymentMode` when its ConfigMap is in the input (kserve_default_mode)."""
     meta = pod.edits.root.get("metadata") if isinstance(pod.edits.root, dict) else None
     ann = meta.get("annotations") if isinstance(meta, dict) else None
     return serverless_mode(pod.at.platform, pod.ref.kind, ann if isinstance(ann, dict)
-                           else {})
+                           else {}, default_mode)
 
 
-def serverless_mode(platform: str | None, kind: str, annotations: dict
-                    ) -> tuple[bool | None, str | None]:
+def kserve_default_mode(configmaps: dict) -> str | None:
+    """`defaultDeploymentMode` of key `deploy` (JSON) of KServe's ConfigMap
+    `inferenceservice-config` among `configmaps` ({(namespace, name): ConfigMap}), else
+    None (not in the input, or the key does not say)."""
+    import json
+    for (_space, name), cm in configmaps.items():
+        if name != KSERVE_CONFIG or not isinstance(cm, dict):
+            continue
+        data = cm.get("data") if isinstance(cm.get("data"), dict) else {}
+        try:
+            deploy = json.loads(data.get("deploy") or "{}")
+        except (TypeError, ValueError):
+            return None
+        mode = deploy.get("defaultDeploymentMode") if isinstance(deploy, dict) else None
+        return str(mode) if mode else None
+    return None
+
+
+def serverless_mode(platform: str | None, kind: str, annotations: dict,
+                    default_mode: str | None = None) -> tuple[bool | None, str | None]:
     """Whether a pod of a workload on `platform` (krm_fn.workloads) of `kind`, whose own
     metadata carries `annotations`, becomes a Knative revision's pod: (True, why) for a
-    Knative Service/Configuration/Revision and for a KServe InferenceService whose
-    `serving.kserve.io/deploymentMode` annotation is not RawDeployment, Standard or
-    ModelMesh (absent: Serverless is assumed; kserve pkg/constants/constants.go); (False,
-    why) for those modes; (None, None) for every other pod."""
+    Knative Service/Configuration/Revision and for a KServe InferenceService in Knative
+    mode; (False, why) for a KServe InferenceService in Standard (RawDeployment) or
+    ModelMesh mode; (None, None) for every other pod.
+
+    KServe's mode (kserve pkg/controller/v1beta1/inferenceservice/utils/utils.go
+    GetDeploymentMode): the annotation `serving.kserve.io/deploymentMode` when it is one of
+    Standard, RawDeployment, Knative, Serverless or ModelMesh; otherwise (absent or another
+    value) `defaultDeploymentMode` of ConfigMap inferenceservice-config (`default_mode`,
+    when it is in the input); otherwise Knative (Serverless) is assumed, the default of
+    KServe's install (config/configmap/inferenceservice.yaml)."""
     if platform == "knative":
         return True, "every Knative revision runs a queue-proxy"
     if not (platform == "kserve" and kind == "InferenceService"):
         return None, None
     mode = annotations.get(KSERVE_MODE)
-    if mode is not None and str(mode) in KSERVE_NOT_KNATIVE:
+    mode = None if mode is None else str(mode)
+    if mode in KSERVE_NOT_KNATIVE:
         return False, f"annotation {KSERVE_MODE}={mode}"
-    if mode is None:
-        return True, f"KServe: no {KSERVE_MODE} annotation, so Serverless is assumed"
-    return True, f"KServe annotation {KSERVE_MODE}={mode}"
+    if mode in KSERVE_KNATIVE:
+        return True, f"KServe annotation {KSERVE_MODE}={mode}"
+    said = (f"no {KSERVE_MODE} annotation" if mode is None
+            else f"{KSERVE_MODE}={mode} is not a mode KServe knows")
+    if default_mode is not None:
+        where = (f"defaultDeploymentMode {default_mode} in ConfigMap {KSERVE_CONFIG} in "
+                 f"the input")
+        if default_mode in KSERVE_NOT_KNATIVE:
+            return False, f"KServe: {said}, and {where}"
+        return True, f"KServe: {said}, so {where} applies"
+    return True, f"KServe: {said}, so Serverless is assumed"

@@ -18,7 +18,7 @@ from krm_fn.admission.model import DEPENDS, ERROR, INFO, WARNING, AdmittedPod, F
 from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set,
                                   pod_qos)
 
-__all__ = ["judge", "fit", "fit_mix", "fit_one"]
+__all__ = ["judge", "judge_detail", "fit", "fit_mix", "fit_one"]
 
 
 def _names(items) -> str:
@@ -106,13 +106,43 @@ def _affinity_refusal(pod, node, adm, where: str, pol: str, scp: str) -> Finding
                f"{size}: request at most {most}, reserve fewer CPUs on one NUMA node, or "
                + fix.split(", ", 1)[-1].removeprefix("or "))
     what = f"{need} exclusive CPUs; " if need else ""
+    mem = _memory_text(pod, node, adm.container)
+    if mem:
+        fix = ("request less memory per NUMA node, describe the nodes' memory per NUMA node "
+               "(topology.numaMemory) if it differs, or " + fix.removeprefix("request "))
     return Finding(ERROR, f"the Topology Manager ({pol}, scope {scp}) refuses the pod with "
                    f"TopologyAffinityError on an empty node of pool {node.pool!r}: no "
                    f"{'single NUMA node' if pol == topology.SINGLE else 'preferred NUMA set'}"
                    f" can hold what {where} needs ({what}CPUs free on an empty node: "
-                   f"{_free_text(node)}); {fix} "
+                   f"{_free_text(node)}{mem}); {fix} "
                    f"({topology.TM_SRC} policy_{pol.replace('-', '_')}.go; "
                    f"{topology.TM_DOCS})", "topology", pod.path)
+
+
+def _memory_text(pod: AdmittedPod, node: NodeModel, container: str) -> str:
+    """Under Memory Manager Static with per-NUMA memory modelled: `; memory requested
+    20Gi, allocatable per NUMA node (reservedMemory and hugepages taken out): NUMA 0:
+    15Gi, NUMA 1: 16Gi` for the pod (or `container`), else ""."""
+    if not (memorymanager.is_static(node) and node.numa_memory):
+        return ""
+    if container:
+        req = next((memorymanager.requested(c) for c in pod.containers
+                    if c.name == container), {})
+    else:
+        req = memorymanager.pod_requested(pod)
+    if not req:
+        return ""
+    alloc = memorymanager.MemState(node).alloc
+    asked = ", ".join(f"{r} {_gib(v)}" for r, v in sorted(req.items()))
+    per = "; ".join(f"NUMA {n}: " + ", ".join(f"{r} {_gib(alloc[n].get(r, 0))}"
+                                             for r in sorted(req))
+                    for n in sorted(alloc))
+    return (f"; requested {asked}, allocatable per NUMA node under memoryManagerPolicy "
+            f"Static (reservedMemory and pre-allocated hugepages taken out): {per}")
+
+
+def _gib(n: int) -> str:
+    return f"{n / 2**30:.4g}Gi"
 
 
 def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
@@ -121,9 +151,17 @@ def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
     if adm.reason == topology.TAE:
         return _affinity_refusal(pod, node, adm, where, pol, scp)
     if adm.reason == topology.SMT:
+        c = next((c for c in pod.containers if c.name == adm.container), None)
+        fix = (f"request a multiple of {node.threads_per_core} CPUs that whole free cores "
+               f"can hold")
+        if c is not None and not c.designated:
+            cpu = c.requests.get("cpu", 0)
+            added = "" if c.source == "manifest" else f", added by {c.source}"
+            fix = (f"{where} is not one krm-fn pins{added}: give it a fractional cpu with "
+                   f"requests == limits (e.g. {int(cpu) * 1000 - 100}m instead of "
+                   f"{int(cpu)}) so it runs in the shared pool, or {fix}")
         return Finding(ERROR, f"{where} fails with SMTAlignmentError on pool {node.pool!r} "
-                       f"(full-pcpus-only): {adm.message}; request a multiple of "
-                       f"{node.threads_per_core} CPUs that whole free cores can hold "
+                       f"(full-pcpus-only): {adm.message}; {fix} "
                        f"({cpumanager.STATIC_SRC} Allocate; {cpumanager.DOCS})",
                        "cpumanager", pod.path)
     rule = "memorymanager" if "memorymanager" in adm.message else "cpumanager"
@@ -184,12 +222,19 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
 
 
 def judge(pod: AdmittedPod, node: NodeModel) -> tuple:
+    """`judge_detail` without the per-container NUMA nodes: (qos, exclusive, numa,
+    findings)."""
+    return judge_detail(pod, node)[:4]
+
+
+def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
     """The kubelet's verdict on `pod` on an EMPTY node of `node`'s pool.
 
-    Returns (qos, exclusive, numa, findings): qos "Guaranteed" | "Burstable" | "BestEffort";
-    exclusive ((container name, cpus), ...) in allocation order, () when refused; numa
-    sorted NUMA ids of the exclusive CPUs and Static memory, () when none; findings a tuple
-    of Finding (rules qos, cpumanager, topology, memorymanager, capacity). Pure; raises
+    Returns (qos, exclusive, numa, findings, numa_of): qos "Guaranteed" | "Burstable" |
+    "BestEffort"; exclusive ((container name, cpus), ...) in allocation order, () when
+    refused; numa sorted NUMA ids of the exclusive CPUs and Static memory, () when none;
+    findings a tuple of Finding (rules qos, cpumanager, topology, memorymanager, capacity);
+    numa_of {container name: NUMA ids of its exclusive CPUs}. Pure; raises
     krm_fn.quantity.QuantityError for a malformed reservedMemory quantity.
     """
     pod_level = gate(node, "PodLevelResources")
@@ -200,4 +245,4 @@ def judge(pod: AdmittedPod, node: NodeModel) -> tuple:
     findings = _node_findings(pod, node, qos) + _qos_findings(pod, node, qos, pod_level)
     findings += _cpu_findings(pod, node, qos, exclusive)
     findings += [_refusal(pod, node, adm)] if not adm.admitted else _depends(pod, node, adm)
-    return qos, exclusive, numa, tuple(findings)
+    return qos, exclusive, numa, tuple(findings), (adm.numa_of if adm.admitted else {})

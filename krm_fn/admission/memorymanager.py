@@ -7,7 +7,8 @@ and https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/.
 
 Rules modelled: only Guaranteed pods are handled (others get no hints and no NUMA
 pinning); a pod with pod-level resources is skipped like by the CPU Manager; per NUMA node
-allocatable = capacity (`node.numa_memory`) minus `reservedMemory` of that NUMA node; the
+allocatable = capacity (`node.numa_memory`) minus `reservedMemory` of that NUMA node, and
+for `memory` also minus the hugepages pre-allocated there (getDefaultMachineState); the
 resources are `memory` and `hugepages-<size>`; a hint is a NUMA combination whose
 allocatable covers the request (that decides the preferred size) and whose free memory
 covers it; a NUMA node used alone cannot join a group later, and a node of a group can only
@@ -63,6 +64,17 @@ def pod_requested(pod: AdmittedPod) -> dict:
             for r in sorted(names)}
 
 
+def _allocatable(capacity: dict, reserved: dict) -> dict:
+    """{resource: bytes} allocatable on one NUMA node (getDefaultMachineState): each
+    resource's capacity minus its reservedMemory; `memory` also minus the hugepages
+    pre-allocated on that NUMA node ("remove memory allocated by hugepages")."""
+    out = {r: max(0, int(v) - reserved.get(r, 0)) for r, v in capacity.items()}
+    pages = sum(int(v) for r, v in capacity.items() if r.startswith("hugepages-"))
+    if "memory" in out:
+        out["memory"] = max(0, out["memory"] - pages)
+    return out
+
+
 class MemState:
     """Per-NUMA memory state of one node under `Static`: `alloc` and `free`
     {NUMA id: {resource: bytes}}, `cells` {NUMA id: tuple of the group it is allocated
@@ -71,8 +83,8 @@ class MemState:
     def __init__(self, node: NodeModel):
         reserved = reserved_memory(node)
         self.numas = sorted(int(n) for n in node.numa_memory)
-        self.alloc = {n: {r: max(0, int(v) - reserved.get(n, {}).get(r, 0))
-                          for r, v in node.numa_memory[n].items()} for n in self.numas}
+        self.alloc = {n: _allocatable(node.numa_memory[n], reserved.get(n, {}))
+                      for n in self.numas}
         self.free = {n: dict(v) for n, v in self.alloc.items()}
         self.cells = {n: (n,) for n in self.numas}
         self.count = {n: 0 for n in self.numas}

@@ -67,7 +67,9 @@ class AdmittedPod:
     injectors that fire; `node_selector`: the pod's nodeSelector after krm-fn's edits;
     `affinity`: the pod's `affinity` (plain data) or None; `tolerations`: list (plain);
     `namespace`: the pod's namespace ("" unknown); `findings`: problems found while
-    building the model (Finding), e.g. an injector whose resources cannot be known.
+    building the model (Finding), e.g. an injector whose resources cannot be known;
+    `overhead`: {resource: amount} the RuntimeClass admission controller sets as
+    `spec.overhead` (the RuntimeClass's `overhead.podFixed`, KEP-688), {} when none.
     """
 
     ref: Ref
@@ -81,6 +83,7 @@ class AdmittedPod:
     tolerations: tuple = ()
     namespace: str = ""
     findings: tuple = ()
+    overhead: dict = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,8 @@ class NodeModel:
     `numa_memory`: {NUMA node id: {resource: bytes}} capacity per NUMA node (`memory`,
     `hugepages-<size>`), {} when the config does not describe memory; `allocatable`:
     node allocatable {resource: amount} (capacity minus kube/system reserved and the hard
-    eviction threshold), {} when unknown.
+    eviction threshold), {} when unknown; `daemons`: AdmittedPods of the DaemonSets of
+    the input that run on every node of the pool, placed before anything else.
     """
 
     pool: str
@@ -105,6 +109,7 @@ class NodeModel:
     reserved_cpus: frozenset = frozenset()
     numa_memory: dict = field(default_factory=dict)
     allocatable: dict = field(default_factory=dict)
+    daemons: tuple = ()
 
     @property
     def numa_nodes(self) -> list[int]:
@@ -145,7 +150,8 @@ class PodVerdict:
     order; `numa`: NUMA node ids the pod's exclusive CPUs (and memory under Static) come
     from on an empty node, () when none; `injected`: names of the injected containers;
     `fit`: replicas of this pod that fit on one empty node (None: not computed);
-    `findings`: Finding tuple.
+    `findings`: Finding tuple; `numa_of`: ((container name, NUMA ids), ...) of the
+    containers in `exclusive`.
     """
 
     qos: str
@@ -154,6 +160,7 @@ class PodVerdict:
     injected: tuple = ()
     fit: int | None = None
     findings: tuple = ()
+    numa_of: tuple = ()
 
     @property
     def pinned(self) -> bool:

@@ -148,7 +148,8 @@ class Admission:
     status reason: TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError);
     `message` the kubelet's error text; `container` the container it failed on ("" for the
     pod scope); `exclusive` ((name, cpus), ...); `numa` sorted NUMA ids of exclusive CPUs and
-    Static memory; `hints` [(what, cpus, mask)] merged hints of the CPU-pinned steps."""
+    Static memory; `hints` [(what, cpus, mask)] merged hints of the CPU-pinned steps;
+    `numa_of` {container name: sorted NUMA ids of its exclusive CPUs}."""
 
     admitted: bool = True
     reason: str = ""
@@ -157,6 +158,7 @@ class Admission:
     exclusive: tuple = ()
     numa: tuple = ()
     hints: list = field(default_factory=list)
+    numa_of: dict = field(default_factory=dict)
 
 
 def _providers(st: NodeState, ncpu: int, mreq: dict, reuse_cpu: set, reuse_mem: dict,
@@ -209,7 +211,9 @@ def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str) -> Admissi
                                  f"requested={n}, available={len(st.cpu.free | reuse_cpu)}",
                                  c.name, tuple(exclusive), (), out.hints)
             exclusive.append((c.name, n))
-            numa |= {st.cpu.info[x].numa for x in got}
+            mine = {st.cpu.info[x].numa for x in got}
+            out.numa_of[c.name] = tuple(sorted(mine))
+            numa |= mine
             reuse_cpu = reuse_cpu | got if c.role == INIT else reuse_cpu - got
         if mreq:
             nodes, err = st.mem.allocate(mreq, hint[0], hint[1], reuse_mem)

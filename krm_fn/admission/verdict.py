@@ -10,7 +10,10 @@ each pod gets as a result.
 """
 from __future__ import annotations
 
-from krm_fn.admission import capacity, knative, kubelet, scheduling
+from krm_fn import quantity
+from krm_fn.admission import capacity, knative, kubelet, limitrange, scheduling, vpa
+from krm_fn.admission.injectors import base
+from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState
 from krm_fn.admission.model import (APP, ERROR, SIDECAR, AdmittedPod, Finding, NodeModel,
                                     PodVerdict)
@@ -54,12 +57,13 @@ def effective_requests(pod: AdmittedPod, resource: str):
     return max(apps + sidecars, peak)
 
 
-def _podlevel_findings(pod: AdmittedPod) -> list:
+def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
     """Pod-level requests below the aggregate of the container requests, injected
     containers included: the API server refuses the pod (validation runs after the
-    mutating webhooks that inject the containers)."""
+    mutating webhooks that inject the containers). Without the PodLevelResources gate
+    the API server drops the field (it validates nothing)."""
     out = []
-    if not pod.pod_requests:
+    if not pod.pod_requests or not gate(node, "PodLevelResources"):
         return out
     for r in ("cpu", "memory"):
         have = pod.pod_requests.get(r)
@@ -68,29 +72,35 @@ def _podlevel_findings(pod: AdmittedPod) -> list:
             injected = [c.name for c in pod.containers if c.source != "manifest"]
             extra = (f" (injected containers {', '.join(injected)} included)" if injected
                      else "")
-            out.append(Finding(ERROR, f"pod-level requests.{r} is below what the containers "
-                                      f"request{extra}: the API server refuses the pod; "
-                                      f"raise spec.resources.requests.{r} and limits.{r} to "
-                                      f"at least the aggregate ({POD_LEVEL_SOURCE})",
+            show = (quantity.format_cpu if r == "cpu" else base.fmt_bytes)
+            out.append(Finding(ERROR, f"pod-level requests.{r} {show(have)} is below the "
+                                      f"{show(need)} the containers request{extra}: the API "
+                                      f"server refuses the pod; raise "
+                                      f"spec.resources.requests.{r} and limits.{r} to at "
+                                      f"least {show(need)} ({POD_LEVEL_SOURCE})",
                                "podlevel", f"{pod.path}.resources.requests.{r}"))
     return out
 
 
 def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
-          spec: dict | None = None) -> PodVerdict:
+          spec: dict | None = None, limit_ranges: list = (), vpas: list = ()) -> PodVerdict:
     """The PodVerdict of `pod` on one empty node `node` of its pool; `features`: the
     Knative feature flags (knative.features) when the pod is a Knative pod, else None;
-    `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model).
+    `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model);
+    `limit_ranges`: the LimitRanges of the pod's namespace in the input; `vpas`: the
+    VerticalPodAutoscalers of the input that target the pod's workload.
     """
-    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod)
-    qos, exclusive, numa, found = _kubelet(pod, node)
+    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
+    findings += limitrange.refused(pod, list(limit_ranges)) + vpa.refused(pod, list(vpas))
+    qos, exclusive, numa, found, numa_of = _kubelet(pod, node)
     findings += found
     findings += scheduling.matches(pod, node)
     if features is not None:
         findings += knative.refused(pod, features, spec)
     fit = fit_alone(pod, node)[0]
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
-    return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings))
+    return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
+                      tuple(sorted(numa_of.items())))
 
 
 def line(v: PodVerdict, failed: bool = False) -> str:
@@ -99,9 +109,7 @@ def line(v: PodVerdict, failed: bool = False) -> str:
     outside the verdict (a rule's) keeps the pod from running pinned too."""
     parts = [f"{v.qos} after admission"]
     if v.exclusive:
-        cpus = ", ".join(f"{n} {c}" for n, c in v.exclusive)
-        numa = ("" if not v.numa else " on NUMA " + "+".join(str(n) for n in v.numa))
-        parts.append(f"exclusive CPUs {cpus}{numa}")
+        parts.append("exclusive CPUs " + _exclusive_text(v))
     else:
         parts.append("no exclusive CPUs")
     if v.injected:
@@ -113,14 +121,26 @@ def line(v: PodVerdict, failed: bool = False) -> str:
     return "; ".join(parts)
 
 
+def _exclusive_text(v: PodVerdict) -> str:
+    """`server 4 on NUMA 0` (`a 10, b 10 on NUMA 0` when all share the NUMA nodes; `a 10 on
+    NUMA 0, b 10 on NUMA 1` when the containers got CPUs on different ones)."""
+    of = dict(v.numa_of)
+
+    def where(ids) -> str:
+        return " on NUMA " + "+".join(str(n) for n in ids) if ids else ""
+    if len({of.get(n, ()) for n, _ in v.exclusive}) > 1:
+        return ", ".join(f"{n} {c}{where(of.get(n, ()))}" for n, c in v.exclusive)
+    return ", ".join(f"{n} {c}" for n, c in v.exclusive) + where(v.numa)
+
+
 def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
-    """kubelet.judge(pod, node), memoised per named pod shape, pod spec path and node
+    """kubelet.judge_detail(pod, node), memoised per named pod shape, pod spec path and node
     (what its findings depend on): the inputs of a render hold many pods alike."""
     key = ("kubelet", _signature(pod, named=True), pod.path, id(node))
     hit = _FITS.get(key)
     if hit is not None and hit[0] is node:
         return hit[1]
-    found = kubelet.judge(pod, node)
+    found = kubelet.judge_detail(pod, node)
     if len(_FITS) >= _FITS_MAX:
         _FITS.clear()
     _FITS[key] = (node, found)
@@ -129,13 +149,14 @@ def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     """What the fit of a pod depends on besides the node: its containers' roles and
-    resources, pod-level resources, designation; with `named`, also the containers' names
-    and sources (what messages name)."""
+    resources, pod-level resources, pod overhead, designation; with `named`, also the
+    containers' names and sources (what messages name)."""
     def res(m):
         return tuple(sorted(m.items())) if m else ()
     return (tuple((c.role, res(c.requests), res(c.limits), c.designated)
                   + ((c.name, c.source) if named else ())
-                  for c in pod.containers), res(pod.pod_requests), res(pod.pod_limits))
+                  for c in pod.containers), res(pod.pod_requests), res(pod.pod_limits),
+            res(pod.overhead))
 
 
 def fit_alone(pod: AdmittedPod, node: NodeModel) -> tuple[int, str]:
@@ -185,6 +206,9 @@ def pool_summary(node: NodeModel, judged: list) -> str:
     mem = node.allocatable.get("memory")
     if mem is not None:
         head += f", {mem / 2**30:.4g}Gi allocatable memory"
+    if node.daemons:
+        head += (", less the pods of DaemonSet "
+                 + ", ".join(d.ref.name for d in node.daemons) + " on every node")
     parts = []
     for p, v in judged:
         count, why = fit_alone(p, node)

@@ -14,17 +14,20 @@ DEBUG_ENV = "KRM_FN_DEBUG"
 OWN_PROCESS = False
 
 
-def decode(data: bytes, source: str) -> str:
-    """`data` as text: UTF-8 with a leading byte-order mark dropped. `source` names the
-    input in the message ("stdin", a file name). Raises resourcelist.InputError when
-    `data` is not UTF-8."""
+BOM = "\ufeff"
+
+
+def decode(data: bytes, source: str, keep_bom: bool = False) -> str:
+    """`data` as text: UTF-8, a leading byte-order mark dropped unless `keep_bom` (the
+    render strips it itself and writes it back). `source` names the input in the message
+    ("stdin", a file name). Raises resourcelist.InputError when `data` is not UTF-8."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         from krm_fn.resourcelist import InputError
         raise InputError(f"{source} is not UTF-8 text (byte 0x{data[e.start]:02x} at offset "
                          f"{e.start})") from None
-    return text[1:] if text.startswith("\ufeff") else text
+    return text[1:] if text.startswith(BOM) and not keep_bom else text
 
 
 def echo_err(message: str, nl: bool = True) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from krm_fn.cli.common import DEBUG_ENV, decode, echo_err, end_process, fail, guard
+from krm_fn.cli.common import BOM, DEBUG_ENV, decode, echo_err, end_process, fail, guard
 
 
 def _cyclic_gc_paused(fn):
@@ -42,10 +42,12 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
     line and the human report (krm_fn/report.py) on stderr; stdout is the same. `mode`
     overrides spec.mode. `run_cmd` (krm-fn run): in validate mode no manifests are written,
     only the findings on stderr. `output`: write to that file instead of stdout, only when
-    its content changes and never after an error (the file is left as it was);
+    its content changes and never after an error (the file is left as it was). A UTF-8
+    byte-order mark that starts `text` starts the output too;
     `fail_on_change`: exit 1 when it was created or rewritten (pre-commit)."""
     from krm_fn import pipeline, resourcelist
-    doc = resourcelist.parse(text, require_resource_list=require_rl)
+    bom = BOM if text.startswith(BOM) else ""
+    doc = resourcelist.parse(text[len(bom):], require_resource_list=require_rl)
     fc = doc.function_config if function_config is None else function_config
     progress = None
     if report:
@@ -57,7 +59,7 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
     if progress is not None:
         progress.done()
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
-    rendered = resourcelist.render(doc, out.ops, out.emitted, results, out.replace)
+    rendered = bom + resourcelist.render(doc, out.ops, out.emitted, results, out.replace)
     changed = False
     if run_cmd:
         _warn_local_config(doc.items)
@@ -159,17 +161,23 @@ def _write_if_changed(path: str, text: str) -> bool:
     return True
 
 
-def read_inputs(files) -> str:
+def read_inputs(files, restriction: str = "LoadRestrictionsRootOnly") -> str:
     """The texts of `files` (paths, `-` for stdin) joined into one multi-document YAML
-    stream (a `---` line between documents that do not start with one). Raises InputError
-    for input that is not UTF-8, OSError when a file cannot be read."""
-    texts = []
+    stream (a `---` line between documents that do not start with one), read by
+    krm_fn.cli.files (regular files only, within the tree per `restriction`, at most
+    files.MAX_INPUT_BYTES together). Raises InputError for input that is not UTF-8 or that
+    files refuses, OSError when a file cannot be read."""
+    from krm_fn.cli import files as files_mod
+    texts, left = [], files_mod.MAX_INPUT_BYTES
     for f in files:
         if f == "-":
-            texts.append(decode(sys.stdin.buffer.read(), "stdin"))
+            data = files_mod.read_stdin("stdin", left)
         else:
-            with open(f, "rb") as fh:
-                texts.append(decode(fh.read(), f))
+            data = files_mod.read_file(f, f, left, restriction)
+        left -= len(data)
+        # the first input's byte-order mark is kept (render writes it back); a later
+        # file's would land inside the stream
+        texts.append(decode(data, "stdin" if f == "-" else f, keep_bom=not texts))
     out = ""
     for t in texts:
         if out and not out.endswith("\n"):
@@ -180,12 +188,18 @@ def read_inputs(files) -> str:
     return out
 
 
-def _read_config(path: str, what: str | None = None):
+def _read_config(path: str, what: str | None = None, restriction: str = "LoadRestrictionsNone"):
     from krm_fn import resourcelist
-    with open(path, "rb") as fh:
-        text = decode(fh.read(), path)
+    from krm_fn.cli import files
+    data = files.read_file(path, what or path, files.MAX_CONFIG_BYTES, restriction)
+    text = decode(data, path)
     return (resourcelist.load_config_file(text) if what is None
             else resourcelist.load_config_file(text, what))
+
+
+def _stdin() -> str:
+    from krm_fn.cli import files
+    return decode(files.read_stdin(), "stdin", keep_bom=True)
 
 
 def _function() -> None:
@@ -193,8 +207,7 @@ def _function() -> None:
         fail("no ResourceList on stdin. krm-fn is a KRM function: run it through "
              "kustomize or kpt, pipe a ResourceList into it, or use `krm-fn run --config "
              "CONFIG FILE...` for plain YAML (see `krm-fn --help`)")
-    text = decode(sys.stdin.buffer.read(), "stdin")
-    render(text, None, True, False)
+    render(_stdin(), None, True, False)
 
 
 def function() -> None:
@@ -206,7 +219,7 @@ def function() -> None:
 
 def _plugin(config_file: str) -> None:
     fc = _read_config(config_file)
-    render(decode(sys.stdin.buffer.read(), "stdin"), fc, False, True)
+    render(_stdin(), fc, False, True)
 
 
 def plugin(config_file: str) -> None:
@@ -216,19 +229,22 @@ def plugin(config_file: str) -> None:
     guard(_plugin, config_file)
 
 
-def _run_files(config_file, baseline_file, files, report, mode, output, fail_on_change):
-    fc = _read_config(config_file) if config_file else None
+def _run_files(config_file, baseline_file, files, report, mode, output, fail_on_change,
+               restriction):
+    fc = _read_config(config_file, None, restriction) if config_file else None
     if baseline_file:
-        fc = with_baseline(fc, _read_config(baseline_file, f"--baseline {baseline_file}"),
-                           baseline_file)
-    render(read_inputs(files), fc, False, True, report, mode, output, run_cmd=True,
-           fail_on_change=fail_on_change)
+        fc = with_baseline(fc, _read_config(baseline_file, f"--baseline {baseline_file}",
+                                            restriction), baseline_file)
+    render(read_inputs(files, restriction), fc, False, True, report, mode, output,
+           run_cmd=True, fail_on_change=fail_on_change)
 
 
 def run_files(config_file: str | None, baseline_file: str | None, files, report: bool,
-              mode: str | None, output: str | None, fail_on_change: bool) -> None:
+              mode: str | None, output: str | None, fail_on_change: bool,
+              restriction: str = "LoadRestrictionsRootOnly") -> None:
     """`krm-fn run` once its options are checked: the config (None: defaults) and baseline
-    files, then `files` (paths, `-` for stdin) rendered as by `render`. Exits 1 on unusable
+    files, then `files` (paths, `-` for stdin) rendered as by `render`; every file read by
+    krm_fn.cli.files under `restriction` (its load restriction). Exits 1 on unusable
     input, an error result, or (with `fail_on_change`) a rewritten `output`."""
     guard(_run_files, config_file, baseline_file, files, report, mode, output,
-          fail_on_change)
+          fail_on_change, restriction)

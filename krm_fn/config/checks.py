@@ -27,6 +27,10 @@ IMAGE = re.compile(rf"(?:{_IMAGE_DOMAIN}/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONE
                    r"(?::[\w][\w.-]{0,127})?"
                    r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
 # Used with fullmatch only: `$` would also match before a trailing newline.
+# a Prometheus duration: units ms s m h d w y, largest first, no fractions
+# (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)
+PROM_DURATION = re.compile(r"(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?"
+                           r"([0-9]+s)?([0-9]+ms)?")
 DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")

@@ -5,7 +5,7 @@ as an instance of a `Record` subclass) and `ObjectList` (a list of such objects)
 from __future__ import annotations
 
 
-from krm_fn.config.types import Type
+from krm_fn.config.types import MAX_ITEMS, Type, check_count
 from krm_fn.config.values import ConfigError, raise_all, type_name, unknown_fields
 
 
@@ -152,17 +152,15 @@ class ObjectList(Type):
 
     kind, label, nullable, leaf = "objectlist", "list of objects", False, False
 
-    def __init__(self, of: Object, min_items: int = 0, item: str = "entry"):
-        self.of, self.min_items, self.item = of, min_items, item
+    def __init__(self, of: Object, min_items: int = 0, item: str = "entry",
+                 max_items: int = MAX_ITEMS):
+        self.of, self.min_items, self.item, self.max_items = of, min_items, item, max_items
         self.fields = of.fields
 
     def convert(self, v, path, flat):
         if not isinstance(v, list):
             raise ConfigError(path, f"expected a list, found {type_name(v)}")
-        if len(v) < self.min_items:
-            raise ConfigError(path, f"must list at least "
-                                    f"{'one' if self.min_items == 1 else self.min_items} "
-                                    f"{self.item}")
+        check_count(len(v), self.min_items, self.max_items, self.item, path)
         built, errors = [], []
         for i, x in enumerate(v):
             try:
@@ -176,11 +174,13 @@ class ObjectList(Type):
         return [] if default == [] else [self.of.build({}, "")]
 
     def facts(self):
-        return [("MIN ITEMS", str(self.min_items))] if self.min_items else []
+        return ([("MIN ITEMS", str(self.min_items))] if self.min_items else []) + (
+            [("MAX ITEMS", str(self.max_items))] if self.max_items != MAX_ITEMS else [])
 
     def json_schema(self, flat=False):
         s: dict[str, Any] = {"type": "array"}
         if self.min_items:
             s["minItems"] = self.min_items
+        s["maxItems"] = self.max_items
         s["items"] = {"type": "object", **self.of.properties_schema()}
         return s

@@ -15,7 +15,7 @@ from krm_fn import workloads
 from krm_fn.config import checks
 from krm_fn.config.baseline import check_baseline
 from krm_fn.config.checks import (DNS_LABEL, DNS_SUBDOMAIN, ENV_NAME, IMAGE, KIND_NAME,
-                                  check_labels, check_names)
+                                  PROM_DURATION, check_labels, check_names)
 from krm_fn.config.fields import Record
 from krm_fn.config.values import ConfigError, parse_quantity, short
 from krm_fn.node import topology
@@ -105,7 +105,7 @@ class Threads(Record):
 
 class Injection(Record):
     """`spec.workloads.injection`: one Injector per admission-time injector (istio,
-    linkerd, knativeQueueProxy, vault, dapr)."""
+    linkerd, knativeQueueProxy, vault, dapr, gcsfuse)."""
 
 
 class Injector(Record):
@@ -277,10 +277,26 @@ class Verdict(Record):
     selected pod will not get exclusive CPUs."""
 
 
+class Monitoring(Record):
+    """`spec.output.monitoring`: enabled (bool), cvThresholdPercent (int), alertFor and
+    rateWindow (Prometheus durations, str), histograms ("classic" or "native"), labels
+    (dict), grafanaDashboard (bool)."""
+
+    def check(self, path: str) -> None:
+        """alertFor and rateWindow are Prometheus durations
+        (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)."""
+        for name in ("alertFor", "rateWindow"):
+            value = getattr(self, name)
+            if len(value) > 32 or not PROM_DURATION.fullmatch(value):
+                raise ConfigError(f"{path}.{name}", f"must be a Prometheus duration such as "
+                                                    f"5m or 1h30m, found {short(value)}")
+        check_labels(self.labels, f"{path}.labels")
+
+
 class Output(Record):
     """`spec.output`, what the node plan is emitted as: formats (list[str]), namespace
     (str), baseline (a KubeletConfiguration mapping or None), verifyJob (bool),
-    verifyImage (str)."""
+    verifyImage (str), nodeAuditJob (bool), monitoring (Monitoring)."""
 
     def check(self, path: str) -> None:
         """The namespace is a DNS label, verifyImage an image reference."""
@@ -292,3 +308,4 @@ class Output(Record):
             raise ConfigError(f"{path}.verifyImage", f"must be a container image reference "
                                                      f"such as ghcr.io/krm-fn/krm-fn:0.1.0, "
                                                      f"found {short(self.verifyImage)}")
+        self.monitoring.check(f"{path}.monitoring")

@@ -9,7 +9,8 @@ pool. Loaded objects are instances of the classes in krm_fn.config.records.
 from __future__ import annotations
 
 from krm_fn.config.fields import Field, Object, ObjectList
-from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, NodePool, Output,
+from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Monitoring,
+                                   NodePool, Output,
                                    PerformanceProfile, Reserved, Resources, Selector, Shm, Spec,
                                    Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
@@ -29,6 +30,8 @@ DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREAD
 # each under krm_fn/node/formats; listing them does not import them)
 FORMATS = tuple(_FORMAT_REGISTRY)
 
+MAX_NODE_POOLS = 100   # bounds a render's work: every pool gets a plan and its verdicts
+
 # --- spec.nodePools[] ---------------------------------------------------------------------
 
 TOPOLOGY = Object(Topology, (
@@ -42,12 +45,14 @@ TOPOLOGY = Object(Topology, (
     Field("lscpu", Text(), None, "Output of `lscpu -p=CPU,CORE,SOCKET,NODE` from one node "
           "of the pool: the exact CPU numbering; when set, the counts above are ignored.",
           flat="lscpu"),
-    Field("memory", Memory(), None, "Memory capacity of one node (e.g. 192Gi), split evenly "
+    Field("memory", Memory(), None, "Memory capacity of one node (e.g. 192Gi, the Node's "
+          "status.capacity.memory: pre-allocated hugepages included), split evenly "
           "over its NUMA nodes unless numaMemory says otherwise: how many pods fit, and "
           "the Memory Manager's per-NUMA accounting. null: memory is not modelled.",
           flat="nodeMemory"),
     Field("numaMemory", StrMap(), {}, "Memory per NUMA node where they differ, by NUMA node "
-          "id (e.g. {\"0\": 96Gi, \"1\": 64Gi}); overrides the even split of memory.",
+          "id (e.g. {\"0\": 96Gi, \"1\": 64Gi}), hugepages included (the NUMA node's "
+          "MemTotal); overrides the even split of memory.",
           flat="numaMemory"),
     Field("hugepages", StrMap(), {}, "Pre-allocated hugepages of one node by page size "
           "(e.g. {1Gi: 32Gi}), split evenly over its NUMA nodes.", flat="hugepages"),
@@ -108,9 +113,10 @@ KUBELET = Object(Kubelet, (
           "{memory: 500Mi}, or the baseline's systemReserved when output.baseline sets "
           "one."),
     Field("evictionHard", StrMap(), {},
-          "Hard eviction thresholds, merged over the kubelet defaults (memory.available "
-          "100Mi, nodefs.available 10%, nodefs.inodesFree 5%, imagefs.available 15%) and "
-          "the baseline's (setting one signal would otherwise zero the others)."),
+          "Hard eviction thresholds, merged over the kubelet defaults of kubernetesVersion "
+          "(memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%, "
+          "imagefs.available 15%; from 1.30 also imagefs.inodesFree 5%) and the "
+          "baseline's (setting one signal would otherwise zero the others)."),
     Field("podPidsLimit", Int(1, 4194304), 4096, "pids.max of every pod cgroup."),
     Field("failCgroupV1", Bool(), True, "Refuse to start on cgroup v1 nodes "
           "(field since 1.31; kubelet default true from 1.35)."),
@@ -230,6 +236,7 @@ WORKLOADS = Object(Workloads, (
                   "Knative queue-proxy (Knative Services, KServe serverless)."),
         _injector("vault", "vault", "Vault agent (vault-agent, vault-agent-init)."),
         _injector("dapr", "dapr", "Dapr daprd."),
+        _injector("gcsfuse", "gcsfuse", "GKE Cloud Storage FUSE gke-gcsfuse-sidecar."),
     )), None, "Sidecars injected at admission: their request == limit annotations on the "
               "pod template."),
     Field("shm", Object(Shm, (
@@ -250,6 +257,36 @@ EXTRA_KIND = Object(ExtraKind, (
           "annotations the pods get (default: the pod spec's parent + .metadata)."),
 ))
 
+MONITORING = Object(Monitoring, (
+    Field("enabled", Bool(), False, "Emit, per selected workload with a pinned container, a "
+          "monitoring.coreos.com/v1 PrometheusRule `krm-fn-jitter-<workload>` in its "
+          "namespace: recording rules for the mean, stddev and CV of the request latency "
+          "when its serving engine exposes a latency histogram (vLLM, TGI), an alert when "
+          "the CV stays above cvThresholdPercent, and pinning-health alerts (QoS not "
+          "Guaranteed, CFS throttling where the version still applies a quota to exclusive "
+          "CPUs, CPU and I/O pressure where the version exposes PSI).",
+          flat="monitoring"),
+    Field("cvThresholdPercent", Int(1, 1000), 20, "The CV (stddev/mean of the request "
+          "latency), in percent, above which KrmFnLatencyCVHigh fires.",
+          flat="monitoringCvThresholdPercent"),
+    Field("alertFor", Str(), "15m", "How long a condition must hold before an alert fires "
+          "(a Prometheus duration: 15m, 1h).", flat="monitoringAlertFor"),
+    Field("rateWindow", Str(), "5m", "The range of rate() in every expression (a "
+          "Prometheus duration; at least four scrape intervals).",
+          flat="monitoringRateWindow"),
+    Field("histograms", Enum("classic", "native"), "classic", "`classic`: mean exact from "
+          "_sum/_count, stddev estimated from the engine version's buckets. `native`: "
+          "histogram_avg / histogram_stddev, for a Prometheus 3 that scrapes the engine's "
+          "classic histograms as native ones (convert_classic_histograms_to_nhcb).",
+          flat="monitoringHistograms"),
+    Field("labels", StrMap(), {}, "Labels of the emitted PrometheusRules, e.g. the "
+          "Prometheus Operator's ruleSelector (release: prometheus).", flat="-"),
+    Field("grafanaDashboard", Bool(), False, "Also emit a ConfigMap "
+          "`krm-fn-jitter-dashboard` (in spec.output.namespace, label grafana_dashboard: "
+          "\"1\") with a Grafana dashboard of the recorded mean, stddev and CV.",
+          flat="monitoringGrafanaDashboard"),
+))
+
 OUTPUT = Object(Output, (
     Field("formats", List(Enum(*FORMATS), min_items=1, item="format"), ["configmap"],
           "Formats: " + ", ".join(FORMATS) + "."),
@@ -264,6 +301,12 @@ OUTPUT = Object(Output, (
           "pinned container on one of the pool's nodes."),
     Field("verifyImage", Str(), "ghcr.io/krm-fn/krm-fn:0.1.0", "Image of the verify Job "
           "(runs `krm-fn verify`; entrypoint krm-fn)."),
+    Field("nodeAuditJob", Bool(), False, "Also emit, per node pool that received a "
+          "workload, a batch/v1 Job `krm-fn-node-audit-<pool>` that runs `krm-fn verify "
+          "--node` on one of the pool's nodes (the CPU/Memory Manager checkpoints and the CPU "
+          "topology mounted read-only) against the pool's plan; image verifyImage."),
+    Field("monitoring", MONITORING, None, "Prometheus rules that watch the latency jitter "
+          "and the pinning health of the selected workloads."),
 ))
 
 SCHEMA = (
@@ -275,7 +318,8 @@ SCHEMA = (
           "emit nothing; report each change `mutate` would make as an error naming the item "
           "and field (exit 1), so a kpt validator or CI check fails on unpinned manifests."),
     Field("selector", Object(Selector, (
-        Field("kinds", List(), [], "Workload kinds, e.g. [Deployment, InferenceService]."),
+        Field("kinds", List(), [], "Workload kinds, e.g. [Deployment, InferenceService]; "
+              "case-sensitive, and a kind krm-fn neither tunes nor checks is an error."),
         Field("names", List(), [], "Workload names."),
         Field("namespaces", List(), [], "Workload namespaces."),
         Field("matchLabels", StrMap(), {}, "Labels the workload's metadata.labels must carry."),
@@ -283,7 +327,8 @@ SCHEMA = (
     Field("workloads", WORKLOADS, None, "How pod specs are rewritten."),
     Field("extraKinds", ObjectList(EXTRA_KIND), [], "Custom workload kinds without a "
           "release, validated like the built-in ones (typed form only).", flat="-"),
-    Field("nodePools", ObjectList(NODE_POOL, min_items=1, item="node pool"), None,
+    Field("nodePools", ObjectList(NODE_POOL, min_items=1, item="node pool",
+                                  max_items=MAX_NODE_POOLS), None,
           "Node pools; workloads go to the pool named by their `krm-fn.dev/node-pool` "
           "annotation, else the pool whose nodeSelector they already carry, else the first "
           "pool."),

@@ -276,6 +276,19 @@ class Enum(Type):
         return {"type": "string", "enum": list(self.choices)}
 
 
+MAX_ITEMS = 1024     # entries of a config list, unless the field sets its own bound
+
+
+def check_count(n: int, min_items: int, max_items: int, item: str, path: str) -> None:
+    """Raise ConfigError at `path` when a list of `n` entries (each one `item`) is shorter
+    than `min_items` or longer than `max_items`."""
+    if n < min_items:
+        raise ConfigError(path, f"must list at least {'one' if min_items == 1 else min_items} "
+                                f"{item}")
+    if n > max_items:
+        raise ConfigError(path, f"has {n} entries; at most {max_items} are accepted")
+
+
 class List(Type):
     """A list of distinct strings (`of`: an Enum limits them to its choices), at least
     `min_items` long (`item` names one entry in that error); the ConfigMap spelling is
@@ -283,8 +296,9 @@ class List(Type):
 
     nullable = False
 
-    def __init__(self, of: Enum | None = None, min_items: int = 0, item: str = "entry"):
-        self.of, self.min_items, self.item = of, min_items, item
+    def __init__(self, of: Enum | None = None, min_items: int = 0, item: str = "entry",
+                 max_items: int = MAX_ITEMS):
+        self.of, self.min_items, self.item, self.max_items = of, min_items, item, max_items
         self.kind = "choicelist" if of else "list"
         self.label = "list of VALUES" if of else "list of strings"
 
@@ -299,21 +313,22 @@ class List(Type):
             raise ConfigError(path, f"expected a list, found a string (write [{v}])")
         else:
             raise ConfigError(path, f"expected a list, found {type_name(v)}")
-        if len(items) < self.min_items:
-            raise ConfigError(path, f"must list at least "
-                                    f"{'one' if self.min_items == 1 else self.min_items} "
-                                    f"{self.item}")
+        check_count(len(items), self.min_items, self.max_items, self.item, path)
+        seen: set = set()
         for i, x in enumerate(items):
             if self.of and x not in self.of.choices:
                 raise ConfigError(f"{path}[{i}]", f"must be one of {', '.join(self.of.choices)};"
                                                   f" found {short(x)}")
-            if x in items[:i]:
+            if x in seen:
                 raise ConfigError(f"{path}[{i}]", f"{short(x)} is listed twice")
+            seen.add(x)
         return items
 
     def facts(self):
         return ((self.of.facts() if self.of else [])
-                + ([("MIN ITEMS", str(self.min_items))] if self.min_items else []))
+                + ([("MIN ITEMS", str(self.min_items))] if self.min_items else [])
+                + ([("MAX ITEMS", str(self.max_items))] if self.max_items != MAX_ITEMS
+                   else []))
 
     def json_schema(self, flat=False):
         s: dict[str, Any] = {"type": ["array", "string"] if flat else "array",
@@ -321,6 +336,7 @@ class List(Type):
                              "uniqueItems": True}
         if self.min_items:
             s["minItems"] = self.min_items
+        s["maxItems"] = self.max_items
         choices = self.of.choices if self.of else ()
         if flat and choices and all(re.fullmatch(r"[A-Za-z0-9-]+", c) for c in choices):
             one = "(" + "|".join(choices) + r")\s*(,[\s,]*|$)"

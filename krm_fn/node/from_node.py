@@ -32,6 +32,7 @@ from fractions import Fraction
 from typing import Any
 
 from krm_fn import quantity
+from krm_fn.node.formats._common import LOCAL_CONFIG_ANNOTATION
 
 NODE = ("v1", "Node")
 NRT = ("topology.node.k8s.io/v1alpha2", "NodeResourceTopology")
@@ -39,6 +40,7 @@ SMT_LABEL = "feature.node.kubernetes.io/cpu-hardware_multithreading"
 HUGEPAGES_PREFIX = "hugepages-"
 NUMA_ZONE_TYPE = "Node"
 NUMA_ZONE_PREFIX = "node-"
+LOCAL_CONFIG = LOCAL_CONFIG_ANNOTATION
 
 
 class SourceError(ValueError):
@@ -58,8 +60,9 @@ def _get(obj: Any, *keys: str) -> Any:
 
 def resolve(value: Any, kind: tuple, items: list, path: str) -> dict:
     """The object `value` stands for: the mapping itself (its kind checked when given), or
-    the one input item of `kind` ((apiVersion, kind)) whose metadata.name is `value`.
-    Raises SourceError."""
+    the one input item of `kind` ((apiVersion, kind)) whose metadata.name is `value`, which
+    must be marked config.kubernetes.io/local-config (else the output carries it to the
+    cluster). Raises SourceError."""
     api, k = kind
     if isinstance(value, dict):
         if value.get("kind") not in (None, k):
@@ -73,8 +76,16 @@ def resolve(value: Any, kind: tuple, items: list, path: str) -> dict:
     if len(found) != 1:
         raise SourceError(path, f"{'no' if not found else len(found)} {k} named {value!r} "
                           f"in the input (add `kubectl get {k.lower()} {value} -o yaml`, "
-                          f"marked config.kubernetes.io/local-config: \"true\", or give the "
+                          f"marked {LOCAL_CONFIG}: \"true\", or give the "
                           f"object itself)")
+    # kustomize drops an item whose local-config annotation is anything but "false"
+    # (pipeline.select.is_local_config); any other item reaches the cluster
+    local = _get(found[0], "metadata", "annotations", LOCAL_CONFIG)
+    if local is None or str(local) == "false":
+        raise SourceError(path, f"the {k} {value!r} in the input is not marked {LOCAL_CONFIG}: "
+                          f"\"true\": it is written back to the output, and kubectl apply or "
+                          f"a GitOps sync would apply it to the cluster; add the annotation "
+                          f"(kustomize and kpt then drop it from their output)")
     return found[0]
 
 
@@ -243,3 +254,29 @@ def fill(topo, items: list, path: str) -> list[str]:
         notes.append(_cpus_from_node(topo, node, f"{path}.fromNode"))
     _memory_fill(topo, zones, node)
     return notes
+
+
+def missing_labels(topo, items: list, selector: dict, path: str) -> str | None:
+    """When `topo.fromNode` names a Node that lacks a label of the pool's `selector`
+    (nodeSelector, label -> value): one sentence naming the labels and the fix, else None.
+    The scheduler places the pool's pods only on nodes with every label
+    (https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#nodeselector),
+    so such a Node is not one of the pool's nodes yet. Raises SourceError like fill."""
+    if topo.fromNode is None or not selector:
+        return None
+    p = f"{path}.fromNode"
+    node = resolve(topo.fromNode, NODE, items, p)
+    labels = _get(node, "metadata", "labels")
+    labels = labels if isinstance(labels, dict) else {}
+    missing = {k: v for k, v in selector.items()
+               if k not in labels or str(labels[k]) != str(v)}
+    if not missing:
+        return None
+    name = _get(node, "metadata", "name") or "?"
+    want = ", ".join(f"{k}={v}" for k, v in missing.items())
+    have = ", ".join(f"{k}={labels[k]}" for k in missing if k in labels) or "none of them"
+    return (f"Node {name!r} does not carry the pool's nodeSelector label(s) {want} (it has "
+            f"{have}): the pool's pods are scheduled only on nodes with every label, so "
+            f"this Node is not one of the pool's nodes yet; label the pool's nodes "
+            f"(kubectl label node {name} {' '.join(f'{k}={v}' for k, v in missing.items())})"
+            f" or give a Node of the pool")

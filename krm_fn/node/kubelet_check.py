@@ -15,7 +15,9 @@ baseline, `NodePlan.merged`) against the upstream facts of that version
   (beta options need CPUManagerPolicyBetaOptions / TopologyManagerPolicyBetaOptions, alpha
   ones the *AlphaOptions gate) — pkg/kubelet/cm/cpumanager/policy_options.go,
   pkg/kubelet/cm/topologymanager/policy_options.go;
-- eviction maps: unknown signals, an `evictionSoft` signal without its
+- eviction maps: unknown signals, thresholds that are not a positive quantity or a
+  percentage from 0% to 100%, grace periods that are not positive durations, an
+  `evictionSoft` signal without its
   `evictionSoftGracePeriod` (`grace period must be specified for the soft eviction
   threshold`; a grace period without a threshold is dead, a warning) —
   pkg/kubelet/eviction/helpers.go ParseThresholdConfig;
@@ -28,6 +30,8 @@ KubeletConfiguration; the caller maps it to where the value came from.
 from __future__ import annotations
 
 import re
+from fractions import Fraction
+
 from krm_fn.record import dataclass
 
 from krm_fn import quantity
@@ -114,6 +118,7 @@ def check(config: dict, version, node_memory: int | None = None,
             out.extend(_typed(name, value, spec, version))
     out.extend(_option_gates(config, version, data))
     out.extend(_eviction(config, version))
+    out.extend(_thresholds(config, version))
     out.extend(_reservations(config, version, node_memory, node_cpus))
     if data.version != tuple(version):      # outside the generated versions: unsure
         note = (f" (krm-fn's data covers Kubernetes {_vs(upstream.FIRST)}-"
@@ -210,24 +215,20 @@ def _gates(value: Any, version, data) -> list[Finding]:
     vs = _vs(version)
     if not isinstance(value, dict):
         return [Finding(ERROR, "featureGates", f"featureGates must be a mapping of gate name "
-                        f"to true/false, found {_short(value)}")]
+                        f"to true/false, found {_short(value)}: the kubelet of Kubernetes "
+                        f"{vs} cannot decode it and refuses to start")]
     out = []
     for gate, on in value.items():
         path = f"featureGates.{gate}"
         spec = data.gates.get(gate)
         if spec is None:
-            removed = data.removed_gates.get(gate)
-            why = (f"was removed in Kubernetes {removed}" if removed else
-                   f"is not a feature gate of the Kubernetes {vs} kubelet"
-                   f"{_guess(str(gate), data.gates)}")
-            out.append(Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of "
-                               f"{vs} refuses to start (unrecognized feature gate); remove "
-                               f"it ({GATES_DOC})", unknown=True))
+            out.append(_unknown_gate(str(gate), path, vs, data))
             continue
         if not isinstance(on, bool):
             out.append(Finding(ERROR, path, f"feature gate {gate} must be true or false, "
-                               f"found {_short(on)}: the kubelet cannot decode featureGates; "
-                               f"write {gate}: true or {gate}: false"))
+                               f"found {_short(on)}: the kubelet of Kubernetes {vs} cannot "
+                               f"decode featureGates and refuses to start; write {gate}: "
+                               f"true or {gate}: false"))
             continue
         if spec["locked"] and on != spec["default"]:
             out.append(Finding(ERROR, path, f"feature gate {gate} is {spec['stage']} and "
@@ -235,6 +236,25 @@ def _gates(value: Any, version, data) -> list[Finding]:
                                f"the kubelet refuses to start with {gate}: "
                                f"{str(on).lower()}; remove it"))
     return out
+
+
+def _unknown_gate(gate: str, path: str, vs: str, data) -> Finding:
+    """A gate the version's data does not list: removed, misspelled, or (when the data's
+    gates were not generated from that release, `data.gates_exact` false) maybe new."""
+    removed = data.removed_gates.get(gate)
+    guess = "" if removed else _guess(gate, data.gates)
+    why = (f"was removed in Kubernetes {removed}" if removed else
+           f"is not a feature gate of the Kubernetes {vs} kubelet{guess}")
+    if not removed and not guess and not data.gates_exact:
+        dv = _vs(data.version)
+        return Finding(WARNING, path, f"feature gate {gate} {why} as far as krm-fn knows: "
+                       f"its {dv} gate list was not generated from the {dv} source "
+                       f"({data.source}), so a gate new in {dv} is missing from it; if "
+                       f"this is not one, the kubelet refuses to start (unrecognized "
+                       f"feature gate) ({GATES_DOC})", unknown=True)
+    return Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of {vs} refuses to "
+                   f"start (unrecognized feature gate); remove it ({GATES_DOC})",
+                   unknown=True)
 
 
 def _option_stage(field: str, option: str, version) -> str | None:
@@ -292,16 +312,60 @@ def _eviction(config: dict, version) -> list[Finding]:
     for signal in soft:
         if signal not in grace:
             out.append(Finding(ERROR, f"evictionSoft.{signal}", f"evictionSoft sets {signal} "
-                               f"without evictionSoftGracePeriod.{signal}: the kubelet refuses "
-                               f"to start (grace period must be specified for the soft "
-                               f"eviction threshold); add evictionSoftGracePeriod.{signal}, "
-                               f"e.g. \"1m30s\""))
+                               f"without evictionSoftGracePeriod.{signal}: the kubelet of "
+                               f"Kubernetes {_vs(version)} refuses to start (grace period "
+                               f"must be specified for the soft eviction threshold); add "
+                               f"evictionSoftGracePeriod.{signal}, e.g. \"1m30s\""))
     for signal in grace:
         if signal not in soft:
             out.append(Finding(WARNING, f"evictionSoftGracePeriod.{signal}",
                                f"evictionSoftGracePeriod sets {signal} without an "
-                               f"evictionSoft threshold for it: the grace period has no "
-                               f"effect; add evictionSoft.{signal} or remove it"))
+                               f"evictionSoft threshold for it: the kubelet of Kubernetes "
+                               f"{_vs(version)} ignores the grace period; add "
+                               f"evictionSoft.{signal} or remove it"))
+    return out
+
+
+def _threshold_problem(value: str) -> str | None:
+    """Why the kubelet refuses eviction threshold `value`, or None: a percentage between 0%
+    and 100%, or a positive quantity (pkg/kubelet/eviction/helpers.go
+    parseThresholdStatement; "0%" and "100%" mean no threshold)."""
+    if value.endswith("%"):
+        try:
+            percent = float(value[:-1])
+        except ValueError:
+            return "not a percentage"
+        return None if 0 <= percent <= 100 else "a percentage must be between 0% and 100%"
+    try:
+        q = quantity.parse(value)
+    except quantity.QuantityError:
+        return "not a quantity"
+    return None if q.value > 0 else "eviction threshold must be positive"
+
+
+def _thresholds(config: dict, version) -> list[Finding]:
+    """evictionHard / evictionSoft values the kubelet cannot parse, evictionSoftGracePeriod
+    values that are not positive Go durations (helpers.go parseGracePeriods). Values of the
+    wrong type are left to the type check."""
+    out = []
+    for name in EVICTION_MAPS:      # evictionMinimumReclaim has rules of its own: not here
+        m = config.get(name)
+        grace = name.endswith("GracePeriod")
+        if not isinstance(m, dict) or name.endswith("MinimumReclaim"):
+            continue
+        for signal, value in m.items():
+            if not isinstance(value, str):
+                continue
+            if grace and (value.startswith("-") or _DURATION.fullmatch(value) is None):
+                out.append(Finding(ERROR, f"{name}.{signal}", f"{name}.{signal} is "
+                                   f"{_short(value)}, not a positive Go duration: the kubelet "
+                                   f"of Kubernetes {_vs(version)} refuses to start; write "
+                                   f"e.g. \"1m30s\""))
+            elif not grace and (why := _threshold_problem(value)):
+                out.append(Finding(ERROR, f"{name}.{signal}", f"{name}.{signal} is "
+                                   f"{_short(value)}, {why}: the kubelet of Kubernetes "
+                                   f"{_vs(version)} refuses to start; write a quantity such "
+                                   f"as 500Mi or a percentage such as 10% ({EVICTION_DOC})"))
     return out
 
 
@@ -325,14 +389,17 @@ def _reservations(config: dict, version, node_memory: int | None,
         hard = config.get("evictionHard") if isinstance(config.get("evictionHard"),
                                                         dict) else {}
         evict = hard.get("memory.available")
-        if isinstance(evict, str) and not evict.endswith("%"):
+        if isinstance(evict, str) and evict.endswith("%") and node_memory is not None:
+            # a percentage is of the node's capacity (evictionapi.GetThresholdQuantity)
+            memory += node_memory * Fraction(evict[:-1]) / 100
+        elif isinstance(evict, str) and not evict.endswith("%"):
             memory += quantity.parse_memory(evict).value
-    except (quantity.QuantityError, ValueError):
+    except (quantity.QuantityError, ValueError, ZeroDivisionError):
         return out
     if node_memory is not None and memory > node_memory:
         out.append(Finding(ERROR, "kubeReserved.memory", f"kubeReserved.memory + "
                            f"systemReserved.memory + evictionHard[memory.available] is "
-                           f"{memory} bytes, more than the node's memory ({node_memory} "
+                           f"{int(memory)} bytes, more than the node's memory ({node_memory} "
                            f"bytes): the kubelet of Kubernetes {_vs(version)} refuses to "
                            f"start (Expected capacity >= reservation); lower the "
                            f"reservations"))

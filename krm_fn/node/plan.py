@@ -346,6 +346,11 @@ def _extra(kubelet: dict, k, res) -> None:
         kubelet[key] = value
 
 
+def _gate_text(on) -> str:
+    """A gate value as YAML writes it (true / false), anything else as given."""
+    return str(on).lower() if isinstance(on, bool) else repr(on)
+
+
 def _extra_gates(kubelet: dict, value, path: str, res) -> None:
     """kubelet.extra.featureGates merged over the gates the plan already sets."""
     if not isinstance(value, dict):
@@ -362,9 +367,11 @@ def _extra_gates(kubelet: dict, value, path: str, res) -> None:
                 "(request == limit: no memory.high)", current="true")
             continue
         if gate in gates and gates[gate] != on:
-            res(ERROR, f"{path}.{gate}", f"feature gate {gate} is {gates[gate]} because "
-                f"of the pool's policy options; extra.featureGates cannot set "
-                f"it to {on}")
+            res(ERROR, f"{path}.{gate}", f"feature gate {gate} must be "
+                f"{_gate_text(gates[gate])}: the pool's cpuManagerPolicyOptions / "
+                f"topologyManagerPolicyOptions include an option it guards, and the "
+                f"kubelet refuses to start with it {_gate_text(on)}; remove "
+                f"extra.featureGates.{gate} or the option", current=_gate_text(on))
         gates[gate] = on
     if gates:
         kubelet["featureGates"] = gates

@@ -18,6 +18,8 @@ https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/).
 """
 from __future__ import annotations
 
+import functools
+
 import re
 from collections import namedtuple
 
@@ -87,7 +89,7 @@ class Topology:
     def total_cores(self) -> int:
         """Physical cores per node (sockets * cores_per_socket)."""
         if self.table:
-            return len({c.core for c in self.table})
+            return len(self._by_core["core"])
         return self.sockets * self.cores_per_socket
 
     @property
@@ -101,7 +103,7 @@ class Topology:
     def numa_nodes(self) -> int:
         """NUMA nodes per node (sockets * numa_per_socket)."""
         if self.table:
-            return len({c.numa for c in self.table})
+            return len(self._by_core["numa"])
         return self.sockets * self.numa_per_socket
 
     @property
@@ -109,8 +111,20 @@ class Topology:
         """Physical cores in each NUMA node."""
         return self.cores_per_socket // self.numa_per_socket
 
+    @functools.cached_property
+    def _by_core(self) -> dict:
+        """core id -> its Cpu rows and NUMA node id -> its core ids (sorted), from one pass
+        over the table: every per-core question is then a dictionary look-up, not a scan
+        (a 16k-CPU lscpu table asked per core took seconds)."""
+        cores: dict[int, list] = {}
+        numas: dict[int, set] = {}
+        for c in self.table:
+            cores.setdefault(c.core, []).append(c)
+            numas.setdefault(c.numa, set()).add(c.core)
+        return {"core": cores, "numa": {n: sorted(v) for n, v in numas.items()}}
+
     def _table_core(self, core: int) -> list[Cpu]:
-        rows = [c for c in self.table if c.core == core]
+        rows = self._by_core["core"].get(core) if isinstance(core, int) else None
         if not rows:
             raise ValueError(f"core {core!r} does not exist")
         return rows
@@ -158,7 +172,7 @@ class Topology:
         """Physical core ids of NUMA node `numa`, ascending.
         Raises ValueError for a NUMA node that does not exist."""
         if self.table:
-            cores = sorted({c.core for c in self.table if c.numa == numa})
+            cores = list(self._by_core["numa"].get(numa, ()))
             if not cores:
                 raise ValueError(f"NUMA node {numa!r} does not exist")
             return cores
@@ -291,12 +305,15 @@ def parse_cpuset(text: str) -> list[int]:
 LSCPU_HEADER = "CPU,CORE,SOCKET,NODE"
 
 
+@functools.lru_cache(maxsize=16)
 def from_lscpu(text: str) -> Topology:
     """A Topology from `lscpu -p=CPU,CORE,SOCKET,NODE` output (the exact numbering of a real
     node). Lines starting with `#` are comments; each other line is `cpu,core,socket,node`
     with whole numbers (an empty NODE, on machines without NUMA, means node 0). Strict:
     raises ValueError naming the line for a wrong field count, a non-number, a repeated CPU,
-    a core listed on two sockets or NUMA nodes, or no CPU at all."""
+    a core listed on two sockets or NUMA nodes, or no CPU at all. Linear in the lines, and
+    cached per text (the config loader and the plan read the same paste; a Topology is
+    immutable)."""
     rows: list[Cpu] = []
     seen: set[int] = set()
     where: dict[int, tuple[int, int]] = {}
@@ -325,7 +342,10 @@ def from_lscpu(text: str) -> Topology:
         rows.append(Cpu(cpu, core, socket, numa))
     if not rows:
         raise ValueError(f"lscpu output has no CPU lines (expected {LSCPU_HEADER} rows)")
-    threads = max(sum(1 for r in rows if r.core == c) for c in where)
+    per_core: dict[int, int] = {}
+    for r in rows:
+        per_core[r.core] = per_core.get(r.core, 0) + 1
+    threads = max(per_core.values())
     sockets = len({r.socket for r in rows})
     numa = len({r.numa for r in rows})
     return Topology(sockets=sockets, numa_per_socket=max(1, numa // sockets),

@@ -16,6 +16,9 @@ source; docs/kubelet-data.md):
 - `policyOptions`: CPU / Topology Manager policy option -> "alpha"/"beta"/"ga" from
   pkg/kubelet/cm/{cpumanager,topologymanager}/policy_options.go, for the versions whose
   source had those files (krm_fn.node.options is tested against it);
+- `gatesExact`: false when the gates were not generated from this minor's own
+  pkg/features source (an unknown gate without a close match is then only a warning);
+  absent: true;
 - `evictionHardDefault`: the Linux default of `evictionHard` (pkg/kubelet/eviction/
   defaults_linux.go) as [signal, threshold] pairs in the source's order, which the
   kubelet replaces as a whole when the field is set.
@@ -61,6 +64,7 @@ class KubeletData:
     fields_since: dict
     eviction_hard_default: dict
     policy_options: dict
+    gates_exact: bool = True
 
     def gate_default(self, gate: str) -> bool | None:
         """The gate's default on this version, or None for a gate this kubelet does not
@@ -86,7 +90,8 @@ def load(version: Version) -> KubeletData:
                        gates=raw["gates"], removed_gates=raw["removedGates"],
                        fields_since=raw["fieldsSince"],
                        eviction_hard_default=dict(raw["evictionHardDefault"]),
-                       policy_options=raw.get("policyOptions", {}))
+                       policy_options=raw.get("policyOptions", {}),
+                       gates_exact=raw.get("gatesExact", True))
 
 
 def has_field(name: str, version: Version) -> bool:

@@ -133,3 +133,64 @@ def render(plan, ctx, image: str, version: tuple, thread_env: list) -> dict:
             },
         },
     }
+
+
+def audit_name_of(plan) -> str:
+    """metadata.name of the pool's node-audit Job: `krm-fn-node-audit-<pool>`."""
+    return f"krm-fn-node-audit-{plan.pool}"
+
+
+def audit_args(plan) -> list[str]:
+    """The `krm-fn verify --node` arguments for `plan`: the policy, reserved CPUs, memory
+    manager and topology policies and full-pcpus-only the plan sets."""
+    k = plan.kubelet
+    opts = k.get("cpuManagerPolicyOptions") or {}
+    full = str(opts.get("full-pcpus-only", "false")).lower() == "true"
+    out = ["verify", "--node", "--root", "/host",
+           "--cpu-manager-policy", str(k.get("cpuManagerPolicy", "none")),
+           "--topology-policy", str(k.get("topologyManagerPolicy", "none")),
+           "--full-pcpus-only" if full else "--no-full-pcpus-only"]
+    if k.get("reservedSystemCPUs"):
+        out += ["--reserved-cpus", str(k["reservedSystemCPUs"])]
+    if k.get("memoryManagerPolicy"):
+        out += ["--memory-manager-policy", str(k["memoryManagerPolicy"])]
+    return out
+
+
+def render_node_audit(plan, ctx, image: str) -> dict:
+    """The batch/v1 Job (`spec.output.nodeAuditJob`) that runs `krm-fn verify --node` on a
+    node of the pool: the CPU (and, with memoryManagerPolicy Static, the Memory) Manager
+    checkpoint and /sys/devices/system mounted read-only below /host (hostPath type File /
+    Directory: a missing file fails the pod instead of being created,
+    https://kubernetes.io/docs/concepts/storage/volumes/#hostpath), non-root, no token.
+    The kubelet config file is not mounted (its path differs per platform): the reserved
+    set is checked against the plan's."""
+    mounts = [("cpu-manager-state", "/var/lib/kubelet/cpu_manager_state", "File"),
+              ("cpu-topology", "/sys/devices/system", "Directory")]
+    if str(plan.kubelet.get("memoryManagerPolicy", "")) == "Static":
+        mounts.insert(1, ("memory-manager-state", "/var/lib/kubelet/memory_manager_state",
+                          "File"))
+    annotations = {SKIP_ANNOTATION: "true"}
+    if ctx.set_path:
+        annotations[PATH_ANNOTATION] = f"node/node-audit-{plan.pool}.yaml"
+    return {
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": audit_name_of(plan), "namespace": str(ctx.namespace),
+                     "labels": labels(plan), "annotations": annotations},
+        "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": labels(plan)}, "spec": {
+            "restartPolicy": "Never", "automountServiceAccountToken": False,
+            "nodeSelector": {str(a): str(b) for a, b in plan.node_selector.items()},
+            "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
+                                "seccompProfile": {"type": "RuntimeDefault"}},
+            "containers": [{
+                "name": "node-audit", "image": str(image), "args": audit_args(plan),
+                "resources": {"requests": {"cpu": "100m", "memory": MEMORY},
+                              "limits": {"cpu": "100m", "memory": MEMORY}},
+                "securityContext": {"allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True, "runAsNonRoot": True,
+                                    "capabilities": {"drop": ["ALL"]}},
+                "volumeMounts": [{"name": n, "mountPath": "/host" + p, "readOnly": True}
+                                 for n, p, _ in mounts]}],
+            "volumes": [{"name": n, "hostPath": {"path": p, "type": t}} for n, p, t in mounts],
+        }}},
+    }

@@ -88,11 +88,17 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return out
     run.aliased, run.set_path = aliased, set_path
     placement: dict = {}
+    watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
+    if watch is not None:
+        from krm_fn.monitoring.targets import of_item
     for pick in select.picks(items, run, progress):
         if not pick.tune:
             out.results.extend(pick.findings)
             continue
-        outcome = verdict.judge(tune.tune(pick, run), run)
+        item = tune.tune(pick, run)
+        outcome = verdict.judge(item, run)
+        if watch is not None:
+            watch.append(of_item(item, outcome.pool_index))
         out.results.extend(outcome.results)
         if outcome.changes:
             out.changes[pick.index] = outcome.changes
@@ -108,6 +114,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         placement[pool_index] = verdict.Placement()
     verdict.summarize(placement, run)
     emit.emit(items, run, placement, out)
+    if watch:
+        emit.emit_monitoring(items, run, [t for t in watch if t is not None], out)
     if run.defaults_note is not None:
         out.results.append(run.defaults_note)
     if (mode or run.cfg.mode) == "validate":

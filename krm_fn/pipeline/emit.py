@@ -35,13 +35,7 @@ def emit(items: list, run, placement: dict, out) -> None:
     to `out.emitted` (or `out.replace`, with results); `run`: the pipeline's load.Run."""
     cfg = run.cfg
     ctx = RenderContext(cfg.output.namespace, run.set_path, baseline=cfg.output.baseline)
-    # existing items by (apiVersion, kind, name); a namespace matches as kustomize and the
-    # API server see it: "" is "default", and a cluster-scoped object has none
-    by_name: dict = {}
-    for i, o in enumerate(items):
-        if isinstance(o, dict):
-            ro = ref_of(o)
-            by_name.setdefault((ro.api_version, ro.kind, ro.name), []).append((ro.namespace, i))
+    by_name = _by_name(items)
     emitted_by: dict = {}        # emitted object key -> (pool name, format)
     for pool_index in sorted(placement):
         pool, plan = cfg.nodePools[pool_index], run.plans[pool_index]
@@ -49,12 +43,55 @@ def emit(items: list, run, placement: dict, out) -> None:
         out.results.extend(run.plan_results[pool_index])
         out.results.append(placed.summary)
         out.pools.append((pool, plan, placed.judged, placed.count))
-        for fmt in list(cfg.output.formats) + (["verify-job"] if cfg.output.verifyJob else []):
+        extra = (["verify-job"] if cfg.output.verifyJob else []) + (
+            ["node-audit-job"] if cfg.output.nodeAuditJob else [])
+        for fmt in list(cfg.output.formats) + extra:
             objs = _render(fmt, plan, ctx, run, pool_index, out)
             for obj in objs:
                 if _collides(obj, pool.name, fmt, emitted_by, out):
                     continue
                 _place(obj, items, by_name, run, pool.name, fmt, placed.count, out)
+
+
+def _by_name(items: list) -> dict:
+    """Existing items by (apiVersion, kind, name) -> [(namespace, index)]; a namespace
+    matches as kustomize and the API server see it: "" is "default", and a cluster-scoped
+    object has none."""
+    by_name: dict = {}
+    for i, o in enumerate(items):
+        if isinstance(o, dict):
+            ro = ref_of(o)
+            by_name.setdefault((ro.api_version, ro.kind, ro.name), []).append((ro.namespace, i))
+    return by_name
+
+
+def emit_monitoring(items: list, run, targets: list, out) -> None:
+    """spec.output.monitoring: one PrometheusRule per target (krm_fn.monitoring.targets),
+    in the workload's namespace, and the Grafana dashboard ConfigMap when asked; placed
+    like every emitted object (an input item of the same name that krm-fn did not
+    generate is an error and left alone)."""
+    from krm_fn.monitoring import rules
+    from krm_fn.node.formats._common import PATH_ANNOTATION
+    cfg, mon = run.cfg, run.cfg.output.monitoring
+    by_name, emitted_by = _by_name(items), {}
+    for t in targets:
+        pool, plan = cfg.nodePools[t.pool_index], run.plans[t.pool_index]
+        gates = plan.kubelet.get("featureGates") or {}
+        where = f"{t.namespace}-" if t.namespace else ""
+        ann = ({PATH_ANNOTATION: f"monitoring/{where}{rules.name_of(t)}.yaml"}
+               if run.set_path else {})
+        obj = rules.prometheus_rule(t, mon, cfg.kubernetesVersion, gates,
+                                    {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(pool.name)},
+                                    ann)
+        if not _collides(obj, pool.name, "monitoring", emitted_by, out):
+            _place(obj, items, by_name, run, pool.name, "monitoring", 1, out)
+    if mon.grafanaDashboard and any(t.histogram is not None for t in targets):
+        pool = cfg.nodePools[targets[0].pool_index]
+        obj = rules.dashboard(targets, cfg.output.namespace,
+                              {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(pool.name)})
+        if run.set_path:
+            obj["metadata"]["annotations"] = {PATH_ANNOTATION: "monitoring/dashboard.yaml"}
+        _place(obj, items, by_name, run, pool.name, "monitoring", len(targets), out)
 
 
 def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> list:
@@ -64,6 +101,9 @@ def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> li
         from krm_fn.node import verify_job
         return [verify_job.render(plan, ctx, cfg.output.verifyImage, cfg.kubernetesVersion,
                                   cfg.workloads.threads.env)]
+    if fmt == "node-audit-job":     # spec.output.nodeAuditJob
+        from krm_fn.node import verify_job
+        return [verify_job.render_node_audit(plan, ctx, cfg.output.verifyImage)]
     pool_ctx = replace(ctx, pool=cfg.nodePools[pool_index])
     objs, fmt_results = render_with_results(fmt, plan, pool_ctx, run.fc_ref, pool_index)
     out.results.extend(flat_paths(fmt_results) if run.flat else fmt_results)

@@ -10,9 +10,9 @@ from krm_fn import record
 from krm_fn.record import dataclass, field
 
 from krm_fn import config as config_mod
-from krm_fn import objects, rules
+from krm_fn import objects, rules, workloads
 from krm_fn.admission import injectors, knative
-from krm_fn.admission.build import node_model
+from krm_fn.admission.build import daemon_pods, node_model
 from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits
 from krm_fn.pipeline.tune import copy_item
@@ -58,7 +58,9 @@ class Run:
     def features_for(self, pod) -> dict | None:
         """Knative's feature flags when `pod` (a tuned PodView) becomes a Knative
         revision's pod (admission.knative.serverless), else None."""
-        return self.knative_features if knative.serverless(pod)[0] else None
+        default = self.ictx.kserve_default_mode() if self.ictx is not None else None
+        on = knative.serverless(pod, default)[0]
+        return self.knative_features if on else None
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
         """rules.PoolInfo of node pool `pool_index`."""
@@ -77,6 +79,11 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                                   fc_ref, err.path or None))
         return None
     flat = config_mod.is_flat(function_config)
+    unknown = unknown_kinds(cfg)
+    if unknown:
+        results.extend(Result(f"invalid function config: {message}", ERROR, fc_ref,
+                              "kinds" if flat else path) for path, message in unknown)
+        return None
     if not _topologies_from_objects(cfg, items, fc_ref, results):
         return None
     plans, plan_results = [], []
@@ -98,12 +105,47 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
               None, cluster, _defaults_note(cfg) if function_config is None else None)
     run.nodes = [node_model(plan, pool, cfg.kubernetesVersion)
                  for plan, pool in zip(plans, cfg.nodePools)]
+    # DaemonSets krm-fn does not tune run as written on every node they select: they take
+    # their share of each node before the fit per node is counted
+    untuned = [o for o in items if isinstance(o, dict) and not tuned(o)]
+    run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
+                 for n in run.nodes]
     run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
                                      items, tuned)
     run.ictx = injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg)
     run.namespaces = run.ictx.namespaces
     return run
+
+
+def known_kinds(cfg) -> set:
+    """Every kind spec.selector.kinds can select: the workload registry's
+    (krm_fn.workloads.KINDS), the config's extraKinds and the whole-object checks'
+    (krm_fn.objects.kinds)."""
+    return ({kind for _, kind in workloads.KINDS} | {k.kind for k in cfg.extraKinds}
+            | objects.kinds())
+
+
+def unknown_kinds(cfg) -> list:
+    """(field path, message) for each spec.selector.kinds entry that no kind krm-fn tunes
+    or checks is spelled as: such a selector can never match, and kustomize shows no
+    warning, so it is an error, with the kinds it may have meant (kinds are case-sensitive,
+    as the API server's)."""
+    import difflib
+    known = known_kinds(cfg)
+    lower = {k.lower(): k for k in known}
+    out = []
+    for i, kind in enumerate(cfg.selector.kinds):
+        if kind in known:
+            continue
+        near = [lower[kind.lower()]] if kind.lower() in lower else \
+            difflib.get_close_matches(kind, sorted(known), n=3, cutoff=0.6)
+        hint = f"; did you mean {' or '.join(near)}?" if near else (
+            "; add it under spec.extraKinds if it is a custom workload kind")
+        out.append((f"spec.selector.kinds[{i}]",
+                    f"{kind!r} is not a kind krm-fn tunes or checks, so this selector never "
+                    f"matches (kinds are case-sensitive){hint}"))
+    return out
 
 
 def _as_rendered(items: list, tuned, octx) -> list:
@@ -152,6 +194,10 @@ def _topologies_from_objects(cfg, items: list, fc_ref, results: list) -> bool:
             continue
         results.extend(Result(f"node pool {pool.name!r}: topology: {note}", INFO, fc_ref, path)
                        for note in notes)
+        unlabelled = from_node.missing_labels(pool.topology, items, pool.nodeSelector, path)
+        if unlabelled:
+            results.append(Result(f"node pool {pool.name!r}: {unlabelled}", WARNING, fc_ref,
+                                  f"{path}.fromNode"))
     return ok
 
 

@@ -17,7 +17,7 @@ from krm_fn import record
 from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn.admission import build
+from krm_fn.admission import build, vpa
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
@@ -53,16 +53,24 @@ def severity_on_failure(item: TunedItem, pod, cfg) -> str:
     return WARNING if cfg.verdict.onFailure == "warning" else ERROR
 
 
+# Findings that stand whatever the rules' error was: what an injector, a webhook, the
+# scheduler or the API server will do with the pod once the rules' error is fixed.
+INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "vpa")
+
+
 def _results(v, admitted, on_failure: str, rules_failed: bool) -> list:
     """The results of one pod's verdict: the one-line summary, then each finding (an
     ERROR finding as `on_failure`; DEPENDS as an info). `rules_failed`: the rules
     reported an error on this pod (it is left unchanged, so it will not run pinned): the
-    findings on the pod as the rules left it would only restate that error, so only the
-    summary line is given."""
+    kubelet's findings on the pod as the rules left it would mostly restate that error, so
+    only the ERROR findings of the INDEPENDENT parts are given, so that one render names
+    every fix."""
     ref, path = admitted.ref, admitted.path
     out = [Result(f"verdict: {judging.line(v, rules_failed)}", INFO, ref, path,
                   tags=VERDICT_TAGS)]
-    for f in () if rules_failed else v.findings:
+    shown = v.findings if not rules_failed else [
+        f for f in v.findings if f.severity == ERROR and f.rule in INDEPENDENT]
+    for f in shown:
         sev = {ERROR: on_failure, DEPENDS: INFO}.get(f.severity, f.severity)
         out.append(Result(f.message, sev, ref, f.path or path,
                           tags=VERDICT_TAGS + (("part", f.rule),)))
@@ -82,8 +90,13 @@ def judge(item: TunedItem, run) -> Outcome:
             if tp.pod is None:
                 continue
             admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
-                                          pick.ref.namespace)
-            v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec)
+                                          pick.ref.namespace,
+                                          runtime_classes=run.ictx.runtime_classes)
+            ref = pick.ref
+            v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
+                              run.ictx.limit_ranges.get(ref.namespace or "", ()),
+                              [x for x in run.ictx.vpas
+                               if vpa.targets(x, ref.kind, ref.name, ref.namespace or "")])
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, severity_on_failure(item, tp.pod, run.cfg),
                                   _has_error(own))

@@ -4,9 +4,11 @@ Each rule module declares `ID` (what `krm-fn explain rule ID` and the results na
 `OPTIONS` (the function-config field paths it reads; their defaults live in the config
 definition) and `apply(pod: PodView, ctx: RuleContext) -> None`, writing through `pod.set`
 and reporting through `pod.warn` / `pod.error`; its docstring is its user documentation.
-`RULES` lists them in the order they run: resources -> pod-level resources -> KubeRay
-num-cpus -> sidecar-injector annotations -> injected containers -> threads -> serving
-engines -> cgroup v2 -> OpenShift RuntimeClass and CRI-O annotations -> node placement.
+`RULES` lists them in the order they run: resources -> KubeRay num-cpus -> sidecar-injector
+annotations -> platform containers -> pod-level resources (which count what the injectors
+add) -> threads -> serving
+engines -> cgroup v2 -> OpenShift RuntimeClass and CRI-O annotations -> node placement ->
+canonical quantities in every changed container.
 `merged` (containers a controller merges in by name) runs before them all, from the
 pipeline, since it changes which containers the pod has.
 
@@ -20,9 +22,9 @@ from __future__ import annotations
 from krm_fn.record import dataclass, field, replace
 from types import SimpleNamespace
 
-from krm_fn.rules import (cgroup, facts, injector_annotations, merged, openshift, placement,
-                          platform_containers, podlevel, ray, resources, serving_engines,
-                          threads)
+from krm_fn.rules import (canonical, cgroup, facts, injector_annotations, merged, openshift,
+                          placement, platform_containers, podlevel, ray, resources,
+                          serving_engines, threads)
 
 
 @dataclass(frozen=True)
@@ -34,7 +36,9 @@ class PoolInfo:
     else the kubelet fails the pod with SMTAlignmentError: pkg/kubelet/cm/cpumanager/
     policy_static.go, https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/);
     `exclusive_cpus`: logical CPUs a pod can get exclusively (capacity minus
-    reservedSystemCPUs).
+    reservedSystemCPUs); `single_process_oom_kill`: the kubelet runs with
+    `singleProcessOOMKill: true` (an OOM kills one process, not the container's whole
+    cgroup).
     """
 
     name: str
@@ -42,6 +46,7 @@ class PoolInfo:
     threads_per_core: int
     full_pcpus_only: bool
     exclusive_cpus: int
+    single_process_oom_kill: bool = False
 
     @classmethod
     def from_plan(cls, pool: SimpleNamespace, plan) -> "PoolInfo":
@@ -49,11 +54,12 @@ class PoolInfo:
         topology's threads per core (from an lscpu paste when given), `exclusive_cpus`
         (logical CPUs outside reservedSystemCPUs) and `full-pcpus-only` as the kubelet
         will run it (`plan.merged`: the emitted settings on top of `spec.output.baseline`,
-        so a baseline that sets the option counts too)."""
+        so a baseline that sets the option counts too); singleProcessOOMKill the same way."""
         opts = plan.merged.get("cpuManagerPolicyOptions")
         full = isinstance(opts, dict) and str(opts.get("full-pcpus-only")).lower() == "true"
+        oom = str(plan.merged.get("singleProcessOOMKill")).lower() == "true"
         return cls(pool.name, dict(pool.nodeSelector), plan.topology.threads_per_core,
-                   full, plan.exclusive_cpus)
+                   full, plan.exclusive_cpus, oom)
 
 
 @dataclass(frozen=True)
@@ -62,7 +68,9 @@ class RuleContext:
     `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
     containers to pin in this pod. `facts`: {container path: facts.ContainerFacts},
     filled by `run` before the rules (empty until then). `knative_features`: Knative's
-    feature flags for this input (admission.knative.Features; None: the defaults)."""
+    feature flags for this input (admission.knative.Features; None: the defaults).
+    `ictx`: the input objects the admission-time injectors read (Namespaces, cluster
+    ConfigMaps, custom resources), so a rule can size what they add."""
 
     cfg: SimpleNamespace
     pool: PoolInfo | None
@@ -78,10 +86,13 @@ class RuleContext:
     facts: dict = field(default_factory=dict)
     namespaces: dict = field(default_factory=dict)
     knative_features: dict | None = None
+    # what the admission-time injectors read from the input
+    # (admission.injectors.InjectionContext; None: only the pod itself is seen)
+    ictx: object | None = None
 
 
-RULES = (resources, podlevel, ray, injector_annotations, platform_containers, threads,
-         serving_engines, cgroup, openshift, placement)
+RULES = (resources, ray, injector_annotations, platform_containers, podlevel, threads,
+         serving_engines, cgroup, openshift, placement, canonical)
 
 
 def rule_id(module) -> str:

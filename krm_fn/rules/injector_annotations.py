@@ -149,7 +149,7 @@ def _apply_one(pod: PodView, ctx, inj) -> None:
     conf = getattr(ctx.cfg.workloads.injection, inj.KEY)
     if conf.mode == "never" or pod.at.meta is None:
         return
-    meta = injbase.meta_of(pod, ctx.namespaces)
+    meta = injbase.meta_of(pod, ctx.namespaces, getattr(ctx, "ictx", None))
     ann = meta.annotations
     on, why = inj.trigger(meta)
     if on is False:

@@ -43,11 +43,15 @@ OPTIONS = ("nodePools.performanceProfile.runtimeClass",
 ANNOTATION_SUFFIX = ".crio.io"
 DISABLE = "disable"
 # why each annotation is set, for the change message
+# and what it needs on cgroup v2 (module docstring)
 WHY = {
-    "cpu-quota": "no CFS quota on its exclusive CPUs",
+    "cpu-quota": "no CFS quota on its exclusive CPUs (cgroup v2: cpu.max max; a CRI-O "
+                 "without cgroup v2 support in its hooks fails the container, "
+                 "cri-o/cri-o#5736)",
     "cpu-load-balancing": "no scheduler load balancing on its exclusive CPUs (cgroup v2: "
                           "an isolated cpuset partition, Linux 6.7+)",
-    "irq-load-balancing": "no device interrupts on its exclusive CPUs",
+    "irq-load-balancing": "no device interrupts on its exclusive CPUs (not a cgroup "
+                          "setting: the same on cgroup v1 and v2)",
 }
 
 

@@ -63,7 +63,9 @@ def apply(pod: PodView, ctx) -> None:
                             f"place the workload in another pool with the "
                             f"krm-fn.dev/node-pool annotation")
     affinity = pod.spec.get("affinity")
-    on, why = knative.serverless(pod)
+    ictx = getattr(ctx, "ictx", None)
+    on, why = knative.serverless(pod, ictx.kserve_default_mode() if ictx is not None
+                                 else None)
     if not on:
         for key, value in missing.items():
             _set_selector(pod, ctx, key, value)

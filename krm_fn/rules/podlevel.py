@@ -13,7 +13,10 @@ When a pod spec carries `resources`:
 - cpu and memory get `requests == limits`, each the largest of the pod-level request, the
   pod-level limit and what the containers need after the resources rule: the larger of
   (every app container + every native sidecar) and (each regular init container + the
-  native sidecars declared before it) — the pod's effective request;
+  native sidecars declared before it) — the pod's effective request, counting the
+  containers admission webhooks inject (krm_fn/admission/injectors, sized as the
+  injector-annotations rule leaves them): the API server validates the pod after the
+  webhooks, and refuses pod-level requests below that aggregate (KEP-2837);
 - a warning says that pinning needs the field removed, and where.
 """
 from __future__ import annotations
@@ -27,14 +30,32 @@ ID = "podlevel"
 OPTIONS = ()
 
 
-def _need(pod: PodView, res: str):
-    """(effective request of the containers as a Fraction, a Quantity to format like) or
-    (None, None) when a container has no usable value."""
+def _injected(pod: PodView, ctx) -> tuple:
+    """The containers the admission-time injectors add to `pod` (model.Container, cpu in
+    cores, memory in bytes), sized as they will be after this render's annotations."""
+    if getattr(ctx, "ictx", None) is None:
+        return ()
+    from krm_fn.admission import injectors
+    return tuple(c for inj in injectors.for_pod(pod, ctx.ictx) for c in inj.containers)
+
+
+def _need(pod: PodView, res: str, injected: tuple = ()):
+    """(effective request of the containers, injected ones included, as a Fraction, a
+    Quantity to format like) or (None, None) when a container has no usable value.
+    Injected init containers and sidecars run before the pod's own (they are put first)."""
     parse = quantity.parse_cpu if res == "cpu" else quantity.parse_memory
     apps = Fraction(0)
     sidecars = Fraction(0)
     init_peak = Fraction(0)
     like = None
+    for c in sorted(injected, key=lambda c: c.role == "app"):
+        amount = Fraction(c.requests.get(res, 0))
+        if c.role == "app":
+            apps += amount
+        elif c.role == "sidecar":
+            sidecars += amount
+        else:
+            init_peak = max(init_peak, sidecars + amount)
     for c in pod.containers:       # containers first, then initContainers, in order
         raw = c.get("resources", "limits", res)
         try:
@@ -66,6 +87,9 @@ def apply(pod: PodView, ctx) -> None:
                         "mappings")
         return
     where = ".".join(str(p) for p in base)
+    injected = _injected(pod, ctx)
+    added = (", injected " + ", ".join(c.name for c in injected) + " included"
+             if injected else "")
     for r in ("cpu", "memory"):
         parse = quantity.parse_cpu if r == "cpu" else quantity.parse_memory
         have = {}
@@ -78,7 +102,7 @@ def apply(pod: PodView, ctx) -> None:
             except quantity.QuantityError as e:
                 pod.error(base + (part, r), f"pod-level {part}.{r}: {e}")
                 return
-        need, like = _need(pod, r)
+        need, like = _need(pod, r, injected)
         candidates = [q.value for _, q in have.values()] + ([need] if need is not None else [])
         if not candidates:
             continue
@@ -90,7 +114,7 @@ def apply(pod: PodView, ctx) -> None:
             raw, q = have.get(part, (None, None))
             if q is not None and q.value == value:
                 continue
-            because = ("the containers need " + text if need == value and
+            because = ("the containers need " + text + added if need == value and
                        (q is None or need != q.value) else "the larger pod-level value")
             pod.set(base + (part, r), text,
                     f"pod-level {part}.{r} " + (f"{raw} -> {text}" if raw is not None

@@ -16,12 +16,22 @@ it held another value. `"0"` is kept: it keeps Ray tasks off that group (KubeRay
 the head in production). A Ray container kept fractional (`cpuRounding: keep`) gets the value
 rounded down, at least 1. A value that is not a plain number (`$(...)`) is left alone with a
 warning.
+
+With `enableInTreeAutoscaling: true` KubeRay adds an `autoscaler` container to the head pod,
+sized 500m / 512Mi, or exactly by `autoscalerOptions.resources` when set
+(krm_fn/admission/injectors/kuberay.py). When that is set with request != limit, krm-fn sets
+both to the larger for cpu and memory (a whole-number cpu is left with a warning: the
+kubelet would pin the autoscaler).
 """
 from __future__ import annotations
 
+from krm_fn import quantity
 from krm_fn.pod import PodView
 from krm_fn.results import WARNING
 from krm_fn.workloads import get_path
+
+AUTOSCALER_SOURCE = ("ray-project/kuberay ray-operator/controllers/ray/common/pod.go "
+                     "BuildAutoscalerContainer, mergeAutoscalerOverrides")
 
 ID = "ray"
 OPTIONS = ()
@@ -41,9 +51,11 @@ def _ray_cpus(pod: PodView, ctx) -> tuple[str, int] | None:
 
 
 def apply(pod: PodView, ctx) -> None:
-    """Keep rayStartParams.num-cpus equal to the Ray container's CPUs."""
+    """Keep rayStartParams.num-cpus equal to the Ray container's CPUs; on the head, make
+    the autoscaler's resources request == limit."""
     if pod.at.ray_params is None:
         return
+    _autoscaler(pod)
     found = _ray_cpus(pod, ctx)
     if found is None:
         return
@@ -69,3 +81,49 @@ def apply(pod: PodView, ctx) -> None:
         return
     pod.set(path, want, f"rayStartParams.num-cpus {text} -> {want}: {why}", have,
             severity=WARNING)
+
+
+def _autoscaler(pod: PodView) -> None:
+    """On the head group's pod of a cluster with `autoscalerOptions.resources`: per cpu and
+    memory, request and limit set to the larger of the two (the one set when only one is),
+    since KubeRay gives the autoscaler container exactly these and request != limit makes
+    the head pod Burstable. A whole-number cpu is not written (the kubelet would pin the
+    autoscaler): a warning names a fractional value instead."""
+    params = pod.at.ray_params
+    if "headGroupSpec" not in params:
+        return
+    base = params[:params.index("headGroupSpec")] + ("autoscalerOptions", "resources")
+    res = get_path(pod.edits.root, base)
+    if not isinstance(res, dict):
+        return
+    where = ".".join(str(p) for p in base)
+    for r, parse in (("cpu", quantity.parse_cpu), ("memory", quantity.parse_memory)):
+        have = {}
+        for part in ("requests", "limits"):
+            raw = get_path(res, (part, r))
+            if raw is None:
+                continue
+            try:
+                have[part] = (raw, parse(raw))
+            except (quantity.QuantityError, TypeError):
+                return
+        if not have or (len(have) == 2 and have["requests"][1].value == have["limits"][1].value):
+            continue
+        raw, big = max(have.values(), key=lambda h: h[1].value)
+        if r == "cpu" and big.value.denominator == 1:
+            pod.warn(base, f"{where}: the autoscaler's cpu {raw} is a whole number; with "
+                           f"requests != limits the head pod is Burstable, and as requests "
+                           f"== limits the kubelet would pin the autoscaler; set both to a "
+                           f"fractional value such as {int(big.value) * 1000 - 100}m "
+                           f"({AUTOSCALER_SOURCE})")
+            continue
+        text = quantity.format_cpu(big.value) if r == "cpu" else str(raw)
+        for part in ("requests", "limits"):
+            old = have.get(part, (None, None))[0]
+            if old is not None and have[part][1].value == big.value:
+                continue
+            what = f"{old} -> {text}" if old is not None else f"set to {text}"
+            pod.set(base + (part, r), text,
+                    f"{where}.{part}.{r} {what}: KubeRay gives the autoscaler container of "
+                    f"the head pod exactly these resources, and request != limit makes the "
+                    f"head pod Burstable ({AUTOSCALER_SOURCE})", old)

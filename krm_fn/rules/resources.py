@@ -34,8 +34,9 @@ What the rule does, per container:
   lowered to it when that is fractional, else to `initContainerCpu` when that is lower
   (a whole number would pin it), else warned about. Native sidecars
   (`restartPolicy: Always`) run beside the app containers and are not capped.
-- Quantities are written in canonical form as quoted strings (`"4"`, `"500m"`); a value
-  that is already equal is left as written.
+- Quantities are written in canonical form as quoted strings (`"4"`, `"500m"`; memory
+  in the family the user wrote, `1024Mi` as `1Gi`); a value that is already equal is left
+  to the `canonical` rule, which writes it canonically when the container is changed.
 """
 from __future__ import annotations
 
@@ -125,7 +126,8 @@ def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
                  f"container {c.name!r} sets no memory; using {chosen.text} from {why}")
     else:
         chosen = max((q for q in (req, lim) if q is not None), key=lambda q: q.value)
-    _write(pod, c, "memory", chosen.text, chosen.value, _GUARANTEED)
+    _write(pod, c, "memory", quantity.format_like(chosen.value, chosen), chosen.value,
+           _GUARANTEED)
     return True
 
 

@@ -1,7 +1,7 @@
 """`krm-fn verify`: prove on a live node, from inside a pinned container, that pinning took
 effect (issue #6).
 
-- `probe.read(root, environ)` reads `/proc/self/status`, the container's cgroup v2 files, the
+- `read.read(root, environ)` reads `/proc/self/status`, the container's cgroup v2 files, the
   CPU and NUMA topology under `/sys/devices/system` and the environment into a plain
   `Probe` (the only module that does I/O; `root` is "/" on a node, a fixture tree in tests).
 - `checks.run(probe, expected)` compares it with an `Expected` and returns `Row`s (pure).

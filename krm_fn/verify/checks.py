@@ -152,6 +152,17 @@ def expected_cpus(probe, exp: Expected) -> tuple[int | None, str]:
     return None, "unknown"
 
 
+SHOWN = 60     # characters of a file's text a report row shows (the rest is not the value)
+
+
+def shown(text: str) -> str:
+    """`text` quoted for a report row, cut to SHOWN characters with its length: a file the
+    check could not read as its value is never printed whole."""
+    if len(text) <= SHOWN:
+        return repr(text)
+    return repr(text[:SHOWN]) + f"... ({len(text)} characters)"
+
+
 def _unreadable(probe, path: str) -> str:
     return f"cannot read {path}: {probe.unreadable.get(path, 'unreadable')}"
 
@@ -168,7 +179,12 @@ def _cpuset(probe) -> tuple[list[int] | None, str, Row | None]:
     try:
         return parse_cpuset(text), path, None
     except ValueError as e:
-        return None, path, Row("cpuset", "", f"{text!r}", False, f"{path}: {e}")
+        return None, path, Row("cpuset", "", shown(text), False, f"{path}: {e}")
+
+
+def cpuset_of(probe) -> list[int] | None:
+    """The container's pinned CPUs (sorted ids) from `probe`, None when unreadable."""
+    return _cpuset(probe)[0]
 
 
 def _count(n: int, word: str = "CPU") -> str:
@@ -176,7 +192,7 @@ def _count(n: int, word: str = "CPU") -> str:
 
 
 def run(probe, exp: Expected) -> list[Row]:
-    """Every check of the module table, in that order, for `probe` (krm_fn.verify.probe.Probe)
+    """Every check of the module table, in that order, for `probe` (krm_fn.verify.read.Probe)
     against `exp`. Never raises for bad file contents: they are mismatch rows."""
     rows: list[Row] = []
     v2 = probe.cgroup_v2
@@ -224,7 +240,7 @@ def run(probe, exp: Expected) -> list[Row]:
             try:
                 allowed = parse_cpuset(probe.cpus_allowed)
             except ValueError as e:
-                rows.append(Row("affinity", format_cpuset(cpuset), repr(probe.cpus_allowed),
+                rows.append(Row("affinity", format_cpuset(cpuset), shown(probe.cpus_allowed),
                                 False, f"/proc/self/status Cpus_allowed_list: {e}"))
             else:
                 same = allowed == cpuset
@@ -306,14 +322,14 @@ def _numa(probe, exp: Expected, cpuset) -> Row:
     if not probe.numa:
         return Row("NUMA nodes", want, "unreadable", False if required else None,
                    _unreadable(probe, "/sys/devices/system/node"))
-    nodes, covered = [], set()
+    nodes, covered, members = [], set(), set(cpuset)
     for node in sorted(probe.numa):
         try:
             node_cpus = set(parse_cpuset(probe.numa[node]))
         except ValueError as e:
             return Row("NUMA nodes", want, "unreadable", False if required else None,
                        f"/sys/devices/system/node/node{node}/cpulist: {e}")
-        if node_cpus & set(cpuset):
+        if not node_cpus.isdisjoint(members):
             nodes.append(node)
             covered |= node_cpus
     outside = [c for c in cpuset if c not in covered]
@@ -347,7 +363,7 @@ def _cpu_max(probe, exp: Expected, cpus: int | None) -> Row:
     try:
         quota, period = parse_cpu_max(probe.cpu_max)
     except ValueError as e:
-        return Row("cpu.max", "", repr(probe.cpu_max), False, f"{path}: {e}")
+        return Row("cpu.max", "", shown(probe.cpu_max), False, f"{path}: {e}")
     found = probe.cpu_max
     if quota_on is None:
         return Row("cpu.max", "", found, None,
@@ -394,7 +410,7 @@ def _memory_max(probe, exp: Expected) -> Row:
                    "container needs a memory limit, https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/), and memory-backed "
                    "emptyDirs are bounded only by the node")
     if not _INT.fullmatch(text):
-        return Row("memory.max", want, repr(text), False, f"{path}: not a byte count or max")
+        return Row("memory.max", want, shown(text), False, f"{path}: not a byte count or max")
     found = int(text)
     if exp.memory is None:
         return Row("memory.max", want, text, True)
@@ -420,7 +436,7 @@ def _pids_max(probe, exp: Expected) -> Row:
     limits = []
     for path, text in probe.pids_max:
         if text != "max" and not _INT.fullmatch(text):
-            return Row("pids.max", want, repr(text), False, f"{path}: not a count or max")
+            return Row("pids.max", want, shown(text), False, f"{path}: not a count or max")
         if text != "max":
             limits.append((int(text), path))
     if limits:
@@ -463,7 +479,7 @@ def _thread_env(probe, exp: Expected, threads: int | None) -> list[Row]:
         if threads is None:
             rows.append(Row(check, "", value, None, "no expected count: pass --cpus"))
         elif not _INT.fullmatch(value.strip()):
-            rows.append(Row(check, want, repr(value), False, "not a whole number"))
+            rows.append(Row(check, want, shown(value), False, "not a whole number"))
         elif int(value) == threads:
             rows.append(Row(check, want, value, True))
         elif int(value) > threads:

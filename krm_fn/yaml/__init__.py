@@ -2,6 +2,7 @@
 the documents mean.
 
 - `load`: text -> libyaml node graphs and plain data, within depth/node/alias bounds.
+- `safety`: what `spans` may edit, and the read-back check of every edited item.
 - `spans`: a planner of text edits that apply (path, value) changes to a node's text,
   keeping comments, key order, quoting and layout; and the splice that applies them.
 - `emit`: new YAML text for plain data (block or flow style).

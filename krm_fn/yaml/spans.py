@@ -271,8 +271,10 @@ def _insert_all(text, parents, inserts: dict, depth: dict, edits: list, style) -
 def _scalar_text(text: str, cur, value) -> str:
     """Replacement text for the scalar node `cur`. A literal block (`|`, `|-`) given a new
     multi-line string stays a literal block with the same header, indentation and trailing
-    lines (so a JSON value in a ConfigMap keeps its layout); any other block scalar becomes
-    a one-line scalar followed by the line break the block's span included."""
+    lines (so a JSON value in a ConfigMap keeps its layout); a folded block (`>`) stays
+    folded with its line breaks when krm_fn.yaml.folded can map them onto the new value; any
+    other block scalar becomes a one-line scalar followed by the line break the block's
+    span included."""
     span = text[cur.start_mark.index:cur.end_mark.index]
     if cur.style not in ("|", ">"):
         return emit.scalar(value)
@@ -291,6 +293,11 @@ def _scalar_text(text: str, cur, value) -> str:
         body = "".join((" " * indent + ln if ln else "") + "\n"
                        for ln in value.rstrip("\n").split("\n"))
         return header + "\n" + body + "\n".join(raw_lines[count:])
+    if cur.style == ">" and isinstance(value, str):
+        from krm_fn.yaml.folded import refold
+        kept = refold(span, old, value)
+        if kept is not None:
+            return kept
     tail = span[len(span.rstrip("\r\n")):]
     return emit.scalar(value) + (tail[:2] if tail.startswith("\r\n") else tail[:1])
 
@@ -367,12 +374,18 @@ def _flow_to_block(text, cur, content, where, edits, style) -> list:
              f"{flow_text[v.start_mark.index:v.end_mark.index]}" for k, v in parsed.value]
     lines += [ln[col:] for ln in emit.block(content, col, unit, seq_offset)]
     pad = " " * col
+    # a comment after the flow mapping, on its line, stays on that line (the key's, or the
+    # entry's first)
+    stop = line_end(text, end)
+    tail = text[end:stop].rstrip("\r\n")
+    comment = tail if tail.strip().startswith("#") else ""
+    end += len(comment)
     if mode == "entry":
-        new = lines[0] + "".join(nl + pad + ln for ln in lines[1:])
+        new = lines[0] + comment + "".join(nl + pad + ln for ln in lines[1:])
         rest.append((start, end, new))
     else:
         colon = text.rfind(":", key_node.end_mark.index, start)
-        rest.append((colon + 1, end, "".join(nl + pad + ln for ln in lines)))
+        rest.append((colon + 1, end, comment + "".join(nl + pad + ln for ln in lines)))
     return rest
 
 

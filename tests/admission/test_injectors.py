@@ -9,7 +9,7 @@ import pytest
 
 from krm_fn.admission import model
 from krm_fn.admission import injectors as inj
-from krm_fn.admission.injectors import (dapr, gcsfuse, istio, kserve_agent, linkerd,
+from krm_fn.admission.injectors import (dapr, gcsfuse, istio, kserve_agent, kuberay, linkerd,
                                         otel_collector, otel_instrumentation, queue_proxy,
                                         storage_initializer, vault)
 from krm_fn.admission.injectors.base import InjectionContext, Meta
@@ -49,9 +49,9 @@ def cm(name, namespace, data) -> dict:
 def test_registry_order_and_annotated_injectors():
     assert [m.ID for m in inj.INJECTORS] == [
         "istio", "linkerd", "queue_proxy", "vault", "dapr", "storage_initializer",
-        "kserve_agent", "otel_instrumentation", "otel_collector", "gcsfuse"]
+        "kserve_agent", "otel_instrumentation", "otel_collector", "gcsfuse", "kuberay"]
     assert [m.KEY for m in inj.ANNOTATED] == [
-        "istio", "linkerd", "knativeQueueProxy", "vault", "dapr"]
+        "istio", "linkerd", "knativeQueueProxy", "vault", "dapr", "gcsfuse"]
     assert inj.by_id("gcsfuse") is gcsfuse
 
 
@@ -176,6 +176,11 @@ def test_istio_native_sidecar_auto_on_133():
         == model.APP
 
 
+def test_istio_interception_mode_none_adds_no_init_container():
+    got = istio.containers(meta({"sidecar.istio.io/interceptionMode": "NONE"}), EMPTY)
+    assert [(c.name, c.role) for c in got] == [("istio-proxy", model.APP)]
+
+
 # --- knative queue-proxy ------------------------------------------------------------------
 
 def test_queue_proxy_triggers():
@@ -272,8 +277,11 @@ def test_storage_initializer_configmap_and_storage_container_on_top():
            "spec": {"container": {"name": "storage-initializer", "resources": {
                "requests": {"memory": "2Gi"}, "limits": {"memory": "2Gi"}}},
                "supportedUriFormats": [{"prefix": "s3://"}]}}
+    # KServe's own `default` (it serves s3:// too) is in the input, fixed: else KServe may
+    # take it instead of `s3` (test_storage_initializer_any_serving_storage_container_may_be_used)
+    default = {**csc, "metadata": {"name": "default"}}
     ctx = InjectionContext.from_items(
-        [cm("inferenceservice-config", "kserve", {"storageInitializer": conf}), csc])
+        [cm("inferenceservice-config", "kserve", {"storageInitializer": conf}), csc, default])
     m = kmeta({"model": {"storageUri": "s3://b/m"}})
     got = storage_initializer.containers(m, ctx)
     assert got == (C("storage-initializer", model.INIT, {"cpu": 500, "memory": 2048},
@@ -281,6 +289,33 @@ def test_storage_initializer_configmap_and_storage_container_on_top():
     assert storage_initializer.fix(m, ctx, got) == ""
     gs = kmeta({"model": {"storageUri": "gs://b/m"}})    # the CSC does not serve gs://
     assert storage_initializer.containers(gs, ctx)[0].limits["memory"] == GI
+
+
+def test_storage_initializer_any_serving_storage_container_may_be_used():
+    # KServe takes the first ClusterStorageContainer of an unordered list that serves the
+    # URI: its install's `default` serves hf:// too, with 100m/1 cpu and 100Mi/1Gi
+    hf = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+          "metadata": {"name": "hf-hub"},
+          "spec": {"container": {"name": "storage-initializer", "resources": {
+              "requests": {"cpu": "500m", "memory": "1Gi"},
+              "limits": {"cpu": "500m", "memory": "1Gi"}}},
+              "supportedUriFormats": [{"prefix": "hf://"}]}}
+    m = kmeta({"model": {"storageUri": "hf://Qwen/Qwen2.5"}})
+    ctx = InjectionContext.from_items([hf])
+    got = storage_initializer.containers(m, ctx)
+    assert got == (C("storage-initializer", model.INIT, {"cpu": 100, "memory": 100},
+                     {"cpu": 1000, "memory": 1024}, "storage_initializer"),)
+    assert storage_initializer.fix(m, ctx, got) == (
+        "the ClusterStorageContainers hf-hub, default all serve this URI and KServe uses "
+        "whichever it lists first (no fixed order), so give every one of them requests == "
+        "limits in spec.container.resources, or set spec.disabled: true on the ones that "
+        "should not serve it (the `default` one is created by KServe's install: put it in "
+        "the input and krm-fn fixes it)")
+    disabled = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+                "metadata": {"name": "default"}, "spec": {"disabled": "true"}}
+    got = storage_initializer.containers(m, InjectionContext.from_items([hf, disabled]))
+    assert got == (C("storage-initializer", model.INIT, {"cpu": 500, "memory": 1024},
+                     {"cpu": 500, "memory": 1024}, "storage_initializer"),)
 
 
 def test_kserve_agent():
@@ -512,7 +547,8 @@ def test_gcsfuse_defaults_requests_only_native_sidecar():
         "set the pod template annotations gke-gcsfuse/cpu-limit and gke-gcsfuse/memory-limit "
         "to non-zero values (the requests follow them), or gke-gcsfuse/cpu-request, "
         "gke-gcsfuse/cpu-limit, gke-gcsfuse/memory-request, gke-gcsfuse/memory-limit with "
-        "request == limit")
+        "request == limit (or spec.workloads.injection.gcsfuse cpu and memory, which krm-fn "
+        "writes there)")
     old = gcsfuse.containers(m, InjectionContext(kubernetes_version=(1, 28)))
     assert old[0].role == model.APP
 
@@ -575,3 +611,64 @@ def test_for_pod_reads_the_tuned_pod_template_and_its_namespace():
         ("istio", "namespace ml label istio-injection=enabled", True, "")]
     assert [c.name for c in got[0].containers] == ["istio-init", "istio-proxy"]
     assert got[0].containers[1].limits == {"cpu": 1, "memory": GI}
+
+
+# --- KubeRay ----------------------------------------------------------------------------------
+
+def _ray(group, cluster):
+    return meta(ray_group=group, ray_cluster=cluster, ray_cluster_path="spec.rayClusterConfig")
+
+
+def test_kuberay_triggers_autoscaler_on_the_head_and_wait_gcs_ready_on_workers():
+    assert kuberay.trigger(_ray("head", {"enableInTreeAutoscaling": "true"})) == (
+        True, "spec.rayClusterConfig.enableInTreeAutoscaling is true")
+    assert kuberay.trigger(_ray("head", {"enableInTreeAutoscaling": "false"})) == (None, None)
+    assert kuberay.trigger(_ray("head", {})) == (None, None)
+    assert kuberay.trigger(_ray("worker", {})) == (
+        True, "KubeRay adds wait-gcs-ready to every worker pod")
+    assert kuberay.trigger(meta()) == (None, None)
+
+
+def test_kuberay_autoscaler_default_is_guaranteed_and_wait_gcs_ready_is_fixed():
+    head = _ray("head", {"enableInTreeAutoscaling": "true"})
+    assert kuberay.containers(head, EMPTY) == (
+        C("autoscaler", model.APP, {"cpu": 500, "memory": 512}, {"cpu": 500, "memory": 512},
+          "kuberay"),)
+    assert kuberay.containers(_ray("worker", {}), EMPTY) == (
+        C("wait-gcs-ready", model.INIT, {"cpu": 200, "memory": 256},
+          {"cpu": 200, "memory": 256}, "kuberay"),)
+
+
+def test_kuberay_autoscaler_options_resources_replace_the_default_as_a_whole():
+    head = _ray("head", {"enableInTreeAutoscaling": "true", "autoscalerOptions": {
+        "resources": {"limits": {"cpu": "1", "memory": "1Gi"},
+                      "requests": {"cpu": "200m"}}}})
+    got = kuberay.containers(head, EMPTY)
+    assert got == (C("autoscaler", model.APP, {"cpu": 200, "memory": 1024},
+                     {"cpu": 1000, "memory": 1024}, "kuberay"),)
+    assert kuberay.fix(head, EMPTY, got) == (
+        "set spec.rayClusterConfig.autoscalerOptions.resources with requests == limits for "
+        "cpu and memory (it replaces KubeRay's default 500m / 512Mi as a whole), or remove it")
+
+
+def test_storage_initializer_is_not_added_for_a_pvc_uri_mounted_directly():
+    m = kmeta({"model": {"storageUri": "pvc://models/fraud"}})
+    assert storage_initializer.trigger(m) == (True, "the pod has a storageUri")
+    assert storage_initializer.containers(m, EMPTY) == ()
+    assert [i.injector for i in inj.injections(m, EMPTY)] == ["queue_proxy"]
+    off = InjectionContext.from_items([cm("inferenceservice-config", "kserve", {
+        "storageInitializer": '{"enableDirectPvcVolumeMount": false}'})])
+    assert [c.name for c in storage_initializer.containers(m, off)] == ["storage-initializer"]
+
+
+def test_host_network_pods_get_no_mesh_sidecar():
+    m = meta({"linkerd.io/inject": "enabled"}, {"sidecar.istio.io/inject": "true"},
+             host_network=True)
+    assert linkerd.trigger(m) == (False, "hostNetwork: true (Linkerd never injects such pods)")
+    assert istio.trigger(m) == (False, "hostNetwork: true (Istio never injects such pods)")
+
+
+def test_host_network_true_is_read_from_the_untyped_pod_spec():
+    from krm_fn.admission.injectors.base import yaml_bool
+    assert [yaml_bool(v) for v in ("true", "True", "TRUE", True, "false", "yes", None)] == [
+        True, True, True, True, False, None, None]

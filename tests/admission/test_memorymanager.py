@@ -17,16 +17,17 @@ def _node(policy="single-numa-node", **kw):
                 numa_memory=NUMA_MEM, reservedMemory=RESERVED, reserved={0, 32}, **kw)
 
 
-def test_reserved_memory_is_subtracted_per_numa_node():
+def test_reserved_memory_and_preallocated_hugepages_are_subtracted_per_numa_node():
     n = _node()
     assert reserved_memory(n) == {0: {"memory": 1124 * MI}}
-    assert MemState(n).alloc == {0: {"memory": 96 * GI - 1124 * MI, "hugepages-1Gi": 8 * GI},
-                                 1: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI}}
+    assert MemState(n).alloc == {0: {"memory": 88 * GI - 1124 * MI, "hugepages-1Gi": 8 * GI},
+                                 1: {"memory": 88 * GI, "hugepages-1Gi": 8 * GI}}
 
 
 def test_memory_goes_to_the_numa_node_that_holds_it_and_the_cpus_follow():
-    # 95Gi does not fit NUMA 0 after its 1124Mi reservation: both land on NUMA 1.
-    assert judge(pod(ctr("server", 4, 95)), _node())[1:3] == ((("server", 4),), (1,))
+    # 87Gi does not fit NUMA 0 after its 1124Mi reservation (and 8Gi of hugepages): both
+    # land on NUMA 1.
+    assert judge(pod(ctr("server", 4, 87)), _node())[1:3] == ((("server", 4),), (1,))
 
 
 def test_memory_larger_than_one_numa_node_is_refused_by_single_numa_node_admitted_by_restricted():
@@ -39,9 +40,9 @@ def test_memory_larger_than_one_numa_node_is_refused_by_single_numa_node_admitte
 
 
 def test_per_numa_memory_limits_replicas_under_static():
-    # 3 x 30Gi per NUMA node; the 7th has no memory hint (treated as "don't care" by the
+    # 3 x 28Gi per NUMA node; the 7th has no memory hint (treated as "don't care" by the
     # Topology Manager), so the Memory Manager's Allocate fails it.
-    assert fit_one(pod(ctr("server", 4, 30)), _node()) == (
+    assert fit_one(pod(ctr("server", 4, 28)), _node()) == (
         6, "UnexpectedAdmissionError: [memorymanager] failed to find NUMA nodes to extend "
            "the current topology hint")
 
@@ -72,3 +73,22 @@ def test_memory_is_not_modelled_without_per_numa_memory():
 def test_a_burstable_pod_gets_no_numa_memory():
     p = pod(ctr("server", 4, 200, limit_mem_gi=300, designated=False))
     assert judge(p, _node())[1:3] == ((), ())
+
+
+def test_memory_that_only_fits_before_hugepages_are_taken_out_is_refused_naming_memory():
+    # 90Gi fits the 96Gi of a NUMA node, not the 88Gi left once its 8Gi of 1Gi pages are
+    # pre-allocated (getDefaultMachineState: "remove memory allocated by hugepages").
+    _, exclusive, _, findings = judge(pod(ctr("server", 4, 90)), _node())
+    assert exclusive == ()
+    assert [(f.severity, f.rule) for f in findings] == [(ERROR, "topology")]
+    assert findings[0].message == (
+        "the Topology Manager (single-numa-node, scope container) refuses the pod with "
+        "TopologyAffinityError on an empty node of pool 'pinned': no single NUMA node can "
+        "hold what container 'server' needs (4 exclusive CPUs; CPUs free on an empty node: "
+        "NUMA 0: 30, NUMA 1: 32; requested memory 90Gi, allocatable per NUMA node under "
+        "memoryManagerPolicy Static (reservedMemory and pre-allocated hugepages taken out): "
+        "NUMA 0: memory 86.9Gi; NUMA 1: memory 88Gi); request less memory per NUMA node, "
+        "describe the nodes' memory per NUMA node (topology.numaMemory) if it differs, or "
+        "fewer CPUs per container, or topologyManagerPolicy restricted or best-effort "
+        "(kubernetes/kubernetes pkg/kubelet/cm/topologymanager policy_single_numa_node.go; "
+        "https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/)")

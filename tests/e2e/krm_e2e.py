@@ -22,7 +22,15 @@ from tests.helpers import UPDATE, check_golden  # noqa: F401  (used by the e2e t
 REPO = Path(__file__).resolve().parents[2]
 OVERLAYS = REPO / "overlays"
 SHIM_DIR = Path(__file__).resolve().parent          # holds the `docker` shim
-VENV_BIN = Path(sys.executable).parent              # holds `krm-fn` and `python`
+# KRM_FN_E2E_VENV: a virtual environment with krm-fn installed from its wheel (.ci/run
+# builds one); kustomize, kpt and the docker shim then run that installed copy, its
+# `krm-fn`, its interpreter and its plugin tree, not this checkout. Unset: this venv.
+INSTALLED = os.environ.get("KRM_FN_E2E_VENV")
+VENV_BIN = Path(INSTALLED) / "bin" if INSTALLED else Path(sys.executable).parent
+PYTHON = str(VENV_BIN / "python") if INSTALLED else sys.executable   # runs krm-fn
+PLUGIN_HOME = Path(subprocess.run([VENV_BIN / "krm-fn", "plugin-home"], capture_output=True,
+                                  text=True, check=True).stdout.strip()) if INSTALLED \
+    else REPO / "plugin"
 TIMEOUT = 300
 
 
@@ -37,7 +45,7 @@ def tool_env(**extra: str) -> dict:
     """Environment for kubectl/kpt: the docker shim first, then the venv's krm-fn."""
     env = dict(os.environ)
     env["PATH"] = os.pathsep.join([str(SHIM_DIR), str(VENV_BIN), env.get("PATH", "")])
-    env["KRM_FN_PYTHON"] = sys.executable
+    env["KRM_FN_PYTHON"] = PYTHON
     env.pop("KUSTOMIZE_PLUGIN_HOME", None)
     env.update(extra)
     return env
@@ -114,3 +122,13 @@ def assert_pinned(objs: list) -> None:
     kubelet = yaml.safe_load(cm["data"]["kubelet-config.yaml"])
     assert kubelet["cpuManagerPolicy"] == "static"
     assert kubelet["reservedSystemCPUs"] == "0-1,16-17"
+
+
+def krm_fn_location() -> Path:
+    """Where the krm-fn the tools run is imported from (its package directory), asked of
+    that interpreter from `/` so that no checkout on the path can stand in for it."""
+    out = subprocess.run([PYTHON, "-c", "import krm_fn, os; print(os.path.dirname("
+                                        "os.path.abspath(krm_fn.__file__)))"],
+                         capture_output=True, text=True, check=True, cwd="/",
+                         env={"PATH": os.environ.get("PATH", "")}).stdout.strip()
+    return Path(out)

@@ -16,6 +16,8 @@ import pytest
 import yaml
 from krm_e2e import (
     OVERLAYS,
+    PLUGIN_HOME,
+    PYTHON,
     REPO,
     VENV_BIN,
     assert_pinned,
@@ -50,7 +52,7 @@ def sidecar_env(path: list[str], **extra: str) -> dict:
     """The sidecar's environment: the image's ENV (KUSTOMIZE_PLUGIN_HOME where the
     Dockerfile copies plugin/) and Argo CD's build variables."""
     env = {"PATH": os.pathsep.join(path), "HOME": "/home/argocd",
-           "KUSTOMIZE_PLUGIN_HOME": str(REPO / "plugin"),
+           "KUSTOMIZE_PLUGIN_HOME": str(PLUGIN_HOME),
            "ARGOCD_APP_NAME": "vllm-cpu", "ARGOCD_APP_NAMESPACE": "serving"}
     env.update(extra)
     return env
@@ -190,15 +192,15 @@ def test_c20_init_names_a_missing_module(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     fn = bin_dir / "krm-fn"
-    fn.write_text(f"#!{sys.executable}\nimport sys\nsys.modules['ruamel'] = None\n"
+    fn.write_text(f"#!{PYTHON}\nimport sys\nsys.modules['ruamel'] = None\n"
                   f"from krm_fn.cli import main\nsys.argv[0] = 'krm-fn'\nmain()\n")
     fn.chmod(0o755)
     proc = _init(tmp_path, [str(KUSTOMIZE_SHIM), str(bin_dir), *SYSTEM_PATH])
     assert proc.returncode == 1
     msg = proc.stderr.decode()
-    assert f"krm-fn plugin: {fn} cannot run (interpreter: {sys.executable}): " in msg
+    assert f"krm-fn plugin: {fn} cannot run (interpreter: {PYTHON}): " in msg
     assert msg.splitlines()[-1].endswith(
         "krm-fn: cannot import ruamel.yaml (ModuleNotFoundError: No module named "
         "'ruamel.yaml'; 'ruamel' is not a package); install ruamel.yaml into the Python that "
-        f"runs krm-fn ({sys.executable})")
+        f"runs krm-fn ({PYTHON})")
     assert proc.returncode == 1

@@ -6,17 +6,15 @@ import os
 import shutil
 import stat
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from krm_e2e import (OVERLAYS, REPO, SHIM_DIR, VENV_BIN, assert_pinned, check_golden, docs,
-                      find, require, run, tool_env)
+from krm_e2e import (OVERLAYS, PLUGIN_HOME, PYTHON, REPO, SHIM_DIR, VENV_BIN, assert_pinned,
+                      check_golden, docs, find, require, run, tool_env)
 
 pytestmark = pytest.mark.e2e
 
-PLUGIN_HOME = REPO / "plugin"
 PLUGIN = PLUGIN_HOME / "krm-fn.dev/v1alpha1/inferencetuning/InferenceTuning"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
 FUNCTION = "config.kubernetes.io/function"
@@ -86,7 +84,7 @@ def plugin_env(request, tmp_path, kubectl) -> dict:
         bin_dir = tmp_path / "bin"
         bin_dir.mkdir()
         # A wrapper, not a symlink: a symlinked venv interpreter loses its venv.
-        (bin_dir / "python3").write_text(f'#!/bin/sh\nexec "{sys.executable}" "$@"\n')
+        (bin_dir / "python3").write_text(f'#!/bin/sh\nexec "{PYTHON}" "$@"\n')
         (bin_dir / "python3").chmod(0o755)
         kubectl_dir = Path(kubectl).parent
         env["PATH"] = os.pathsep.join([str(bin_dir), str(kubectl_dir), "/usr/bin", "/bin"])
@@ -159,7 +157,7 @@ GOOD_ARGV = ["run", "--rm", "-i", "-a", "STDIN", "-a", "STDOUT", "-a", "STDERR",
 
 
 def _shim(argv: list, stdin: bytes = b""):
-    env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "KRM_FN_PYTHON": sys.executable}
+    env = {"PATH": f"{VENV_BIN}:/usr/bin:/bin", "KRM_FN_PYTHON": PYTHON}
     return subprocess.run([SHIM_DIR / "docker", *argv], input=stdin, env=env,
                           capture_output=True, timeout=60)
 
@@ -187,3 +185,18 @@ def test_docker_shim_rejects_unexpected_argv(argv, message):
     proc = _shim(argv)
     assert proc.returncode != 0
     assert message in proc.stderr, proc.stderr
+
+
+def test_the_tools_run_the_krm_fn_under_test():
+    """With KRM_FN_E2E_VENV (.ci/run: the wheel installed in a fresh venv) the e2e tests run
+    that installed copy, its plugin tree included; else this checkout."""
+    from krm_e2e import INSTALLED, krm_fn_location
+    where = krm_fn_location()
+    if INSTALLED:
+        assert where.is_relative_to(Path(INSTALLED).resolve()), where
+        assert not where.is_relative_to(REPO), where
+        assert PLUGIN_HOME == where / "plugin_home"
+    else:
+        assert where == REPO / "krm_fn"
+    assert (PLUGIN_HOME / "krm-fn.dev/v1alpha1/inferencetuning/InferenceTuning").stat().st_mode \
+        & stat.S_IXUSR

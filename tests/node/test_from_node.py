@@ -6,7 +6,7 @@ from pathlib import Path
 import yaml
 
 from krm_fn.pipeline import transform
-from krm_fn.results import ERROR, INFO
+from krm_fn.results import ERROR, INFO, WARNING
 
 DATA = Path(__file__).parent / "data"
 NODE = yaml.safe_load((DATA / "node.yaml").read_text())
@@ -107,3 +107,42 @@ def test_uneven_numa_cpus_ask_for_lscpu():
     [r] = [r for r in out.results if r.severity == ERROR]
     assert r.message == ("invalid function config: NUMA nodes have different CPU counts "
                          "[24, 32]: give topology.lscpu for this node")
+
+
+def _warnings(out):
+    return [(r.path, r.message) for r in out.results if r.severity == WARNING]
+
+
+def test_node_without_the_pools_labels_is_a_warning():
+    out = _run({"fromNode": NODE})
+    assert _warnings(out) == [(
+        "spec.nodePools[0].topology.fromNode",
+        "node pool 'inference': Node 'worker-1' does not carry the pool's nodeSelector "
+        "label(s) krm-fn.dev/cpu-pinning=true (it has none of them): the pool's pods are "
+        "scheduled only on nodes with every label, so this Node is not one of the pool's "
+        "nodes yet; label the pool's nodes (kubectl label node worker-1 "
+        "krm-fn.dev/cpu-pinning=true) or give a Node of the pool")]
+
+
+def test_node_with_the_pools_labels_has_no_warning():
+    node = copy.deepcopy(NODE)
+    node["metadata"]["labels"]["krm-fn.dev/cpu-pinning"] = "true"
+    out = _run({"fromNode": node})
+    assert _warnings(out) == [] and not out.has_errors
+    node["metadata"]["labels"]["krm-fn.dev/cpu-pinning"] = "false"
+    [(_, message)] = _warnings(_run({"fromNode": node}))
+    assert "(it has krm-fn.dev/cpu-pinning=false)" in message
+
+
+def test_node_in_the_input_must_be_local_config():
+    node = copy.deepcopy(NODE)
+    del node["metadata"]["annotations"]
+    out = _run({"fromNode": "worker-1"}, [node])
+    [r] = [r for r in out.results if r.severity == ERROR]
+    assert (r.path, r.message) == (
+        "spec.nodePools[0].topology.fromNode",
+        "invalid function config: the Node 'worker-1' in the input is not marked "
+        "config.kubernetes.io/local-config: \"true\": it is written back to the output, and "
+        "kubectl apply or a GitOps sync would apply it to the cluster; add the annotation "
+        "(kustomize and kpt then drop it from their output)")
+    assert out.emitted == []

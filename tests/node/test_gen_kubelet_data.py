@@ -2,6 +2,7 @@
 constant names resolved to gate names, removals found release to release, field types."""
 import importlib.util
 import json
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,3 +95,40 @@ def test_generator_on_a_tiny_tree(tmp_path):
     assert old["evictionHardDefault"] == [["memory.available", "100Mi"],
                                           ["imagefs.available", "15%"]]
     assert old["evictionHardDefaultFrom"] == "1.33"
+
+
+def _git(repo: Path, *args: str) -> None:
+    subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
+                    *args], check=True, capture_output=True)
+
+
+def test_generator_reads_the_release_tag_of_a_git_clone(tmp_path):
+    """--git reads v<minor>.0 by default, and the tag --ref names (a patch release)."""
+    repo = Path(_tree(tmp_path / "k8s", FEATURES_OLD, eviction=True))
+    _git(repo, "init", "-q")
+    _git(repo, "add", ".")
+    _git(repo, "commit", "-qm", "old")
+    _git(repo, "tag", "v1.31.0")
+    (repo / "pkg/features/kube_features.go").write_text(FEATURES_NEW)
+    _git(repo, "commit", "-qam", "new")
+    _git(repo, "tag", "v1.31.2")
+    out = tmp_path / "out"
+    out.mkdir()
+    assert gen.main(["--git", str(repo), "--out", str(out), "1.31"]) == 0
+    data = json.loads((out / "kubelet-1.31.json").read_text())
+    assert (data["source"], "Gone" in data["gates"]) == ("kubernetes v1.31.0", True)
+    assert gen.main(["--git", str(repo), "--ref", "1.31=v1.31.2", "--out", str(out),
+                     "1.31"]) == 0
+    data = json.loads((out / "kubelet-1.31.json").read_text())
+    assert (data["source"], "Gone" in data["gates"]) == ("kubernetes v1.31.2", False)
+
+
+def test_generator_marks_gates_not_from_the_releases_own_source(tmp_path):
+    a = _tree(tmp_path / "a", FEATURES_OLD, eviction=True)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert gen.main(["--tree", f"1.31={a}", "--tree", f"1.32={a}", "--inexact-gates", "1.32",
+                     "--out", str(out), "1.31", "1.32"]) == 0
+    old = json.loads((out / "kubelet-1.31.json").read_text())
+    new = json.loads((out / "kubelet-1.32.json").read_text())
+    assert ("gatesExact" in old, new["gatesExact"]) == (False, False)

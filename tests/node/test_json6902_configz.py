@@ -9,6 +9,7 @@ from pathlib import Path
 import jsonpatch
 
 from krm_fn import config
+from krm_fn.node import kubelet_check
 from krm_fn.node import plan as node_plan
 from krm_fn.node.formats import RenderContext, render_with_results
 from krm_fn.pipeline import transform
@@ -36,6 +37,8 @@ def test_json6902_applied_to_a_configz_answer_is_a_complete_kubelet_configuratio
     assert (patched["apiVersion"], patched["kind"]) == ("kubelet.config.k8s.io/v1beta1",
                                                         "KubeletConfiguration")
     assert "kubeletconfig" not in patched
+    # valid for the kubelet of the target version: every field known, every type right
+    assert kubelet_check.check(patched, (1, 34)) == []
     # exactly the configuration the plan says the kubelet runs (baseline + plan, merged)
     assert {k: v for k, v in patched.items() if k not in ("apiVersion", "kind")} == plan.merged
     inner = CONFIGZ["kubeletconfig"]

@@ -69,6 +69,42 @@ def test_data_gate_stage_and_default_per_version():
     assert upstream.load((1, 30)).gates["WatchListClient"]["stage"] == "BETA"
 
 
+def test_data_1_36_gates_are_from_the_1_36_source():
+    # kubernetes v1.36.2 pkg/features/kube_features.go (docs/kubelet-data.md, "The committed
+    # data and where it came from"): exact, so an unknown gate is an error as on 1.35
+    data = upstream.load((1, 36))
+    assert data.gates_exact is True and "pkg/features of kubernetes v1.36.2" in data.source
+    # new in 1.36: ReloadKubeletClientCAFile {1.36, Default: true, Beta}
+    assert "ReloadKubeletClientCAFile" not in upstream.load((1, 35)).gates
+    assert data.gates["ReloadKubeletClientCAFile"] == {
+        "stage": "BETA", "default": True, "locked": False}
+    # removed in 1.36: MemoryManager (GA and locked since 1.32)
+    assert upstream.load((1, 35)).gates["MemoryManager"]["locked"] is True
+    assert "MemoryManager" not in data.gates and data.removed_gates["MemoryManager"] == "1.36"
+    # changed in 1.36: CustomCPUCFSQuotaPeriod alpha (off) -> GA (on), KubeletPSI locked
+    assert data.gates["CustomCPUCFSQuotaPeriod"] == {
+        "stage": "GA", "default": True, "locked": False}
+    assert data.gates["KubeletPSI"] == {"stage": "GA", "default": True, "locked": True}
+    # the policy-option gates keep their 1.35 state
+    assert (data.gates["CPUManagerPolicyBetaOptions"], data.gates["CPUManagerPolicyAlphaOptions"]) \
+        == ({"stage": "BETA", "default": True, "locked": False},
+            {"stage": "ALPHA", "default": False, "locked": False})
+
+
+def test_a_gate_removed_in_1_36_is_an_error_on_1_36_only():
+    gates = {"featureGates": {"MemoryManager": True, "SomeGateNewIn136": True}}
+    assert [(f.severity, f.field, f.message) for f in kubelet_check.check(gates, (1, 36))] == [
+        (ERROR, "featureGates.MemoryManager",
+         "feature gate MemoryManager was removed in Kubernetes 1.36: the kubelet of 1.36 "
+         "refuses to start (unrecognized feature gate); remove it "
+         "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)"),
+        (ERROR, "featureGates.SomeGateNewIn136",
+         "feature gate SomeGateNewIn136 is not a feature gate of the Kubernetes 1.36 kubelet: "
+         "the kubelet of 1.36 refuses to start (unrecognized feature gate); remove it "
+         "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)")]
+    assert kubelet_check.check({"featureGates": {"MemoryManager": True}}, (1, 35)) == []
+
+
 def test_data_field_types():
     data = upstream.load((1, 34))
     assert data.fields["maxPods"] == {"go": "int32", "type": "int32"}
@@ -153,8 +189,9 @@ def test_gate_with_a_string_value_is_an_error():
     _, results = build({"extra": {"featureGates": {"EventedPLEG": "true"}}})
     assert errors(results) == [(P + "extra.featureGates.EventedPLEG",
                                 "feature gate EventedPLEG must be true or false, found 'true': "
-                                "the kubelet cannot decode featureGates; write EventedPLEG: "
-                                "true or EventedPLEG: false")]
+                                "the kubelet of Kubernetes 1.34 cannot decode featureGates and "
+                                "refuses to start; write EventedPLEG: true or EventedPLEG: "
+                                "false")]
 
 
 def test_locked_gate_set_against_its_default_is_an_error():
@@ -191,16 +228,19 @@ def test_soft_eviction_without_grace_period_is_an_error():
     _, results = build({"extra": {"evictionSoft": {"memory.available": "1Gi"}}})
     assert errors(results) == [(P + "extra.evictionSoft.memory.available",
                                 "evictionSoft sets memory.available without "
-                                "evictionSoftGracePeriod.memory.available: the kubelet refuses "
-                                "to start (grace period must be specified for the soft "
-                                "eviction threshold); add "
+                                "evictionSoftGracePeriod.memory.available: the kubelet of "
+                                "Kubernetes 1.34 refuses to start (grace period must be "
+                                "specified for the soft eviction threshold); add "
                                 "evictionSoftGracePeriod.memory.available, e.g. \"1m30s\"")]
 
 
 def test_grace_period_without_soft_threshold_is_a_warning():
     _, results = build({"extra": {"evictionSoftGracePeriod": {"memory.available": "1m"}}})
-    assert [(r.severity, r.path) for r in results] == [
-        (WARNING, P + "extra.evictionSoftGracePeriod.memory.available")]
+    assert [(r.severity, r.path, r.message) for r in results] == [
+        (WARNING, P + "extra.evictionSoftGracePeriod.memory.available",
+         "evictionSoftGracePeriod sets memory.available without an evictionSoft threshold for "
+         "it: the kubelet of Kubernetes 1.34 ignores the grace period; add "
+         "evictionSoft.memory.available or remove it")]
 
 
 def test_wrong_type_in_extra_is_an_error():
@@ -286,11 +326,21 @@ RICH = {"memoryManagerPolicy": "Static", "topologyManagerPolicy": "single-numa-n
                   "evictionSoftGracePeriod": {"memory.available": "1m30s"},
                   "imageGCHighThresholdPercent": 80, "containerLogMaxSize": "50Mi",
                   "featureGates": {"EventedPLEG": False}}}
-OPEN = ["configmap", "kubelet-config", "kubeadm", "openshift", "eks", "talos", "json6902"]
+# Formats that carry KubeletConfiguration fields under their upstream names (gke and aks
+# rename them: their own schemas, tests/node/test_formats.py).
+OPEN = ["configmap", "kubelet-config", "kubeadm", "openshift", "eks", "talos", "json6902",
+        "performance-profile"]
+
+
+def _experimental(objs):
+    """performance-profile: the KubeletConfiguration fields of the kubeletconfig.experimental
+    annotation (the NTO writes the CPU fields itself from the profile)."""
+    [profile] = objs
+    return [json.loads(profile["metadata"]["annotations"]["kubeletconfig.experimental"])]
 
 
 @pytest.mark.parametrize("fmt", OPEN)
-@pytest.mark.parametrize("version", [(1, 29), (1, 31), (1, 33), (1, 36)])
+@pytest.mark.parametrize("version", [(1, 29), (1, 31), (1, 32), (1, 33), (1, 35), (1, 36)])
 @pytest.mark.parametrize("kubelet", [{}, RICH], ids=["defaults", "rich"])
 def test_each_format_output_matches_the_generated_types(fmt, version, kubelet):
     assert set(OPEN) <= set(FORMATS)
@@ -304,6 +354,8 @@ def test_each_format_output_matches_the_generated_types(fmt, version, kubelet):
         # the patch applies to the document it was computed from: the configz object,
         # whose wrapper it moves the fields out of
         configs = [jsonpatch.apply_patch(baseline, op) for op in ops]
+    elif fmt == "performance-profile":
+        configs = _experimental(objs)
     else:
         configs = list(_kubelet_configs(objs))
     assert configs, fmt
@@ -419,7 +471,8 @@ def test_unknown_gate_outside_the_generated_versions_is_a_warning():
     assert [(f.severity, f.field) for f in found] == [(WARNING, "featureGates.SomeFutureGate")]
     assert found[0].message.endswith("(krm-fn's data covers Kubernetes 1.29-1.36; checked "
                                      "as 1.36)")
-    found = kubelet_check.check({"featureGates": {"SomeFutureGate": True}}, (1, 36))
+    # inside the range an unknown gate is an error (1.36 too: test_a_gate_removed_in_1_36_...)
+    found = kubelet_check.check({"featureGates": {"SomeFutureGate": True}}, (1, 35))
     assert [(f.severity, f.field) for f in found] == [(ERROR, "featureGates.SomeFutureGate")]
 
 

@@ -8,7 +8,8 @@ The machine of every case: 2 sockets, one NUMA node each, 8 cores per socket, 2 
 per core, Linux x86 numbering (CPU c and c+16 are siblings): NUMA node 0 = CPUs 0-7,16-23,
 node 1 = CPUs 8-15,24-31. The good container has 4 exclusive CPUs = cores 2 and 3 whole
 (2-3,18-19), a 12Gi memory limit, a cgroup namespace (`/proc/self/cgroup` is `0::/`) and
-every default thread env var at "4". Each bad case changes one thing.
+every default thread env var at "4", and a serving process (PID 1) of three threads on the
+pinned CPUs, one of them runnable. Each bad case changes one thing.
 """
 from __future__ import annotations
 
@@ -57,11 +58,20 @@ def environ(**override: str) -> bytes:
     return b"".join(f"{k}={v}".encode() + b"\0" for k, v in env.items())
 
 
+TASK = "Name:\tserver\nState:\t{state}\nTgid:\t1\nPid:\t{tid}\nCpus_allowed_list:\t{cpus}\n"
+
+
 def container(cpus: str = "2-3,18-19", cpu_max: str = "max 100000",
               memory_max: str = "12884901888", pids_max: str = "max",
-              cgroup_dir: str = "sys/fs/cgroup", env: dict | None = None) -> dict:
-    """Files of one container; None values are left out."""
+              cgroup_dir: str = "sys/fs/cgroup", env: dict | None = None,
+              tasks: tuple | None = None) -> dict:
+    """Files of one container; None values are left out. `tasks`: (state, cpus) of each
+    thread of PID 1 (default three threads on `cpus`, the second runnable)."""
     files = machine()
+    for tid, (state, allowed) in enumerate(tasks or (("S (sleeping)", cpus),
+                                                     ("R (running)", cpus),
+                                                     ("S (sleeping)", cpus)), 1):
+        files[f"proc/1/task/{tid}/status"] = TASK.format(state=state, tid=tid, cpus=allowed)
     files.update({
         "proc/self/status": STATUS.format(cpus=cpus),
         "proc/self/cgroup": "0::/\n",
@@ -113,6 +123,10 @@ CASES = {
     "bad-pids": container(pids_max="1024"),
     "bad-thread-env": container(env={"OMP_NUM_THREADS": "32"}),
     "bad-missing-file": _missing_memory(),
+    "bad-thread-affinity": container(tasks=(("S (sleeping)", "2-3,18-19"),
+                                            ("S (sleeping)", "0-31"))),
+    "bad-runnable-threads": container(tasks=tuple(("R (running)", "2-3,18-19")
+                                                  for _ in range(6))),
 }
 
 

@@ -16,13 +16,13 @@ annotations cannot fix, or None).
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import (base, dapr, gcsfuse, istio, kserve_agent, linkerd,
-                                        otel_collector, otel_instrumentation, queue_proxy,
-                                        storage_initializer, vault)
+from krm_fn.admission.injectors import (base, dapr, gcsfuse, istio, kserve_agent, kuberay,
+                                        linkerd, otel_collector, otel_instrumentation,
+                                        queue_proxy, storage_initializer, vault)
 from krm_fn.admission.injectors.base import InjectionContext, Meta, meta_of
 
 INJECTORS = (istio, linkerd, queue_proxy, vault, dapr, storage_initializer, kserve_agent,
-             otel_instrumentation, otel_collector, gcsfuse)
+             otel_instrumentation, otel_collector, gcsfuse, kuberay)
 # the injectors spec.workloads.injection configures, in the injector-annotations rule's order
 ANNOTATED = tuple(m for m in INJECTORS if hasattr(m, "KEY"))
 
@@ -61,6 +61,8 @@ def injections(meta: Meta, ctx: InjectionContext) -> tuple:
         if not on:
             continue
         added = m.containers(meta, ctx)
+        if not added:
+            continue        # fires, but adds nothing for this pod (e.g. a mounted pvc://)
         out.append(model.Injection(m.ID, m.TITLE, why, added, base.guaranteed(added),
                                    m.fix(meta, ctx, added)))
     return tuple(out)
@@ -69,4 +71,4 @@ def injections(meta: Meta, ctx: InjectionContext) -> tuple:
 def for_pod(pod, ctx: InjectionContext) -> tuple:
     """`injections` for a krm_fn.pod.PodView as tuned (its pod template annotations as
     krm-fn wrote them), with the Namespace objects of `ctx`."""
-    return injections(meta_of(pod, ctx.namespaces), ctx)
+    return injections(meta_of(pod, ctx=ctx), ctx)

@@ -29,7 +29,12 @@ class Meta:
     workload's kind; `namespace`: the workload's namespace ("" when unset);
     `host_network`: the pod spec sets hostNetwork: true; `spec`: the pod spec as plain
     data ({} unknown; for KServe the component spec); `container_keys`: keys of `spec`
-    holding one container each (PodSpecAt.container_keys, e.g. KServe `model`).
+    holding one container each (PodSpecAt.container_keys, e.g. KServe `model`);
+    `kserve_default_mode`: KServe's defaultDeploymentMode when its ConfigMap
+    inferenceservice-config is in the input, else None; `ray_group`: "head" or "worker"
+    for a KubeRay group's pod, else None; `ray_cluster`: that group's Ray cluster spec
+    (plain data, {} otherwise) and `ray_cluster_path` its field path (`spec`,
+    `spec.rayClusterConfig`, ...).
     """
 
     annotations: dict = field(default_factory=dict)
@@ -43,6 +48,10 @@ class Meta:
     host_network: bool = False
     spec: dict = field(default_factory=dict)
     container_keys: tuple = ()
+    kserve_default_mode: str | None = None
+    ray_group: str | None = None
+    ray_cluster: dict = field(default_factory=dict)
+    ray_cluster_path: str = ""
 
 
 @dataclass(frozen=True)
@@ -54,7 +63,12 @@ class InjectionContext:
     `instrumentations`: {(namespace, name): OpenTelemetry Instrumentation};
     `collectors`: {(namespace, name): OpenTelemetryCollector}; `injection`: the config's
     `spec.workloads.injection` record (None: not given); `kubernetes_version`: (major,
-    minor) or None. All objects are plain data as read from the input.
+    minor) or None; `runtime_classes`: {name: RuntimeClass (node.k8s.io)}, whose pod
+    overhead and node selector the pods that name them get; `limit_ranges`: {namespace:
+    [LimitRange]}, which the API server validates every pod of that namespace against;
+    `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
+    admission.
+    All objects are plain data as read from the input.
     """
 
     namespaces: dict = field(default_factory=dict)
@@ -64,11 +78,14 @@ class InjectionContext:
     collectors: dict = field(default_factory=dict)
     injection: object | None = None
     kubernetes_version: tuple | None = None
+    runtime_classes: dict = field(default_factory=dict)
+    limit_ranges: dict = field(default_factory=dict)
+    vpas: tuple = ()
 
     @classmethod
     def from_items(cls, items: list, injection=None, kubernetes_version=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
-        ns, cms, scs, insts, cols = {}, {}, [], {}, {}
+        ns, cms, scs, insts, cols, rcs, lrs, vpas = {}, {}, [], {}, {}, {}, {}, []
         for it in items:
             if not isinstance(it, dict):
                 continue
@@ -86,7 +103,14 @@ class InjectionContext:
                 insts[(space, name)] = it
             elif kind == "OpenTelemetryCollector" and group == "opentelemetry.io":
                 cols[(space, name)] = it
-        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version)
+            elif kind == "RuntimeClass" and group == "node.k8s.io":
+                rcs[name] = it
+            elif kind == "LimitRange" and group == "":
+                lrs.setdefault(space, []).append(it)
+            elif kind == "VerticalPodAutoscaler" and group == "autoscaling.k8s.io":
+                vpas.append(it)
+        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version, rcs,
+                   lrs, tuple(vpas))
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
@@ -101,6 +125,12 @@ class InjectionContext:
                 return cm
         return None
 
+    def kserve_default_mode(self) -> str | None:
+        """KServe's `defaultDeploymentMode` (ConfigMap inferenceservice-config, key
+        `deploy`) when that ConfigMap is in the input and says, else None."""
+        from krm_fn.admission.knative import kserve_default_mode
+        return kserve_default_mode(self.configmaps)
+
     def namespace_meta(self, name: str) -> tuple[dict | None, dict | None]:
         """(labels, annotations) of Namespace `name` when it is in the input, else
         (None, None)."""
@@ -110,6 +140,20 @@ class InjectionContext:
         md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         lab, ann = md.get("labels"), md.get("annotations")
         return (lab if isinstance(lab, dict) else {}), (ann if isinstance(ann, dict) else {})
+
+
+def yaml_bool(value: object) -> bool | None:
+    """A YAML 1.2 core boolean as the API server reads it: True for true / True / TRUE
+    (or a bool True), False for false / False / FALSE, None otherwise. Items are read
+    untyped (every scalar a string: krm_fn/yaml/load.py)."""
+    if isinstance(value, bool):
+        return value
+    text = str(value) if value is not None else ""
+    if text in ("true", "True", "TRUE"):
+        return True
+    if text in ("false", "False", "FALSE"):
+        return False
+    return None
 
 
 def dig(obj: object, path: tuple) -> object:
@@ -152,17 +196,40 @@ def pod_meta(pod, key: str) -> dict:
     return own
 
 
-def meta_of(pod, namespaces: dict | None = None) -> Meta:
+def meta_of(pod, namespaces: dict | None = None, ctx: "InjectionContext | None" = None
+            ) -> Meta:
     """The Meta of a PodView; `namespaces`: {name: Namespace object} of the input
     (InjectionContext.namespaces), whose labels and annotations fill ns_labels and
-    ns_annotations for the workload's namespace."""
-    ctx = InjectionContext(namespaces=namespaces or {})
-    ns_labels, ns_ann = ctx.namespace_meta(pod.ref.namespace)
+    ns_annotations for the workload's namespace; `ctx`: the InjectionContext, for what
+    cluster ConfigMaps of the input say (KServe's default deployment mode)."""
+    if ctx is not None and namespaces is None:
+        namespaces = ctx.namespaces
+    ns_ctx = InjectionContext(namespaces=namespaces or {})
+    ns_labels, ns_ann = ns_ctx.namespace_meta(pod.ref.namespace)
     spec = pod.spec if isinstance(pod.spec, dict) else {}
+    group, cluster, cluster_path = ray_group(pod)
     return Meta(pod_meta(pod, "annotations"), pod_meta(pod, "labels"),
                 root_meta(pod, "annotations") if is_isvc(pod) else {}, ns_labels, ns_ann,
                 pod.at.platform, pod.ref.kind, pod.ref.namespace,
-                spec.get("hostNetwork") is True, spec, tuple(pod.at.container_keys))
+                yaml_bool(spec.get("hostNetwork")) is True, spec,
+                tuple(pod.at.container_keys),
+                ctx.kserve_default_mode() if ctx is not None else None,
+                group, cluster, cluster_path)
+
+
+def ray_group(pod) -> tuple[str | None, dict, str]:
+    """("head" | "worker", the Ray cluster spec, its field path) of a KubeRay group's
+    PodView (PodSpecAt.ray_params), else (None, {}, "")."""
+    params = pod.at.ray_params
+    if not params:
+        return None, {}, ""
+    for i, key in enumerate(params):
+        if key in ("headGroupSpec", "workerGroupSpecs"):
+            cluster = dig(pod.edits.root, tuple(params[:i]))
+            path = ".".join(str(p) for p in params[:i])
+            return ("head" if key == "headGroupSpec" else "worker",
+                    cluster if isinstance(cluster, dict) else {}, path)
+    return None, {}, ""
 
 
 def amount(res: str, text: object) -> object | None:

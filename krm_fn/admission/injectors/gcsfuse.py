@@ -17,7 +17,8 @@ request); only the request set gives limit = request; `0` means no limit. Defaul
 (https://cloud.google.com/kubernetes-engine/docs/how-to/cloud-storage-fuse-csi-driver-sidecar,
 deploy/base/webhook/deployment.yaml): requests cpu 250m, memory 256Mi, ephemeral-storage
 5Gi, no limits, which makes the pod Burstable: set `gke-gcsfuse/cpu-limit` and
-`gke-gcsfuse/memory-limit` (non-zero), or request == limit for each.
+`gke-gcsfuse/memory-limit` (non-zero), or request == limit for each
+(`spec.workloads.injection.gcsfuse` writes the four).
 """
 from __future__ import annotations
 
@@ -26,11 +27,13 @@ from krm_fn.admission.injectors import base
 
 ID = "gcsfuse"
 TITLE = "GKE Cloud Storage FUSE sidecar"
+KEY, FLAT = "gcsfuse", "gcsfuse"
 NAME = "gke-gcsfuse-sidecar"
 VOLUMES = "gke-gcsfuse/volumes"
 NATIVE = "gke-gcsfuse/enable-native-sidecar"
 CPU = ("gke-gcsfuse/cpu-request", "gke-gcsfuse/cpu-limit")
 MEMORY = ("gke-gcsfuse/memory-request", "gke-gcsfuse/memory-limit")
+NOTE = None
 DEFAULTS = {"cpu": ("250m", "0"), "memory": ("256Mi", "0")}
 
 
@@ -83,4 +86,5 @@ def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
         return ""
     return (f"set the pod template annotations {CPU[1]} and {MEMORY[1]} to non-zero values "
             f"(the requests follow them), or {', '.join(CPU + MEMORY)} with request == "
-            f"limit")
+            f"limit (or spec.workloads.injection.gcsfuse cpu and memory, which krm-fn writes "
+            f"there)")

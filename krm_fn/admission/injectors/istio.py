@@ -26,7 +26,8 @@ the input, only the pod's own label or annotation is visible.
 `restartPolicy: Always` when native sidecars are on: annotation
 `sidecar.istio.io/nativeSidecar`, else ENABLE_NATIVE_SIDECARS, `auto` since 1.27, which
 turns them on when every node's kubelet is 1.33 or newer) and the init container
-`istio-init` (`istio-validation` with Istio CNI). Both get the same resources (the
+`istio-init` (`istio-validation` with Istio CNI; none with the annotation
+`sidecar.istio.io/interceptionMode: NONE`). Both get the same resources (the
 `resources` template of files/injection-template.yaml, used by both since Istio 1.8).
 
 **Resources.** When any of the annotations `sidecar.istio.io/proxyCPU`,
@@ -57,6 +58,7 @@ INJECT = "sidecar.istio.io/inject"
 NS_LABEL, REV = "istio-injection", "istio.io/rev"
 AMBIENT = "istio.io/dataplane-mode"
 NATIVE = "sidecar.istio.io/nativeSidecar"
+INTERCEPTION = "sidecar.istio.io/interceptionMode"
 
 
 def _pod_choice(meta: base.Meta):
@@ -122,12 +124,14 @@ def resources(meta: base.Meta) -> tuple[dict, dict]:
 
 
 def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
-    """istio-init (init) and istio-proxy (SIDECAR when native sidecars are on, else APP),
-    both sized by `resources`."""
+    """istio-init (init; not with interceptionMode NONE) and istio-proxy (SIDECAR when
+    native sidecars are on, else APP), both sized by `resources`."""
     req, lim = resources(meta)
     proxy_role = model.SIDECAR if _native(meta, ctx) else model.APP
-    return (base.container("istio-init", model.INIT, ID, req, lim),
-            base.container("istio-proxy", proxy_role, ID, req, lim))
+    proxy = base.container("istio-proxy", proxy_role, ID, req, lim)
+    if str(meta.annotations.get(INTERCEPTION, "")) == "NONE":
+        return (proxy,)
+    return (base.container("istio-init", model.INIT, ID, req, lim), proxy)
 
 
 def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:

@@ -3,13 +3,16 @@
 **When it fires** (linkerd/linkerd2 pkg/inject/report.go `disabledByAnnotation`): the
 annotation `linkerd.io/inject` with value `enabled` or `ingress`, on the pod or on its
 Namespace. A pod's `linkerd.io/inject: disabled` opts out even in an enabled Namespace; a
-pod's `enabled` wins over a Namespace's `disabled`. Nothing else (no labels). When the
-Namespace is not in the input, only the pod's annotation is visible.
+pod's `enabled` wins over a Namespace's `disabled`. Nothing else (no labels). Pods with
+`hostNetwork: true` are never injected (`Report.Injectable`: "hostNetwork is enabled").
+When the Namespace is not in the input, only the pod's annotation is visible.
 
 **What it adds.** `linkerd-proxy` (an app container; an init container with
 `restartPolicy: Always` with `config.alpha.linkerd.io/proxy-enable-native-sidecar: "true"`,
 or `config.beta.linkerd.io/...` / `config.linkerd.io/...` in newer releases, or the Helm
-value `proxy.nativeSidecar`) and the init container `linkerd-init` (absent with the
+value `proxy.nativeSidecar`, the default from linkerd/linkerd2#15267 (2026); krm-fn
+counts it as an app container unless annotated, which gives the same QoS class and the
+same pod requests) and the init container `linkerd-init` (absent with the
 linkerd-cni plugin, which adds `linkerd-network-validator` instead).
 
 **Resources.** Per value, the pod's annotation `config.linkerd.io/proxy-cpu-request`,
@@ -46,6 +49,9 @@ def trigger(meta: base.Meta):
     None) when nothing visible decides (module docstring)."""
     value = meta.annotations.get(INJECT)
     pod = None if value is None or str(value) == "" else str(value)
+    if meta.host_network and (pod in ON or str((meta.ns_annotations or {}).get(INJECT))
+                              in ON):
+        return False, "hostNetwork: true (Linkerd never injects such pods)"
     ns = (meta.ns_annotations or {}).get(INJECT)
     ns = None if ns is None or str(ns) == "" else str(ns)
     if pod is not None and (pod not in ON or ns is None or ns not in ON):

@@ -4,9 +4,11 @@
 reconciler adds it (knative/serving pkg/reconciler/revision/resources/deploy.go); there is
 no opt-out. A KServe InferenceService runs on Knative unless its own annotation
 `serving.kserve.io/deploymentMode` is `RawDeployment`, `Standard` or `ModelMesh` (kserve
-pkg/constants/constants.go; without the annotation the cluster default of ConfigMap
-`inferenceservice-config` key `deploy` decides, Serverless unless changed: krm-fn assumes
-Serverless). A ServingRuntime serves either mode, so nothing is visible for it.
+pkg/constants/constants.go); without the annotation, or with a value KServe does not know,
+the cluster default decides: `defaultDeploymentMode` of key `deploy` of ConfigMap
+`inferenceservice-config` when it is in the input, else Serverless, the default of KServe's
+install (kserve pkg/controller/v1beta1/inferenceservice/utils/utils.go GetDeploymentMode).
+A ServingRuntime serves either mode, so nothing is visible for it.
 
 **What it adds.** One app container `queue-proxy`.
 
@@ -15,7 +17,9 @@ resource, the first that is set of:
 
 1. the revision's annotations (the pod template's `metadata.annotations`)
    `queue.sidecar.serving.knative.dev/cpu-resource-request`, `cpu-resource-limit`,
-   `memory-resource-request`, `memory-resource-limit`: honoured since knative-v1.11.0;
+   `memory-resource-request`, `memory-resource-limit`: honoured since knative-v1.11.0
+   (when the release label of Knative's config-deployment or config-features in the input
+   names an older release, krm-fn ignores them);
    (`queue.sidecar.serving.knative.dev/resource-percentage`, deprecated, derives them from
    the user container's and is not modelled);
 2. ConfigMap `knative-serving/config-deployment` keys `queue-sidecar-cpu-request`,
@@ -57,7 +61,8 @@ def trigger(meta: base.Meta):
     """(True, why) for Knative pods and KServe InferenceServices in Serverless mode,
     (False, why) for a KServe deploymentMode without Knative, else (None, None)
     (krm_fn.admission.knative.serverless_mode)."""
-    return knative.serverless_mode(meta.platform, meta.kind, meta.owner_annotations)
+    return knative.serverless_mode(meta.platform, meta.kind, meta.owner_annotations,
+                                   meta.kserve_default_mode)
 
 
 def _data(ctx: base.InjectionContext, name: str) -> dict | None:
@@ -66,8 +71,27 @@ def _data(ctx: base.InjectionContext, name: str) -> dict | None:
     return data if isinstance(data, dict) else ({} if cm is not None else None)
 
 
+ANNOTATIONS_SINCE = (1, 11)
+
+
+def knative_version(ctx: base.InjectionContext) -> tuple | None:
+    """(1, minor) of the Knative release from the release label of its ConfigMap
+    config-deployment or config-features in the input, else None (unknown)."""
+    for name in (CONFIG_DEPLOYMENT, CONFIG_FEATURES):
+        cm = ctx.configmap(name, NAMESPACE)
+        labels = base.dig(cm, ("metadata", "labels")) if cm else None
+        version = knative.release(labels)
+        if version is not None:
+            return version
+    return None
+
+
 def resources(meta: base.Meta, ctx: base.InjectionContext) -> tuple[dict, dict]:
-    """(requests, limits) as {resource: text}, by the precedence of the module docstring."""
+    """(requests, limits) as {resource: text}, by the precedence of the module docstring;
+    the annotations are ignored when the input shows a Knative release before
+    knative-v1.11.0."""
+    version = knative_version(ctx)
+    honoured = meta.annotations if version is None or version >= ANNOTATIONS_SINCE else {}
     cm = _data(ctx, CONFIG_DEPLOYMENT)
     feats = _data(ctx, CONFIG_FEATURES) or {}
     on = str(feats.get("queueproxy.resource-defaults", "")).lower() == "enabled"
@@ -77,7 +101,7 @@ def resources(meta: base.Meta, ctx: base.InjectionContext) -> tuple[dict, dict]:
         ann = names[0] if part == "requests" else names[1]
         default = DEFAULT_CPU_REQUEST if (res, part) == ("cpu", "requests") else (
             FEATURE_DEFAULTS.get((res, part)) if on else None)
-        value = base.first((meta.annotations, ann), (cm, key)) or default
+        value = base.first((honoured, ann), (cm, key)) or default
         if value is not None:
             out[part][res] = value
     return out["requests"], out["limits"]
@@ -96,6 +120,13 @@ def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
     where = ("ConfigMap knative-serving/config-deployment in this input"
              if _data(ctx, CONFIG_DEPLOYMENT) is not None
              else "ConfigMap knative-serving/config-deployment")
+    version = knative_version(ctx)
+    if version is not None and version < ANNOTATIONS_SINCE:
+        return (f"Knative knative-v{version[0]}.{version[1]} (the release label in this "
+                f"input) does not read the queue.sidecar.serving.knative.dev resource "
+                f"annotations: set the keys {', '.join(CM_KEYS.values())} with request == "
+                f"limit in {where} (with spec.workloads.injection.knativeQueueProxy cpu "
+                f"and memory krm-fn writes them when the ConfigMap is in the input)")
     return (f"set the pod template annotations {', '.join(CPU + MEMORY)} with request == "
             f"limit (or spec.workloads.injection.knativeQueueProxy cpu and memory, which "
             f"krm-fn writes there; Knative 1.11 or newer), or the keys "

@@ -5,8 +5,10 @@ model.
 a KServe pod (InferenceService component or ServingRuntime) whose model container has a
 `storageUri`, or any container an env var `STORAGE_URI`, or whose component has
 `storageUri` / `storageUris` (transformer, explainer). KServe skips it when the pod
-already has an init container named `storage-initializer`. Not modelled: `oci://` URIs
-served by a modelcar sidecar.
+already has an init container named `storage-initializer`, and for a `pvc://` URI when
+`enableDirectPvcVolumeMount` (key storageInitializer of inferenceservice-config; true by
+default) is on: the claim is mounted into the model container instead. Not modelled:
+`oci://` URIs served by a modelcar sidecar (`enableModelcar`, off by default).
 
 **What it adds.** The init container `storage-initializer`.
 
@@ -14,10 +16,13 @@ served by a modelcar sidecar.
 default), key `storageInitializer` (JSON `cpuRequest`, `cpuLimit`, `memoryRequest`,
 `memoryLimit`; default 100m/1 cpu and 100Mi/1Gi memory: config/configmap/
 inferenceservice.yaml), with `spec.container.resources` of the ClusterStorageContainer
-that serves the URI (`spec.supportedUriFormats` prefix or regex) merged on top. When the
-input holds no ClusterStorageContainer serving the URI, KServe's own `default` one is
-assumed (its install creates it, with the same 100m/1 cpu and 100Mi/1Gi: gs://, s3://,
-hdfs://, webhdfs://, Azure blob and file, http(s)://, hf://). The
+that serves the URI (`spec.supportedUriFormats` prefix or regex; not `spec.disabled`, and
+`spec.workloadType` initContainer) merged on top. KServe's own `default` one is assumed to
+be in the cluster unless the input holds one of that name (its install creates it, with the
+same 100m/1 cpu and 100Mi/1Gi: gs://, s3://, hdfs://, webhdfs://, Azure blob and file,
+http(s)://, hf://: config/storagecontainers/default.yaml). When several serve the URI,
+KServe takes the first match of a list read from its informer cache, in no fixed order
+(`GetStorageContainerSpec`), so krm-fn counts the one that is not request == limit. The
 defaults make the pod Burstable; no pod annotation sizes it. When these objects are in
 the input krm-fn makes them request == limit (krm_fn/objects.py).
 """
@@ -114,11 +119,14 @@ DEFAULT_STORAGE_CONTAINER = {"metadata": {"name": "default"}, "spec": {
                             {"regex": "https?://(.+)/(.+)"}, {"regex": "hf://"}]}}
 
 
-def _storage_container(ctx: base.InjectionContext, uris: list) -> dict | None:
-    """The ClusterStorageContainer of the input that serves one of `uris`, else KServe's
-    `default` one when it serves them, else None."""
-    return (_serving(ctx.storage_containers, uris)
-            or _serving([DEFAULT_STORAGE_CONTAINER], uris))
+def candidates(ctx: base.InjectionContext, uris: list) -> list:
+    """Every ClusterStorageContainer that serves one of `uris` and is not disabled
+    (`spec.disabled`, `spec.workloadType` other than initContainer): those of the input,
+    then KServe's `default` unless the input holds one of that name."""
+    own = [sc for sc in ctx.storage_containers if _usable(sc)]
+    names = {str(base.dig(sc, ("metadata", "name")) or "") for sc in ctx.storage_containers}
+    pool = own + ([] if "default" in names else [DEFAULT_STORAGE_CONTAINER])
+    return [sc for sc in pool if _serving([sc], uris)]
 
 
 def _serving(candidates: list, uris: list) -> dict | None:
@@ -134,23 +142,72 @@ def _serving(candidates: list, uris: list) -> dict | None:
     return None
 
 
-def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
-    """The `storage-initializer` init container: ConfigMap (or defaults), with the
-    matching ClusterStorageContainer's resources on top."""
-    req, lim = config_resources(kserve_config(ctx, CONFIG_KEY), DEFAULTS)
-    sc = _storage_container(ctx, storage_uris(meta))
+def _usable(sc: dict) -> bool:
+    spec = sc.get("spec") if isinstance(sc.get("spec"), dict) else {}
+    if base.yaml_bool(spec.get("disabled")) is True:
+        return False
+    return str(spec.get("workloadType") or "initContainer") == "initContainer"
+
+
+def _equal(res: dict) -> bool:
+    req = res.get("requests") if isinstance(res.get("requests"), dict) else {}
+    lim = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+    return all(base.amount(r, req.get(r)) is not None
+               and base.amount(r, req.get(r)) == base.amount(r, lim.get(r))
+               for r in (base.CPU, base.MEMORY))
+
+
+def _merged(req: dict, lim: dict, sc: dict | None) -> tuple[dict, dict]:
+    """The ConfigMap's (requests, limits) with `sc`'s spec.container.resources on top."""
+    req, lim = dict(req), dict(lim)
     res = base.dig(sc, ("spec", "container", "resources")) if sc else None
     if isinstance(res, dict):
         for part, d in (("requests", req), ("limits", lim)):
             if isinstance(res.get(part), dict):
                 d.update(res[part])
-    return (base.container(NAME, model.INIT, ID, req, lim),)
+    return req, lim
+
+
+PVC = "pvc://"
+
+
+def direct_pvc(ctx: base.InjectionContext) -> bool:
+    """`enableDirectPvcVolumeMount` of key storageInitializer of inferenceservice-config
+    when it is in the input, else true (the default of KServe's install,
+    config/configmap/inferenceservice.yaml)."""
+    conf = kserve_config(ctx, CONFIG_KEY)
+    value = (conf or {}).get("enableDirectPvcVolumeMount", True)
+    return base.yaml_bool(value) is not False
+
+
+def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
+    """The `storage-initializer` init container: ConfigMap (or defaults), with the
+    resources of the ClusterStorageContainer serving the URI on top; when several serve it
+    (KServe takes the first of an unordered list), the first of them that leaves the
+    container without request == limit. () for a `pvc://` URI with
+    `enableDirectPvcVolumeMount` on: KServe mounts the claim instead."""
+    uris = storage_uris(meta)
+    if uris and all(u.startswith(PVC) for u in uris) and direct_pvc(ctx):
+        return ()
+    req, lim = config_resources(kserve_config(ctx, CONFIG_KEY), DEFAULTS)
+    found = candidates(ctx, storage_uris(meta)) or [None]
+    options = [base.container(NAME, model.INIT, ID, *_merged(req, lim, sc)) for sc in found]
+    worst = next((c for c in options if not base.guaranteed((c,))), options[0])
+    return (worst,)
 
 
 def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
     """What to change so storage-initializer gets request == limit ("" when it does)."""
     if base.guaranteed(added):
         return ""
+    found = candidates(ctx, storage_uris(meta))
+    if len(found) > 1:
+        names = ", ".join(str(base.dig(sc, ("metadata", "name"))) for sc in found)
+        return (f"the ClusterStorageContainers {names} all serve this URI and KServe uses "
+                f"whichever it lists first (no fixed order), so give every one of them "
+                f"requests == limits in spec.container.resources, or set spec.disabled: true "
+                f"on the ones that should not serve it (the `default` one is created by "
+                f"KServe's install: put it in the input and krm-fn fixes it)")
     return (f"set cpuRequest == cpuLimit and memoryRequest == memoryLimit under key "
             f"{CONFIG_KEY} of ConfigMap kserve/{CONFIG}, and equal requests and limits in "
             f"spec.container.resources of the ClusterStorageContainer that serves this URI "

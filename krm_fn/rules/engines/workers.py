@@ -59,14 +59,20 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     w = cnt.workers
     if w is None or w.count <= 1 or ctx.cfg.kubernetesVersion < (1, 28):
         return
+    if ctx.pool is not None and ctx.pool.single_process_oom_kill:
+        return                      # an OOM kills only the offending worker
+    from krm_fn.node import fields, upstream
+    oom = fields.BY_NAME["singleProcessOOMKill"]
+    where = (f"spec.nodePools[].kubelet.{oom.name}: true for node pool {ctx.pool.name!r}"
+             if ctx.pool is not None else f"spec.nodePools[].kubelet.{oom.name}: true")
     mem = c.get("resources", "limits", "memory")
     pod.warn(w.path, f"container {c.name!r} runs {w.count} worker processes ({w.what}): since "
                      f"Kubernetes 1.28 on cgroup v2 the kubelet sets memory.oom.group, so one "
                      f"worker going over the memory limit kills the whole container, all "
                      f"{w.count} workers; make resources.limits.memory ({mem}) cover all "
-                     f"{w.count} workers at their peak, or set singleProcessOOMKill: true in "
-                     f"the node pool's kubelet.extra (Kubernetes >= 1.32); thread vars are "
-                     f"{cnt.count} per worker")
+                     f"{w.count} workers at their peak, or set {where} (Kubernetes >= "
+                     f"{upstream.version_str(oom.since)}); thread vars are {cnt.count} per "
+                     f"worker")
 
 
 # Not recognised like an Engine (any container with a worker count): its row documents
@@ -79,7 +85,7 @@ ROW = Engine(
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
           "(`memory.oom.group`): the memory limit must cover every worker, or set "
-          "`kubelet.singleProcessOOMKill: true` (1.32+)",
+          "`spec.nodePools[].kubelet.singleProcessOOMKill: true` (1.32+; then no warning)",
     sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
              ("kubernetes/kubernetes#117793 (memory.oom.group)",
               "https://github.com/kubernetes/kubernetes/pull/117793"),

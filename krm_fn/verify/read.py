@@ -43,6 +43,11 @@ NODE_DIR = "/sys/devices/system/node"
 # Longest file krm-fn reads (a cpuset list of 16384 CPUs is far shorter): a hostile or broken
 # file cannot make it read without bound.
 MAX_READ = 1 << 20
+# Most entries read from the CPU and NUMA directories: Linux's own limits (NR_CPUS is at
+# most 8192, MAX_NUMNODES 1 << NODES_SHIFT, at most 1024), with room; each CPU and node costs
+# a file read, so a hostile --root tree cannot make verify read without bound.
+MAX_CPUS = 16384
+MAX_NUMA_NODES = 1024
 _CPU_ENTRY = re.compile(r"cpu([0-9]{1,5})")
 _NODE_ENTRY = re.compile(r"node([0-9]{1,5})")
 
@@ -94,36 +99,65 @@ def read_regular(path: str) -> bytes:
         os.close(fd)
 
 
+OUTSIDE_ROOT = "a symbolic link out of --root (not followed)"
+
+
 class _Reader:
+    """Reads node paths below `root`. With a root other than `/` (a fixture tree), a path
+    whose symbolic links lead out of the root is never opened: it counts as unreadable
+    (OUTSIDE_ROOT), so no file of the machine outside the tree reaches the report."""
+
     def __init__(self, root: str):
         self.root = root
+        self.real_root = os.path.realpath(root)
         self.unreadable: dict[str, str] = {}
 
     def host(self, path: str) -> str:
-        """The file under root for node path `path` (absolute)."""
-        return os.path.join(self.root, path.lstrip("/"))
+        """The file under root for node path `path` (absolute), its links resolved. Raises
+        OSError (OUTSIDE_ROOT) when they lead out of the root."""
+        joined = os.path.join(self.root, path.lstrip("/"))
+        if self.real_root == "/":
+            return joined
+        real = os.path.realpath(joined)
+        if os.path.commonpath([self.real_root, real]) != self.real_root:
+            raise OSError(errno.EXDEV, OUTSIDE_ROOT)
+        return real
 
     def text(self, path: str, note: bool = True) -> str | None:
         try:
             data = read_regular(self.host(path))
         except OSError as e:
-            if note:
+            if note or e.strerror == OUTSIDE_ROOT:
                 self.unreadable[path] = e.strerror or type(e).__name__
             return None
         return data.decode("utf-8", "replace").strip()
 
     def exists(self, path: str) -> bool:
-        return os.path.exists(self.host(path))
+        try:
+            return os.path.exists(self.host(path))
+        except OSError:
+            return False
 
     def isdir(self, path: str) -> bool:
-        return os.path.isdir(self.host(path))
-
-    def listdir(self, path: str) -> list[str]:
         try:
-            return os.listdir(self.host(path))
+            return os.path.isdir(self.host(path))
+        except OSError:
+            return False
+
+    def listdir(self, path: str, limit: int, what: str) -> list[str]:
+        """The entries of directory `path`; none (and `path` unreadable) when it holds more
+        than `limit` entries named like `what` (cpuN / nodeN)."""
+        try:
+            entries = os.listdir(self.host(path))
         except OSError as e:
             self.unreadable[path] = e.strerror or type(e).__name__
             return []
+        pattern = _CPU_ENTRY if what == "CPUs" else _NODE_ENTRY
+        if sum(1 for e in entries if pattern.fullmatch(e)) > limit:
+            self.unreadable[path] = f"more than {limit} {what} listed; krm-fn reads at most " \
+                                    f"{limit}"
+            return []
+        return entries
 
 
 def _status_field(text: str | None, name: str) -> str | None:
@@ -196,7 +230,7 @@ def read(root: str = "/", environ: Mapping[str, str] | None = None,
             if d == CGROUP_ROOT:       # the root cgroup has no pids.max
                 break
     siblings: dict[int, str] = {}
-    for entry in sorted(r.listdir(CPU_DIR)):
+    for entry in sorted(r.listdir(CPU_DIR, MAX_CPUS, "CPUs")):
         m = _CPU_ENTRY.fullmatch(entry)
         if not m:
             continue
@@ -210,7 +244,7 @@ def read(root: str = "/", environ: Mapping[str, str] | None = None,
     if not r.isdir(NODE_DIR):
         r.unreadable[NODE_DIR] = "No such file or directory"
     else:
-        for entry in sorted(r.listdir(NODE_DIR)):
+        for entry in sorted(r.listdir(NODE_DIR, MAX_NUMA_NODES, "NUMA nodes")):
             m = _NODE_ENTRY.fullmatch(entry)
             if m:
                 text = r.text(f"{NODE_DIR}/{entry}/cpulist")

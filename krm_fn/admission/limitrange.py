@@ -1,0 +1,125 @@
+"""LimitRange validation: the API server refuses a pod whose containers (injected ones
+included: the LimitRanger plugin validates after the mutating webhooks) break a
+LimitRange of its namespace.
+
+Source: kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go
+(`PodValidateLimitFunc`, `minConstraint`, `maxConstraint`, `limitRequestRatioConstraint`),
+https://kubernetes.io/docs/concepts/policy/limit-range/. Per item of
+`spec.limits`:
+
+- `type: Container`: each container's (init containers included) request of a resource in
+  `min` must be set and at least `min`; its limit (and request) of a resource in `max`
+  must be set and at most `max`; with `maxLimitRequestRatio`, limit / request must be at
+  most the ratio;
+- `type: Pod`: the same on the pod's effective requests and limits (podRequests,
+  podLimits).
+
+Only `cpu` and `memory` are checked here (what pinning depends on). Messages quote the
+API server's ("maximum cpu usage per Container is 2, but limit is 4").
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn import quantity
+from krm_fn.admission.cpumanager import peak
+from krm_fn.admission.model import ERROR, AdmittedPod, Finding
+
+SOURCE = ("kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go, "
+          "https://kubernetes.io/docs/concepts/policy/limit-range/")
+RESOURCES = ("cpu", "memory")
+
+
+def _amount(res: str, text) -> Fraction | None:
+    try:
+        q = (quantity.parse_cpu if res == "cpu" else quantity.parse_memory)(text)
+    except (quantity.QuantityError, TypeError):
+        return None
+    return Fraction(q.value)
+
+
+def _show(res: str, v) -> str:
+    if res == "cpu":
+        return quantity.format_cpu(Fraction(v))
+    from krm_fn.admission.injectors.base import fmt_bytes
+    return fmt_bytes(int(v))
+
+
+def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
+    """The API server's messages for one set of requests / limits against one
+    `spec.limits` item of `kind` (Container or Pod)."""
+    out = []
+    for res in RESOURCES:
+        low = _amount(res, (item.get("min") or {}).get(res))
+        high = _amount(res, (item.get("max") or {}).get(res))
+        ratio = _amount("cpu", (item.get("maxLimitRequestRatio") or {}).get(res))
+        r, li = req.get(res), lim.get(res)
+        if low is not None:     # minConstraint: the first failing check
+            if r is None:
+                out.append(f"minimum {res} usage per {kind} is {_show(res, low)}.  No request "
+                           f"is specified")
+            elif r < low:
+                out.append(f"minimum {res} usage per {kind} is {_show(res, low)}, but "
+                           f"request is {_show(res, r)}")
+            elif li is not None and li < low:
+                out.append(f"minimum {res} usage per {kind} is {_show(res, low)}, but "
+                           f"limit is {_show(res, li)}")
+        if high is not None:    # maxConstraint: the first failing check
+            if li is None:
+                out.append(f"maximum {res} usage per {kind} is {_show(res, high)}.  No limit "
+                           f"is specified")
+            elif li > high:
+                out.append(f"maximum {res} usage per {kind} is {_show(res, high)}, but limit "
+                           f"is {_show(res, li)}")
+            elif r is not None and r > high:
+                out.append(f"maximum {res} usage per {kind} is {_show(res, high)}, but "
+                           f"request is {_show(res, r)}")
+        if ratio is not None and r and li is not None and Fraction(li) / Fraction(r) > ratio:
+            out.append(f"{res} max limit to request ratio per {kind} is "
+                       f"{quantity.format_cpu(ratio)}, but provided ratio is "
+                       f"{float(Fraction(li) / Fraction(r)):f}")
+    return out
+
+
+def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
+    """ERROR Findings (rule `limitrange`) for each LimitRange of `limit_ranges` (plain
+    objects of the pod's namespace) the pod breaks, naming the container, the LimitRange
+    and the API server's message."""
+    out = []
+    for lr in limit_ranges:
+        md = lr.get("metadata") if isinstance(lr.get("metadata"), dict) else {}
+        name = md.get("name")
+        spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
+        for item in spec.get("limits") or []:
+            if not isinstance(item, dict):
+                continue
+            kind = str(item.get("type") or "")
+            if kind == "Container":
+                pairs = [(f"container {c.name!r}" + ("" if c.source == "manifest"
+                                                    else f" (added by {c.source})"),
+                          c.requests, c.limits) for c in pod.containers]
+            elif kind == "Pod":
+                pairs = [("the pod", _sum(pod, "requests"), _sum(pod, "limits"))]
+            else:
+                continue
+            for who, req, lim in pairs:
+                for msg in _violations(kind, req, lim, item):
+                    out.append(Finding(ERROR, f"LimitRange {name} of namespace "
+                                              f"{md.get('namespace') or pod.namespace} refuses "
+                                              f"{who}: \"{msg}\"; the API server refuses the "
+                                              f"pod: change the container's resources or the "
+                                              f"LimitRange ({SOURCE})", "limitrange", pod.path))
+    return tuple(out)
+
+
+def _sum(pod: AdmittedPod, part: str) -> dict:
+    """{resource: the pod's effective amount} of `part` (requests or limits) as the
+    LimitRanger counts pod totals (podRequests / podLimits: app containers plus sidecars,
+    or the largest init container plus the sidecars before it, whichever is larger);
+    a resource no container sets is left out."""
+    out = {}
+    for res in RESOURCES:
+        values = [(c.role, getattr(c, part).get(res)) for c in pod.containers]
+        if any(v is not None for _, v in values):
+            out[res] = Fraction(peak([(role, v or 0) for role, v in values]))
+    return out

@@ -1,0 +1,167 @@
+"""Issue #13 audit: the cases the first pass left without a named test (alpha options and
+their gate, a gate the pool's options need set against them, topology option gates, the
+eviction defaults that only evictionHard has, mergeDefaultEvictionSettings by version)."""
+import dataclasses
+
+from krm_fn.node import kubelet_check, upstream
+from krm_fn.results import ERROR, WARNING
+
+from tests.node.test_kubelet_data import P, build, errors
+
+
+def test_alpha_option_without_its_gate_is_an_error():
+    # distribute-cpus-across-cores is alpha in every generated version
+    # (pkg/kubelet/cm/cpumanager/policy_options.go alphaOptions)
+    config = {"cpuManagerPolicy": "static",
+              "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}
+    assert [(f.severity, f.field, f.message) for f in kubelet_check.check(config, (1, 34))] == [
+        (ERROR, "featureGates.CPUManagerPolicyAlphaOptions",
+         "cpuManagerPolicyOptions distribute-cpus-across-cores is alpha in Kubernetes 1.34 "
+         "and needs the CPUManagerPolicyAlphaOptions feature gate, which is off: the kubelet "
+         "refuses to start; set featureGates.CPUManagerPolicyAlphaOptions: true or remove "
+         "the option")]
+    config["featureGates"] = {"CPUManagerPolicyAlphaOptions": True}
+    assert kubelet_check.check(config, (1, 34)) == []
+
+
+def test_alpha_gate_set_false_against_the_pools_alpha_option_is_an_error():
+    _, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"},
+                        "extra": {"featureGates": {"CPUManagerPolicyAlphaOptions": False}}},
+                       (1, 34))
+    assert errors(results) == [(
+        P + "extra.featureGates.CPUManagerPolicyAlphaOptions",
+        "feature gate CPUManagerPolicyAlphaOptions must be true: the pool's "
+        "cpuManagerPolicyOptions / topologyManagerPolicyOptions include an option it "
+        "guards, and the kubelet refuses to start with it false; remove "
+        "extra.featureGates.CPUManagerPolicyAlphaOptions or the option")]
+
+
+def test_alpha_option_gets_its_gate_in_the_emitted_config():
+    plan, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}},
+                          (1, 34))
+    assert errors(results) == []
+    assert plan.merged["featureGates"] == {"CPUManagerPolicyAlphaOptions": True}
+    assert kubelet_check.check(plan.merged, (1, 34)) == []
+
+
+def test_topology_beta_option_with_its_gate_off_is_an_error():
+    config = {"topologyManagerPolicy": "best-effort",
+              "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"},
+              "featureGates": {"TopologyManagerPolicyBetaOptions": False}}
+    # prefer-closest-numa-nodes: beta 1.28-1.31, GA from 1.32 (KEP-3545)
+    assert [f.field for f in kubelet_check.check(config, (1, 31))] == [
+        "featureGates.TopologyManagerPolicyBetaOptions"]
+    assert kubelet_check.check(config, (1, 32)) == []
+
+
+def test_merge_default_eviction_settings_exists_from_1_33():
+    # staging/src/k8s.io/kubelet/config/v1beta1/types.go: added in 1.33;
+    # "currently only evictionHard has default values"
+    assert [v for v in range(29, 37)
+            if upstream.has_field("mergeDefaultEvictionSettings", (1, v))] == list(range(33, 37))
+    found = kubelet_check.check({"mergeDefaultEvictionSettings": True}, (1, 32))
+    assert [(f.severity, f.message) for f in found] == [(
+        ERROR, "mergeDefaultEvictionSettings does not exist in Kubernetes 1.32: the field was "
+               "added in 1.33; remove it or raise kubernetesVersion")]
+
+
+def test_emitted_eviction_hard_is_the_full_default_set_of_each_version():
+    for v in range(29, 37):
+        plan, results = build({"evictionHard": {"memory.available": "1Gi"}}, (1, v))
+        assert errors(results) == []
+        expected = dict(upstream.eviction_hard_default((1, v)), **{"memory.available": "1Gi"})
+        assert plan.merged["evictionHard"] == expected, v
+        assert ("imagefs.inodesFree" in expected) == (v >= 30), v
+
+
+def test_unknown_gate_on_a_version_whose_gates_are_not_exact(monkeypatch):
+    """A version whose pkg/features gates were not generated from its own release
+    (`gatesExact: false`, generator --inexact-gates; no committed file is such since 1.36
+    was regenerated from v1.36.2): an unknown gate without a close match may be new there, so
+    it is a warning; a misspelling (did you mean) and a removed gate stay errors."""
+    load = upstream.load
+    exact = load((1, 36))
+    inexact = dataclasses.replace(exact, gates_exact=False)
+    monkeypatch.setattr(upstream, "load", lambda v: inexact if tuple(v) == (1, 36) else load(v))
+    gates = {"SomeGateNewIn136": True, "CPUManagerPolicyBetaOption": True, "CPUManager": True}
+    found = {f.field: f for f in kubelet_check.check({"featureGates": gates}, (1, 36))}
+    new = found["featureGates.SomeGateNewIn136"]
+    assert (new.severity, new.message) == (WARNING, (
+        "feature gate SomeGateNewIn136 is not a feature gate of the Kubernetes 1.36 kubelet as "
+        "far as krm-fn knows: its 1.36 gate list was not generated from the 1.36 source ("
+        + exact.source + "), so a gate new in 1.36 is missing from it; if "
+        "this is not one, the kubelet refuses to start (unrecognized feature gate) "
+        "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)"))
+    assert found["featureGates.CPUManagerPolicyBetaOption"].severity == ERROR
+    assert found["featureGates.CPUManager"].severity == ERROR
+    [old] = kubelet_check.check({"featureGates": {"SomeGateNewIn136": True}}, (1, 35))
+    assert old.severity == ERROR
+
+
+def test_data_facts_checked_against_the_release_sources():
+    """Facts re-read from the release sources in the issue #13 audit (docs/kubelet-data.md,
+    "How the committed data was checked")."""
+    # CPUManager: GA and locked through 1.32, removed in 1.33 (pkg/features)
+    assert upstream.load((1, 31)).gates["CPUManager"] == {
+        "stage": "GA", "default": True, "locked": True}
+    assert "CPUManager" not in upstream.load((1, 33)).gates
+    assert upstream.load((1, 34)).removed_gates["CPUManager"] == "1.33"
+    # the data is per patch release: v1.30.4 moved APIServingWithRoutine back to alpha, off
+    # (k8s.io/apiserver pkg/features); v1.30.0 had it beta, on
+    assert upstream.load((1, 30)).source == "kubernetes v1.30.4"
+    assert upstream.load((1, 30)).gates["APIServingWithRoutine"] == {
+        "stage": "ALPHA", "default": False, "locked": False}
+    # field types (staging/src/k8s.io/kubelet/config/v1beta1/types.go, every minor)
+    for v in range(29, 37):
+        data = upstream.load((1, v))
+        assert data.fields["maxPods"]["type"] == "int32"
+        assert data.fields["evictionSoftGracePeriod"] == {"go": "map[string]string",
+                                                          "type": "string-map"}
+
+
+def test_feature_gates_that_are_not_a_mapping_are_an_error_naming_the_version():
+    assert [(f.severity, f.field, f.message)
+            for f in kubelet_check.check({"featureGates": ["EventedPLEG"]}, (1, 33))] == [
+        (ERROR, "featureGates", "featureGates must be a mapping of gate name to true/false, "
+         "found ['EventedPLEG']: the kubelet of Kubernetes 1.33 cannot decode it and refuses "
+         "to start")]
+
+
+def test_a_percentage_hard_eviction_counts_against_the_node_memory():
+    # GetNodeAllocatableReservation adds the hard eviction threshold, a percentage of
+    # capacity (pkg/kubelet/cm/node_container_manager_linux.go, evictionapi)
+    gi = 2 ** 30
+    config = {"kubeReserved": {"memory": "30Gi"}, "systemReserved": {"memory": "30Gi"},
+              "evictionHard": {"memory.available": "10%"}}
+    [f] = kubelet_check.check(config, (1, 34), node_memory=64 * gi)
+    assert (f.severity, f.field, f.message) == (
+        ERROR, "kubeReserved.memory",
+        f"kubeReserved.memory + systemReserved.memory + evictionHard[memory.available] is "
+        f"{60 * gi + int(6.4 * gi)} bytes, more than the node's memory ({64 * gi} bytes): the "
+        f"kubelet of Kubernetes 1.34 refuses to start (Expected capacity >= reservation); "
+        f"lower the reservations")
+    config["evictionHard"]["memory.available"] = "5%"
+    assert kubelet_check.check(config, (1, 34), node_memory=64 * gi) == []
+
+
+def test_eviction_thresholds_the_kubelet_cannot_parse_are_errors():
+    config = {"evictionHard": {"memory.available": "lots", "nodefs.available": "150%",
+                               "imagefs.available": "0", "nodefs.inodesFree": "0%",
+                               "pid.available": "1k"},
+              "evictionSoft": {"memory.available": "1Gi"},
+              "evictionSoftGracePeriod": {"memory.available": "ninety seconds"}}
+    doc = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
+    assert [(f.severity, f.field, f.message)
+            for f in kubelet_check.check(config, (1, 34))] == [
+        (ERROR, "evictionHard.memory.available", "evictionHard.memory.available is 'lots', "
+         "not a quantity: the kubelet of Kubernetes 1.34 refuses to start; write a quantity "
+         f"such as 500Mi or a percentage such as 10% ({doc})"),
+        (ERROR, "evictionHard.nodefs.available", "evictionHard.nodefs.available is '150%', a "
+         "percentage must be between 0% and 100%: the kubelet of Kubernetes 1.34 refuses to "
+         f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
+        (ERROR, "evictionHard.imagefs.available", "evictionHard.imagefs.available is '0', "
+         "eviction threshold must be positive: the kubelet of Kubernetes 1.34 refuses to "
+         f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
+        (ERROR, "evictionSoftGracePeriod.memory.available", "evictionSoftGracePeriod."
+         "memory.available is 'ninety seconds', not a positive Go duration: the kubelet of "
+         "Kubernetes 1.34 refuses to start; write e.g. \"1m30s\"")]

@@ -1,0 +1,523 @@
+"""The verdict through the whole function (krm_fn/pipeline/verdict.py): what a render says of
+each pod after admission, and when it fails closed. Each test gives a small input and
+asserts the exact verdict line or finding."""
+from __future__ import annotations
+
+import yaml
+
+from tests.helpers import run_fn
+
+POOL = {"name": "p", "nodeSelector": {"pool": "p"},
+        "topology": {"sockets": 2, "numaNodesPerSocket": 1, "coresPerSocket": 8,
+                     "threadsPerCore": 2, "memory": "64Gi"},
+        "reserved": {"cores": 1}}
+GUARANTEED_4 = {"requests": {"cpu": "4", "memory": "8Gi"},
+                "limits": {"cpu": "4", "memory": "8Gi"}}
+
+
+def config(version="1.34", pool=None, **spec) -> dict:
+    return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+            "metadata": {"name": "pin"},
+            "spec": {"kubernetesVersion": version, "nodePools": [pool or POOL], **spec}}
+
+
+def deployment(name="srv", annotations=None, labels=None, spec=None, meta=None) -> dict:
+    pod_spec = spec or {"containers": [{"name": "server", "image": "srv:1",
+                                        "resources": GUARANTEED_4}]}
+    template_meta = {k: v for k, v in (("annotations", annotations), ("labels", labels)) if v}
+    return {"apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": name, "namespace": "ai", **(meta or {})},
+            "spec": {"template": {"metadata": template_meta, "spec": pod_spec}}}
+
+
+class _NoAliases(yaml.SafeDumper):
+    def ignore_aliases(self, data):
+        return True
+
+
+def render(cfg: dict, *items: dict) -> tuple[int, list, list]:
+    """(exit code, results as (severity, message), output items) of one function run."""
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+          "items": list(items), "functionConfig": cfg}
+    p = run_fn([], yaml.dump(rl, Dumper=_NoAliases, sort_keys=False))
+    out = yaml.safe_load(p.stdout) or {}
+    return (p.returncode, [(r["severity"], r["message"]) for r in out.get("results") or []],
+            out.get("items") or [])
+
+
+def verdicts(results: list) -> list:
+    return [m for _, m in results if m.startswith("verdict:")]
+
+
+def errors(results: list) -> list:
+    return [m for s, m in results if s == "error"]
+
+
+# --- capacity: the bugs of the issue ---------------------------------------------------------
+
+def test_seven_not_fourteen_24gi_pods_fit_a_192gi_node():
+    pool = {**POOL, "reserved": {"cores": 2},
+            "topology": {"sockets": 1, "numaNodesPerSocket": 1, "coresPerSocket": 24,
+                         "threadsPerCore": 2, "memory": "192Gi"}}
+    big = {"requests": {"cpu": "4", "memory": "24Gi"}, "limits": {"cpu": "4", "memory": "24Gi"}}
+    code, results, _ = render(config(pool=pool), deployment(spec={"containers": [
+        {"name": "server", "image": "srv:1", "resources": big}]}))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 7 per node"]
+    # 192Gi - 500Mi kubeReserved - 500Mi systemReserved - 100Mi evictionHard = 190.9Gi
+    assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
+            "memory; Deployment srv needs 4 exclusive CPUs (7 per node, limited by "
+            "allocatable memory 190.9Gi (OutOfmemory))") in [m for _, m in results]
+
+
+def test_ten_not_eleven_pods_fit_when_a_shared_sidecar_uses_the_last_cpus():
+    # 44 allocatable CPUs: 11 x 4 exclusive would fit, but each pod also asks 100m for its
+    # exporter, and 11 x 4.1 > 44 (the scheduler's OutOfcpu)
+    pool = {**POOL, "reserved": {"cores": 2},
+            "topology": {"sockets": 1, "numaNodesPerSocket": 1, "coresPerSocket": 24,
+                         "threadsPerCore": 2, "memory": "192Gi"}}
+    code, results, _ = render(config(pool=pool), deployment(spec={"containers": [
+        {"name": "server", "image": "srv:1", "resources": GUARANTEED_4},
+        {"name": "exporter", "image": "exp:1",
+         "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                       "limits": {"cpu": "100m", "memory": "64Mi"}}}]}))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+
+
+# --- fail closed, and lowering it ------------------------------------------------------------
+
+DAPR = {"dapr.io/enabled": "true"}
+DAPR_ERROR = ("Dapr daprd (annotation dapr.io/enabled=true) adds daprd without requests == "
+              "limits for cpu and memory, so the pod will be Burstable and no container gets "
+              "exclusive CPUs: set the pod template annotations dapr.io/sidecar-cpu-request, "
+              "dapr.io/sidecar-cpu-limit, dapr.io/sidecar-memory-request, "
+              "dapr.io/sidecar-memory-limit with request == limit (or "
+              "spec.workloads.injection.dapr cpu and memory, which krm-fn writes there)")
+
+
+def test_a_pod_burstable_after_admission_fails_the_render_and_is_left_unchanged():
+    item = deployment(annotations=DAPR)
+    code, results, items = render(config(), item)
+    assert code == 1
+    assert DAPR_ERROR in errors(results)
+    assert errors(results)[-1] == "left unchanged because of the errors above"
+    assert items == [item]
+
+
+def test_verdict_annotation_on_the_workload_lowers_the_failure_to_a_warning():
+    code, results, items = render(config(), deployment(
+        annotations=DAPR, meta={"annotations": {"krm-fn.dev/verdict": "warning"}}))
+    assert code == 0
+    assert ("warning", DAPR_ERROR) in results
+    assert errors(results) == []
+    assert items[0]["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "p"}
+
+
+def test_verdict_annotation_on_the_pod_template_lowers_the_failure_to_a_warning():
+    code, results, _ = render(config(), deployment(
+        annotations={**DAPR, "krm-fn.dev/verdict": "warning"}))
+    assert code == 0
+    assert ("warning", DAPR_ERROR) in results
+
+
+def test_verdict_annotation_error_keeps_one_workload_strict_under_a_global_warning():
+    cfg = config(verdict={"onFailure": "warning"})
+    code, results, _ = render(cfg, deployment("lenient", annotations=DAPR),
+                              deployment("strict", annotations=DAPR,
+                                         meta={"annotations": {"krm-fn.dev/verdict": "error"}}))
+    assert code == 1
+    assert errors(results) == [DAPR_ERROR, "pod is Burstable after admission, so no container "
+                               "gets exclusive CPUs, not even 'server' (the static CPU Manager "
+                               "pins only Guaranteed pods); not Guaranteed: 'daprd'; set cpu "
+                               "and memory requests equal to limits in every container, init, "
+                               "sidecar and injected ones included (kubernetes/kubernetes "
+                               "pkg/apis/core/v1/helper/qos/qos.go (ComputePodQOS); "
+                               "kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_static.go"
+                               " guaranteedCPUs)",
+                               "left unchanged because of the errors above"]
+    assert ("warning", DAPR_ERROR) in results
+
+
+def test_validate_mode_gives_the_same_verdict_errors():
+    cfg = config(mode="validate")
+    code, results, _ = render(cfg, deployment(annotations=DAPR))
+    assert code == 1
+    assert DAPR_ERROR in errors(results)
+
+
+# --- injectors sized from the config ---------------------------------------------------------
+
+def test_gcsfuse_sidecar_is_sized_from_spec_workloads_injection_gcsfuse():
+    cfg = config(workloads={"injection": {"gcsfuse": {"cpu": "500m", "memory": "512Mi"}}})
+    code, results, items = render(cfg, deployment(annotations={"gke-gcsfuse/volumes": "true"}))
+    assert code == 0
+    assert items[0]["spec"]["template"]["metadata"]["annotations"] == {
+        "gke-gcsfuse/volumes": "true", "gke-gcsfuse/cpu-request": "500m",
+        "gke-gcsfuse/cpu-limit": "500m", "gke-gcsfuse/memory-request": "512Mi",
+        "gke-gcsfuse/memory-limit": "512Mi"}
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "gke-gcsfuse-sidecar; 6 per node"]
+
+
+# --- pod-level resources and injected containers ---------------------------------------------
+
+def test_pod_level_requests_cover_the_sidecars_krm_fn_sizes():
+    # 1.33: PodLevelResources is off by default, so the pod is pinned; the pod-level values
+    # krm-fn writes include istio-proxy, which krm-fn itself sizes at 500m / 256Mi
+    cfg = config("1.33", workloads={"injection": {"istio": {"cpu": "500m", "memory": "256Mi"}}})
+    spec = {"resources": GUARANTEED_4,
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    code, results, items = render(cfg, deployment(labels={"sidecar.istio.io/inject": "true"},
+                                                  spec=spec))
+    assert code == 0
+    assert items[0]["spec"]["template"]["spec"]["resources"] == {
+        "requests": {"cpu": "4500m", "memory": "8448Mi"},
+        "limits": {"cpu": "4500m", "memory": "8448Mi"}}
+    assert ("info", "pod-level requests.cpu 4 -> 4500m (the containers need 4500m, injected "
+            "istio-init, istio-proxy included): with pod-level resources the pod's QoS comes "
+            "from them alone, and Guaranteed needs requests == limits") in results
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "istio-init, istio-proxy; 6 per node"]
+
+
+# --- KServe's deployment mode from the cluster config in the input ---------------------------
+
+ISVC = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+        "metadata": {"name": "qwen", "namespace": "serving"},
+        "spec": {"predictor": {"model": {
+            "modelFormat": {"name": "huggingface"},
+            "resources": GUARANTEED_4}}}}
+
+
+def _kserve_config(mode: str) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "inferenceservice-config", "namespace": "kserve"},
+            "data": {"deploy": '{"defaultDeploymentMode": "%s"}' % mode}}
+
+
+def test_kserve_default_deployment_mode_standard_in_the_input_means_no_queue_proxy():
+    code, results, items = render(config(), ISVC, _kserve_config("Standard"))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs kserve-container 4 on NUMA 0; "
+        "7 per node"]
+    assert items[0]["spec"]["predictor"]["nodeSelector"] == {"pool": "p"}
+
+
+def test_kserve_unknown_deployment_mode_falls_back_to_the_default_in_the_input():
+    isvc = {**ISVC, "metadata": {**ISVC["metadata"], "annotations": {
+        "serving.kserve.io/deploymentMode": "raw"}}}
+    code, results, _ = render(config(), isvc, _kserve_config("Standard"))
+    assert code == 0
+    assert "injected" not in verdicts(results)[0]
+
+
+def test_kserve_without_deployment_mode_or_config_is_judged_serverless():
+    code, results, _ = render(config(), ISVC)
+    assert code == 1
+    assert verdicts(results) == [
+        "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
+        "node; will not run pinned (see the errors)"]
+
+
+# --- Knative's config-deployment in the input ------------------------------------------------
+
+FEATURES = {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "config-features", "namespace": "knative-serving"},
+            "data": {"kubernetes.podspec-nodeselector": "enabled"}}
+KSVC = {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+        "metadata": {"name": "ks", "namespace": "ai"},
+        "spec": {"template": {"spec": {"containers": [
+            {"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}}}}
+
+
+def _config_deployment(**data) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "config-deployment", "namespace": "knative-serving"},
+            "data": {"queue-sidecar-image": "queue:1", **data}}
+
+
+def test_knative_config_deployment_in_the_input_gets_the_configured_queue_proxy_sizes():
+    cfg = config(workloads={"injection": {"knativeQueueProxy": {"cpu": "250m",
+                                                                 "memory": "256Mi"}}})
+    cm = _config_deployment(**{"queue-sidecar-cpu-request": "25m",
+                               "queue-sidecar-memory-limit": "800Mi"})
+    code, results, items = render(cfg, cm, KSVC, FEATURES)
+    assert code == 0
+    assert items[0]["data"] == {
+        "queue-sidecar-image": "queue:1", "queue-sidecar-cpu-request": "250m",
+        "queue-sidecar-memory-limit": "256Mi", "queue-sidecar-cpu-limit": "250m",
+        "queue-sidecar-memory-request": "256Mi"}
+    assert ("info", "queue-sidecar-cpu-request 25m -> 250m (spec.workloads.injection."
+            "knativeQueueProxy.cpu is 250m): Knative sizes every revision's queue-proxy from "
+            "this key when its pod template has no queue.sidecar.serving.knative.dev "
+            "annotation (and always before knative-v1.11.0); request != limit makes the pod "
+            "Burstable (knative/serving pkg/reconciler/revision/resources/queue.go "
+            "createQueueResources, pkg/deployment/config.go)") in results
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "queue-proxy; 7 per node"]
+
+
+def test_knative_config_deployment_unequal_values_are_made_equal_to_the_larger():
+    cm = _config_deployment(**{"queue-sidecar-cpu-request": "100m",
+                               "queue-sidecar-cpu-limit": "500m",
+                               "queue-sidecar-memory-request": "128Mi",
+                               "queue-sidecar-memory-limit": "256Mi"})
+    code, results, items = render(config(), cm, KSVC, FEATURES)
+    assert code == 0
+    assert {k: v for k, v in items[0]["data"].items() if k != "queue-sidecar-image"} == {
+        "queue-sidecar-cpu-request": "500m", "queue-sidecar-cpu-limit": "500m",
+        "queue-sidecar-memory-request": "256Mi", "queue-sidecar-memory-limit": "256Mi"}
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "queue-proxy; 6 per node"]
+
+
+def test_knative_config_deployment_whole_cpu_is_not_written_and_the_pod_fails_closed():
+    cm = _config_deployment(**{"queue-sidecar-cpu-request": "25m",
+                               "queue-sidecar-cpu-limit": "1000m",
+                               "queue-sidecar-memory-request": "400Mi",
+                               "queue-sidecar-memory-limit": "800Mi"})
+    code, results, items = render(config(), cm, KSVC, FEATURES)
+    assert code == 1
+    assert items[0]["data"]["queue-sidecar-cpu-request"] == "25m"
+    assert ("warning", "queue-sidecar-cpu-request 25m and queue-sidecar-cpu-limit 1000m "
+            "differ, so queue-proxy gets request != limit and every Knative pod that reads "
+            "this ConfigMap is Burstable; krm-fn does not make both 1: a whole-number cpu "
+            "would give queue-proxy exclusive CPUs (and fail pods with SMTAlignmentError "
+            "under full-pcpus-only); set both to a fractional value such as 900m, or "
+            "spec.workloads.injection.knativeQueueProxy.cpu (knative/serving "
+            "pkg/reconciler/revision/resources/queue.go createQueueResources, "
+            "pkg/deployment/config.go)") in results
+    assert verdicts(results) == [
+        "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
+        "node; will not run pinned (see the errors)"]
+
+
+# --- hostile inputs: looks pinned in the manifest, is not on the node ------------------------
+
+def test_injected_sidecar_with_a_whole_cpu_fails_with_smt_alignment_and_names_a_fractional_cpu():
+    # the user's own Istio annotations give istio-init and istio-proxy 1 whole CPU: the
+    # kubelet pins them too, and with full-pcpus-only and 2 threads per core refuses the pod
+    ann = {"sidecar.istio.io/proxyCPU": "1", "sidecar.istio.io/proxyCPULimit": "1",
+           "sidecar.istio.io/proxyMemory": "1Gi", "sidecar.istio.io/proxyMemoryLimit": "1Gi"}
+    code, results, _ = render(config(), deployment(
+        annotations=ann, labels={"sidecar.istio.io/inject": "true"}))
+    assert code == 1
+    assert errors(results) == [
+        "container 'istio-init' fails with SMTAlignmentError on pool 'p' (full-pcpus-only): "
+        "SMT Alignment Error: requested 1 cpus not multiple cpus per core = 2; container "
+        "'istio-init' is not one krm-fn pins, added by istio: give it a fractional cpu with "
+        "requests == limits (e.g. 900m instead of 1) so it runs in the shared pool, or "
+        "request a multiple of 2 CPUs that whole free cores can hold (kubernetes/kubernetes "
+        "pkg/kubelet/cm/cpumanager/policy_static.go Allocate; "
+        "https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/)",
+        "left unchanged because of the errors above"]
+
+
+def test_runtime_class_pod_overhead_counts_in_the_fit_per_node():
+    # 30 allocatable CPUs hold 5 pods of 6 CPUs, but the RuntimeClass adds 250m of pod
+    # overhead to each (KEP-688): 5 x 6.25 > 30
+    kata = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": "kata"}, "handler": "kata",
+            "overhead": {"podFixed": {"cpu": "250m", "memory": "160Mi"}}}
+    six = {"requests": {"cpu": "6", "memory": "8Gi"}, "limits": {"cpu": "6", "memory": "8Gi"}}
+    spec = {"runtimeClassName": "kata",
+            "containers": [{"name": "server", "image": "srv:1", "resources": six}]}
+    code, results, _ = render(config(), kata, deployment(spec=spec))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 4 per node"]
+    code, results, _ = render(config(), deployment(spec=spec))    # RuntimeClass unknown
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 5 per node"]
+
+
+def test_a_rule_error_does_not_hide_the_injection_errors_of_the_verdict():
+    # the placement rule refuses (Knative's nodeSelector flag is off) and queue-proxy would
+    # keep the pod Burstable: one render names both fixes
+    code, results, _ = render(config(), ISVC)
+    assert code == 1
+    found = errors(results)
+    assert len(found) == 3
+    assert found[0].startswith("the pod of a Serverless InferenceService (KServe: no "
+                               "serving.kserve.io/deploymentMode annotation, so Serverless "
+                               "is assumed; it becomes a Knative Service) cannot be placed")
+    assert found[1] == (
+        "Knative queue-proxy (KServe: no serving.kserve.io/deploymentMode annotation, so "
+        "Serverless is assumed) adds queue-proxy without requests == limits for cpu and "
+        "memory, so the pod will be Burstable and no container gets exclusive CPUs: set the "
+        "pod template annotations queue.sidecar.serving.knative.dev/cpu-resource-request, "
+        "queue.sidecar.serving.knative.dev/cpu-resource-limit, "
+        "queue.sidecar.serving.knative.dev/memory-resource-request, "
+        "queue.sidecar.serving.knative.dev/memory-resource-limit with request == limit (or "
+        "spec.workloads.injection.knativeQueueProxy cpu and memory, which krm-fn writes "
+        "there; Knative 1.11 or newer), or the keys queue-sidecar-cpu-request, "
+        "queue-sidecar-cpu-limit, queue-sidecar-memory-request, queue-sidecar-memory-limit "
+        "with request == limit in ConfigMap knative-serving/config-deployment")
+    assert found[2] == "left unchanged because of the errors above"
+
+
+def test_knative_before_1_11_ignores_the_queue_proxy_annotations_krm_fn_writes():
+    # config-features says knative 1.10: the revision annotations are not read there, so
+    # queue-proxy gets Knative's 25m request only, whatever the annotations say
+    old = {**FEATURES, "metadata": {**FEATURES["metadata"],
+                                    "labels": {"app.kubernetes.io/version": "1.10.2"}}}
+    cfg = config(workloads={"injection": {"knativeQueueProxy": {"cpu": "250m",
+                                                                 "memory": "256Mi"}}})
+    code, results, _ = render(cfg, KSVC, old)
+    assert code == 1
+    assert errors(results)[0] == (
+        "Knative queue-proxy (every Knative revision runs a queue-proxy) adds queue-proxy "
+        "without requests == limits for cpu and memory, so the pod will be Burstable and no "
+        "container gets exclusive CPUs: Knative knative-v1.10 (the release label in this "
+        "input) does not read the queue.sidecar.serving.knative.dev resource annotations: "
+        "set the keys queue-sidecar-cpu-request, queue-sidecar-cpu-limit, "
+        "queue-sidecar-memory-request, queue-sidecar-memory-limit with request == limit in "
+        "ConfigMap knative-serving/config-deployment (with "
+        "spec.workloads.injection.knativeQueueProxy cpu and memory krm-fn writes them when "
+        "the ConfigMap is in the input)")
+    code, results, _ = render(cfg, KSVC, old, _config_deployment())
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
+        "queue-proxy; 7 per node"]
+
+
+def test_container_scope_gives_each_container_its_own_numa_node_in_order():
+    # single-numa-node, scope container: 'a' takes 10 of NUMA 0's 14 free CPUs, then 'b'
+    # no longer fits there and gets NUMA 1; scope pod would refuse the 20-CPU pod
+    pool = {**POOL, "kubelet": {"topologyManagerPolicy": "single-numa-node",
+                                "topologyManagerScope": "container"}}
+    ten = {"requests": {"cpu": "10", "memory": "4Gi"}, "limits": {"cpu": "10", "memory": "4Gi"}}
+    spec = {"containers": [{"name": "a", "image": "a:1", "resources": ten},
+                           {"name": "b", "image": "b:1", "resources": ten}]}
+    cfg = config(pool=pool, workloads={"pinnedContainers": ["a", "b"]})
+    code, results, _ = render(cfg, deployment(spec=spec))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs a 10 on NUMA 0, b 10 on NUMA 1; "
+        "1 per node"]
+
+
+def test_a_limit_range_of_the_namespace_refuses_a_pinned_container_above_its_max():
+    lr = {"apiVersion": "v1", "kind": "LimitRange",
+          "metadata": {"name": "small-containers", "namespace": "ai"},
+          "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}
+    code, results, _ = render(config(), lr, deployment())
+    assert code == 1
+    assert errors(results) == [
+        "LimitRange small-containers of namespace ai refuses container 'server': \"maximum "
+        "cpu usage per Container is 2, but limit is 4\"; the API server refuses the pod: "
+        "change the container's resources or the LimitRange (kubernetes/kubernetes "
+        "plugin/pkg/admission/limitranger/admission.go, "
+        "https://kubernetes.io/docs/concepts/policy/limit-range/)",
+        "left unchanged because of the errors above"]
+    other = {**lr, "metadata": {"name": "small-containers", "namespace": "elsewhere"}}
+    assert render(config(), other, deployment())[0] == 0
+
+
+def test_a_limit_range_counts_the_injected_containers():
+    # the LimitRanger validates after the mutating webhooks: daprd without a memory request
+    # breaks a min memory constraint even though the manifest's container meets it
+    lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "floor",
+                                                                 "namespace": "ai"},
+          "spec": {"limits": [{"type": "Container", "min": {"memory": "64Mi"}}]}}
+    cfg = config(verdict={"onFailure": "warning"})
+    code, results, _ = render(cfg, lr, deployment(annotations=DAPR))
+    assert ("warning", "LimitRange floor of namespace ai refuses container 'daprd' (added by "
+            "dapr): \"minimum memory usage per Container is 64Mi.  No request is specified\"; "
+            "the API server refuses the pod: change the container's resources or the "
+            "LimitRange (kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go, "
+            "https://kubernetes.io/docs/concepts/policy/limit-range/)") in results
+
+
+VPA = {"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
+       "metadata": {"name": "srv-vpa", "namespace": "ai"},
+       "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "srv"}}}
+
+
+def test_a_vertical_pod_autoscaler_on_the_workload_rewrites_the_pinned_cpus():
+    code, results, _ = render(config(), VPA, deployment())
+    assert code == 1
+    assert errors(results) == [
+        "VerticalPodAutoscaler srv-vpa (updateMode Auto) sets container 'server''s cpu "
+        "request to its recommendation when each pod is created, and the limit scales with "
+        "it, to a value that is almost never a whole number, so the static CPU Manager gives "
+        "no exclusive CPUs; keep cpu out of its control for this container: "
+        "spec.resourcePolicy.containerPolicies entry {containerName: server, "
+        "controlledResources: [memory]} (or mode: \"Off\"), or updateMode: \"Off\" "
+        "(kubernetes/autoscaler vertical-pod-autoscaler pkg/apis/autoscaling.k8s.io/v1 "
+        "types.go, https://github.com/kubernetes/autoscaler/tree/master/"
+        "vertical-pod-autoscaler)",
+        "left unchanged because of the errors above"]
+
+
+def test_a_vertical_pod_autoscaler_that_leaves_cpu_alone_keeps_the_pin():
+    memory_only = {**VPA, "spec": {**VPA["spec"], "resourcePolicy": {"containerPolicies": [
+        {"containerName": "*", "controlledResources": ["memory"]}]}}}
+    off = {**VPA, "spec": {**VPA["spec"], "updatePolicy": {"updateMode": "Off"}}}
+    other = {**VPA, "spec": {"targetRef": {"kind": "Deployment", "name": "another"}}}
+    for vpa in (memory_only, off, other):
+        assert render(config(), vpa, deployment())[0] == 0
+
+
+def test_knative_config_deployment_with_a_request_and_no_limit_names_the_key_to_add():
+    cm = _config_deployment(**{"queue-sidecar-memory-request": "400Mi"})
+    code, results, items = render(config(), cm, KSVC, FEATURES)
+    assert code == 1
+    assert items[0]["data"] == cm["data"]
+    assert ("warning", "queue-sidecar-memory-request is 400Mi but queue-sidecar-memory-limit "
+            "is not set, so queue-proxy gets request != limit and every Knative pod that "
+            "reads this ConfigMap is Burstable; set queue-sidecar-memory-limit: \"400Mi\" (or "
+            "spec.workloads.injection.knativeQueueProxy.memory, which krm-fn writes to both) "
+            "(knative/serving pkg/reconciler/revision/resources/queue.go "
+            "createQueueResources, pkg/deployment/config.go)") in results
+
+
+def test_daemonset_pods_take_their_share_of_every_node_before_the_fit():
+    # 44 allocatable CPUs fit 11 pods of 4, but node-exporter runs on every node of the pool
+    # (it is not tuned: the selector takes Deployments only) and takes 250m of them
+    pool = {**POOL, "reserved": {"cores": 2},
+            "topology": {"sockets": 1, "numaNodesPerSocket": 1, "coresPerSocket": 24,
+                         "threadsPerCore": 2, "memory": "192Gi"}}
+    exporter = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+                "metadata": {"name": "node-exporter", "namespace": "monitoring"},
+                "spec": {"template": {"spec": {"containers": [
+                    {"name": "node-exporter", "image": "prom/node-exporter:v1.8.2",
+                     "resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                                   "limits": {"cpu": "250m", "memory": "64Mi"}}}]}}}}
+    elsewhere = {**exporter, "metadata": {"name": "gpu-agent", "namespace": "monitoring"},
+                 "spec": {"template": {"spec": {
+                     "nodeSelector": {"pool": "gpu"},
+                     "containers": exporter["spec"]["template"]["spec"]["containers"]}}}}
+    cfg = config(pool=pool, selector={"kinds": ["Deployment"]})
+    code, results, _ = render(cfg, exporter, elsewhere, deployment())
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+    assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
+            "memory, less the pods of DaemonSet node-exporter on every node; Deployment srv "
+            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44 (OutOfcpu))"
+            ) in [m for _, m in results]
+
+
+def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the_pod():
+    kata = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": "kata"}, "handler": "kata",
+            "scheduling": {"nodeSelector": {"pool": "kata-nodes"}}}
+    spec = {"runtimeClassName": "kata",
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    code, results, _ = render(config(), kata, deployment(spec=spec))
+    assert code == 1
+    assert errors(results)[0] == (
+        "RuntimeClass kata requires nodeSelector pool=kata-nodes but the pod sets pool=p: the "
+        "RuntimeClass admission controller refuses the pod (conflict); use a RuntimeClass "
+        "whose scheduling.nodeSelector matches the node pool, or another pool "
+        "(https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)")
