@@ -300,7 +300,7 @@ def test_hostile_values_are_errors_naming_the_field(obj, path, message):
 def test_bounds_and_validated_maps_accept_valid_values():
     cfg = config.load(typed({
         "workloads": {"shm": {"sizeLimitPercent": "100"}, "threads": {
-            "reservedCpus": 1024, "env": ["OMP_NUM_THREADS", "_X1"]}},
+            "reservedCpus": 1024, "env": ["OMP_NUM_THREADS", "_X1"], "custom": ["_X1"]}},
         "selector": {"kinds": ["InferenceService"], "names": ["llm.v2"],
                      "namespaces": ["", "prod"]},
         "nodePools": [{"name": "a", "topology": {
@@ -453,3 +453,45 @@ def test_node_memory_loads_as_quantities():
     assert pool.topology.memory.value == 192 * 2**30
     assert pool.topology.numaMemory == {"1": "64Gi"}
     assert pool.topology.hugepages == {"1Gi": "32Gi"}
+
+
+# -- threads.env holds thread-count variables only (issue #14) ------------------------------
+
+
+@pytest.mark.parametrize("obj, path, message", [
+    (typed({"workloads": {"threads": {"env": ["OMP_NUM_THREADS", "GOMEMLIMIT"]}}}),
+     "spec.workloads.threads.env[1]",
+     "GOMEMLIMIT is not a thread-count variable: it holds a memory limit in bytes (set "
+     "spec.workloads.threads.goMemLimitPercent), and krm-fn would write a thread count into "
+     "it; remove it"),
+    (typed({"workloads": {"threads": {"env": ["PATH"], "custom": ["PATH"]}}}),
+     "spec.workloads.threads.custom[0]",
+     "PATH is not a thread-count variable: it holds a search path, and krm-fn would write a "
+     "thread count into it; remove it"),
+    (cm({"threadsEnv": "OMP_NUM_THREADS,LD_PRELOAD"}), "data.threadsEnv[1]",
+     "LD_PRELOAD is not a thread-count variable: it holds libraries to preload, and krm-fn "
+     "would write a thread count into it; remove it"),
+    (typed({"workloads": {"threads": {"env": ["APP_THREADS"]}}}),
+     "spec.workloads.threads.env[0]",
+     "APP_THREADS is not a thread-count variable krm-fn knows (OMP_NUM_THREADS, "
+     "MKL_NUM_THREADS, OPENBLAS_NUM_THREADS, NUMEXPR_NUM_THREADS, NUMEXPR_MAX_THREADS, "
+     "VECLIB_MAXIMUM_THREADS, BLIS_NUM_THREADS, TORCH_NUM_THREADS, TF_NUM_INTRAOP_THREADS, "
+     "RAYON_NUM_THREADS, GOMAXPROCS, PYTHON_CPU_COUNT, TF_NUM_INTEROP_THREADS, "
+     "OMP_THREAD_LIMIT, GOTO_NUM_THREADS, NUMBA_NUM_THREADS, POLARS_MAX_THREADS, "
+     "TOKIO_WORKER_THREADS, ORT_INTRA_OP_NUM_THREADS, ORT_INTER_OP_NUM_THREADS); if your "
+     "runtime reads it as a thread count, list it in "
+     "spec.workloads.threads.custom too"),
+    (typed({"workloads": {"threads": {"custom": ["1X"]}}}), "spec.workloads.threads.custom[0]",
+     "must be an environment variable name"),
+])
+def test_threads_env_refuses_what_is_no_thread_count(obj, path, message):
+    err = load_error(obj)
+    assert err.path == path
+    assert message in err.message
+
+
+def test_threads_custom_admits_an_in_house_thread_count():
+    cfg = config.load(cm({"threadsEnv": "OMP_NUM_THREADS,APP_THREADS",
+                          "threadsCustom": "APP_THREADS"}))
+    assert cfg.workloads.threads.env == ["OMP_NUM_THREADS", "APP_THREADS"]
+    assert cfg.workloads.threads.custom == ["APP_THREADS"]

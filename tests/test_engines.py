@@ -19,7 +19,9 @@ def pod_list(container: dict, data: dict | None = None, kind: str = "Pod") -> st
                    "spec": {"containers": [container]}}],
         "functionConfig": {"apiVersion": "v1", "kind": "ConfigMap",
                            "metadata": {"name": "fn"},
-                           "data": {"threadsEnv": "OMP_NUM_THREADS", **(data or {})}}})
+                           "data": {"threadsEnv": "OMP_NUM_THREADS",
+                                    # one thread per logical CPU unless a test says otherwise
+                                    "threadsPerCoreMode": "logical", **(data or {})}}})
 
 
 def res(cpu: str = "4", memory: str = "8Gi") -> dict:
@@ -60,6 +62,17 @@ def view(c: dict, path=("spec", "containers", 0)) -> ContainerView:
     ({"image": "eclipse-temurin:21-jre"}, "JVM"),
     ({"image": "x:1", "command": ["/usr/bin/java", "-jar", "a.jar"]}, "JVM"),
     ({"image": "x:1", "env": [{"name": "JAVA_TOOL_OPTIONS", "value": ""}]}, "JVM"),
+    ({"image": "ollama/ollama:0.12.3"}, "Ollama"),
+    ({"image": "x:1", "command": ["/bin/ollama", "serve"]}, "Ollama"),
+    ({"image": "openvino/model_server:2024.4"}, "OpenVINO Model Server"),
+    ({"image": "x:1", "command": ["/ovms/bin/ovms", "--model_path", "/m"]},
+     "OpenVINO Model Server"),
+    ({"image": "tiangolo/uvicorn-gunicorn-fastapi:python3.11"}, "uvicorn-gunicorn images"),
+    ({"image": "ghcr.io/huggingface/text-generation-inference:3.3.5-intel-cpu"},
+     "Text Generation Inference (CPU)"),
+    ({"image": "x:1", "command": ["ipexrun", "serve.py"]}, "Intel Xeon launcher (ipexrun)"),
+    ({"image": "x:1", "command": ["python", "-m", "torch.backends.xeon.run_cpu", "s.py"]},
+     "Intel Xeon launcher (ipexrun)"),
 ])
 def test_detect(container, engine):
     assert engine in [e.name for e in engines.detect(view(container))]
@@ -151,10 +164,80 @@ def test_vllm_bind_auto_is_left_alone_with_a_warning():
     p, out, after = run(c)
     assert env_of(after)["VLLM_CPU_OMP_THREADS_BIND"] == "auto"
     warn = {r["field"]["path"]: r["message"] for r in results(out, "warning")}
-    assert "set it to nobind so that OMP_NUM_THREADS=4 decides the count" in \
+    assert "set it to all so that OMP_NUM_THREADS=4 decides the count" in \
         warn["spec.containers[0].env[0].value"]
     # the reserved CPU is meaningful with auto: no warning about it
     assert "spec.containers[0].env[1]" not in warn
+
+
+@pytest.mark.parametrize("image, want", [
+    ("vllm/vllm-openai-cpu:v0.5.3", None),          # no VLLM_CPU_OMP_THREADS_BIND yet
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", None),   # default all: no bind
+    ("vllm/vllm-openai:v0.9.0-cpu", None),
+    ("vllm/vllm-openai-cpu:v0.9.1", "all"),         # default auto from 0.9.1
+    ("vllm/vllm-openai-cpu:v0.11.0", "all"),
+    ("vllm/vllm-openai-cpu:v0.11.1", "nobind"),     # nobind replaces all
+    ("vllm/vllm-openai-cpu:v0.33.0", "nobind"),
+    ("vllm/vllm-openai-cpu:latest", None),          # unknown: only the default is safe
+    ("vllm/vllm-openai-cpu@sha256:" + "a" * 64, None),
+])
+def test_vllm_bind_value_follows_the_release(image, want):
+    c = {"name": "vllm", "image": image, "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after).get("VLLM_CPU_OMP_THREADS_BIND") == want
+
+
+def test_vllm_unknown_version_warns_naming_the_better_value():
+    c = {"name": "vllm", "image": "vllm/vllm-openai-cpu:latest", "resources": res()}
+    p, out, after = run(c)
+    assert messages(out, "warning") == [
+        "container 'vllm': the image 'vllm/vllm-openai-cpu:latest' names no vLLM version, so "
+        "VLLM_CPU_OMP_THREADS_BIND is left unset: no value but the default is accepted by "
+        "every release (the default is `all`, no binding, before 0.9.1 and `auto` from 0.9.1, "
+        "one OpenMP thread per physical core of a NUMA node, right only when the kubelet "
+        "really pins the container); better: VLLM_CPU_OMP_THREADS_BIND=nobind for vLLM >= "
+        "0.11.1, or all for 0.9.1 to 0.11.0, so that OMP_NUM_THREADS=4 decides the count — or "
+        "use a versioned image tag"]
+
+
+@pytest.mark.parametrize("image, have, want, source", [
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", "nobind", "all",
+     "v0.5.4/vllm/worker/cpu_worker.py"),
+    ("vllm/vllm-openai-cpu:v0.8.5", "auto", "all",      # no auto before 0.9.1
+     "v0.5.4/vllm/worker/cpu_worker.py"),
+    ("vllm/vllm-openai-cpu:v0.10.0", "nobind", "all", "v0.9.1/vllm/envs.py"),
+    ("vllm/vllm-openai-cpu:v0.12.0", "all", "nobind", "v0.11.1/vllm/v1/worker/cpu_worker.py"),
+])
+def test_vllm_spelling_the_release_does_not_accept_is_replaced(image, have, want, source):
+    c = {"name": "vllm", "image": image, "resources": res(),
+         "env": [{"name": "VLLM_CPU_OMP_THREADS_BIND", "value": have}]}
+    p, out, after = run(c)
+    assert env_of(after)["VLLM_CPU_OMP_THREADS_BIND"] == want
+    version = image.rsplit(":v", 1)[1]
+    assert messages(out, "warning") == [
+        f"container 'vllm': VLLM_CPU_OMP_THREADS_BIND {have} -> {want}: vLLM {version} does "
+        f"not accept {have} (it reads it as a CPU list and the worker fails to start); {want} "
+        f"is its value for no binding (https://github.com/vllm-project/vllm/blob/{source})"]
+
+
+def test_vllm_reserved_cpus_before_0_9_1_are_not_read():
+    c = {"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.8.5", "resources": res(),
+         "env": [{"name": "VLLM_CPU_NUM_OF_RESERVED_CPU", "value": "1"}]}
+    p, out, after = run(c)
+    assert messages(out, "warning") == [
+        "container 'vllm': vLLM 0.8.5 does not read VLLM_CPU_NUM_OF_RESERVED_CPU (it appeared "
+        "in 0.9.1); remove it, and set spec.workloads.threads.reservedCpus to leave pinned "
+        "CPUs to vLLM's own threads"]
+
+
+def test_image_version_from_the_tag():
+    from krm_fn.rules.cmdline import image_version
+    got = [image_version(view({"image": i})) for i in (
+        "public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.8.5", "vllm/vllm-openai:v0.9.0-cpu",
+        "reg:5000/x:0.10.1.1", "x:v0.9.1@sha256:ab", "x:latest", "x@sha256:ab", "reg:5000/x",
+        "x:cpu-0.9", "x:2", "x:٢.1")]
+    assert got == [(0, 8, 5), (0, 9, 0), (0, 10, 1, 1), (0, 9, 1), None, None, None, None,
+                   None, None]
 
 
 # -- llama.cpp ------------------------------------------------------------------------------
@@ -318,7 +401,8 @@ def test_downward_api_with_reserved_cpus_writes_literals_with_a_warning():
         "container 'srv': threads.source is downwardAPI but the thread vars are written as the "
         "literal 3: a resourceFieldRef on limits.cpu gives 4, not 3 (the 4 pinned CPUs minus 1 "
         "reserved); set threads.source to literal to silence this, or drop "
-        "threads.reservedCpus / the worker count to get a resourceFieldRef"]
+        "threads.reservedCpus / the worker count / one thread per physical core to get a "
+        "resourceFieldRef"]
 
 
 def test_downward_api_whole_cpus():
@@ -352,3 +436,106 @@ def test_ray_num_cpus_is_read_from_the_ray_start_line_only():
     c = {"name": "head", "image": "x:1", "command": ["bash", "-c", script], "resources": res()}
     _, out, _ = run(c)
     assert any("ray start has no --num-cpus" in m for m in messages(out, "warning"))
+
+
+# -- threads per core (threads.perCore) -----------------------------------------------------
+
+
+@pytest.mark.parametrize("image, mode, want", [
+    ("ghcr.io/ggml-org/llama.cpp:server", "engine-default", "4"),   # llama.cpp: physical
+    ("vllm/vllm-openai-cpu:v0.11.1", "engine-default", "4"),        # vLLM: physical
+    ("registry.example/api:1", "engine-default", "8"),              # anything else: logical
+    ("registry.example/api:1", "physical", "4"),
+    ("ghcr.io/ggml-org/llama.cpp:server", "logical", "8"),
+])
+def test_threads_per_core_mode(image, mode, want):
+    c = {"name": "c", "image": image, "resources": res("8")}
+    p, out, after = run(c, {"threadsPerCoreMode": mode})
+    assert env_of(after)["OMP_NUM_THREADS"] == want
+
+
+def test_physical_cores_then_workers_and_the_jvm_stays_logical():
+    c = {"name": "c", "image": "eclipse-temurin:21", "command": ["gunicorn", "-w", "2", "a:b"],
+         "resources": res("8")}
+    p, out, after = run(c, {"threadsPerCoreMode": "physical"})
+    assert env_of(after)["OMP_NUM_THREADS"] == "2"                   # 8 / 2 per core / 2
+    assert env_of(after)["JAVA_TOOL_OPTIONS"] == "-XX:ActiveProcessorCount=8"
+
+
+def test_bind_writes_omp_places_and_keeps_a_value_already_set():
+    c = {"name": "c", "image": "x:1", "resources": res("8"),
+         "env": [{"name": "OMP_PLACES", "value": "threads"}]}
+    p, out, after = run(c, {"threadsPerCoreMode": "physical", "threadsBind": "true"})
+    assert env_of(after) == {"OMP_PLACES": "threads", "OMP_NUM_THREADS": "4",
+                             "OMP_PROC_BIND": "close"}
+
+
+# -- Ollama, OpenVINO Model Server, the uvicorn-gunicorn images ------------------------------
+
+
+def test_ollama_warns_that_num_thread_is_per_model():
+    c = {"name": "o", "image": "ollama/ollama:0.12.3", "resources": res()}
+    p, out, after = run(c)
+    assert messages(out, "warning") == [
+        "container 'o' runs Ollama, which reads no thread-count env var: each model runner "
+        "uses num_thread from the request options or the Modelfile, and its default 0 lets the "
+        "runner count the node's physical cores, not the pinned CPUs; set PARAMETER num_thread "
+        "4 in the Modelfile (or \"options\": {\"num_thread\": 4} in each request)"]
+
+
+@pytest.mark.parametrize("image, args, want", [
+    ("openvino/model_server:2024.4", [], "INFERENCE_NUM_THREADS"),
+    ("openvino/model_server:2021.4", [], "CPU_THREADS_NUM = 4"),
+    ("openvino/model_server:2024.4", ["--plugin_config", '{"INFERENCE_NUM_THREADS": "4"}'],
+     None),
+    ("openvino/model_server:2024.4", ["--plugin_config=" + "[" * 3000 + "]" * 3000],
+     "INFERENCE_NUM_THREADS"),
+])
+def test_openvino_plugin_config_thread_key(image, args, want):
+    c = {"name": "ov", "image": image, "args": args, "resources": res()}
+    p, out, after = run(c)
+    warns = messages(out, "warning")
+    if want is None:
+        assert warns == []
+    else:
+        assert len(warns) == 1 and f"add the plugin property {want}" in warns[0]
+
+
+@pytest.mark.parametrize("image, env, part", [
+    ("tiangolo/uvicorn-gunicorn-fastapi:python3.11", [],
+     "Python 3.11 ignores PYTHON_CPU_COUNT (read from 3.13 on)"),
+    ("tiangolo/uvicorn-gunicorn-fastapi:python3.13", [],
+     "so with PYTHON_CPU_COUNT=4 (Python 3.13) it starts 4 workers, each with 4 threads"),
+    ("tiangolo/uvicorn-gunicorn-fastapi:python3.13", [{"name": "WORKERS_PER_CORE",
+                                                       "value": "2"}],
+     "so with PYTHON_CPU_COUNT=4 (Python 3.13) it starts 8 workers"),
+    ("tiangolo/uvicorn-gunicorn-fastapi:latest", [], "(the tag names no Python version)"),
+])
+def test_uvicorn_gunicorn_image_workers_from_the_cpu_count(image, env, part):
+    c = {"name": "api", "image": image, "env": env, "resources": res()}
+    p, out, after = run(c, {"threadsEnv": "OMP_NUM_THREADS,PYTHON_CPU_COUNT"})
+    warns = [m for m in messages(out, "warning") if "gunicorn_conf.py" in m]
+    assert len(warns) == 1 and part in warns[0], warns
+
+
+@pytest.mark.parametrize("image, warned", [
+    ("mcr.microsoft.com/onnxruntime/server:v1.28.0", True),     # reads no thread env var
+    ("registry.example/onnxruntime-app:1.29.0", False),          # ORT_INTRA_OP_NUM_THREADS
+    ("mcr.microsoft.com/onnxruntime/server:latest", True),       # unknown version
+])
+def test_onnxruntime_intra_op_env_by_release(image, warned):
+    c = {"name": "ort", "image": image, "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after)["ORT_INTRA_OP_NUM_THREADS"] == "4"
+    assert bool([m for m in messages(out, "warning") if "runs ONNX Runtime" in m]) == warned
+
+
+@pytest.mark.parametrize("args, warned", [
+    (["serve.py"], True),
+    (["--disable-numactl", "--disable_taskset", "serve.py"], False),
+])
+def test_xeon_launcher_binding_to_node_core_ids_is_warned(args, warned):
+    c = {"name": "c", "image": "x:1", "command": ["ipexrun", *args], "resources": res("8")}
+    p, out, after = run(c, {"threadsPerCoreMode": "engine-default"})
+    assert env_of(after)["OMP_NUM_THREADS"] == "4"          # physical cores by default
+    assert bool([m for m in messages(out, "warning") if "Xeon launcher" in m]) == warned

@@ -17,6 +17,7 @@ from krm_fn.config.baseline import check_baseline
 from krm_fn.config.checks import (DNS_LABEL, DNS_SUBDOMAIN, ENV_NAME, IMAGE, KIND_NAME,
                                   PROM_DURATION, check_labels, check_names)
 from krm_fn.config.fields import Record
+from krm_fn.config.threadvars import NOT_THREAD_ENV, THREAD_ENV
 from krm_fn.config.values import ConfigError, parse_quantity, short
 from krm_fn.node import topology
 from krm_fn.node.topology import MAX_CPUS
@@ -90,6 +91,7 @@ class Workloads(Record):
                     "with a digit)")
         check_names(self.pinnedContainers, f"{path}.pinnedContainers", DNS_LABEL, 63,
                     "a container name (DNS label)")
+        self.threads.check(f"{path}.threads")
 
 
 class Resources(Record):
@@ -98,9 +100,29 @@ class Resources(Record):
 
 
 class Threads(Record):
-    """`spec.workloads.threads`, the thread-count variables: env (list[str]), reservedCpus
-    (int), existing (str), source (str), engines (bool), goMemLimitPercent and
-    mallocArenaMax (int or None)."""
+    """`spec.workloads.threads`, the thread-count variables: env and custom (list[str]),
+    reservedCpus (int), existing (str), source (str), engines (bool), goMemLimitPercent
+    and mallocArenaMax (int or None)."""
+
+    def check(self, path: str) -> None:
+        """Every name of `env` is a thread-count variable krm-fn knows (threadvars.THREAD_ENV) or
+        one listed in `custom`; none of either holds something else (threadvars.NOT_THREAD_ENV):
+        krm-fn writes a thread count into each, and a count in GOMEMLIMIT or PATH breaks
+        the container."""
+        check_names(self.custom, f"{path}.custom", ENV_NAME, 256,
+                    "an environment variable name (letters, digits and '_', not starting "
+                    "with a digit)")
+        for key, names in (("custom", self.custom), ("env", self.env)):
+            for i, name in enumerate(names):
+                if name in NOT_THREAD_ENV:
+                    raise ConfigError(f"{path}.{key}[{i}]", f"{name} is not a thread-count "
+                                      f"variable: it holds {NOT_THREAD_ENV[name]}, and krm-fn "
+                                      f"would write a thread count into it; remove it")
+        for i, name in enumerate(self.env):
+            if name not in THREAD_ENV and name not in self.custom:
+                raise ConfigError(f"{path}.env[{i}]", f"{name} is not a thread-count variable "
+                                  f"krm-fn knows ({', '.join(THREAD_ENV)}); if your runtime "
+                                  f"reads it as a thread count, list it in {path}.custom too")
 
 
 class Injection(Record):

@@ -15,16 +15,12 @@ from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Moni
                                    Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
                                  PlainMap, Str, StrMap, Text, Version)
+from krm_fn.config.threadvars import DEFAULT_THREAD_ENV, NOT_THREAD_ENV, THREAD_ENV
 from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
 
 # cpuManagerPolicyOptions (full-pcpus-only) appeared in Kubernetes 1.22
 # (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
 MIN_MINOR = 22
-
-DEFAULT_THREAD_ENV = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
-                      "NUMEXPR_NUM_THREADS", "NUMEXPR_MAX_THREADS", "VECLIB_MAXIMUM_THREADS",
-                      "BLIS_NUM_THREADS", "TORCH_NUM_THREADS", "TF_NUM_INTRAOP_THREADS",
-                      "RAYON_NUM_THREADS", "GOMAXPROCS", "PYTHON_CPU_COUNT"]
 
 # the output formats, in their documented order: the format registry's names (one module
 # each under krm_fn/node/formats; listing them does not import them)
@@ -188,19 +184,34 @@ def _injector(name: str, flat: str, doc: str) -> Field:
 
 
 THREADS = Object(Threads, (
-    Field("env", List(), DEFAULT_THREAD_ENV, "Variables set to the pinned CPU count.",
-          flat="threadsEnv"),
+    Field("env", List(), DEFAULT_THREAD_ENV, "Variables set to the thread count: names of "
+          "thread-count variables krm-fn knows (" + ", ".join(THREAD_ENV) + ") or listed "
+          "in `custom`.", flat="threadsEnv"),
+    Field("custom", List(), [], "Names of further thread-count variables (an in-house "
+          "runtime's) that `env` may hold; a variable that holds anything but a thread count "
+          "(" + ", ".join(NOT_THREAD_ENV) + ") is refused even here.", flat="threadsCustom"),
     Field("reservedCpus", Int(0, 1024), 0, "Pinned CPUs left to the runtime's own threads.",
           flat="threadsReservedCpus"),
+    Field("perCore", Enum("engine-default", "physical", "logical"), "engine-default",
+          "Threads per pinned core: `physical` = one per physical core (the CPUs minus "
+          "reservedCpus, divided by the pool's threadsPerCore), `logical` = one per logical "
+          "CPU, `engine-default` = what the recognised engine does by itself (physical for "
+          "vLLM's automatic binding and llama.cpp, logical otherwise).",
+          flat="threadsPerCoreMode"),
+    Field("bind", Bool(), False, "Also bind the threads: `OMP_PROC_BIND=close` and "
+          "`OMP_PLACES` (`cores` with one thread per physical core, else `threads`) on "
+          "containers that get thread env, and vLLM left to its own `auto` binding (0.9.1+). "
+          "Helps only when the container really gets an exclusive cpuset; on shared CPUs "
+          "bound threads cannot move away from busy ones.", flat="threadsBind"),
     Field("existing", Enum("keep-lower", "replace"), "keep-lower", "A value already set: "
           "`keep-lower` keeps a lower one and replaces a higher one; `replace` always writes "
           "the count.", flat="threadsExisting"),
     Field("source", Enum("literal", "downwardAPI"), "literal", "`literal` writes the count "
           "as a string; `downwardAPI` writes a resourceFieldRef on limits.cpu with divisor "
           "\"1\" (whole-CPU containers only).", flat="threadsSource"),
-    Field("engines", Bool(), True, "Recognise the serving engine (vLLM, llama.cpp, "
-          "TorchServe, Triton, ONNX Runtime, Ray, JVM, gunicorn/uvicorn workers) and set "
-          "what it reads.", flat="threadsEngines"),
+    Field("engines", Bool(), True, "Recognise the serving engine (the registry in "
+          "krm_fn/rules/engines/, tabled in docs/workloads.md) and set what it reads.",
+          flat="threadsEngines"),
     Field("goMemLimitPercent", Int(1, 100), None, "Set GOMEMLIMIT to this percentage of the "
           "memory limit on every container that gets thread env (a Go binary cannot "
           "be told from its image; nothing else reads it) (null: off).",

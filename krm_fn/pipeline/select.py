@@ -12,7 +12,7 @@ import re
 from krm_fn.record import dataclass, field
 from types import SimpleNamespace
 
-from krm_fn import objects
+from krm_fn import numbers, objects
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
 from krm_fn.results import ERROR, INFO, Ref, Result
@@ -84,8 +84,9 @@ def file_of(obj: dict) -> dict | None:
     index = ann.get("internal.config.kubernetes.io/index",
                     ann.get("config.kubernetes.io/index", "0"))
     file = {"path": str(path)}
-    if str(index).isdigit() and int(index):
-        file["index"] = int(index)
+    n = numbers.count(str(index))
+    if n:
+        file["index"] = n
     return file
 
 
@@ -95,7 +96,7 @@ def shown(v: object) -> str:
         return "nothing"
     if isinstance(v, (dict, list)):
         return "a mapping" if isinstance(v, dict) else "a list"
-    return repr(v)
+    return numbers.shown(v, 80)
 
 
 def identity_problem(obj: dict) -> tuple[str, str] | None:
@@ -283,7 +284,7 @@ def overrides(obj: dict, at, ref: Ref, results: list):
     cpus = None
     raw, path = _annotation(obj, at, CPUS_ANNOTATION)
     if raw is not None:
-        text = raw.strip() if isinstance(raw, str) else None
+        text = raw.strip(numbers.BLANKS) if isinstance(raw, str) else None
         if text is None or not _CPUS.fullmatch(text):
             results.append(Result(f"annotation {CPUS_ANNOTATION} must be a whole number of "
                                   f"CPUs from 1 to 9999, quoted (such as \"4\"), found "

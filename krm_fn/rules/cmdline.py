@@ -8,9 +8,11 @@ Shared by the per-container facts (krm_fn/rules/facts.py) and the serving-engine
 from __future__ import annotations
 
 import functools
+import re
 import shlex
 from krm_fn.record import dataclass
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView
 
 # Engines are recognised from the first 64 KiB of a container's command and args (a
@@ -100,9 +102,32 @@ def flag(toks: list[Token], names: tuple) -> tuple[str, Token, str] | None:
 
 
 def count_text(value: str) -> int | None:
-    """A whole number written as decimal digits (surrounding blanks allowed), else None."""
-    value = value.strip()
-    return int(value) if value.isdigit() else None
+    """A whole number written as ASCII digits (surrounding blanks allowed), at most
+    numbers.MAX_COUNT, else None (krm_fn/numbers.py: never raises)."""
+    return numbers.count(value)
+
+
+_TAG_VERSION = re.compile(r"v?([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?(?:\.([0-9]{1,6}))?"
+                          r"(?![0-9])")
+
+
+def image_version(c: ContainerView) -> tuple | None:
+    """The version an image tag names: `vllm-cpu:v0.8.5` -> (0, 8, 5), `x:0.9.0-cpu` ->
+    (0, 9, 0), `x:2.1` -> (2, 1, 0); None for no tag, `latest`, a digest-only reference or
+    a tag that does not start with a version (the engine's version is then unknown). A tag
+    with a digest (`x:v0.9.1@sha256:...`) still names its version."""
+    image = c.data.get("image")
+    if not isinstance(image, str) or len(image) > 512:
+        return None
+    ref = image.split("@", 1)[0]
+    name, _, tag = ref.rpartition(":")
+    if not name or "/" in tag:
+        return None                     # no tag (a registry port is not one)
+    m = _TAG_VERSION.match(tag)
+    if m is None:
+        return None
+    return tuple(int(g) if g else 0 for g in m.groups()[:3]) + (
+        (int(m.group(4)),) if m.group(4) else ())
 
 
 def env_value(c: ContainerView, name: str) -> str | None:

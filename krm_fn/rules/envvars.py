@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from krm_fn import quantity
+from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, WARNING, Result
 
@@ -112,13 +112,14 @@ def set_env(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg,
                  f"it resolves to at most {want} ({why}), e.g. value: \"{want}\"")
         return
     raw = e.get("value")
-    text = "" if raw is None else str(raw).strip()
-    if not text.isdigit():
+    text = "" if raw is None else str(raw).strip(numbers.BLANKS)
+    n = numbers.count(text)
+    if n is None:
+        found = numbers.shown("" if raw is None else str(raw))
         pod.warn(c.path + ("env", i, "value"),
-                 f"container {c.name!r}: {var}={text!r} is not a whole number and is "
-                 f"left alone; set it to {want} ({why})")
+                 f"container {c.name!r}: {var}={found} is not a whole number (ASCII digits) "
+                 f"and is left alone; set it to {want} ({why})")
         return
-    n = int(text)
     if n == count or (cfg.workloads.threads.existing == "keep-lower" and n < count):
         return
     pod.set(c.path + ("env", i, "value"), want,

@@ -53,7 +53,9 @@ class Count:
     fractional); `base`: cpus - reservedCpus, at least 1 (what one process may use);
     `count`: base divided by the worker processes, at least 1 (what each pool gets);
     `whole`: the cpu limit is a whole number; `workers`: the Workers found or None;
-    `why` / `base_why`: the reason for count / base, for messages."""
+    `why` / `base_why`: the reason for count / base, for messages; `physical`: count is one
+    thread per physical core (base divided by the pool's threads per core, before the
+    workers; threads.perCore)."""
 
     cpus: int
     base: int
@@ -62,6 +64,7 @@ class Count:
     workers: Workers | None
     why: str
     base_why: str
+    physical: bool = False
 
 
 @dataclass(frozen=True)
@@ -71,12 +74,14 @@ class ContainerFacts:
     container has once the resources rule has written, None when absent or not a
     quantity; `count`: its Count, None when it gets no thread env (no whole CPUs);
     `engines`: the serving engines recognised (only for a container with a count and
-    `threads.engines` on; else empty)."""
+    `threads.engines` on; else empty); `unread_workers`: (what, field path, text) of a
+    worker count that is not a whole number, when no worker count was read."""
 
     cpu: CpuPlan | None
     limit: Fraction | None
     count: Count | None
     engines: tuple = ()
+    unread_workers: tuple | None = None
 
 
 # -- the cpu decision (the resources rule writes it) --------------------------------------
@@ -329,11 +334,13 @@ def _limit(c: ContainerView, plan: CpuPlan | None) -> Fraction | None:
 
 
 def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
-              workers: Workers | None) -> Count | None:
+              workers: Workers | None, per_core: tuple | None = None) -> Count | None:
     """The Count of a container whose cpu limit is `limit` (cores), or None when it gets
     no thread env: no positive limit, or a fractional one on a container krm-fn does not
     pin (a pinned one kept fractional gets the value rounded down, at least 1: a
-    resourceFieldRef would round up). `workers` divide the count (threads.engines on)."""
+    resourceFieldRef would round up). `per_core`: (threads per core, why) when the count
+    is one thread per physical core (floor, at least 1); `workers` then divide it
+    (threads.engines on)."""
     if limit is None or limit <= 0:
         return None
     whole = limit.denominator == 1
@@ -350,10 +357,31 @@ def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
         f" minus {threads.reservedCpus} reserved" if threads.reservedCpus else "")
     base_why = why
     count = base
+    if per_core is not None and per_core[0] > 1:
+        count = max(1, base // per_core[0])
+        why += (f" as {count} physical core{'s' if count != 1 else ''} ({per_core[0]} threads "
+                f"per core), since {per_core[1]}")
     if workers is not None and workers.count > 1:
-        count = max(1, base // workers.count)
+        count = max(1, count // workers.count)
         why += f", divided by {workers.count} worker processes ({workers.what})"
-    return Count(cpus, base, count, whole, workers, why, base_why)
+    return Count(cpus, base, count, whole, workers, why, base_why,
+                 per_core is not None and per_core[0] > 1)
+
+
+def per_core(engines: tuple, ctx) -> tuple | None:
+    """(threads per core, why) when the container's threads go one per physical core:
+    threads.perCore physical, or engine-default and a recognised engine does so by itself
+    (Engine.per_core); None for one per logical CPU, or without SMT."""
+    tpc = ctx.pool.threads_per_core if ctx.pool is not None else 1
+    mode = ctx.cfg.workloads.threads.perCore
+    if tpc <= 1 or mode == "logical":
+        return None
+    if mode == "physical":
+        return tpc, "spec.workloads.threads.perCore is physical"
+    for e in engines:
+        if e.per_core == "physical":
+            return tpc, f"{e.name} runs one thread per physical core by itself"
+    return None
 
 
 def compute(pod: PodView, ctx) -> dict:
@@ -370,10 +398,16 @@ def compute(pod: PodView, ctx) -> dict:
         pinned = c.name in ctx.pinned and c.role == "app"
         count = count_for(c, limit, cfg, pinned, None)
         found: tuple = ()
+        unread = None
         if count is not None and on:
-            found = serving.detect(c)
+            found = tuple(serving.detect(c))
             workers = serving.workers(c, found)
-            if workers is not None:
-                count = count_for(c, limit, cfg, pinned, workers)
-        out[c.path] = ContainerFacts(plan, limit, count, tuple(found))
+            cores = per_core(found, ctx)
+            if workers is not None or cores is not None:
+                count = count_for(c, limit, cfg, pinned, workers, cores)
+            if workers is None:
+                unread = serving.unread_workers(c, found)
+        elif count is not None and cfg.workloads.threads.perCore == "physical":
+            count = count_for(c, limit, cfg, pinned, None, per_core((), ctx))
+        out[c.path] = ContainerFacts(plan, limit, count, tuple(found), unread)
     return out

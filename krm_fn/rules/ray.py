@@ -25,7 +25,7 @@ kubelet would pin the autoscaler).
 """
 from __future__ import annotations
 
-from krm_fn import quantity
+from krm_fn import numbers, quantity
 from krm_fn.pod import PodView
 from krm_fn.results import WARNING
 from krm_fn.workloads import get_path
@@ -72,12 +72,12 @@ def apply(pod: PodView, ctx) -> None:
     if have is None:
         pod.set(path, want, f"rayStartParams.num-cpus set to {want}: {why}")
         return
-    text = str(have).strip()
+    text = str(have).strip(numbers.BLANKS)
     if text == want or text == "0":
         return      # "0": no Ray work on this node (KubeRay's advice for the head)
-    if not text.replace(".", "", 1).isdigit():
-        pod.warn(path, f"rayStartParams.num-cpus {text!r} is not a number and is left alone; "
-                       f"it should be {want} ({why})")
+    if numbers.decimal(text) is None:
+        pod.warn(path, f"rayStartParams.num-cpus {numbers.shown(text)} is not a number and is "
+                       f"left alone; it should be {want} ({why})")
         return
     pod.set(path, want, f"rayStartParams.num-cpus {text} -> {want}: {why}", have,
             severity=WARNING)

@@ -13,17 +13,22 @@ the worker count).
 
 - **vLLM CPU backend** (image `*vllm*-cpu*` such as
   `public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo`, `vllm/vllm-openai-cpu`, a vLLM image
-  with a `cpu` tag; or `vllm serve` / `python -m vllm.entrypoints...` with `--device cpu`):
-  `VLLM_CPU_OMP_THREADS_BIND=nobind` unless set. With the default `auto` vLLM binds one
-  OpenMP thread per physical core of a whole NUMA node, filtered by the affinity mask: right
-  only when the kubelet really gives the container an exclusive cpuset, which is not
-  certain at render time (node policy not rolled out yet, pod not Guaranteed after
-  admission-time injection); with `nobind` `OMP_NUM_THREADS` decides the count whether or
-  not the container ends up pinned. `auto` or a CPU list already set is left alone with a
-  warning (a fixed list cannot match the cpuset the kubelet picks);
-  `VLLM_CPU_NUM_OF_RESERVED_CPU` only works with `auto` (warning when set with `nobind`).
-  `VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an error; leaving less
-  than 1Gi for weights, Python and `/dev/shm` a warning.
+  with a `cpu` tag; or `vllm serve` / `python -m vllm.entrypoints...` with `--device cpu`),
+  by the release its image tag names (vLLM's source at each tag):
+  `VLLM_CPU_OMP_THREADS_BIND` = the release's no-binding value unless set, so that
+  `OMP_NUM_THREADS` decides the count whether or not the container ends up pinned (node
+  policy not rolled out yet, pod not Guaranteed after admission-time injection): `nobind`
+  from 0.11.1, `all` for 0.9.1 to 0.11.0 (their default `auto` binds one OpenMP thread per
+  physical core of a whole NUMA node, filtered by the affinity mask), nothing before 0.9.1
+  (the default `all` does not bind; before 0.5.4 the variable does not exist). A no-binding
+  spelling the release does not accept (`nobind` before 0.11.1, `all` from 0.11.1, `auto`
+  before 0.9.1: read as a CPU list, the worker fails to start) is replaced, with a warning.
+  An image without a version tag (`latest`, a digest) gets nothing — no value but the
+  default is accepted by every release — and a warning naming the better one. `auto` or a
+  CPU list already set is left alone with a warning (a fixed list cannot match the cpuset
+  the kubelet picks); `VLLM_CPU_NUM_OF_RESERVED_CPU` only works with `auto` and from 0.9.1
+  (warning otherwise). `VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an
+  error; leaving less than 1Gi for weights, Python and `/dev/shm` a warning.
 - **llama.cpp** (`llama-server` in command/args, image `ghcr.io/ggml-org/llama.cpp:server*`):
   `LLAMA_ARG_THREADS` and `LLAMA_ARG_THREADS_BATCH` = N, unless `--threads`/`-t`
   (`--threads-batch`/`-tb`; `-tb` defaults to `-t`) is in args, which wins over the env
@@ -49,8 +54,26 @@ the worker count).
   kept, a higher one lowered with a warning). N here is CPUs minus reservedCpus (a JVM is
   one process). A higher count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line wins
   over `JAVA_TOOL_OPTIONS`: warning.
+- **Text Generation Inference** on CPU (`text-generation-inference:*-intel-cpu`): from
+  2.3.0 its CPU path reads `OMP_NUM_THREADS` (default: the node's physical cores per
+  rank); a warning when it is not among the thread vars. One thread per physical core is
+  its default (`threads.perCore: engine-default`).
+- **Intel Xeon launcher** (`ipexrun`, `intel_extension_for_pytorch.cpu.launch`,
+  `torch.backends.xeon.run_cpu`): an `OMP_NUM_THREADS` already set wins over its count
+  (by default the node's physical cores); it binds instances with numactl/taskset to the
+  node's core ids: a warning unless `--disable-numactl --disable-taskset`.
+- **Ollama** (image `ollama/ollama`, `ollama serve`): it reads no thread-count env var;
+  `num_thread` (Modelfile `PARAMETER num_thread N` or request options) defaults to the
+  node's physical cores: a warning naming it.
+- **OpenVINO Model Server** (image `openvino/model_server`, `ovms`): OpenVINO reads no
+  thread env var; `--plugin_config` must carry `INFERENCE_NUM_THREADS` (`CPU_THREADS_NUM`
+  in the 2021 API, by the image tag's release) <= N: a warning otherwise.
+- **uvicorn-gunicorn images** (`tiangolo/uvicorn-gunicorn*`): without `WEB_CONCURRENCY`
+  their gunicorn_conf.py starts max(2, `WORKERS_PER_CORE` x `cpu_count()`) workers; the
+  warning says whether `PYTHON_CPU_COUNT` can bound that for the image's Python (3.13+;
+  the tag `python3.11` names an older one that ignores it).
 - **Multi-worker servers** (gunicorn `--workers N`/`-w N`, uvicorn `--workers N`, their
-  `WEB_CONCURRENCY`, any `--workers N` argument): thread vars divided by N (threads rule)
+  `WEB_CONCURRENCY`, hypercorn `--workers N`/`-w N`, any `--workers N` argument): thread vars divided by N (threads rule)
   and, from Kubernetes 1.28, a warning that on cgroup v2 one OOM kills the whole container
   (`memory.oom.group`), so the memory limit must cover every worker.
 
@@ -74,7 +97,8 @@ from krm_fn.rules import engines
 from krm_fn.rules.cmdline import env_ok
 
 ID = "engines"
-OPTIONS = ("workloads.threads.engines", "workloads.threads.goMemLimitPercent",
+OPTIONS = ("workloads.threads.engines", "workloads.threads.perCore", "workloads.threads.bind",
+           "workloads.threads.goMemLimitPercent",
            "workloads.threads.mallocArenaMax", "workloads.threads.existing",
            "workloads.threads.source", "kubernetesVersion")
 

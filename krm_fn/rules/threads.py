@@ -32,6 +32,17 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
 - A value that is not a whole number is left alone with a warning. A `valueFrom` is left
   alone: silently when it is a resourceFieldRef on the container's own cpu that resolves
   to at most the count, else with a warning: the user must check it.
+- `threads.perCore`: `physical` makes the count one thread per physical core (the CPUs
+  minus reservedCpus divided by the pool's threads per core, floor, at least 1), `logical`
+  one per logical CPU; `engine-default` (the default) is physical where the recognised
+  engine runs one thread per physical core by itself (vLLM's automatic binding,
+  llama.cpp's default thread count: see the engines rule) and logical elsewhere. A JVM's
+  processor count and Ray's num-cpus stay logical CPUs.
+- `threads.bind` (off by default) also writes `OMP_PROC_BIND=close` and `OMP_PLACES`
+  (`cores` when one thread per physical core, else `threads`) unless set: each OpenMP
+  thread then stays on one place of the container's cpuset. It helps only when the
+  container really gets exclusive CPUs; on shared CPUs a bound thread cannot move away
+  from a busy one.
 - New variables are appended at the end of `env`.
 """
 from __future__ import annotations
@@ -41,10 +52,12 @@ import math
 from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, Result
-from krm_fn.rules.envvars import downward_ok, env_index, set_env
+from krm_fn.rules.cmdline import env_entry
+from krm_fn.rules.envvars import add_env, downward_ok, env_index, set_env
 
 ID = "threads"
 OPTIONS = ("workloads.threads.env", "workloads.threads.reservedCpus",
+           "workloads.threads.perCore", "workloads.threads.bind",
            "workloads.threads.engines", "workloads.threads.existing",
            "workloads.threads.source")
 
@@ -60,7 +73,8 @@ def _literal_warning(pod: PodView, c: ContainerView, cnt, want: str) -> None:
     else:
         reason = (f"a resourceFieldRef on limits.cpu gives {cnt.cpus}, not {want} "
                   f"({cnt.why}); set threads.source to literal to silence this, or drop "
-                  f"threads.reservedCpus / the worker count to get a resourceFieldRef")
+                  f"threads.reservedCpus / the worker count / one thread per physical core "
+                  f"to get a resourceFieldRef")
     pod.warn(c.path + ("env",),
              f"container {c.name!r}: threads.source is downwardAPI but the thread vars are "
              f"written as the literal {want}: {reason}")
@@ -101,6 +115,22 @@ def _container(pod: PodView, c: ContainerView, f, cfg) -> None:
             f"container {c.name!r}: {', '.join(added)} set to {shown} ({cnt.why}; runtimes "
             f"size thread pools from the host CPU count otherwise)", INFO, pod.ref,
             path_str(c.path + ("env",)), None, want))
+    if threads.bind:
+        _bind(pod, c, cnt)
+
+
+def _bind(pod: PodView, c: ContainerView, cnt) -> None:
+    """threads.bind: OMP_PROC_BIND=close and OMP_PLACES=cores (one thread per physical
+    core) or threads, unless set: OpenMP then keeps each thread on one place of the
+    container's affinity mask (https://gcc.gnu.org/onlinedocs/libgomp/OMP_005fPLACES.html,
+    https://gcc.gnu.org/onlinedocs/libgomp/OMP_005fPROC_005fBIND.html)."""
+    places = "cores" if cnt.physical else "threads"
+    for var, value in (("OMP_PROC_BIND", "close"), ("OMP_PLACES", places)):
+        if env_entry(c, var) is None:
+            add_env(pod, c, {"name": var, "value": value},
+                    f"container {c.name!r}: {var} set to {value} (spec.workloads.threads.bind: "
+                    f"OpenMP keeps each of the {cnt.count} threads on one "
+                    f"{'core' if cnt.physical else 'CPU'} of the container's cpuset)")
 
 
 def apply(pod: PodView, ctx) -> None:

@@ -15,12 +15,15 @@ import re
 from krm_fn.pod import ContainerView
 from krm_fn.rules.cmdline import (MAX_COMMAND_TEXT, Token, env_names, text,  # noqa: F401
                                   tokens)
-from krm_fn.rules.engines import (glibc, go, jvm, llama_cpp, onnxruntime, ray, torchserve,
-                                  triton, vllm, workers as _workers)
-from krm_fn.rules.engines.base import Engine, Workers
+from krm_fn.rules.engines import (glibc, go, jvm, llama_cpp, ollama, onnxruntime,
+                                  openvino, python_web, ray, tgi, torchserve, triton, vllm,
+                                  workers as _workers, xeon_launcher)
+from krm_fn.rules.engines.base import Engine, Workers, version_text
 
-ENGINES: tuple[Engine, ...] = (vllm.ENGINE, llama_cpp.ENGINE, torchserve.ENGINE, triton.ENGINE,
-                               onnxruntime.ENGINE, ray.ENGINE, jvm.ENGINE)
+ENGINES: tuple[Engine, ...] = (vllm.ENGINE, llama_cpp.ENGINE, ollama.ENGINE, tgi.ENGINE,
+                               torchserve.ENGINE,
+                               triton.ENGINE, onnxruntime.ENGINE, openvino.ENGINE, ray.ENGINE,
+                               jvm.ENGINE, python_web.ENGINE, xeon_launcher.ENGINE)
 # Run in this order after the recognised engines' checks: the multi-worker check only when
 # threads.engines is on, Go and glibc always.
 WORKERS = _workers.ROW
@@ -65,12 +68,21 @@ def workers(c: ContainerView, engines: tuple | list | None = None) -> Workers | 
     return _workers.find(c, tuple(detect(c) if engines is None else engines))
 
 
+def unread_workers(c: ContainerView, engines: tuple) -> tuple | None:
+    """(what, field path, text) of a worker count of container `c` that is not a whole
+    number (engines/workers.py), given the engines recognised in it; else None."""
+    return _workers.unreadable(c, engines)
+
+
 def table() -> str:
     """The README's engine table (Markdown, ending with a newline): one row per engine of
     ENGINES, then the multi-worker row, from each Engine's documentation fields."""
-    lines = ["| engine | recognised by | set | only warned | upstream |",
-             "|---|---|---|---|---|"]
+    lines = ["| engine | recognised by | set | only warned | by release | upstream |",
+             "|---|---|---|---|---|---|"]
     for e in (*ENGINES, WORKERS):
         sources = ", ".join(f"[{title}]({url})" for title, url in e.sources)
-        lines.append(f"| {e.name} | {e.recognised} | {e.sets} | {e.warns} | {sources} |")
+        releases = "; ".join(f"[{version_text(r.since)}]({r.source}): {r.note}"
+                             for r in e.releases) or "—"
+        lines.append(f"| {e.name} | {e.recognised} | {e.sets} | {e.warns} | {releases} | "
+                     f"{sources} |")
     return "\n".join(lines) + "\n"

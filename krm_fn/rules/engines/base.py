@@ -31,7 +31,11 @@ class Engine:
     that gets thread env (`facts`: its ContainerFacts, `seen`: scratch shared by the
     containers of one pod). The documentation row (README table, `table()`):
     `recognised`, `sets`, `warns`, and `sources` (upstream documentation or source files
-    the behaviour comes from, as (title, URL))."""
+    the behaviour comes from, as (title, URL)); `releases`: the Release table of the
+    settings that appeared, changed or went away (the docs list each with its source);
+    `per_core`: how many threads the engine runs per pinned core by its own default,
+    "physical" (one per physical core) or "logical" (one per logical CPU), with the
+    upstream `per_core_source` it comes from (`threads.perCore: engine-default`)."""
 
     name: str
     images: tuple = ()
@@ -47,6 +51,9 @@ class Engine:
     sets: str = ""
     warns: str = ""
     sources: tuple = ()
+    releases: tuple = ()
+    per_core: str = "logical"
+    per_core_source: str = ""
 
 
 @dataclass(frozen=True)
@@ -71,3 +78,33 @@ class Workers:
     server: str
     what: str
     path: tuple
+
+
+@dataclass(frozen=True)
+class Release:
+    """What an engine's releases from `since` on (a version tuple such as (0, 11, 1), up to
+    the next Release of the same table) read: `facts` (engine-specific: the values a
+    setting accepts, its default, ...), `source` (the upstream source file at that
+    release's tag, https) and `note` (what changed, for the docs table)."""
+
+    since: tuple
+    facts: dict
+    source: str
+    note: str = ""
+
+
+def release_for(releases: tuple, version: tuple | None) -> Release | None:
+    """The Release of `releases` (sorted by `since`) that `version` belongs to; None when
+    the version is unknown (None) or older than the first one."""
+    if version is None:
+        return None
+    found = None
+    for r in releases:
+        if version >= r.since:
+            found = r
+    return found
+
+
+def version_text(version: tuple) -> str:
+    """(0, 11, 1) -> "0.11.1"."""
+    return ".".join(str(n) for n in version)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 
-from krm_fn import quantity
+from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import INFO, WARNING
 from krm_fn.rules.cmdline import env_entry
 from krm_fn.rules.envvars import add_env
 
-_GO_SIZE = re.compile(r"^([0-9]+)(B|KiB|MiB|GiB|TiB)?$")
+_GO_SIZE = re.compile(r"^([0-9]{1,20})(B|KiB|MiB|GiB|TiB)?$")
 _GO_UNITS = {None: 1, "B": 1, "KiB": 2 ** 10, "MiB": 2 ** 20, "GiB": 2 ** 30, "TiB": 2 ** 40}
 
 
@@ -44,13 +44,13 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                  f"make sure it is at most {want} bytes ({pct}% of the memory limit "
                  f"{mem.text})")
         return
-    text = str(e.get("value") or "").strip()
+    text = str(e.get("value") or "").strip(numbers.BLANKS)
     m = _GO_SIZE.match(text)
     if m is None:
         pod.warn(c.path + ("env", i, "value"),
-                 f"container {c.name!r}: GOMEMLIMIT={text!r} is not a byte count krm-fn "
-                 f"reads and is left alone; set it to {want} ({pct}% of the memory limit "
-                 f"{mem.text})")
+                 f"container {c.name!r}: GOMEMLIMIT={numbers.shown(str(e.get('value') or ''))} "
+                 f"is not a byte count krm-fn reads and is left alone; set it to {want} "
+                 f"({pct}% of the memory limit {mem.text})")
         return
     have = int(m.group(1)) * _GO_UNITS[m.group(2)]
     if have == want or (cfg.workloads.threads.existing == "keep-lower" and have < want):

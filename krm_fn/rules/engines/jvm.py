@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import WARNING
 from krm_fn.rules.cmdline import count_text, env_entry, tokens
@@ -37,9 +38,12 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
         for m in _APC.finditer(value):
             have = count_text(m.group(1))
             if have is None or have > n:
-                pod.warn(path, f"container {c.name!r}: -XX:ActiveProcessorCount={m.group(1)} "
-                               f"in {what} comes after JAVA_TOOL_OPTIONS on the JVM command "
-                               f"line and wins; set it to {n} or remove it")
+                pod.warn(path, f"container {c.name!r}: -XX:ActiveProcessorCount="
+                               f"{numbers.brief(m.group(1))} in {what} comes after "
+                               f"JAVA_TOOL_OPTIONS on the JVM command line and wins"
+                               + ("" if have is not None else
+                                  " (and is not a whole number: the JVM refuses to start)")
+                               + f"; set it to {n} or remove it")
 
 
 def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
@@ -63,7 +67,13 @@ def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
                 e.get("value"))
         return
     have = count_text(m.group(1))
-    if have is None or have > n:
+    if have is None:
+        pod.warn(c.path + ("env", i, "value"),
+                 f"container {c.name!r}: JAVA_TOOL_OPTIONS -XX:ActiveProcessorCount="
+                 f"{numbers.brief(m.group(1))} is not a whole number (ASCII digits) and is "
+                 f"left alone; the JVM refuses to start with it: set {want}")
+        return
+    if have > n:
         new = value[:m.start()] + want + value[m.end():]
         pod.set(c.path + ("env", i, "value"), new,
                 f"container {c.name!r}: JAVA_TOOL_OPTIONS "

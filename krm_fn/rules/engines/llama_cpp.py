@@ -4,6 +4,7 @@ env var; an arg above the count is warned about.
 """
 from __future__ import annotations
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import count_text, flag, tokens
 from krm_fn.rules.engines.base import Engine, EnvSpec
@@ -20,7 +21,12 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
         found = flag(toks, spec.flags)
         if found is not None:
             n = count_text(found[0])
-            if n is not None and n > cnt.count:
+            if n is None:
+                pod.warn(found[1].path, f"container {c.name!r}: {ENGINE.name} "
+                                        f"{numbers.brief(found[2])} is not a whole number "
+                                        f"(ASCII digits) and is left alone; it wins over "
+                                        f"{spec.name}: set it to {want}")
+            elif n > cnt.count:
                 pod.warn(found[1].path, f"container {c.name!r}: {ENGINE.name} {found[2]} "
                                         f"asks for more threads than {cnt.why} and wins over "
                                         f"{spec.name}; set it to {want}")
@@ -39,6 +45,8 @@ ENGINE = Engine(
          EnvSpec("LLAMA_ARG_THREADS_BATCH", flags=("--threads-batch", "-tb"),
                  follows=("--threads", "-t"))),
     check=check,
+    per_core="physical",
+    per_core_source="https://github.com/ggml-org/llama.cpp/blob/master/common/common.cpp",
     recognised="`llama-server` in command/args; image `ghcr.io/ggml-org/llama.cpp:server*`",
     sets="`LLAMA_ARG_THREADS`, `LLAMA_ARG_THREADS_BATCH` = N, unless `--threads`/`-t` "
          "(`--threads-batch`/`-tb`, which defaults to `-t`) is in args: an arg wins over the "

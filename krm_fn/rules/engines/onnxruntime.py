@@ -1,13 +1,32 @@
-"""ONNX Runtime: it reads no thread env var (OMP_NUM_THREADS only in OpenMP builds), so the
-pod template gets the annotation `krm-fn.dev/threads: "N"` for the app to pass to
-`SessionOptions.intra_op_num_threads`, and a warning: never reported as bound.
+"""ONNX Runtime: from 1.29 a session whose intra-op pool size is not set in code sizes it
+from `ORT_INTRA_OP_NUM_THREADS` (microsoft/onnxruntime#29688; a value that is not a whole
+number fails the session), which krm-fn sets on every ONNX Runtime container (older
+releases ignore it). Before 1.29, or when the image tag names no ONNX Runtime version, ORT
+reads no thread env var (OMP_NUM_THREADS only in OpenMP builds): the pod template also
+gets the annotation `krm-fn.dev/threads: "N"` for the app to pass to
+`SessionOptions.intra_op_num_threads`, and a warning. Its own default is one thread per
+physical core.
 """
 from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.engines.base import Engine
+from krm_fn.rules.cmdline import image_version
+from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
+from krm_fn.rules.envvars import set_env
 
 THREADS_ANNOTATION = "krm-fn.dev/threads"
+INTRA = "ORT_INTRA_OP_NUM_THREADS"
+RELEASES = (
+    Release((1, 29, 0), {"env": INTRA}, "https://github.com/microsoft/onnxruntime/pull/29688",
+            f"default pools sized from `{INTRA}` / `ORT_INTER_OP_NUM_THREADS`"),
+)
+
+
+def version(c: ContainerView) -> tuple | None:
+    """The ONNX Runtime version an image whose name mentions onnxruntime carries in its
+    tag, else None (unknown)."""
+    image = str(c.data.get("image") or "")
+    return image_version(c) if "onnxruntime" in image.rsplit(":", 1)[0].lower() else None
 
 
 def _get(root: object, path: tuple) -> object:
@@ -28,9 +47,13 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     value already written) and warn that the app must pass it to ONNX Runtime."""
     cnt = f.count
     want = str(cnt.count)
+    set_env(pod, c, INTRA, want, f"ONNX Runtime 1.29+: {cnt.why}", ctx.cfg)
+    v = version(c)
+    if release_for(RELEASES, v) is not None:
+        return                    # the release reads ORT_INTRA_OP_NUM_THREADS: bound
     key = THREADS_ANNOTATION
     if pod.at.meta is None:       # a pod spec whose pods get no annotations from the object
-        _warning(pod, c, want, annotated=False)
+        _warning(pod, c, want, v, annotated=False)
         return
     path = pod.at.meta + ("annotations", key)
     ann = _get(pod.edits.root, pod.at.meta + ("annotations",))
@@ -47,16 +70,20 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                             f"{c.name!r} ({cnt.why}), for the app to pass to ONNX Runtime",
                 current)
     seen.setdefault(key, want)
-    _warning(pod, c, want)
+    _warning(pod, c, want, v)
 
 
-def _warning(pod: PodView, c: ContainerView, want: str, annotated: bool = True) -> None:
+def _warning(pod: PodView, c: ContainerView, want: str, v: tuple | None,
+             annotated: bool = True) -> None:
     key = THREADS_ANNOTATION
     source = (f", e.g. from annotation {key} via the downward API (env valueFrom fieldRef "
               f"metadata.annotations['{key}'])" if annotated else "")
-    pod.warn(c.path, f"container {c.name!r} runs ONNX Runtime, which reads no thread env "
-                     f"var: its intra-op pool defaults to the physical cores (OMP_NUM_THREADS "
-                     f"reaches only OpenMP builds), so the variables krm-fn sets do not bound "
+    which = (f"ONNX Runtime {version_text(v)}, which reads no thread env var" if v else
+             f"ONNX Runtime of a version its image tag does not name, which before 1.29 "
+             f"reads no thread env var")
+    pod.warn(c.path, f"container {c.name!r} runs {which}: its intra-op pool defaults to the "
+                     f"physical cores (OMP_NUM_THREADS reaches only OpenMP builds; {INTRA}, "
+                     f"set, is read from 1.29 on), so the variables krm-fn sets may not bound "
                      f"it; pass {want} to SessionOptions.intra_op_num_threads in the app"
                      f"{source}; under Triton add "
                      f"--backend-config=onnxruntime,intra_op_thread_count={want} to args")
@@ -69,12 +96,16 @@ ENGINE = Engine(
     kserve=("onnx",),
     not_with=("Triton",),
     check=check,
+    releases=RELEASES,
+    per_core="physical",
+    per_core_source="https://onnxruntime.ai/docs/performance/tune-performance/threading.html",
     recognised="image or args mention `onnxruntime`; KServe `onnx`",
-    sets="pod-template annotation `krm-fn.dev/threads: \"N\"`, for the app to pass to "
-         "`SessionOptions.intra_op_num_threads` (downward API `fieldRef: "
-         "metadata.annotations['krm-fn.dev/threads']`)",
-    warns="always: ORT reads no thread env var (OMP only in OpenMP builds), so it is never "
-          "reported as bound",
+    sets="`ORT_INTRA_OP_NUM_THREADS` = N (read from 1.29, ignored before); below 1.29 or "
+         "with no version in the tag also the pod-template annotation `krm-fn.dev/threads: "
+         "\"N\"`, for the app to pass to `SessionOptions.intra_op_num_threads` (downward API "
+         "`fieldRef: metadata.annotations['krm-fn.dev/threads']`)",
+    warns="below 1.29 or an unversioned image: ORT reads no thread env var (OMP only in "
+          "OpenMP builds), so it is not reported as bound",
     sources=(("ONNX Runtime thread management",
               "https://onnxruntime.ai/docs/performance/tune-performance/threading.html"),),
 )

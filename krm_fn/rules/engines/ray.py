@@ -4,6 +4,7 @@ carry `--num-cpus` <= the CPUs.
 """
 from __future__ import annotations
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, Result
 from krm_fn.rules.cmdline import Token, count_text, env_entry, flag, tokens
@@ -44,7 +45,11 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                         f"{n_cpus} pinned CPUs; add --num-cpus={n_cpus}")
     else:
         n = count_text(num[0])
-        if n is None or n > n_cpus:
+        if n is None:
+            pod.warn(num[1].path, f"container {c.name!r}: ray start --num-cpus "
+                                  f"{numbers.brief(num[0])} is not a whole number (ASCII "
+                                  f"digits) and is left alone; set --num-cpus={n_cpus}")
+        elif n > n_cpus:
             pod.warn(num[1].path, f"container {c.name!r}: ray start --num-cpus {num[0]} is "
                                   f"more than the {n_cpus} pinned CPUs; set "
                                   f"--num-cpus={n_cpus}")

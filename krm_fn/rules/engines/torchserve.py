@@ -20,8 +20,8 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                          f"config.properties: make sure it is set there, or set "
                          f"default_workers_per_model={w.count} in config.properties")
         return
-    if w is not None:
-        return
+    if w is not None or f.unread_workers is not None:
+        return      # a count that is not a number: the multi-worker check says so
     pod.warn(c.path + ("env",),
              f"container {c.name!r} runs TorchServe: each worker is a Python process with "
              f"its own torch thread pool, and TorchServe starts default_workers_per_model "

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import count_text, tokens
 from krm_fn.rules.engines.base import Engine
@@ -22,7 +23,12 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
         m = _ORT_ARG.match(t.text)
         if m and (t.text.startswith("--") or (i and toks[i - 1].text == "--backend-config")):
             n = count_text(m.group(1))
-            if n is not None and n > cnt.count:
+            if n is None:
+                pod.warn(t.path, f"container {c.name!r}: Triton onnxruntime,"
+                                 f"intra_op_thread_count={numbers.brief(m.group(1))} is not a "
+                                 f"whole number (ASCII digits) and is left alone; set it to "
+                                 f"{want}")
+            elif n > cnt.count:
                 pod.warn(t.path, f"container {c.name!r}: Triton "
                                  f"onnxruntime,intra_op_thread_count={n} is more threads "
                                  f"than {cnt.why}; set it to {want}")

@@ -1,66 +1,157 @@
-"""vLLM's CPU backend: `VLLM_CPU_OMP_THREADS_BIND=nobind` so that `OMP_NUM_THREADS` decides
-the thread count whether or not the kubelet pins the container; checks of
-`VLLM_CPU_NUM_OF_RESERVED_CPU` and `VLLM_CPU_KVCACHE_SPACE` (GiB of memory).
+"""vLLM's CPU backend, by release (from vLLM's own source at each tag): from 0.5.4
+`VLLM_CPU_OMP_THREADS_BIND` is `all` (the default: no binding, `OMP_NUM_THREADS` decides)
+or a CPU list; from 0.9.1 its default is `auto` (one OpenMP thread per physical core of a
+NUMA node, filtered by the affinity mask) and `VLLM_CPU_NUM_OF_RESERVED_CPU` appears (read
+with `auto` only); from 0.11.1 `nobind` replaces `all`, which is then read as a CPU list
+and fails. krm-fn writes the no-binding value the image's release accepts, so that
+`OMP_NUM_THREADS` decides the thread count whether or not the kubelet pins the container;
+an image without a version tag gets nothing (only the default is accepted by every
+release) and a warning naming the better value. Also checks `VLLM_CPU_KVCACHE_SPACE` (GiB).
 """
 from __future__ import annotations
 
-from krm_fn import quantity
-from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import env_entry
-from krm_fn.rules.engines.base import Engine
+from krm_fn import numbers, quantity
+from krm_fn.pod import ContainerView, PodView, path_str
+from krm_fn.results import INFO, WARNING, Result
+from krm_fn.rules.cmdline import env_entry, image_version
+from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import add_env
 
 GIB = 2 ** 30
+BIND = "VLLM_CPU_OMP_THREADS_BIND"
+RESERVED = "VLLM_CPU_NUM_OF_RESERVED_CPU"
+_SRC = "https://github.com/vllm-project/vllm/blob/"
+# off: the value that leaves OMP_NUM_THREADS in charge; default: what an unset variable
+# means; auto: `auto` is accepted; reserved: VLLM_CPU_NUM_OF_RESERVED_CPU is read
+RELEASES = (
+    Release((0, 5, 4), {"off": "all", "default": "all", "auto": False, "reserved": False},
+            _SRC + "v0.5.4/vllm/worker/cpu_worker.py",
+            f"{BIND} appears: `all` (default: no binding) or a CPU list"),
+    Release((0, 9, 1), {"off": "all", "default": "auto", "auto": True, "reserved": True},
+            _SRC + "v0.9.1/vllm/envs.py",
+            f"default `auto` (one thread per physical core of a NUMA node); {RESERVED} "
+            f"appears (read with `auto` only)"),
+    Release((0, 11, 1), {"off": "nobind", "default": "auto", "auto": True, "reserved": True},
+            _SRC + "v0.11.1/vllm/v1/worker/cpu_worker.py",
+            "`nobind` replaces `all` (`all` is then read as a CPU list and fails)"),
+)
+_OFF = {r.facts["off"] for r in RELEASES}
+
+
+def version(c: ContainerView) -> tuple | None:
+    """The vLLM version of container `c`: its image tag when the image is a vLLM one
+    (its name mentions vllm), else None (unknown)."""
+    image = str(c.data.get("image") or "")
+    return image_version(c) if "vllm" in image.rsplit(":", 1)[0].lower() else None
 
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
-    """Set VLLM_CPU_OMP_THREADS_BIND=nobind unless set; warn about a bind that depends on
-    pinning, about VLLM_CPU_NUM_OF_RESERVED_CPU with nobind, and check the KV cache."""
-    cnt = f.count
-    name = c.name
-    bind = env_entry(c, "VLLM_CPU_OMP_THREADS_BIND")
-    effective = None
-    if bind is None:
-        add_env(pod, c, {"name": "VLLM_CPU_OMP_THREADS_BIND", "value": "nobind"},
-                f"container {name!r}: VLLM_CPU_OMP_THREADS_BIND set to nobind (vLLM CPU "
-                f"backend): with the default auto vLLM binds one OpenMP thread per physical "
-                f"core of a whole NUMA node, and whether the kubelet gives this container "
-                f"an exclusive cpuset is not certain at render time; with nobind "
-                f"OMP_NUM_THREADS={cnt.count} decides the count either way")
-        effective = "nobind"
+    """Write the no-binding value of the image's release unless the variable is set;
+    check a value already set against that release; then the reserved CPUs and the KV
+    cache."""
+    v = version(c)
+    rel = release_for(RELEASES, v)
+    bind = env_entry(c, BIND)
+    if v is not None and rel is None:
+        effective = None
+        if bind is not None:
+            pod.warn(c.path + ("env", bind[0]),
+                     f"container {c.name!r}: vLLM {version_text(v)} does not read {BIND} (it "
+                     f"appeared in {version_text(RELEASES[0].since)}): OMP_NUM_THREADS="
+                     f"{f.count.count} decides the thread count; remove it")
+    elif bind is None:
+        effective = _unset(pod, c, f.count, v, rel, ctx.cfg.workloads.threads.bind)
     else:
-        i, e = bind
-        path = c.path + ("env", i)
-        if "valueFrom" in e:
-            pod.warn(path + ("valueFrom",),
-                     f"container {name!r}: VLLM_CPU_OMP_THREADS_BIND comes from valueFrom "
-                     f"and is left alone; make sure it is nobind (then OMP_NUM_THREADS="
-                     f"{cnt.count} decides the thread count)")
-        else:
-            effective = str(e.get("value") or "").strip()
-            if effective in ("auto", "all", ""):
-                pod.warn(path + ("value",),
-                         f"container {name!r}: VLLM_CPU_OMP_THREADS_BIND={effective or '(empty)'}"
-                         f" binds one OpenMP thread per physical core of a whole NUMA node, "
-                         f"filtered by the CPUs the container may use: right only if the "
-                         f"kubelet really pins it (static CPU Manager on the node, pod still "
-                         f"Guaranteed after admission); left alone — set it to nobind so "
-                         f"that OMP_NUM_THREADS={cnt.count} decides the count")
-            elif effective != "nobind":
-                pod.warn(path + ("value",),
-                         f"container {name!r}: VLLM_CPU_OMP_THREADS_BIND={effective} binds "
-                         f"fixed CPU ids, but the kubelet chooses the exclusive CPUs at "
-                         f"admission, so the ids cannot be known to match the container's "
-                         f"cpuset; left alone — set it to nobind (OMP_NUM_THREADS="
-                         f"{cnt.count} then decides the count)")
-    reserved = env_entry(c, "VLLM_CPU_NUM_OF_RESERVED_CPU")
-    if reserved is not None and effective == "nobind":
-        pod.warn(c.path + ("env", reserved[0]),
-                 f"container {name!r}: VLLM_CPU_NUM_OF_RESERVED_CPU is only used with "
-                 f"VLLM_CPU_OMP_THREADS_BIND=auto and is ignored with nobind; remove it, "
-                 f"and set spec.workloads.threads.reservedCpus to leave pinned CPUs to "
-                 f"vLLM's own threads")
+        effective = _existing(pod, c, f.count, bind, v, rel)
+    reserved = env_entry(c, RESERVED)
+    if reserved is not None:
+        if rel is not None and not rel.facts["reserved"] or v is not None and rel is None:
+            pod.warn(c.path + ("env", reserved[0]),
+                     f"container {c.name!r}: vLLM {version_text(v)} does not read {RESERVED} "
+                     f"(it appeared in 0.9.1); remove it, and set spec.workloads.threads."
+                     f"reservedCpus to leave pinned CPUs to vLLM's own threads")
+        elif effective in _OFF:
+            pod.warn(c.path + ("env", reserved[0]),
+                     f"container {c.name!r}: {RESERVED} is only used with {BIND}=auto and is "
+                     f"ignored with {effective}; remove it, and set spec.workloads.threads."
+                     f"reservedCpus to leave pinned CPUs to vLLM's own threads")
     _kvcache(pod, c)
+
+
+def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False) -> str | None:
+    """VLLM_CPU_OMP_THREADS_BIND absent: write the release's no-binding value when its
+    default binds; warn when the release is unknown. Returns the value in effect (None:
+    unknown)."""
+    if rel is None:
+        pod.warn(c.path + ("env",),
+                 f"container {c.name!r}: the image {c.data.get('image')!r} names no vLLM "
+                 f"version, so {BIND} is left unset: no value but the default is accepted by "
+                 f"every release (the default is `all`, no binding, before 0.9.1 and `auto` "
+                 f"from 0.9.1, one OpenMP thread per physical core of a NUMA node, right only "
+                 f"when the kubelet really pins the container); better: {BIND}=nobind for "
+                 f"vLLM >= 0.11.1, or all for 0.9.1 to 0.11.0, so that OMP_NUM_THREADS="
+                 f"{cnt.count} decides the count — or use a versioned image tag")
+        return None
+    off = rel.facts["off"]
+    if rel.facts["default"] == off:
+        return off                  # the default already leaves OMP_NUM_THREADS in charge
+    if bind:
+        pod.results.append(Result(
+            f"container {c.name!r}: {BIND} left to vLLM {version_text(v)}'s default auto "
+            f"(spec.workloads.threads.bind): vLLM binds one OpenMP thread per physical core "
+            f"of the CPUs the container may use, right when the kubelet pins it", INFO,
+            pod.ref, path_str(c.path + ("env",))))
+        return "auto"
+    add_env(pod, c, {"name": BIND, "value": off},
+            f"container {c.name!r}: {BIND} set to {off} (vLLM {version_text(v)} CPU backend): "
+            f"with the default auto vLLM binds one OpenMP thread per physical core of a whole "
+            f"NUMA node, and whether the kubelet gives this container an exclusive cpuset is "
+            f"not certain at render time; with {off} OMP_NUM_THREADS={cnt.count} decides the "
+            f"count either way")
+    return off
+
+
+def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel) -> str | None:
+    """VLLM_CPU_OMP_THREADS_BIND set: a no-binding spelling the release does not accept
+    is replaced by the one it does; `auto` and CPU lists are left alone with a warning.
+    Returns the value in effect (None: unknown)."""
+    i, e = bind
+    path = c.path + ("env", i)
+    if "valueFrom" in e:
+        pod.warn(path + ("valueFrom",),
+                 f"container {c.name!r}: {BIND} comes from valueFrom and is left alone; make "
+                 f"sure it is the no-binding value of the image's vLLM release (nobind from "
+                 f"0.11.1, all before), so that OMP_NUM_THREADS={cnt.count} decides the count")
+        return None
+    have = str(e.get("value") or "").strip(numbers.BLANKS)
+    shown = numbers.brief(have) if have else "(empty)"
+    if rel is not None and (have in _OFF or have == "auto" and not rel.facts["auto"]) \
+            and have != rel.facts["off"]:
+        off = rel.facts["off"]
+        pod.set(path + ("value",), off,
+                f"container {c.name!r}: {BIND} {have} -> {off}: vLLM {version_text(v)} does "
+                f"not accept {have} (it reads it as a CPU list and the worker fails to "
+                f"start); {off} is its value for no binding ({rel.source})", e.get("value"),
+                severity=WARNING)
+        return off
+    if have in _OFF:
+        return have
+    if have in ("auto", ""):
+        pod.warn(path + ("value",),
+                 f"container {c.name!r}: {BIND}={shown} binds one OpenMP thread per physical "
+                 f"core of a whole NUMA node, filtered by the CPUs the container may use: "
+                 f"right only if the kubelet really pins it (static CPU Manager on the node, "
+                 f"pod still Guaranteed after admission); left alone — set it to "
+                 f"{rel.facts['off'] if rel else 'nobind (vLLM >= 0.11.1; all before)'} so "
+                 f"that OMP_NUM_THREADS={cnt.count} decides the count")
+        return "auto"
+    pod.warn(path + ("value",),
+             f"container {c.name!r}: {BIND}={shown} binds fixed CPU ids, but the kubelet "
+             f"chooses the exclusive CPUs at admission, so the ids cannot be known to match "
+             f"the container's cpuset; left alone — set it to "
+             f"{rel.facts['off'] if rel else 'nobind (vLLM >= 0.11.1; all before)'} "
+             f"(OMP_NUM_THREADS={cnt.count} then decides the count)")
+    return have
 
 
 def _kvcache(pod: PodView, c: ContainerView) -> None:
@@ -70,17 +161,20 @@ def _kvcache(pod: PodView, c: ContainerView) -> None:
         return
     i, e = kv
     path = c.path + ("env", i, "value")
-    text = str(e.get("value") or "").strip()
-    if not text.isdigit():
-        pod.warn(path, f"container {c.name!r}: VLLM_CPU_KVCACHE_SPACE={text!r} is not a whole "
-                       f"number of GiB, which vLLM reads it as; set a whole number")
+    text = str(e.get("value") or "").strip(numbers.BLANKS)
+    gib = numbers.count(text)
+    if gib is None:
+        found = numbers.shown(str(e.get("value") or ""))
+        pod.warn(path, f"container {c.name!r}: VLLM_CPU_KVCACHE_SPACE={found} is "
+                       f"not a whole number of GiB (ASCII digits), which vLLM reads it as, "
+                       f"and is left alone; set a whole number")
         return
     raw = c.get("resources", "limits", "memory")
     try:
         mem = quantity.parse_memory(raw)
     except quantity.QuantityError:
         return
-    kv_bytes = int(text) * GIB
+    kv_bytes = gib * GIB
     limit = int(mem.value)
     if kv_bytes > limit:
         fit = (limit - GIB) // GIB
@@ -103,16 +197,21 @@ ENGINE = Engine(
     commands=(r"(^|[\s/])vllm\s+serve(\s|$)", r"\bvllm\.entrypoints\."),
     needs=(r"(^|\s)--device(=|\s+)cpu(\s|$)",),
     check=check,
+    releases=RELEASES,
+    per_core="physical",
+    per_core_source=_SRC + "v0.11.1/vllm/v1/worker/cpu_worker.py",
     recognised="image `*vllm*-cpu*` (`public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo`, "
                "`vllm/vllm-openai-cpu`, a vLLM image with a `cpu` tag); `vllm serve` / "
-               "`python -m vllm.entrypoints…` with `--device cpu`",
-    sets="`VLLM_CPU_OMP_THREADS_BIND=nobind` unless set: `auto` binds one thread per core of "
-         "a whole NUMA node and is right only when the container is really pinned, which is "
-         "not certain at render time; with `nobind`, `OMP_NUM_THREADS` decides",
-    warns="bind `auto` or a CPU list; `VLLM_CPU_NUM_OF_RESERVED_CPU` with `nobind` (only "
-          "read with `auto`: use `reservedCpus`); `VLLM_CPU_KVCACHE_SPACE` (GiB) above the "
-          "memory limit is an **error**, leaving < 1Gi a warning",
+               "`python -m vllm.entrypoints…` with `--device cpu`; the version is the tag of "
+               "an image whose name mentions vllm",
+    sets="`VLLM_CPU_OMP_THREADS_BIND` = the release's no-binding value unless set (`nobind` "
+         "from 0.11.1, `all` for 0.9.1–0.11.0; nothing before 0.9.1, whose default `all` "
+         "does not bind), so that `OMP_NUM_THREADS` decides; a no-binding spelling the "
+         "release does not accept is replaced",
+    warns="no version tag (nothing set: only the default is valid in every release); bind "
+          "`auto` or a CPU list; `VLLM_CPU_NUM_OF_RESERVED_CPU` with no binding (read with "
+          "`auto` only: use `reservedCpus`) or before 0.9.1; `VLLM_CPU_KVCACHE_SPACE` (GiB) "
+          "above the memory limit is an **error**, leaving < 1Gi a warning",
     sources=(("vLLM CPU installation",
-              "https://docs.vllm.ai/en/latest/getting_started/installation/cpu.html"),
-             ("vllm/envs.py", "https://github.com/vllm-project/vllm/blob/main/vllm/envs.py")),
+              "https://docs.vllm.ai/en/latest/getting_started/installation/cpu.html"),),
 )

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, text,
                                   tokens, words)
@@ -16,15 +17,18 @@ SOURCES: tuple[WorkerSource, ...] = (
     WorkerSource("gunicorn", r"(^|[\s/])gunicorn(\s|$)", ("--workers", "-w"),
                  ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
     WorkerSource("uvicorn", r"(^|[\s/])uvicorn(\s|$)", ("--workers",), ("WEB_CONCURRENCY",)),
+    WorkerSource("hypercorn", r"(^|[\s/])hypercorn(\s|$)", ("--workers", "-w")),
+    # the uvicorn-gunicorn images' gunicorn_conf.py reads WEB_CONCURRENCY (python_web.py)
+    WorkerSource("gunicorn", None, (), ("WEB_CONCURRENCY",), engine="uvicorn-gunicorn images"),
     WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
                  engine="TorchServe"),
     WorkerSource("", None, ("--workers",)),
 )
 
 
-def find(c: ContainerView, engines: tuple) -> Workers | None:
-    """The worker process count of the container when a SOURCES entry gives one (the
-    first that does), else None. `engines`: the Engines recognised in it."""
+def _read(c: ContainerView, engines: tuple):
+    """Every worker count the container writes, in SOURCES order, as (server, what, field
+    path, the text found, the count or None when it is not a whole number)."""
     toks = tokens(c)
     line = text(toks)
     names = {e.name for e in engines}
@@ -36,20 +40,40 @@ def find(c: ContainerView, engines: tuple) -> Workers | None:
             continue
         if src.flags:
             found = flag(toks, src.flags)
-            if found is not None and count_text(found[0]) is not None:
-                return Workers(count_text(found[0]), src.server,
-                               f"{src.server} {found[2]}".strip(), found[1].path)
+            if found is not None:
+                yield (src.server, f"{src.server} {numbers.brief(found[2])}".strip(), found[1].path,
+                       found[0],
+                       count_text(found[0]))
         for var in src.env:
             value = env_value(c, var)
             if value is None:
                 continue
             if var == "GUNICORN_CMD_ARGS":
                 found = flag([Token(w, ()) for w in words(value)], src.flags)
-                n = count_text(found[0]) if found else None
+                if found is None:
+                    continue
+                raw = found[0]
             else:
-                n = count_text(value)
-            if n is not None:
-                return Workers(n, src.server, f"{src.server} {var}={value}", env_path(c, var))
+                raw = value
+            yield (src.server, f"{src.server} {var}={numbers.brief(value)}", env_path(c, var), raw,
+                   count_text(raw))
+
+
+def find(c: ContainerView, engines: tuple) -> Workers | None:
+    """The worker process count of the container when a SOURCES entry gives one (the
+    first that does), else None. `engines`: the Engines recognised in it."""
+    for server, what, path, _, n in _read(c, engines):
+        if n is not None:
+            return Workers(n, server, what, path)
+    return None
+
+
+def unreadable(c: ContainerView, engines: tuple) -> tuple[str, tuple, str] | None:
+    """(what, field path, text) of the first worker count of SOURCES that is not a whole
+    number, when no source gives one; else None."""
+    for _, what, path, raw, n in _read(c, engines):
+        if n is None:
+            return what, path, raw
     return None
 
 
@@ -57,7 +81,15 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     """Warn that one worker's OOM kills all of them (Kubernetes >= 1.28)."""
     cnt = f.count
     w = cnt.workers
-    if w is None or w.count <= 1 or ctx.cfg.kubernetesVersion < (1, 28):
+    if w is None:
+        bad = f.unread_workers
+        if bad is not None:
+            pod.warn(bad[1], f"container {c.name!r}: the worker count {bad[0]} is not a whole "
+                             f"number (ASCII digits): left alone, and the thread vars are not "
+                             f"divided by it ({cnt.count} per worker); set a whole number of "
+                             f"workers")
+        return
+    if w.count <= 1 or ctx.cfg.kubernetesVersion < (1, 28):
         return
     if ctx.pool is not None and ctx.pool.single_process_oom_kill:
         return                      # an OOM kills only the offending worker
@@ -81,12 +113,15 @@ ROW = Engine(
     "multi-worker servers",
     check=check,
     recognised="gunicorn `--workers`/`-w`, uvicorn `--workers`, their `WEB_CONCURRENCY` "
-               "(gunicorn also `GUNICORN_CMD_ARGS`); any `--workers N` arg",
+               "(gunicorn also `GUNICORN_CMD_ARGS`); hypercorn `--workers`/`-w`; any "
+               "`--workers N` arg",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
           "(`memory.oom.group`): the memory limit must cover every worker, or set "
           "`spec.nodePools[].kubelet.singleProcessOOMKill: true` (1.32+; then no warning)",
     sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
+             ("hypercorn __main__.py (-w/--workers)",
+              "https://github.com/pgjones/hypercorn/blob/main/src/hypercorn/__main__.py"),
              ("kubernetes/kubernetes#117793 (memory.oom.group)",
               "https://github.com/kubernetes/kubernetes/pull/117793"),
              ("kubernetes/kubernetes#126096 (singleProcessOOMKill)",
