@@ -256,9 +256,9 @@ def test_the_function_path_imports_neither_click_nor_other_commands():
 # modules a render never needs: their import cost is most of a small render's (docs/
 # performance.md, P4); the record classes replace dataclasses (and with it inspect, ast, dis);
 # annotations are strings (`from __future__ import annotations`), so typing is not needed
-# (~3 ms); `copy` is imported where a deep copy is made
+# (~3 ms); `copy` is imported where a deep copy is made, `difflib` where a hint is made
 _NOT_ON_THE_RENDER_PATH = ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER, "dataclasses",
-                           "inspect", "ast", "dis", "tokenize", "typing", "copy",
+                           "inspect", "ast", "dis", "tokenize", "typing", "copy", "difflib",
                            "krm_fn.yaml.ruamel", "krm_fn.node.from_node", "krm_fn.validate",
                            "hypothesis", "pytest")
 

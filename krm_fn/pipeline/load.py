@@ -131,13 +131,13 @@ def unknown_kinds(cfg) -> list:
     or checks is spelled as: such a selector can never match, and kustomize shows no
     warning, so it is an error, with the kinds it may have meant (kinds are case-sensitive,
     as the API server's)."""
-    import difflib
     known = known_kinds(cfg)
     lower = {k.lower(): k for k in known}
     out = []
     for i, kind in enumerate(cfg.selector.kinds):
         if kind in known:
             continue
+        import difflib          # only for a kind krm-fn does not know
         near = [lower[kind.lower()]] if kind.lower() in lower else \
             difflib.get_close_matches(kind, sorted(known), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(near)}?" if near else (
