@@ -22,12 +22,15 @@ MEM peak RSS of krm-fn on the 2,000-item input vs the PyYAML floor.      target 
 
 Every measurement is a fresh process (interpreter start-up included on both sides), repeated
 `--reps` times; the median is reported. Measurements that are compared run interleaved, one
-of each per round (the machine's load drifts between runs), and P2-P4 are the medians of the
+of each per round (the machine's load drifts between runs), and P1-P4 are the medians of the
 per-round ratios. krm_fn's bytecode is compiled first, as pip does on install (with
 PYTHONDONTWRITEBYTECODE set, or a read-only checkout, every run would compile the sources
 again). Both sides run in this interpreter (its site start-up counts on both).
 Inputs come from ../shared/bench/gen_resourcelist.py.
-Usage: python bench/run.py [--reps 9] [--gen PATH] [--skip-p2]
+`--against REV` measures git revision REV too, in the same interleaved rounds (a temporary
+git worktree of this repository; repeatable), so that a change is compared with the code
+before it on the same machine at the same moment; `--cpu` times runs by their CPU time.
+Usage: python bench/run.py [--reps 9] [--gen PATH] [--skip-p2] [--against REV] [--cpu]
 (about 5 minutes with the default 9 reps on the 2-CPU project machine)
 """
 from __future__ import annotations
@@ -57,6 +60,11 @@ TIMED_PLUGIN = ('#!/bin/sh\ns=$(date +%s%N)\n"{fn}" "$@"\nrc=$?\ne=$(date +%s%N)
                 'echo "$s $e" >> "{log}"\nexit $rc\n')
 
 
+# seconds of a run: wall time, or with --cpu the child's user + system CPU time (steadier
+# than wall time on a machine that other work shares)
+CLOCK = {"cpu": False}
+
+
 def measure(cmd, stdin_path=None, env=None, cwd=None):
     """(seconds, peak RSS in KiB) of one run of `cmd`; raises on a non-zero exit."""
     stdin = open(stdin_path, "rb") if stdin_path else subprocess.DEVNULL
@@ -71,22 +79,49 @@ def measure(cmd, stdin_path=None, env=None, cwd=None):
         stdin.close()
     if proc.returncode:
         raise SystemExit(f"{cmd[:3]} failed ({proc.returncode}): {err[-500:]}")
+    if CLOCK["cpu"]:
+        elapsed = usage.ru_utime + usage.ru_stime
     return elapsed, usage.ru_maxrss
 
 
-def median(cmd, reps, **kw):
-    runs = [measure(cmd, **kw) for _ in range(reps)]
-    return statistics.median(t for t, _ in runs), max(m for _, m in runs)
-
-
-def interleaved(cmds: dict, reps: int, **kw) -> dict:
+def interleaved(cmds: dict, reps: int, peak: dict | None = None, **kw) -> dict:
     """{name: [seconds per round]}: `reps` rounds, each running every command of `cmds`
-    ({name: (argv, measure() keywords)}) once, in order."""
+    ({name: (argv, measure() keywords)}) once, in order. `peak`, when given, gets
+    {name: the largest peak RSS in KiB}."""
     runs: dict = {k: [] for k in cmds}
     for _ in range(reps):
         for k, (cmd, opts) in cmds.items():
-            runs[k].append(measure(cmd, **opts, **kw)[0])
+            t, rss = measure(cmd, **opts, **kw)
+            runs[k].append(t)
+            if peak is not None:
+                peak[k] = max(peak.get(k, 0), rss)
     return runs
+
+
+def checkout(tmp: Path, rev: str) -> Path:
+    """A detached git worktree of revision `rev` of this repository under `tmp`, with its
+    bytecode compiled (removed again by `drop_checkouts`)."""
+    sha = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", rev + "^{commit}"],
+                         check=True, capture_output=True, text=True).stdout.strip()
+    path = tmp / f"rev-{sha[:12]}"
+    subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(path), sha],
+                   check=True, capture_output=True)
+    compile_tree(path)
+    return path
+
+
+def drop_checkouts(paths: list) -> None:
+    for path in paths:
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(path)],
+                       capture_output=True)
+
+
+def compile_tree(root: Path) -> None:
+    """Compile krm_fn's bytecode under `root` afresh (-f: a source rewritten within the
+    second its bytecode was written would otherwise keep a stale .pyc, and every run would
+    compile it again)."""
+    subprocess.run([PY, "-m", "compileall", "-q", "-f", str(root / "krm_fn")], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def per_round(a: list, b: list) -> float:
@@ -131,7 +166,11 @@ def p2(tmp: Path, gen: str, kubectl: str, env: dict, reps: int) -> tuple[list, l
     id_env = dict(env, KUSTOMIZE_PLUGIN_HOME=str(ident))
     measure(cmd, env=fn_env)                    # warm-up (file cache, kustomize's own)
     log.unlink()
-    runs = interleaved({"id": (cmd, {"env": id_env}), "fn": (cmd, {"env": fn_env})}, reps)
+    cpu, CLOCK["cpu"] = CLOCK["cpu"], False     # a share of wall times, also with --cpu
+    try:
+        runs = interleaved({"id": (cmd, {"env": id_env}), "fn": (cmd, {"env": fn_env})}, reps)
+    finally:
+        CLOCK["cpu"] = cpu
     stamps = [line.split() for line in log.read_text().splitlines()]
     if len(stamps) != reps or not all(len(s) == 2 and s[0].isdigit() and s[1].isdigit()
                                       for s in stamps):
@@ -153,21 +192,23 @@ def p2(tmp: Path, gen: str, kubectl: str, env: dict, reps: int) -> tuple[list, l
     return rows, notes
 
 
-def show(rows: list, mem: tuple) -> bool:
+def show(rows: list, mems: list) -> bool:
     """Print the table (rows: (name, krm-fn s, against s, target or None, ratio[, "%"]),
-    mem: (krm-fn KiB, floor KiB)); True when every target is met."""
-    print(f"{'measure':55} {'krm-fn':>9} {'against':>9} {'ratio':>7} {'target':>7}")
+    mems: [(label, krm-fn KiB, floor KiB)]); True when every target is met."""
+    print(f"{'measure':62} {'krm-fn':>9} {'against':>9} {'ratio':>7} {'target':>7}")
     ok = True
     for name, t1, t2, target, ratio, *unit in rows:
         met = target is None or ratio <= target
         ok &= met
         fmt = (lambda v: f"{v * 100:5.1f}% ") if unit == ["%"] else (lambda v: f"{v:6.2f}x")
-        print(f"{name:55} {t1:8.3f}s {t2:8.3f}s {fmt(ratio)} "
+        print(f"{name:62} {t1:8.3f}s {t2:8.3f}s {fmt(ratio)} "
               f"{'   info' if target is None else fmt(target)}{'' if met else '  MISSED'}")
-    ratio = mem[0] / mem[1]
-    ok &= ratio < 4
-    print(f"{'MEM peak RSS 2,000 items: krm-fn / PyYAML floor':55} {mem[0] / 1024:7.1f}MB "
-          f"{mem[1] / 1024:7.1f}MB {ratio:6.2f}x {4:6.2f}x{'' if ratio < 4 else '  MISSED'}")
+    for label, fn_kib, floor_kib in mems:
+        ratio = fn_kib / floor_kib
+        ok &= ratio < 4
+        name = "MEM peak RSS 2,000 items: krm-fn / PyYAML floor" + label
+        print(f"{name:62} {fn_kib / 1024:7.1f}MB {floor_kib / 1024:7.1f}MB {ratio:6.2f}x "
+              f"{4:6.2f}x{'' if ratio < 4 else '  MISSED'}")
     return ok
 
 
@@ -179,23 +220,50 @@ def main() -> None:
                                          "gen_resourcelist.py"))
     ap.add_argument("--skip-p2", action="store_true",
                     help="leave out the kustomize builds of P2 (most of the run's time)")
+    ap.add_argument("--against", action="append", default=[], metavar="REV",
+                    help="also measure git revision REV (a worktree of this repository) in "
+                         "the same rounds: rows P1, P3, P4 and MEM get a [REV] line each; "
+                         "repeatable")
+    ap.add_argument("--cpu", action="store_true",
+                    help="time each run by the child's user + system CPU time instead of "
+                         "wall time (P2 stays wall time: it is a share of a build)")
     a = ap.parse_args()
+    CLOCK["cpu"] = a.cpu
     tmp = Path(tempfile.mkdtemp(prefix="krm-fn-bench-"))
+    trees = [("", ROOT)]
+    try:
+        for rev in a.against:
+            trees.append((f" [{rev}]", checkout(tmp, rev)))
+        ok = run(a, tmp, trees)
+    finally:
+        drop_checkouts([path for _, path in trees[1:]])
+        shutil.rmtree(tmp)
+    sys.exit(0 if ok else 1)
+
+
+def run(a, tmp: Path, trees: list) -> bool:
+    """Measure every row for each (label, checkout root) of `trees` (the first is this
+    checkout, the only one P2 builds with); print the table; True when all targets are met."""
     big, small = tmp / "rl-2000.yaml", tmp / "rl-10.yaml"
     for path, n in ((big, 2000), (small, 10)):
         with open(path, "w") as f:
             subprocess.run([PY, a.gen, "--items", str(n), "--inference-percent", "100"],
                            stdout=f, check=True)
-    subprocess.run([PY, "-m", "compileall", "-q", str(ROOT / "krm_fn")], check=True,
-                   stdout=subprocess.DEVNULL)
-    krm = [PY, "-m", "krm_fn"]
+    compile_tree(ROOT)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    rows, notes = [], []
+    # run in `tmp`: `python -m` puts the working directory first on sys.path
+    krm = {label: ([PY, "-m", "krm_fn"], {"env": dict(os.environ, PYTHONPATH=str(root)),
+                                          "cwd": str(tmp)})
+           for label, root in trees}
+    rows, notes, peak = [], [], {}
+    floor = ([PY, "-c", FLOOR], {})
 
-    t_fn, m_fn = median(krm, a.reps, stdin_path=big, env=env)
-    t_floor, m_floor = median([PY, "-c", FLOOR], a.reps, stdin_path=big)
-    rows.append(("P1 2,000 items: krm-fn / PyYAML C load+dump", t_fn, t_floor, 1.5,
-                 t_fn / t_floor))
+    runs = interleaved({"floor": floor, **krm}, a.reps, peak, stdin_path=big)
+    t_floor = statistics.median(runs["floor"])
+    for label, _ in trees:
+        rows.append(("P1 2,000 items: krm-fn / PyYAML C load+dump" + label,
+                     statistics.median(runs[label]), t_floor, 1.5,
+                     per_round(runs[label], runs["floor"])))
 
     kubectl = shutil.which("kubectl")
     if a.skip_p2:
@@ -206,20 +274,24 @@ def main() -> None:
     else:
         print("P2 skipped: kubectl not on PATH")
 
-    runs = interleaved({"fn": (krm, {"env": env}), "floor": ([PY, "-c", FLOOR], {}),
-                        "ruamel": ([PY, "-c", RUAMEL_IDENTITY], {})}, a.reps,
-                       stdin_path=small)
-    t_s, t_fl, t_r = (statistics.median(runs[k]) for k in ("fn", "floor", "ruamel"))
-    rows.append(("P3 10 items: krm-fn / ruamel identity", t_s, t_r, 1.3,
-                 per_round(runs["fn"], runs["ruamel"])))
-    rows.append(("P4 10 items (start-up): krm-fn / PyYAML C load+dump", t_s, t_fl, 1.5,
-                 per_round(runs["fn"], runs["floor"])))
+    runs = interleaved({"floor": floor, "ruamel": ([PY, "-c", RUAMEL_IDENTITY], {}), **krm},
+                       a.reps, stdin_path=small)
+    t_fl, t_r = (statistics.median(runs[k]) for k in ("floor", "ruamel"))
+    for label, _ in trees:
+        t_s = statistics.median(runs[label])
+        rows.append(("P3 10 items: krm-fn / ruamel identity" + label, t_s, t_r, 1.3,
+                     per_round(runs[label], runs["ruamel"])))
+    for label, _ in trees:
+        rows.append(("P4 10 items (start-up): krm-fn / PyYAML C load+dump" + label,
+                     statistics.median(runs[label]), t_fl, 1.5,
+                     per_round(runs[label], runs["floor"])))
 
-    ok = show(rows, (m_fn, m_floor))
+    print(f"clock: {'CPU time (user + system) of each run' if a.cpu else 'wall time'}; "
+          f"{a.reps} interleaved rounds")
+    ok = show(rows, [(label, peak[label], peak["floor"]) for label, _ in trees])
     for line in notes:
         print(line)
-    shutil.rmtree(tmp)
-    sys.exit(0 if ok else 1)
+    return ok
 
 
 if __name__ == "__main__":

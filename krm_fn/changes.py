@@ -19,8 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
-from typing import Any, Iterable
+from krm_fn.record import dataclass
 
 from krm_fn.results import INFO, Ref, Result, value_text
 from krm_fn.workloads import get_path

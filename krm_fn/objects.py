@@ -28,12 +28,10 @@ Pod specs go through the rules (krm_fn/rules); this module handles what sits out
 """
 from __future__ import annotations
 
-import copy
 import json
 import math
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from fractions import Fraction
-from typing import Callable
 
 from krm_fn import knative_config, quantity
 from krm_fn.changes import Change
@@ -281,6 +279,7 @@ def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]
 
 
 def _storage_container(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
+    import copy
     work = copy.deepcopy(obj)
     edits = Edits(work, ref=ref)
     results: list = []

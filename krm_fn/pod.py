@@ -9,8 +9,7 @@ derived from the changes.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from krm_fn.record import dataclass, field
 
 from krm_fn.changes import Change, path_str, rule_tags  # path_str: for the rules
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result

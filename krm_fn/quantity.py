@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from fractions import Fraction
 
 __all__ = ["Quantity", "QuantityError", "parse", "parse_cpu", "parse_memory", "format_cpu", "format_decimal_si",

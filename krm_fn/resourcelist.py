@@ -16,7 +16,7 @@ read with YAML 1.2 core types (int, float, bool, null) for the typed config.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 import yaml
 
@@ -294,7 +294,7 @@ def _results_edit(doc: Document, results: list, nl: str) -> tuple | None:
     empty ones, or as a new `results:` key at the end; None when the input's results are a
     non-empty flow sequence (the list is then rewritten whole)."""
     text = doc.text
-    body = emit.to_yaml(list(results)).rstrip("\n").split("\n")
+    body = emit.block_maps(results)
     rn = doc.results_node
     if rn is not None and isinstance(rn, yaml.SequenceNode) and rn.value \
             and rn.flow_style is not True:

@@ -14,8 +14,7 @@ https://github.com/kubernetes-sigs/kustomize/blob/master/kyaml/fn/framework/resu
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any
+from krm_fn.record import dataclass
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 

@@ -18,8 +18,8 @@ Adding a kind is one line in `KINDS`.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from krm_fn import record
+from krm_fn.record import dataclass
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def _ray(*group: str, star: bool = False) -> PodSpecAt:
 def _ray_cluster(*prefix: str, optional: bool = False) -> tuple:
     head = _ray(*prefix, "headGroupSpec")
     if optional:
-        head = dataclasses.replace(head, optional=True)
+        head = record.replace(head, optional=True)
     return (head, _ray(*prefix, "workerGroupSpecs", star=True))
 
 
@@ -251,7 +251,7 @@ def expand(obj: dict, at: PodSpecAt) -> list[PodSpecAt]:
         results = nxt
     out = []
     for spec, indices in results:
-        out.append(dataclasses.replace(
+        out.append(record.replace(
             at, spec=spec, meta=_fill(at.meta, indices), ray_params=_fill(at.ray_params, indices),
             optional=at.optional or bool(indices)))
     return out

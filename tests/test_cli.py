@@ -253,12 +253,76 @@ def test_the_function_path_imports_neither_click_nor_other_commands():
         "krm_fn.node.formats.configmap")] == []
 
 
+# modules a render never needs: their import cost is most of a small render's (docs/
+# performance.md, P4); the record classes replace dataclasses (and with it inspect, ast, dis);
+# annotations are strings (`from __future__ import annotations`), so typing is not needed
+# (~3 ms); `copy` is imported where a deep copy is made, `difflib` where a hint is made
+_NOT_ON_THE_RENDER_PATH = ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER, "dataclasses",
+                           "inspect", "ast", "dis", "tokenize", "typing", "copy", "difflib",
+                           "krm_fn.yaml.ruamel", "krm_fn.node.from_node", "krm_fn.validate",
+                           "hypothesis", "pytest")
+
+
+def _ten_items() -> str:
+    """A ResourceList of 10 items as the benchmark makes them: inference Deployments (vLLM,
+    a fractional CPU request and a sidecar), a ConfigMap and a Service."""
+    items = []
+    for i in range(10):
+        if i % 5 == 2:
+            items.append(f"- apiVersion: v1\n  kind: ConfigMap\n  metadata: {{name: cm-{i}}}\n"
+                         f"  data: {{mode: \"0644\"}}\n")
+        elif i % 5 == 3:
+            items.append(f"- apiVersion: v1\n  kind: Service\n  metadata: {{name: svc-{i}}}\n"
+                         f"  spec:\n    ports:\n    - port: 80\n")
+        else:
+            items.append(
+                f"- apiVersion: apps/v1\n  kind: Deployment\n  metadata:\n    name: llm-{i}\n"
+                f"    labels: {{tier: inference}}\n  spec:\n    template:\n      spec:\n"
+                f"        containers:\n        - name: server\n"
+                f"          image: registry.example/vllm-cpu:0.6.{i}\n"
+                f"          args: [\"--model\", \"/models/m{i}\"]\n"
+                f"          resources:\n            requests: {{cpu: 3500m, memory: 16Gi}}\n"
+                f"        - name: agent\n          image: registry.example/agent:1.0\n"
+                f"          resources:\n            requests: {{cpu: 50m, memory: 64Mi}}\n")
+    return ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            + "".join(items))
+
+
+def _started_with() -> set[str]:
+    """The modules this interpreter imports before running any code (site, .pth files)."""
+    import subprocess
+    import sys
+    p = subprocess.run([sys.executable, "-X", "importtime", "-c", "pass"],
+                       capture_output=True, timeout=60)
+    return {m.group(1) for m in re.finditer(r"^import time:[^|]*\|[^|]*\| *(\S+)$",
+                                            p.stderr.decode(), re.M)}
+
+
+def test_a_plain_render_imports_only_what_it_uses():
+    mods = _imported([], _ten_items()) - _started_with()
+    assert "krm_fn.pipeline.verdict" in mods and "krm_fn.record" in mods
+    assert _loaded(mods, _NOT_ON_THE_RENDER_PATH) == []
+
+
+def test_the_function_path_ends_the_process_only_when_it_owns_it(monkeypatch):
+    from krm_fn.cli import common
+    exits = []
+    monkeypatch.setattr(common.os, "_exit", exits.append)
+    common.end_process(0)                       # not started by krm_fn.cli.main
+    monkeypatch.setattr(common, "OWN_PROCESS", True)
+    common.end_process(1)                       # pytest's captured streams, not the process's
+    monkeypatch.setattr(common.sys, "stdout", common.sys.__stdout__)
+    monkeypatch.setattr(common.sys, "stderr", common.sys.__stderr__)
+    common.end_process(1)
+    assert exits == [1]
+
+
 def test_the_legacy_plugin_path_imports_no_click(tmp_path):
     cfg = tmp_path / "kust-plugin-config-1"
     cfg.write_text(CONFIG)
-    mods = _imported(["plugin", str(cfg)], POD)
+    mods = _imported(["plugin", str(cfg)], POD) - _started_with()
     assert "krm_fn.pipeline" in mods
-    assert _loaded(mods, ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER)) == []
+    assert _loaded(mods, _NOT_ON_THE_RENDER_PATH) == []
 
 
 def test_run_imports_click_but_no_other_command(tmp_path):

@@ -34,3 +34,27 @@ def test_fast_renderer_reads_back_like_pyyaml(obj):
 ])
 def test_style(value, text):
     assert emit.to_yaml(value) == text
+
+
+# results-like mappings: repeated all-string sub-mappings (resourceRef, tags) beside others
+str_maps = st.dictionaries(st.sampled_from(["kind", "name", "on", "a.b/c", "rule"]),
+                           st.sampled_from(["Deployment", "x", "4", "yes", "l1\nl2\n", ""]),
+                           min_size=1, max_size=3)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(st.dictionaries(keys, st.one_of(data, str_maps), min_size=1,
+                                          max_size=5), data), min_size=1, max_size=6))
+def test_block_maps_is_block(items):
+    items = items + items      # the same sub-mappings again: the memo is used
+    assert emit.block_maps(items) == emit.block(items, 0)
+
+
+def test_block_maps_renders_a_repeated_sub_mapping_once_per_content():
+    ref = {"kind": "Deployment", "name": "a"}
+    items = [{"message": "m", "resourceRef": dict(ref)}, {"message": "p", "resourceRef": ref},
+             {"message": "o", "resourceRef": {"kind": "Deployment", "name": True}}]
+    assert emit.block_maps(items) == [
+        "- message: m", "  resourceRef:", "    kind: Deployment", "    name: a",
+        "- message: p", "  resourceRef:", "    kind: Deployment", "    name: a",
+        "- message: o", "  resourceRef:", "    kind: Deployment", "    name: true"]

@@ -6,7 +6,7 @@ memory and hugepages in bytes as `int`. Resource names are the Kubernetes ones (
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 from krm_fn.node.topology import Cpu
 from krm_fn.results import Ref

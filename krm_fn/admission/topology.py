@@ -16,7 +16,7 @@ model has no distances and treats them as equal, which is the narrowest choice.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 from itertools import product
 
 from krm_fn.admission import cpumanager, memorymanager

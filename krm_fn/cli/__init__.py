@@ -50,7 +50,8 @@ def without_click(args: list[str]) -> tuple | None:
 
 def main() -> None:
     """Console-script entry point (`krm-fn`, `python -m krm_fn`): runs sys.argv[1:] and
-    exits with the codes above (through sys.exit; returning means 0)."""
+    exits with the codes above (through sys.exit, or common.end_process at the end of a
+    render; returning means 0)."""
     call = without_click(sys.argv[1:])
     if call is None:
         from krm_fn.cli.commands import cli
@@ -58,7 +59,11 @@ def main() -> None:
         return
     from krm_fn.cli import common, render
     name, params = call
-    common.standalone(getattr(render, name), *params)
+    common.OWN_PROCESS = True
+    try:
+        common.standalone(getattr(render, name), *params)
+    finally:
+        common.OWN_PROCESS = False
 
 
 def __getattr__(name: str):

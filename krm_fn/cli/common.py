@@ -10,6 +10,8 @@ import os
 import sys
 
 DEBUG_ENV = "KRM_FN_DEBUG"
+# True while krm_fn.cli.main runs a render in a process of its own (see end_process)
+OWN_PROCESS = False
 
 
 BOM = "\ufeff"
@@ -43,6 +45,25 @@ def echo_err(message: str, nl: bool = True) -> None:
         return
     stream.write(message + "\n" if nl else message)
     stream.flush()
+
+
+def end_process(code: int) -> None:
+    """End the process now with exit status `code` when krm-fn's entry point runs it
+    (OWN_PROCESS, set by krm_fn.cli.main) and writes to the process's own stdout and stderr:
+    both are flushed, then `os._exit(code)`, so the interpreter neither frees the parsed
+    input nor tears down its ~200 modules (~45 ms of a 2,000-item render, ~8 ms of a small
+    one; docs/performance.md). Nothing else is pending then: no atexit handler, no open
+    file. Returns (the caller exits as usual) in every other case: a test calling the
+    entry point in-process, click's CliRunner, a flush that fails (the usual exit then
+    reports it as before)."""
+    if not OWN_PROCESS or sys.stdout is not sys.__stdout__ or sys.stderr is not sys.__stderr__:
+        return
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        return
+    os._exit(code)
 
 
 def fail(message: str, code: int = 1) -> None:

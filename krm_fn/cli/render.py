@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
-from krm_fn.cli.common import BOM, DEBUG_ENV, decode, echo_err, fail, guard
+from krm_fn.cli.common import BOM, DEBUG_ENV, decode, echo_err, end_process, fail, guard
 
 
 def _cyclic_gc_paused(fn):
@@ -87,8 +87,10 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
                     f"output above is complete (set {DEBUG_ENV}=1 for the traceback, and "
                     f"please report it)\n")
         echo_err(text, nl=False)
-    if out.has_errors or changed:
-        sys.exit(1)
+    code = 1 if out.has_errors or changed else 0
+    end_process(code)       # krm-fn's own process: exit without freeing doc, out, rendered
+    if code:
+        sys.exit(code)
 
 
 def with_baseline(fc, baseline: dict, source: str) -> dict:

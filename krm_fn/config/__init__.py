@@ -12,7 +12,6 @@ quantities in bytes (`"128Mi"`), durations are Go durations (`"30s"`).
 """
 from __future__ import annotations
 
-from typing import Any
 
 from krm_fn import workloads
 from krm_fn.config.fields import Field, Object, ObjectList, Record

@@ -7,7 +7,6 @@ Everything else in the baseline is carried as plain data (json6902) and never re
 """
 from __future__ import annotations
 
-from typing import Any
 
 from krm_fn.config.checks import check_eviction as _check_eviction
 from krm_fn.config.checks import check_reserved as _check_reserved

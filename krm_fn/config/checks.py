@@ -9,7 +9,6 @@ from __future__ import annotations
 import math
 import re
 from fractions import Fraction
-from typing import Any
 
 from krm_fn.config.values import (FIELD_NAME, ConfigError, num, parse_quantity, short,
                                   type_name)

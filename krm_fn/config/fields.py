@@ -4,7 +4,6 @@ as an instance of a `Record` subclass) and `ObjectList` (a list of such objects)
 """
 from __future__ import annotations
 
-from typing import Any
 
 from krm_fn.config.types import MAX_ITEMS, Type, check_count
 from krm_fn.config.values import ConfigError, raise_all, type_name, unknown_fields

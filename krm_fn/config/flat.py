@@ -5,7 +5,6 @@
 """
 from __future__ import annotations
 
-from typing import Any, Iterator
 
 from krm_fn.config.fields import Field
 from krm_fn.config.spec import SCHEMA

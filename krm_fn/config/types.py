@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import re
 from fractions import Fraction
-from typing import Any
 
 from krm_fn.config.checks import MAX_EXTRA_DEPTH, check_plain
 from krm_fn.config.values import (CONTROL, FIELD_NAME, MAX_LONG_TEXT, MAX_QUANTITY_TEXT,

@@ -7,7 +7,6 @@ Units: cpu quantities are in cores, memory quantities in bytes (krm_fn.quantity)
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from krm_fn import quantity
 

@@ -27,9 +27,7 @@ that merged result:
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
-from typing import Any
+from krm_fn.record import dataclass
 
 from krm_fn import quantity
 from krm_fn.node import fields
@@ -61,6 +59,7 @@ def merge(target: Any, patch: Any) -> Any:
     """RFC 7386 JSON merge patch of `patch` over `target` (a new value; inputs untouched):
     how the kubelet merges a `--config-dir` drop-in over its config
     (https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/)."""
+    import copy
     if not isinstance(patch, dict):
         return copy.deepcopy(patch)
     out = copy.deepcopy(target) if isinstance(target, dict) else {}

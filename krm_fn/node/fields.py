@@ -28,8 +28,7 @@ Sources (cited per entry in `Field.source` when more specific):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from krm_fn.record import dataclass, field
 
 from krm_fn.node import upstream
 

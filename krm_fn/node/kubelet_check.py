@@ -30,9 +30,9 @@ KubeletConfiguration; the caller maps it to where the value came from.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
+
+from krm_fn.record import dataclass
 
 from krm_fn import quantity
 from krm_fn.node import fields

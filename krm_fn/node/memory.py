@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import re
 from fractions import Fraction
-from typing import Any
 
 from krm_fn import quantity
 

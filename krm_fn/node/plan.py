@@ -8,8 +8,7 @@ sources are cited there and in each message.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from krm_fn.record import dataclass, field
 
 from krm_fn.node import baseline as baseline_mod
 from krm_fn.node import fields, kubelet_check

@@ -21,8 +21,9 @@ from __future__ import annotations
 import functools
 
 import re
-from dataclasses import dataclass
-from typing import Iterable, NamedTuple
+from collections import namedtuple
+
+from krm_fn.record import dataclass
 
 SIBLING_MODES = ("split", "adjacent")
 
@@ -32,13 +33,10 @@ SIBLING_MODES = ("split", "adjacent")
 MAX_CPUS = 16384
 
 
-class Cpu(NamedTuple):
-    """One logical CPU: its id, physical core id, socket id and NUMA node id (all ints)."""
-
-    cpu: int
-    core: int
-    socket: int
-    numa: int
+# collections.namedtuple, what typing.NamedTuple makes, without importing typing (~3 ms)
+Cpu = namedtuple("Cpu", ["cpu", "core", "socket", "numa"])
+Cpu.__doc__ = ("One logical CPU: its id, physical core id, socket id and NUMA node id "
+               "(all ints).")
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,7 @@ Only the target version's file is read, once, with `json` (start-up time).
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from functools import lru_cache
 from pathlib import Path
 

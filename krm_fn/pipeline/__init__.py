@@ -14,7 +14,7 @@ No YAML here: the YAML layer writes the changes' values into the input text
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
 from krm_fn.pipeline import emit, load, select, tune, verdict

@@ -6,8 +6,7 @@ an earlier run (kpt feeds the output back in) is rewritten to the plan in place.
 """
 from __future__ import annotations
 
-import copy
-from dataclasses import replace
+from krm_fn.record import replace
 
 from krm_fn.node.formats import MANAGED_BY_LABEL, POOL_LABEL, RenderContext, render_with_results
 from krm_fn.pipeline.load import flat_paths
@@ -175,6 +174,7 @@ def _replacement(old: dict, new: dict) -> tuple[dict | None, list[str]]:
     """A previously emitted object `old` (read back, e.g. by kpt on the next render) and the
     desired `new`: (object to write in its place, keeping the orchestrator annotations kpt
     put on it, and the changed field paths), or (None, []) when nothing changed."""
+    import copy
     want = _plainify(_strip_orchestrator(new))
     have = _strip_orchestrator(old)
     if have == want:
@@ -216,6 +216,7 @@ def _plainify(v):
 
 def _strip_orchestrator(obj: dict) -> dict:
     """A copy of `obj` without the orchestrator annotations (_ORCHESTRATOR_PREFIXES)."""
+    import copy
     obj = copy.deepcopy(obj)
     ann = annotations_of(obj)
     for k in list(ann):

@@ -6,8 +6,8 @@ nothing is changed on a config error.
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from krm_fn import record
+from krm_fn.record import dataclass, field
 
 from krm_fn import config as config_mod
 from krm_fn import objects, rules, workloads
@@ -108,7 +108,7 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     # DaemonSets krm-fn does not tune run as written on every node they select: they take
     # their share of each node before the fit per node is counted
     untuned = [o for o in items if isinstance(o, dict) and not tuned(o)]
-    run.nodes = [dataclasses.replace(n, daemons=daemon_pods(untuned, n.labels))
+    run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
                  for n in run.nodes]
     run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
@@ -131,13 +131,13 @@ def unknown_kinds(cfg) -> list:
     or checks is spelled as: such a selector can never match, and kustomize shows no
     warning, so it is an error, with the kinds it may have meant (kinds are case-sensitive,
     as the API server's)."""
-    import difflib
     known = known_kinds(cfg)
     lower = {k.lower(): k for k in known}
     out = []
     for i, kind in enumerate(cfg.selector.kinds):
         if kind in known:
             continue
+        import difflib          # only for a kind krm-fn does not know
         near = [lower[kind.lower()]] if kind.lower() in lower else \
             difflib.get_close_matches(kind, sorted(known), n=3, cutoff=0.6)
         hint = f"; did you mean {' or '.join(near)}?" if near else (
@@ -204,7 +204,7 @@ def _topologies_from_objects(cfg, items: list, fc_ref, results: list) -> bool:
 def flat_paths(results: list) -> list:
     """`results` with field paths rewritten to the flat ConfigMap's keys
     (config.flat_path)."""
-    return [dataclasses.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
+    return [record.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
             for r in results]
 
 

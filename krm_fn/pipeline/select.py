@@ -9,9 +9,8 @@ from YAML, scalars as strings); problems are Results, never exceptions.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 from types import SimpleNamespace
-from typing import Callable, Iterator
 
 from krm_fn import numbers, objects
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION

@@ -7,9 +7,8 @@ left unchanged: that is the verdict's (pipeline/verdict.py).
 """
 from __future__ import annotations
 
-import copy
 import marshal
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 from krm_fn import objects, rules
 from krm_fn.pipeline.select import (DEFAULT_CONTAINER, PINNED_ANNOTATION, Picked,
@@ -59,6 +58,7 @@ def copy_item(obj: dict) -> dict:
     try:
         return marshal.loads(marshal.dumps(obj))
     except ValueError:          # a value marshal cannot write
+        import copy
         return copy.deepcopy(obj)
 
 

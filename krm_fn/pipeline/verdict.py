@@ -13,8 +13,8 @@ the fit summary says how many of each pod fit on one node (admission/capacity.py
 """
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
+from krm_fn import record
+from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
 from krm_fn.admission import build, vpa
@@ -156,7 +156,7 @@ def _outcome(item: TunedItem, run) -> Outcome:
 
 
 def _indexed(change, index: int):
-    return dataclasses.replace(change, index=index)
+    return record.replace(change, index=index)
 
 
 def _has_error(findings: list) -> bool:

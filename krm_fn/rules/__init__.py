@@ -19,7 +19,7 @@ cmdline.py, envvars.py, and the serving-engine registry engines/.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from krm_fn.record import dataclass, field, replace
 from types import SimpleNamespace
 
 from krm_fn.rules import (canonical, cgroup, facts, injector_annotations, merged, openshift,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 
 from krm_fn import numbers
 from krm_fn.pod import ContainerView

@@ -9,7 +9,6 @@ https://kubernetes.io/docs/tasks/inject-data-application/environment-variable-ex
 """
 from __future__ import annotations
 
-import copy
 import math
 
 from krm_fn import numbers, quantity
@@ -17,6 +16,12 @@ from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, WARNING, Result
 
 DOWNWARD = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
+
+
+def _downward() -> dict:
+    """A new copy of DOWNWARD (`copy` is imported when a render needs it)."""
+    import copy
+    return copy.deepcopy(DOWNWARD)
 
 
 def env_index(pod: PodView, c: ContainerView) -> tuple[list, dict] | None:
@@ -84,7 +89,7 @@ def set_env(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg,
     env, by_name = found
     count = int(want)
     if var not in by_name:
-        entry = {"name": var, "valueFrom": copy.deepcopy(DOWNWARD)} if downward else {"name": var,
+        entry = {"name": var, "valueFrom": _downward()} if downward else {"name": var,
                                                                        "value": want}
         if added is not None:
             pod.edits.set(c.path + ("env", len(env)), entry)

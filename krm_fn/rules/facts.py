@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from krm_fn.record import dataclass
 from fractions import Fraction
 
 from krm_fn import quantity

@@ -7,8 +7,9 @@ never anchors or aliases (a consumer that splits the documents, as kustomize doe
 on an alias into another document with `unknown anchor`).
 
 `to_yaml` writes a whole document; `block` and `flow` write a value at a given column or
-inline (for insertion into existing text, krm_fn.yaml.spans); `scalar`, `key` and `quote`
-write one scalar; `is_plain_safe` tells whether a string may be written plain.
+inline (for insertion into existing text, krm_fn.yaml.spans), `block_maps` a list of
+mappings such as KRM results; `scalar`, `key` and `quote` write one scalar; `is_plain_safe`
+tells whether a string may be written plain.
 """
 from __future__ import annotations
 
@@ -87,7 +88,7 @@ def _literal_ok(s: str) -> bool:
     trailing spaces and only printable characters."""
     body = s[:-1]
     return (s.endswith("\n") and not body.endswith("\n") and not s.startswith((" ", "\n"))
-            and " \n" not in s and all(ch.isprintable() for ch in body.replace("\n", "")))
+            and " \n" not in s and body.replace("\n", "").isprintable())
 
 
 _ESCAPES = {"\"": '\\"', "\\": "\\\\", "\n": "\\n", "\t": "\\t", "\r": "\\r",
@@ -164,6 +165,35 @@ def block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:
 @functools.lru_cache(maxsize=1024)
 def _block_cached(data: bytes, col: int, unit: int, seq_offset: int) -> tuple:
     return tuple(_block(marshal.loads(data), col, unit, seq_offset))
+
+
+def block_maps(items: list) -> list[str]:
+    """`block(items, 0)` for a non-empty list of non-empty mappings (e.g. a ResourceList's
+    results), without the whole-value cache: a nested mapping whose keys and values are all
+    strings is rendered once per content (results repeat their resourceRef and tags), and
+    single-line string values take the cached scalar text. Same lines as `block`."""
+    out: list[str] = []
+    memo: dict = {}
+    for item in items:
+        if not (isinstance(item, dict) and item):
+            out.extend(_block([item], 0))
+            continue
+        lines: list[str] = []
+        for k, v in item.items():
+            if v.__class__ is str and "\n" not in v:
+                lines.append(f"  {key(k)}: {_scalar_text(v)}")
+            elif v.__class__ is dict and v and all(
+                    a.__class__ is str and b.__class__ is str for a, b in v.items()):
+                memo_key = (k, tuple(v.items()))
+                sub = memo.get(memo_key)
+                if sub is None:
+                    sub = memo[memo_key] = _block({k: v}, 2)
+                lines.extend(sub)
+            else:
+                lines.extend(_block({k: v}, 2))
+        out.append(f"- {lines[0][2:]}")
+        out.extend(lines[1:])
+    return out
 
 
 def _block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:

@@ -12,8 +12,6 @@ caller writes the value another way.
 """
 from __future__ import annotations
 
-import difflib
-
 
 def refold(span: str, old: str, new: str) -> str | None:
     """The text of the folded block scalar `span` (its header line and content lines, as
@@ -66,6 +64,7 @@ def refold(span: str, old: str, new: str) -> str | None:
 def _map_positions(old: str, new: str, positions: list) -> list | None:
     """Each position of `old` that holds a space inside an unchanged run of the old->new
     diff, as its position in `new`; None when one lies in a changed part."""
+    import difflib          # only for a folded scalar whose text changes
     ops = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
     out = []
     for p in positions:

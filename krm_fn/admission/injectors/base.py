@@ -6,7 +6,7 @@ Units as in krm_fn/admission/model.py: cpu in cores (Fraction), memory in bytes 
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from krm_fn.record import dataclass, field
 
 from krm_fn import quantity
 from krm_fn.admission import model
@@ -127,9 +127,14 @@ class InjectionContext:
 
     def kserve_default_mode(self) -> str | None:
         """KServe's `defaultDeploymentMode` (ConfigMap inferenceservice-config, key
-        `deploy`) when that ConfigMap is in the input and says, else None."""
-        from krm_fn.admission.knative import kserve_default_mode
-        return kserve_default_mode(self.configmaps)
+        `deploy`) when that ConfigMap is in the input and says, else None. Found once per
+        context (every pod's Meta asks; the ConfigMaps do not change during a render)."""
+        memo = self.__dict__.get("_kserve_default_mode", self)
+        if memo is self:
+            from krm_fn.admission.knative import kserve_default_mode
+            memo = kserve_default_mode(self.configmaps)
+            object.__setattr__(self, "_kserve_default_mode", memo)
+        return memo
 
     def namespace_meta(self, name: str) -> tuple[dict | None, dict | None]:
         """(labels, annotations) of Namespace `name` when it is in the input, else

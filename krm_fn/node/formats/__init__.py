@@ -17,11 +17,10 @@ Entry points: `render_with_results(name, plan, ctx, ref, index)` -> (objects, re
 """
 from __future__ import annotations
 
-import dataclasses
+from krm_fn import record
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any
+from krm_fn.record import dataclass
 
 from krm_fn.node.formats._common import (LOCAL_CONFIG_ANNOTATION, MANAGED_BY_LABEL,
                                          PATH_ANNOTATION, POOL_LABEL, Rendered)
@@ -107,7 +106,7 @@ def render_with_results(name: str, plan, ctx: RenderContext, ref=None, index: in
     paths such as `spec.nodePools[0].kubelet.cpuManagerPolicyOptions`). Raises ValueError
     for a format name not in FORMATS."""
     module = _module(name)
-    out: Rendered = module.render(plan, dataclasses.replace(ctx, ref=ref, index=index))
+    out: Rendered = module.render(plan, record.replace(ctx, ref=ref, index=index))
     return list(out.objects), list(out.results)
 
 

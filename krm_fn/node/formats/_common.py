@@ -10,8 +10,7 @@ anyway. Platform names, refusals and consequences come from krm_fn.node.fields.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any
+from krm_fn.record import dataclass, field
 
 from krm_fn.node import fields
 from krm_fn.results import WARNING, Result, value_text

@@ -4,8 +4,7 @@ Data only; the engines themselves are the other modules of this package.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from krm_fn.record import dataclass
 
 
 @dataclass(frozen=True)

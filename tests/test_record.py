@@ -1,0 +1,130 @@
+"""krm_fn.record behaves as the standard library's dataclasses for the options krm-fn uses:
+the same __init__ signature, repr, equality, hashing, frozen errors, slots and replace."""
+import dataclasses
+
+import pytest
+
+from krm_fn import record
+
+
+def _classes(dc, field):
+    """The same four class definitions made by `dc` / `field` (dataclasses or record)."""
+    @dc(frozen=True)
+    class Frozen:
+        """A frozen record with defaults and factories."""
+        a: int
+        b: str = "q"
+        c: list = field(default_factory=list)
+        d: dict = field(default_factory=dict, repr=False, compare=False)
+
+    @dc(slots=True)
+    class Slotted:
+        """A record with slots."""
+        x: int
+        y: object = None
+
+    @dc
+    class Plain:
+        """A mutable record with __post_init__."""
+        x: int
+        seen: list = field(default_factory=list)
+
+        def __post_init__(self):
+            self.seen.append(self.x)
+
+    @dc(frozen=True, eq=False)
+    class Identity:
+        """Frozen, compared by identity."""
+        v: int
+    return Frozen, Slotted, Plain, Identity
+
+
+STD = _classes(dataclasses.dataclass, dataclasses.field)
+OWN = _classes(record.dataclass, record.field)
+
+
+def _observe(classes):
+    frozen, slotted, plain, identity = classes
+    a, a2 = frozen(1), frozen(1, "q", [], {"k": 1})
+    p = plain(4)
+    out = [repr(a), a == a2, a == frozen(2), hash(frozen(1, "q", ())) == hash((1, "q", ())),
+           repr(frozen(a=5, c=[1])), repr(slotted(1)), slotted(1) == slotted(1, None),
+           slotted.__slots__, hasattr(slotted(1), "__dict__"), repr(p), p.seen,
+           plain.__hash__, frozen.__match_args__, identity(1) == identity(1),
+           hash(identity(1)) != 0, frozen(1) != (1,), frozen(1).__eq__((1, "q")) is NotImplemented]
+    for obj, name in ((a, "a"), (a, "other")):
+        try:
+            setattr(obj, name, 3)
+        except AttributeError as e:
+            out.append((name, str(e)))
+    try:
+        del a.b
+    except AttributeError as e:
+        out.append(str(e))
+    for args in ((), (1, 2, 3, 4, 5)):
+        try:
+            frozen(*args)
+        except TypeError:
+            out.append(("TypeError", len(args)))
+    return out
+
+
+def test_record_classes_behave_as_dataclasses():
+    assert _observe(OWN) == _observe(STD)
+
+
+def test_frozen_errors_are_attribute_errors():
+    with pytest.raises(AttributeError, match="cannot assign to field 'a'"):
+        OWN[0](1).a = 2
+    assert issubclass(record.FrozenInstanceError, AttributeError)
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_replace_is_dataclasses_replace(i):
+    args = [(1, "x", [2]), (3,), (5,), (7,)][i]
+    own, std = OWN[i](*args), STD[i](*args)
+    name = ("b", "y", "x", "v")[i]
+    value = "z" if i < 2 else 9
+    assert repr(record.replace(own, **{name: value})) == \
+        repr(dataclasses.replace(std, **{name: value}))
+
+
+def test_replace_of_an_unknown_field_is_a_type_error():
+    with pytest.raises(TypeError):
+        record.replace(OWN[0](1), nope=2)
+
+
+def test_a_default_before_a_required_field_is_refused():
+    with pytest.raises(TypeError, match="non-default argument 'b' follows default argument"):
+        @record.dataclass
+        class Bad:
+            """Wrong order."""
+            a: int = 1
+            b: int
+
+
+def test_the_init_templates_file_is_generated():
+    path = record.__file__.replace("record.py", "record_init.py")
+    with open(path) as f:
+        assert f.read() == record.init_templates_source()
+
+
+def test_a_record_with_more_fields_than_the_templates_is_compiled():
+    names = [f"f{i}" for i in range(record.MAX_TEMPLATE_FIELDS + 2)]
+    cls = record.dataclass(type("Wide", (), {"__annotations__": dict.fromkeys(names, "int")}))
+    obj = cls(*range(len(names)))
+    assert (obj.f0, getattr(obj, names[-1])) == (0, len(names) - 1)
+    assert cls.__init__.__code__.co_varnames[:3] == ("self", "f0", "f1")
+
+
+@pytest.mark.parametrize("i", range(4))
+def test_dataclasses_functions_work_on_records(i):
+    args = [(1, "x", [2]), (3,), (5,), (7,)][i]
+    own, std = OWN[i](*args), STD[i](*args)
+    assert dataclasses.is_dataclass(own)
+    assert [(f.name, f.repr, f.compare) for f in dataclasses.fields(own)] == \
+        [(f.name, f.repr, f.compare) for f in dataclasses.fields(std)]
+    assert dataclasses.asdict(own) == dataclasses.asdict(std)
+    name = ("b", "y", "x", "v")[i]
+    assert repr(dataclasses.replace(own, **{name: 9})) == \
+        repr(dataclasses.replace(std, **{name: 9}))
