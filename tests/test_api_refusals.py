@@ -1,0 +1,75 @@
+"""What the API server refuses before any rule runs (krm_fn/pod.py build_views): duplicate
+container names and ephemeral containers, through the whole function; and quantities in
+messages printed as Kubernetes quantities, never as Python fractions."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn.admission.kubelet import judge
+from tests.admission.kit import ctr, node, pod
+from tests.test_verdict import GUARANTEED_4, config, deployment, errors, render
+
+SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
+DUP = ("container names must be unique across initContainers, containers and "
+       "ephemeralContainers, so the API server refuses the pod: rename one of them (" + SRC
+       + " validateInitContainers, validateContainers)")
+HALF = {"requests": {"cpu": "500m", "memory": "200Mi"},
+        "limits": {"cpu": "500m", "memory": "200Mi"}}
+
+
+def _pod(spec: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "d", "namespace": "ai"},
+            "spec": spec}
+
+
+def test_two_app_containers_with_one_name_are_an_error_at_the_second_name():
+    code, results, _ = render(config(), _pod({"containers": [
+        {"name": "app", "image": "a:1", "resources": GUARANTEED_4},
+        {"name": "app", "image": "a:1", "resources": GUARANTEED_4}]}))
+    assert code == 1
+    assert errors(results) == [
+        "Duplicate value: \"app\": spec.containers[0] has the same name; " + DUP,
+        "left unchanged because of the errors above"]
+
+
+def test_an_init_container_named_like_an_app_container_is_the_duplicate_not_a_fraction():
+    code, results, _ = render(config(), deployment(spec={
+        "initContainers": [{"name": "app", "image": "f:1", "resources": HALF}],
+        "containers": [{"name": "app", "image": "s:1", "resources": GUARANTEED_4}]}))
+    assert code == 1
+    assert errors(results) == [
+        "Duplicate value: \"app\": spec.template.spec.containers[0] has the same name; "
+        + DUP, "left unchanged because of the errors above"]
+    assert not any("1/2" in m for _, m in results)
+
+
+def test_ephemeral_containers_in_a_pod_manifest_are_refused_on_create():
+    code, results, _ = render(config(), _pod({
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}],
+        "ephemeralContainers": [{"name": "debug", "image": "busybox"}]}))
+    assert code == 1
+    assert errors(results)[0] == (
+        "Forbidden: cannot be set on create: the API server refuses the pod; ephemeral "
+        "containers are added to a running pod with `kubectl debug` (the "
+        "pods/ephemeralcontainers subresource), never in a manifest: remove "
+        "spec.ephemeralContainers (" + SRC + " ValidatePodCreate; "
+        "https://kubernetes.io/docs/concepts/workloads/pods/ephemeral-containers/)")
+
+
+def test_ephemeral_containers_in_a_pod_template_are_refused():
+    code, results, _ = render(config(), deployment(spec={
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}],
+        "ephemeralContainers": [{"name": "debug", "image": "busybox"}]}))
+    assert code == 1
+    assert errors(results)[0].startswith(
+        "Forbidden: ephemeral containers not allowed in pod template: the API server "
+        "refuses the workload;")
+    assert "ValidatePodTemplateSpec" in errors(results)[0]
+
+
+def test_a_fractional_cpu_request_is_printed_as_millicores():
+    findings = judge(pod(ctr("app", Fraction(1, 2))), node())[3]
+    assert [f.message for f in findings if "whole number" in f.message] == [
+        "container 'app' is to be pinned but its cpu request 500m is not a whole number: it "
+        "runs in the shared pool; request a whole number of CPUs (kubernetes/kubernetes "
+        "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
