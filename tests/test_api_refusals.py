@@ -73,3 +73,45 @@ def test_a_fractional_cpu_request_is_printed_as_millicores():
         "container 'app' is to be pinned but its cpu request 500m is not a whole number: it "
         "runs in the shared pool; request a whole number of CPUs (kubernetes/kubernetes "
         "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
+
+
+# --- native sidecars and the SidecarContainers feature gate (KEP-753) --------------------
+
+SIDECAR_POD = {"initContainers": [{"name": "proxy", "image": "p:1", "restartPolicy": "Always",
+                                   "resources": {"limits": {"cpu": "500m", "memory": "200Mi"}}}],
+               "containers": [{"name": "server", "image": "s:1", "resources": GUARANTEED_4}]}
+NEVER = ("the API server drops the field, so 'proxy' runs as a regular init container that "
+         "never exits and the pod never starts (no container gets its CPUs); ")
+KEP = ("(KEP-753, https://kep.k8s.io/753: SidecarContainers alpha (off by default) in 1.28, "
+       "beta (on) from 1.29; kubernetes/kubernetes pkg/features/kube_features.go)")
+
+
+def _sidecar_errors(version: str, **pool) -> list:
+    from tests.test_verdict import POOL
+    code, results, _ = render(config(version, {**POOL, **pool}), deployment(spec=SIDECAR_POD))
+    return [m for m in errors(results) if "restartPolicy: Always" in m]
+
+
+def test_a_native_sidecar_on_1_28_with_the_gate_off_never_starts():
+    assert _sidecar_errors("1.28") == [
+        "init container 'proxy' sets restartPolicy: Always (a native sidecar), but on "
+        "Kubernetes 1.28 the SidecarContainers feature gate is alpha and off unless "
+        "featureGates enables it: " + NEVER + "enable SidecarContainers on the API server "
+        "and in the pool's kubelet featureGates (spec.nodePools[].kubelet.extra), or upgrade "
+        "to 1.29, or run 'proxy' as an app container " + KEP]
+
+
+def test_a_native_sidecar_before_1_28_never_starts():
+    assert _sidecar_errors("1.27") == [
+        "init container 'proxy' sets restartPolicy: Always (a native sidecar), but "
+        "Kubernetes 1.27 has no native sidecars (the SidecarContainers feature gate exists "
+        "from 1.28): " + NEVER + "upgrade to 1.29, or run 'proxy' as an app container " + KEP]
+
+
+def test_a_native_sidecar_on_1_28_with_the_gate_enabled_in_featuregates_starts():
+    assert _sidecar_errors("1.28", kubelet={
+        "extra": {"featureGates": {"SidecarContainers": True}}}) == []
+
+
+def test_a_native_sidecar_from_1_29_starts():
+    assert _sidecar_errors("1.29") == []
