@@ -115,3 +115,67 @@ def test_a_native_sidecar_on_1_28_with_the_gate_enabled_in_featuregates_starts()
 
 def test_a_native_sidecar_from_1_29_starts():
     assert _sidecar_errors("1.29") == []
+
+
+# --- Knative's kubernetes.podspec-fieldref flag and threads.source: downwardAPI -----------
+
+KSVC = {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+        "metadata": {"name": "predictor", "namespace": "ai"},
+        "spec": {"template": {"spec": {"containers": [
+            {"image": "model:1", "resources": {"requests": {"cpu": "2", "memory": "2Gi"},
+                                               "limits": {"cpu": "2", "memory": "2Gi"}}}]}}}}
+WRITTEN_AS_LITERAL = (
+    "container 'user-container': threads.source is downwardAPI but the thread vars are "
+    "written as the literal 2: Knative's webhook refuses env valueFrom.resourceFieldRef in a "
+    "Knative pod (\"must not set the field(s)\"): set kubernetes.podspec-fieldref: "
+    "\"enabled\" in ConfigMap knative-serving/config-features (read from ConfigMap "
+    "knative-serving/config-features in the input), then krm-fn writes the resourceFieldRef "
+    "(knative/serving pkg/apis/config/features.go, pkg/apis/serving/fieldmask.go "
+    "EnvVarSourceMask)")
+
+
+def _features(**data) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "config-features", "namespace": "knative-serving",
+                         "annotations": {"config.kubernetes.io/local-config": "true"}},
+            "data": {"kubernetes.podspec-nodeselector": "enabled", **data}}
+
+
+def _knative(service: dict, **data) -> tuple:
+    cfg = config(workloads={"threads": {"source": "downwardAPI"},
+                            "injection": {"knativeQueueProxy": {"cpu": "100m",
+                                                                "memory": "128Mi"}}})
+    code, results, items = render(cfg, service, _features(**data))
+    env = items[0]["spec"]["template"]["spec"]["containers"][0].get("env") or []
+    return code, results, env
+
+
+def test_knative_downward_api_threads_are_literal_while_podspec_fieldref_is_off():
+    code, results, env = _knative(KSVC)
+    assert code == 0
+    assert [m for s, m in results if s == "warning" and "resourceFieldRef" in m] == [
+        WRITTEN_AS_LITERAL]
+    assert env[0] == {"name": "OMP_NUM_THREADS", "value": "2"}
+    assert not any("valueFrom" in e for e in env)
+
+
+def test_knative_downward_api_threads_are_resource_field_refs_when_podspec_fieldref_is_on():
+    code, results, env = _knative(KSVC, **{"kubernetes.podspec-fieldref": "enabled"})
+    assert code == 0
+    assert env[0] == {"name": "OMP_NUM_THREADS", "valueFrom": {"resourceFieldRef": {
+        "resource": "limits.cpu", "divisor": "1"}}}
+
+
+def test_a_resource_field_ref_already_in_a_knative_service_is_refused_by_the_verdict():
+    import copy
+    svc = copy.deepcopy(KSVC)
+    svc["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "CPUS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}]
+    code, results, _ = _knative(svc)
+    assert code == 1
+    assert [m for m in errors(results) if "in env valueFrom" in m] == [
+        "Knative's webhook refuses resourceFieldRef in env valueFrom (\"must not set the "
+        "field(s)\"): set kubernetes.podspec-fieldref: \"enabled\" in ConfigMap "
+        "knative-serving/config-features (read from ConfigMap knative-serving/config-features "
+        "in the input) (knative/serving pkg/apis/serving/fieldmask.go (PodSpecMask) and "
+        "pkg/apis/config/features.go)"]
