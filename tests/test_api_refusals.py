@@ -179,3 +179,64 @@ def test_a_resource_field_ref_already_in_a_knative_service_is_refused_by_the_ver
         "knative-serving/config-features (read from ConfigMap knative-serving/config-features "
         "in the input) (knative/serving pkg/apis/serving/fieldmask.go (PodSpecMask) and "
         "pkg/apis/config/features.go)"]
+
+
+# --- ResourceQuota of the namespace (admission/resourcequota.py) --------------------------
+
+QSRC = ("(https://kubernetes.io/docs/concepts/policy/resource-quotas/; kubernetes/kubernetes "
+        "staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go)")
+
+
+def _quota(**hard) -> dict:
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "team", "namespace": "ai"}, "spec": {"hard": hard}}
+
+
+def _quota_results(quota: dict, replicas=None, cpu="3") -> tuple:
+    box = {"requests": {"cpu": cpu, "memory": "8Gi"}, "limits": {"cpu": cpu, "memory": "8Gi"}}
+    d = deployment(spec={"containers": [{"name": "server", "image": "s:1", "resources": box}]})
+    if replicas is not None:
+        d["spec"]["replicas"] = replicas
+    code, results, _ = render(config(), d, quota)
+    return code, [(s, m) for s, m in results if m.startswith("ResourceQuota")]
+
+
+def test_a_pod_raised_by_krm_fn_above_the_namespace_quota_is_an_error():
+    code, found = _quota_results(_quota(**{"requests.cpu": "3", "limits.cpu": "3"}))
+    assert code == 1
+    assert found == [("error",
+        "ResourceQuota team of namespace ai: one pod needs limits.cpu=4,requests.cpu=4, above "
+        "its hard limits.cpu=3,requests.cpu=3: the API server refuses every pod (\"exceeded "
+        "quota: team, requested: limits.cpu=4,requests.cpu=4, ..., limited: "
+        "limits.cpu=3,requests.cpu=3\"), whatever else runs in the namespace; raise the "
+        "quota or lower the resources " + QSRC)]
+
+
+def test_the_replicas_together_above_the_namespace_quota_are_an_error():
+    code, found = _quota_results(_quota(cpu="10", memory="64Gi", pods="10"), replicas=3,
+                                 cpu="4")
+    assert code == 1
+    assert found == [("error",
+        "ResourceQuota team of namespace ai: 3 replicas need cpu=12, above its hard cpu=10: "
+        "the API server refuses the pods after the first 2 (\"exceeded quota\"; the "
+        "ReplicaSet reports FailedCreate), before counting the other pods of the namespace; "
+        "raise the quota, lower the replicas or the resources " + QSRC)]
+
+
+def test_replicas_within_the_namespace_quota_are_an_info_that_other_pods_count_too():
+    code, found = _quota_results(_quota(**{"limits.memory": "64Gi", "pods": "4"}),
+                                 replicas=2, cpu="4")
+    assert code == 0
+    assert found == [("info",
+        "ResourceQuota team of namespace ai: 2 replicas use limits.memory=16Gi,pods=2 of its "
+        "hard limits.memory=64Gi,pods=4; the other pods of the namespace count against it "
+        "too, and krm-fn does not see them " + QSRC)]
+
+
+def test_a_quota_of_another_namespace_or_scope_is_not_applied():
+    other = _quota(cpu="1")
+    other["metadata"]["namespace"] = "elsewhere"
+    assert _quota_results(other) == (0, [])
+    scoped = _quota(cpu="1")
+    scoped["spec"]["scopes"] = ["BestEffort"]
+    assert _quota_results(scoped) == (0, [])

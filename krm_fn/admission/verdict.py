@@ -11,7 +11,8 @@ each pod gets as a result.
 from __future__ import annotations
 
 from krm_fn import quantity
-from krm_fn.admission import capacity, knative, kubelet, limitrange, scheduling, vpa
+from krm_fn.admission import (capacity, knative, kubelet, limitrange, resourcequota,
+                               scheduling, vpa)
 from krm_fn.admission.injectors import base
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState
@@ -112,16 +113,20 @@ def _sidecar_findings(pod: AdmittedPod, node: NodeModel) -> list:
 
 
 def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
-          spec: dict | None = None, limit_ranges: list = (), vpas: list = ()) -> PodVerdict:
+          spec: dict | None = None, limit_ranges: list = (), vpas: list = (),
+          quotas: list = (), replicas: int = 1) -> PodVerdict:
     """The PodVerdict of `pod` on one empty node `node` of its pool; `features`: the
     Knative feature flags (knative.features) when the pod is a Knative pod, else None;
     `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model);
     `limit_ranges`: the LimitRanges of the pod's namespace in the input; `vpas`: the
-    VerticalPodAutoscalers of the input that target the pod's workload.
+    VerticalPodAutoscalers of the input that target the pod's workload; `quotas`: the
+    ResourceQuotas of the pod's namespace in the input; `replicas`: the workload's replicas
+    of this pod.
     """
     findings = (list(pod.findings) + _sidecar_findings(pod, node) + _injection_findings(pod)
                 + _podlevel_findings(pod, node))
     findings += limitrange.refused(pod, list(limit_ranges)) + vpa.refused(pod, list(vpas))
+    findings += resourcequota.refused(pod, list(quotas), replicas)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node)
     findings += found
     findings += scheduling.matches(pod, node)
