@@ -240,3 +240,10 @@ def test_a_quota_of_another_namespace_or_scope_is_not_applied():
     scoped = _quota(cpu="1")
     scoped["spec"]["scopes"] = ["BestEffort"]
     assert _quota_results(scoped) == (0, [])
+
+
+def test_capacity_and_quota_messages_print_cpu_as_quantities():
+    from krm_fn.admission.capacity import _cores
+    from krm_fn.admission.resourcequota import _show
+    assert (_cores(Fraction(30)), _cores(Fraction(3, 2)), _show("cpu", Fraction(1, 2))) == (
+        "30", "1500m", "500m")
