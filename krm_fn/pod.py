@@ -153,6 +153,46 @@ class PodView:
         self.results.append(Result(message, ERROR, self.ref, path_str(path) if path else None))
 
 
+VALIDATION_SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
+
+
+def _no_ephemeral(spec: dict, at: PodSpecAt, ref: Ref) -> None:
+    """Raise ShapeError when the pod spec sets `ephemeralContainers`: the API server
+    refuses them on create (ValidatePodCreate: "cannot be set on create"; they are only
+    added to a running pod through the pods/ephemeralcontainers subresource, e.g.
+    `kubectl debug`) and in every pod template (ValidatePodTemplateSpec: "ephemeral
+    containers not allowed in pod template")."""
+    if spec.get("ephemeralContainers") in (None, []):
+        return
+    pod = ref.kind == "Pod" and tuple(at.spec) == ("spec",)
+    said = ("Forbidden: cannot be set on create" if pod
+            else "Forbidden: ephemeral containers not allowed in pod template")
+    raise ShapeError(at.spec + ("ephemeralContainers",),
+                     f"{said}: the API server refuses the "
+                     f"{'pod' if pod else 'workload'}; ephemeral containers are added to a "
+                     f"running pod with `kubectl debug` (the pods/ephemeralcontainers "
+                     f"subresource), never in a manifest: remove spec.ephemeralContainers "
+                     f"({VALIDATION_SRC} "
+                     f"{'ValidatePodCreate' if pod else 'ValidatePodTemplateSpec'}; "
+                     f"https://kubernetes.io/docs/concepts/workloads/pods/ephemeral-containers/)")
+
+
+def _unique(containers: list, name: str, path: tuple) -> None:
+    """Raise ShapeError at `path` + name when `name` is already the name of one of
+    `containers`: container names are one namespace across containers, initContainers
+    and ephemeralContainers, and the API server refuses a duplicate
+    (validateContainers / validateInitContainers: field.Duplicate)."""
+    first = next((c for c in containers if c.name == name), None)
+    if first is None:
+        return
+    raise ShapeError(path + ("name",),
+                     f"Duplicate value: \"{name}\": {path_str(first.path)} has the same name; "
+                     f"container names must be unique across initContainers, containers "
+                     f"and ephemeralContainers, so the API server refuses the pod: rename "
+                     f"one of them ({VALIDATION_SRC} validateInitContainers, "
+                     f"validateContainers)")
+
+
 def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
                 results: list[Result]) -> PodView | None:
     """The PodView for one concrete location of `obj` (None when an optional pod spec is
@@ -173,6 +213,7 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
         cur = nxt
     spec = cur
     meta = get_path(obj, at.meta) if at.meta is not None else None
+    _no_ephemeral(spec, at, ref)
     containers: list[ContainerView] = []
     for list_key in ("containers", "initContainers"):
         lst = spec.get(list_key)
@@ -190,6 +231,7 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
                 name = at.unnamed_container + (f"-{i}" if len(lst) > 1 else "")
             if not isinstance(name, str) or not name:
                 raise ShapeError(p + ("name",), "every container needs a name")
+            _unique(containers, name, p)
             role = "app"
             if list_key == "initContainers":
                 role = "sidecar" if c.get("restartPolicy") == "Always" else "init"

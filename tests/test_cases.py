@@ -101,7 +101,8 @@ def test_c03_native_sidecar_is_long_running_and_pinned():
 
 def test_c03_no_sidecar_warning_on_current_versions():
     text = case_input("c03-native-sidecar")
-    text = text.replace('kubernetesVersion: "1.27"', 'kubernetesVersion: "1.34"')
+    text = text.replace('kubernetesVersion: "1.28"', 'kubernetesVersion: "1.34"')
+    assert 'kubernetesVersion: "1.34"' in text
     p, out = run_case("", text)
     assert not [r for r in results(out, "warning") if "native sidecar" in r["message"]]
 

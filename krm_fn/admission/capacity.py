@@ -100,7 +100,9 @@ class Packer:
 
 
 def _cores(v: Fraction) -> str:
-    return str(int(v)) if v.denominator == 1 else f"{float(v):g}"
+    """Cores as a Kubernetes quantity ("4", "1500m"), rounded to 1m."""
+    from krm_fn import quantity
+    return quantity.format_cpu(Fraction(round(Fraction(v) * 1000), 1000))
 
 
 def _gib(v: int) -> str:

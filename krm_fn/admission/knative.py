@@ -17,6 +17,7 @@ mask like `enabled`, except for init containers, which need `enabled`.
 | `kubernetes.podspec-securitycontext` | `securityContext` (also let through from knative-v1.9.0 when `secure-pod-defaults` is not disabled) | disabled |
 | `kubernetes.podspec-volumes-emptydir` | `volumes[].emptyDir` | enabled from knative-v1.8.0 (#13405), disabled before |
 | `kubernetes.podspec-persistent-volume-claim` | `volumes[].persistentVolumeClaim` | disabled (flag from knative-v1.2.0) |
+| `kubernetes.podspec-fieldref` | a container's `env[].valueFrom.fieldRef` and `.resourceFieldRef` (the downward API; `EnvVarSourceMask`) | disabled |
 | others in FLAGS below | runtimeClassName, priorityClassName, schedulerName, hostAliases, topologySpreadConstraints, dnsPolicy, dnsConfig, shareProcessNamespace, hostIPC, hostPID, hostNetwork, hostPath / csi / ephemeral / image volumes | disabled |
 
 A field whose flag a release does not have yet is refused by that release whatever the
@@ -50,6 +51,8 @@ TOLERATIONS = "kubernetes.podspec-tolerations"
 INIT_CONTAINERS = "kubernetes.podspec-init-containers"
 SECURITY_CONTEXT = "kubernetes.podspec-securitycontext"
 EMPTY_DIR = "kubernetes.podspec-volumes-emptydir"
+FIELD_REF = "kubernetes.podspec-fieldref"
+ENV_FIELD = "env.valueFrom"     # FLAGS' marker for the containers' env valueFrom refs
 # not a field gate of its own: from knative-v1.9.0, when it is not disabled, PodSpecMask lets
 # securityContext through too (values also AllowRootBounded from knative-v1.20.0)
 SECURE_POD_DEFAULTS = "secure-pod-defaults"
@@ -73,6 +76,7 @@ FLAGS = {
     "kubernetes.podspec-hostipc": ("hostIPC", 16),
     "kubernetes.podspec-hostpid": ("hostPID", 16),
     "kubernetes.podspec-hostnetwork": ("hostNetwork", 16),
+    FIELD_REF: (ENV_FIELD, 0),
     EMPTY_DIR: ("volumes.emptyDir", 0),
     "kubernetes.podspec-persistent-volume-claim": ("volumes.persistentVolumeClaim", 2),
     "kubernetes.podspec-volumes-hostpath": ("volumes.hostPath", 17),
@@ -247,7 +251,7 @@ def spec_refusals(spec: dict, feats: Features) -> list[tuple[str, str | None, st
         return []
     out = []
     for key, (fld, _first) in FLAGS.items():
-        if fld.startswith("volumes.") or feats.allows(key):
+        if fld.startswith("volumes.") or fld == ENV_FIELD or feats.allows(key):
             continue
         if key == INIT_CONTAINERS:
             continue
@@ -259,7 +263,7 @@ def spec_refusals(spec: dict, feats: Features) -> list[tuple[str, str | None, st
         out.append(("initContainers", INIT_CONTAINERS,
                     f"Knative's webhook refuses initContainers (\"pod spec support for "
                     f"init-containers is off\"): {fix(INIT_CONTAINERS, feats)}"))
-    out += _volume_refusals(spec, feats)
+    out += _volume_refusals(spec, feats) + _env_refusals(spec, feats)
     if spec.get("resources") not in (None, {}):
         out.append(("resources", None, "Knative's webhook refuses pod-level resources "
                                        "(\"must not set the field(s)\"; no feature flag "
@@ -271,6 +275,27 @@ def spec_refusals(spec: dict, feats: Features) -> list[tuple[str, str | None, st
                         "Knative's webhook refuses an init container's restartPolicy (native "
                         "sidecars; no feature flag allows it): run the sidecar as a "
                         "container of spec containers"))
+    return out
+
+
+def _env_refusals(spec: dict, feats: Features) -> list:
+    """A container env entry whose valueFrom is a fieldRef or resourceFieldRef while
+    `kubernetes.podspec-fieldref` is disabled (fieldmask.go EnvVarSourceMask)."""
+    if feats.allows(FIELD_REF):
+        return []
+    out = []
+    for key in ("initContainers", "containers"):
+        lst = spec.get(key)
+        for i, c in enumerate(lst if isinstance(lst, list) else ()):
+            env = c.get("env") if isinstance(c, dict) else None
+            for k, e in enumerate(env if isinstance(env, list) else ()):
+                src = e.get("valueFrom") if isinstance(e, dict) else None
+                for ref in ("fieldRef", "resourceFieldRef"):
+                    if isinstance(src, dict) and src.get(ref) is not None:
+                        out.append((f"{key}[{i}].env[{k}].valueFrom.{ref}", FIELD_REF,
+                                    f"Knative's webhook refuses {ref} in env valueFrom "
+                                    f"(\"must not set the field(s)\"): "
+                                    f"{fix(FIELD_REF, feats)}"))
     return out
 
 

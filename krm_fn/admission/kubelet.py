@@ -12,6 +12,7 @@ the fix and the upstream source.
 """
 from __future__ import annotations
 
+from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology
 from krm_fn.admission.capacity import allocatable, fit, fit_mix, fit_one, pod_requests
 from krm_fn.admission.model import DEPENDS, ERROR, INFO, WARNING, AdmittedPod, Finding, NodeModel
@@ -68,7 +69,8 @@ def _cpu_findings(pod: AdmittedPod, node: NodeModel, qos: str, exclusive: tuple)
     for c in designated:
         if not cpumanager.guaranteed_cpus(c, qos):
             out.append(Finding(ERROR, f"container {c.name!r} is to be pinned but its cpu "
-                               f"request {c.requests.get('cpu', 0)} is not a whole number: "
+                               f"request {quantity.format_cpu(c.requests.get('cpu', 0))} "
+                               f"is not a whole number: "
                                f"it runs in the shared pool; request a whole number of CPUs "
                                f"({cpumanager.STATIC_SRC} guaranteedCPUs)", "cpumanager",
                                pod.path))

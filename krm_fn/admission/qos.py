@@ -18,18 +18,26 @@ QOS_SOURCE = "kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go (ComputeP
 
 # Default of each gate the model reads, per (major, minor) from which it holds; the first
 # matching row from the top wins. Source: kubernetes/kubernetes pkg/features/kube_features.go
-# (PodLevelResources: alpha off 1.32, beta on 1.34; PodLevelResourceManagers: alpha off 1.36).
+# (PodLevelResources: alpha off 1.32, beta on 1.34; PodLevelResourceManagers: alpha off 1.36;
+# SidecarContainers: alpha off 1.28, beta on 1.29, KEP-753; absent before 1.28: GATE_SINCE).
 _GATE_DEFAULTS = {
+    "SidecarContainers": (((1, 29), True), ((0, 0), False)),
     "PodLevelResources": (((1, 34), True), ((0, 0), False)),
     "PodLevelResourceManagers": (((0, 0), False),),
 }
 
 
+GATE_SINCE = {"SidecarContainers": (1, 28)}
+
+
 def gate(node: NodeModel, name: str) -> bool:
     """Whether feature gate `name` is on for the kubelet of `node`: `featureGates` of the
     merged KubeletConfiguration when it sets it, else the default of `node.version`
-    (kubernetes/kubernetes pkg/features/kube_features.go). Unknown gates are off."""
+    (kubernetes/kubernetes pkg/features/kube_features.go). Unknown gates, and a gate on a
+    version before it exists (GATE_SINCE), are off."""
     gates = (node.kubelet or {}).get("featureGates") or {}
+    if tuple(node.version) < GATE_SINCE.get(name, (0, 0)):
+        return False
     if name in gates:
         return bool(gates[name])
     for since, value in _GATE_DEFAULTS.get(name, ()):

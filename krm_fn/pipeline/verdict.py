@@ -17,7 +17,7 @@ from krm_fn import record
 from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn.admission import build, vpa
+from krm_fn.admission import build, resourcequota, vpa
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
@@ -55,7 +55,8 @@ def severity_on_failure(item: TunedItem, pod, cfg) -> str:
 
 # Findings that stand whatever the rules' error was: what an injector, a webhook, the
 # scheduler or the API server will do with the pod once the rules' error is fixed.
-INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "vpa")
+INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "vpa",
+               "sidecar", "resourcequota")
 
 
 def _results(v, admitted, on_failure: str, rules_failed: bool) -> list:
@@ -96,7 +97,9 @@ def judge(item: TunedItem, run) -> Outcome:
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
                               run.ictx.limit_ranges.get(ref.namespace or "", ()),
                               [x for x in run.ictx.vpas
-                               if vpa.targets(x, ref.kind, ref.name, ref.namespace or "")])
+                               if vpa.targets(x, ref.kind, ref.name, ref.namespace or "")],
+                              run.ictx.quotas.get(ref.namespace or "", ()),
+                              resourcequota.replicas(pick.obj, admitted.path))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, severity_on_failure(item, tp.pod, run.cfg),
                                   _has_error(own))

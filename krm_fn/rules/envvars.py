@@ -136,3 +136,21 @@ def downward_ok(count, cfg) -> bool:
     and nothing (reservedCpus, workers) lowers the count below it."""
     return (cfg.workloads.threads.source == "downwardAPI" and count.whole
             and count.count == count.cpus)
+
+
+def downward_refused(pod: PodView, ctx) -> str | None:
+    """Why a resourceFieldRef cannot be written into `pod` (Knative's webhook refuses it
+    while `kubernetes.podspec-fieldref` is disabled), or None when it can."""
+    from krm_fn.admission import knative
+    ictx = getattr(ctx, "ictx", None)
+    on, _why = knative.serverless(pod, ictx.kserve_default_mode() if ictx is not None
+                                  else None)
+    if not on:
+        return None
+    feats = ctx.knative_features if ctx.knative_features is not None else knative.defaults()
+    if feats.allows(knative.FIELD_REF):
+        return None
+    return (f"Knative's webhook refuses env valueFrom.resourceFieldRef in a Knative pod "
+            f"(\"must not set the field(s)\"): {knative.fix(knative.FIELD_REF, feats)}, "
+            f"then krm-fn writes the resourceFieldRef (knative/serving "
+            f"pkg/apis/config/features.go, pkg/apis/serving/fieldmask.go EnvVarSourceMask)")

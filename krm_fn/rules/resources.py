@@ -140,8 +140,9 @@ def _sidecar_version(pod: PodView, ctx) -> None:
                  f"init container {c.name!r} is a native sidecar (restartPolicy: Always); "
                  f"before Kubernetes 1.29 the static CPU Manager let it share its exclusive "
                  f"CPUs with app containers (kubernetes/kubernetes#119442, fixed by PR "
-                 f"#119447 and, for memory, PR #120715), and before 1.28 the kubelet does "
-                 f"not know native sidecars at all: upgrade the nodes to pin it")
+                 f"#119447 and, for memory, PR #120715); before 1.29 native sidecars also "
+                 f"need the SidecarContainers feature gate (alpha and off by default in "
+                 f"1.28, absent before 1.28: KEP-753): upgrade the nodes to pin it")
 
 
 def apply(pod: PodView, ctx) -> None:

@@ -26,7 +26,12 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
   fractional container, `reservedCpus` or a worker division get the literal, with a
   warning (a resourceFieldRef is `ceil(limit / divisor)`: kubernetes/kubernetes
   pkg/api/v1/resource/helpers.go). Existing
-  entries keep the rules below and stay literal.
+  entries keep the rules below and stay literal. A Knative pod (a Knative Service,
+  Configuration or Revision; a Serverless KServe InferenceService) gets the literal with a
+  warning unless Knative's `kubernetes.podspec-fieldref` flag allows it (ConfigMap
+  `knative-serving/config-features` in the input; disabled by default): Knative's webhook
+  refuses `resourceFieldRef` otherwise (knative/serving pkg/apis/config/features.go,
+  pkg/apis/serving/fieldmask.go EnvVarSourceMask).
 - A value already there that is lower is kept (`existing: keep-lower`); a higher one is
   replaced with a warning; `existing: replace` always writes the count.
 - A value that is not a whole number is left alone with a warning. A `valueFrom` is left
@@ -53,7 +58,7 @@ from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, Result
 from krm_fn.rules.cmdline import env_entry
-from krm_fn.rules.envvars import add_env, downward_ok, env_index, set_env
+from krm_fn.rules.envvars import add_env, downward_ok, downward_refused, env_index, set_env
 
 ID = "threads"
 OPTIONS = ("workloads.threads.env", "workloads.threads.reservedCpus",
@@ -80,7 +85,7 @@ def _literal_warning(pod: PodView, c: ContainerView, cnt, want: str) -> None:
              f"written as the literal {want}: {reason}")
 
 
-def _container(pod: PodView, c: ContainerView, f, cfg) -> None:
+def _container(pod: PodView, c: ContainerView, f, cfg, refused: str | None = None) -> None:
     cnt = f.count
     if cnt is None:
         return
@@ -104,7 +109,12 @@ def _container(pod: PodView, c: ContainerView, f, cfg) -> None:
         return  # e.g. Ray sizes each worker's pool itself: the engines rule says why
     want = str(cnt.count)
     downward = downward_ok(cnt, cfg)
-    if threads.source == "downwardAPI" and not downward:
+    if downward and refused:
+        downward = False
+        pod.warn(c.path + ("env",),
+                 f"container {c.name!r}: threads.source is downwardAPI but the thread vars "
+                 f"are written as the literal {want}: {refused}")
+    elif threads.source == "downwardAPI" and not downward:
         _literal_warning(pod, c, cnt, want)
     added: list[str] = []
     for var in threads.env:
@@ -136,5 +146,7 @@ def _bind(pod: PodView, c: ContainerView, cnt) -> None:
 def apply(pod: PodView, ctx) -> None:
     """Set thread env vars on every container with whole CPUs; see the module docstring.
     Thread counts come from `ctx.facts` (krm_fn/rules/facts.py)."""
+    refused = (downward_refused(pod, ctx)
+               if ctx.cfg.workloads.threads.source == "downwardAPI" else None)
     for c in pod.containers:
-        _container(pod, c, ctx.facts[c.path], ctx.cfg)
+        _container(pod, c, ctx.facts[c.path], ctx.cfg, refused)

@@ -73,7 +73,7 @@ def test_designated_container_with_a_fractional_cpu_stays_shared_and_is_an_error
     _, exclusive, _, findings = judge(pod(ctr("server", Fraction(3, 2), 8)), node())
     assert exclusive == ()
     assert _msgs(findings, ERROR) == [
-        "container 'server' is to be pinned but its cpu request 3/2 is not a whole number: it "
+        "container 'server' is to be pinned but its cpu request 1500m is not a whole number: it "
         "runs in the shared pool; request a whole number of CPUs (kubernetes/kubernetes "
         "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
 

@@ -67,7 +67,8 @@ class InjectionContext:
     overhead and node selector the pods that name them get; `limit_ranges`: {namespace:
     [LimitRange]}, which the API server validates every pod of that namespace against;
     `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
-    admission.
+    admission; `quotas`: {namespace: [ResourceQuota]}, whose spec.hard the API server
+    checks every pod of that namespace against.
     All objects are plain data as read from the input.
     """
 
@@ -81,11 +82,12 @@ class InjectionContext:
     runtime_classes: dict = field(default_factory=dict)
     limit_ranges: dict = field(default_factory=dict)
     vpas: tuple = ()
+    quotas: dict = field(default_factory=dict)
 
     @classmethod
     def from_items(cls, items: list, injection=None, kubernetes_version=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
-        ns, cms, scs, insts, cols, rcs, lrs, vpas = {}, {}, [], {}, {}, {}, {}, []
+        ns, cms, scs, insts, cols, rcs, lrs, vpas, rqs = {}, {}, [], {}, {}, {}, {}, [], {}
         for it in items:
             if not isinstance(it, dict):
                 continue
@@ -109,8 +111,10 @@ class InjectionContext:
                 lrs.setdefault(space, []).append(it)
             elif kind == "VerticalPodAutoscaler" and group == "autoscaling.k8s.io":
                 vpas.append(it)
+            elif kind == "ResourceQuota" and group == "":
+                rqs.setdefault(space, []).append(it)
         return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version, rcs,
-                   lrs, tuple(vpas))
+                   lrs, tuple(vpas), rqs)
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":

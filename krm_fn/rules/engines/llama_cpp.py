@@ -8,7 +8,7 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import count_text, flag, tokens
 from krm_fn.rules.engines.base import Engine, EnvSpec
-from krm_fn.rules.envvars import downward_ok, set_env
+from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
 
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
@@ -34,7 +34,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
         if spec.follows and flag(toks, spec.follows) is not None:
             continue
         set_env(pod, c, spec.name, want, f"{ENGINE.name}: {cnt.why}", cfg,
-                downward=downward_ok(cnt, cfg))
+                downward=downward_ok(cnt, cfg) and downward_refused(pod, ctx) is None)
 
 
 ENGINE = Engine(

@@ -1,0 +1,147 @@
+"""ResourceQuota: the API server's ResourceQuota admission refuses a pod whose usage would
+take its namespace above a quota's `spec.hard` ("exceeded quota").
+
+Source: https://kubernetes.io/docs/concepts/policy/resource-quotas/ and kubernetes/kubernetes
+staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go (CheckRequest),
+pkg/quota/v1/evaluator/core/pods.go (PodUsageFunc: `requests.cpu` and its alias `cpu`,
+`limits.cpu`, `requests.memory` / `memory`, `limits.memory`, `pods`; the pod's effective
+requests and limits, init containers and sidecars counted as the scheduler counts them,
+plus the RuntimeClass's pod overhead).
+
+Modelled, per ResourceQuota of the pod's namespace in the input: those resources, after
+admission (injected containers included: quota admission runs after the mutating webhooks),
+against `spec.hard`:
+
+- one pod above a hard limit can never be admitted: an error;
+- the workload's replicas together above it (a Deployment with N replicas needs N times one
+  pod; its ReplicaSet gets FailedCreate for the rest): an error;
+- when they fit, an info: other pods of the namespace use the same quota, and the render
+  does not see them.
+
+A quota with `scopes` or a `scopeSelector` other than NotBestEffort and NotTerminating (which
+a pinned pod without activeDeadlineSeconds is in) is not modelled.
+"""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn import numbers, quantity
+from krm_fn.admission.cpumanager import peak
+from krm_fn.admission.model import ERROR, INFO, AdmittedPod, Finding
+
+SOURCE = ("https://kubernetes.io/docs/concepts/policy/resource-quotas/; kubernetes/kubernetes "
+          "staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go")
+# quota resource name -> (part of the pod, resource)
+RESOURCES = {"requests.cpu": ("requests", "cpu"), "cpu": ("requests", "cpu"),
+             "limits.cpu": ("limits", "cpu"), "requests.memory": ("requests", "memory"),
+             "memory": ("requests", "memory"), "limits.memory": ("limits", "memory"),
+             "pods": (None, "pods")}
+_SCOPES_IN = ("NotBestEffort", "NotTerminating")
+
+
+def replicas(obj: dict, path: str) -> int:
+    """Replicas of the pod at field path `path` of workload `obj` (plain data):
+    `spec.replicas` (default 1; the input's scalars may be strings, read through
+    krm_fn.numbers) for a pod template at `spec.template.spec`, else 1."""
+    spec = obj.get("spec") if isinstance(obj, dict) else None
+    if path != "spec.template.spec" or not isinstance(spec, dict):
+        return 1
+    n = spec.get("replicas")
+    if n is None:
+        return 1
+    got = numbers.count(str(n).strip())
+    return got if got is not None else 1
+
+
+def _usage(pod: AdmittedPod) -> dict:
+    """{quota resource: one pod's usage} (cpu Fraction cores, memory int bytes)."""
+    over = pod.overhead or {}
+    out = {}
+    for key, (part, res) in RESOURCES.items():
+        if part is None:
+            out[key] = 1
+            continue
+        amount = peak([(c.role, getattr(c, part).get(res, 0)) for c in pod.containers])
+        out[key] = (Fraction(amount) + Fraction(over.get(res, 0)) if res == "cpu"
+                    else int(amount) + int(over.get(res, 0)))
+    return out
+
+
+def _hard(quota: dict) -> dict:
+    """{quota resource: hard amount} of the modelled resources of `quota`."""
+    spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
+    hard = spec.get("hard") if isinstance(spec.get("hard"), dict) else {}
+    out = {}
+    for key, text in hard.items():
+        if key not in RESOURCES:
+            continue
+        try:
+            if key == "pods":
+                q = quantity.parse_cpu(str(text)).value
+            elif RESOURCES[key][1] == "cpu":
+                q = quantity.parse_cpu(str(text)).value
+            else:
+                q = quantity.parse_memory(str(text)).value
+        except (quantity.QuantityError, TypeError):
+            continue
+        out[key] = q
+    return out
+
+
+def _applies(quota: dict) -> bool:
+    spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
+    scopes = spec.get("scopes") or []
+    return not spec.get("scopeSelector") and all(s in _SCOPES_IN for s in scopes)
+
+
+def _show(key: str, v) -> str:
+    if key == "pods":
+        return str(int(v))
+    if RESOURCES[key][1] == "cpu":
+        return quantity.format_cpu(Fraction(round(Fraction(v) * 1000), 1000))
+    from krm_fn.admission.injectors.base import fmt_bytes
+    return fmt_bytes(int(v))
+
+
+def _list(keys: list, values: dict) -> str:
+    return ",".join(f"{k}={_show(k, values[k])}" for k in keys)
+
+
+def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
+    """Findings (rule `resourcequota`) for each ResourceQuota of `quotas` (plain objects
+    of the pod's namespace): ERROR when one pod, or `count` replicas of it, use more than
+    its `spec.hard`; INFO when they fit (other pods of the namespace count too)."""
+    out = []
+    use = _usage(pod)
+    for quota in quotas:
+        hard = _hard(quota)
+        if not hard or not _applies(quota):
+            continue
+        name = (quota.get("metadata") or {}).get("name")
+        where = f"ResourceQuota {name} of namespace {pod.namespace or 'default'}"
+        keys = sorted(hard)
+        over = [k for k in keys if use[k] > hard[k]]
+        total = {k: use[k] * count for k in keys}
+        if over:
+            out.append(Finding(ERROR, f"{where}: one pod needs {_list(over, use)}, above its "
+                               f"hard {_list(over, hard)}: the API server refuses every pod "
+                               f"(\"exceeded quota: {name}, requested: {_list(over, use)}, "
+                               f"..., limited: {_list(over, hard)}\"), whatever else runs in "
+                               f"the namespace; raise the quota or lower the resources "
+                               f"({SOURCE})", "resourcequota", pod.path))
+            continue
+        many = [k for k in keys if total[k] > hard[k]]
+        if many:
+            fit = min((int(hard[k] // use[k]) for k in keys if use[k]), default=0)
+            out.append(Finding(ERROR, f"{where}: {count} replicas need {_list(many, total)}, "
+                               f"above its hard {_list(many, hard)}: the API server refuses "
+                               f"the pods after the first {fit} (\"exceeded quota\"; the "
+                               f"ReplicaSet reports FailedCreate), before counting the other "
+                               f"pods of the namespace; raise the quota, lower the replicas "
+                               f"or the resources ({SOURCE})", "resourcequota", pod.path))
+            continue
+        out.append(Finding(INFO, f"{where}: {count} replica{'s' if count != 1 else ''} use "
+                           f"{_list(keys, total)} of its hard {_list(keys, hard)}; the other "
+                           f"pods of the namespace count against it too, and krm-fn does not "
+                           f"see them ({SOURCE})", "resourcequota", pod.path))
+    return tuple(out)

@@ -1,0 +1,249 @@
+"""What the API server refuses before any rule runs (krm_fn/pod.py build_views): duplicate
+container names and ephemeral containers, through the whole function; and quantities in
+messages printed as Kubernetes quantities, never as Python fractions."""
+from __future__ import annotations
+
+from fractions import Fraction
+
+from krm_fn.admission.kubelet import judge
+from tests.admission.kit import ctr, node, pod
+from tests.test_verdict import GUARANTEED_4, config, deployment, errors, render
+
+SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
+DUP = ("container names must be unique across initContainers, containers and "
+       "ephemeralContainers, so the API server refuses the pod: rename one of them (" + SRC
+       + " validateInitContainers, validateContainers)")
+HALF = {"requests": {"cpu": "500m", "memory": "200Mi"},
+        "limits": {"cpu": "500m", "memory": "200Mi"}}
+
+
+def _pod(spec: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "d", "namespace": "ai"},
+            "spec": spec}
+
+
+def test_two_app_containers_with_one_name_are_an_error_at_the_second_name():
+    code, results, _ = render(config(), _pod({"containers": [
+        {"name": "app", "image": "a:1", "resources": GUARANTEED_4},
+        {"name": "app", "image": "a:1", "resources": GUARANTEED_4}]}))
+    assert code == 1
+    assert errors(results) == [
+        "Duplicate value: \"app\": spec.containers[0] has the same name; " + DUP,
+        "left unchanged because of the errors above"]
+
+
+def test_an_init_container_named_like_an_app_container_is_the_duplicate_not_a_fraction():
+    code, results, _ = render(config(), deployment(spec={
+        "initContainers": [{"name": "app", "image": "f:1", "resources": HALF}],
+        "containers": [{"name": "app", "image": "s:1", "resources": GUARANTEED_4}]}))
+    assert code == 1
+    assert errors(results) == [
+        "Duplicate value: \"app\": spec.template.spec.containers[0] has the same name; "
+        + DUP, "left unchanged because of the errors above"]
+    assert not any("1/2" in m for _, m in results)
+
+
+def test_ephemeral_containers_in_a_pod_manifest_are_refused_on_create():
+    code, results, _ = render(config(), _pod({
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}],
+        "ephemeralContainers": [{"name": "debug", "image": "busybox"}]}))
+    assert code == 1
+    assert errors(results)[0] == (
+        "Forbidden: cannot be set on create: the API server refuses the pod; ephemeral "
+        "containers are added to a running pod with `kubectl debug` (the "
+        "pods/ephemeralcontainers subresource), never in a manifest: remove "
+        "spec.ephemeralContainers (" + SRC + " ValidatePodCreate; "
+        "https://kubernetes.io/docs/concepts/workloads/pods/ephemeral-containers/)")
+
+
+def test_ephemeral_containers_in_a_pod_template_are_refused():
+    code, results, _ = render(config(), deployment(spec={
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}],
+        "ephemeralContainers": [{"name": "debug", "image": "busybox"}]}))
+    assert code == 1
+    assert errors(results)[0].startswith(
+        "Forbidden: ephemeral containers not allowed in pod template: the API server "
+        "refuses the workload;")
+    assert "ValidatePodTemplateSpec" in errors(results)[0]
+
+
+def test_a_fractional_cpu_request_is_printed_as_millicores():
+    findings = judge(pod(ctr("app", Fraction(1, 2))), node())[3]
+    assert [f.message for f in findings if "whole number" in f.message] == [
+        "container 'app' is to be pinned but its cpu request 500m is not a whole number: it "
+        "runs in the shared pool; request a whole number of CPUs (kubernetes/kubernetes "
+        "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
+
+
+# --- native sidecars and the SidecarContainers feature gate (KEP-753) --------------------
+
+SIDECAR_POD = {"initContainers": [{"name": "proxy", "image": "p:1", "restartPolicy": "Always",
+                                   "resources": {"limits": {"cpu": "500m", "memory": "200Mi"}}}],
+               "containers": [{"name": "server", "image": "s:1", "resources": GUARANTEED_4}]}
+NEVER = ("the API server drops the field, so 'proxy' runs as a regular init container that "
+         "never exits and the pod never starts (no container gets its CPUs); ")
+KEP = ("(KEP-753, https://kep.k8s.io/753: SidecarContainers alpha (off by default) in 1.28, "
+       "beta (on) from 1.29; kubernetes/kubernetes pkg/features/kube_features.go)")
+
+
+def _sidecar_errors(version: str, **pool) -> list:
+    from tests.test_verdict import POOL
+    code, results, _ = render(config(version, {**POOL, **pool}), deployment(spec=SIDECAR_POD))
+    return [m for m in errors(results) if "restartPolicy: Always" in m]
+
+
+def test_a_native_sidecar_on_1_28_with_the_gate_off_never_starts():
+    assert _sidecar_errors("1.28") == [
+        "init container 'proxy' sets restartPolicy: Always (a native sidecar), but on "
+        "Kubernetes 1.28 the SidecarContainers feature gate is alpha and off unless "
+        "featureGates enables it: " + NEVER + "enable SidecarContainers on the API server "
+        "and in the pool's kubelet featureGates (spec.nodePools[].kubelet.extra), or upgrade "
+        "to 1.29, or run 'proxy' as an app container " + KEP]
+
+
+def test_a_native_sidecar_before_1_28_never_starts():
+    assert _sidecar_errors("1.27") == [
+        "init container 'proxy' sets restartPolicy: Always (a native sidecar), but "
+        "Kubernetes 1.27 has no native sidecars (the SidecarContainers feature gate exists "
+        "from 1.28): " + NEVER + "upgrade to 1.29, or run 'proxy' as an app container " + KEP]
+
+
+def test_a_native_sidecar_on_1_28_with_the_gate_enabled_in_featuregates_starts():
+    assert _sidecar_errors("1.28", kubelet={
+        "extra": {"featureGates": {"SidecarContainers": True}}}) == []
+
+
+def test_a_native_sidecar_from_1_29_starts():
+    assert _sidecar_errors("1.29") == []
+
+
+# --- Knative's kubernetes.podspec-fieldref flag and threads.source: downwardAPI -----------
+
+KSVC = {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+        "metadata": {"name": "predictor", "namespace": "ai"},
+        "spec": {"template": {"spec": {"containers": [
+            {"image": "model:1", "resources": {"requests": {"cpu": "2", "memory": "2Gi"},
+                                               "limits": {"cpu": "2", "memory": "2Gi"}}}]}}}}
+WRITTEN_AS_LITERAL = (
+    "container 'user-container': threads.source is downwardAPI but the thread vars are "
+    "written as the literal 2: Knative's webhook refuses env valueFrom.resourceFieldRef in a "
+    "Knative pod (\"must not set the field(s)\"): set kubernetes.podspec-fieldref: "
+    "\"enabled\" in ConfigMap knative-serving/config-features (read from ConfigMap "
+    "knative-serving/config-features in the input), then krm-fn writes the resourceFieldRef "
+    "(knative/serving pkg/apis/config/features.go, pkg/apis/serving/fieldmask.go "
+    "EnvVarSourceMask)")
+
+
+def _features(**data) -> dict:
+    return {"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "config-features", "namespace": "knative-serving",
+                         "annotations": {"config.kubernetes.io/local-config": "true"}},
+            "data": {"kubernetes.podspec-nodeselector": "enabled", **data}}
+
+
+def _knative(service: dict, **data) -> tuple:
+    cfg = config(workloads={"threads": {"source": "downwardAPI"},
+                            "injection": {"knativeQueueProxy": {"cpu": "100m",
+                                                                "memory": "128Mi"}}})
+    code, results, items = render(cfg, service, _features(**data))
+    env = items[0]["spec"]["template"]["spec"]["containers"][0].get("env") or []
+    return code, results, env
+
+
+def test_knative_downward_api_threads_are_literal_while_podspec_fieldref_is_off():
+    code, results, env = _knative(KSVC)
+    assert code == 0
+    assert [m for s, m in results if s == "warning" and "resourceFieldRef" in m] == [
+        WRITTEN_AS_LITERAL]
+    assert env[0] == {"name": "OMP_NUM_THREADS", "value": "2"}
+    assert not any("valueFrom" in e for e in env)
+
+
+def test_knative_downward_api_threads_are_resource_field_refs_when_podspec_fieldref_is_on():
+    code, results, env = _knative(KSVC, **{"kubernetes.podspec-fieldref": "enabled"})
+    assert code == 0
+    assert env[0] == {"name": "OMP_NUM_THREADS", "valueFrom": {"resourceFieldRef": {
+        "resource": "limits.cpu", "divisor": "1"}}}
+
+
+def test_a_resource_field_ref_already_in_a_knative_service_is_refused_by_the_verdict():
+    import copy
+    svc = copy.deepcopy(KSVC)
+    svc["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "CPUS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}}]
+    code, results, _ = _knative(svc)
+    assert code == 1
+    assert [m for m in errors(results) if "in env valueFrom" in m] == [
+        "Knative's webhook refuses resourceFieldRef in env valueFrom (\"must not set the "
+        "field(s)\"): set kubernetes.podspec-fieldref: \"enabled\" in ConfigMap "
+        "knative-serving/config-features (read from ConfigMap knative-serving/config-features "
+        "in the input) (knative/serving pkg/apis/serving/fieldmask.go (PodSpecMask) and "
+        "pkg/apis/config/features.go)"]
+
+
+# --- ResourceQuota of the namespace (admission/resourcequota.py) --------------------------
+
+QSRC = ("(https://kubernetes.io/docs/concepts/policy/resource-quotas/; kubernetes/kubernetes "
+        "staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go)")
+
+
+def _quota(**hard) -> dict:
+    return {"apiVersion": "v1", "kind": "ResourceQuota",
+            "metadata": {"name": "team", "namespace": "ai"}, "spec": {"hard": hard}}
+
+
+def _quota_results(quota: dict, replicas=None, cpu="3") -> tuple:
+    box = {"requests": {"cpu": cpu, "memory": "8Gi"}, "limits": {"cpu": cpu, "memory": "8Gi"}}
+    d = deployment(spec={"containers": [{"name": "server", "image": "s:1", "resources": box}]})
+    if replicas is not None:
+        d["spec"]["replicas"] = replicas
+    code, results, _ = render(config(), d, quota)
+    return code, [(s, m) for s, m in results if m.startswith("ResourceQuota")]
+
+
+def test_a_pod_raised_by_krm_fn_above_the_namespace_quota_is_an_error():
+    code, found = _quota_results(_quota(**{"requests.cpu": "3", "limits.cpu": "3"}))
+    assert code == 1
+    assert found == [("error",
+        "ResourceQuota team of namespace ai: one pod needs limits.cpu=4,requests.cpu=4, above "
+        "its hard limits.cpu=3,requests.cpu=3: the API server refuses every pod (\"exceeded "
+        "quota: team, requested: limits.cpu=4,requests.cpu=4, ..., limited: "
+        "limits.cpu=3,requests.cpu=3\"), whatever else runs in the namespace; raise the "
+        "quota or lower the resources " + QSRC)]
+
+
+def test_the_replicas_together_above_the_namespace_quota_are_an_error():
+    code, found = _quota_results(_quota(cpu="10", memory="64Gi", pods="10"), replicas=3,
+                                 cpu="4")
+    assert code == 1
+    assert found == [("error",
+        "ResourceQuota team of namespace ai: 3 replicas need cpu=12, above its hard cpu=10: "
+        "the API server refuses the pods after the first 2 (\"exceeded quota\"; the "
+        "ReplicaSet reports FailedCreate), before counting the other pods of the namespace; "
+        "raise the quota, lower the replicas or the resources " + QSRC)]
+
+
+def test_replicas_within_the_namespace_quota_are_an_info_that_other_pods_count_too():
+    code, found = _quota_results(_quota(**{"limits.memory": "64Gi", "pods": "4"}),
+                                 replicas=2, cpu="4")
+    assert code == 0
+    assert found == [("info",
+        "ResourceQuota team of namespace ai: 2 replicas use limits.memory=16Gi,pods=2 of its "
+        "hard limits.memory=64Gi,pods=4; the other pods of the namespace count against it "
+        "too, and krm-fn does not see them " + QSRC)]
+
+
+def test_a_quota_of_another_namespace_or_scope_is_not_applied():
+    other = _quota(cpu="1")
+    other["metadata"]["namespace"] = "elsewhere"
+    assert _quota_results(other) == (0, [])
+    scoped = _quota(cpu="1")
+    scoped["spec"]["scopes"] = ["BestEffort"]
+    assert _quota_results(scoped) == (0, [])
+
+
+def test_capacity_and_quota_messages_print_cpu_as_quantities():
+    from krm_fn.admission.capacity import _cores
+    from krm_fn.admission.resourcequota import _show
+    assert (_cores(Fraction(30)), _cores(Fraction(3, 2)), _show("cpu", Fraction(1, 2))) == (
+        "30", "1500m", "500m")
