@@ -387,8 +387,8 @@ def test_every_shape_error_is_reported_in_one_pass():
         config.load(fc)
     assert [(x.path, x.message) for x in e.value.errors] == [
         ("spec.kubernetesVersion", "must be a quoted string such as \"1.34\", found the number "
-                                   "1.3 (YAML reads an unquoted 1.30 as 1.3): write the version "
-                                   "in quotes"),
+                                   "1.3 (YAML reads an unquoted version as a number, so 1.30 and "
+                                   "1.3 are the same number): write the version in quotes"),
         ("spec.workloads", "unknown field 'cpuRouding' (did you mean 'cpuRounding'?) (known: "
                            "cpuRounding, pinnedContainers, defaultCpus, defaultMemory, "
                            "sidecarResources, initContainerCpu, threads, injection, shm)"),
@@ -453,3 +453,18 @@ def test_node_memory_loads_as_quantities():
     assert pool.topology.memory.value == 192 * 2**30
     assert pool.topology.numaMemory == {"1": "64Gi"}
     assert pool.topology.hugepages == {"1Gi": "32Gi"}
+
+
+@pytest.mark.parametrize("number,message", [
+    (1.3, "must be a quoted string such as \"1.34\", found the number 1.3 (YAML reads an "
+          "unquoted version as a number, so 1.30 and 1.3 are the same number): write the "
+          "version in quotes"),
+    (1.34, "must be a quoted string such as \"1.34\", found the number 1.34 (YAML reads an "
+           "unquoted version as a number): write the version in quotes"),
+    (1, "must be a quoted string such as \"1.34\", found the number 1 (YAML reads an "
+        "unquoted version as a number): write the version in quotes"),
+])
+def test_unquoted_kubernetes_version_hint_reads_for_any_number(number, message):
+    with pytest.raises(ConfigError) as e:
+        config.load(typed({"kubernetesVersion": number}))
+    assert (e.value.path, e.value.message) == ("spec.kubernetesVersion", message)
