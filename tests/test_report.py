@@ -68,7 +68,7 @@ Node pool small (1 workload):
 """
 FIT = """\
   fit                        12 exclusive CPUs per node (NUMA 0: 12)
-                             Pod ml/p spec: needs 2, 5 per node
+                             Pod ml/p spec: needs 2 exclusive, 5 per node (allocatable cpu 12: 2 + 100m each)
 """
 
 

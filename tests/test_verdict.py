@@ -64,11 +64,12 @@ def test_seven_not_fourteen_24gi_pods_fit_a_192gi_node():
         {"name": "server", "image": "srv:1", "resources": big}]}))
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 7 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
+        "7 per node (allocatable memory 190.9Gi: 24Gi each)"]
     # 192Gi - 500Mi kubeReserved - 500Mi systemReserved - 100Mi evictionHard = 190.9Gi
     assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
             "memory; Deployment srv needs 4 exclusive CPUs (7 per node, limited by "
-            "allocatable memory 190.9Gi (OutOfmemory))") in [m for _, m in results]
+            "allocatable memory 190.9Gi: 24Gi each (OutOfmemory))") in [m for _, m in results]
 
 
 def test_ten_not_eleven_pods_fit_when_a_shared_sidecar_uses_the_last_cpus():
@@ -84,7 +85,8 @@ def test_ten_not_eleven_pods_fit_when_a_shared_sidecar_uses_the_last_cpus():
                        "limits": {"cpu": "100m", "memory": "64Mi"}}}]}))
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
+        "10 per node (allocatable cpu 44: 4 + 100m each)"]
 
 
 # --- fail closed, and lowering it ------------------------------------------------------------
@@ -160,7 +162,7 @@ def test_gcsfuse_sidecar_is_sized_from_spec_workloads_injection_gcsfuse():
         "gke-gcsfuse/memory-limit": "512Mi"}
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "gke-gcsfuse-sidecar; 6 per node"]
+        "gke-gcsfuse-sidecar; 6 per node (allocatable cpu 30: 4 + 500m each)"]
 
 
 # --- pod-level resources and injected containers ---------------------------------------------
@@ -182,7 +184,7 @@ def test_pod_level_requests_cover_the_sidecars_krm_fn_sizes():
             "from them alone, and Guaranteed needs requests == limits") in results
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "istio-init, istio-proxy; 6 per node"]
+        "istio-init, istio-proxy; 6 per node (allocatable cpu 30: 4 + 500m each)"]
 
 
 # --- KServe's deployment mode from the cluster config in the input ---------------------------
@@ -205,7 +207,7 @@ def test_kserve_default_deployment_mode_standard_in_the_input_means_no_queue_pro
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs kserve-container 4 on NUMA 0; "
-        "7 per node"]
+        "7 per node (allocatable cpu 30: 4 each)"]
     assert items[0]["spec"]["predictor"]["nodeSelector"] == {"pool": "p"}
 
 
@@ -222,7 +224,7 @@ def test_kserve_without_deployment_mode_or_config_is_judged_serverless():
     assert code == 1
     assert verdicts(results) == [
         "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
-        "node; will not run pinned (see the errors)"]
+        "node (allocatable cpu 30: 4025m each); will not run pinned (see the errors)"]
 
 
 # --- Knative's config-deployment in the input ------------------------------------------------
@@ -261,7 +263,7 @@ def test_knative_config_deployment_in_the_input_gets_the_configured_queue_proxy_
             "createQueueResources, pkg/deployment/config.go)") in results
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "queue-proxy; 7 per node"]
+        "queue-proxy; 7 per node (allocatable cpu 30: 4 + 250m each)"]
 
 
 def test_knative_config_deployment_unequal_values_are_made_equal_to_the_larger():
@@ -276,7 +278,7 @@ def test_knative_config_deployment_unequal_values_are_made_equal_to_the_larger()
         "queue-sidecar-memory-request": "256Mi", "queue-sidecar-memory-limit": "256Mi"}
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "queue-proxy; 6 per node"]
+        "queue-proxy; 6 per node (allocatable cpu 30: 4 + 500m each)"]
 
 
 def test_knative_config_deployment_whole_cpu_is_not_written_and_the_pod_fails_closed():
@@ -297,7 +299,7 @@ def test_knative_config_deployment_whole_cpu_is_not_written_and_the_pod_fails_cl
             "pkg/deployment/config.go)") in results
     assert verdicts(results) == [
         "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
-        "node; will not run pinned (see the errors)"]
+        "node (allocatable cpu 30: 4025m each); will not run pinned (see the errors)"]
 
 
 # --- hostile inputs: looks pinned in the manifest, is not on the node ------------------------
@@ -333,10 +335,12 @@ def test_runtime_class_pod_overhead_counts_in_the_fit_per_node():
     code, results, _ = render(config(), kata, deployment(spec=spec))
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 4 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; "
+        "4 per node (allocatable cpu 30: 6 + 250m each)"]
     code, results, _ = render(config(), deployment(spec=spec))    # RuntimeClass unknown
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 5 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; "
+        "5 per node (allocatable cpu 30: 6 each)"]
 
 
 def test_a_rule_error_does_not_hide_the_injection_errors_of_the_verdict():
@@ -387,7 +391,7 @@ def test_knative_before_1_11_ignores_the_queue_proxy_annotations_krm_fn_writes()
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "queue-proxy; 7 per node"]
+        "queue-proxy; 7 per node (allocatable cpu 30: 4 + 250m each)"]
 
 
 def test_container_scope_gives_each_container_its_own_numa_node_in_order():
@@ -403,7 +407,7 @@ def test_container_scope_gives_each_container_its_own_numa_node_in_order():
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs a 10 on NUMA 0, b 10 on NUMA 1; "
-        "1 per node"]
+        "1 per node (allocatable cpu 30: 20 each)"]
 
 
 def test_a_limit_range_of_the_namespace_refuses_a_pinned_container_above_its_max():
@@ -501,11 +505,12 @@ def test_daemonset_pods_take_their_share_of_every_node_before_the_fit():
     code, results, _ = render(cfg, exporter, elsewhere, deployment())
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
+        "10 per node (allocatable cpu 44: 4 each)"]
     assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
             "memory, less the pods of DaemonSet node-exporter on every node; Deployment srv "
-            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44 (OutOfcpu))"
-            ) in [m for _, m in results]
+            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44: 4 each "
+            "(OutOfcpu))") in [m for _, m in results]
 
 
 def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the_pod():
