@@ -16,6 +16,7 @@ spec:
     threads: {env: [OMP_NUM_THREADS]}
   nodePools:
   - name: small
+    nodeSelector: {krm-fn.dev/cpu-pinning: "true"}
     topology: {sockets: 1, coresPerSocket: 8, threadsPerCore: 2}
 """
 INPUT = """\

@@ -87,6 +87,8 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                                          cfg.output.baseline)
         plans.append(plan)
         plan_results.append(flat_paths(presults) if flat else presults)
+    for i in _defaulted_selectors(function_config, flat):
+        plan_results[i].append(_default_selector_note(cfg.nodePools[i], i, fc_ref, flat))
     if any(r.severity == ERROR for pr in plan_results for r in pr):
         for pr in plan_results:
             results.extend(pr)
@@ -171,6 +173,41 @@ def flat_paths(results: list) -> list:
     (config.flat_path)."""
     return [dataclasses.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
             for r in results]
+
+
+def _defaulted_selectors(function_config, flat: bool) -> list[int]:
+    """Indices of the node pools whose `nodeSelector` the function config does not set (so
+    the default applies); [] without a function config (the defaults warning says it)."""
+    if not isinstance(function_config, dict):
+        return []
+    if flat:
+        data = function_config.get("data")
+        try:
+            spec = config_mod.spec_from_flat(data if isinstance(data, dict) else {}, "data")
+        except config_mod.ConfigError:
+            return []
+    else:
+        spec = function_config.get("spec")
+    pools = spec.get("nodePools") if isinstance(spec, dict) else None
+    if not isinstance(pools, list):
+        return [0]
+    return [i for i, p in enumerate(pools) if isinstance(p, dict) and "nodeSelector" not in p]
+
+
+def _default_selector_note(pool, index: int, fc_ref, flat: bool) -> Result:
+    """The warning that node pool `pool` (at `index`) places its workloads with the default
+    nodeSelector, a label no node carries unless someone put it there; `flat`: the config
+    is a flat ConfigMap (the field is named by its key)."""
+    sel = ", ".join(f"{k}={v}" for k, v in pool.nodeSelector.items())
+    path = f"spec.nodePools[{index}].nodeSelector"
+    path = config_mod.flat_path(path) if flat else path
+    return Result(
+        f"node pool {pool.name!r}: {path} is not set, so the default {sel} is added to "
+        f"every workload placed in this pool; their pods stay Pending unless the nodes "
+        f"carry that label (kubectl label node NODE {sel}): set {path} to the labels of "
+        f"the nodes that get this kubelet config "
+        f"(https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/"
+        f"#nodeselector)", WARNING, fc_ref, path)
 
 
 def _defaults_note(cfg) -> Result:
