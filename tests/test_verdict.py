@@ -526,3 +526,73 @@ def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the
         "RuntimeClass admission controller refuses the pod (conflict); use a RuntimeClass "
         "whose scheduling.nodeSelector matches the node pool, or another pool "
         "(https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)")
+
+
+def _unseen(results) -> list:
+    return [m for _, m in results if "is not in the input, so injection" in m]
+
+
+NS_DEP = {"apiVersion": "apps/v1", "kind": "Deployment",
+          "metadata": {"name": "srv", "namespace": "serving"},
+          "spec": {"template": {"spec": {"containers": [
+              {"name": "server", "image": "s:1",
+               "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+
+
+def _ns_config(injection: dict) -> dict:
+    return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+            "metadata": {"name": "pin"},
+            "spec": {"workloads": {"injection": injection},
+                     "nodePools": [{"name": "p", "nodeSelector": {"a": "b"}}]}}
+
+
+def test_namespace_not_in_the_input_is_an_info_naming_mode_always_per_configured_injector():
+    import copy
+    cfg = _ns_config({"istio": {"cpu": "500m", "memory": "256Mi"},
+                      "linkerd": {"cpu": "100m", "memory": "64Mi"}})
+    _, results, _ = render(cfg, copy.deepcopy(NS_DEP))
+    assert _unseen(results) == [
+        "Namespace serving is not in the input, so injection turned on for the whole "
+        "namespace cannot be seen: Istio istio-proxy (Namespace label istio-injection=enabled "
+        "or istio.io/rev; istio/istio manifests/charts/istio-control/istio-discovery/"
+        "templates/mutatingwebhook.yaml); Linkerd linkerd-proxy (Namespace annotation "
+        "linkerd.io/inject: enabled; linkerd/linkerd2 pkg/inject/report.go); this verdict "
+        "counts no such sidecar. If the namespace has it, set "
+        "spec.workloads.injection.istio.mode: always or spec.workloads.injection.linkerd.mode: "
+        "always (krm-fn then sizes the sidecar and counts it), or add the Namespace to the "
+        "input (marked config.kubernetes.io/local-config: \"true\" if this render must not "
+        "apply it) so krm-fn reads it"]
+
+
+def test_namespace_info_only_for_configured_auto_injectors_the_pod_leaves_open():
+    import copy
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}}
+    # no injector configured (the defaults): nothing
+    assert _unseen(render(_ns_config({}), copy.deepcopy(NS_DEP))[1]) == []
+    sized = {"cpu": "500m", "memory": "256Mi"}
+    # the Namespace is in the input: it is read, nothing to say
+    assert _unseen(render(_ns_config({"istio": sized}), copy.deepcopy(NS_DEP), ns)[1]) == []
+    # mode always / never: the config already says what the cluster does
+    for mode in ("always", "never"):
+        cfg = _ns_config({"istio": dict(sized, mode=mode)})
+        assert _unseen(render(cfg, copy.deepcopy(NS_DEP))[1]) == []
+    # the pod opts out itself: the Namespace cannot turn it on
+    dep = copy.deepcopy(NS_DEP)
+    dep["spec"]["template"]["metadata"] = {"labels": {"sidecar.istio.io/inject": "false"}}
+    assert _unseen(render(_ns_config({"istio": sized}), dep)[1]) == []
+    # one result per pod, naming only the injector left open
+    cfg = _ns_config({"istio": sized, "linkerd": sized})
+    dep = copy.deepcopy(NS_DEP)
+    dep["spec"]["template"]["metadata"] = {"annotations": {"linkerd.io/inject": "disabled"}}
+    (msg,) = _unseen(render(cfg, dep)[1])
+    assert "Istio istio-proxy" in msg and "Linkerd" not in msg
+
+
+def test_namespace_info_names_the_flat_mode_key_in_the_configmap_form():
+    import copy
+    from krm_fn.pipeline import transform
+    fc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pin"},
+          "data": {"istioCpu": "500m", "istioMemory": "256Mi", "nodeSelector": "a=b"}}
+    out = transform([copy.deepcopy(NS_DEP)], fc)
+    (msg,) = [r.message for r in out.results if "is not in the input, so injection" in r.message]
+    assert "If the namespace has it, set istioMode: always (krm-fn then" in msg
