@@ -596,3 +596,38 @@ def test_namespace_info_names_the_flat_mode_key_in_the_configmap_form():
     out = transform([copy.deepcopy(NS_DEP)], fc)
     (msg,) = [r.message for r in out.results if "is not in the input, so injection" in r.message]
     assert "If the namespace has it, set istioMode: always (krm-fn then" in msg
+
+
+def test_unselected_cluster_storage_container_in_the_input_says_what_the_selector_lacks():
+    # the newcomer case: KServe's `default` ClusterStorageContainer (100m/1, 100Mi/1Gi) is in
+    # the input but spec.selector lists only the workload kinds and their namespace
+    from tests.helpers import ROOT
+    from krm_fn.pipeline import transform
+    kpt = ROOT / "overlays" / "kpt"
+    items = [yaml.safe_load((kpt / f).read_text())
+             for f in ("deployment.yaml", "inferenceservice.yaml", "storage-container.yaml")]
+    res = items[2]["spec"]["container"]["resources"]
+    res["requests"], res["limits"] = {"cpu": "100m", "memory": "100Mi"}, {"cpu": "1",
+                                                                         "memory": "1Gi"}
+    fc = yaml.safe_load((kpt / "pin.yaml").read_text())
+    out = transform(items, fc)
+    (msg,) = [r.message for r in out.results if r.message.startswith(
+        "KServe storage-initializer (the pod has a storageUri)")]
+    assert msg.endswith(
+        "(merged on top); or let krm-fn make them request == limit (it changes only the "
+        "objects of the input that spec.selector selects): ConfigMap "
+        "kserve/inferenceservice-config: put it in the input, add ConfigMap to "
+        "spec.selector.kinds, add kserve to spec.selector.namespaces; "
+        "ClusterStorageContainer default: add ClusterStorageContainer to "
+        "spec.selector.kinds, add \"\" to spec.selector.namespaces (it is cluster-scoped, "
+        "which counts as namespace default there)")
+    # doing what it says for the ClusterStorageContainer is enough (its resources win)
+    fc["spec"]["selector"] = {"kinds": ["Deployment", "InferenceService",
+                                        "ClusterStorageContainer"],
+                              "namespaces": ["serving", ""]}
+    out = transform(items, fc)
+    assert not out.has_errors
+    assert [(".".join(c.path), c.new) for c in out.changes[2]] == [
+        ("spec.container.resources.requests.cpu", "500m"),
+        ("spec.container.resources.limits.cpu", "500m"),
+        ("spec.container.resources.requests.memory", "1Gi")]

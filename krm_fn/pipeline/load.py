@@ -17,7 +17,7 @@ from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits
 from krm_fn.pipeline.tune import copy_item
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
-from krm_fn.pipeline.select import ref_of, tuned_predicate
+from krm_fn.pipeline.select import ref_of, tuned_predicate, untuned_because
 
 
 @dataclass
@@ -110,7 +110,9 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
                                      items, tuned)
-    run.ictx = injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg)
+    run.ictx = dataclasses.replace(
+        injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg),
+        untuned=lambda obj: untuned_because(obj, cfg.selector))
     run.namespaces = run.ictx.namespaces
     return run
 

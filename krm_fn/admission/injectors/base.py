@@ -67,7 +67,9 @@ class InjectionContext:
     overhead and node selector the pods that name them get; `limit_ranges`: {namespace:
     [LimitRange]}, which the API server validates every pod of that namespace against;
     `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
-    admission.
+    admission; `untuned(obj) -> list[str]`: what keeps a plain object from being tuned in
+    this render, as fixes (pipeline.select.untuned_because; [] when it is tuned; None: not
+    known, every object counts as selected).
     All objects are plain data as read from the input.
     """
 
@@ -81,6 +83,7 @@ class InjectionContext:
     runtime_classes: dict = field(default_factory=dict)
     limit_ranges: dict = field(default_factory=dict)
     vpas: tuple = ()
+    untuned: object = None
 
     @classmethod
     def from_items(cls, items: list, injection=None, kubernetes_version=None):
