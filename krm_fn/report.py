@@ -164,8 +164,8 @@ def _pools(out: Output, cfg) -> list[str]:
         for p, v in judged:
             need = sum(c for _, c in v.exclusive)
             where = f"{p.ref} {p.path}"
-            rows.append(["", f"{where}: needs {need}, {v.fit} per node" if need
-                         else f"{where}: no exclusive CPUs"])
+            rows.append(["", f"{where}: needs {need} exclusive, {verdict.fit_text(v)}"
+                         if need else f"{where}: no exclusive CPUs"])
         lines += ["", f"Node pool {pool.name} ({placed} workload{'s' if placed != 1 else ''}):",
                   *_table(rows, "  ")]
     return lines

@@ -19,6 +19,8 @@ metadata: {name: pin}
 spec:
   workloads:
     threads: {env: [OMP_NUM_THREADS]}
+  nodePools:
+  - {name: inference, nodeSelector: {krm-fn.dev/cpu-pinning: "true"}}
 """
 
 
@@ -207,8 +209,7 @@ def test_run_baseline_file_errors_name_the_file_and_keep_config_errors(tmp_path)
     p = run_cli(["run", "--baseline", "empty.yaml", "pod.yaml"], cwd=tmp_path)
     assert (p.returncode, p.stderr) == (
         1, "krm-fn: --baseline empty.yaml must hold exactly one YAML document, found 0\n")
-    (tmp_path / "badspec.yaml").write_text(CONFIG.replace(
-        "spec:\n  workloads:\n    threads: {env: [OMP_NUM_THREADS]}\n", "spec: [nodePools]\n"))
+    (tmp_path / "badspec.yaml").write_text(CONFIG[:CONFIG.index("spec:")] + "spec: [nodePools]\n")
     (tmp_path / "base.yaml").write_text("cpuManagerPolicy: static\n")
     p = run_cli(["run", "--config", "badspec.yaml", "--baseline", "base.yaml", "pod.yaml"],
                 cwd=tmp_path)

@@ -387,8 +387,8 @@ def test_every_shape_error_is_reported_in_one_pass():
         config.load(fc)
     assert [(x.path, x.message) for x in e.value.errors] == [
         ("spec.kubernetesVersion", "must be a quoted string such as \"1.34\", found the number "
-                                   "1.3 (YAML reads an unquoted 1.30 as 1.3): write the version "
-                                   "in quotes"),
+                                   "1.3 (YAML reads an unquoted version as a number, so 1.30 and "
+                                   "1.3 are the same number): write the version in quotes"),
         ("spec.workloads", "unknown field 'cpuRouding' (did you mean 'cpuRounding'?) (known: "
                            "cpuRounding, pinnedContainers, defaultCpus, defaultMemory, "
                            "sidecarResources, initContainerCpu, threads, injection, shm)"),
@@ -495,3 +495,18 @@ def test_threads_custom_admits_an_in_house_thread_count():
                           "threadsCustom": "APP_THREADS"}))
     assert cfg.workloads.threads.env == ["OMP_NUM_THREADS", "APP_THREADS"]
     assert cfg.workloads.threads.custom == ["APP_THREADS"]
+
+
+@pytest.mark.parametrize("number,message", [
+    (1.3, "must be a quoted string such as \"1.34\", found the number 1.3 (YAML reads an "
+          "unquoted version as a number, so 1.30 and 1.3 are the same number): write the "
+          "version in quotes"),
+    (1.34, "must be a quoted string such as \"1.34\", found the number 1.34 (YAML reads an "
+           "unquoted version as a number): write the version in quotes"),
+    (1, "must be a quoted string such as \"1.34\", found the number 1 (YAML reads an "
+        "unquoted version as a number): write the version in quotes"),
+])
+def test_unquoted_kubernetes_version_hint_reads_for_any_number(number, message):
+    with pytest.raises(ConfigError) as e:
+        config.load(typed({"kubernetesVersion": number}))
+    assert (e.value.path, e.value.message) == ("spec.kubernetesVersion", message)

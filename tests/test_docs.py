@@ -102,3 +102,12 @@ def test_pages_cite_public_sources(page):
     text = page.read_text()
     for private in ["DESIGN.md", "kubelet.md", "cases.md", "shared/reference"]:
         assert private not in text, f"{page.relative_to(ROOT)} cites {private}"
+
+
+def test_verify_examples_use_the_topology_policy_krm_fn_emits_by_default():
+    from krm_fn import config
+    default = config.load(None).nodePools[0].kubelet.topologyManagerPolicy
+    text = (ROOT / "docs" / "verify.md").read_text()
+    found = re.findall(r"--topology-policy ([a-z-]+) ", text)
+    assert default == "best-effort"
+    assert found == [default, default]

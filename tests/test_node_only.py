@@ -36,6 +36,13 @@ def test_node_only_render_emits_an_always_pool_without_workloads():
     assert [(r.severity, r.message) for r in out.results] == [
         (INFO, "no workload was selected: nothing tuned; the node config of node pool(s) "
                "'cpu' is emitted (spec.nodePools[].emit: always)"),
+        (WARNING, "node pool 'cpu': spec.nodePools[0].nodeSelector is not set, so the "
+                  "default krm-fn.dev/cpu-pinning=true is added to every workload placed in "
+                  "this pool; their pods stay Pending unless the nodes carry that label "
+                  "(kubectl label node NODE krm-fn.dev/cpu-pinning=true): set "
+                  "spec.nodePools[0].nodeSelector to the labels of the nodes that get this "
+                  "kubelet config (https://kubernetes.io/docs/concepts/scheduling-eviction/"
+                  "assign-pod-node/#nodeselector)"),
         (INFO, "node pool 'cpu': 60 exclusive CPUs per node (NUMA 0: 28, NUMA 1: 32); "
                "no pinned pod"),
         (INFO, "node pool 'cpu': emitted configmap (0 workload(s) placed)"),

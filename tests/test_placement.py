@@ -83,3 +83,20 @@ def test_deployment_whose_required_affinity_excludes_the_pool_is_an_error_of_the
         None]
     assert errors[0].message.startswith("the pod never schedules on node pool 'inference'")
     assert errors[1].message == "left unchanged because of the errors above"
+
+
+def test_serverless_inferenceservice_error_names_both_raw_mode_spellings():
+    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "m", "namespace": "serving"},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "sklearn"},
+                                             "resources": {"limits": {"cpu": "2",
+                                                                      "memory": "1Gi"}}}}}}
+    out = transform([isvc], None)
+    (err,) = [r for r in out.results if r.path == "spec.predictor.nodeSelector"]
+    assert err.severity == "error"
+    assert err.message.endswith(
+        "then krm-fn adds the nodeSelector; or, if this InferenceService is not Serverless, "
+        "say so with annotation serving.kserve.io/deploymentMode: RawDeployment (KServe "
+        "before 0.16) or Standard (0.16 and later) (knative/serving "
+        "pkg/apis/config/features.go, pkg/apis/serving/fieldmask.go PodSpecMask; "
+        "kserve/kserve pkg/constants/constants.go)")

@@ -16,6 +16,7 @@ spec:
     threads: {env: [OMP_NUM_THREADS]}
   nodePools:
   - name: small
+    nodeSelector: {krm-fn.dev/cpu-pinning: "true"}
     topology: {sockets: 1, coresPerSocket: 8, threadsPerCore: 2}
 """
 INPUT = """\
@@ -68,7 +69,7 @@ Node pool small (1 workload):
 """
 FIT = """\
   fit                        12 exclusive CPUs per node (NUMA 0: 12)
-                             Pod ml/p spec: needs 2, 5 per node
+                             Pod ml/p spec: needs 2 exclusive, 5 per node (allocatable cpu 12: 2 + 100m each)
 """
 
 

@@ -64,11 +64,12 @@ def test_seven_not_fourteen_24gi_pods_fit_a_192gi_node():
         {"name": "server", "image": "srv:1", "resources": big}]}))
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 7 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
+        "7 per node (allocatable memory 190.9Gi: 24Gi each)"]
     # 192Gi - 500Mi kubeReserved - 500Mi systemReserved - 100Mi evictionHard = 190.9Gi
     assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
             "memory; Deployment srv needs 4 exclusive CPUs (7 per node, limited by "
-            "allocatable memory 190.9Gi (OutOfmemory))") in [m for _, m in results]
+            "allocatable memory 190.9Gi: 24Gi each (OutOfmemory))") in [m for _, m in results]
 
 
 def test_ten_not_eleven_pods_fit_when_a_shared_sidecar_uses_the_last_cpus():
@@ -84,7 +85,8 @@ def test_ten_not_eleven_pods_fit_when_a_shared_sidecar_uses_the_last_cpus():
                        "limits": {"cpu": "100m", "memory": "64Mi"}}}]}))
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
+        "10 per node (allocatable cpu 44: 4 + 100m each)"]
 
 
 # --- fail closed, and lowering it ------------------------------------------------------------
@@ -160,7 +162,7 @@ def test_gcsfuse_sidecar_is_sized_from_spec_workloads_injection_gcsfuse():
         "gke-gcsfuse/memory-limit": "512Mi"}
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "gke-gcsfuse-sidecar; 6 per node"]
+        "gke-gcsfuse-sidecar; 6 per node (allocatable cpu 30: 4 + 500m each)"]
 
 
 # --- pod-level resources and injected containers ---------------------------------------------
@@ -182,7 +184,7 @@ def test_pod_level_requests_cover_the_sidecars_krm_fn_sizes():
             "from them alone, and Guaranteed needs requests == limits") in results
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "istio-init, istio-proxy; 6 per node"]
+        "istio-init, istio-proxy; 6 per node (allocatable cpu 30: 4 + 500m each)"]
 
 
 # --- KServe's deployment mode from the cluster config in the input ---------------------------
@@ -205,7 +207,7 @@ def test_kserve_default_deployment_mode_standard_in_the_input_means_no_queue_pro
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs kserve-container 4 on NUMA 0; "
-        "7 per node"]
+        "7 per node (allocatable cpu 30: 4 each)"]
     assert items[0]["spec"]["predictor"]["nodeSelector"] == {"pool": "p"}
 
 
@@ -222,7 +224,7 @@ def test_kserve_without_deployment_mode_or_config_is_judged_serverless():
     assert code == 1
     assert verdicts(results) == [
         "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
-        "node; will not run pinned (see the errors)"]
+        "node (allocatable cpu 30: 4025m each); will not run pinned (see the errors)"]
 
 
 # --- Knative's config-deployment in the input ------------------------------------------------
@@ -261,7 +263,7 @@ def test_knative_config_deployment_in_the_input_gets_the_configured_queue_proxy_
             "createQueueResources, pkg/deployment/config.go)") in results
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "queue-proxy; 7 per node"]
+        "queue-proxy; 7 per node (allocatable cpu 30: 4 + 250m each)"]
 
 
 def test_knative_config_deployment_unequal_values_are_made_equal_to_the_larger():
@@ -276,7 +278,7 @@ def test_knative_config_deployment_unequal_values_are_made_equal_to_the_larger()
         "queue-sidecar-memory-request": "256Mi", "queue-sidecar-memory-limit": "256Mi"}
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "queue-proxy; 6 per node"]
+        "queue-proxy; 6 per node (allocatable cpu 30: 4 + 500m each)"]
 
 
 def test_knative_config_deployment_whole_cpu_is_not_written_and_the_pod_fails_closed():
@@ -297,7 +299,7 @@ def test_knative_config_deployment_whole_cpu_is_not_written_and_the_pod_fails_cl
             "pkg/deployment/config.go)") in results
     assert verdicts(results) == [
         "verdict: Burstable after admission; no exclusive CPUs; injected queue-proxy; 7 per "
-        "node; will not run pinned (see the errors)"]
+        "node (allocatable cpu 30: 4025m each); will not run pinned (see the errors)"]
 
 
 # --- hostile inputs: looks pinned in the manifest, is not on the node ------------------------
@@ -333,10 +335,12 @@ def test_runtime_class_pod_overhead_counts_in_the_fit_per_node():
     code, results, _ = render(config(), kata, deployment(spec=spec))
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 4 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; "
+        "4 per node (allocatable cpu 30: 6 + 250m each)"]
     code, results, _ = render(config(), deployment(spec=spec))    # RuntimeClass unknown
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; 5 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 6 on NUMA 0; "
+        "5 per node (allocatable cpu 30: 6 each)"]
 
 
 def test_a_rule_error_does_not_hide_the_injection_errors_of_the_verdict():
@@ -387,7 +391,7 @@ def test_knative_before_1_11_ignores_the_queue_proxy_annotations_krm_fn_writes()
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; injected "
-        "queue-proxy; 7 per node"]
+        "queue-proxy; 7 per node (allocatable cpu 30: 4 + 250m each)"]
 
 
 def test_container_scope_gives_each_container_its_own_numa_node_in_order():
@@ -403,7 +407,7 @@ def test_container_scope_gives_each_container_its_own_numa_node_in_order():
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs a 10 on NUMA 0, b 10 on NUMA 1; "
-        "1 per node"]
+        "1 per node (allocatable cpu 30: 20 each)"]
 
 
 def test_a_limit_range_of_the_namespace_refuses_a_pinned_container_above_its_max():
@@ -501,11 +505,12 @@ def test_daemonset_pods_take_their_share_of_every_node_before_the_fit():
     code, results, _ = render(cfg, exporter, elsewhere, deployment())
     assert code == 0
     assert verdicts(results) == [
-        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 10 per node"]
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
+        "10 per node (allocatable cpu 44: 4 each)"]
     assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
             "memory, less the pods of DaemonSet node-exporter on every node; Deployment srv "
-            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44 (OutOfcpu))"
-            ) in [m for _, m in results]
+            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44: 4 each "
+            "(OutOfcpu))") in [m for _, m in results]
 
 
 def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the_pod():
@@ -521,3 +526,108 @@ def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the
         "RuntimeClass admission controller refuses the pod (conflict); use a RuntimeClass "
         "whose scheduling.nodeSelector matches the node pool, or another pool "
         "(https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)")
+
+
+def _unseen(results) -> list:
+    return [m for _, m in results if "is not in the input, so injection" in m]
+
+
+NS_DEP = {"apiVersion": "apps/v1", "kind": "Deployment",
+          "metadata": {"name": "srv", "namespace": "serving"},
+          "spec": {"template": {"spec": {"containers": [
+              {"name": "server", "image": "s:1",
+               "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+
+
+def _ns_config(injection: dict) -> dict:
+    return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+            "metadata": {"name": "pin"},
+            "spec": {"workloads": {"injection": injection},
+                     "nodePools": [{"name": "p", "nodeSelector": {"a": "b"}}]}}
+
+
+def test_namespace_not_in_the_input_is_an_info_naming_mode_always_per_configured_injector():
+    import copy
+    cfg = _ns_config({"istio": {"cpu": "500m", "memory": "256Mi"},
+                      "linkerd": {"cpu": "100m", "memory": "64Mi"}})
+    _, results, _ = render(cfg, copy.deepcopy(NS_DEP))
+    assert _unseen(results) == [
+        "Namespace serving is not in the input, so injection turned on for the whole "
+        "namespace cannot be seen: Istio istio-proxy (Namespace label istio-injection=enabled "
+        "or istio.io/rev; istio/istio manifests/charts/istio-control/istio-discovery/"
+        "templates/mutatingwebhook.yaml); Linkerd linkerd-proxy (Namespace annotation "
+        "linkerd.io/inject: enabled; linkerd/linkerd2 pkg/inject/report.go); this verdict "
+        "counts no such sidecar. If the namespace has it, set "
+        "spec.workloads.injection.istio.mode: always or spec.workloads.injection.linkerd.mode: "
+        "always (krm-fn then sizes the sidecar and counts it), or add the Namespace to the "
+        "input (marked config.kubernetes.io/local-config: \"true\" if this render must not "
+        "apply it) so krm-fn reads it"]
+
+
+def test_namespace_info_only_for_configured_auto_injectors_the_pod_leaves_open():
+    import copy
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "serving"}}
+    # no injector configured (the defaults): nothing
+    assert _unseen(render(_ns_config({}), copy.deepcopy(NS_DEP))[1]) == []
+    sized = {"cpu": "500m", "memory": "256Mi"}
+    # the Namespace is in the input: it is read, nothing to say
+    assert _unseen(render(_ns_config({"istio": sized}), copy.deepcopy(NS_DEP), ns)[1]) == []
+    # mode always / never: the config already says what the cluster does
+    for mode in ("always", "never"):
+        cfg = _ns_config({"istio": dict(sized, mode=mode)})
+        assert _unseen(render(cfg, copy.deepcopy(NS_DEP))[1]) == []
+    # the pod opts out itself: the Namespace cannot turn it on
+    dep = copy.deepcopy(NS_DEP)
+    dep["spec"]["template"]["metadata"] = {"labels": {"sidecar.istio.io/inject": "false"}}
+    assert _unseen(render(_ns_config({"istio": sized}), dep)[1]) == []
+    # one result per pod, naming only the injector left open
+    cfg = _ns_config({"istio": sized, "linkerd": sized})
+    dep = copy.deepcopy(NS_DEP)
+    dep["spec"]["template"]["metadata"] = {"annotations": {"linkerd.io/inject": "disabled"}}
+    (msg,) = _unseen(render(cfg, dep)[1])
+    assert "Istio istio-proxy" in msg and "Linkerd" not in msg
+
+
+def test_namespace_info_names_the_flat_mode_key_in_the_configmap_form():
+    import copy
+    from krm_fn.pipeline import transform
+    fc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pin"},
+          "data": {"istioCpu": "500m", "istioMemory": "256Mi", "nodeSelector": "a=b"}}
+    out = transform([copy.deepcopy(NS_DEP)], fc)
+    (msg,) = [r.message for r in out.results if "is not in the input, so injection" in r.message]
+    assert "If the namespace has it, set istioMode: always (krm-fn then" in msg
+
+
+def test_unselected_cluster_storage_container_in_the_input_says_what_the_selector_lacks():
+    # the newcomer case: KServe's `default` ClusterStorageContainer (100m/1, 100Mi/1Gi) is in
+    # the input but spec.selector lists only the workload kinds and their namespace
+    from tests.helpers import ROOT
+    from krm_fn.pipeline import transform
+    kpt = ROOT / "overlays" / "kpt"
+    items = [yaml.safe_load((kpt / f).read_text())
+             for f in ("deployment.yaml", "inferenceservice.yaml", "storage-container.yaml")]
+    res = items[2]["spec"]["container"]["resources"]
+    res["requests"], res["limits"] = {"cpu": "100m", "memory": "100Mi"}, {"cpu": "1",
+                                                                         "memory": "1Gi"}
+    fc = yaml.safe_load((kpt / "pin.yaml").read_text())
+    out = transform(items, fc)
+    (msg,) = [r.message for r in out.results if r.message.startswith(
+        "KServe storage-initializer (the pod has a storageUri)")]
+    assert msg.endswith(
+        "(merged on top); or let krm-fn make them request == limit (it changes only the "
+        "objects of the input that spec.selector selects): ConfigMap "
+        "kserve/inferenceservice-config: put it in the input, add ConfigMap to "
+        "spec.selector.kinds, add kserve to spec.selector.namespaces; "
+        "ClusterStorageContainer default: add ClusterStorageContainer to "
+        "spec.selector.kinds, add \"\" to spec.selector.namespaces (it is cluster-scoped, "
+        "which counts as namespace default there)")
+    # doing what it says for the ClusterStorageContainer is enough (its resources win)
+    fc["spec"]["selector"] = {"kinds": ["Deployment", "InferenceService",
+                                        "ClusterStorageContainer"],
+                              "namespaces": ["serving", ""]}
+    out = transform(items, fc)
+    assert not out.has_errors
+    assert [(".".join(c.path), c.new) for c in out.changes[2]] == [
+        ("spec.container.resources.requests.cpu", "500m"),
+        ("spec.container.resources.limits.cpu", "500m"),
+        ("spec.container.resources.requests.memory", "1Gi")]

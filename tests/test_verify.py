@@ -476,3 +476,43 @@ def test_engine_emits_the_job_only_when_asked():
             for o in out.emitted] == [("ConfigMap", "ops", "kubelet-config-inference"),
                                       ("Job", "ops", "krm-fn-verify-inference")]
     assert not out.has_errors
+
+
+VERIFY_DEP = {"apiVersion": "apps/v1", "kind": "Deployment",
+              "metadata": {"name": "m", "namespace": "ns"},
+              "spec": {"template": {"spec": {"containers": [
+                  {"name": "m", "image": "m:1",
+                   "resources": {"limits": {"cpu": "4", "memory": "1Gi"}}}]}}}}
+
+
+def _image_warnings(fc: dict) -> list:
+    out = pipeline.transform([json.loads(json.dumps(VERIFY_DEP))], fc)
+    return [(r.severity, r.path, r.message) for r in out.results
+            if "verifyImage" in (r.path or "")]
+
+
+def test_verify_job_with_the_unpublished_default_image_is_warned_naming_the_field():
+    fc = {"apiVersion": config.API_VERSION, "kind": config.KIND, "metadata": {"name": "pin"},
+          "spec": {"output": {"verifyJob": True}}}
+    assert _image_warnings(fc) == [(
+        "warning", "spec.output.verifyImage",
+        "spec.output.verifyJob is on with the default spec.output.verifyImage "
+        "ghcr.io/krm-fn/krm-fn:0.1.0, which is not published to a registry yet: the "
+        "Job's pod would fail to pull it (ErrImagePull, "
+        "https://kubernetes.io/docs/concepts/containers/images/#imagepullbackoff); build the "
+        "image from krm-fn's Dockerfile, push it to a registry your nodes pull from and set "
+        "spec.output.verifyImage to it")]
+    fc["spec"]["output"]["verifyImage"] = "registry.example/krm-fn:0.1.0"
+    assert _image_warnings(fc) == []
+    fc["spec"]["output"] = {}
+    assert _image_warnings(fc) == []
+
+
+def test_verify_job_default_image_warning_names_the_flat_keys():
+    fc = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "pin"},
+          "data": {"verifyJob": "true"}}
+    ((severity, path, message),) = _image_warnings(fc)
+    assert (severity, path) == ("warning", "data.verifyImage")
+    assert message.startswith("data.verifyJob is on with the default data.verifyImage "
+                              "ghcr.io/krm-fn/krm-fn:0.1.0, which")
+    assert message.endswith("and set data.verifyImage to it")

@@ -19,8 +19,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from krm_fn.admission.cpumanager import peak
-from krm_fn.admission.model import AdmittedPod, NodeModel
+from krm_fn import quantity
+from krm_fn.admission.cpumanager import exclusive_requests, peak
+from krm_fn.admission.model import INIT, AdmittedPod, NodeModel
 from krm_fn.admission.qos import gate, pod_level_set, pod_qos
 from krm_fn.admission.topology import NodeState, admit
 
@@ -52,10 +53,27 @@ def allocatable(node: NodeModel) -> dict:
     return {"cpu": Fraction(cpu), "memory": alloc.get("memory")}
 
 
+def each_cpu(pod: AdmittedPod, node: NodeModel, req: Fraction, qos: str) -> str:
+    """The cpu one replica takes from allocatable, `req` (cores), for a message: `4 + 50m`
+    when the regular and sidecar containers (and the pod overhead) make it up and part of
+    it is exclusive (4 exclusive CPUs; 50m in the shared pool or overhead), else `req`
+    alone (`4050m`, `4`)."""
+    apps = sum((Fraction(c.requests.get("cpu", 0)) for c in pod.containers if c.role != INIT),
+               Fraction(0)) + Fraction((pod.overhead or {}).get("cpu", 0))
+    pinned = {n for n, _ in exclusive_requests(pod, node, qos)}
+    excl = sum((Fraction(c.requests.get("cpu", 0)) for c in pod.containers
+                if c.role != INIT and c.name in pinned), Fraction(0))
+    if 0 < excl < req and apps == req:
+        return f"{quantity.format_cpu(excl)} + {quantity.format_cpu(req - excl)}"
+    return quantity.format_cpu(req)
+
+
 class Packer:
     """One node of the pool with only its DaemonSet pods (`node.daemons`), filled pod after
     pod. `count` pods placed besides them; `why` the limit the last refused pod hit (""
-    while nothing was refused)."""
+    while nothing was refused), e.g. `allocatable cpu 28: 4 + 50m each (OutOfcpu)`;
+    `limit` the same without the kubelet's reason (`allocatable cpu 28: 4 + 50m each`,
+    `maxPods 110`, `TopologyAffinityError`)."""
 
     def __init__(self, node: NodeModel):
         self.node = node
@@ -64,32 +82,36 @@ class Packer:
         self.used = {"cpu": Fraction(0), "memory": 0}
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
         self.count = self.total = 0
-        self.why = ""
+        self.why = self.limit = ""
         self._qos: dict = {}
         for daemon in node.daemons:         # on every node before anything else
             self.place(daemon)
-        self.count, self.why = 0, ""
+        self.count, self.why, self.limit = 0, "", ""
 
     def place(self, pod: AdmittedPod) -> bool:
-        """Place one replica of `pod`; False (and `why` set) when it does not fit."""
+        """Place one replica of `pod`; False (and `why`, `limit` set) when it does not fit."""
         if self.total >= self.max_pods:
-            self.why = f"maxPods {self.max_pods}"
+            self.why = self.limit = f"maxPods {self.max_pods}"
             return False
         req = pod_requests(pod, self.node)
-        if self.used["cpu"] + req["cpu"] > self.alloc["cpu"]:
-            self.why = f"allocatable cpu {_cores(self.alloc['cpu'])} (OutOfcpu)"
-            return False
-        mem = self.alloc["memory"]
-        if mem is not None and self.used["memory"] + req["memory"] > mem:
-            self.why = f"allocatable memory {_gib(mem)} (OutOfmemory)"
-            return False
         key = id(pod)
         if key not in self._qos:
             self._qos[key] = pod_qos(pod, gate(self.node, "PodLevelResources"))
+        if self.used["cpu"] + req["cpu"] > self.alloc["cpu"]:
+            self.limit = (f"allocatable cpu {_cores(self.alloc['cpu'])}: "
+                          f"{each_cpu(pod, self.node, req['cpu'], self._qos[key])} each")
+            self.why = f"{self.limit} (OutOfcpu)"
+            return False
+        mem = self.alloc["memory"]
+        if mem is not None and self.used["memory"] + req["memory"] > mem:
+            self.limit = f"allocatable memory {_gib(mem)}: {_gib(req['memory'])} each"
+            self.why = f"{self.limit} (OutOfmemory)"
+            return False
         trial = self.state.copy()
         outcome = admit(pod, self.node, trial, self._qos[key])
         if not outcome.admitted:
             self.why = f"{outcome.reason}: {outcome.message}"
+            self.limit = outcome.reason
             return False
         self.state = trial
         self.used = {"cpu": self.used["cpu"] + req["cpu"],
@@ -109,13 +131,21 @@ def _gib(v: int) -> str:
     return f"{v / 2**30:.4g}Gi"
 
 
-def fit_one(pod: AdmittedPod, node: NodeModel) -> tuple[int, str]:
+def fit_detail(pod: AdmittedPod, node: NodeModel) -> tuple[int, str, str]:
     """(replicas of `pod` that fit on one empty node of the pool, the limit that stops the
-    next one) — e.g. (10, "TopologyAffinityError: ...")."""
+    next one, that limit in short: Packer.why and Packer.limit) — e.g. (6, "allocatable
+    cpu 28: 4 + 50m each (OutOfcpu)", "allocatable cpu 28: 4 + 50m each")."""
     packer = Packer(node)
     while packer.place(pod):
         pass
-    return packer.count, packer.why
+    return packer.count, packer.why, packer.limit
+
+
+def fit_one(pod: AdmittedPod, node: NodeModel) -> tuple[int, str]:
+    """(replicas of `pod` that fit on one empty node of the pool, the limit that stops the
+    next one) — e.g. (10, "TopologyAffinityError: ...") (fit_detail without the short
+    form)."""
+    return fit_detail(pod, node)[:2]
 
 
 def fit(pods: list[AdmittedPod], node: NodeModel) -> list[int]:

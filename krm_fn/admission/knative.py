@@ -92,6 +92,13 @@ KSERVE_MODE = "serving.kserve.io/deploymentMode"
 # RawDeployment is the deprecated spelling of Standard; ModelMesh pods come from the
 # ModelMesh controller).
 KSERVE_NOT_KNATIVE = ("RawDeployment", "Standard", "ModelMesh")
+# `Standard` is spelled so from KServe v0.16.0 (v0.16.0-rc0); v0.15.x and older know only
+# `RawDeployment` (pkg/constants/constants.go at those tags)
+KSERVE_STANDARD_SINCE = "0.16"
+KSERVE_RAW_MODES = (f"annotation {KSERVE_MODE}: RawDeployment (KServe before "
+                    f"{KSERVE_STANDARD_SINCE}) or Standard ({KSERVE_STANDARD_SINCE} and "
+                    f"later)")
+KSERVE_MODES_SOURCE = "kserve/kserve pkg/constants/constants.go"
 # the Knative mode's spellings (Serverless is the deprecated one of KServe v0.16+)
 KSERVE_KNATIVE = ("Serverless", "Knative")
 KSERVE_CONFIG = "inferenceservice-config"

@@ -151,7 +151,8 @@ class PodVerdict:
     from on an empty node, () when none; `injected`: names of the injected containers;
     `fit`: replicas of this pod that fit on one empty node (None: not computed);
     `findings`: Finding tuple; `numa_of`: ((container name, NUMA ids), ...) of the
-    containers in `exclusive`.
+    containers in `exclusive`; `fit_limit`: what stops one more replica, in short
+    (capacity.Packer.limit, e.g. `allocatable cpu 28: 4 + 50m each`; "" when unknown).
     """
 
     qos: str
@@ -161,6 +162,7 @@ class PodVerdict:
     fit: int | None = None
     findings: tuple = ()
     numa_of: tuple = ()
+    fit_limit: str = ""
 
     @property
     def pinned(self) -> bool:

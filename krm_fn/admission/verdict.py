@@ -132,10 +132,10 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     findings += scheduling.matches(pod, node)
     if features is not None:
         findings += knative.refused(pod, features, spec)
-    fit = fit_alone(pod, node)[0]
+    fit, _, limit = fit_alone(pod, node)
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
-                      tuple(sorted(numa_of.items())))
+                      tuple(sorted(numa_of.items())), limit)
 
 
 def line(v: PodVerdict, failed: bool = False) -> str:
@@ -150,10 +150,16 @@ def line(v: PodVerdict, failed: bool = False) -> str:
     if v.injected:
         parts.append("injected " + ", ".join(v.injected))
     if v.fit is not None:
-        parts.append(f"{v.fit} per node")
+        parts.append(fit_text(v))
     if failed or any(f.severity == ERROR for f in v.findings):
         parts.append("will not run pinned (see the errors)")
     return "; ".join(parts)
+
+
+def fit_text(v: PodVerdict) -> str:
+    """`6 per node (allocatable cpu 28: 4 + 50m each)`: replicas per empty node and what
+    stops the next one (`6 per node` when nothing is known to)."""
+    return f"{v.fit} per node ({v.fit_limit})" if v.fit_limit else f"{v.fit} per node"
 
 
 def _exclusive_text(v: PodVerdict) -> str:
@@ -194,15 +200,15 @@ def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
             res(pod.overhead))
 
 
-def fit_alone(pod: AdmittedPod, node: NodeModel) -> tuple[int, str]:
-    """(replicas of `pod` that fit on one empty node, what stops the next one)
-    (capacity.fit_one), memoised per pod shape and node: the inputs of a render hold many
+def fit_alone(pod: AdmittedPod, node: NodeModel) -> tuple[int, str, str]:
+    """(replicas of `pod` that fit on one empty node, what stops the next one, the same in
+    short) (capacity.fit_detail), memoised per pod shape and node: the inputs of a render hold many
     pods of the same shape."""
     key = (_signature(pod), id(node))
     hit = _FITS.get(key)
     if hit is not None and hit[0] is node:
         return hit[1]
-    fit = capacity.fit_one(pod, node)
+    fit = capacity.fit_detail(pod, node)
     if len(_FITS) >= _FITS_MAX:
         _FITS.clear()
     _FITS[key] = (node, fit)
@@ -246,7 +252,7 @@ def pool_summary(node: NodeModel, judged: list) -> str:
                  + ", ".join(d.ref.name for d in node.daemons) + " on every node")
     parts = []
     for p, v in judged:
-        count, why = fit_alone(p, node)
+        count, why, _ = fit_alone(p, node)
         need = sum(c for _, c in v.exclusive)
         stop = f", limited by {why}" if why else ""
         what = f"needs {need} exclusive CPUs" if need else "gets no exclusive CPUs"

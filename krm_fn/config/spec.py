@@ -21,6 +21,9 @@ from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
 # cpuManagerPolicyOptions (full-pcpus-only) appeared in Kubernetes 1.22
 # (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
 MIN_MINOR = 22
+# the image the repository's Dockerfile builds; not published to a registry yet, so a verify
+# Job that keeps it is warned about (krm_fn/pipeline/emit.py)
+DEFAULT_VERIFY_IMAGE = "ghcr.io/krm-fn/krm-fn:0.1.0"
 
 # the output formats, in their documented order: the format registry's names (one module
 # each under krm_fn/node/formats; listing them does not import them)
@@ -310,8 +313,9 @@ OUTPUT = Object(Output, (
     Field("verifyJob", Bool(), False, "Also emit, per node pool that received a "
           "workload, a batch/v1 Job `krm-fn-verify-<pool>` that runs `krm-fn verify` in a "
           "pinned container on one of the pool's nodes."),
-    Field("verifyImage", Str(), "ghcr.io/krm-fn/krm-fn:0.1.0", "Image of the verify Job "
-          "(runs `krm-fn verify`; entrypoint krm-fn)."),
+    Field("verifyImage", Str(), DEFAULT_VERIFY_IMAGE, "Image of the verify Job (runs "
+          "`krm-fn verify`; entrypoint krm-fn). The default is not published to a registry "
+          "yet: build the Dockerfile, push it to yours and set this (warning otherwise)."),
     Field("nodeAuditJob", Bool(), False, "Also emit, per node pool that received a "
           "workload, a batch/v1 Job `krm-fn-node-audit-<pool>` that runs `krm-fn verify "
           "--node` on one of the pool's nodes (the CPU/Memory Manager checkpoints and the CPU "

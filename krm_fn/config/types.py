@@ -220,6 +220,18 @@ class Duration(Type):
 VERSION = re.compile(r"v?1\.([0-9]{1,2})(\.[0-9]+)?")
 
 
+def unquoted_hint(v: int | float) -> str:
+    """Why an unquoted version is wrong, for the number YAML read: `YAML reads an unquoted
+    version as a number`, plus `, so 1.30 and 1.3 are the same number` when `v` has one
+    decimal digit (a trailing zero may have been dropped: YAML 1.2 core schema floats,
+    https://yaml.org/spec/1.2.2/#1032-tag-resolution)."""
+    hint = "YAML reads an unquoted version as a number"
+    text = repr(v)
+    if isinstance(v, float) and "." in text and len(text.partition(".")[2]) == 1:
+        hint += f", so {text}0 and {text} are the same number"
+    return hint
+
+
 class Version(Type):
     """A quoted Kubernetes minor version ("1.34", "v1.34.2"), at least 1.`minimum`, as the
     tuple (1, minor). `why` says what the oldest supported minor version brings."""
@@ -231,9 +243,8 @@ class Version(Type):
 
     def convert(self, v, path, flat):
         if not isinstance(v, str):
-            found = (f"the number {v!r} (YAML reads an unquoted 1.30 as 1.3): write the "
-                     f"version in quotes" if isinstance(v, (int, float))
-                     and not isinstance(v, bool) else short(v))
+            found = (f"the number {v!r} ({unquoted_hint(v)}): write the version in quotes"
+                     if isinstance(v, (int, float)) and not isinstance(v, bool) else short(v))
             raise ConfigError(path, f"must be a quoted string such as \"1.34\", found {found}")
         m = VERSION.fullmatch(v)
         if not m:

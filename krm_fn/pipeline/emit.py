@@ -37,6 +37,8 @@ def emit(items: list, run, placement: dict, out) -> None:
     ctx = RenderContext(cfg.output.namespace, run.set_path, baseline=cfg.output.baseline)
     by_name = _by_name(items)
     emitted_by: dict = {}        # emitted object key -> (pool name, format)
+    if (cfg.output.verifyJob or cfg.output.nodeAuditJob) and placement:
+        out.results.extend(_default_image_warning(run))
     for pool_index in sorted(placement):
         pool, plan = cfg.nodePools[pool_index], run.plans[pool_index]
         placed = placement[pool_index]
@@ -92,6 +94,25 @@ def emit_monitoring(items: list, run, targets: list, out) -> None:
         if run.set_path:
             obj["metadata"]["annotations"] = {PATH_ANNOTATION: "monitoring/dashboard.yaml"}
         _place(obj, items, by_name, run, pool.name, "monitoring", len(targets), out)
+
+
+def _default_image_warning(run) -> list:
+    """[the warning] when the verify or node-audit Job runs the default
+    `spec.output.verifyImage`, an image not published to any registry yet (its pod would fail with ErrImagePull:
+    https://kubernetes.io/docs/concepts/containers/images/#imagepullbackoff), else []."""
+    from krm_fn import config
+    from krm_fn.config.spec import DEFAULT_VERIFY_IMAGE
+    if run.cfg.output.verifyImage != DEFAULT_VERIFY_IMAGE:
+        return []
+    which = "verifyJob" if run.cfg.output.verifyJob else "nodeAuditJob"
+    job, image = (config.flat_path(p) if run.flat else p
+                  for p in (f"spec.output.{which}", "spec.output.verifyImage"))
+    return [Result(f"{job} is on with the default {image} {DEFAULT_VERIFY_IMAGE}, which is "
+                   f"not published to a registry yet: the Job's pod would fail to "
+                   f"pull it (ErrImagePull, https://kubernetes.io/docs/concepts/containers/"
+                   f"images/#imagepullbackoff); build the image from krm-fn's Dockerfile, "
+                   f"push it to a registry your nodes pull from and set {image} to it",
+                   WARNING, run.fc_ref, image)]
 
 
 def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> list:

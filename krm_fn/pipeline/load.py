@@ -17,7 +17,7 @@ from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits
 from krm_fn.pipeline.tune import copy_item
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
-from krm_fn.pipeline.select import ref_of, tuned_predicate
+from krm_fn.pipeline.select import ref_of, tuned_predicate, untuned_because
 
 
 @dataclass
@@ -92,6 +92,8 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                                          cfg.output.baseline)
         plans.append(plan)
         plan_results.append(flat_paths(presults) if flat else presults)
+    for i in _defaulted_selectors(function_config, flat):
+        plan_results[i].append(_default_selector_note(cfg.nodePools[i], i, fc_ref, flat))
     if any(r.severity == ERROR for pr in plan_results for r in pr):
         for pr in plan_results:
             results.extend(pr)
@@ -113,7 +115,9 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
                                      items, tuned)
-    run.ictx = injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg)
+    run.ictx = record.replace(
+        injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg),
+        untuned=lambda obj: untuned_because(obj, cfg.selector))
     run.namespaces = run.ictx.namespaces
     return run
 
@@ -206,6 +210,41 @@ def flat_paths(results: list) -> list:
     (config.flat_path)."""
     return [record.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
             for r in results]
+
+
+def _defaulted_selectors(function_config, flat: bool) -> list[int]:
+    """Indices of the node pools whose `nodeSelector` the function config does not set (so
+    the default applies); [] without a function config (the defaults warning says it)."""
+    if not isinstance(function_config, dict):
+        return []
+    if flat:
+        data = function_config.get("data")
+        try:
+            spec = config_mod.spec_from_flat(data if isinstance(data, dict) else {}, "data")
+        except config_mod.ConfigError:
+            return []
+    else:
+        spec = function_config.get("spec")
+    pools = spec.get("nodePools") if isinstance(spec, dict) else None
+    if not isinstance(pools, list):
+        return [0]
+    return [i for i, p in enumerate(pools) if isinstance(p, dict) and "nodeSelector" not in p]
+
+
+def _default_selector_note(pool, index: int, fc_ref, flat: bool) -> Result:
+    """The warning that node pool `pool` (at `index`) places its workloads with the default
+    nodeSelector, a label no node carries unless someone put it there; `flat`: the config
+    is a flat ConfigMap (the field is named by its key)."""
+    sel = ", ".join(f"{k}={v}" for k, v in pool.nodeSelector.items())
+    path = f"spec.nodePools[{index}].nodeSelector"
+    path = config_mod.flat_path(path) if flat else path
+    return Result(
+        f"node pool {pool.name!r}: {path} is not set, so the default {sel} is added to "
+        f"every workload placed in this pool; their pods stay Pending unless the nodes "
+        f"carry that label (kubectl label node NODE {sel}): set {path} to the labels of "
+        f"the nodes that get this kubelet config "
+        f"(https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/"
+        f"#nodeselector)", WARNING, fc_ref, path)
 
 
 def _defaults_note(cfg) -> Result:

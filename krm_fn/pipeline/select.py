@@ -169,6 +169,37 @@ def skipped(obj: dict) -> bool:
     return str(annotations_of(obj).get(SKIP_ANNOTATION, "")).lower() == "true"
 
 
+def untuned_because(obj: dict, sel) -> list[str]:
+    """What keeps `obj` (plain, well formed) from being tuned, each as the fix to make
+    (`add ConfigMap to spec.selector.kinds`, ...); [] when it is tuned. Each part of
+    `spec.selector` (`sel`) is asked on its own through `selected`, so the answer follows
+    it."""
+    if is_local_config(obj):
+        return [f"it is local-config ({LOCAL_CONFIG}), so it is never applied: drop that "
+                f"annotation"]
+    out = []
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    for f in type(sel).FIELDS:
+        alone = type(sel)(**{g.name: getattr(sel, g.name) if g is f else type(g.default)()
+                             for g in type(sel).FIELDS})
+        if selected(obj, alone):
+            continue
+        if f.name == "kinds":
+            out.append(f"add {obj.get('kind')} to spec.selector.kinds")
+        elif f.name == "names":
+            out.append(f"add {md.get('name')} to spec.selector.names")
+        elif f.name == "namespaces":
+            ns = md.get("namespace")
+            out.append(f"add {ns} to spec.selector.namespaces" if ns else
+                       "add \"\" to spec.selector.namespaces (it is cluster-scoped, which "
+                       "counts as namespace default there)")
+        else:
+            out.append(f"give it the labels of spec.selector.{f.name}")
+    if skipped(obj):
+        out.append(f"remove its {SKIP_ANNOTATION} annotation")
+    return out
+
+
 def tuned_predicate(cfg) -> Callable[[object], bool]:
     """`tuned(o)`: whether krm-fn tunes item `o` in this render (well formed, not
     local-config, selected, not skipped), for the whole-object checks."""

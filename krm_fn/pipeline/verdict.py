@@ -17,7 +17,7 @@ from krm_fn import record
 from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn.admission import build, resourcequota, vpa
+from krm_fn.admission import build, injectors, resourcequota, vpa
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
@@ -103,6 +103,11 @@ def judge(item: TunedItem, run) -> Outcome:
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, severity_on_failure(item, tp.pod, run.cfg),
                                   _has_error(own))
+            unseen = injectors.unseen_namespace(injectors.meta_of(tp.pod, ctx=run.ictx),
+                                                run.ictx, run.flat)
+            if unseen:
+                tp.verdict.append(Result(unseen, INFO, admitted.ref, admitted.path,
+                                         tags=VERDICT_TAGS + (("part", "injection"),)))
     outcome = _outcome(item, run)
     outcome.verdicts = verdicts
     return outcome

@@ -104,15 +104,18 @@ def _knative(pod: PodView, ctx, feats, why: str, current: dict, affinity: object
         _set_affinity(pod, ctx, feats, affinity, missing)
         return
     sel = ", ".join(f"{k}={v}" for k, v in missing.items())
-    mode = ("; or, if this InferenceService is not Serverless, say so with annotation "
-            f"{knative.KSERVE_MODE}: Standard" if knative.is_isvc(pod) else "")
+    mode, source = "", ""
+    if knative.is_isvc(pod):
+        mode = ("; or, if this InferenceService is not Serverless, say so with "
+                f"{knative.KSERVE_RAW_MODES}")
+        source = f"; {knative.KSERVE_MODES_SOURCE}"
     pod.error(pod.spec_path("nodeSelector"),
               f"{why} cannot be placed in node pool {ctx.pool.name!r} (nodeSelector {sel}): "
               f"Knative's webhook refuses nodeSelector and affinity unless its feature "
               f"flags allow them, so krm-fn writes neither; "
               f"{knative.fix(knative.NODE_SELECTOR, feats)}, then krm-fn adds the "
               f"nodeSelector{mode} (knative/serving pkg/apis/config/features.go, "
-              f"pkg/apis/serving/fieldmask.go PodSpecMask)")
+              f"pkg/apis/serving/fieldmask.go PodSpecMask{source})")
 
 
 def _set_affinity(pod: PodView, ctx, feats, affinity: object, missing: dict) -> None:

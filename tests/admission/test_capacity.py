@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from krm_fn.admission.capacity import fit_one, pod_requests
+from krm_fn.admission.capacity import fit_detail, fit_one, pod_requests
 from krm_fn.admission.kubelet import fit, fit_mix, judge
 from krm_fn.admission.model import ERROR, INIT, SIDECAR, Container
 from tests.admission.kit import GI, MI, ctr, node, pod, reserve_cores
@@ -17,12 +17,13 @@ def test_ten_not_eleven_pods_of_five_cpus_fit_when_each_must_stay_on_one_numa_no
         assert fit_one(p, node(topologyManagerPolicy=policy, reserved=RES)) == (
             10, "TopologyAffinityError: Resources cannot be allocated with Topology locality")
     assert fit_one(p, node(topologyManagerPolicy="best-effort", reserved=RES)) == (
-        11, "allocatable cpu 56 (OutOfcpu)")
+        11, "allocatable cpu 56: 5 each (OutOfcpu)")
 
 
 def test_fourteen_pods_of_24gi_do_not_fit_a_192gi_node_seven_do():
     n = node(allocatable={"cpu": 62, "memory": 192 * GI - GI - 100 * MI}, reserved={0, 32})
-    assert fit_one(pod(ctr("server", 1, 24)), n) == (7, "allocatable memory 190.9Gi (OutOfmemory)")
+    assert fit_one(pod(ctr("server", 1, 24)), n) == (
+        7, "allocatable memory 190.9Gi: 24Gi each (OutOfmemory)")
 
 
 def test_fit_counts_each_pod_alone():
@@ -52,3 +53,19 @@ def test_a_pod_larger_than_node_allocatable_never_schedules():
     errors = [f for f in findings if f.severity == ERROR]
     assert [f.rule for f in errors] == ["capacity"]
     assert "never schedules (Insufficient memory)" in errors[0].message
+
+
+def test_the_cpu_limit_names_the_exclusive_and_the_shared_part_of_each_replica():
+    # 4 exclusive CPUs + a 50m sidecar in the shared pool on 28 allocatable CPUs: 6 fit,
+    # not 7 (28 / 4), because each replica takes 4050m of allocatable cpu
+    n = node(allocatable={"cpu": 28, "memory": 100 * GI}, reserved={0, 32})
+    p = pod(ctr("vllm", 4, 12), ctr("metrics", Fraction(1, 20), 1))
+    assert fit_detail(p, n) == (6, "allocatable cpu 28: 4 + 50m each (OutOfcpu)",
+                                "allocatable cpu 28: 4 + 50m each")
+    assert fit_detail(pod(ctr("vllm", 4, 12)), n) == (
+        7, "allocatable cpu 28: 4 each (OutOfcpu)", "allocatable cpu 28: 4 each")
+    assert fit_detail(pod(Container("idle")), node(maxPods=40)) == (40, "maxPods 40",
+                                                                     "maxPods 40")
+    assert fit_detail(pod(ctr("server", 5, 1)),
+                      node(topologyManagerPolicy="single-numa-node", reserved=RES))[2] == (
+        "TopologyAffinityError")

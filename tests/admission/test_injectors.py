@@ -266,7 +266,60 @@ def test_storage_initializer_defaults_and_fix():
         "set cpuRequest == cpuLimit and memoryRequest == memoryLimit under key "
         "storageInitializer of ConfigMap kserve/inferenceservice-config, and equal requests "
         "and limits in spec.container.resources of the ClusterStorageContainer that serves "
-        "this URI (merged on top); or add those objects to the input and krm-fn fixes them")
+        "this URI (merged on top); or let krm-fn make them request == limit (it changes "
+        "only the objects of the input that spec.selector selects): ConfigMap "
+        "kserve/inferenceservice-config: put it in the input; ClusterStorageContainer "
+        "default: put it in the input (KServe's install creates it)")
+
+
+def _selector(**parts):
+    from krm_fn import config
+    return config.load({"apiVersion": config.API_VERSION, "kind": config.KIND,
+                        "metadata": {"name": "p"}, "spec": {"selector": parts}}).selector
+
+
+def test_storage_initializer_fix_names_what_spec_selector_must_add():
+    import dataclasses
+    from krm_fn.pipeline.select import untuned_because
+    m = kmeta({"model": {"storageUri": "s3://b/m"}})
+    csc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+           "metadata": {"name": "default"},
+           "spec": {"container": {"name": "storage-initializer", "resources": {
+               "requests": {"cpu": "100m", "memory": "100Mi"},
+               "limits": {"cpu": "1", "memory": "1Gi"}}},
+               "supportedUriFormats": [{"prefix": "s3://"}]}}
+    sel = _selector(kinds=["Deployment", "InferenceService"], namespaces=["serving"])
+    ctx = dataclasses.replace(InjectionContext.from_items([csc]),
+                              untuned=lambda o: untuned_because(o, sel))
+    got = storage_initializer.containers(m, ctx)
+    assert storage_initializer.fix(m, ctx, got).endswith(
+        "(merged on top); or let krm-fn make them request == limit (it changes only the "
+        "objects of the input that spec.selector selects): ConfigMap "
+        "kserve/inferenceservice-config: put it in the input, add ConfigMap to "
+        "spec.selector.kinds, add kserve to spec.selector.namespaces; "
+        "ClusterStorageContainer default: add ClusterStorageContainer to "
+        "spec.selector.kinds, add \"\" to spec.selector.namespaces (it is cluster-scoped, "
+        "which counts as namespace default there)")
+    # an empty selector selects the ClusterStorageContainer: only the ConfigMap is left
+    ctx = dataclasses.replace(ctx, untuned=lambda o: untuned_because(o, _selector()))
+    assert storage_initializer.fix(m, ctx, got).endswith(
+        "spec.selector selects): ConfigMap kserve/inferenceservice-config: put it in the "
+        "input")
+
+
+def test_untuned_because_asks_each_part_of_the_selector():
+    from krm_fn.pipeline.select import untuned_because
+    cm = {"apiVersion": "v1", "kind": "ConfigMap",
+          "metadata": {"name": "inferenceservice-config", "namespace": "kserve",
+                       "annotations": {"krm-fn.dev/skip": "true"}}}
+    sel = _selector(kinds=["Deployment"], names=["x"], namespaces=["kserve"],
+                    matchLabels={"a": "b"})
+    assert untuned_because(cm, sel) == [
+        "add ConfigMap to spec.selector.kinds", "add inferenceservice-config to "
+        "spec.selector.names", "give it the labels of spec.selector.matchLabels",
+        "remove its krm-fn.dev/skip annotation"]
+    assert untuned_because({"apiVersion": "v1", "kind": "ConfigMap",
+                            "metadata": {"name": "c"}}, _selector()) == []
 
 
 def test_storage_initializer_configmap_and_storage_container_on_top():
@@ -309,8 +362,9 @@ def test_storage_initializer_any_serving_storage_container_may_be_used():
         "the ClusterStorageContainers hf-hub, default all serve this URI and KServe uses "
         "whichever it lists first (no fixed order), so give every one of them requests == "
         "limits in spec.container.resources, or set spec.disabled: true on the ones that "
-        "should not serve it (the `default` one is created by KServe's install: put it in "
-        "the input and krm-fn fixes it)")
+        "should not serve it; or let krm-fn make it request == limit (it changes only the "
+        "objects of the input that spec.selector selects): ClusterStorageContainer default: "
+        "put it in the input (KServe's install creates it)")
     disabled = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
                 "metadata": {"name": "default"}, "spec": {"disabled": "true"}}
     got = storage_initializer.containers(m, InjectionContext.from_items([hf, disabled]))
@@ -327,8 +381,10 @@ def test_kserve_agent():
                      {"cpu": 1000, "memory": 1024}, "kserve_agent"),)
     assert kserve_agent.fix(m, EMPTY, got) == (
         "set cpuRequest == cpuLimit and memoryRequest == memoryLimit under the agent, "
-        "logger and batcher keys of ConfigMap kserve/inferenceservice-config; or add it to "
-        "the input and krm-fn fixes it")
+        "logger and batcher keys of ConfigMap kserve/inferenceservice-config; or let krm-fn "
+        "make it request == limit (it changes only the objects of the input that "
+        "spec.selector selects): ConfigMap kserve/inferenceservice-config: put it in the "
+        "input")
     ctx = InjectionContext.from_items([cm("inferenceservice-config", "kserve", {
         "agent": '{"cpuRequest": "1", "cpuLimit": "1", "memoryRequest": "1Gi", '
                  '"memoryLimit": "1Gi"}'})])

@@ -68,7 +68,9 @@ class InjectionContext:
     [LimitRange]}, which the API server validates every pod of that namespace against;
     `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
     admission; `quotas`: {namespace: [ResourceQuota]}, whose spec.hard the API server
-    checks every pod of that namespace against.
+    checks every pod of that namespace against; `untuned(obj) -> list[str]`: what keeps a
+    plain object from being tuned in this render, as fixes (pipeline.select.untuned_because;
+    [] when it is tuned; None: not known, every object counts as selected).
     All objects are plain data as read from the input.
     """
 
@@ -83,6 +85,7 @@ class InjectionContext:
     limit_ranges: dict = field(default_factory=dict)
     vpas: tuple = ()
     quotas: dict = field(default_factory=dict)
+    untuned: object = None
 
     @classmethod
     def from_items(cls, items: list, injection=None, kubernetes_version=None):

@@ -45,6 +45,11 @@ from krm_fn.admission.injectors import base
 ID = "istio"
 TITLE = "Istio istio-proxy"
 KEY, FLAT = "istio", "istio"
+# what on the Namespace turns injection on (for the info when the Namespace is not in the
+# input: krm_fn/admission/injectors/__init__.py unseen_namespace)
+NAMESPACE_TRIGGER = ("label istio-injection=enabled or istio.io/rev; istio/istio "
+                     "manifests/charts/istio-control/istio-discovery/templates/"
+                     "mutatingwebhook.yaml")
 CPU = ("sidecar.istio.io/proxyCPU", "sidecar.istio.io/proxyCPULimit")
 MEMORY = ("sidecar.istio.io/proxyMemory", "sidecar.istio.io/proxyMemoryLimit")
 NOTE = ("Istio: older injection templates size istio-init from the cluster-wide "

@@ -17,7 +17,7 @@ from __future__ import annotations
 from krm_fn.admission import model
 from krm_fn.admission.injectors import base
 from krm_fn.admission.injectors.storage_initializer import (CONFIG, config_resources,
-                                                             kserve_config)
+                                                            kserve_config, let_krm_fn)
 
 ID = "kserve_agent"
 TITLE = "KServe agent"
@@ -53,6 +53,9 @@ def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
     """What to change so the agent gets request == limit ("" when it does)."""
     if base.guaranteed(added):
         return ""
+    cm = ctx.configmap(CONFIG)
+    obj = (cm, True) if cm is not None else (
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": CONFIG, "namespace": "kserve"}}, False)
     return (f"set cpuRequest == cpuLimit and memoryRequest == memoryLimit under the agent, "
-            f"logger and batcher keys of ConfigMap kserve/{CONFIG}; or add it to the input "
-            f"and krm-fn fixes it")
+            f"logger and batcher keys of ConfigMap kserve/{CONFIG}" + let_krm_fn(ctx, [obj]))

@@ -32,6 +32,9 @@ from krm_fn.admission.injectors import base
 ID = "linkerd"
 TITLE = "Linkerd linkerd-proxy"
 KEY, FLAT = "linkerd", "linkerd"
+# what on the Namespace turns injection on (injectors/__init__.py unseen_namespace)
+NAMESPACE_TRIGGER = ("annotation linkerd.io/inject: enabled; linkerd/linkerd2 "
+                     "pkg/inject/report.go")
 CPU = ("config.linkerd.io/proxy-cpu-request", "config.linkerd.io/proxy-cpu-limit")
 MEMORY = ("config.linkerd.io/proxy-memory-request", "config.linkerd.io/proxy-memory-limit")
 NOTE = ("Linkerd: releases before linkerd/linkerd2#12741 (merged 2024-06) size "

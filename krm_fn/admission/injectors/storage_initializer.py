@@ -24,7 +24,9 @@ http(s)://, hf://: config/storagecontainers/default.yaml). When several serve th
 KServe takes the first match of a list read from its informer cache, in no fixed order
 (`GetStorageContainerSpec`), so krm-fn counts the one that is not request == limit. The
 defaults make the pod Burstable; no pod annotation sizes it. When these objects are in
-the input krm-fn makes them request == limit (krm_fn/objects.py).
+the input and selected by `spec.selector`, krm-fn makes them request == limit
+(krm_fn/objects.py); the fix then names what the input or the selector lacks
+(`let_krm_fn`).
 """
 from __future__ import annotations
 
@@ -206,9 +208,46 @@ def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
         return (f"the ClusterStorageContainers {names} all serve this URI and KServe uses "
                 f"whichever it lists first (no fixed order), so give every one of them "
                 f"requests == limits in spec.container.resources, or set spec.disabled: true "
-                f"on the ones that should not serve it (the `default` one is created by "
-                f"KServe's install: put it in the input and krm-fn fixes it)")
+                f"on the ones that should not serve it"
+                + let_krm_fn(ctx, [_storage_container(sc) for sc in found]))
+    cm = ctx.configmap(CONFIG)
+    cm_obj = (cm, True) if cm is not None else (
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": CONFIG, "namespace": "kserve"}}, False)
     return (f"set cpuRequest == cpuLimit and memoryRequest == memoryLimit under key "
             f"{CONFIG_KEY} of ConfigMap kserve/{CONFIG}, and equal requests and limits in "
             f"spec.container.resources of the ClusterStorageContainer that serves this URI "
-            f"(merged on top); or add those objects to the input and krm-fn fixes them")
+            f"(merged on top)" + let_krm_fn(ctx, [cm_obj, _storage_container(found[0])
+                                                     if found else _storage_container(None)]))
+
+
+def _storage_container(sc: dict | None) -> tuple[dict, bool]:
+    """(the ClusterStorageContainer as an object, whether it is in the input): KServe's
+    `default` (assumed in the cluster) when `sc` is that or None."""
+    if sc is None or sc is DEFAULT_STORAGE_CONTAINER:
+        return ({"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
+                 "metadata": {"name": "default"}}, False)
+    return sc, True
+
+
+def let_krm_fn(ctx: base.InjectionContext, objs: list) -> str:
+    """`; or let krm-fn make them request == limit: ...`: for each (object, in the input)
+    of `objs` that this render does not fix, what to do so it does (put it in the input,
+    and what spec.selector must add: InjectionContext.untuned); "" when it fixes all. Only
+    objects of the input that spec.selector selects are changed (krm_fn/objects.py)."""
+    parts = []
+    for obj, present in objs:
+        why = list(ctx.untuned(obj)) if ctx.untuned is not None else []
+        if present and not why:
+            continue
+        md = obj.get("metadata") or {}
+        name = f"{md['namespace']}/{md['name']}" if md.get("namespace") else md.get("name")
+        put = ("put it in the input (KServe's install creates it)"
+               if obj.get("kind") == "ClusterStorageContainer" else "put it in the input")
+        steps = ([] if present else [put]) + why
+        parts.append(f"{obj.get('kind')} {name}: " + ", ".join(steps))
+    if not parts:
+        return ""
+    return (f"; or let krm-fn make {'them' if len(parts) > 1 else 'it'} request == limit (it "
+            f"changes only the objects of the input that spec.selector selects): "
+            + "; ".join(parts))
