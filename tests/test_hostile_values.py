@@ -193,6 +193,23 @@ def test_hostile_ray_start_params_num_cpus_is_left_alone(value):
         f"tasks and sizes each worker's OMP_NUM_THREADS by num-cpus)"]
 
 
+def test_ray_start_params_num_cpus_4_0_becomes_4_with_one_warning():
+    """"4.0" is a number Ray reads (a float), not a whole-number string: the ray rule
+    rewrites it to the pinned count "4" and says so as a warning naming the old value."""
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+               "spec": {"headGroupSpec": {"rayStartParams": {"num-cpus": "4.0",
+                                                              "block": "true"}, "template": {
+                   "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9",
+                                            "resources": res()}]}}}}}
+    code, stderr, items, warns = run({}, items=[cluster])
+    assert (code, stderr) == (0, "")
+    assert items[0]["spec"]["headGroupSpec"]["rayStartParams"] == {"num-cpus": "4",
+                                                                   "block": "true"}
+    assert warns == {"spec.headGroupSpec.rayStartParams.num-cpus": [
+        "rayStartParams.num-cpus 4.0 -> 4: the Ray container 'ray-head' has 4 pinned CPUs; "
+        "Ray schedules tasks and sizes each worker's OMP_NUM_THREADS by num-cpus"]}
+
+
 @pytest.mark.parametrize("value", HOSTILE + BLANK, ids=_short)
 def test_hostile_cpus_annotation_is_an_error_naming_it(value):
     pod = {"apiVersion": "v1", "kind": "Pod",
