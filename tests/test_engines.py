@@ -252,13 +252,80 @@ def test_llama_threads_arg_at_most_the_count_is_kept_and_batch_follows_it():
 
 
 def test_llama_batch_threads_arg_only():
-    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321",
          "args": ["-m", "/models/m.gguf", "-tb=16"], "resources": res()}
     p, out, after = run(c)
     assert env_of(after) == {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"}
     assert messages(out, "warning") == [
         "container 'llama': llama.cpp -tb=16 asks for more threads than the 4 pinned CPUs "
-        "and wins over LLAMA_ARG_THREADS_BATCH; set it to 4"]
+        "and wins over LLAMA_ARG_THREADS, which -tb otherwise follows; set it to 4"]
+
+
+@pytest.mark.parametrize("image, want", [
+    ("ghcr.io/ggml-org/llama.cpp:server-b4321", (4321,)),
+    ("ghcr.io/ggml-org/llama.cpp:full-cuda-b3683", (3683,)),
+    ("ghcr.io/ggerganov/llama.cpp:server-b3600", (3600,)),
+    ("ghcr.io/ggml-org/llama.cpp:server-b4321@sha256:" + "a" * 64, (4321,)),
+    ("ghcr.io/ggml-org/llama.cpp:server", None),
+    ("ghcr.io/ggml-org/llama.cpp:server-cuda", None),
+    ("ghcr.io/ggml-org/llama.cpp@sha256:" + "a" * 64, None),
+    ("ghcr.io/ggml-org/llama.cpp:server-b٣٦٨٣", None),         # Arabic-Indic digits
+    ("ghcr.io/ggml-org/llama.cpp:server-b" + "9" * 5000, None),
+    ("registry.example.com/llamacpp:server-b4321", None),       # not a llama.cpp image
+])
+def test_llama_build_is_the_bNNNN_of_a_llama_cpp_image_tag(image, want):
+    from krm_fn.rules.engines import llama_cpp
+    assert llama_cpp.build(view({"image": image})) == want
+
+
+@pytest.mark.parametrize("image, want", [
+    ("ghcr.io/ggml-org/llama.cpp:server-b3600", None),
+    ("ghcr.io/ggml-org/llama.cpp:server-b3682", None),          # before b3683: not known
+    ("ghcr.io/ggml-org/llama.cpp:server-b3683", "4"),
+    ("ghcr.io/ggml-org/llama.cpp:server-b6000", "4"),
+    ("ghcr.io/ggml-org/llama.cpp:server", "4"),                 # unknown: env var, warned
+])
+def test_llama_threads_env_var_follows_the_build(image, want):
+    c = {"name": "llama", "image": image, "args": ["-m", "/models/m.gguf"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after).get("LLAMA_ARG_THREADS") == want
+    assert "LLAMA_ARG_THREADS_BATCH" not in env_of(after)   # llama-server reads no such var
+
+
+def test_llama_build_before_b3683_gets_nothing_and_a_warning_naming_threads():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b3600",
+         "args": ["-m", "/models/m.gguf"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4"}
+    assert [(r["field"]["path"], r["message"]) for r in results(out, "warning")] == [(
+        "spec.containers[0].args",
+        "container 'llama': llama.cpp build b3600 (image "
+        "'ghcr.io/ggml-org/llama.cpp:server-b3600') is older than b3683, the first build "
+        "krm-fn knows to read LLAMA_ARG_THREADS (llama-server's LLAMA_ARG_* env vars came with "
+        "PR #9105, August 2024), so nothing is set and llama.cpp picks its own thread count; "
+        "add --threads 4 to args (every build reads it) or use a build >= b3683 "
+        "(https://github.com/ggml-org/llama.cpp/blob/b3683/common/arg.cpp)")]
+
+
+def test_llama_build_before_b3683_with_threads_in_args_needs_nothing():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b3000",
+         "args": ["-m", "/models/m.gguf", "--threads", "4"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4"}
+    assert messages(out, "warning") == []
+
+
+def test_llama_unknown_build_sets_the_env_var_and_names_threads_as_better():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+         "args": ["-m", "/models/m.gguf"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"}
+    assert [(r["field"]["path"], r["message"]) for r in results(out, "warning")] == [(
+        "spec.containers[0].env",
+        "container 'llama': the image 'ghcr.io/ggml-org/llama.cpp:server' names no llama.cpp "
+        "build (a -bNNNN tag), so LLAMA_ARG_THREADS is set, which builds before b3683 may not "
+        "read (they ignore it); better: --threads 4 in args, which every build reads — or use "
+        "a tag such as server-b3683 or later")]
 
 
 def test_llama_env_above_the_count_is_lowered():
@@ -406,12 +473,11 @@ def test_downward_api_with_reserved_cpus_writes_literals_with_a_warning():
 
 
 def test_downward_api_whole_cpus():
-    c = {"name": "srv", "image": "ghcr.io/ggml-org/llama.cpp:server", "resources": res()}
+    c = {"name": "srv", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321", "resources": res()}
     p, out, after = run(c, {"threadsSource": "downwardAPI"})
     ref = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
     assert after["env"] == [{"name": "OMP_NUM_THREADS", "valueFrom": ref},
-                            {"name": "LLAMA_ARG_THREADS", "valueFrom": ref},
-                            {"name": "LLAMA_ARG_THREADS_BATCH", "valueFrom": ref}]
+                            {"name": "LLAMA_ARG_THREADS", "valueFrom": ref}]
     assert messages(out, "warning") == []
 
 
