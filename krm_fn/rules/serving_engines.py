@@ -55,7 +55,10 @@ the worker count).
   `JAVA_TOOL_OPTIONS` (never replacing its other options; an existing lower count is
   kept, a higher one lowered with a warning). N here is CPUs minus reservedCpus (a JVM is
   one process). A higher count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line wins
-  over `JAVA_TOOL_OPTIONS`: warning.
+  over `JAVA_TOOL_OPTIONS`: warning. The option is added only when the image's JDK is known
+  to have it (8u191+ or 10+ in the tag, or an `eclipse-temurin` image): an unknown -XX
+  option stops the JVM ("Unrecognized VM option"), so an older or unknown JDK gets nothing
+  and a warning (krm_fn/rules/engines/jvm.py).
 - **Text Generation Inference** on CPU (`text-generation-inference:*-intel-cpu`): from
   2.3.0 its CPU path reads `OMP_NUM_THREADS` (default: the node's physical cores per
   rank); a warning when it is not among the thread vars. One thread per physical core is
