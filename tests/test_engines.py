@@ -252,13 +252,80 @@ def test_llama_threads_arg_at_most_the_count_is_kept_and_batch_follows_it():
 
 
 def test_llama_batch_threads_arg_only():
-    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321",
          "args": ["-m", "/models/m.gguf", "-tb=16"], "resources": res()}
     p, out, after = run(c)
     assert env_of(after) == {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"}
     assert messages(out, "warning") == [
         "container 'llama': llama.cpp -tb=16 asks for more threads than the 4 pinned CPUs "
-        "and wins over LLAMA_ARG_THREADS_BATCH; set it to 4"]
+        "and wins over LLAMA_ARG_THREADS, which -tb otherwise follows; set it to 4"]
+
+
+@pytest.mark.parametrize("image, want", [
+    ("ghcr.io/ggml-org/llama.cpp:server-b4321", (4321,)),
+    ("ghcr.io/ggml-org/llama.cpp:full-cuda-b3683", (3683,)),
+    ("ghcr.io/ggerganov/llama.cpp:server-b3600", (3600,)),
+    ("ghcr.io/ggml-org/llama.cpp:server-b4321@sha256:" + "a" * 64, (4321,)),
+    ("ghcr.io/ggml-org/llama.cpp:server", None),
+    ("ghcr.io/ggml-org/llama.cpp:server-cuda", None),
+    ("ghcr.io/ggml-org/llama.cpp@sha256:" + "a" * 64, None),
+    ("ghcr.io/ggml-org/llama.cpp:server-b٣٦٨٣", None),         # Arabic-Indic digits
+    ("ghcr.io/ggml-org/llama.cpp:server-b" + "9" * 5000, None),
+    ("registry.example.com/llamacpp:server-b4321", None),       # not a llama.cpp image
+])
+def test_llama_build_is_the_bNNNN_of_a_llama_cpp_image_tag(image, want):
+    from krm_fn.rules.engines import llama_cpp
+    assert llama_cpp.build(view({"image": image})) == want
+
+
+@pytest.mark.parametrize("image, want", [
+    ("ghcr.io/ggml-org/llama.cpp:server-b3600", None),
+    ("ghcr.io/ggml-org/llama.cpp:server-b3682", None),          # before b3683: not known
+    ("ghcr.io/ggml-org/llama.cpp:server-b3683", "4"),
+    ("ghcr.io/ggml-org/llama.cpp:server-b6000", "4"),
+    ("ghcr.io/ggml-org/llama.cpp:server", "4"),                 # unknown: env var, warned
+])
+def test_llama_threads_env_var_follows_the_build(image, want):
+    c = {"name": "llama", "image": image, "args": ["-m", "/models/m.gguf"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after).get("LLAMA_ARG_THREADS") == want
+    assert "LLAMA_ARG_THREADS_BATCH" not in env_of(after)   # llama-server reads no such var
+
+
+def test_llama_build_before_b3683_gets_nothing_and_a_warning_naming_threads():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b3600",
+         "args": ["-m", "/models/m.gguf"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4"}
+    assert [(r["field"]["path"], r["message"]) for r in results(out, "warning")] == [(
+        "spec.containers[0].args",
+        "container 'llama': llama.cpp build b3600 (image "
+        "'ghcr.io/ggml-org/llama.cpp:server-b3600') is older than b3683, the first build "
+        "krm-fn knows to read LLAMA_ARG_THREADS (llama-server's LLAMA_ARG_* env vars came with "
+        "PR #9105, August 2024), so nothing is set and llama.cpp picks its own thread count; "
+        "add --threads 4 to args (every build reads it) or use a build >= b3683 "
+        "(https://github.com/ggml-org/llama.cpp/blob/b3683/common/arg.cpp)")]
+
+
+def test_llama_build_before_b3683_with_threads_in_args_needs_nothing():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b3000",
+         "args": ["-m", "/models/m.gguf", "--threads", "4"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4"}
+    assert messages(out, "warning") == []
+
+
+def test_llama_unknown_build_sets_the_env_var_and_names_threads_as_better():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+         "args": ["-m", "/models/m.gguf"], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after) == {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"}
+    assert [(r["field"]["path"], r["message"]) for r in results(out, "warning")] == [(
+        "spec.containers[0].env",
+        "container 'llama': the image 'ghcr.io/ggml-org/llama.cpp:server' names no llama.cpp "
+        "build (a -bNNNN tag), so LLAMA_ARG_THREADS is set, which builds before b3683 may not "
+        "read (they ignore it); better: --threads 4 in args, which every build reads — or use "
+        "a tag such as server-b3683 or later")]
 
 
 def test_llama_env_above_the_count_is_lowered():
@@ -356,6 +423,83 @@ def test_jvm_count_is_not_divided_by_workers_but_keeps_reserved_cpus():
     assert env["OMP_NUM_THREADS"] == "1"
 
 
+@pytest.mark.parametrize("image, want", [
+    ("eclipse-temurin:17-jre", ((17, 0), "17")),
+    ("eclipse-temurin:17.0.9_9-jre-jammy", ((17, 9), "17")),
+    ("openjdk:8u181-jdk", ((8, 181), "8u181")),
+    ("openjdk:8u191-jre", ((8, 191), "8u191")),
+    ("openjdk:8-jre", (None, "8")),                         # 8 without an update number
+    ("amazoncorretto:8", (None, "8")),
+    ("amazoncorretto:8u392-al2", ((8, 392), "8u392")),
+    ("ibm-semeru-runtimes:open-17-jre", ((17, 0), "17")),
+    ("tomcat:10-jdk17", ((17, 0), "17")),                   # a server: jdkNN in the tag
+    ("jetty:9.4-jre8", (None, "8")),
+    ("deepjavalibrary/djl-serving:0.29.0", (None, None)),   # the server's own version
+    ("eclipse-temurin@sha256:" + "a" * 64, (None, None)),
+    ("openjdk:٨u191", (None, None)),                        # Arabic-Indic eight
+    ("openjdk:" + "9" * 5000, (None, None)),
+])
+def test_jdk_version_from_the_image_tag(image, want):
+    from krm_fn.rules.engines import jvm
+    assert jvm.jdk_version(view({"image": image}))[:2] == want
+
+
+@pytest.mark.parametrize("image, added", [
+    ("openjdk:8u181-jdk", False),           # before the 8u191 backport
+    ("openjdk:8u191-jre", True),
+    ("openjdk:9-jdk", False),               # JDK-8146115 is fixed in 10, not in 9
+    ("openjdk:10-jdk", True),
+    ("amazoncorretto:21", True),
+    ("openjdk:8-jre", False),               # unknown update: not known to have it
+    ("eclipse-temurin:8-jre", True),        # every Temurin JDK has it
+    ("eclipse-temurin:latest", True),
+    ("deepjavalibrary/djl-serving:0.29.0", False),
+])
+def test_jvm_option_is_added_only_when_the_jdk_is_known_to_have_it(image, added):
+    c = {"name": "app", "image": image, "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after).get("JAVA_TOOL_OPTIONS") == ("-XX:ActiveProcessorCount=4" if added
+                                                      else None)
+
+
+def test_jvm_jdk_without_the_option_gets_nothing_and_a_warning():
+    c = {"name": "app", "image": "openjdk:8u181-jdk", "resources": res(),
+         "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-Xss1m"}]}
+    p, out, after = run(c)
+    assert env_of(after)["JAVA_TOOL_OPTIONS"] == "-Xss1m"
+    assert [(r["field"]["path"], r["message"]) for r in results(out, "warning")] == [(
+        "spec.containers[0].env[0].value",
+        "container 'app': -XX:ActiveProcessorCount=4 not added to JAVA_TOOL_OPTIONS: the image "
+        "'openjdk:8u181-jdk' runs JDK 8u181, which does not know the option (it came with JDK "
+        "10 and 8u191: JDK-8146115) and refuses to start with it (\"Unrecognized VM option\"), "
+        "so the JVM sizes its thread pools from the CPUs it detects; use a JDK 8u191+ or 10+ "
+        "image to get it (https://bugs.openjdk.org/browse/JDK-8146115)")]
+
+
+def test_jvm_unknown_jdk_gets_nothing_and_a_warning_naming_the_option():
+    c = {"name": "app", "image": "amazoncorretto:8", "command": ["java", "-jar", "a.jar"],
+         "resources": res()}
+    p, out, after = run(c)
+    assert "JAVA_TOOL_OPTIONS" not in env_of(after)
+    assert [(r["field"]["path"], r["message"]) for r in results(out, "warning")] == [(
+        "spec.containers[0].env",
+        "container 'app': -XX:ActiveProcessorCount=4 not added to JAVA_TOOL_OPTIONS: the image "
+        "'amazoncorretto:8' names no JDK version krm-fn can read (8 without an update number), "
+        "and a JDK before 8u191, or 9, refuses to start with an option it does not know "
+        "(\"Unrecognized VM option\"); better: add it yourself when the JDK is 8u191+ or 10+, "
+        "or use a tag that names the JDK (eclipse-temurin:21-jre, openjdk:8u392-jre, "
+        "tomcat:10-jdk17) (https://bugs.openjdk.org/browse/JDK-8146115)")]
+
+
+def test_jvm_count_already_there_is_lowered_whatever_the_jdk_version():
+    """A count in JAVA_TOOL_OPTIONS is the JVM's own (it starts with it): lowering it is safe
+    on an image of unknown JDK version."""
+    c = {"name": "app", "image": "registry.example/app:3", "resources": res(),
+         "env": [{"name": "JAVA_TOOL_OPTIONS", "value": "-XX:ActiveProcessorCount=64"}]}
+    p, out, after = run(c)
+    assert env_of(after)["JAVA_TOOL_OPTIONS"] == "-XX:ActiveProcessorCount=4"
+
+
 def test_gomemlimit_keeps_a_lower_value_and_reads_go_units():
     c = {"name": "srv", "image": "srv:1", "resources": res("2", "1Gi"),
          "env": [{"name": "GOMEMLIMIT", "value": "512MiB"}]}
@@ -406,12 +550,11 @@ def test_downward_api_with_reserved_cpus_writes_literals_with_a_warning():
 
 
 def test_downward_api_whole_cpus():
-    c = {"name": "srv", "image": "ghcr.io/ggml-org/llama.cpp:server", "resources": res()}
+    c = {"name": "srv", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321", "resources": res()}
     p, out, after = run(c, {"threadsSource": "downwardAPI"})
     ref = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
     assert after["env"] == [{"name": "OMP_NUM_THREADS", "valueFrom": ref},
-                            {"name": "LLAMA_ARG_THREADS", "valueFrom": ref},
-                            {"name": "LLAMA_ARG_THREADS_BATCH", "valueFrom": ref}]
+                            {"name": "LLAMA_ARG_THREADS", "valueFrom": ref}]
     assert messages(out, "warning") == []
 
 

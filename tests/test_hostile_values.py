@@ -67,10 +67,6 @@ ENV_CASES = {
     "LLAMA_ARG_THREADS": ({"image": "ghcr.io/ggml-org/llama.cpp:server"},
                           lambda v: env("LLAMA_ARG_THREADS", v), "env[0].value",
                           _not_whole("LLAMA_ARG_THREADS", "llama.cpp: the 4 pinned CPUs"), None),
-    "LLAMA_ARG_THREADS_BATCH": ({"image": "ghcr.io/ggml-org/llama.cpp:server"},
-                                lambda v: env("LLAMA_ARG_THREADS_BATCH", v), "env[0].value",
-                                _not_whole("LLAMA_ARG_THREADS_BATCH",
-                                           "llama.cpp: the 4 pinned CPUs"), None),
     "ORT_INTRA_OP_NUM_THREADS": ({"image": "registry.example/onnxruntime-app:1.29.0"},
                                  lambda v: env("ORT_INTRA_OP_NUM_THREADS", v), "env[0].value",
                                  _not_whole("ORT_INTRA_OP_NUM_THREADS",
@@ -191,6 +187,23 @@ def test_hostile_ray_start_params_num_cpus_is_left_alone(value):
         f"number and is left "
         f"alone; it should be 4 (the Ray container 'ray-head' has 4 pinned CPUs; Ray schedules "
         f"tasks and sizes each worker's OMP_NUM_THREADS by num-cpus)"]
+
+
+def test_ray_start_params_num_cpus_4_0_becomes_4_with_one_warning():
+    """"4.0" is a number Ray reads (a float), not a whole-number string: the ray rule
+    rewrites it to the pinned count "4" and says so as a warning naming the old value."""
+    cluster = {"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"},
+               "spec": {"headGroupSpec": {"rayStartParams": {"num-cpus": "4.0",
+                                                              "block": "true"}, "template": {
+                   "spec": {"containers": [{"name": "ray-head", "image": "rayproject/ray:2.9",
+                                            "resources": res()}]}}}}}
+    code, stderr, items, warns = run({}, items=[cluster])
+    assert (code, stderr) == (0, "")
+    assert items[0]["spec"]["headGroupSpec"]["rayStartParams"] == {"num-cpus": "4",
+                                                                   "block": "true"}
+    assert warns == {"spec.headGroupSpec.rayStartParams.num-cpus": [
+        "rayStartParams.num-cpus 4.0 -> 4: the Ray container 'ray-head' has 4 pinned CPUs; "
+        "Ray schedules tasks and sizes each worker's OMP_NUM_THREADS by num-cpus"]}
 
 
 @pytest.mark.parametrize("value", HOSTILE + BLANK, ids=_short)

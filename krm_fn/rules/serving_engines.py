@@ -30,9 +30,11 @@ the worker count).
   (warning otherwise). `VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an
   error; leaving less than 1Gi for weights, Python and `/dev/shm` a warning.
 - **llama.cpp** (`llama-server` in command/args, image `ghcr.io/ggml-org/llama.cpp:server*`):
-  `LLAMA_ARG_THREADS` and `LLAMA_ARG_THREADS_BATCH` = N, unless `--threads`/`-t`
-  (`--threads-batch`/`-tb`; `-tb` defaults to `-t`) is in args, which wins over the env
-  var; an arg above N is warned.
+  `LLAMA_ARG_THREADS` = N, unless `--threads`/`-t` is in args, which wins over the env var
+  (`--threads-batch`/`-tb` defaults to `-t` and has no env var); an arg above N is warned.
+  By the build of the image tag (`server-b4321`): nothing before b3683 (the first build
+  known to read the env var; warning naming `--threads N`), the env var and a warning when
+  the tag names no build (krm_fn/rules/engines/llama_cpp.py).
 - **TorchServe** (`torchserve` in command/args or image, KServe `pytorch`): each worker
   is a Python process with its own torch pool; with `TS_DEFAULT_WORKERS_PER_MODEL` = W the
   thread vars are N / W (threads rule), else a warning (TorchServe's default is one worker
@@ -53,7 +55,10 @@ the worker count).
   `JAVA_TOOL_OPTIONS` (never replacing its other options; an existing lower count is
   kept, a higher one lowered with a warning). N here is CPUs minus reservedCpus (a JVM is
   one process). A higher count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line wins
-  over `JAVA_TOOL_OPTIONS`: warning.
+  over `JAVA_TOOL_OPTIONS`: warning. The option is added only when the image's JDK is known
+  to have it (8u191+ or 10+ in the tag, or an `eclipse-temurin` image): an unknown -XX
+  option stops the JVM ("Unrecognized VM option"), so an older or unknown JDK gets nothing
+  and a warning (krm_fn/rules/engines/jvm.py).
 - **Text Generation Inference** on CPU (`text-generation-inference:*-intel-cpu`): from
   2.3.0 its CPU path reads `OMP_NUM_THREADS` (default: the node's physical cores per
   rank); a warning when it is not among the thread vars. One thread per physical core is

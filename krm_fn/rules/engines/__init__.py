@@ -81,7 +81,7 @@ def table() -> str:
              "|---|---|---|---|---|---|"]
     for e in (*ENGINES, WORKERS):
         sources = ", ".join(f"[{title}]({url})" for title, url in e.sources)
-        releases = "; ".join(f"[{version_text(r.since)}]({r.source}): {r.note}"
+        releases = "; ".join(f"[{r.label or version_text(r.since)}]({r.source}): {r.note}"
                              for r in e.releases) or "—"
         lines.append(f"| {e.name} | {e.recognised} | {e.sets} | {e.warns} | {releases} | "
                      f"{sources} |")

@@ -85,12 +85,14 @@ class Release:
     """What an engine's releases from `since` on (a version tuple such as (0, 11, 1), up to
     the next Release of the same table) read: `facts` (engine-specific: the values a
     setting accepts, its default, ...), `source` (the upstream source file at that
-    release's tag, https) and `note` (what changed, for the docs table)."""
+    release's tag, https), `note` (what changed, for the docs table) and `label` (how the
+    engine writes that version, such as "8u191" or "b3683"; default: "0.11.1")."""
 
     since: tuple
     facts: dict
     source: str
     note: str = ""
+    label: str = ""
 
 
 def release_for(releases: tuple, version: tuple | None) -> Release | None:

@@ -1,6 +1,17 @@
 """JVM: `-XX:ActiveProcessorCount=N` appended to `JAVA_TOOL_OPTIONS` (N = CPUs minus
 reservedCpus: a JVM is one process), never replacing its other options; a higher count
 later on the command line wins and is warned about.
+
+By JDK version (from the image tag: `eclipse-temurin:17-jre`, `openjdk:8u181-jdk`,
+`amazoncorretto:11`, `tomcat:10-jdk17`): the option exists from JDK 10 (JDK-8146115) and
+8u191 (its backport); JDK 9 and JDKs before 8u191 refuse to start with it ("Unrecognized
+VM option", cloudfoundry/java-buildpack#658). An unknown -XX option is fatal, so krm-fn
+adds it only when the JDK is known to have it: a version in the tag, or an image family
+that never shipped a JDK without it (`eclipse-temurin`: its first binaries came in 2021).
+Otherwise (an unknown version, `8` without an update number, a server image such as
+`djl-serving` whose tag is no JDK version) nothing is added and a warning names it. A
+count already in JAVA_TOOL_OPTIONS is the JVM's own (it starts with it) and is lowered as
+before.
 """
 from __future__ import annotations
 
@@ -10,10 +21,72 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import WARNING
 from krm_fn.rules.cmdline import count_text, env_entry, tokens
-from krm_fn.rules.engines.base import Engine
+from krm_fn.rules.engines.base import Engine, Release, release_for
 from krm_fn.rules.envvars import add_env
 
 _APC = re.compile(r"-XX:ActiveProcessorCount=(\S*)")
+JDK_8146115 = "https://bugs.openjdk.org/browse/JDK-8146115"
+RELEASES = (
+    Release((8, 191), {"apc": True},
+            "https://www.oracle.com/technetwork/java/javase/8u191-relnotes-5032181.html#JDK-8146115",
+            "`-XX:ActiveProcessorCount` appears (JDK-8146115 backported); older JDKs refuse "
+            "to start with it (\"Unrecognized VM option\")", label="8u191"),
+    Release((9, 0), {"apc": False}, JDK_8146115,
+            "JDK 9 does not have it (JDK-8146115 is fixed in 10)", label="9"),
+    Release((10, 0), {"apc": True}, JDK_8146115, "every JDK from 10 has it", label="10"),
+)
+# JDK/JRE image names (the tag starts with the JDK version) and JVM servers (a JDK
+# version only as jdkNN/jreNN in the tag)
+JDK_IMAGES = ("eclipse-temurin", "openjdk", "amazoncorretto", "ibm-semeru-runtimes",
+              "sapmachine", r"zulu-openjdk[\w-]*", "adoptopenjdk")
+SERVER_IMAGES = ("djl-serving", "tomcat", "jetty")
+# families that never shipped a JDK without the option (Adoptium's first Temurin
+# binaries, 2021: https://www.infoq.com/news/2021/10/adoptium-releases-temurin-jdk/)
+ALWAYS_HAVE = ("eclipse-temurin",)
+_JDK_NAME = re.compile(r"(^|/)(" + "|".join(JDK_IMAGES) + r")$")
+_ALWAYS = re.compile(r"(^|/)(" + "|".join(ALWAYS_HAVE) + r")$")
+_LEADING = re.compile(r"(?:open-)?([0-9]{1,3})(?:u([0-9]{1,4})|\.[0-9]{1,4}\.([0-9]{1,4}))?"
+                      r"(?![0-9])")
+_IN_TAG = re.compile(r"(?:^|[-_.])(?:jdk|jre|java|openjdk)-?([0-9]{1,3})(?:u([0-9]{1,4}))?"
+                     r"(?![0-9])")
+
+
+def jdk_version(c: ContainerView) -> tuple[tuple | None, str | None, str]:
+    """(version, as written, image name) of the JDK the image tag of `c` names: version
+    (feature, update) such as (8, 181) for `openjdk:8u181-jdk`, (17, 9) for
+    `eclipse-temurin:17.0.9_9-jre`, (17, 0) for `tomcat:10-jdk17`; None when unknown —
+    no tag, a digest only, no JDK version in the tag, or `8` without an update number
+    (then "as written" is "8")."""
+    image = c.data.get("image")
+    if not isinstance(image, str) or len(image) > 512:
+        return None, None, ""
+    ref = image.split("@", 1)[0].lower()
+    name, _, tag = ref.rpartition(":")
+    if not name or "/" in tag:
+        return None, None, ref              # no tag (a registry port is not one)
+    m = _LEADING.match(tag) if _JDK_NAME.search(name) else None
+    m = m or _IN_TAG.search(tag)
+    if m is None:
+        return None, None, name
+    feature = int(m.group(1))
+    update = m.group(2) or (m.group(3) if m.re is _LEADING else None)
+    if feature == 8 and update is None:
+        return None, "8", name
+    shown = f"8u{int(update)}" if feature == 8 else str(feature)
+    return (feature, int(update or 0)), shown, name
+
+
+def has_option(c: ContainerView) -> tuple[bool | None, str | None]:
+    """(whether the JDK of `c` knows -XX:ActiveProcessorCount: True, False or None for
+    unknown; the JDK version as written) — by RELEASES, or ALWAYS_HAVE for an image
+    family whose every JDK has it."""
+    version, shown, name = jdk_version(c)
+    if version is not None:
+        rel = release_for(RELEASES, version)
+        return rel is not None and rel.facts["apc"], shown
+    if _ALWAYS.search(name):
+        return True, shown
+    return None, shown
 
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
@@ -25,11 +98,15 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     why = (f"{cnt.base_why}; a JVM's availableProcessors() is min(affinity, cpu quota "
            f"rounded up), or the host count on JVMs that do not see the cgroup")
     entry = env_entry(c, "JAVA_TOOL_OPTIONS")
+    has, shown = has_option(c)
     if entry is None:
-        add_env(pod, c, {"name": "JAVA_TOOL_OPTIONS", "value": want},
-                f"container {c.name!r}: JAVA_TOOL_OPTIONS set to {want} ({why})")
+        if has:
+            add_env(pod, c, {"name": "JAVA_TOOL_OPTIONS", "value": want},
+                    f"container {c.name!r}: JAVA_TOOL_OPTIONS set to {want} ({why})")
+        else:
+            _not_added(pod, c, c.path + ("env",), want, has, shown)
     else:
-        _tool_options(pod, c, entry, cnt, want, why)
+        _tool_options(pod, c, entry, cnt, want, why, (has, shown))
     later = [(var, env_entry(c, var)) for var in ("JAVA_OPTS", "JDK_JAVA_OPTIONS")]
     sources = [(f"env {var}", c.path + ("env", ent[0], "value"), str(ent[1].get("value") or ""))
                for var, ent in later if ent is not None and "valueFrom" not in ent[1]]
@@ -46,9 +123,31 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                                + f"; set it to {n} or remove it")
 
 
+def _not_added(pod: PodView, c: ContainerView, path: tuple, want: str, has: bool | None,
+               shown: str | None) -> None:
+    """Warn that `want` is not added because the image's JDK does not know it (`has`
+    False) or its version is unknown (None); `shown`: the JDK version as written."""
+    image = c.data.get("image")
+    if has is False:
+        why = (f"the image {image!r} runs JDK {shown}, which does not know the option (it "
+               f"came with JDK 10 and 8u191: JDK-8146115) and refuses to start with it "
+               f"(\"Unrecognized VM option\"), so the JVM sizes its thread pools from the "
+               f"CPUs it detects; use a JDK 8u191+ or 10+ image to get it")
+    else:
+        found = " (8 without an update number)" if shown else ""
+        why = (f"the image {image!r} names no JDK version krm-fn can read{found}, and a JDK "
+               f"before 8u191, or 9, refuses to start with an option it does not know "
+               f"(\"Unrecognized VM option\"); better: add it yourself when the JDK is "
+               f"8u191+ or 10+, or use a tag that names the JDK (eclipse-temurin:21-jre, "
+               f"openjdk:8u392-jre, tomcat:10-jdk17)")
+    pod.warn(path, f"container {c.name!r}: {want} not added to JAVA_TOOL_OPTIONS: {why} "
+                   f"({JDK_8146115})")
+
+
 def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
-                  why: str) -> None:
-    """An existing JAVA_TOOL_OPTIONS: append the flag, or lower a higher count."""
+                  why: str, jdk: tuple) -> None:
+    """An existing JAVA_TOOL_OPTIONS: append the flag when the JDK (`jdk`: has_option)
+    knows it, or lower a higher count."""
     n = cnt.base
     i, e = entry
     if "valueFrom" in e:
@@ -61,6 +160,9 @@ def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
     for m in _APC.finditer(value):
         pass
     if m is None:
+        if not jdk[0]:
+            _not_added(pod, c, c.path + ("env", i, "value"), want, *jdk)
+            return
         new = (value.rstrip() + " " + want).strip()
         pod.set(c.path + ("env", i, "value"), new,
                 f"container {c.name!r}: {want} appended to JAVA_TOOL_OPTIONS ({why})",
@@ -84,21 +186,26 @@ def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
 
 ENGINE = Engine(
     "JVM",
-    images=(r"(^|/)(eclipse-temurin|openjdk|amazoncorretto|ibm-semeru-runtimes|"
-            r"sapmachine|zulu-openjdk[\w-]*|adoptopenjdk|djl-serving|tomcat|jetty)"
-            r"(:|@|$)",),
+    images=(r"(^|/)(" + "|".join(JDK_IMAGES + SERVER_IMAGES) + r")(:|@|$)",),
     commands=(r"^(\S*/)?java(\s|$)",),
     env_names=("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS"),
     check=check,
+    releases=RELEASES,
     recognised="JDK/JRE images (`eclipse-temurin`, `openjdk`, `amazoncorretto`, …), "
                "`djl-serving`, `tomcat`, `jetty`; command `java`; "
-               "`JAVA_TOOL_OPTIONS`/`JAVA_OPTS`/`JDK_JAVA_OPTIONS` present",
+               "`JAVA_TOOL_OPTIONS`/`JAVA_OPTS`/`JDK_JAVA_OPTIONS` present; the JDK version "
+               "from the tag (`17-jre`, `8u181-jdk`, `10-jdk17`)",
     sets="`-XX:ActiveProcessorCount=N` appended to `JAVA_TOOL_OPTIONS` (never replacing "
-         "other options; a lower count kept, a higher one lowered). N = CPUs − "
-         "`reservedCpus`, not divided by workers",
-    warns="a higher count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line (it comes "
-          "later and wins)",
+         "other options; a lower count kept, a higher one lowered) when the JDK is known to "
+         "have it: 8u191+ or 10+ in the tag, or an `eclipse-temurin` image (every Temurin "
+         "JDK has it). N = CPUs − `reservedCpus`, not divided by workers",
+    warns="a JDK without the option (before 8u191, 9: it refuses to start with it) or of "
+          "unknown version (`latest`, `8`, a server's own tag): nothing added; a higher "
+          "count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line (it comes later "
+          "and wins)",
     sources=(("java launcher: -XX:ActiveProcessorCount, JDK_JAVA_OPTIONS",
               "https://docs.oracle.com/en/java/javase/21/docs/specs/man/java.html"),
-             ("JDK-8281181", "https://bugs.openjdk.org/browse/JDK-8281181")),
+             ("JDK-8281181", "https://bugs.openjdk.org/browse/JDK-8281181"),
+             ("cloudfoundry/java-buildpack#658: Unrecognized VM option before 8u191",
+              "https://github.com/cloudfoundry/java-buildpack/issues/658")),
 )
