@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from krm_fn import numbers
-from tests.helpers import run_fn
+from tests.helpers import results, run_fn
 
 # Unicode digits of several scripts (superscript two, Arabic-Indic two, Devanagari four,
 # fullwidth five), a 5,000-digit number, signs, fractions, hex and exponent forms
@@ -38,7 +38,7 @@ def run(container: dict, data: dict | None = None, items: list | None = None):
     p = run_fn([], json.dumps(doc, ensure_ascii=False))
     out = yaml.safe_load(p.stdout) or {}
     warns: dict = {}
-    for r in out.get("results") or []:
+    for r in results(out):
         if r["severity"] == "warning":
             warns.setdefault(r["field"]["path"], []).append(r["message"])
     return p.returncode, p.stderr, out.get("items"), warns
