@@ -111,7 +111,10 @@ class PodView:
     """One pod spec of a workload: containers, volumes, nodeSelector and annotations,
     with helpers that write through `Edits` and collect findings. `results`: the pod's
     findings in order, Changes with a message (from `set`) and plain Results (warnings,
-    errors, infos that are not writes); krm_fn.changes.results turns them into KRM results."""
+    errors, infos that are not writes); krm_fn.changes.results turns them into KRM results.
+    `memo`: what is derived from the pod and asked for more than once (e.g. its injector
+    metadata, krm_fn.admission.injectors.base.meta_of), each entry checked against the
+    item's edits so far; it lives as long as the view."""
 
     ref: Ref
     at: PodSpecAt
@@ -120,6 +123,7 @@ class PodView:
     containers: list[ContainerView]
     edits: Edits
     results: list
+    memo: dict = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def rule(self) -> str | None:

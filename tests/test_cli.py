@@ -219,9 +219,9 @@ def test_run_baseline_file_errors_name_the_file_and_keep_config_errors(tmp_path)
 
 # --- start-up: a run imports only what it uses (krm_fn/cli/__init__.py) -------------------
 
-def _imported(args: list[str], stdin: str, cwd=None) -> set[str]:
+def _imported(args: list[str], stdin: str, cwd=None, code: int = 0) -> set[str]:
     """The modules `python -m krm_fn ARGS` imports (from -X importtime), after checking it
-    exits 0."""
+    exits with `code`."""
     import os
     import subprocess
     import sys
@@ -229,7 +229,7 @@ def _imported(args: list[str], stdin: str, cwd=None) -> set[str]:
     env.pop("_KRM_FN_COMPLETE", None)
     p = subprocess.run([sys.executable, "-X", "importtime", "-m", "krm_fn", *args],
                        input=stdin.encode(), capture_output=True, cwd=cwd, env=env, timeout=120)
-    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    assert p.returncode == code, p.stderr.decode()[-2000:]
     return {m.group(1) for m in re.finditer(r"^import time:[^|]*\|[^|]*\| *(\S+)$",
                                             p.stderr.decode(), re.M)}
 
@@ -302,7 +302,23 @@ def _started_with() -> set[str]:
 def test_a_plain_render_imports_only_what_it_uses():
     mods = _imported([], _ten_items()) - _started_with()
     assert "krm_fn.pipeline.verdict" in mods and "krm_fn.record" in mods
+    assert "krm_fn.admission.injectors" in mods
     assert _loaded(mods, _NOT_ON_THE_RENDER_PATH) == []
+    # no pod of the list carries what could make an admission injector fire
+    from krm_fn.admission.injectors import NAMES
+    assert sorted(m for m in mods if m.startswith("krm_fn.admission.injectors.")) == [
+        "krm_fn.admission.injectors.base"]
+    assert len(NAMES) == 11
+
+
+def test_a_render_imports_the_injector_a_pod_triggers():
+    text = _ten_items().replace("    template:\n      spec:\n",
+                                "    template:\n      metadata:\n        annotations:\n"
+                                "          dapr.io/enabled: \"true\"\n      spec:\n", 1)
+    assert text.count("dapr.io/enabled") == 1
+    mods = _imported([], text, code=1) - _started_with()   # 1: daprd keeps it Burstable
+    assert sorted(m for m in mods if m.startswith("krm_fn.admission.injectors.")) == [
+        "krm_fn.admission.injectors.base", "krm_fn.admission.injectors.dapr"]
 
 
 def test_the_function_path_ends_the_process_only_when_it_owns_it(monkeypatch):

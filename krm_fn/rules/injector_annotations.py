@@ -73,11 +73,11 @@ OPTIONS = ("workloads.injection",)
 
 _GUARANTEED = "the injected container needs request == limit for the pod to stay Guaranteed"
 
-# The injectors sized by pod-template annotations, each a module of
-# krm_fn/admission/injectors (KEY: attribute of spec.workloads.injection; FLAT: prefix of its
-# ConfigMap keys; TITLE; CPU and MEMORY: (request, limit) annotation names; NOTE: warning
-# about what the annotations cannot fix; trigger(meta)).
-INJECTORS = registry.ANNOTATED
+# The injectors sized by pod-template annotations are the modules of
+# krm_fn/admission/injectors with a KEY (attribute of spec.workloads.injection; FLAT: prefix
+# of its ConfigMap keys; TITLE; CPU and MEMORY: (request, limit) annotation names; NOTE:
+# warning about what the annotations cannot fix; trigger(meta)): registry.ANNOTATED. `apply`
+# imports only those that may fire for the pod (registry.candidates).
 
 
 def _field(inj, res: str) -> str:
@@ -184,6 +184,16 @@ def _apply_one(pod: PodView, ctx, inj) -> None:
 
 
 def apply(pod: PodView, ctx) -> None:
-    """Write equal request/limit annotations for every injector that applies to the pod."""
-    for inj in INJECTORS:
-        _apply_one(pod, ctx, inj)
+    """Write equal request/limit annotations for every injector that applies to the pod
+    (in registry.ANNOTATED order; an injector whose trigger cannot fire, registry.WHEN,
+    does nothing in _apply_one, so it is not imported). The metadata is read again for
+    each injector: one may write annotations another reads."""
+    if pod.at.meta is None:
+        return
+    ictx = getattr(ctx, "ictx", None)
+    everything = registry.any_always(ctx.cfg.workloads.injection)
+    for name in registry.NAMES:
+        if everything or registry.may_fire(name, injbase.meta_of(pod, ctx.namespaces, ictx)):
+            inj = registry.module(name)
+            if hasattr(inj, "KEY"):
+                _apply_one(pod, ctx, inj)

@@ -55,6 +55,90 @@ def test_registry_order_and_annotated_injectors():
     assert inj.by_id("gcsfuse") is gcsfuse
 
 
+def test_injector_names_are_their_module_names_and_ids():
+    assert inj.NAMES == tuple(inj.WHEN)
+    assert [m.__name__.rsplit(".", 1)[1] for m in inj.INJECTORS] == list(inj.NAMES)
+    assert [m.ID for m in inj.INJECTORS] == list(inj.NAMES)
+    with pytest.raises(KeyError):
+        inj.by_id("base")
+
+
+def _key_like(module) -> list:
+    """The annotation and label names a module spells out (its str constants with a `/`, a
+    `.` or a `-`), tuples and prefixes included."""
+    out = []
+    for v in vars(module).values():
+        for s in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(s, str) and " " not in s and any(c in s for c in "/.-"):
+                out.append(s)
+    return out
+
+
+def _metas(seed: int, count: int):
+    """Metas built at random from every key the injector modules spell out, the WHEN
+    keys and prefixes (with suffixes for the prefixes), values that turn injectors on or
+    off, platforms, kinds and KubeRay groups."""
+    import random
+    rnd = random.Random(seed)
+    keys = sorted({k for m in inj.INJECTORS for k in _key_like(m)}
+                  | {k + s for w in inj.WHEN.values() for k in w.annotations + w.ns_annotations
+                     for s in ("", "java", "python", "go")})
+    values = ["true", "True", "false", "enabled", "disabled", "ingress", "yes", "y", "on", "1",
+              "0", "", "ambient", "default", "canary", "ml/inst", "Knative", "Standard",
+              "gs://b/m", "pvc://c/m"]
+
+    def pick():
+        return {rnd.choice(keys): rnd.choice(values) for _ in range(rnd.randint(0, 3))}
+
+    for _ in range(count):
+        spec = rnd.choice([{}, {"storageUri": "gs://b/m"}, {"logger": {"mode": "all"}},
+                           {"batcher": {}}, {"model": {"storageUri": "s3://b/m"}}])
+        group = rnd.choice([None, None, "head", "worker"])
+        yield meta(pick(), pick(), rnd.choice([None, {}, pick()]), rnd.choice([None, {}, pick()]),
+                   platform=rnd.choice([None, None, "kserve", "knative", "seldon"]),
+                   kind=rnd.choice(["Deployment", "InferenceService", "Service", "RayCluster"]),
+                   host_network=rnd.random() < 0.1, spec=spec, owner_annotations=pick(),
+                   ray_group=group, ray_cluster={"enableInTreeAutoscaling": "true"}
+                   if group else {}, ray_cluster_path="spec" if group else "")
+
+
+def test_no_injector_fires_without_what_WHEN_says_it_needs():
+    """WHEN, the data a render checks before it imports an injector, must hold every way
+    the injector's own trigger can fire: across many metadata built from every key the
+    modules spell out, a trigger returns True only when may_fire says it may, and each
+    injector fires for some (so the check is not empty)."""
+    fired = dict.fromkeys(inj.NAMES, 0)
+    for m in _metas(11, 6000):
+        for name in inj.NAMES:
+            on, _ = inj.module(name).trigger(m)
+            if on is True:
+                assert inj.may_fire(name, m), (name, m)
+                fired[name] += 1
+    assert all(fired.values()), fired
+
+
+def test_injections_skip_only_what_cannot_fire():
+    """candidates() leaves out an injector only when it cannot fire: injections() equals
+    the same loop over every injector, for auto, never and always modes."""
+    from krm_fn import config
+    for mode in ("auto", "always", "never"):
+        cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                           "spec": {"workloads": {"injection": {
+            "istio": {"mode": mode}, "dapr": {"mode": "always" if mode == "never" else "auto"}}}}})
+        ctx = InjectionContext(injection=cfg.workloads.injection)
+        for m in _metas(5, 400):
+            full = []
+            for mod in inj.INJECTORS:
+                conf = getattr(ctx.injection, getattr(mod, "KEY", ""), None)
+                if conf is not None and conf.mode == "never":
+                    continue
+                on, _ = mod.trigger(m)
+                if on or (on is None and conf is not None and conf.mode == "always"):
+                    if mod.containers(m, ctx):
+                        full.append(mod.ID)
+            assert [i.injector for i in inj.injections(m, ctx)] == full, (mode, m)
+
+
 def test_every_injector_module_documents_itself():
     for m in inj.INJECTORS:
         assert all(h in (m.__doc__ or "") for h in ("**When it fires", "**What it adds", "**Resources"))

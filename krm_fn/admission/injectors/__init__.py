@@ -1,8 +1,8 @@
 """Admission-time injectors: one module per injector, the one definition both the rules
 (krm_fn/rules/injector_annotations.py, platform_containers.py) and the verdict read.
 
-Each module has `ID`, `TITLE`, a docstring that is its user documentation (when it fires,
-in every way; what it adds with default resources; what controls them),
+Each module has `ID` (its module name), `TITLE`, a docstring that is its user documentation
+(when it fires, in every way; what it adds with default resources; what controls them),
 `trigger(meta) -> (True | False | None, why)` (False: explicit opt-out; None: nothing
 visible decides), `containers(meta, ctx) -> tuple[model.Container]` with the resources
 they will get, and `fix(meta, ctx, containers) -> str`: what to change where when they do
@@ -12,31 +12,123 @@ prefix), `CPU` and `MEMORY` ((request, limit) annotation names) and `NOTE` (what
 annotations cannot fix, or None); those the pod's Namespace can turn on have
 `NAMESPACE_TRIGGER` (what on the Namespace does).
 
-`INJECTORS` lists them in the order the rules and the verdict apply them.
+`NAMES` lists them in the order the rules and the verdict apply them; `INJECTORS` (the
+modules, in that order) and `ANNOTATED` (those with a KEY) import them all. `WHEN` says, as
+data, what a pod must carry for each injector's trigger to return True: the modules take
+their trigger keys from it, and a render imports an injector's module only for a pod that
+carries one of them (`candidates`), or when the config sets some injector's mode to
+`always` (start-up: most renders have no injected pod; docs/performance.md).
+tests/admission/test_injectors.py checks that no trigger fires without its WHEN.
 """
 from __future__ import annotations
 
+import sys
+
+from krm_fn.record import dataclass
+
 from krm_fn.admission import model
-from krm_fn.admission.injectors import (base, dapr, gcsfuse, istio, kserve_agent, kuberay,
-                                        linkerd, otel_collector, otel_instrumentation,
-                                        queue_proxy, storage_initializer, vault)
+from krm_fn.admission.injectors import base
 from krm_fn.admission.injectors.base import InjectionContext, Meta, meta_of
 
-INJECTORS = (istio, linkerd, queue_proxy, vault, dapr, storage_initializer, kserve_agent,
-             otel_instrumentation, otel_collector, gcsfuse, kuberay)
-# the injectors spec.workloads.injection configures, in the injector-annotations rule's order
-ANNOTATED = tuple(m for m in INJECTORS if hasattr(m, "KEY"))
 
-__all__ = ["INJECTORS", "ANNOTATED", "InjectionContext", "Meta", "meta_of", "injections",
-           "for_pod", "by_id", "unseen_namespace"]
+@dataclass(frozen=True)
+class When:
+    """What can make one injector's trigger return True: a key of the pod's `annotations`
+    or `labels`, or of its Namespace's `ns_labels` or `ns_annotations`, that starts with
+    one of these strings (a key, or a key prefix ending in `-`); a pod on one of
+    `platforms` (PodSpecAt.platform); with `ray_group`, a KubeRay group's pod."""
+
+    annotations: tuple = ()
+    labels: tuple = ()
+    ns_labels: tuple = ()
+    ns_annotations: tuple = ()
+    platforms: tuple = ()
+    ray_group: bool = False
+
+
+NAMES = ("istio", "linkerd", "queue_proxy", "vault", "dapr", "storage_initializer",
+         "kserve_agent", "otel_instrumentation", "otel_collector", "gcsfuse", "kuberay")
+_ISTIO, _REV, _LINKERD = "sidecar.istio.io/inject", "istio.io/rev", "linkerd.io/inject"
+_OTEL_LANG, _OTEL_COLLECTOR = ("instrumentation.opentelemetry.io/inject-",
+                               "sidecar.opentelemetry.io/inject")
+WHEN = {
+    "istio": When(annotations=(_ISTIO,), labels=(_ISTIO, _REV),
+                  ns_labels=("istio-injection", _REV)),
+    "linkerd": When(annotations=(_LINKERD,), ns_annotations=(_LINKERD,)),
+    "queue_proxy": When(platforms=("knative", "kserve")),
+    "vault": When(annotations=("vault.hashicorp.com/agent-inject",)),
+    "dapr": When(annotations=("dapr.io/enabled",)),
+    "storage_initializer": When(platforms=("kserve",)),
+    "kserve_agent": When(platforms=("kserve",)),
+    "otel_instrumentation": When(annotations=(_OTEL_LANG,), ns_annotations=(_OTEL_LANG,)),
+    "otel_collector": When(annotations=(_OTEL_COLLECTOR,), ns_annotations=(_OTEL_COLLECTOR,)),
+    "gcsfuse": When(annotations=("gke-gcsfuse/volumes",)),
+    "kuberay": When(ray_group=True),
+}
+
+__all__ = ["INJECTORS", "ANNOTATED", "NAMES", "WHEN", "When", "InjectionContext", "Meta",
+           "meta_of", "injections", "for_pod", "by_id", "candidates", "module", "may_fire",
+           "unseen_namespace"]
+
+
+def module(name: str):
+    """The injector module `name` (one of NAMES), imported on first use (by the import
+    statement's machinery, so `python -X importtime` reports it, as the tests read it)."""
+    full = f"{__name__}.{name}"
+    found = sys.modules.get(full)
+    if found is None:
+        __import__(full)
+        found = sys.modules[full]
+    return found
+
+
+def __getattr__(name: str):
+    """INJECTORS and ANNOTATED, made (importing every injector) on first use."""
+    if name == "INJECTORS":
+        value = tuple(module(n) for n in NAMES)
+    elif name == "ANNOTATED":
+        value = tuple(m for m in __getattr__("INJECTORS") if hasattr(m, "KEY"))
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def _carries(keys: dict | None, wanted: tuple) -> bool:
+    return bool(keys) and bool(wanted) and any(
+        isinstance(k, str) and k.startswith(wanted) for k in keys)
+
+
+def may_fire(name: str, meta: Meta) -> bool:
+    """False when WHEN[name] shows the injector's trigger cannot return True for `meta`."""
+    w = WHEN[name]
+    return (meta.platform in w.platforms or (w.ray_group and meta.ray_group is not None)
+            or _carries(meta.annotations, w.annotations) or _carries(meta.labels, w.labels)
+            or _carries(meta.ns_labels, w.ns_labels)
+            or _carries(meta.ns_annotations, w.ns_annotations))
+
+
+def any_always(injection) -> bool:
+    """True when `injection` (the config's spec.workloads.injection record, or None) sets
+    some injector's mode to `always` (it then fires with nothing visible)."""
+    return injection is not None and any(
+        getattr(conf, "mode", None) == "always" for conf in vars(injection).values())
+
+
+def candidates(meta: Meta, injection):
+    """The injector modules, in NAMES order, whose trigger may fire for `meta` or that
+    `injection` (see any_always) may make fire; imports only those."""
+    everything = any_always(injection)
+    for name in NAMES:
+        if everything or may_fire(name, meta):
+            yield module(name)
 
 
 def by_id(injector_id: str):
     """The injector module whose ID is `injector_id`; KeyError when none."""
-    for m in INJECTORS:
-        if m.ID == injector_id:
-            return m
-    raise KeyError(injector_id)
+    if injector_id not in WHEN:
+        raise KeyError(injector_id)
+    return module(injector_id)
 
 
 def _mode(module, ctx: InjectionContext) -> str:
@@ -59,7 +151,7 @@ def injections(meta: Meta, ctx: InjectionContext) -> tuple:
     with `mode: always` and nothing visible is assumed to fire (namespace-level injection
     the input does not show); an explicit opt-out always wins."""
     out = []
-    for m in INJECTORS:
+    for m in candidates(meta, ctx.injection):
         mode = _mode(m, ctx)
         if mode == "never":
             continue
@@ -89,7 +181,11 @@ def unseen_namespace(meta: Meta, ctx: InjectionContext, flat: bool = False) -> s
     `flat`: name the flat ConfigMap keys (`istioMode`) instead of the typed fields."""
     if meta.ns_labels is not None or meta.ns_annotations is not None:
         return None
-    unseen = [m for m in ANNOTATED if hasattr(m, "NAMESPACE_TRIGGER") and _configured(m, ctx)
+    if ctx.injection is None or not any(
+            getattr(c, "cpu", None) is not None or getattr(c, "memory", None) is not None
+            for c in vars(ctx.injection).values()):
+        return None                     # no injector configured: import none of them
+    unseen = [m for m in __getattr__("ANNOTATED") if hasattr(m, "NAMESPACE_TRIGGER") and _configured(m, ctx)
               and _mode(m, ctx) == "auto" and m.trigger(meta) == (None, None)]
     if not unseen:
         return None

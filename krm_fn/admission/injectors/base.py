@@ -213,9 +213,28 @@ def meta_of(pod, namespaces: dict | None = None, ctx: "InjectionContext | None" 
     """The Meta of a PodView; `namespaces`: {name: Namespace object} of the input
     (InjectionContext.namespaces), whose labels and annotations fill ns_labels and
     ns_annotations for the workload's namespace; `ctx`: the InjectionContext, for what
-    cluster ConfigMaps of the input say (KServe's default deployment mode)."""
+    cluster ConfigMaps of the input say (KServe's default deployment mode).
+
+    A Meta depends only on the item's plain data, `namespaces` and `ctx`, and every write
+    to the data is a Change (krm_fn.pod.Edits.set), so one is built once per pod and
+    again only after a write to the item (the injector-annotations rule asks once per
+    injector, the verdict once more)."""
     if ctx is not None and namespaces is None:
         namespaces = ctx.namespaces
+    memo = getattr(pod, "memo", None)
+    if memo is None:
+        return _meta_of(pod, namespaces, ctx)
+    writes = len(pod.edits.changes)
+    last = memo.get("meta_of")
+    if last is not None and last[0] == writes and last[1] is namespaces and last[2] is ctx:
+        return last[3]
+    meta = _meta_of(pod, namespaces, ctx)
+    memo["meta_of"] = (writes, namespaces, ctx, meta)
+    return meta
+
+
+def _meta_of(pod, namespaces: dict | None, ctx: "InjectionContext | None") -> Meta:
+    """meta_of, built afresh."""
     ns_ctx = InjectionContext(namespaces=namespaces or {})
     ns_labels, ns_ann = ns_ctx.namespace_meta(pod.ref.namespace)
     spec = pod.spec if isinstance(pod.spec, dict) else {}

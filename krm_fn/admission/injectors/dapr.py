@@ -15,7 +15,7 @@ which makes the pod Burstable.
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import base
+from krm_fn.admission.injectors import WHEN, base
 
 ID = "dapr"
 TITLE = "Dapr daprd"
@@ -23,7 +23,7 @@ KEY, FLAT = "dapr", "dapr"
 CPU = ("dapr.io/sidecar-cpu-request", "dapr.io/sidecar-cpu-limit")
 MEMORY = ("dapr.io/sidecar-memory-request", "dapr.io/sidecar-memory-limit")
 NOTE = None
-ENABLED = "dapr.io/enabled"
+ENABLED = WHEN[ID].annotations[0]  # what can trigger it: WHEN in __init__.py
 
 
 def trigger(meta: base.Meta):

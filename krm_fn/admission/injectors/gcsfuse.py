@@ -23,13 +23,13 @@ deploy/base/webhook/deployment.yaml): requests cpu 250m, memory 256Mi, ephemeral
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import base
+from krm_fn.admission.injectors import WHEN, base
 
 ID = "gcsfuse"
 TITLE = "GKE Cloud Storage FUSE sidecar"
 KEY, FLAT = "gcsfuse", "gcsfuse"
 NAME = "gke-gcsfuse-sidecar"
-VOLUMES = "gke-gcsfuse/volumes"
+VOLUMES = WHEN[ID].annotations[0]  # what can trigger it: WHEN in __init__.py
 NATIVE = "gke-gcsfuse/enable-native-sidecar"
 CPU = ("gke-gcsfuse/cpu-request", "gke-gcsfuse/cpu-limit")
 MEMORY = ("gke-gcsfuse/memory-request", "gke-gcsfuse/memory-limit")

@@ -40,7 +40,7 @@ The defaults make the pod Burstable: set all four annotations with request == li
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import base
+from krm_fn.admission.injectors import WHEN, base
 
 ID = "istio"
 TITLE = "Istio istio-proxy"
@@ -59,8 +59,8 @@ NOTE = ("Istio: older injection templates size istio-init from the cluster-wide 
 DEFAULTS = {"requests": {"cpu": "100m", "memory": "128Mi"},
             "limits": {"cpu": "2000m", "memory": "1024Mi"}}
 
-INJECT = "sidecar.istio.io/inject"
-NS_LABEL, REV = "istio-injection", "istio.io/rev"
+INJECT = WHEN[ID].annotations[0]  # what can trigger it: WHEN in __init__.py
+NS_LABEL, REV = WHEN[ID].ns_labels
 AMBIENT = "istio.io/dataplane-mode"
 NATIVE = "sidecar.istio.io/nativeSidecar"
 INTERCEPTION = "sidecar.istio.io/interceptionMode"

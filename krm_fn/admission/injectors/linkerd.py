@@ -27,7 +27,7 @@ proxy's resources too; before, it had the Helm value `proxyInit.resources` (100m
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import base
+from krm_fn.admission.injectors import WHEN, base
 
 ID = "linkerd"
 TITLE = "Linkerd linkerd-proxy"
@@ -41,7 +41,7 @@ NOTE = ("Linkerd: releases before linkerd/linkerd2#12741 (merged 2024-06) size "
         "linkerd-init from the install-time Helm value proxyInit.resources, not from "
         "these annotations; on such a release set equal requests and limits there, or "
         "linkerd-init keeps the pod Burstable")
-INJECT = "linkerd.io/inject"
+INJECT = WHEN[ID].annotations[0]  # what can trigger it: WHEN in __init__.py
 ON = ("enabled", "ingress")
 NATIVE = tuple(f"config.{v}linkerd.io/proxy-enable-native-sidecar"
                for v in ("", "beta.", "alpha."))

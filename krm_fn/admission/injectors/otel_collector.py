@@ -18,12 +18,12 @@ limits in the collector.
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import base
+from krm_fn.admission.injectors import WHEN, base
 from krm_fn.admission.injectors.otel_instrumentation import effective
 
 ID = "otel_collector"
 TITLE = "OpenTelemetry collector sidecar"
-INJECT = "sidecar.opentelemetry.io/inject"
+INJECT = WHEN[ID].annotations[0]  # what can trigger it: WHEN in __init__.py
 NAME = "otc-container"
 
 

@@ -29,11 +29,11 @@ annotation sizes it.
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import base
+from krm_fn.admission.injectors import WHEN, base
 
 ID = "otel_instrumentation"
 TITLE = "OpenTelemetry auto-instrumentation"
-PREFIX = "instrumentation.opentelemetry.io/inject-"
+PREFIX = WHEN[ID].annotations[0]  # see WHEN in __init__.py
 LANGUAGES = ("java", "nodejs", "python", "dotnet", "go", "apache-httpd", "nginx")
 _LIMITS = {"cpu": "500m", "memory": "256Mi"}
 _WEB = ({"cpu": "1m", "memory": "128Mi"}, _LIMITS)

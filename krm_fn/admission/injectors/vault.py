@@ -18,7 +18,7 @@ injector's flags, by default requests cpu 250m, memory 64Mi and limits cpu 500m,
 from __future__ import annotations
 
 from krm_fn.admission import model
-from krm_fn.admission.injectors import base
+from krm_fn.admission.injectors import WHEN, base
 
 ID = "vault"
 TITLE = "Vault agent"
@@ -27,7 +27,7 @@ _P = "vault.hashicorp.com/"
 CPU = (_P + "agent-requests-cpu", _P + "agent-limits-cpu")
 MEMORY = (_P + "agent-requests-mem", _P + "agent-limits-mem")
 NOTE = None
-INJECT = _P + "agent-inject"
+INJECT = WHEN[ID].annotations[0]  # _P + "agent-inject": WHEN in __init__.py
 PRE_POPULATE, PRE_POPULATE_ONLY = _P + "agent-pre-populate", _P + "agent-pre-populate-only"
 DEFAULTS = {CPU[0]: "250m", CPU[1]: "500m", MEMORY[0]: "64Mi", MEMORY[1]: "128Mi"}
 _TRUE = ("1", "t", "T", "true", "TRUE", "True")
