@@ -117,9 +117,17 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     ctx = rules.RuleContext(cfg, info, pinned(pod, cfg, listed), cpus=cpus,
                             explicit=explicit, cluster=run.cluster,
                             namespaces=run.namespaces,
-                            knative_features=run.knative_features, ictx=run.ictx)
+                            knative_features=run.knative_features, ictx=run.ictx,
+                            retyped=_retyped(run, edits.index))
     ctx = rules.run(pod, ctx)
     return pod, rules.pinned_whole(pod, ctx)
+
+
+def _retyped(run, index):
+    """run.retyped for the item at `index` (f(path) -> bool), or None."""
+    if run.retyped is None or index is None:
+        return None
+    return lambda path: run.retyped(index, tuple(path))
 
 
 def _listed_ok(pod, listed, lpath, listed_at: dict, findings: list) -> bool:
