@@ -79,7 +79,7 @@ def _tune_pods(item: TunedItem, run) -> None:
     pick, cfg = item.pick, run.cfg
     info = run.pool_info(pick.pool_index) if pick.pool is not None else None
     item.work = copy_item(pick.obj)
-    edits = Edits(item.work, index=pick.index, ref=pick.ref)
+    edits = Edits(item.work, index=pick.index, ref=pick.ref, retyped=run.retyped)
     item.findings = Findings(edits)
     # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
     listed_at: dict = {"path": None, "matched": False, "names": []}
@@ -117,17 +117,9 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     ctx = rules.RuleContext(cfg, info, pinned(pod, cfg, listed), cpus=cpus,
                             explicit=explicit, cluster=run.cluster,
                             namespaces=run.namespaces,
-                            knative_features=run.knative_features, ictx=run.ictx,
-                            retyped=_retyped(run, edits.index))
+                            knative_features=run.knative_features, ictx=run.ictx)
     ctx = rules.run(pod, ctx)
     return pod, rules.pinned_whole(pod, ctx)
-
-
-def _retyped(run, index):
-    """run.retyped for the item at `index` (f(path) -> bool), or None."""
-    if run.retyped is None or index is None:
-        return None
-    return lambda path: run.retyped(index, tuple(path))
 
 
 def _listed_ok(pod, listed, lpath, listed_at: dict, findings: list) -> bool:

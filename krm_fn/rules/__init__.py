@@ -89,9 +89,6 @@ class RuleContext:
     # what the admission-time injectors read from the input
     # (admission.injectors.InjectionContext; None: only the pod itself is seen)
     ictx: object | None = None
-    # f(path) -> bool: the item holds a plain scalar at `path` (from the object root) that
-    # a YAML reader types as no string (resourcelist.retyped); None: none known
-    retyped: object | None = None
 
 
 RULES = (resources, ray, injector_annotations, platform_containers, podlevel, threads,

@@ -64,7 +64,7 @@ def apply(pod: PodView, ctx) -> None:
                             f"{ctx.pool.name!r}, which needs {key}={value}; remove it, or "
                             f"place the workload in another pool with the "
                             f"krm-fn.dev/node-pool annotation")
-        elif ctx.retyped is not None and ctx.retyped(path):
+        elif pod.edits.unquoted(path):
             pod.set(path, value, f"nodeSelector {key}: {value} was unquoted, which YAML "
                                  f"reads as a {_yaml_type(value)}: the API server refuses a "
                                  f"nodeSelector value that is not a string (cannot "
