@@ -32,13 +32,23 @@ class Edits:
     """The writes on one item's plain data (`root`, krm-fn's working copy of the item):
     `changes` is the list of Change records, in write order. `index`/`ref`: the item's
     index in the input and identity, copied into each Change; `rule`: ID of the rule now
-    writing (krm_fn.rules.run sets it through PodView.rule)."""
+    writing (krm_fn.rules.run sets it through PodView.rule). `retyped`: f(index, path) ->
+    bool, True where the input item holds a plain scalar a YAML reader types as no string
+    (krm_fn.resourcelist.retyped); None when not known."""
 
     root: dict
     changes: list = field(default_factory=list)
     index: int | None = None
     ref: Ref | None = None
     rule: str | None = None
+    retyped: object = None
+
+    def unquoted(self, path: tuple) -> bool:
+        """True when the input holds the value at `path` (from the item root) as a plain
+        scalar that kubectl's and the API server's YAML reader types as a boolean, number
+        or null, so a string field there is refused (krm_fn.resourcelist.retyped)."""
+        return (self.retyped is not None and self.index is not None
+                and self.retyped(self.index, tuple(path)))
 
     def set(self, path: tuple, value: Any, message: str | None = None,
             severity: str = INFO) -> Change:

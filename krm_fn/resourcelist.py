@@ -154,6 +154,28 @@ def load_config_file(text: str, what: str = "the config file") -> dict | None:
     return obj
 
 
+def retyped(doc: Document):
+    """`f(i, path) -> bool`: True when the value of items[i] at `path` (keys and list
+    indices) is written as a plain (unquoted) scalar that a YAML reader types as something
+    other than a string (`true`, `yes`, `on`, `8`, `1e3`, `~`...): krm-fn reads items with
+    every scalar as a string, but kubectl and the API server's YAML decoder
+    (sigs.k8s.io/yaml) type it, and a string field given a boolean or a number is refused
+    ("cannot unmarshal bool into Go struct field ... of type string")."""
+    from krm_fn.yaml.emit import is_plain_safe
+    from krm_fn.yaml.spans import child
+
+    def f(i: int, path: tuple) -> bool:
+        node = doc.nodes[i] if i < len(doc.nodes) else None
+        for key in path:
+            found = child(node, key) if node is not None else None
+            if found is None:
+                return False
+            node = found[1]
+        return (isinstance(node, yaml.ScalarNode) and not node.style
+                and node.tag == "tag:yaml.org,2002:str" and not is_plain_safe(node.value))
+    return f
+
+
 def has_path_annotations(doc: Document) -> bool:
     """True when the items carry kpt's path annotations (the orchestrator is kpt)."""
     for it in doc.items:

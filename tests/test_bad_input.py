@@ -79,9 +79,11 @@ CASES: dict[str, Case] = {
     "b21-alias-bomb-run-mode.yaml": Case(
         ("input is too large or expands too far through aliases",), False, args=("run", "-")),
     # --- items that are not KRM objects: named by index and field, passed through
-    "b22-item-is-a-string.yaml": Case(("error: items[0]: item 0 is not a mapping (found str)",)),
-    "b23-item-is-a-list.yaml": Case(("error: items[0]: item 0 is not a mapping (found list)",)),
-    "b24-item-is-null.yaml": Case(("error: items[0]: item 0 is not a mapping",)),
+    "b22-item-is-a-string.yaml": Case(("error: items[0]: item 0 is not a mapping (found the scalar 'just a string')",)),
+    "b62-item-is-a-number.yaml": Case(
+        ("error: items[0]: item 0 is not a mapping (found the scalar '42')",)),
+    "b23-item-is-a-list.yaml": Case(("error: items[0]: item 0 is not a mapping (found a list)",)),
+    "b24-item-is-null.yaml": Case(("error: items[0]: item 0 is not a mapping (found null)",)),
     "b25-item-without-api-version.yaml": Case(
         ("items[0].apiVersion: item 0: apiVersion must be a non-empty string, found nothing",)),
     "b26-item-without-kind.yaml": Case(("items[0].kind: item 0: kind must be a non-empty",)),

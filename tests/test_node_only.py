@@ -31,7 +31,8 @@ def test_emit_defaults_to_placed():
 
 
 def test_node_only_render_emits_an_always_pool_without_workloads():
-    out = transform([], _fc({"name": "cpu", "emit": "always"}, {"name": "gpu"}))
+    out = transform([], _fc({"name": "cpu", "emit": "always"},
+                           {"name": "gpu", "nodeSelector": {"pool": "gpu"}}))
     assert _names(out) == [("ConfigMap", "kubelet-config-cpu")]
     assert [(r.severity, r.message) for r in out.results] == [
         (INFO, "no workload was selected: nothing tuned; the node config of node pool(s) "

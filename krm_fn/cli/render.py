@@ -55,6 +55,7 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
         progress = report_mod.Progress(sys.stderr, sys.stderr.isatty())
     out = pipeline.transform(doc.items, fc, set_path=resourcelist.has_path_annotations(doc),
                              aliased=doc.aliased, progress=progress, mode=mode,
+                             retyped=resourcelist.retyped(doc),
                              keep_tuned=report)
     if progress is not None:
         progress.done()

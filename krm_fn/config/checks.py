@@ -151,3 +151,27 @@ def check_plain(v: Any, path: str, depth: int = 1) -> None:
         return
     raise ConfigError(path, f"{type(v).__name__} value {short(v)} is not plain data (use "
                             f"mappings, lists, strings, numbers, booleans or null)")
+
+
+def check_pool_selectors(pools: list, path: str) -> None:
+    """No node pool's `nodeSelector` (dict[str, str]) is contained in another's: a pod's
+    nodeSelector matches every node that carries all its labels (Kubernetes "Assign Pods to
+    Nodes", https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/
+    #nodeselector), so the nodes of the pool with more labels are also nodes of the other:
+    they would get both kubelet configurations, and the other pool's pods could be scheduled
+    on them. `path` is `spec`; the error names the later pool's nodeSelector."""
+    for j, later in enumerate(pools):
+        for first in pools[:j]:
+            a, b = (first.nodeSelector or {}).items(), (later.nodeSelector or {}).items()
+            if not (a <= b or b <= a):
+                continue
+            wide, narrow = (first, later) if a <= b else (later, first)
+            sel = ", ".join(f"{k}={v}" for k, v in (wide.nodeSelector or {}).items())
+            raise ConfigError(
+                f"{path}.nodePools[{j}].nodeSelector",
+                f"node pool {wide.name!r} nodeSelector ({sel or 'empty'}) matches every node "
+                f"of node pool {narrow.name!r}: those nodes would get both pools' kubelet "
+                f"configurations, and pods placed in {wide.name!r} could be scheduled on "
+                f"them; give each pool a label the other lacks, such as "
+                f"krm-fn.dev/node-pool: <pool> (https://kubernetes.io/docs/concepts/"
+                f"scheduling-eviction/assign-pod-node/#nodeselector)")

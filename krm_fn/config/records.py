@@ -50,6 +50,7 @@ class Spec(Record):
         self.workloads.check(f"{path}.workloads")
         for i, p in enumerate(pools):
             check_labels(p.nodeSelector, f"{path}.nodePools[{i}].nodeSelector")
+        checks.check_pool_selectors(pools, path)
         check_labels(self.selector.matchLabels, f"{path}.selector.matchLabels")
         self.output.check(f"{path}.output")
         self.workloads.check_names(f"{path}.workloads")

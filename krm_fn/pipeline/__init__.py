@@ -63,7 +63,8 @@ class Output:
 
 def transform(items: list, function_config: dict | None, set_path: bool = False,
               aliased: frozenset | set = frozenset(), progress=None,
-              mode: str | None = None, keep_tuned: bool = False) -> Output:
+              mode: str | None = None, keep_tuned: bool = False,
+              retyped=None) -> Output:
     """Tune `items` (plain dicts as read from YAML, scalars as strings) per
     `function_config` (plain typed dict, or None for defaults).
 
@@ -76,7 +77,9 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     overriding `spec.mode` (`krm-fn run --mode`); in validate mode the output has no
     changes, replacements or emitted objects and each needed change is an error result
     (krm_fn/validate.py). `keep_tuned`: keep each changed item as krm-fn writes it in
-    `Output.tuned` (for the `--report` table; costs memory on large inputs).
+    `Output.tuned` (for the `--report` table; costs memory on large inputs). `retyped`:
+    `f(i, path) -> bool`, True where items[i] holds a plain scalar a YAML reader would not
+    read as a string (resourcelist.retyped); None: no such scalar is known of.
     """
     out = Output(tuned={} if keep_tuned else None)
     # validate mode as asked, even when the config holding it turns out invalid: a check
@@ -86,7 +89,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     run = load.prepare(items, function_config, out.results)
     if run is None:
         return out
-    run.aliased, run.set_path = aliased, set_path
+    run.aliased, run.set_path, run.retyped = aliased, set_path, retyped
     placement: dict = {}
     watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
     if watch is not None:

@@ -46,6 +46,7 @@ class Run:
     defaults_note: Result | None
     aliased: frozenset | set = frozenset()
     set_path: bool = False
+    retyped: object = None      # resourcelist.retyped(doc), or None
     nodes: list = field(default_factory=list)
     ictx: object = None
     namespaces: dict = field(default_factory=dict)

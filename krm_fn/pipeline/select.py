@@ -13,6 +13,7 @@ from krm_fn.record import dataclass, field
 from types import SimpleNamespace
 
 from krm_fn import numbers, objects
+from krm_fn.config.values import short
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
 from krm_fn.results import ERROR, INFO, Ref, Result
@@ -209,6 +210,16 @@ def tuned_predicate(cfg) -> Callable[[object], bool]:
     return tuned
 
 
+def _item_shape(obj: object) -> str:
+    """What a non-mapping item is, for a message: items are read with scalars as strings, so
+    `42`, `true` and `"42"` all read as the scalar '42' (never Python's type names)."""
+    if obj is None:
+        return "null"
+    if isinstance(obj, list):
+        return "a list"
+    return f"the scalar {short(str(obj))}"
+
+
 def picks(items: list, run, progress=None) -> Iterator[Picked]:
     """The items krm-fn tunes or reports on, in input order, as Picked records; items it
     leaves alone without a word (not selected, local-config, kpt's own objects, the function
@@ -221,7 +232,7 @@ def picks(items: list, run, progress=None) -> Iterator[Picked]:
             progress(i, len(items))
         if not isinstance(obj, dict):
             yield Picked(i, obj, findings=[Result(
-                f"item {i} is not a mapping (found {type(obj).__name__}); every item must "
+                f"item {i} is not a mapping (found {_item_shape(obj)}); every item must "
                 f"be a KRM object", ERROR, None, f"items[{i}]")])
             continue
         problem = identity_problem(obj)

@@ -79,7 +79,7 @@ def _tune_pods(item: TunedItem, run) -> None:
     pick, cfg = item.pick, run.cfg
     info = run.pool_info(pick.pool_index) if pick.pool is not None else None
     item.work = copy_item(pick.obj)
-    edits = Edits(item.work, index=pick.index, ref=pick.ref)
+    edits = Edits(item.work, index=pick.index, ref=pick.ref, retyped=run.retyped)
     item.findings = Findings(edits)
     # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
     listed_at: dict = {"path": None, "matched": False, "names": []}

@@ -121,6 +121,13 @@ def set_env(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg,
                  f"and is left alone; set it to {want} ({why})")
         return
     if n == count or (cfg.workloads.threads.existing == "keep-lower" and n < count):
+        if pod.edits.unquoted(c.path + ("env", i, "value")):
+            pod.set(c.path + ("env", i, "value"), str(raw),
+                    f"container {c.name!r}: {var} {text} was unquoted, which YAML reads as a "
+                    f"number: the API server refuses an env value that is not a string "
+                    f"(EnvVar.value is a string), so the workload would not be applied; "
+                    f"written quoted (https://kubernetes.io/docs/tasks/inject-data-application/"
+                    f"define-environment-variable-container/)", raw)
         return
     pod.set(c.path + ("env", i, "value"), want,
             f"container {c.name!r}: {var} {text} -> {want}"

@@ -3,7 +3,9 @@
 Pinned pods must land on nodes whose kubelet runs the static CPU Manager; the pool's
 `nodeSelector` (default `krm-fn.dev/cpu-pinning: "true"`) is merged into the pod spec's
 `nodeSelector`. A key the pod already sets to another value is an error, never an
-overwrite: the workload was meant for other nodes. (A required node affinity none of whose
+overwrite: the workload was meant for other nodes. A key the pod already sets to the pool's
+value as an unquoted scalar a YAML reader types (`true`, `yes`, `1`) is written quoted: the
+API server refuses a nodeSelector value that is not a string. (A required node affinity none of whose
 terms can match the pool's labels is found by the verdict: the pod would never schedule.)
 
 A workload is placed in the pool named by its `krm-fn.dev/node-pool` annotation (on the
@@ -62,6 +64,14 @@ def apply(pod: PodView, ctx) -> None:
                             f"{ctx.pool.name!r}, which needs {key}={value}; remove it, or "
                             f"place the workload in another pool with the "
                             f"krm-fn.dev/node-pool annotation")
+        elif pod.edits.unquoted(path):
+            pod.set(path, value, f"nodeSelector {key}: {value} was unquoted, which YAML "
+                                 f"reads as a {_yaml_type(value)}: the API server refuses a "
+                                 f"nodeSelector value that is not a string (cannot "
+                                 f"unmarshal into map[string]string), so the pod would "
+                                 f"never reach node pool {ctx.pool.name!r}; written quoted "
+                                 f"(https://kubernetes.io/docs/concepts/overview/"
+                                 f"working-with-objects/labels/#syntax-and-character-set)")
     affinity = pod.spec.get("affinity")
     ictx = getattr(ctx, "ictx", None)
     on, why = knative.serverless(pod, ictx.kserve_default_mode() if ictx is not None
@@ -74,6 +84,16 @@ def apply(pod: PodView, ctx) -> None:
     if feats is None:
         feats = knative.defaults()
     _knative(pod, ctx, feats, _why(pod, why), current, affinity, missing)
+
+
+def _yaml_type(value: str) -> str:
+    """What a YAML reader makes of the plain scalar `value` (YAML 1.1 as sigs.k8s.io/yaml's
+    go-yaml v2 reads it: `yes`/`on` are booleans too)."""
+    if value.lower() in ("true", "false", "yes", "no", "on", "off", "y", "n"):
+        return "boolean"
+    if value in ("", "~") or value.lower() == "null":
+        return "null"
+    return "number"
 
 
 def _set_selector(pod: PodView, ctx, key: str, value: str, note: str = "") -> None:

@@ -95,7 +95,8 @@ def test_page_size_spelling(size, spelled):
 
 def test_runtime_class_name():
     cfg = config.load({**TYPED, "spec": {"nodePools": [
-        {"name": "a"}, {"name": "b", "performanceProfile": {"name": "perf"}}]}})
+        {"name": "a"}, {"name": "b", "nodeSelector": {"pool": "b"},
+                        "performanceProfile": {"name": "perf"}}]}})
     assert [performance_profile.runtime_class(performance_profile.profile_name(p))
             for p in cfg.nodePools] == ["performance-a", "performance-perf"]
 
