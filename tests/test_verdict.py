@@ -631,3 +631,46 @@ def test_unselected_cluster_storage_container_in_the_input_says_what_the_selecto
         ("spec.container.resources.requests.cpu", "500m"),
         ("spec.container.resources.limits.cpu", "500m"),
         ("spec.container.resources.requests.memory", "1Gi")]
+
+
+# --- pod-level resources by version (KEP-2837; gate defaults from the generated data) -------
+
+def _pod_level_note(version: str) -> str:
+    spec = {"resources": {"requests": {"cpu": "4", "memory": "8Gi"},
+                          "limits": {"cpu": "4", "memory": "8Gi"}},
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    _, results, _ = render(config(version), deployment(spec=spec))
+    return [m for s, m in results if s == "warning" and "sets pod-level resources" in m][0]
+
+
+def test_pod_level_resources_warning_says_what_each_version_does():
+    head = "spec.template.spec.resources sets pod-level resources: "
+    tail = "; remove spec.template.spec.resources and keep the container resources."
+    assert _pod_level_note("1.31") == (
+        head + "Kubernetes 1.31 has no pod-level resources (KEP-2837, alpha from 1.32), so the "
+        "API server does not know the field (strict field validation refuses it, otherwise "
+        "it is dropped)" + tail)
+    assert _pod_level_note("1.33") == (
+        head + "on Kubernetes 1.33 they need the PodLevelResources gate (off by default; "
+        "without it the API server drops the field), and with it the static CPU Manager "
+        "gives such a pod no exclusive CPUs (KEP-2837), so no container would be pinned"
+        + tail)
+    assert _pod_level_note("1.35") == (
+        head + "on Kubernetes 1.35 the static CPU Manager gives a pod with pod-level resources "
+        "no exclusive CPUs (KEP-2837), so no container is pinned" + tail)
+    assert _pod_level_note("1.36") == (
+        head + "on Kubernetes 1.36 the static CPU Manager gives a pod with pod-level resources "
+        "no exclusive CPUs (KEP-2837; unless the alpha PodLevelResourceManagers gate is on), "
+        "so no container is pinned" + tail)
+
+
+def test_pod_level_resources_on_1_33_with_the_gate_off_leave_the_pod_pinned():
+    """The API server drops spec.resources while PodLevelResources is off (1.32-1.33
+    default), so the verdict judges the containers: exclusive CPUs for the server."""
+    spec = {"resources": {"requests": {"cpu": "4", "memory": "8Gi"},
+                          "limits": {"cpu": "4", "memory": "8Gi"}},
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    code, results, _ = render(config("1.33"), deployment(spec=spec))
+    assert code == 0
+    assert verdicts(results)[0].startswith(
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0")

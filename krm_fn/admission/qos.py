@@ -16,34 +16,31 @@ GUARANTEED, BURSTABLE, BESTEFFORT = "Guaranteed", "Burstable", "BestEffort"
 QOS_RESOURCES = ("cpu", "memory")
 QOS_SOURCE = "kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go (ComputePodQOS)"
 
-# Default of each gate the model reads, per (major, minor) from which it holds; the first
-# matching row from the top wins. Source: kubernetes/kubernetes pkg/features/kube_features.go
-# (PodLevelResources: alpha off 1.32, beta on 1.34; PodLevelResourceManagers: alpha off 1.36;
-# SidecarContainers: alpha off 1.28, beta on 1.29, KEP-753; absent before 1.28: GATE_SINCE).
-_GATE_DEFAULTS = {
-    "SidecarContainers": (((1, 29), True), ((0, 0), False)),
-    "PodLevelResources": (((1, 34), True), ((0, 0), False)),
-    "PodLevelResourceManagers": (((0, 0), False),),
-}
-
-
-GATE_SINCE = {"SidecarContainers": (1, 28)}
+# Gate defaults come from the generated upstream data of the node's version
+# (krm_fn/node/upstream.py: pkg/features/kube_features.go of 1.29-1.36). Versions before the
+# data krm-fn generates (1.22-1.28) know only what is listed here: SidecarContainers alpha
+# (off) in 1.28 and absent before (KEP-753); PodLevelResources and PodLevelResourceManagers
+# do not exist there (alpha 1.32 and 1.36, KEP-2837).
+_BEFORE_DATA = {"SidecarContainers": ((1, 28), False)}
 
 
 def gate(node: NodeModel, name: str) -> bool:
     """Whether feature gate `name` is on for the kubelet of `node`: `featureGates` of the
-    merged KubeletConfiguration when it sets it, else the default of `node.version`
-    (kubernetes/kubernetes pkg/features/kube_features.go). Unknown gates, and a gate on a
-    version before it exists (GATE_SINCE), are off."""
+    merged KubeletConfiguration when it sets it, else the default of `node.version` from the
+    generated data (kubernetes/kubernetes pkg/features/kube_features.go of that release).
+    Unknown gates, and a gate on a version before it exists, are off."""
+    from krm_fn.node import upstream
+    version = tuple(node.version)
     gates = (node.kubelet or {}).get("featureGates") or {}
-    if tuple(node.version) < GATE_SINCE.get(name, (0, 0)):
-        return False
-    if name in gates:
-        return bool(gates[name])
-    for since, value in _GATE_DEFAULTS.get(name, ()):
-        if tuple(node.version) >= since:
-            return value
-    return False
+    if version < upstream.FIRST:
+        since, default = _BEFORE_DATA.get(name, (None, False))
+        if since is None or version < since:
+            return False
+        return bool(gates[name]) if name in gates else default
+    data = upstream.load(version)
+    if data.gate_default(name) is None:
+        return False                            # the release does not know the gate
+    return data.gate_on(name, gates)
 
 
 def pod_level_set(pod: AdmittedPod) -> bool:

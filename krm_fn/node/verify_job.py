@@ -33,7 +33,6 @@ from krm_fn.node.formats._common import PATH_ANNOTATION, labels
 MEMORY = "256Mi"
 SKIP_ANNOTATION = "krm-fn.dev/skip"
 QUOTA_GATE = "DisableCPUQuotaWithExclusiveCPUs"
-QUOTA_GATE_SINCE = (1, 33)
 
 
 def name_of(plan) -> str:
@@ -48,9 +47,11 @@ def path_of(plan) -> str:
 
 
 def _cpu_quota_arg(plan, version: tuple) -> list[str]:
-    """`--cpu-quota` when the plan keeps the quota on 1.33+ (the gate turned off)."""
+    """`--cpu-quota` when the plan keeps the quota on a version whose kubelet drops it by
+    default (the gate turned off; the default per version from krm_fn.node.fields)."""
+    from krm_fn.node import fields
     gates = plan.kubelet.get("featureGates") or {}
-    if tuple(version) >= QUOTA_GATE_SINCE and gates.get(QUOTA_GATE) is False:
+    if gates.get(QUOTA_GATE) is False and fields.gate_on_by_default(QUOTA_GATE, version):
         return ["--cpu-quota"]
     return []
 

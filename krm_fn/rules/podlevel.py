@@ -1,10 +1,11 @@
 """podlevel: pod-level `resources` made consistent with the containers, and warned about.
 
 A PodSpec may carry `resources` for the whole pod (KEP-2837, alpha 1.32, beta and on by
-default from 1.34). When it is set, the pod's QoS class is computed from it alone, and on
-Kubernetes 1.34 and 1.35 the static CPU Manager gives such a pod no exclusive CPUs at all
-("pod is using pod-level resources which are not supported by the static CPU manager
-policy"; 1.36 adds the alpha `PodLevelResourceManagers` gate). KServe's inline PodSpec has
+default from 1.34). When it is set, the pod's QoS class is computed from it alone, and from
+1.34 the static CPU Manager gives such a pod no exclusive CPUs at all ("pod is using
+pod-level resources which are not supported by the static CPU manager policy"; 1.36 adds the
+alpha `PodLevelResourceManagers` gate). The warning says what the config's version does
+(before 1.32 the field does not exist; in 1.32-1.33 its gate is off by default). KServe's inline PodSpec has
 the field too: `spec.predictor.resources` is pod-level, not the model container's
 (`spec.predictor.<framework>.resources`).
 
@@ -124,8 +125,31 @@ def apply(pod: PodView, ctx) -> None:
     kserve = (" In KServe this field is pod-level, not the model container's: container "
               "resources go under the framework key (e.g. spec.predictor.model.resources)."
               if pod.at.platform == "kserve" else "")
-    pod.warn(base, f"{where} sets pod-level resources: on Kubernetes 1.34 and 1.35 the static "
-                   f"CPU Manager gives a pod with pod-level resources no exclusive CPUs "
-                   f"(KEP-2837; 1.36 only with the alpha PodLevelResourceManagers gate), so no "
-                   f"container is pinned; remove {where} and keep the container resources."
-                   + kserve)
+    pod.warn(base, f"{where} sets pod-level resources: {_version_note(ctx)}; remove {where} "
+                   f"and keep the container resources." + kserve)
+
+
+def _version_note(ctx) -> str:
+    """What pod-level resources do on the config's Kubernetes version (KEP-2837: the
+    PodLevelResources gate alpha in 1.32, on by default from 1.34; the static CPU Manager
+    skips such pods unless PodLevelResourceManagers, alpha in 1.36, is on; gate defaults
+    from the generated upstream data, krm_fn.node.fields)."""
+    from krm_fn.node import fields, upstream
+    version = tuple(ctx.cfg.kubernetesVersion)
+    v = upstream.version_str(version)
+    known = version >= upstream.FIRST and upstream.load(version).gate_default(
+        "PodLevelResources") is not None
+    if not known:
+        return (f"Kubernetes {v} has no pod-level resources (KEP-2837, alpha from 1.32), so "
+                f"the API server does not know the field (strict field validation refuses it, "
+                f"otherwise it is dropped)")
+    if not fields.gate_on_by_default("PodLevelResources", version):
+        return (f"on Kubernetes {v} they need the PodLevelResources gate (off by default; "
+                f"without it the API server drops the field), and with it the static CPU "
+                f"Manager gives such a pod no exclusive CPUs (KEP-2837), so no container "
+                f"would be pinned")
+    managers = upstream.load(version).gate_default("PodLevelResourceManagers") is not None
+    return (f"on Kubernetes {v} the static CPU Manager gives a pod with pod-level resources "
+            f"no exclusive CPUs (KEP-2837"
+            + ("; unless the alpha PodLevelResourceManagers gate is on" if managers else "")
+            + "), so no container is pinned")
