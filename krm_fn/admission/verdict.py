@@ -177,15 +177,22 @@ def _exclusive_text(v: PodVerdict) -> str:
 def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
     """kubelet.judge_detail(pod, node), memoised per named pod shape, pod spec path and node
     (what its findings depend on): the inputs of a render hold many pods alike."""
-    key = ("kubelet", _signature(pod, named=True), pod.path, id(node))
+    return _memo(("kubelet", _signature(pod, named=True), pod.path, id(node)), node,
+                 lambda: kubelet.judge_detail(pod, node))
+
+
+def _memo(key: tuple, node: NodeModel, compute):
+    """compute(), memoised in _FITS under `key`; an entry counts only while it was made for
+    this very `node` (an id can be reused once a node is gone). The memo is cleared when it
+    reaches _FITS_MAX entries."""
     hit = _FITS.get(key)
     if hit is not None and hit[0] is node:
         return hit[1]
-    found = kubelet.judge_detail(pod, node)
+    value = compute()
     if len(_FITS) >= _FITS_MAX:
         _FITS.clear()
-    _FITS[key] = (node, found)
-    return found
+    _FITS[key] = (node, value)
+    return value
 
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
@@ -204,15 +211,7 @@ def fit_alone(pod: AdmittedPod, node: NodeModel) -> tuple[int, str, str]:
     """(replicas of `pod` that fit on one empty node, what stops the next one, the same in
     short) (capacity.fit_detail), memoised per pod shape and node: the inputs of a render hold many
     pods of the same shape."""
-    key = (_signature(pod), id(node))
-    hit = _FITS.get(key)
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    fit = capacity.fit_detail(pod, node)
-    if len(_FITS) >= _FITS_MAX:
-        _FITS.clear()
-    _FITS[key] = (node, fit)
-    return fit
+    return _memo((_signature(pod), id(node)), node, lambda: capacity.fit_detail(pod, node))
 
 
 def exclusive_per_numa(node: NodeModel) -> dict:
