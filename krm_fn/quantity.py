@@ -156,6 +156,12 @@ def format_binary_si(value: Fraction) -> str:
     return f"{n}{_BINARY_BY_EXP[exp]}" if exp else str(n)
 
 
+def format_cpu_rounded(cores) -> str:
+    """`cores` (a Fraction or number, e.g. an allocatable total or a usage sum) rounded to
+    1m, then as format_cpu: Fraction(3, 7) -> "429m", 4 -> "4"."""
+    return format_cpu(Fraction(round(Fraction(cores) * 1000), 1000))
+
+
 @functools.lru_cache(maxsize=4096)
 def format_cpu(cores: Fraction) -> str:
     """Canonical CPU string: whole cores as "4", fractions as millicores "500m".

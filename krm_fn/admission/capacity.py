@@ -98,7 +98,7 @@ class Packer:
         if key not in self._qos:
             self._qos[key] = pod_qos(pod, gate(self.node, "PodLevelResources"))
         if self.used["cpu"] + req["cpu"] > self.alloc["cpu"]:
-            self.limit = (f"allocatable cpu {_cores(self.alloc['cpu'])}: "
+            self.limit = (f"allocatable cpu {quantity.format_cpu_rounded(self.alloc['cpu'])}: "
                           f"{each_cpu(pod, self.node, req['cpu'], self._qos[key])} each")
             self.why = f"{self.limit} (OutOfcpu)"
             return False
@@ -119,12 +119,6 @@ class Packer:
         self.count += 1
         self.total += 1
         return True
-
-
-def _cores(v: Fraction) -> str:
-    """Cores as a Kubernetes quantity ("4", "1500m"), rounded to 1m."""
-    from krm_fn import quantity
-    return quantity.format_cpu(Fraction(round(Fraction(v) * 1000), 1000))
 
 
 def _gib(v: int) -> str:

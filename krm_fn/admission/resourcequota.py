@@ -98,7 +98,7 @@ def _show(key: str, v) -> str:
     if key == "pods":
         return str(int(v))
     if RESOURCES[key][1] == "cpu":
-        return quantity.format_cpu(Fraction(round(Fraction(v) * 1000), 1000))
+        return quantity.format_cpu_rounded(v)
     from krm_fn.admission.injectors.base import fmt_bytes
     return fmt_bytes(int(v))
 
