@@ -243,7 +243,7 @@ def test_a_quota_of_another_namespace_or_scope_is_not_applied():
 
 
 def test_capacity_and_quota_messages_print_cpu_as_quantities():
-    from krm_fn.admission.capacity import _cores
     from krm_fn.admission.resourcequota import _show
-    assert (_cores(Fraction(30)), _cores(Fraction(3, 2)), _show("cpu", Fraction(1, 2))) == (
+    from krm_fn.quantity import format_cpu_rounded as cores
+    assert (cores(Fraction(30)), cores(Fraction(3, 2)), _show("cpu", Fraction(1, 2))) == (
         "30", "1500m", "500m")
