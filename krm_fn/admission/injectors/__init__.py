@@ -140,6 +140,11 @@ def _mode(module, ctx: InjectionContext) -> str:
 def _configured(module, ctx: InjectionContext) -> bool:
     """`spec.workloads.injection.<KEY>` sets cpu or memory (the user runs that injector)."""
     conf = getattr(ctx.injection, getattr(module, "KEY", ""), None) if ctx.injection else None
+    return _sizes(conf)
+
+
+def _sizes(conf) -> bool:
+    """One `spec.workloads.injection.<KEY>` record (or None) sets cpu or memory."""
     return conf is not None and (getattr(conf, "cpu", None) is not None
                                  or getattr(conf, "memory", None) is not None)
 
@@ -181,9 +186,7 @@ def unseen_namespace(meta: Meta, ctx: InjectionContext, flat: bool = False) -> s
     `flat`: name the flat ConfigMap keys (`istioMode`) instead of the typed fields."""
     if meta.ns_labels is not None or meta.ns_annotations is not None:
         return None
-    if ctx.injection is None or not any(
-            getattr(c, "cpu", None) is not None or getattr(c, "memory", None) is not None
-            for c in vars(ctx.injection).values()):
+    if ctx.injection is None or not any(map(_sizes, vars(ctx.injection).values())):
         return None                     # no injector configured: import none of them
     unseen = [m for m in __getattr__("ANNOTATED") if hasattr(m, "NAMESPACE_TRIGGER") and _configured(m, ctx)
               and _mode(m, ctx) == "auto" and m.trigger(meta) == (None, None)]
