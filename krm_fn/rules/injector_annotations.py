@@ -67,6 +67,7 @@ from krm_fn import quantity
 from krm_fn.admission import injectors as registry
 from krm_fn.admission.injectors import base as injbase
 from krm_fn.pod import PodView, path_str
+from krm_fn.workloads import get_path
 
 ID = "injector-annotations"
 OPTIONS = ("workloads.injection",)
@@ -160,7 +161,7 @@ def _apply_one(pod: PodView, ctx, inj) -> None:
         why = f"{_field(inj, 'mode')} is always"
     base = pod.at.meta + ("annotations",)
     for i in range(len(base)):
-        v = injbase.dig(pod.edits.root, base[:i + 1])
+        v = get_path(pod.edits.root, base[:i + 1])
         if v is None:
             break
         want = list if i + 1 < len(base) and isinstance(base[i + 1], int) else dict

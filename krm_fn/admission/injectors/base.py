@@ -10,6 +10,7 @@ from krm_fn.record import dataclass, field
 
 from krm_fn import quantity
 from krm_fn.admission import model
+from krm_fn.workloads import get_path
 
 CPU, MEMORY = "cpu", "memory"
 
@@ -168,20 +169,6 @@ def yaml_bool(value: object) -> bool | None:
     return None
 
 
-def dig(obj: object, path: tuple) -> object:
-    """Follow mapping keys and list indices; None when a step is missing or misshapen."""
-    for key in path:
-        if isinstance(key, int):
-            if not isinstance(obj, list) or not 0 <= key < len(obj):
-                return None
-            obj = obj[key]
-        elif isinstance(obj, dict):
-            obj = obj.get(key)
-        else:
-            return None
-    return obj
-
-
 def is_isvc(pod) -> bool:
     """A KServe InferenceService component (predictor, transformer, explainer, canary):
     its pods get the InferenceService's own metadata too. A ServingRuntime's own metadata
@@ -191,7 +178,7 @@ def is_isvc(pod) -> bool:
 
 def root_meta(pod, key: str) -> dict:
     """The workload's own `metadata.<key>` ({} when missing). `pod`: a PodView."""
-    v = dig(pod.edits.root, ("metadata", key))
+    v = get_path(pod.edits.root, ("metadata", key))
     return v if isinstance(v, dict) else {}
 
 
@@ -201,7 +188,7 @@ def pod_meta(pod, key: str) -> dict:
     PodView."""
     if pod.at.meta is None:
         return {}
-    v = dig(pod.edits.root, pod.at.meta + (key,))
+    v = get_path(pod.edits.root, pod.at.meta + (key,))
     own = v if isinstance(v, dict) else {}
     if is_isvc(pod):
         return {**root_meta(pod, key), **own}
@@ -256,7 +243,7 @@ def ray_group(pod) -> tuple[str | None, dict, str]:
         return None, {}, ""
     for i, key in enumerate(params):
         if key in ("headGroupSpec", "workerGroupSpecs"):
-            cluster = dig(pod.edits.root, tuple(params[:i]))
+            cluster = get_path(pod.edits.root, tuple(params[:i]))
             path = ".".join(str(p) for p in params[:i])
             return ("head" if key == "headGroupSpec" else "worker",
                     cluster if isinstance(cluster, dict) else {}, path)

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from krm_fn.admission import model
 from krm_fn.admission.injectors import base
+from krm_fn.workloads import get_path
 
 ID = "kuberay"
 TITLE = "KubeRay autoscaler"
@@ -50,7 +51,7 @@ def trigger(meta: base.Meta):
 
 
 def _options_resources(meta: base.Meta) -> dict | None:
-    res = base.dig(meta.ray_cluster, ("autoscalerOptions", "resources"))
+    res = get_path(meta.ray_cluster, ("autoscalerOptions", "resources"))
     return res if isinstance(res, dict) else None
 
 

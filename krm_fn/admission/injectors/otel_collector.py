@@ -20,6 +20,7 @@ from __future__ import annotations
 from krm_fn.admission import model
 from krm_fn.admission.injectors import WHEN, base
 from krm_fn.admission.injectors.otel_instrumentation import effective
+from krm_fn.workloads import get_path
 
 ID = "otel_collector"
 TITLE = "OpenTelemetry collector sidecar"
@@ -50,7 +51,7 @@ def collector(meta: base.Meta, ctx: base.InjectionContext) -> dict | None:
     value, _ = _value(meta)
     if value.lower() == "true":
         found = [o for (space, _), o in ctx.collectors.items() if space == meta.namespace
-                 and str(base.dig(o, ("spec", "mode")) or "") == "sidecar"]
+                 and str(get_path(o, ("spec", "mode")) or "") == "sidecar"]
         return found[0] if len(found) == 1 else None
     space, _, name = value.rpartition("/")
     return ctx.collectors.get((space or meta.namespace, name))
@@ -60,7 +61,7 @@ def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
     """The `otc-container` app container, sized by the collector's spec.resources (none
     when the collector is not in the input or sets none)."""
     col = collector(meta, ctx)
-    res = base.dig(col, ("spec", "resources")) if col else None
+    res = get_path(col, ("spec", "resources")) if col else None
     res = res if isinstance(res, dict) else {}
     req = res.get("requests") if isinstance(res.get("requests"), dict) else {}
     lim = res.get("limits") if isinstance(res.get("limits"), dict) else {}

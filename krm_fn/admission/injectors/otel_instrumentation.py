@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from krm_fn.admission import model
 from krm_fn.admission.injectors import WHEN, base
+from krm_fn.workloads import get_path
 
 ID = "otel_instrumentation"
 TITLE = "OpenTelemetry auto-instrumentation"
@@ -114,7 +115,7 @@ def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
     for lang, value, _ in languages(meta):
         inst = instrumentation(meta, ctx, value)
         fld, names = CONTAINERS[lang]
-        res = base.dig(inst, ("spec", fld, "resources")) if inst else None
+        res = get_path(inst, ("spec", fld, "resources")) if inst else None
         req, lim = DEFAULTS[lang]
         if isinstance(res, dict):
             req = res.get("requests") if isinstance(res.get("requests"), dict) else req

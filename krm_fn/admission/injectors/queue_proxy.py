@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from krm_fn.admission import knative, model
 from krm_fn.admission.injectors import base
+from krm_fn.workloads import get_path
 
 ID = "queue_proxy"
 TITLE = "Knative queue-proxy"
@@ -79,7 +80,7 @@ def knative_version(ctx: base.InjectionContext) -> tuple | None:
     config-deployment or config-features in the input, else None (unknown)."""
     for name in (CONFIG_DEPLOYMENT, CONFIG_FEATURES):
         cm = ctx.configmap(name, NAMESPACE)
-        labels = base.dig(cm, ("metadata", "labels")) if cm else None
+        labels = get_path(cm, ("metadata", "labels")) if cm else None
         version = knative.release(labels)
         if version is not None:
             return version

@@ -35,6 +35,7 @@ import re
 
 from krm_fn.admission import model
 from krm_fn.admission.injectors import base
+from krm_fn.workloads import get_path
 
 ID = "storage_initializer"
 TITLE = "KServe storage-initializer"
@@ -126,7 +127,7 @@ def candidates(ctx: base.InjectionContext, uris: list) -> list:
     (`spec.disabled`, `spec.workloadType` other than initContainer): those of the input,
     then KServe's `default` unless the input holds one of that name."""
     own = [sc for sc in ctx.storage_containers if _usable(sc)]
-    names = {str(base.dig(sc, ("metadata", "name")) or "") for sc in ctx.storage_containers}
+    names = {str(get_path(sc, ("metadata", "name")) or "") for sc in ctx.storage_containers}
     pool = own + ([] if "default" in names else [DEFAULT_STORAGE_CONTAINER])
     return [sc for sc in pool if _serving([sc], uris)]
 
@@ -162,7 +163,7 @@ def _equal(res: dict) -> bool:
 def _merged(req: dict, lim: dict, sc: dict | None) -> tuple[dict, dict]:
     """The ConfigMap's (requests, limits) with `sc`'s spec.container.resources on top."""
     req, lim = dict(req), dict(lim)
-    res = base.dig(sc, ("spec", "container", "resources")) if sc else None
+    res = get_path(sc, ("spec", "container", "resources")) if sc else None
     if isinstance(res, dict):
         for part, d in (("requests", req), ("limits", lim)):
             if isinstance(res.get(part), dict):
@@ -204,7 +205,7 @@ def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
         return ""
     found = candidates(ctx, storage_uris(meta))
     if len(found) > 1:
-        names = ", ".join(str(base.dig(sc, ("metadata", "name"))) for sc in found)
+        names = ", ".join(str(get_path(sc, ("metadata", "name"))) for sc in found)
         return (f"the ClusterStorageContainers {names} all serve this URI and KServe uses "
                 f"whichever it lists first (no fixed order), so give every one of them "
                 f"requests == limits in spec.container.resources, or set spec.disabled: true "
