@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from krm_fn.record import dataclass, field
 
-from krm_fn.node.topology import Cpu
 from krm_fn.results import Ref
 
 APP, INIT, SIDECAR = "app", "init", "sidecar"

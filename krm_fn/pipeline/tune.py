@@ -76,7 +76,7 @@ def tune(pick: Picked, run) -> TunedItem:
 
 def _tune_pods(item: TunedItem, run) -> None:
     """The rules on every pod spec of the item's workload, on one copy of it."""
-    pick, cfg = item.pick, run.cfg
+    pick = item.pick
     info = run.pool_info(pick.pool_index) if pick.pool is not None else None
     item.work = copy_item(pick.obj)
     edits = Edits(item.work, index=pick.index, ref=pick.ref, retyped=run.retyped)
