@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import functools
 import json
-from krm_fn.record import dataclass
+from collections.abc import Iterable
 
+from krm_fn.record import dataclass
 from krm_fn.results import INFO, Ref, Result, value_text
 from krm_fn.workloads import get_path
 
@@ -44,8 +45,8 @@ class Change:
     index: int | None
     ref: Ref | None
     path: tuple
-    old: Any
-    new: Any
+    old: object
+    new: object
     rule: str | None = None
     severity: str = INFO
     message: str | None = None
@@ -72,7 +73,7 @@ def _path_str(path: tuple) -> str:
     return out
 
 
-def value_shown(value: Any) -> str | None:
+def value_shown(value: object) -> str | None:
     """A changed value as a KRM result's currentValue/proposedValue: strings as they are,
     other values as JSON (spaces after separators); None for None."""
     if value is None:
@@ -112,12 +113,12 @@ def rule_tags(rule: str | None) -> tuple:
     return (("rule", rule),) if rule else ()
 
 
-def ops(changes: Iterable[Change]) -> list[tuple[tuple, Any]]:
+def ops(changes: Iterable[Change]) -> list[tuple[tuple, object]]:
     """The (path tuple, value) pairs the YAML layer writes into the input, in write order."""
     return [(c.path, c.new) for c in changes]
 
 
-def net(item: dict, changes: Iterable[Change]) -> list[tuple[tuple, Any, Any, Change]]:
+def net(item: dict, changes: Iterable[Change]) -> list[tuple[tuple, object, object, Change]]:
     """Per field path written, in first-written order: (path, value in the input `item`,
     last value written, the last Change there), leaving out fields that end with the value
     they had (None for an absent value)."""

@@ -30,10 +30,11 @@ from __future__ import annotations
 
 import json
 import math
-from krm_fn.record import dataclass
+from collections.abc import Callable
 from fractions import Fraction
 
 from krm_fn import knative_config, quantity
+from krm_fn.record import dataclass
 from krm_fn.changes import Change
 from krm_fn.pod import ContainerView, Edits, PodView
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result

@@ -50,7 +50,7 @@ class Edits:
         return (self.retyped is not None and self.index is not None
                 and self.retyped(self.index, tuple(path)))
 
-    def set(self, path: tuple, value: Any, message: str | None = None,
+    def set(self, path: tuple, value: object, message: str | None = None,
             severity: str = INFO) -> Change:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
         equal to the list length appends), record and return the Change (`message` and
@@ -112,7 +112,7 @@ class ContainerView:
     data: dict
     memo: dict = field(default_factory=dict, repr=False, compare=False)
 
-    def get(self, *keys: str) -> Any:
+    def get(self, *keys: str) -> object:
         return get_path(self.data, keys)
 
 
@@ -152,7 +152,7 @@ class PodView:
     def spec_path(self, *rest) -> tuple:
         return self.at.spec + tuple(rest)
 
-    def set(self, path: tuple, value: Any, message: str, current: Any = None,
+    def set(self, path: tuple, value: object, message: str, current: object = None,
             severity: str = INFO) -> None:
         """Write `value` at `path` (from the object root) as a Change with `message` (info
         unless the change deserves a warning), added to the findings. `current`: the value

@@ -19,7 +19,7 @@ from krm_fn.record import dataclass
 ERROR, WARNING, INFO = "error", "warning", "info"
 
 
-def value_text(value: Any) -> str:
+def value_text(value: object) -> str:
     """A value as one line for messages and a result's currentValue/proposedValue: strings
     as they are, everything else as compact JSON (true/false, numbers, mappings, lists)."""
     if isinstance(value, str):
@@ -64,11 +64,11 @@ class Result:
     tags: tuple = ()
 
     def as_dict(self) -> dict:
-        d: dict[str, Any] = {"message": self.message, "severity": self.severity}
+        d: dict[str, object] = {"message": self.message, "severity": self.severity}
         if self.ref is not None:
             d["resourceRef"] = self.ref.as_dict()
         if self.path is not None:
-            fld: dict[str, Any] = {"path": self.path}
+            fld: dict[str, object] = {"path": self.path}
             if self.current is not None:
                 fld["currentValue"] = self.current
             if self.proposed is not None:

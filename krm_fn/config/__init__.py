@@ -30,7 +30,7 @@ __all__ = ["API_VERSION", "KIND", "MIN_MINOR", "ConfigError", "Field", "Object",
            "extra_registry"]
 
 
-def load(obj: Any) -> Spec:
+def load(obj: object) -> Spec:
     """Load a functionConfig object (plain dict as read from YAML, or None).
 
     Returns a `Spec` (krm_fn.config.records) mirroring the definition, with defaults
@@ -41,7 +41,7 @@ def load(obj: Any) -> Spec:
     ConfigMap), carrying every shape and type problem found.
     """
     if obj is None:
-        spec: Any = {}
+        spec: object = {}
         flat = False
     elif not isinstance(obj, dict):
         raise ConfigError("functionConfig", f"expected a mapping, found {type_name(obj)}")
@@ -72,7 +72,7 @@ def load(obj: Any) -> Spec:
     return cfg
 
 
-def is_flat(obj: Any) -> bool:
+def is_flat(obj: object) -> bool:
     """True when a functionConfig object is the ConfigMap (flat keys) form."""
     return isinstance(obj, dict) and obj.get("kind") == "ConfigMap"
 

@@ -23,33 +23,33 @@ from krm_fn.node import topology
 BASELINE_MAX_ENTRIES = 1024     # entries of a map or list krm-fn reads from the baseline
 
 
-def _baseline_scalar(v: Any, path: str) -> str:
+def _baseline_scalar(v: object, path: str) -> str:
     if isinstance(v, bool) or not isinstance(v, (str, int, float)):
         raise ConfigError(path, f"expected a string, found {_type_name(v)}")
     return _scalar_str(v, path)
 
 
-def _baseline_bool(v: Any, path: str) -> bool:
+def _baseline_bool(v: object, path: str) -> bool:
     if not isinstance(v, bool):
         raise ConfigError(path, f"expected true or false, found {_short(v)}")
     return v
 
 
-def _baseline_cap(v: Any, path: str) -> None:
+def _baseline_cap(v: object, path: str) -> None:
     """At most BASELINE_MAX_ENTRIES entries in a baseline map or list krm-fn reads."""
     if len(v) > BASELINE_MAX_ENTRIES:
         raise ConfigError(path, f"has {len(v)} entries; at most {BASELINE_MAX_ENTRIES} are "
                                 f"accepted")
 
 
-def _baseline_map(v: Any, path: str, values) -> dict:
+def _baseline_map(v: object, path: str, values) -> dict:
     if not isinstance(v, dict):
         raise ConfigError(path, f"expected a mapping, found {_type_name(v)}")
     _baseline_cap(v, path)
     return {_check_text(str(k), path): values(x, f"{path}.{k}") for k, x in v.items()}
 
 
-def _unwrap(baseline: Any, root: str) -> tuple[Any, str]:
+def _unwrap(baseline: object, root: str) -> tuple[object, str]:
     """(the KubeletConfiguration, its field path): configz's `{kubeletconfig: ...}` wrapper
     taken off once; anything but a mapping as it is. Raises ConfigError for other wrappers
     and a kind that is not KubeletConfiguration."""
@@ -75,7 +75,7 @@ def _unwrap(baseline: Any, root: str) -> tuple[Any, str]:
     return baseline, root
 
 
-def _cpuset(v: Any, path: str) -> None:
+def _cpuset(v: object, path: str) -> None:
     text = _baseline_scalar(v, path)
     try:
         topology.parse_cpuset(text)
@@ -83,12 +83,12 @@ def _cpuset(v: Any, path: str) -> None:
         raise ConfigError(path, f"not a cpuset: {e}") from None
 
 
-def _factor(v: Any, path: str) -> None:
+def _factor(v: object, path: str) -> None:
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
         raise ConfigError(path, f"expected a number in (0, 1], found {_short(v)}")
 
 
-def _reservations(v: Any, path: str) -> None:
+def _reservations(v: object, path: str) -> None:
     from krm_fn.node import memory as memory_mod
     m = _baseline_map(v, path, _baseline_scalar)
     _check_reserved({k: x for k, x in m.items() if not k.startswith("hugepages-")}, path)
@@ -100,7 +100,7 @@ def _reservations(v: Any, path: str) -> None:
             _quantity(x, "memory", f"{path}.{k}")
 
 
-def _gates(v: Any, path: str) -> None:
+def _gates(v: object, path: str) -> None:
     if isinstance(v, dict):
         for k in v:
             if not isinstance(k, str) or not _FIELD_NAME.fullmatch(k):
@@ -108,7 +108,7 @@ def _gates(v: Any, path: str) -> None:
     _baseline_map(v, path, _baseline_bool)
 
 
-def _strlist(v: Any, path: str) -> None:
+def _strlist(v: object, path: str) -> None:
     if not isinstance(v, list):
         raise ConfigError(path, f"expected a list, found {_type_name(v)}")
     _baseline_cap(v, path)
@@ -118,7 +118,7 @@ def _strlist(v: Any, path: str) -> None:
         _check_text(x, f"{path}[{i}]")
 
 
-def _reserved_memory(v: Any, path: str) -> None:
+def _reserved_memory(v: object, path: str) -> None:
     from krm_fn.node import memory as memory_mod
     if v == []:
         return
@@ -146,7 +146,7 @@ SHAPE_CHECKS = {
 }
 
 
-def _check_baseline(baseline: Any) -> None:
+def _check_baseline(baseline: object) -> None:
     """spec.output.baseline: a KubeletConfiguration (or configz's `{kubeletconfig: ...}`
     with nothing beside it) whose fields krm-fn reads (krm_fn.node.fields.baseline_shapes)
     have the kubelet's shapes: strings of at most MAX_TEXT characters,

@@ -118,7 +118,7 @@ def check_names(items: list, path: str, pattern: re.Pattern, limit: int, what: s
                                               f"found {short(x)}")
 
 
-def check_plain(v: Any, path: str, depth: int = 1) -> None:
+def check_plain(v: object, path: str, depth: int = 1) -> None:
     """`kubelet.extra` data must be plain JSON: mappings with string keys, lists, strings,
     64-bit integers, finite floats, booleans, null; at most MAX_EXTRA_DEPTH levels deep.
     At depth 1 (the mapping itself) keys must be KubeletConfiguration field names."""

@@ -17,7 +17,7 @@ class Field:
 
     __slots__ = ("name", "type", "default", "doc", "flat")
 
-    def __init__(self, name: str, type: Type, default: Any = None, doc: str = "",
+    def __init__(self, name: str, type: Type, default: object = None, doc: str = "",
                  flat: str | None = None):
         self.name, self.type, self.default, self.doc, self.flat = name, type, default, doc, flat
 
@@ -40,7 +40,7 @@ class Field:
         allows it."""
         return self.type.leaf and self.type.nullable and self.default is None
 
-    def convert(self, v: Any, path: str, flat: bool = False) -> Any:
+    def convert(self, v: object, path: str, flat: bool = False) -> object:
         """The value `v` given for this field at `path` as its Python form (null: None when
         nullable, an object's defaults for an object). Raises ConfigError."""
         if v is None and self.type.leaf:
@@ -49,7 +49,7 @@ class Field:
             raise ConfigError(path, "must not be null")
         return self.type.convert(v, path, flat)
 
-    def default_value(self) -> Any:
+    def default_value(self) -> object:
         """The Python value of the field when it is not given."""
         return self.type.default_value(self.default)
 
@@ -84,7 +84,7 @@ class Record:
 
     FIELDS: tuple = ()
 
-    def __init__(self, **values: Any):
+    def __init__(self, **values: object):
         self.__dict__.update(values)
 
     def __repr__(self) -> str:
@@ -113,7 +113,7 @@ class Object(Type):
     def default_value(self, default):
         return self.build({}, "")
 
-    def build(self, data: Any, path: str, flat: bool = False) -> Record:
+    def build(self, data: object, path: str, flat: bool = False) -> Record:
         """Load the mapping `data` (at field path `path`) as a `cls`; raises ConfigError
         carrying every problem of every field (shape and type checks only)."""
         if not isinstance(data, dict):
@@ -178,7 +178,7 @@ class ObjectList(Type):
             [("MAX ITEMS", str(self.max_items))] if self.max_items != MAX_ITEMS else [])
 
     def json_schema(self, flat=False):
-        s: dict[str, Any] = {"type": "array"}
+        s: dict[str, object] = {"type": "array"}
         if self.min_items:
             s["minItems"] = self.min_items
         s["maxItems"] = self.max_items

@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+from collections.abc import Iterator
 
 from krm_fn.config.fields import Field
 from krm_fn.config.spec import SCHEMA
@@ -81,7 +82,7 @@ def flat_error(e: ConfigError) -> ConfigError:
     return ConfigError(mapped[0].path, mapped[0].message, mapped[1:])
 
 
-def flat_value(d: Any) -> str:
+def flat_value(d: object) -> str:
     """A value as the ConfigMap writes it: true/false, lists comma-separated, maps
     `k=v,k2=v2`, anything else str()."""
     if isinstance(d, bool):

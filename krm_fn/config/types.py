@@ -30,12 +30,12 @@ class Type:
     nullable = True
     leaf = True                 # not an object or a list of objects
 
-    def convert(self, v: Any, path: str, flat: bool) -> Any:
+    def convert(self, v: object, path: str, flat: bool) -> object:
         """`v` (not None) as its Python value; `flat`: `v` comes from a ConfigMap `data`
         value (strings stand for lists, maps and JSON). Raises ConfigError naming `path`."""
         raise NotImplementedError(self.kind)
 
-    def default_value(self, default: Any) -> Any:
+    def default_value(self, default: object) -> object:
         """The Python value of a field default (a fresh copy of lists and mappings)."""
         if isinstance(default, (list, dict)):
             return type(default)(default)
@@ -128,7 +128,7 @@ class Int(Type):
 
     def json_schema(self, flat=False):
         from krm_fn.config.patterns import int_pattern
-        s: dict[str, Any] = {"type": ["integer", "string"],
+        s: dict[str, object] = {"type": ["integer", "string"],
                              "pattern": int_pattern(self.minimum, self.maximum)}
         if self.minimum is not None:
             s["minimum"] = self.minimum
@@ -342,7 +342,7 @@ class List(Type):
                    else []))
 
     def json_schema(self, flat=False):
-        s: dict[str, Any] = {"type": ["array", "string"] if flat else "array",
+        s: dict[str, object] = {"type": ["array", "string"] if flat else "array",
                              "items": self.of.json_schema() if self.of else _scalar_schema(),
                              "uniqueItems": True}
         if self.min_items:
@@ -401,7 +401,7 @@ class _JsonError(ValueError):
     pass
 
 
-def _json_constant(name: str) -> Any:
+def _json_constant(name: str) -> object:
     raise _JsonError(f"{name} is not a JSON number")
 
 

@@ -58,7 +58,7 @@ def unknown_fields(keys: list, known: list[str], path: str) -> ConfigError:
                        + ", ".join(names) + f" (known: {', '.join(known)})")
 
 
-def type_name(v: Any) -> str:
+def type_name(v: object) -> str:
     """How a value's YAML type reads in a message: `null`, `a mapping`, `a string`..."""
     if v is None:
         return "null"
@@ -77,7 +77,7 @@ def num(n: int) -> str:
     return f"a number of about {int(n.bit_length() * 0.30103)} digits"
 
 
-def short(v: Any, limit: int = 60) -> str:
+def short(v: object, limit: int = 60) -> str:
     """repr of a scalar for an error message, shortened; containers are named by type."""
     if isinstance(v, (dict, list, tuple, set)):
         return type_name(v)
@@ -99,7 +99,7 @@ def check_text(s: str, path: str) -> str:
     return s
 
 
-def scalar_str(v: Any, path: str) -> str:
+def scalar_str(v: object, path: str) -> str:
     """A YAML scalar as a string: booleans as true/false, numbers as written by str();
     raises ConfigError for containers, huge numbers and bad text."""
     if isinstance(v, bool):

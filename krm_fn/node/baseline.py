@@ -44,7 +44,7 @@ ENFORCEMENT = fields.ENFORCEMENT
 RESERVED_CGROUP_FIELDS = fields.RESERVED_CGROUP_FIELDS
 
 
-def unwrap(baseline: Any) -> tuple[dict, str]:
+def unwrap(baseline: object) -> tuple[dict, str]:
     """`(config, path)`: the KubeletConfiguration inside a configz answer
     `{"kubeletconfig": {...}}` with path `spec.output.baseline.kubeletconfig`, or the
     baseline itself with path `spec.output.baseline`. A baseline that is not a mapping
@@ -55,7 +55,7 @@ def unwrap(baseline: Any) -> tuple[dict, str]:
     return (baseline if isinstance(baseline, dict) else {}), BASELINE_PATH
 
 
-def merge(target: Any, patch: Any) -> Any:
+def merge(target: object, patch: object) -> object:
     """RFC 7386 JSON merge patch of `patch` over `target` (a new value; inputs untouched):
     how the kubelet merges a `--config-dir` drop-in over its config
     (https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/)."""
@@ -71,7 +71,7 @@ def merge(target: Any, patch: Any) -> Any:
     return out
 
 
-def string_map(value: Any) -> dict[str, str]:
+def string_map(value: object) -> dict[str, str]:
     """A baseline map (kubeReserved, evictionHard, ...) as str -> str; {} when absent or not
     a mapping."""
     if not isinstance(value, dict):
@@ -104,14 +104,14 @@ def _clip(text: str) -> str:
     return text if len(text) <= CLIP else text[:CLIP - 3] + "..."
 
 
-def _cpuset(value: Any) -> tuple[int, ...] | None:
+def _cpuset(value: object) -> tuple[int, ...] | None:
     try:
         return tuple(parse_cpuset(str(value or "")))
     except ValueError:
         return None
 
 
-def _memory_list(value: Any) -> Any:
+def _memory_list(value: object) -> object:
     """reservedMemory normalised for comparison: {(numaNode, type): bytes}."""
     if not isinstance(value, list):
         return value
@@ -127,11 +127,11 @@ def _memory_list(value: Any) -> Any:
     return out
 
 
-def _shown(v: Any) -> str:
+def _shown(v: object) -> str:
     return "(unset)" if v in (None, "") else str(v)
 
 
-def _memory_text(v: Any) -> str:
+def _memory_text(v: object) -> str:
     if not isinstance(v, list) or not v:
         return "(unset)"
     return ";".join(f"{e.get('numaNode')}:" + ",".join(f"{k}={q}" for k, q in
@@ -204,7 +204,7 @@ def rollout_note(changes: list[StateChange]) -> str:
 
 
 def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
-              ) -> tuple[list[tuple[str, str, str, Any, Any]], list[StateChange]]:
+              ) -> tuple[list[tuple[str, str, str, object, object]], list[StateChange]]:
     """Check the plan's `kubelet` merged onto the baseline `base` (unwrapped, found at field
     path `where`) and adjust `kubelet` in place where the merge alone would stop the kubelet:
     reserved cgroups set to "" and enforceNodeAllocatable trimmed next to
@@ -213,9 +213,9 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
     Returns `(findings, changes)`: findings are `(severity, path, message, current,
     proposed)` with absolute field paths below `where`; changes are the StateChanges
     (see `state_changes`). Never raises for bad baseline data."""
-    found: list[tuple[str, str, str, Any, Any]] = []
+    found: list[tuple[str, str, str, object, object]] = []
 
-    def add(sev: str, key: str, msg: str, current: Any = None, proposed: Any = None):
+    def add(sev: str, key: str, msg: str, current: object = None, proposed: object = None):
         found.append((sev, f"{where}.{key}", msg, current, proposed))
 
     merged = merge(base, {k: v for k, v in kubelet.items() if k not in fields.HEADER})

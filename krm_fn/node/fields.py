@@ -77,7 +77,7 @@ class On:
     convert: str = ""
     omit_default: bool = False
     owner: str = ""
-    platform_default: Any = None
+    platform_default: object = None
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ class Field:
     name: str
     type: str
     shape: str
-    default: Any = None
+    default: object = None
     default_since: tuple = ()
     upstream_default: bool = False
     gates: tuple[str, ...] = ()
@@ -141,7 +141,7 @@ class Field:
         since = upstream.field_since(self.name, upstream.LAST)
         return None if since is None or since <= upstream.FIRST else since
 
-    def default_for(self, version: Version) -> Any:
+    def default_for(self, version: Version) -> object:
         """The kubelet default on Kubernetes `version` (major, minor)."""
         if self.upstream_default:
                 return upstream.eviction_hard_default(version)
@@ -178,7 +178,7 @@ SHAPES = {
 _SCALAR = {"text": str, "duration": str, "cpuset": str, "int": int, "bool": bool}
 
 
-def coerce(name: str, value: Any) -> Any:
+def coerce(name: str, value: object) -> object:
     """`value` (a typed pool setting) as field `name` is written: str for text, duration and
     cpuset fields, int for int, bool for bool. Raises KeyError for a field not in the table
     or not of a scalar shape."""
@@ -191,11 +191,11 @@ _MCO_SWAP = "configure swap through the MCO's own swap support instead"
 _MCO_NET = "the MCO sets it from the cluster network configuration"
 
 
-def _f(name: str, type_: str, shape: str, default: Any = None, **kw) -> Field:
+def _f(name: str, type_: str, shape: str, default: object = None, **kw) -> Field:
     return Field(name, type_, shape, default, **kw)
 
 
-def _b(name: str, type_: str, shape: str, default: Any = None, **kw) -> Field:
+def _b(name: str, type_: str, shape: str, default: object = None, **kw) -> Field:
     """A field the plan also reads from the baseline (spec.output.baseline)."""
     return Field(name, type_, shape, default, baseline=True, **kw)
 
@@ -381,7 +381,7 @@ def owned_on(fmt: str) -> tuple[str, ...]:
     return tuple(n for n, p in platform_names(fmt).items() if p.owner)
 
 
-def platform_default(fmt: str, name: str) -> Any:
+def platform_default(fmt: str, name: str) -> object:
     """What format `fmt`'s platform writes for field `name` when it is not given (None:
     nothing krm-fn must account for)."""
     p = on_platform(name, fmt)
@@ -401,7 +401,7 @@ RESERVED_CGROUP_FIELDS: tuple[str, ...] = tuple(
 ENFORCEMENT: dict[str, str] = {e: f.name for f in FIELDS for e in f.enforced_by}
 # Values krm-fn leaves out silently on platforms that cannot set them (a policy at its
 # default: the manager is off anyway).
-OMIT_AT_DEFAULT: dict[str, Any] = {f.name: f.default for f in FIELDS if f.omit_at_default}
+OMIT_AT_DEFAULT: dict[str, object] = {f.name: f.default for f in FIELDS if f.omit_at_default}
 
 
 def result_field(name: str) -> str | None:

@@ -82,7 +82,7 @@ def _vs(version) -> str:
     return upstream.version_str(version)
 
 
-def _short(v: Any) -> str:
+def _short(v: object) -> str:
     text = repr(v)
     return text if len(text) <= 40 else text[:37] + "..."
 
@@ -139,7 +139,7 @@ def _unknown_field(name: str, version, data) -> Finding:
                    f"fields, so the setting has no effect; {REFERENCE})", unknown=True)
 
 
-def _scalar_ok(kind: str, v: Any) -> bool:
+def _scalar_ok(kind: str, v: object) -> bool:
     if kind == "bool":
         return isinstance(v, bool)
     if kind in _INT_RANGE:
@@ -163,7 +163,7 @@ _EXPECT = {"bool": "true or false", "int32": "a whole number",
            "object": "a mapping"}
 
 
-def _typed(path: str, v: Any, spec: dict, version, depth: int = 0) -> list[Finding]:
+def _typed(path: str, v: object, spec: dict, version, depth: int = 0) -> list[Finding]:
     """Type findings for value `v` of field `path` with generated type `spec`."""
     kind = spec["type"]
 
@@ -210,7 +210,7 @@ def _typed(path: str, v: Any, spec: dict, version, depth: int = 0) -> list[Findi
     return [] if _scalar_ok(kind, v) else bad()
 
 
-def _gates(value: Any, version, data) -> list[Finding]:
+def _gates(value: object, version, data) -> list[Finding]:
     """featureGates: each gate known to `version`, true/false, not against its lock."""
     vs = _vs(version)
     if not isinstance(value, dict):
@@ -369,7 +369,7 @@ def _thresholds(config: dict, version) -> list[Finding]:
     return out
 
 
-def _reserved_amount(config: dict, resource: str, parse) -> Any:
+def _reserved_amount(config: dict, resource: str, parse) -> object:
     total = 0
     for name in RESERVATIONS:
         m = config.get(name)

@@ -128,7 +128,7 @@ def split(totals: dict[str, Fraction], numa_nodes: list[int], spread: bool) -> l
             for n, s in shares.items() if s]
 
 
-def parse(value: Any) -> list[dict]:
+def parse(value: object) -> list[dict]:
     """An explicit reservedMemory: a list of `{numaNode: int, limits: {type: quantity}}`, or
     the kubelet flag text `0:memory=1Gi,hugepages-1Gi=2Gi;1:memory=2Gi` (the ConfigMap form).
     Returns the list with int numaNode and str quantities. Raises ReservedMemoryError naming the

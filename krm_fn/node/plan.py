@@ -71,7 +71,7 @@ class _Unplain(ValueError):
     pass
 
 
-def _plain(v: Any) -> Any:
+def _plain(v: object) -> object:
     """Deep copy of YAML-read data as plain dict/list/str/int/float/bool/None (ruamel's
     CommentedMap, ScalarString, ScalarBoolean, ... become their plain counterparts)."""
     if v is None:
@@ -91,7 +91,7 @@ def _plain(v: Any) -> Any:
     raise _Unplain(f"unsupported value of type {type(v).__name__}: {v!r}")
 
 
-def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: Any = None
+def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: object = None
           ) -> tuple[NodePlan, list[Result]]:
     """Build the NodePlan of one node pool.
 
@@ -118,7 +118,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
     k = pool.kubelet
     results: list[Result] = []
 
-    def res(sev: str, path: str, msg: str, current: Any = None, proposed: Any = None,
+    def res(sev: str, path: str, msg: str, current: object = None, proposed: object = None,
             absolute: bool = False):
         results.append(Result(msg, sev, ref, path if absolute else f"{p}.{path}",
                               None if current is None else str(current),
@@ -126,7 +126,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: An
 
     topo = Topology.from_config(pool.topology)
     base, base_path = baseline_mod.unwrap(baseline)
-    kubelet: dict[str, Any] = {"apiVersion": KUBELET_API_VERSION, "kind": KUBELET_KIND}
+    kubelet: dict[str, object] = {"apiVersion": KUBELET_API_VERSION, "kind": KUBELET_KIND}
     opts = _managers(kubelet, k, version, res)
     reserved_maps = reserved_mod.reservation_maps(k, base, res)
     evictions = fields.BY_NAME["evictionHard"]

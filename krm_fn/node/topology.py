@@ -19,9 +19,9 @@ https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/).
 from __future__ import annotations
 
 import functools
-
 import re
 from collections import namedtuple
+from collections.abc import Iterable
 
 from krm_fn.record import dataclass
 

@@ -9,13 +9,14 @@ from YAML, scalars as strings); problems are Results, never exceptions.
 from __future__ import annotations
 
 import re
-from krm_fn.record import dataclass, field
+from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
 from krm_fn import numbers, objects
 from krm_fn.config.values import short
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
+from krm_fn.record import dataclass, field
 from krm_fn.results import ERROR, INFO, Ref, Result
 from krm_fn.workloads import get_path, locations, registered
 

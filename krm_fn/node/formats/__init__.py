@@ -42,10 +42,10 @@ class RenderContext:
 
     namespace: str
     set_path: bool = False
-    baseline: Any = None
-    ref: Any = None
+    baseline: object = None
+    ref: object = None
     index: int = 0
-    pool: Any = None
+    pool: object = None
 
 
 # format name -> module name under krm_fn.node.formats, in the documented order

@@ -111,8 +111,8 @@ class Report:
         self.index = getattr(ctx, "index", 0)
         self.results: list[Result] = []
 
-    def add(self, severity: str, name: str | None, message: str, current: Any = None,
-            proposed: Any = None, path: str | None = None) -> None:
+    def add(self, severity: str, name: str | None, message: str, current: object = None,
+            proposed: object = None, path: str | None = None) -> None:
         """One result about KubeletConfiguration field `name` (None: the whole pool)."""
         if path is None:
             path = (config_path(name, self.index) if name
@@ -121,7 +121,7 @@ class Report:
                                    None if current is None else text(current),
                                    None if proposed is None else text(proposed)))
 
-    def unsupported(self, platform: str, name: str, value: Any, detail: str = "") -> None:
+    def unsupported(self, platform: str, name: str, value: object, detail: str = "") -> None:
         """Warning: `name` is left out because `platform` cannot take it."""
         f = fields.get(name)
         why = f.consequence if f else ""

@@ -4,6 +4,8 @@ Data only; the engines themselves are the other modules of this package.
 """
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from krm_fn.record import dataclass
 
 
