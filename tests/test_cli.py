@@ -311,6 +311,38 @@ def test_a_plain_render_imports_only_what_it_uses():
     assert len(NAMES) == 11
 
 
+# standard-library modules a render does not need, that an editable install's import hook
+# (a .pth file) may load before krm_fn starts, so the -X importtime check above cannot see
+# them: checked in the source of every krm_fn module a render imports instead
+_STDLIB_NOT_FOR_A_RENDER = ("pathlib", "fnmatch", "urllib", "ipaddress", "dataclasses",
+                            "typing", "inspect", "copy", "difflib", "tempfile", "shutil")
+
+
+def _top_level_imports(module: str) -> set[str]:
+    """The modules `module`'s source imports outside functions (absolute names)."""
+    import ast
+    import importlib.util
+    tree = ast.parse(open(importlib.util.find_spec(module).origin).read())
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            node.body = []      # imports inside functions are lazy: not walked
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names.add(node.module)
+    return names
+
+
+def test_no_module_of_a_render_imports_what_a_render_does_not_need():
+    mods = sorted(m for m in _imported([], _ten_items()) if m.startswith("krm_fn"))
+    assert "krm_fn.node.upstream" in mods and len(mods) > 40
+    found = {(m, i) for m in mods for i in _top_level_imports(m)
+             if i.split(".")[0] in _STDLIB_NOT_FOR_A_RENDER}
+    assert found == set()
+
+
 def test_a_render_imports_the_injector_a_pod_triggers():
     text = _ten_items().replace("    template:\n      spec:\n",
                                 "    template:\n      metadata:\n        annotations:\n"

@@ -28,12 +28,15 @@ Only the target version's file is read, once, with `json` (start-up time).
 from __future__ import annotations
 
 import json
-from krm_fn.record import dataclass
+import os
 from functools import lru_cache
-from pathlib import Path
+
+from krm_fn.record import dataclass
 
 Version = tuple[int, int]
-DATA = Path(__file__).resolve().parent / "data"
+# the package data directory (os.path, not pathlib: pathlib is ~2 ms of start-up a render
+# does not otherwise pay)
+DATA = os.path.join(os.path.dirname(os.path.realpath(__file__)), "data")
 FIRST: Version = (1, 29)
 LAST: Version = (1, 36)
 
@@ -85,7 +88,8 @@ def load(version: Version) -> KubeletData:
     """The facts for `version` (major, minor), clamped to FIRST..LAST. Raises
     FileNotFoundError when the package data is missing (a broken install)."""
     v = clamp(version)
-    raw = json.loads((DATA / f"kubelet-{version_str(v)}.json").read_text())
+    with open(os.path.join(DATA, f"kubelet-{version_str(v)}.json"), encoding="utf-8") as f:
+        raw = json.load(f)
     return KubeletData(version=v, source=raw["source"], fields=raw["fields"],
                        gates=raw["gates"], removed_gates=raw["removedGates"],
                        fields_since=raw["fieldsSince"],
