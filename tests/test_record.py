@@ -104,13 +104,34 @@ def test_a_default_before_a_required_field_is_refused():
 
 
 def test_the_init_templates_file_is_generated():
+    """record_init.py holds the template of exactly the shapes the package's records have."""
     path = record.__file__.replace("record.py", "record_init.py")
+    shapes = record.package_shapes()
+    assert (4, True, False, False) in shapes and len(shapes) > 20
     with open(path) as f:
-        assert f.read() == record.init_templates_source()
+        assert f.read() == record.init_templates_source(shapes)
 
 
-def test_a_record_with_more_fields_than_the_templates_is_compiled():
-    names = [f"f{i}" for i in range(record.MAX_TEMPLATE_FIELDS + 2)]
+def test_a_render_defines_records_of_the_template_shapes_only():
+    """No record a render defines compiles its __init__ (a shape missing from the file)."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom krm_fn import record\nsys.argv = ['krm-fn']\n"
+            "import krm_fn.pipeline, krm_fn.resourcelist\n"
+            "from krm_fn import record_init\n"
+            "missing = [s for s in record._SHAPES_SEEN "
+            "if not hasattr(record_init, record._init_name(*s))]\n"
+            "print(len(record._SHAPES_SEEN), missing)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, check=True).stdout.split()
+    assert int(out[0]) > 20 and out[1:] == ["[]"]
+
+
+def test_a_record_of_a_shape_not_in_the_templates_is_compiled():
+    from krm_fn import record_init
+    n = 30
+    assert not hasattr(record_init, record._init_name(n, False, False, False))
+    names = [f"f{i}" for i in range(n)]
     cls = record.dataclass(type("Wide", (), {"__annotations__": dict.fromkeys(names, "int")}))
     obj = cls(*range(len(names)))
     assert (obj.f0, getattr(obj, names[-1])) == (0, len(names) - 1)
