@@ -111,7 +111,9 @@ def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
     """Findings (rule `resourcequota`) for each ResourceQuota of `quotas` (plain objects
     of the pod's namespace): ERROR when one pod, or `count` replicas of it, use more than
     its `spec.hard`; INFO when they fit (other pods of the namespace count too)."""
-    out = []
+    out: list = []
+    if not quotas:
+        return tuple(out)
     use = _usage(pod)
     for quota in quotas:
         hard = _hard(quota)
