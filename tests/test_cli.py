@@ -309,6 +309,31 @@ def test_a_plain_render_imports_only_what_it_uses():
     assert sorted(m for m in mods if m.startswith("krm_fn.admission.injectors.")) == [
         "krm_fn.admission.injectors.base"]
     assert len(NAMES) == 11
+    # every container is vLLM or unrecognised; no Go or glibc option is set
+    assert _engine_modules(mods) == ["base", "recognition", "vllm", "workers"]
+
+
+def _engine_modules(mods: set[str]) -> list[str]:
+    """The modules of krm_fn/rules/engines/ in `mods`, by their short names."""
+    from krm_fn.rules.engines import recognition
+    assert len(recognition.TABLE) == 12
+    return sorted(m.rpartition(".")[2] for m in mods if m.startswith("krm_fn.rules.engines."))
+
+
+def test_a_render_imports_the_engine_a_container_runs():
+    """A llama.cpp container imports its engine module too, a JVM env var the JVM one, and
+    spec.workloads.threads.mallocArenaMax the glibc check (and no other engine module)."""
+    text = _ten_items().replace("registry.example/vllm-cpu:0.6.0",
+                                "ghcr.io/ggml-org/llama.cpp:server-b4000", 1)
+    text = text.replace("\"/models/m1\"]\n", "\"/models/m1\"]\n          env: [{name: JAVA_OPTS, "
+                        "value: -Xmx1g}]\n", 1)
+    assert text.count("llama.cpp:server") == 1 and text.count("JAVA_OPTS") == 1
+    text += ("functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n  kind: InferenceTuning\n"
+             "  metadata: {name: t}\n  spec:\n    selector: {matchLabels: {tier: inference}}\n"
+             "    workloads: {threads: {mallocArenaMax: 2}}\n")
+    mods = _imported([], text) - _started_with()
+    assert _engine_modules(mods) == ["base", "glibc", "jvm", "llama_cpp", "recognition",
+                                     "vllm", "workers"]
 
 
 # standard-library modules a render does not need, that an editable install's import hook

@@ -125,6 +125,7 @@ def test_every_engine_is_data_with_its_check_and_upstream_sources():
     patterns, documentation row, at least one upstream https source) and its check."""
     import importlib
     import re
+    from krm_fn import config
     from krm_fn.rules.engines.base import Engine
     names = [e.name for e in engines.ENGINES]
     assert len(set(names)) == len(names)
@@ -134,10 +135,33 @@ def test_every_engine_is_data_with_its_check_and_upstream_sources():
         assert e.sources and all(url.startswith("https://") for _, url in e.sources), e.name
         mod = importlib.import_module(e.check.__module__)
         assert mod.__name__.startswith("krm_fn.rules.engines.") and mod.__doc__, e.name
-        for pattern in (*e.images, *e.commands, *e.needs):
-            re.compile(pattern)
-    for check in engines.ALWAYS:
-        assert check.__module__.startswith("krm_fn.rules.engines.")
+        r = e.recognition
+        assert mod.__name__ == f"krm_fn.rules.engines.{r.module}", e.name
+        for pattern in (*r.images, *r.commands, *r.needs):
+            re.compile(pattern.regex)
+    threads = config.load({"apiVersion": "krm-fn.dev/v1alpha1",
+                           "kind": "InferenceTuning"}).workloads.threads
+    for name, option in engines.ALWAYS:
+        assert engines.module(name).check.__module__ == f"krm_fn.rules.engines.{name}"
+        assert getattr(threads, option) is None, option      # off by default
+
+
+def test_an_always_check_does_nothing_without_its_option():
+    """engines.always() leaves out (and does not import) a check of ALWAYS whose
+    spec.workloads.threads option is unset: the check itself then touches neither the pod
+    nor the container."""
+    from types import SimpleNamespace
+
+    class Untouchable:
+        def __getattr__(self, name):
+            raise AssertionError(f"read {name}")
+    threads = SimpleNamespace(**{option: None for _, option in engines.ALWAYS})
+    ctx = SimpleNamespace(cfg=SimpleNamespace(workloads=SimpleNamespace(threads=threads)))
+    for name, _ in engines.ALWAYS:
+        assert engines.module(name).check(Untouchable(), Untouchable(), None, ctx, {}) is None
+    assert engines.always(threads) == ()
+    threads.mallocArenaMax = 2
+    assert engines.always(threads) == (engines.module("glibc").check,)
 
 
 # -- vLLM ---------------------------------------------------------------------------------

@@ -17,7 +17,8 @@ ALL = (merged, *RULES)
 RULE_MODULES = {m.__name__ for m in ALL}
 # Shared helpers that are not rules: any rule may import them.
 HELPERS = {"krm_fn.rules.facts", "krm_fn.rules.cmdline", "krm_fn.rules.envvars",
-           "krm_fn.rules.engines", "krm_fn.rules.engines.base"}
+           "krm_fn.rules.engines", "krm_fn.rules.engines.base",
+           "krm_fn.rules.engines.recognition"}
 
 
 def _imports(path: Path, package: str) -> set[str]:
@@ -87,7 +88,8 @@ def test_engine_modules_import_only_shared_helpers():
                and not any(m.startswith(h + ".") for h in ("krm_fn.rules.cmdline",
                                                            "krm_fn.rules.envvars",
                                                            "krm_fn.rules.facts",
-                                                           "krm_fn.rules.engines.base"))}
+                                                           "krm_fn.rules.engines.base",
+                                                           "krm_fn.rules.engines.recognition"))}
         assert not bad, f"{name} imports {sorted(bad)}"
 
 

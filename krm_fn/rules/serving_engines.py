@@ -113,6 +113,7 @@ def apply(pod: PodView, ctx) -> None:
     thread counts come from `ctx.facts` (krm_fn/rules/facts.py)."""
     on = ctx.cfg.workloads.threads.engines
     seen: dict = {}
+    always = engines.always(ctx.cfg.workloads.threads)
     for c in pod.containers:
         f = ctx.facts[c.path]
         if f.count is None or not env_ok(c):
@@ -122,5 +123,5 @@ def apply(pod: PodView, ctx) -> None:
                 if engine.check is not None:
                     engine.check(pod, c, f, ctx, seen)
             engines.WORKERS.check(pod, c, f, ctx, seen)
-        for check in engines.ALWAYS:
+        for check in always:
             check(pod, c, f, ctx, seen)

@@ -22,8 +22,7 @@ tests/admission/test_injectors.py checks that no trigger fires without its WHEN.
 """
 from __future__ import annotations
 
-import sys
-
+from krm_fn.lazy import submodule
 from krm_fn.record import dataclass
 
 from krm_fn.admission import model
@@ -72,14 +71,8 @@ __all__ = ["INJECTORS", "ANNOTATED", "NAMES", "WHEN", "When", "InjectionContext"
 
 
 def module(name: str):
-    """The injector module `name` (one of NAMES), imported on first use (by the import
-    statement's machinery, so `python -X importtime` reports it, as the tests read it)."""
-    full = f"{__name__}.{name}"
-    found = sys.modules.get(full)
-    if found is None:
-        __import__(full)
-        found = sys.modules[full]
-    return found
+    """The injector module `name` (one of NAMES), imported on first use."""
+    return submodule(__name__, name)
 
 
 def __getattr__(name: str):

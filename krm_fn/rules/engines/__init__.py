@@ -1,33 +1,33 @@
-"""The serving-engine registry: one module per engine, each holding its `Engine` data (how
-it is recognised, what it reads, its documentation row and upstream sources) and its
-check. `ENGINES` lists them in the order they are matched and checked; `ALWAYS` holds the
-checks run on every container that gets thread env (worker count, Go, glibc).
+"""The serving-engine registry: one module per engine, each holding its `Engine` data (what
+it reads, its documentation row and upstream sources) and its check; how each engine is
+recognised is data apart, in recognition.py (`TABLE`, in the order the engines are matched
+and checked), which each module's ENGINE takes its entry from. `ALWAYS` names the checks
+run on every container that gets thread env (worker count, Go, glibc), each with the
+`spec.workloads.threads` option without which it does nothing.
 
 `detect` and `workers` feed the per-container facts (krm_fn/rules/facts.py); the engines
 rule (krm_fn/rules/serving_engines.py) runs the checks; `table()` is the README's engine
-table. A new engine is one module here plus its entry in ENGINES (and tests).
+table. `detect` reads recognition.TABLE and imports an engine's module only when a
+container matches it; `ENGINES` (every Engine, in TABLE order) imports them all, for the
+docs table and verify's thread env names (start-up: docs/performance.md). A new engine is one module
+here plus its entry in recognition.TABLE (and tests).
 """
 from __future__ import annotations
 
 import functools
-import re
 
+from krm_fn.lazy import submodule
 from krm_fn.pod import ContainerView
 from krm_fn.rules.cmdline import (MAX_COMMAND_TEXT, Token, env_names, text,  # noqa: F401
                                   tokens)
-from krm_fn.rules.engines import (glibc, go, jvm, llama_cpp, ollama, onnxruntime,
-                                  openvino, python_web, ray, tgi, torchserve, triton, vllm,
-                                  workers as _workers, xeon_launcher)
+from krm_fn.rules.engines import recognition, workers as _workers
 from krm_fn.rules.engines.base import Engine, Workers, version_text
 
-ENGINES: tuple[Engine, ...] = (vllm.ENGINE, llama_cpp.ENGINE, ollama.ENGINE, tgi.ENGINE,
-                               torchserve.ENGINE,
-                               triton.ENGINE, onnxruntime.ENGINE, openvino.ENGINE, ray.ENGINE,
-                               jvm.ENGINE, python_web.ENGINE, xeon_launcher.ENGINE)
 # Run in this order after the recognised engines' checks: the multi-worker check only when
-# threads.engines is on, Go and glibc always.
+# threads.engines is on, Go and glibc always, each when its spec.workloads.threads option
+# is set (the check returns at once otherwise, so its module is not imported).
 WORKERS = _workers.ROW
-ALWAYS = (go.check, glibc.check)
+ALWAYS = (("go", "goMemLimitPercent"), ("glibc", "mallocArenaMax"))
 WORKER_SOURCES = _workers.SOURCES
 
 # An image reference longer than this is no real reference (OCI: a 255-character name plus
@@ -40,26 +40,43 @@ def _framework_key(c: ContainerView) -> str | None:
     return c.path[-1] if c.path and isinstance(c.path[-1], str) else None
 
 
+def module(name: str):
+    """The engine module `name` (a recognition.TABLE `module`, or a name of ALWAYS),
+    imported on first use."""
+    return submodule(__name__, name)
+
+
+def __getattr__(name: str):
+    """ENGINES (every Engine, in recognition.TABLE order), made (importing every engine
+    module) on first use."""
+    if name != "ENGINES":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value: tuple[Engine, ...] = tuple(module(r.module).ENGINE for r in recognition.TABLE)
+    globals()[name] = value
+    return value
+
+
+def always(threads) -> tuple:
+    """The checks of ALWAYS that can do something under `threads` (the config's
+    spec.workloads.threads record), in ALWAYS order; imports only their modules."""
+    return tuple(module(name).check for name, option in ALWAYS
+                 if getattr(threads, option) is not None)
+
+
 def detect(c: ContainerView) -> list[Engine]:
-    """The engines recognised in container `c`, in ENGINES order."""
+    """The engines recognised in container `c`, in recognition.TABLE order (see
+    recognition.Recognition); imports the modules of those only."""
     image = str(c.data.get("image") or "").lower()
     image = image if len(image) <= MAX_IMAGE_TEXT else ""
-    return list(_detect(image, text(tokens(c)), _framework_key(c), env_names(c)))
+    return [module(name).ENGINE
+            for name in _detect(image, text(tokens(c)), _framework_key(c), env_names(c))]
 
 
 @functools.lru_cache(maxsize=4096)
-def _detect(image: str, line: str, key: str | None, names: frozenset) -> tuple[Engine, ...]:
-    found: list[Engine] = []
-    for e in ENGINES:
-        hit = any(re.search(p, image) for p in e.images) or (key is not None and key in
-                                                                e.kserve)
-        if not hit and any(re.search(p, line) for p in e.commands):
-            hit = not e.needs or any(re.search(p, line) for p in e.needs)
-        if not hit and names & set(e.env_names):
-            hit = True
-        if hit:
-            found.append(e)
-    return tuple(e for e in found if not any(o.name in e.not_with for o in found))
+def _detect(image: str, line: str, key: str | None, names: frozenset) -> tuple[str, ...]:
+    """The modules of the engines recognised (recognition.TABLE), `not_with` applied."""
+    found = [r for r in recognition.TABLE if r.matches(image, line, key, names)]
+    return tuple(r.module for r in found if not any(o.name in r.not_with for o in found))
 
 
 def workers(c: ContainerView, engines: tuple | list | None = None) -> Workers | None:
@@ -77,9 +94,10 @@ def unread_workers(c: ContainerView, engines: tuple) -> tuple | None:
 def table() -> str:
     """The README's engine table (Markdown, ending with a newline): one row per engine of
     ENGINES, then the multi-worker row, from each Engine's documentation fields."""
+    engines = __getattr__("ENGINES")
     lines = ["| engine | recognised by | set | only warned | by release | upstream |",
              "|---|---|---|---|---|---|"]
-    for e in (*ENGINES, WORKERS):
+    for e in (*engines, WORKERS):
         sources = ", ".join(f"[{title}]({url})" for title, url in e.sources)
         releases = "; ".join(f"[{r.label or version_text(r.since)}]({r.source}): {r.note}"
                              for r in e.releases) or "—"

@@ -22,10 +22,9 @@ class EnvSpec:
 
 @dataclass(frozen=True)
 class Engine:
-    """One serving engine. Recognised when a regex of `images` matches the image, a regex
-    of `commands` matches command+args joined by spaces (and, when `needs` is given, one
-    of `needs` matches too), the container is the KServe framework key of `kserve`, or an
-    env var of `env_names` is present — unless an engine of `not_with` was recognised.
+    """One serving engine. `recognition`: how it is recognised (its
+    krm_fn/rules/engines/recognition.py entry, the one place that data lives; `name` is
+    its name).
 
     `env`: variables set to the thread count; `thread_env`: False when the container gets
     no pod-wide thread vars at all (the engine sizes each worker's pool itself);
@@ -39,13 +38,7 @@ class Engine:
     "physical" (one per physical core) or "logical" (one per logical CPU), with the
     upstream `per_core_source` it comes from (`threads.perCore: engine-default`)."""
 
-    name: str
-    images: tuple = ()
-    commands: tuple = ()
-    needs: tuple = ()
-    kserve: tuple = ()
-    env_names: tuple = ()
-    not_with: tuple = ()
+    recognition: object
     env: tuple = ()
     thread_env: bool = True
     check: Callable | None = None
@@ -57,12 +50,17 @@ class Engine:
     per_core: str = "logical"
     per_core_source: str = ""
 
+    @property
+    def name(self) -> str:
+        """The engine's name (its Recognition's)."""
+        return self.recognition.name
+
 
 @dataclass(frozen=True)
 class WorkerSource:
     """A way a server is told its worker process count: `flags` in command/args (only
-    when `command` matches command+args, if given; `engine`: only when that engine is
-    recognised) or the env vars `env`."""
+    when `command`, a recognition.Pattern, matches command+args, if given; `engine`: only
+    when that engine is recognised) or the env vars `env`."""
 
     server: str
     command: str | None

@@ -21,10 +21,13 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import WARNING
 from krm_fn.rules.cmdline import count_text, env_entry, tokens
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for
 from krm_fn.rules.envvars import add_env
 
-_APC = re.compile(r"-XX:ActiveProcessorCount=(\S*)")
+# regexes as text: re compiles (and caches) each on its first use, so a render that meets
+# no JVM container, or no JDK tag, compiles none of them
+_APC = r"-XX:ActiveProcessorCount=(\S*)"
 JDK_8146115 = "https://bugs.openjdk.org/browse/JDK-8146115"
 RELEASES = (
     Release((8, 191), {"apc": True},
@@ -35,20 +38,15 @@ RELEASES = (
             "JDK 9 does not have it (JDK-8146115 is fixed in 10)", label="9"),
     Release((10, 0), {"apc": True}, JDK_8146115, "every JDK from 10 has it", label="10"),
 )
-# JDK/JRE image names (the tag starts with the JDK version) and JVM servers (a JDK
-# version only as jdkNN/jreNN in the tag)
-JDK_IMAGES = ("eclipse-temurin", "openjdk", "amazoncorretto", "ibm-semeru-runtimes",
-              "sapmachine", r"zulu-openjdk[\w-]*", "adoptopenjdk")
-SERVER_IMAGES = ("djl-serving", "tomcat", "jetty")
 # families that never shipped a JDK without the option (Adoptium's first Temurin
 # binaries, 2021: https://www.infoq.com/news/2021/10/adoptium-releases-temurin-jdk/)
 ALWAYS_HAVE = ("eclipse-temurin",)
-_JDK_NAME = re.compile(r"(^|/)(" + "|".join(JDK_IMAGES) + r")$")
-_ALWAYS = re.compile(r"(^|/)(" + "|".join(ALWAYS_HAVE) + r")$")
-_LEADING = re.compile(r"(?:open-)?([0-9]{1,3})(?:u([0-9]{1,4})|\.[0-9]{1,4}\.([0-9]{1,4}))?"
-                      r"(?![0-9])")
-_IN_TAG = re.compile(r"(?:^|[-_.])(?:jdk|jre|java|openjdk)-?([0-9]{1,3})(?:u([0-9]{1,4}))?"
-                     r"(?![0-9])")
+_JDK_NAME = r"(^|/)(" + "|".join(recognition.JDK_IMAGES) + r")$"
+_ALWAYS = r"(^|/)(" + "|".join(ALWAYS_HAVE) + r")$"
+_LEADING = (r"(?:open-)?([0-9]{1,3})(?:u([0-9]{1,4})|\.[0-9]{1,4}\.([0-9]{1,4}))?"
+            r"(?![0-9])")
+_IN_TAG = (r"(?:^|[-_.])(?:jdk|jre|java|openjdk)-?([0-9]{1,3})(?:u([0-9]{1,4}))?"
+           r"(?![0-9])")
 
 
 def jdk_version(c: ContainerView) -> tuple[tuple | None, str | None, str]:
@@ -64,12 +62,12 @@ def jdk_version(c: ContainerView) -> tuple[tuple | None, str | None, str]:
     name, _, tag = ref.rpartition(":")
     if not name or "/" in tag:
         return None, None, ref              # no tag (a registry port is not one)
-    m = _LEADING.match(tag) if _JDK_NAME.search(name) else None
-    m = m or _IN_TAG.search(tag)
+    m = re.match(_LEADING, tag) if re.search(_JDK_NAME, name) else None
+    m = m or re.search(_IN_TAG, tag)
     if m is None:
         return None, None, name
     feature = int(m.group(1))
-    update = m.group(2) or (m.group(3) if m.re is _LEADING else None)
+    update = m.group(2) or (m.group(3) if m.re.pattern == _LEADING else None)
     if feature == 8 and update is None:
         return None, "8", name
     shown = f"8u{int(update)}" if feature == 8 else str(feature)
@@ -84,7 +82,7 @@ def has_option(c: ContainerView) -> tuple[bool | None, str | None]:
     if version is not None:
         rel = release_for(RELEASES, version)
         return rel is not None and rel.facts["apc"], shown
-    if _ALWAYS.search(name):
+    if re.search(_ALWAYS, name):
         return True, shown
     return None, shown
 
@@ -112,7 +110,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                for var, ent in later if ent is not None and "valueFrom" not in ent[1]]
     sources += [("the command line", t.path, t.text) for t in tokens(c)]
     for what, path, value in sources:
-        for m in _APC.finditer(value):
+        for m in re.finditer(_APC, value):
             have = count_text(m.group(1))
             if have is None or have > n:
                 pod.warn(path, f"container {c.name!r}: -XX:ActiveProcessorCount="
@@ -157,7 +155,7 @@ def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
         return
     value = str(e.get("value") or "")
     m = None
-    for m in _APC.finditer(value):
+    for m in re.finditer(_APC, value):
         pass
     if m is None:
         if not jdk[0]:
@@ -185,10 +183,7 @@ def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
 
 
 ENGINE = Engine(
-    "JVM",
-    images=(r"(^|/)(" + "|".join(JDK_IMAGES + SERVER_IMAGES) + r")(:|@|$)",),
-    commands=(r"^(\S*/)?java(\s|$)",),
-    env_names=("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS"),
+    recognition.of(__name__),
     check=check,
     releases=RELEASES,
     recognised="JDK/JRE images (`eclipse-temurin`, `openjdk`, `amazoncorretto`, …), "

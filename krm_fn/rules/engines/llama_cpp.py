@@ -18,6 +18,7 @@ import re
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import count_text, env_entry, flag, tokens
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, EnvSpec, Release, release_for
 from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
 
@@ -102,9 +103,7 @@ def _flag_above(pod: PodView, c: ContainerView, cnt, found, over: str, want: str
 
 
 ENGINE = Engine(
-    "llama.cpp",
-    images=(r"(^|/)llama\.cpp:server",),
-    commands=(r"(^|[\s/])llama-server(\s|$)",),
+    recognition.of(__name__),
     env=(EnvSpec("LLAMA_ARG_THREADS", flags=("--threads", "-t")),),
     check=check,
     releases=RELEASES,

@@ -8,6 +8,7 @@ reported as bound.
 from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
 _SRC = "https://github.com/ollama/ollama/blob/v0.32.15/"
@@ -24,9 +25,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "Ollama",
-    images=(r"(^|/)ollama/ollama(:|@|$)",),
-    commands=(r"(^|[\s/])ollama\s+serve(\s|$)",),
+    recognition.of(__name__),
     check=check,
     recognised="image `ollama/ollama`; `ollama serve` in command/args",
     sets="the thread vars (harmless; no Ollama setting is an env var)",

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import image_version
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import set_env
 
@@ -90,11 +91,7 @@ def _warning(pod: PodView, c: ContainerView, want: str, v: tuple | None,
 
 
 ENGINE = Engine(
-    "ONNX Runtime",
-    images=(r"onnxruntime",),
-    commands=(r"onnxruntime",),
-    kserve=("onnx",),
-    not_with=("Triton",),
+    recognition.of(__name__),
     check=check,
     releases=RELEASES,
     per_core="physical",

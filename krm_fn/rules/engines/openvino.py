@@ -12,6 +12,7 @@ import json
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import image_version
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 
 _DOCS = "https://docs.openvino.ai/"
@@ -83,9 +84,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "OpenVINO Model Server",
-    images=(r"(^|/)openvino/model_server(:|@|$)",),
-    commands=(r"(^|[\s/])ovms(\s|$)",),
+    recognition.of(__name__),
     check=check,
     releases=RELEASES,
     recognised="image `openvino/model_server`; `ovms` in command/args",

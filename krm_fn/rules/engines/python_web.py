@@ -14,6 +14,7 @@ import re
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import env_value
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
 _PYTHON = re.compile(r":python([0-9]{1,2})\.([0-9]{1,3})(?![0-9])")
@@ -58,8 +59,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "uvicorn-gunicorn images",
-    images=(r"(^|/)tiangolo/uvicorn-gunicorn[\w-]*(:|@|$)",),
+    recognition.of(__name__),
     check=check,
     recognised="image `tiangolo/uvicorn-gunicorn*` (its gunicorn_conf.py); its Python "
                "version from the tag (`python3.11`)",

@@ -8,6 +8,7 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, Result
 from krm_fn.rules.cmdline import Token, count_text, env_entry, flag, tokens
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
 
@@ -64,8 +65,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "Ray",
-    commands=(r"(^|[\s/;&|(])ray\s+start(\s|$)",),
+    recognition.of(__name__),
     thread_env=False,
     check=check,
     recognised="`ray start` in command/args",

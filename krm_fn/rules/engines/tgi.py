@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import env_entry
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release
 
 _SRC = "https://github.com/huggingface/text-generation-inference/blob/"
@@ -34,8 +35,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "Text Generation Inference (CPU)",
-    images=(r"text-generation-inference:[\w.-]*\bcpu\b",),
+    recognition.of(__name__),
     check=check,
     releases=RELEASES,
     per_core="physical",

@@ -5,6 +5,7 @@ workers.py); without it a warning, since TorchServe starts one worker per CPU by
 from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
 
@@ -33,10 +34,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "TorchServe",
-    images=(r"torchserve",),
-    commands=(r"(^|[\s/])torchserve(\s|$)",),
-    kserve=("pytorch",),
+    recognition.of(__name__),
     check=check,
     recognised="`torchserve` in command/args or image; KServe `pytorch`",
     sets="thread vars = N ÷ `TS_DEFAULT_WORKERS_PER_MODEL`",

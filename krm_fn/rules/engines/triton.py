@@ -8,6 +8,7 @@ import re
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import count_text, tokens
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
 _ORT_ARG = re.compile(r"^(?:--backend-config=)?onnxruntime,intra_op_thread_count=(\S+)$")
@@ -41,10 +42,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "Triton",
-    images=(r"(^|/)tritonserver(:|@|$)",),
-    commands=(r"(^|[\s/])tritonserver(\s|$)",),
-    kserve=("triton",),
+    recognition.of(__name__),
     check=check,
     recognised="image `nvcr.io/nvidia/tritonserver`; `tritonserver`; KServe `triton`",
     sets="thread vars (reach the PyTorch and Python backends)",

@@ -14,6 +14,7 @@ from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, WARNING, Result
 from krm_fn.rules.cmdline import env_entry, image_version
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import add_env
 
@@ -192,10 +193,7 @@ def _kvcache(pod: PodView, c: ContainerView) -> None:
 
 
 ENGINE = Engine(
-    "vLLM CPU",
-    images=(r"vllm[\w.-]*[-_]cpu", r"vllm[\w./-]*:[\w.-]*\bcpu\b"),
-    commands=(r"(^|[\s/])vllm\s+serve(\s|$)", r"\bvllm\.entrypoints\."),
-    needs=(r"(^|\s)--device(=|\s+)cpu(\s|$)",),
+    recognition.of(__name__),
     check=check,
     releases=RELEASES,
     per_core="physical",

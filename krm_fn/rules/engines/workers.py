@@ -5,19 +5,20 @@ container (`memory.oom.group`).
 """
 from __future__ import annotations
 
-import re
-
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, text,
                                   tokens, words)
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
+from krm_fn.rules.engines.recognition import Pattern, Recognition
 
 SOURCES: tuple[WorkerSource, ...] = (
-    WorkerSource("gunicorn", r"(^|[\s/])gunicorn(\s|$)", ("--workers", "-w"),
-                 ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
-    WorkerSource("uvicorn", r"(^|[\s/])uvicorn(\s|$)", ("--workers",), ("WEB_CONCURRENCY",)),
-    WorkerSource("hypercorn", r"(^|[\s/])hypercorn(\s|$)", ("--workers", "-w")),
+    WorkerSource("gunicorn", Pattern(r"(^|[\s/])gunicorn(\s|$)", ("gunicorn",)),
+                 ("--workers", "-w"), ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
+    WorkerSource("uvicorn", Pattern(r"(^|[\s/])uvicorn(\s|$)", ("uvicorn",)), ("--workers",),
+                 ("WEB_CONCURRENCY",)),
+    WorkerSource("hypercorn", Pattern(r"(^|[\s/])hypercorn(\s|$)", ("hypercorn",)),
+                 ("--workers", "-w")),
     # the uvicorn-gunicorn images' gunicorn_conf.py reads WEB_CONCURRENCY (python_web.py)
     WorkerSource("gunicorn", None, (), ("WEB_CONCURRENCY",), engine="uvicorn-gunicorn images"),
     WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
@@ -36,7 +37,7 @@ def _read(c: ContainerView, engines: tuple):
         if src.engine is not None:
             if src.engine not in names:
                 continue
-        elif src.command is not None and not re.search(src.command, line):
+        elif src.command is not None and not src.command.search(line):
             continue
         if src.flags:
             found = flag(toks, src.flags)
@@ -110,7 +111,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 # Not recognised like an Engine (any container with a worker count): its row documents
 # SOURCES and `check`, which the engines rule runs on every container with thread env.
 ROW = Engine(
-    "multi-worker servers",
+    Recognition("multi-worker servers", "workers"),
     check=check,
     recognised="gunicorn `--workers`/`-w`, uvicorn `--workers`, their `WEB_CONCURRENCY` "
                "(gunicorn also `GUNICORN_CMD_ARGS`); hypercorn `--workers`/`-w`; any "

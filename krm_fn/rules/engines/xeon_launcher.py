@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import tokens
+from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
 _SRC = "https://github.com/pytorch/pytorch/blob/main/torch/backends/xeon/run_cpu.py"
@@ -31,9 +32,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 
 ENGINE = Engine(
-    "Intel Xeon launcher (ipexrun)",
-    commands=(r"(^|[\s/])ipexrun(\s|$)", r"\bintel_extension_for_pytorch\.cpu\.launch\b",
-              r"\btorch\.backends\.xeon\.run_cpu\b"),
+    recognition.of(__name__),
     check=check,
     per_core="physical",
     per_core_source=_SRC,

@@ -1,0 +1,129 @@
+"""How each serving engine is recognised, as data: `TABLE` holds one `Recognition` per
+engine module, in the order the engines are matched and checked (ENGINES). `detect`
+(krm_fn/rules/engines/__init__.py) reads it without importing any engine module and
+imports an engine's module only for a container that matches it (start-up: most renders
+see one or two engines; docs/performance.md). Each engine module's `ENGINE` takes its
+recognition from here (`of(__name__)`), so it is written once.
+
+Every regex is a `Pattern` with the literals one of which each of its matches contains:
+the literal is looked for with `in` before the regex is searched, so a pattern that cannot
+match is never compiled. tests/test_engines.py checks the literals against generated
+matches (hypothesis) and the filtered detection against searching every regex.
+"""
+from __future__ import annotations
+
+import re
+
+from krm_fn.record import dataclass
+
+
+@dataclass(frozen=True)
+class Pattern:
+    """A regex (`regex`, searched with re.search, case-sensitive) and `within`: literals
+    of which every match contains at least one."""
+
+    regex: str
+    within: tuple
+
+    def search(self, text: str) -> bool:
+        """Whether `regex` matches somewhere in `text` (the regex is compiled, by the re
+        module's cache, only when a literal of `within` is in `text`)."""
+        return any(w in text for w in self.within) and re.search(self.regex, text) is not None
+
+
+def _p(regex: str, *within: str) -> Pattern:
+    return Pattern(regex, within)
+
+
+@dataclass(frozen=True)
+class Recognition:
+    """How the engine of module `module` (krm_fn/rules/engines/<module>.py), named `name`,
+    is recognised in a container: a Pattern of `images` matches its image (lowercased), a
+    Pattern of `commands` matches command+args joined by spaces (and, when `needs` is
+    given, one of `needs` matches too), the container is the KServe framework key of
+    `kserve`, or an env var of `env_names` is present — unless an engine named in
+    `not_with` is recognised in it too."""
+
+    name: str
+    module: str
+    images: tuple = ()
+    commands: tuple = ()
+    needs: tuple = ()
+    kserve: tuple = ()
+    env_names: tuple = ()
+    not_with: tuple = ()
+
+    def matches(self, image: str, line: str, key: str | None, names: frozenset) -> bool:
+        """Whether the container with lowercased `image`, command line `line`, KServe
+        framework key `key` (or None) and env var names `names` is this engine's (before
+        `not_with`)."""
+        if any(p.search(image) for p in self.images) or key is not None and key in self.kserve:
+            return True
+        if any(p.search(line) for p in self.commands) and (
+                not self.needs or any(p.search(line) for p in self.needs)):
+            return True
+        return bool(names & set(self.env_names))
+
+
+# JDK/JRE image names (the tag starts with the JDK version; jvm.py reads it) and JVM
+# servers (a JDK version only as jdkNN/jreNN in the tag); regex fragments
+JDK_IMAGES = ("eclipse-temurin", "openjdk", "amazoncorretto", "ibm-semeru-runtimes",
+              "sapmachine", r"zulu-openjdk[\w-]*", "adoptopenjdk")
+SERVER_IMAGES = ("djl-serving", "tomcat", "jetty")
+_JVM_IMAGES = JDK_IMAGES + SERVER_IMAGES
+
+TABLE: tuple[Recognition, ...] = (
+    Recognition("vLLM CPU", "vllm",
+                images=(_p(r"vllm[\w.-]*[-_]cpu", "vllm"),
+                        _p(r"vllm[\w./-]*:[\w.-]*\bcpu\b", "vllm")),
+                commands=(_p(r"(^|[\s/])vllm\s+serve(\s|$)", "vllm"),
+                          _p(r"\bvllm\.entrypoints\.", "vllm.entrypoints.")),
+                needs=(_p(r"(^|\s)--device(=|\s+)cpu(\s|$)", "--device"),)),
+    Recognition("llama.cpp", "llama_cpp",
+                images=(_p(r"(^|/)llama\.cpp:server", "llama.cpp:server"),),
+                commands=(_p(r"(^|[\s/])llama-server(\s|$)", "llama-server"),)),
+    Recognition("Ollama", "ollama",
+                images=(_p(r"(^|/)ollama/ollama(:|@|$)", "ollama/ollama"),),
+                commands=(_p(r"(^|[\s/])ollama\s+serve(\s|$)", "ollama"),)),
+    Recognition("Text Generation Inference (CPU)", "tgi",
+                images=(_p(r"text-generation-inference:[\w.-]*\bcpu\b",
+                           "text-generation-inference:"),)),
+    Recognition("TorchServe", "torchserve",
+                images=(_p(r"torchserve", "torchserve"),),
+                commands=(_p(r"(^|[\s/])torchserve(\s|$)", "torchserve"),),
+                kserve=("pytorch",)),
+    Recognition("Triton", "triton",
+                images=(_p(r"(^|/)tritonserver(:|@|$)", "tritonserver"),),
+                commands=(_p(r"(^|[\s/])tritonserver(\s|$)", "tritonserver"),),
+                kserve=("triton",)),
+    Recognition("ONNX Runtime", "onnxruntime",
+                images=(_p(r"onnxruntime", "onnxruntime"),),
+                commands=(_p(r"onnxruntime", "onnxruntime"),),
+                kserve=("onnx",), not_with=("Triton",)),
+    Recognition("OpenVINO Model Server", "openvino",
+                images=(_p(r"(^|/)openvino/model_server(:|@|$)", "openvino/model_server"),),
+                commands=(_p(r"(^|[\s/])ovms(\s|$)", "ovms"),)),
+    Recognition("Ray", "ray",
+                commands=(_p(r"(^|[\s/;&|(])ray\s+start(\s|$)", "ray"),)),
+    Recognition("JVM", "jvm",
+                images=(Pattern(r"(^|/)(" + "|".join(_JVM_IMAGES) + r")(:|@|$)",
+                                tuple(n.partition("[")[0] for n in _JVM_IMAGES)),),
+                commands=(_p(r"^(\S*/)?java(\s|$)", "java"),),
+                env_names=("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS")),
+    Recognition("uvicorn-gunicorn images", "python_web",
+                images=(_p(r"(^|/)tiangolo/uvicorn-gunicorn[\w-]*(:|@|$)",
+                           "tiangolo/uvicorn-gunicorn"),)),
+    Recognition("Intel Xeon launcher (ipexrun)", "xeon_launcher",
+                commands=(_p(r"(^|[\s/])ipexrun(\s|$)", "ipexrun"),
+                          _p(r"\bintel_extension_for_pytorch\.cpu\.launch\b",
+                             "intel_extension_for_pytorch.cpu.launch"),
+                          _p(r"\btorch\.backends\.xeon\.run_cpu\b",
+                             "torch.backends.xeon.run_cpu"))),
+)
+BY_MODULE = {r.module: r for r in TABLE}
+
+
+def of(module_name: str) -> Recognition:
+    """The Recognition of the engine module `module_name` (its `__name__`, such as
+    "krm_fn.rules.engines.vllm"); KeyError when TABLE has none."""
+    return BY_MODULE[module_name.rpartition(".")[2]]
