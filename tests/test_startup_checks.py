@@ -1,6 +1,7 @@
 """Start-up seams of the config checks (issue 11 part 10): a plain render compiles no
-regular expression, builds no flat-key table and imports no baseline check; a config that
-needs one of them still gets it, with the exact error text it always had."""
+regular expression, builds no flat-key table and imports neither the baseline check nor the
+reservedMemory module; a config that needs one of them still gets it, with the exact error
+text it always had."""
 from __future__ import annotations
 
 import os
@@ -22,8 +23,8 @@ def report(code=0):
     from krm_fn import matching
     from krm_fn.config import flat
     compiled = [p.pattern for p in matching.PATTERNS if p.compiled is not None]
-    sys.stderr.write(f"SEAMS {compiled!r} {flat.spec_keys.cache_info().currsize} "
-                     f"{'krm_fn.config.baseline' in sys.modules}\\n")
+    lazy = [m for m in ("krm_fn.config.baseline", "krm_fn.node.memory") if m in sys.modules]
+    sys.stderr.write(f"SEAMS {compiled!r} {flat.spec_keys.cache_info().currsize} {lazy}\\n")
     sys.stderr.flush()
     real_exit(code)
 os._exit = report
@@ -48,14 +49,20 @@ def _seams(stdin: str) -> str:
 
 @pytest.mark.parametrize("function_config", ["", _MATCH_LABELS], ids=["defaults", "matchLabels"])
 def test_a_plain_render_compiles_no_pattern_and_builds_no_flat_keys(function_config):
-    assert _seams(_ten_items() + function_config) == "SEAMS [] 0 False"
+    assert _seams(_ten_items() + function_config) == "SEAMS [] 0 []"
 
 
 def test_a_configmap_config_builds_the_flat_keys_and_a_percentage_compiles_its_pattern():
     cm = ("functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: fn}\n"
           "  data: {evictionHard: 'memory.available=5%'}\n")
     assert _seams(_ten_items() + cm) == \
-        "SEAMS ['([0-9]{1,3}(?:\\\\.[0-9]{1,6})?)%'] 1 False"
+        "SEAMS ['([0-9]{1,3}(?:\\\\.[0-9]{1,6})?)%'] 1 []"
+
+
+def test_a_static_memory_manager_pool_imports_the_reserved_memory_module():
+    cm = ("functionConfig:\n  apiVersion: v1\n  kind: ConfigMap\n  metadata: {name: fn}\n"
+          "  data: {memoryManagerPolicy: Static}\n")
+    assert _seams(_ten_items() + cm) == "SEAMS [] 1 ['krm_fn.node.memory']"
 
 
 def _typed(spec: dict) -> dict:
