@@ -11,14 +11,13 @@ and the caller warns and leaves the value alone.
 """
 from __future__ import annotations
 
-import re
+from krm_fn.matching import LazyPattern, digits
 
 # The largest count any value krm-fn reads means (threads, workers, CPUs, GiB): 2**20.
 # A bigger one is no real count and is reported like a non-number.
 MAX_COUNT = 1 << 20
 BLANKS = " \t\n\r\f\v"
-_DIGITS = re.compile(r"[0-9]{1,16}")
-_DECIMAL = re.compile(r"([0-9]{1,16})(?:\.([0-9]{0,16}))?")
+_DECIMAL = LazyPattern(r"([0-9]{1,16})(?:\.([0-9]{0,16}))?")
 
 
 def count(text: object, bound: int = MAX_COUNT) -> int | None:
@@ -31,7 +30,7 @@ def count(text: object, bound: int = MAX_COUNT) -> int | None:
     if not isinstance(text, str):
         return None
     body = text.strip(BLANKS)
-    if not _DIGITS.fullmatch(body):
+    if len(body) > 16 or not digits(body):    # [0-9]{1,16}
         return None
     n = int(body)
     return n if n <= bound else None

@@ -22,6 +22,8 @@ import re
 from krm_fn.record import dataclass
 from fractions import Fraction
 
+from krm_fn.matching import DIGITS, only, span
+
 __all__ = ["Quantity", "QuantityError", "parse", "parse_cpu", "parse_memory", "format_cpu", "format_decimal_si",
            "format_binary_si", "format_like"]
 
@@ -31,7 +33,7 @@ _DECIMAL_BY_EXP = {v: k for k, v in _DECIMAL.items()}
 _BINARY_BY_EXP = {v: k for k, v in _BINARY.items()}
 # number then suffix; the suffix alphabet and the optional signed exponent digits mirror
 # parseQuantityString's scanner (characters "eEinumkKMGTP", then [+-]?[0-9]*).
-_RE = re.compile(r"^([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([+-]?[0-9]*)$")
+_SUFFIX_CHARS = "eEinumkKMGTP"
 _MAX = 2 ** 63 - 1
 
 
@@ -85,11 +87,11 @@ def _parse(s: str) -> Quantity:
         raise QuantityError("empty quantity")
     if len(s) > 64:
         raise QuantityError(f"{s[:20]!r}... is not a quantity (longer than 64 characters)")
-    m = _RE.fullmatch(s)
-    if not m:
+    parts = _split(s)
+    if parts is None:
         raise QuantityError(f"{s!r} is not a quantity (expected a number and an optional "
                             "suffix such as 500m, 4, 1Gi, 1e3)")
-    sign, whole, frac, suf, expdigits = m.groups()
+    sign, whole, frac, suf, expdigits = parts
     frac = frac or ""
     if whole == "" and frac == "":
         raise QuantityError(f"{s!r} is not a quantity: no digits")
@@ -114,6 +116,25 @@ def _parse(s: str) -> Quantity:
     if value != 0 and (value * 10 ** 9).denominator != 1:
         raise QuantityError(f"{s!r} is finer than 1n; Kubernetes would round it up")
     return Quantity(value, fmt, s)
+
+
+def _split(s: str) -> tuple[str, str, str | None, str, str] | None:
+    """(sign, whole digits, fraction digits or None without a `.`, suffix letters, signed
+    exponent digits) of `s`: the groups of the regular expression
+    `([+-]?)([0-9]*)(?:\\.([0-9]*))?([eEinumkKMGTP]*)([+-]?[0-9]*)` matching all of `s`, read
+    left to right; None when `s` is not of that form."""
+    i = 1 if s[:1] in ("+", "-") else 0
+    j = span(s, i, DIGITS)
+    frac = None
+    k = j
+    if s[j:j + 1] == ".":
+        k = span(s, j + 1, DIGITS)
+        frac = s[j + 1:k]
+    e = span(s, k, _SUFFIX_CHARS)
+    exp = s[e + 1:] if s[e:e + 1] in ("+", "-") else s[e:]
+    if not only(exp, DIGITS):
+        return None
+    return s[:i], s[i:j], frac, s[k:e], s[e:]
 
 
 def _canonical_decimal(value: Fraction) -> tuple[int, int]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from krm_fn import workloads
 from krm_fn.config.fields import Field, Object, ObjectList, Record
-from krm_fn.config.flat import FLAT_KEYS, flat_error, flat_key_table, flat_path, spec_from_flat
+from krm_fn.config.flat import flat_error, flat_key_table, flat_path, spec_from_flat, spec_keys
 from krm_fn.config.records import Spec
 from krm_fn.config.spec import (DEFAULT_THREAD_ENV, FORMATS, MIN_MINOR, POOL_FIELDS, SCHEMA,
                                 SPEC)
@@ -70,6 +70,14 @@ def load(obj: object) -> Spec:
     except ConfigError as e:
         raise (flat_error(e) if flat else e) from None
     return cfg
+
+
+def __getattr__(name: str) -> object:
+    """`FLAT_KEYS` (ConfigMap flat key -> (its (name, kind) parents, Field)): built on first
+    use (krm_fn.config.flat.spec_keys), as a typed config never needs it."""
+    if name == "FLAT_KEYS":
+        return spec_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def is_flat(obj: object) -> bool:

@@ -1,6 +1,7 @@
 """Checks of config values against what the Kubernetes API and the kubelet accept: label
-keys and values, DNS names, container images, kubelet reservations and eviction thresholds,
-and plain data (what `kubelet.extra` and the baseline may hold).
+keys and values, DNS names, environment variable names, container images, Prometheus
+durations, kubelet reservations and eviction thresholds, and plain data (what
+`kubelet.extra` and the baseline may hold).
 
 Each check raises `ConfigError` naming the field path it was given.
 """
@@ -8,37 +9,22 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from fractions import Fraction
 
 from krm_fn.config.values import (FIELD_NAME, ConfigError, num, parse_quantity, short,
                                   type_name)
+from krm_fn.matching import ALNUM, DIGITS, LOWER, LazyPattern, digits, only, span
 
 # Deepest nesting of `kubelet.extra` (the extra mapping itself is level 1).
 MAX_EXTRA_DEPTH = 32
 _INT64 = 2 ** 63
 
-# A container image reference, as the distribution/reference grammar defines it
-# (https://github.com/distribution/reference/blob/main/reference.go):
-# [domain[:port]/]path-component[/path-component...][:tag][@digest].
-_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
-_IMAGE_DOMAIN = (r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
-                 r"(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?")
-IMAGE = re.compile(rf"(?:{_IMAGE_DOMAIN}/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
-                   r"(?::[\w][\w.-]{0,127})?"
-                   r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
-# Used with fullmatch only: `$` would also match before a trailing newline.
-# a Prometheus duration: units ms s m h d w y, largest first, no fractions
-# (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)
-PROM_DURATION = re.compile(r"(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?"
-                           r"([0-9]+s)?([0-9]+ms)?")
-DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
-_LABEL_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
-DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
-# Environment variable names the thread variables may use: C identifiers, what language
-# runtimes (getenv in OpenMP, MKL, Go, Python...) read.
-ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# Kind names (CamelCase identifiers).
-KIND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+# Kind names (CamelCase identifiers); the spellings every render checks (DNS labels and
+# subdomains, label names, environment variable names, images, Prometheus durations) are
+# the character tests below (is_dns_label...), each accepting exactly what the regular
+# expression in its docstring accepts with fullmatch (tests/test_spelling.py compares them).
+KIND_NAME = LazyPattern(r"[A-Za-z][A-Za-z0-9]*")
 
 # kubeReserved / systemReserved resource names and how their values parse
 # (https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/).
@@ -54,8 +40,122 @@ EVICTION_SIGNALS = {
     "containerfs.inodesFree": "count", "pid.available": "count",
     "allocatableMemory.available": "memory",
 }
-_PERCENT = re.compile(r"([0-9]{1,3}(?:\.[0-9]{1,6})?)%")
+_PERCENT = LazyPattern(r"([0-9]{1,3}(?:\.[0-9]{1,6})?)%")
 MAX_PIDS = 4194304  # PID_MAX_LIMIT on 64-bit Linux
+
+
+_DNS_CHARS = LOWER + DIGITS + "-"
+_LABEL_CHARS = ALNUM + "-_."
+_IDENTIFIER_CHARS = ALNUM + "_"
+_LOWER_ALNUM = LOWER + DIGITS
+_HEX = DIGITS + "abcdefABCDEF"
+
+
+def is_dns_label(s: str) -> bool:
+    """`[a-z0-9]([-a-z0-9]*[a-z0-9])?`: an RFC 1123 label without its length bound
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-label-names)."""
+    return s != "" and only(s, _DNS_CHARS) and s[0] != "-" and s[-1] != "-"
+
+
+def is_dns_subdomain(s: str) -> bool:
+    """`[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*`: DNS labels joined
+    by dots, without the length bound."""
+    return all(is_dns_label(part) for part in s.split("."))
+
+
+def is_label_name(s: str) -> bool:
+    """`[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?`: the name part of a label key, and a
+    non-empty label value, without the length bound (https://kubernetes.io/docs/concepts/
+    overview/working-with-objects/labels/#syntax-and-character-set)."""
+    return s != "" and only(s, _LABEL_CHARS) and s[0] in ALNUM and s[-1] in ALNUM
+
+
+def is_identifier(s: str) -> bool:
+    """`[A-Za-z_][A-Za-z0-9_]*`: a C identifier, the environment variable names language
+    runtimes read (getenv in OpenMP, MKL, Go, Python...)."""
+    return s != "" and only(s, _IDENTIFIER_CHARS) and s[0] not in DIGITS
+
+
+def is_prom_duration(s: str) -> bool:
+    """`(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?`:
+    a Prometheus duration, whole numbers with units largest first, each unit at most once
+    (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)."""
+    units = ("y", "w", "d", "h", "m", "s", "ms")
+    last, i = -1, 0
+    if s == "":
+        return False
+    while i < len(s):
+        j = span(s, i, DIGITS)
+        k = span(s, j, "ywdhms")
+        unit = s[j:k]
+        if j == i or unit not in units or units.index(unit) <= last:
+            return False
+        last, i = units.index(unit), k
+    return True
+
+
+def _image_component(c: str) -> bool:
+    """`[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*`: one path component of an image name."""
+    if not only(c, _LOWER_ALNUM + "._-"):
+        return False
+    i = 0
+    while True:
+        j = span(c, i, _LOWER_ALNUM)
+        if j == i:
+            return False
+        if j == len(c):
+            return True
+        k = span(c, j, "._-")
+        sep = c[j:k]
+        if sep not in (".", "_", "__") and not only(sep, "-"):
+            return False
+        i = k
+
+
+def _image_domain(d: str) -> bool:
+    """`(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])(?:\\.(...))*(?::[0-9]+)?`: the
+    registry host of an image name, with an optional port."""
+    host, colon, port = d.partition(":")
+    if colon and not digits(port):
+        return False
+    return all(p != "" and only(p, ALNUM + "-") and p[0] != "-" and p[-1] != "-"
+               for p in host.split("."))
+
+
+def _image_tag(t: str) -> bool:
+    """`[\\w][\\w.-]{0,127}`: a tag; `\\w` is a Unicode word character (str.isalnum or `_`),
+    as in the regular expression the check used."""
+    return (0 < len(t) <= 128 and (t[0].isalnum() or t[0] == "_")
+            and all(ch.isalnum() or ch in "_.-" for ch in t))
+
+
+def _image_digest(d: str) -> bool:
+    """`[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}`: an algorithm
+    and at least 32 hex digits."""
+    algorithm, colon, hexdigits = d.partition(":")
+    if not colon or len(hexdigits) < 32 or not only(hexdigits, _HEX):
+        return False
+    for sep in "_+.":
+        algorithm = algorithm.replace(sep, "-")
+    return all(p != "" and only(p, ALNUM) and p[0] not in DIGITS for p in algorithm.split("-"))
+
+
+def is_image(s: str) -> bool:
+    """A container image reference `[domain[:port]/]component[/component...][:tag][@digest]`
+    as the distribution/reference grammar defines it
+    (https://github.com/distribution/reference/blob/main/reference.go), without its length
+    bound; the parts are `_image_domain`, `_image_component`, `_image_tag`, `_image_digest`."""
+    name, at, digest = s.partition("@")
+    if at and not _image_digest(digest):
+        return False
+    head, slash, last = name.rpartition("/")
+    component, colon, tag = last.partition(":")
+    if colon and not _image_tag(tag):
+        return False
+    parts = (head.split("/") if slash else []) + [component]
+    if not all(_image_component(p) for p in parts[1:]):
+        return False
+    return _image_component(parts[0]) or (len(parts) > 1 and _image_domain(parts[0]))
 
 
 def check_labels(labels: dict, path: str) -> None:
@@ -64,10 +164,10 @@ def check_labels(labels: dict, path: str) -> None:
     at most 63 characters, alphanumeric at both ends)."""
     for key, value in labels.items():
         prefix, _, name = key.rpartition("/")
-        if (not _LABEL_NAME.fullmatch(name) or len(name) > 63
-                or (prefix and (not DNS_SUBDOMAIN.fullmatch(prefix) or len(prefix) > 253))):
+        if (not is_label_name(name) or len(name) > 63
+                or (prefix and (not is_dns_subdomain(prefix) or len(prefix) > 253))):
             raise ConfigError(f"{path}.{key}", f"{short(key)} is not a valid label key")
-        if value and (not _LABEL_NAME.fullmatch(value) or len(value) > 63):
+        if value and (not is_label_name(value) or len(value) > 63):
             raise ConfigError(f"{path}.{key}", f"{short(value)} is not a valid label value")
 
 
@@ -106,14 +206,15 @@ def check_eviction(m: dict, path: str) -> None:
             raise ConfigError(sub, f"{short(value)} is not a whole number")
 
 
-def check_names(items: list, path: str, pattern: re.Pattern, limit: int, what: str,
+def check_names(items: list, path: str, valid: Callable[[str], bool], limit: int, what: str,
                 allow_empty: bool = False) -> None:
-    """Every entry of `items` (strings) matches `pattern` and has at most `limit` characters
-    (`allow_empty`: "" also passes); the error names the entry as `<what>`."""
+    """Every entry of `items` (strings) passes `valid` (such as is_dns_label, or
+    KIND_NAME.fullmatch) and has at most `limit` characters (`allow_empty`: "" also
+    passes); the error names the entry as `<what>`."""
     for i, x in enumerate(items):
         if allow_empty and x == "":
             continue
-        if not pattern.fullmatch(x) or len(x) > limit:
+        if not valid(x) or len(x) > limit:
             raise ConfigError(f"{path}[{i}]", f"must be {what} of at most {limit} characters, "
                                               f"found {short(x)}")
 

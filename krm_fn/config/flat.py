@@ -5,6 +5,7 @@
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 
 from krm_fn.config.fields import Field
@@ -34,7 +35,18 @@ def flat_keys(fields=SCHEMA) -> dict[str, tuple[tuple, Field]]:
     return out
 
 
-FLAT_KEYS = flat_keys()
+@functools.cache
+def spec_keys() -> dict[str, tuple[tuple, Field]]:
+    """flat_keys() of the config definition, made the first time a ConfigMap config, a flat
+    path or the key table needs it (a typed config never does); also as `FLAT_KEYS`."""
+    return flat_keys()
+
+
+def __getattr__(name: str) -> object:
+    """`FLAT_KEYS`: spec_keys(), built on first use."""
+    if name == "FLAT_KEYS":
+        return spec_keys()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def dotted(prefix: tuple, f: Field, index: str = "[0]") -> str:
@@ -47,11 +59,12 @@ def spec_from_flat(data: dict, path: str) -> dict:
     """The typed `spec` mapping the flat keys of `data` (at `path`, e.g. `data`) stand for;
     the values stay strings. Raises ConfigError for an unknown key."""
     spec: dict = {}
+    keys = spec_keys()
     for key, value in data.items():
-        if key not in FLAT_KEYS:
+        if key not in keys:
             raise ConfigError(f"{path}.{key}", f"unknown key {short(key)} (known: "
-                                               f"{', '.join(sorted(FLAT_KEYS))})")
-        prefix, f = FLAT_KEYS[key]
+                                               f"{', '.join(sorted(keys))})")
+        prefix, f = keys[key]
         node = spec
         for name, kind in prefix:
             if kind == "objectlist":
@@ -67,7 +80,7 @@ def flat_path(path: str) -> str:
     """The ConfigMap form's name for a nested config field path:
     `spec.nodePools[0].topology.threadsPerCore` -> `data.threadsPerCore` (unchanged when no
     flat key covers it)."""
-    for key, (prefix, f) in FLAT_KEYS.items():
+    for key, (prefix, f) in spec_keys().items():
         for root in ("data", "spec"):
             nested = root + "." + dotted(prefix, f)
             if path == nested or path.startswith(nested + ".") or path.startswith(nested + "["):
@@ -97,7 +110,7 @@ def flat_value(d: object) -> str:
 def flat_key_table() -> str:
     """Markdown table of the ConfigMap flat keys (docs/configuration.md; tested to match)."""
     rows = ["| key | field | default |", "|---|---|---|"]
-    for key, (prefix, f) in FLAT_KEYS.items():
+    for key, (prefix, f) in spec_keys().items():
         d = None if f.default is None else flat_value(f.default)
         rows.append(f"| `{key}` | `spec.{dotted(prefix, f)}` | "
                     f"{'' if d in (None, '') else '`' + d + '`'} |")

@@ -57,5 +57,5 @@ def _at_least(n: int) -> str:
 
 
 def version_pattern(min_minor: int) -> str:
-    """types.VERSION (`v?1.MINOR(.PATCH)?`) restricted to MINOR >= min_minor."""
+    """types.version_minor (`v?1.MINOR(.PATCH)?`) restricted to MINOR >= min_minor."""
     return rf"^v?1\.{_at_least(min_minor)}(\.[0-9]+)?$"

@@ -13,9 +13,8 @@ import re
 
 from krm_fn import workloads
 from krm_fn.config import checks
-from krm_fn.config.baseline import check_baseline
-from krm_fn.config.checks import (DNS_LABEL, DNS_SUBDOMAIN, ENV_NAME, IMAGE, KIND_NAME,
-                                  PROM_DURATION, check_labels, check_names)
+from krm_fn.config.checks import (KIND_NAME, check_labels, check_names, is_dns_label,
+                                  is_dns_subdomain, is_identifier, is_image, is_prom_duration)
 from krm_fn.config.fields import Record
 from krm_fn.config.threadvars import NOT_THREAD_ENV, THREAD_ENV
 from krm_fn.config.values import ConfigError, parse_quantity, short
@@ -35,7 +34,9 @@ class Spec(Record):
         """The checks across fields of the whole config, run once its shape is right. They
         run in this fixed order and the first problem found is raised."""
         pools = self.nodePools
-        check_baseline(self.output.baseline)
+        if self.output.baseline is not None:
+            from krm_fn.config.baseline import check_baseline
+            check_baseline(self.output.baseline)
         seen: set = set()
         for i, k in enumerate(self.extraKinds):
             k.check(f"{path}.extraKinds[{i}]", seen)
@@ -63,11 +64,11 @@ class Selector(Record):
 
     def check(self, path: str) -> None:
         """Kinds, names and namespaces are spelled as the API server requires."""
-        check_names(self.kinds, f"{path}.kinds", KIND_NAME, 63,
+        check_names(self.kinds, f"{path}.kinds", KIND_NAME.fullmatch, 63,
                     "a kind name such as Deployment")
-        check_names(self.names, f"{path}.names", DNS_SUBDOMAIN, 253,
+        check_names(self.names, f"{path}.names", is_dns_subdomain, 253,
                     "an object name (DNS subdomain)")
-        check_names(self.namespaces, f"{path}.namespaces", DNS_LABEL, 63,
+        check_names(self.namespaces, f"{path}.namespaces", is_dns_label, 63,
                     "a namespace name (DNS label)", allow_empty=True)
 
 
@@ -87,10 +88,10 @@ class Workloads(Record):
 
     def check_names(self, path: str) -> None:
         """Thread variable names and pinned container names are valid names."""
-        check_names(self.threads.env, f"{path}.threads.env", ENV_NAME, 256,
+        check_names(self.threads.env, f"{path}.threads.env", is_identifier, 256,
                     "an environment variable name (letters, digits and '_', not starting "
                     "with a digit)")
-        check_names(self.pinnedContainers, f"{path}.pinnedContainers", DNS_LABEL, 63,
+        check_names(self.pinnedContainers, f"{path}.pinnedContainers", is_dns_label, 63,
                     "a container name (DNS label)")
         self.threads.check(f"{path}.threads")
 
@@ -110,7 +111,7 @@ class Threads(Record):
         one listed in `custom`; none of either holds something else (threadvars.NOT_THREAD_ENV):
         krm-fn writes a thread count into each, and a count in GOMEMLIMIT or PATH breaks
         the container."""
-        check_names(self.custom, f"{path}.custom", ENV_NAME, 256,
+        check_names(self.custom, f"{path}.custom", is_identifier, 256,
                     "an environment variable name (letters, digits and '_', not starting "
                     "with a digit)")
         for key, names in (("custom", self.custom), ("env", self.env)):
@@ -152,7 +153,7 @@ class ExtraKind(Record):
         if not self.kind or not re.fullmatch(r"[A-Z][A-Za-z0-9]*", self.kind):
             raise ConfigError(f"{path}.kind", f"must be a Kind name such as InferenceJob, found "
                                               f"{short(self.kind)}")
-        if self.group and not DNS_SUBDOMAIN.fullmatch(self.group):
+        if self.group and not is_dns_subdomain(self.group):
             raise ConfigError(f"{path}.group", f"must be an API group such as example.com, "
                                                f"found {short(self.group)}")
         if (self.group, self.kind) in seen:
@@ -180,7 +181,7 @@ class NodePool(Record):
         """The name is a DNS label of at most 40 characters, not in `before` (the names of
         the pools listed before this one)."""
         n = self.name
-        if not DNS_LABEL.fullmatch(n or "") or len(n) > 40:
+        if not is_dns_label(n or "") or len(n) > 40:
             raise ConfigError(f"{path}.name", f"must be a DNS label of at most 40 "
                                               f"characters, found {short(n)}")
         if n in before:
@@ -205,7 +206,7 @@ class PerformanceProfile(Record):
         `performance-<name>` (253 characters); CRI-O annotations need the runtime class
         (CRI-O acts on them only in its high-performance runtime handler)."""
         n = self.name
-        if n is not None and (not DNS_SUBDOMAIN.fullmatch(n) or len(n) > 253 - 12):
+        if n is not None and (not is_dns_subdomain(n) or len(n) > 253 - 12):
             raise ConfigError(f"{path}.name", f"must be a DNS subdomain of at most 241 "
                                               f"characters, found {short(n)}")
         if self.crioAnnotations and not self.runtimeClass:
@@ -310,7 +311,7 @@ class Monitoring(Record):
         (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)."""
         for name in ("alertFor", "rateWindow"):
             value = getattr(self, name)
-            if len(value) > 32 or not PROM_DURATION.fullmatch(value):
+            if len(value) > 32 or not is_prom_duration(value):
                 raise ConfigError(f"{path}.{name}", f"must be a Prometheus duration such as "
                                                     f"5m or 1h30m, found {short(value)}")
         check_labels(self.labels, f"{path}.labels")
@@ -323,11 +324,11 @@ class Output(Record):
 
     def check(self, path: str) -> None:
         """The namespace is a DNS label, verifyImage an image reference."""
-        if not DNS_LABEL.fullmatch(self.namespace) or len(self.namespace) > 63:
+        if not is_dns_label(self.namespace) or len(self.namespace) > 63:
             raise ConfigError(f"{path}.namespace", f"must be a DNS label (lowercase letters, "
                                                    f"digits, '-'), found "
                                                    f"{short(self.namespace)}")
-        if len(self.verifyImage) > 1024 or not IMAGE.fullmatch(self.verifyImage):
+        if len(self.verifyImage) > 1024 or not is_image(self.verifyImage):
             raise ConfigError(f"{path}.verifyImage", f"must be a container image reference "
                                                      f"such as ghcr.io/krm-fn/krm-fn:0.1.0, "
                                                      f"found {short(self.verifyImage)}")

@@ -13,9 +13,10 @@ import re
 from fractions import Fraction
 
 from krm_fn.config.checks import MAX_EXTRA_DEPTH, check_plain
-from krm_fn.config.values import (CONTROL, FIELD_NAME, MAX_LONG_TEXT, MAX_QUANTITY_TEXT,
-                                  MAX_TEXT, ConfigError, check_text, num, parse_quantity,
-                                  scalar_str, short, type_name)
+from krm_fn.config.values import (FIELD_NAME, MAX_LONG_TEXT, MAX_QUANTITY_TEXT, MAX_TEXT,
+                                  ConfigError, check_text, control_char, num,
+                                  parse_quantity, scalar_str, short, type_name)
+from krm_fn.matching import LazyPattern, digits
 
 TRUE = ("true", "True", "TRUE")
 FALSE = ("false", "False", "FALSE")
@@ -81,10 +82,9 @@ class Text(Type):
             raise ConfigError(path, f"is {len(v)} characters long; at most {MAX_LONG_TEXT} are "
                                     f"accepted")
         for n, line in enumerate(v.splitlines(), 1):
-            m = CONTROL.search(line.rstrip("\r"))
-            if m:
-                raise ConfigError(path, f"line {n} contains the control character "
-                                        f"{m.group()!r}")
+            c = control_char(line.rstrip("\r"))
+            if c is not None:
+                raise ConfigError(path, f"line {n} contains the control character {c!r}")
         return v
 
     def json_schema(self, flat=False):
@@ -186,8 +186,8 @@ class Memory(Quantity):
     kind, label = "memory", "memory quantity in bytes with a unit (\"128Mi\", \"2Gi\")"
 
 
-DURATION = re.compile(r"(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|μs|ms|s|m|h))+")
-_DURATION_PART = re.compile(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|μs|ms|s|m|h)")
+DURATION = LazyPattern(r"(?:[0-9]+(?:\.[0-9]+)?(?:ns|us|µs|μs|ms|s|m|h))+")
+_DURATION_PART = LazyPattern(r"([0-9]+(?:\.[0-9]+)?)(ns|us|µs|μs|ms|s|m|h)")
 _DURATION_NS = {"ns": 1, "us": 10 ** 3, "µs": 10 ** 3, "μs": 10 ** 3, "ms": 10 ** 6,
                 "s": 10 ** 9, "m": 60 * 10 ** 9, "h": 3600 * 10 ** 9}
 # Go's time.Duration is an int64 of nanoseconds: 2562047h47m16.854775807s at most.
@@ -217,7 +217,16 @@ class Duration(Type):
                 "maxLength": MAX_QUANTITY_TEXT}
 
 
-VERSION = re.compile(r"v?1\.([0-9]{1,2})(\.[0-9]+)?")
+def version_minor(s: str) -> int | None:
+    """The MINOR of `s` spelled `v?1.MINOR(.PATCH)?` (MINOR one or two ASCII digits, PATCH
+    any number of them: the regular expression `v?1\\.([0-9]{1,2})(\\.[0-9]+)?`), else None."""
+    body = s[1:] if s.startswith("v") else s
+    if not body.startswith("1."):
+        return None
+    minor, dot, patch = body[2:].partition(".")
+    if not (len(minor) <= 2 and digits(minor)) or (dot and not digits(patch)):
+        return None
+    return int(minor)
 
 
 def unquoted_hint(v: int | float) -> str:
@@ -246,14 +255,14 @@ class Version(Type):
             found = (f"the number {v!r} ({unquoted_hint(v)}): write the version in quotes"
                      if isinstance(v, (int, float)) and not isinstance(v, bool) else short(v))
             raise ConfigError(path, f"must be a quoted string such as \"1.34\", found {found}")
-        m = VERSION.fullmatch(v)
-        if not m:
+        minor = version_minor(v)
+        if minor is None:
             raise ConfigError(path, f"expected a Kubernetes minor version such as \"1.34\", "
                                     f"found {short(v)}")
-        if int(m.group(1)) < self.minimum:
+        if minor < self.minimum:
             raise ConfigError(path, f"Kubernetes {v} is not supported: krm-fn needs 1."
                                     f"{self.minimum} or later ({self.why})")
-        return (1, int(m.group(1)))
+        return (1, minor)
 
     def default_value(self, default):
         return self.convert(default, "", False)
@@ -320,7 +329,7 @@ class List(Type):
                 check_text(x, f"{path}[{i}]")
         elif isinstance(v, list):
             items = [scalar_str(x, f"{path}[{i}]") for i, x in enumerate(v)]
-        elif isinstance(v, str) and not CONTROL.search(v) and len(v) <= 200:
+        elif isinstance(v, str) and control_char(v) is None and len(v) <= 200:
             raise ConfigError(path, f"expected a list, found a string (write [{v}])")
         else:
             raise ConfigError(path, f"expected a list, found {type_name(v)}")

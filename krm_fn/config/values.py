@@ -6,9 +6,9 @@ Units: cpu quantities are in cores, memory quantities in bytes (krm_fn.quantity)
 """
 from __future__ import annotations
 
-import re
 
 from krm_fn import quantity
+from krm_fn.matching import LazyPattern
 
 # Longest string accepted for any config value, longest quantity/duration string.
 MAX_TEXT = 4096
@@ -16,9 +16,9 @@ MAX_LONG_TEXT = 1_000_000   # multi-line text such as an lscpu paste
 MAX_QUANTITY_TEXT = 64
 # C0/C1 control characters and the Unicode line/paragraph separators: never part of a name,
 # label, quantity, duration or cpuset.
-CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+CONTROL_CHARS = frozenset(map(chr, [*range(0x20), *range(0x7f, 0xa0), 0x2028, 0x2029]))
 # A KubeletConfiguration field name (and a feature gate name): letters and digits.
-FIELD_NAME = re.compile(r"[A-Za-z][A-Za-z0-9]*")
+FIELD_NAME = LazyPattern(r"[A-Za-z][A-Za-z0-9]*")
 
 
 class ConfigError(ValueError):
@@ -92,11 +92,19 @@ def check_text(s: str, path: str) -> str:
     raises ConfigError naming `path` otherwise."""
     if len(s) > MAX_TEXT:
         raise ConfigError(path, f"is {len(s)} characters long; at most {MAX_TEXT} are accepted")
-    m = CONTROL.search(s)
-    if m:
-        raise ConfigError(path, f"must not contain control characters, found {m.group()!r} in "
+    c = control_char(s)
+    if c is not None:
+        raise ConfigError(path, f"must not contain control characters, found {c!r} in "
                                 f"{short(s)}")
     return s
+
+
+def control_char(s: str) -> str | None:
+    """The first character of `s` that is one of CONTROL_CHARS, or None (what the regular
+    expression `[\\x00-\\x1f\\x7f-\\x9f\\u2028\\u2029]` finds first)."""
+    if (s.isascii() and s.isprintable()) or CONTROL_CHARS.isdisjoint(s):
+        return None
+    return next(c for c in s if c in CONTROL_CHARS)
 
 
 def scalar_str(v: object, path: str) -> str:

@@ -29,7 +29,6 @@ KubeletConfiguration; the caller maps it to where the value came from.
 """
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 
 from krm_fn.record import dataclass
@@ -53,7 +52,7 @@ SIGNALS = ("memory.available", "allocatableMemory.available", "nodefs.available"
 EVICTION_MAPS = tuple(f.name for f in fields.FIELDS
                       if f.name.startswith("eviction") and f.type.startswith("map["))
 RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
-_DURATION = re.compile(r"0|[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+")
+_GO_UNITS = ("ns", "us", "µs", "ms", "s", "m", "h")
 _INT_RANGE = {"int32": 2 ** 31, "int64": 2 ** 63}
 # option-group gates: (CPU or Topology Manager, field, alpha gate, beta gate, whole gate)
 _OPTION_GATES = (
@@ -139,6 +138,36 @@ def _unknown_field(name: str, version, data) -> Finding:
                    f"fields, so the setting has no effect; {REFERENCE})", unknown=True)
 
 
+def is_go_duration(v: str) -> bool:
+    """True when `v` is what Go's time.ParseDuration reads: "0", or an optional sign and
+    numbers (digits with an optional fraction) each with a unit ns, us, µs, ms, s, m or h
+    (https://pkg.go.dev/time#ParseDuration). Exactly the strings the regular expression
+    `0|[-+]?((\\d+(\\.\\d*)?|\\.\\d+)(ns|us|µs|ms|s|m|h))+` matches, `\\d` being any
+    Unicode decimal digit (str.isdecimal)."""
+    if v == "0":
+        return True
+    s = v[1:] if v[:1] in ("-", "+") else v
+    i = 0
+    while i < len(s) or i == 0:
+        j = i
+        while j < len(s) and s[j].isdecimal():
+            j += 1
+        k = j
+        if s[j:j + 1] == ".":
+            k = j + 1
+            while k < len(s) and s[k].isdecimal():
+                k += 1
+        if k - i <= (1 if k > j else 0):       # no digit before or after the `.`
+            return False
+        u = k
+        while u < len(s) and not s[u].isdecimal() and s[u] != ".":
+            u += 1
+        if s[k:u] not in _GO_UNITS:
+            return False
+        i = u
+    return True
+
+
 def _scalar_ok(kind: str, v: object) -> bool:
     if kind == "bool":
         return isinstance(v, bool)
@@ -150,7 +179,7 @@ def _scalar_ok(kind: str, v: object) -> bool:
     if kind == "string":
         return isinstance(v, str)
     if kind == "duration":
-        return isinstance(v, str) and _DURATION.fullmatch(v) is not None
+        return isinstance(v, str) and is_go_duration(v)
     return True
 
 
@@ -356,7 +385,7 @@ def _thresholds(config: dict, version) -> list[Finding]:
         for signal, value in m.items():
             if not isinstance(value, str):
                 continue
-            if grace and (value.startswith("-") or _DURATION.fullmatch(value) is None):
+            if grace and (value.startswith("-") or not is_go_duration(value)):
                 out.append(Finding(ERROR, f"{name}.{signal}", f"{name}.{signal} is "
                                    f"{_short(value)}, not a positive Go duration: the kubelet "
                                    f"of Kubernetes {_vs(version)} refuses to start; write "

@@ -20,16 +20,16 @@ text) and `check` (an explicit list against the sums, with the arithmetic in the
 """
 from __future__ import annotations
 
-import re
 from fractions import Fraction
 
 from krm_fn import quantity
+from krm_fn.matching import LazyPattern
 
 MEMORY = "memory"
 HUGEPAGES_PREFIX = "hugepages-"
 MEBI = 2 ** 20
 # kubelet --reserved-memory syntax: "0:memory=1Gi,hugepages-1Gi=2Gi;1:memory=2Gi"
-_FLAG_ENTRY = re.compile(r"\s*([0-9]{1,4})\s*:(.*)")
+_FLAG_ENTRY = LazyPattern(r"\s*([0-9]{1,4})\s*:(.*)")
 
 
 class ReservedMemoryError(ValueError):

@@ -19,7 +19,6 @@ from fractions import Fraction
 from krm_fn import quantity
 from krm_fn.node import baseline as baseline_mod
 from krm_fn.node import fields
-from krm_fn.node import memory as memory_mod
 from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
 from krm_fn.results import ERROR, WARNING
 
@@ -130,6 +129,7 @@ def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_pat
     (https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/): the
     explicit `kubelet.reservedMemory` when it sums right, else computed and placed on NUMA
     node 0 (or spread with reserved.spreadMemoryAcrossNuma). Errors name the field."""
+    from krm_fn.node import memory as memory_mod    # only a Static pool needs it (start-up)
     merged = {n: {**baseline_mod.string_map(base.get(n)), **reserved_maps[n]}
               for n in RESERVATIONS}
     try:

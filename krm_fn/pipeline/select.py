@@ -8,12 +8,13 @@ from YAML, scalars as strings); problems are Results, never exceptions.
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Iterator
 from types import SimpleNamespace
 
 from krm_fn import numbers, objects
+from krm_fn.config.checks import is_dns_label
 from krm_fn.config.values import short
+from krm_fn.matching import LazyPattern
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
 from krm_fn.record import dataclass, field
@@ -27,8 +28,7 @@ PINNED_ANNOTATION = "krm-fn.dev/pinned-containers"
 VERDICT_ANNOTATION = "krm-fn.dev/verdict"
 LOCAL_CONFIG = LOCAL_CONFIG_ANNOTATION
 DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
-_CPUS = re.compile(r"[1-9][0-9]{0,3}")
-_CONTAINER_NAME = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+_CPUS = LazyPattern(r"[1-9][0-9]{0,3}")
 
 
 @dataclass
@@ -338,7 +338,7 @@ def overrides(obj: dict, at, ref: Ref, results: list):
     raw, lpath = _annotation(obj, at, PINNED_ANNOTATION)
     if raw is not None:
         parts = [p.strip() for p in raw.split(",")] if isinstance(raw, str) else [""]
-        if any(not _CONTAINER_NAME.fullmatch(p) for p in parts):
+        if any(not is_dns_label(p) or len(p) > 63 for p in parts):
             results.append(Result(f"annotation {PINNED_ANNOTATION} must be a comma-separated "
                                   f"list of container names (DNS labels, such as "
                                   f"\"server,tokenizer\"), found {shown(raw)}", ERROR, ref,

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import marshal
-import re
 
 import yaml
 
@@ -24,10 +23,14 @@ try:  # libyaml when present; the pure-Python emitter gives the same text
 except ImportError:  # pragma: no cover
     from yaml import SafeDumper as _Base
 
-_PLAIN_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_./-]*$")
-# A value is written plain only when it starts with a letter and holds no character that
-# could make any YAML 1.1 or 1.2 reader retype it or read it as syntax; else double-quoted.
-_PLAIN_VALUE = re.compile(r"^[A-Za-z][A-Za-z0-9_./-]*$")
+# A key is written plain when it is `[A-Za-z_][A-Za-z0-9_./-]*` (plain_key_chars). A value is
+# written plain only when it starts with a letter and holds no character that could make any
+# YAML 1.1 or 1.2 reader retype it or read it as syntax (`[A-Za-z][A-Za-z0-9_./-]*`,
+# plain_value_chars); else double-quoted.
+# (ASCII character tests, not regular expressions compiled at import: start-up time; the
+# yaml package imports nothing else from krm_fn, so not krm_fn.matching's classes)
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+_PLAIN_CHARS = _LETTERS + "0123456789_./-"
 _RESERVED_KEYS = {"y", "Y", "yes", "Yes", "YES", "n", "N", "no", "No", "NO", "true", "True",
                   "TRUE", "false", "False", "FALSE", "on", "On", "ON", "off", "Off", "OFF",
                   "null", "Null", "NULL"}
@@ -38,14 +41,24 @@ class _Dumper(_Base):
         return True
 
 
+def plain_key_chars(s: str) -> bool:
+    """True when `s` is `[A-Za-z_][A-Za-z0-9_./-]*` (ASCII only)."""
+    return s != "" and (s[0] in _LETTERS or s[0] == "_") and not s.strip(_PLAIN_CHARS)
+
+
+def plain_value_chars(s: str) -> bool:
+    """True when `s` is `[A-Za-z][A-Za-z0-9_./-]*` (ASCII only)."""
+    return s != "" and s[0] in _LETTERS and not s.strip(_PLAIN_CHARS)
+
+
 def is_plain_safe(s: str) -> bool:
     """True when `s` can be written as a plain scalar without any YAML reader retyping it."""
-    return bool(_PLAIN_VALUE.fullmatch(s)) and s not in _RESERVED_KEYS
+    return plain_value_chars(s) and s not in _RESERVED_KEYS
 
 
 def _repr_str(dumper, s: str):
     if "\n" in s and not any(c in s for c in "\t\r") and s == s.rstrip(" ") \
-            and not re.search(r" \n", s):
+            and " \n" not in s:
         return dumper.represent_scalar("tag:yaml.org,2002:str", s, style="|")
     return dumper.represent_scalar("tag:yaml.org,2002:str", s,
                                    style=None if is_plain_safe(s) else '"')
@@ -56,7 +69,7 @@ def _repr_dict(dumper, d: dict):
     node = yaml.MappingNode("tag:yaml.org,2002:map", value, flow_style=False)
     for k, v in d.items():
         ks = str(k)
-        style = None if _PLAIN_KEY.fullmatch(ks) and ks not in _RESERVED_KEYS else '"'
+        style = None if plain_key_chars(ks) and ks not in _RESERVED_KEYS else '"'
         value.append((dumper.represent_scalar("tag:yaml.org,2002:str", ks, style=style),
                       dumper.represent_data(v)))
     return node
@@ -138,7 +151,7 @@ def key(k) -> str:
 
 @functools.lru_cache(maxsize=8192)
 def _key_text(ks: str) -> str:
-    return ks if _PLAIN_KEY.fullmatch(ks) and ks not in _RESERVED_KEYS else quote(ks)
+    return ks if plain_key_chars(ks) and ks not in _RESERVED_KEYS else quote(ks)
 
 
 def flow(value) -> str:

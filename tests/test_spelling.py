@@ -1,0 +1,252 @@
+"""The character tests that replaced the regular expressions a render used to compile at
+import (issue 11 part 10, start-up time) accept exactly what those expressions accepted with
+`fullmatch`: each property compares the old expression (quoted here, as it was in the code)
+with its replacement on generated strings: strings the expression matches, the same with one
+character inserted, replaced or dropped, joined with separators, a newline at the end
+(`$` would match before it; `fullmatch` does not), non-ASCII letters and digits."""
+from __future__ import annotations
+
+import os
+import re
+
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from krm_fn import numbers, quantity
+from krm_fn.config import checks, values
+from krm_fn.node import kubelet_check
+from krm_fn.yaml import emit
+
+# ASCII letters and digits, the punctuation the grammars use, and what they must refuse:
+# other scripts' letters and digits (isdigit / isdecimal / isalnum accept them), the micro
+# sign and Greek mu, the Kelvin sign, whitespace, a newline, control characters.
+_ALPHABET = ("abcdefghijklmnopqrstuvwxyzAZKMGTPEiunm0123456789"
+             "-_./:@+%,;= \n\t\r\x00\x7f\x85\xa0\u2028\u2029é߲²٣४µμ\u212a")
+# KRM_FN_PROPERTY_EXAMPLES=5000 for a longer search (as tests/test_properties.py)
+_EXAMPLES = int(os.environ.get("KRM_FN_PROPERTY_EXAMPLES", "0")) or 400
+_SETTINGS = settings(max_examples=_EXAMPLES, deadline=None,
+                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+def _mutated(args: tuple) -> str:
+    s, pos, ch, how = args
+    pos = pos % (len(s) + 1)
+    if how == "insert":
+        return s[:pos] + ch + s[pos:]
+    if how == "replace":
+        return s[:pos] + ch + s[pos + 1:]
+    if how == "drop":
+        return s[:pos] + s[pos + 1:]
+    return s + "\n"
+
+
+def _strings(pattern: str, matching=None) -> st.SearchStrategy[str]:
+    """Strings near the language of `pattern` (`matching`: strings it matches, default
+    generated from it): matching ones, one edit away, joined."""
+    if matching is None:
+        matching = st.from_regex(pattern, fullmatch=True)
+    edits = st.tuples(matching, st.integers(0, 300), st.sampled_from(_ALPHABET),
+                      st.sampled_from(["insert", "replace", "drop", "newline"]))
+    joined = st.tuples(matching, st.sampled_from(["", ".", "/", ":", "@", "-", "_", "__"]),
+                       matching).map(lambda t: "".join(t))
+    return st.one_of(matching, edits.map(_mutated), joined, st.text(_ALPHABET, max_size=16))
+
+
+def _same(pattern: str, test, s: str) -> None:
+    assert test(s) == (re.fullmatch(pattern, s) is not None), (pattern, s)
+
+
+DNS_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
+LABEL_NAME = r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?"
+ENV_NAME = r"[A-Za-z_][A-Za-z0-9_]*"
+PROM_DURATION = r"(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?"
+_IMAGE_COMPONENT = r"[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*"
+_IMAGE_DOMAIN = (r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+                 r"(?:\.(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9]))*(?::[0-9]+)?")
+IMAGE = (rf"(?:{_IMAGE_DOMAIN}/)?{_IMAGE_COMPONENT}(?:/{_IMAGE_COMPONENT})*"
+         r"(?::[\w][\w.-]{0,127})?"
+         r"(?:@[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,})?")
+VERSION = r"v?1\.([0-9]{1,2})(\.[0-9]+)?"
+CONTROL = "[\x00-\x1f\x7f-\x9f\u2028\u2029]"
+QUANTITY = r"^([+-]?)([0-9]*)(?:\.([0-9]*))?([eEinumkKMGTP]*)([+-]?[0-9]*)$"
+COUNT = r"[0-9]{1,16}"
+GO_DURATION = r"0|[-+]?((\d+(\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h))+"
+PLAIN_KEY = r"^[A-Za-z_][A-Za-z0-9_./-]*$"
+PLAIN_VALUE = r"^[A-Za-z][A-Za-z0-9_./-]*$"
+
+
+@_SETTINGS
+@given(_strings(DNS_LABEL))
+@example("a-b\n")
+@example("ａ")
+def test_dns_label_is_the_expression(s):
+    _same(DNS_LABEL, checks.is_dns_label, s)
+
+
+CONTAINER_NAME = r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?"   # krm_fn/pipeline/select.py's
+
+
+@_SETTINGS
+@given(_strings(CONTAINER_NAME))
+@example("a" * 63)
+@example("a" * 64)
+def test_pinned_container_name_is_the_expression(s):
+    # pipeline/select.py: `is_dns_label(p) and len(p) <= 63` for each listed container
+    _same(CONTAINER_NAME, lambda p: checks.is_dns_label(p) and len(p) <= 63, s)
+
+
+@_SETTINGS
+@given(_strings(DNS_SUBDOMAIN))
+@example("a.b\n")
+@example("a..b")
+@example(".a")
+def test_dns_subdomain_is_the_expression(s):
+    _same(DNS_SUBDOMAIN, checks.is_dns_subdomain, s)
+
+
+@_SETTINGS
+@given(_strings(LABEL_NAME))
+@example("a.b_c-D\n")
+@example("é")
+def test_label_name_is_the_expression(s):
+    _same(LABEL_NAME, checks.is_label_name, s)
+
+
+@_SETTINGS
+@given(_strings(ENV_NAME))
+@example("OMP_NUM_THREADS\n")
+@example("é")
+@example("_1")
+def test_env_name_is_the_expression(s):
+    _same(ENV_NAME, checks.is_identifier, s)
+
+
+@_SETTINGS
+@given(_strings(PROM_DURATION))
+@example("5ms")
+@example("1m5ms")
+@example("5ms5s")
+@example("1h1h")
+@example("15m\n")
+@example("٣m")
+def test_prometheus_duration_is_the_expression(s):
+    _same(PROM_DURATION, checks.is_prom_duration, s)
+
+
+def _optional(prefix: str, part: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    return st.one_of(st.just(""), part.map(lambda p: prefix + p))
+
+
+# image references assembled from their parts (generating from the whole expression is slow:
+# its hex digest and tag repeat 32+ and 128 times); tags and digests near their length bounds
+_IMAGES = st.tuples(
+    st.one_of(st.just(""), st.from_regex(_IMAGE_DOMAIN, fullmatch=True).map(lambda d: d + "/")),
+    st.lists(st.from_regex(_IMAGE_COMPONENT, fullmatch=True), min_size=1, max_size=3)
+    .map("/".join),
+    _optional(":", st.from_regex(r"[\w][\w.-]{0,12}", fullmatch=True)
+              | st.integers(126, 129).map(lambda n: "t" * n)),
+    _optional("@", st.tuples(
+        st.from_regex(r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*", fullmatch=True),
+        st.text("0123456789abcdefABCDEF", min_size=30, max_size=34))
+        .map(lambda t: f"{t[0]}:{t[1]}")),
+).map("".join)
+
+
+@_SETTINGS
+@given(_strings(IMAGE, _IMAGES))
+@example("ghcr.io/krm-fn/krm-fn:0.1.0")
+@example("localhost:5000/a/b:tag@sha256:" + "a" * 64)
+@example("host:5000")
+@example("Host:5000/x")
+@example("Host/x")
+@example("a__b/c--d/e.f_g:é٣")
+@example("a___b")
+@example("a:b/c:d")
+@example("a@b")
+@example("img:" + "t" * 128)
+@example("img:" + "t" * 129)
+@example("img@sha256+b.c_d-e:" + "0" * 32 + "\n")
+@example("ghcr.io/krm-fn/krm-fn:0.1.0\n")
+def test_image_reference_is_the_expression(s):
+    _same(IMAGE, checks.is_image, s)
+
+
+@_SETTINGS
+@given(_strings(VERSION))
+@example("1.34\n")
+@example("v1.34.2")
+@example("1.٣")
+@example("vv1.2")
+@example("1.2.3.4")
+def test_version_is_the_expression(s):
+    from krm_fn.config.types import version_minor
+    m = re.fullmatch(VERSION, s)
+    assert version_minor(s) == (int(m.group(1)) if m else None), s
+
+
+@_SETTINGS
+@given(st.text(_ALPHABET + "\x1f\x9f\u2027\u202a", max_size=24))
+@example("")
+@example("tab\there")
+@example("x\u2028")
+def test_control_character_is_the_expression(s):
+    m = re.search(CONTROL, s)
+    assert values.control_char(s) == (m.group() if m else None), s
+
+
+@_SETTINGS
+@given(_strings(QUANTITY[1:-1]))
+@example("1.5e+3")
+@example("+.5Mi")
+@example("-")
+@example("1.2.3")
+@example("5m\n")
+@example("1e-3\n")
+@example("٣")
+def test_quantity_scan_is_the_expression(s):
+    m = re.fullmatch(QUANTITY, s)
+    assert quantity._split(s) == (m.groups() if m else None), s
+
+
+@_SETTINGS
+@given(st.one_of(_strings(COUNT), st.text(_ALPHABET, max_size=20)))
+@example("1" * 16)
+@example("1" * 17)
+@example("٣")
+@example("12\n")
+def test_count_digits_are_the_expression(s):
+    assert (numbers.count(s, 10 ** 17) is not None) == \
+        (re.fullmatch(COUNT, s.strip(numbers.BLANKS)) is not None), s
+
+
+@_SETTINGS
+@given(_strings(GO_DURATION))
+@example("0")
+@example("-0")
+@example("5.")
+@example(".")
+@example(".5s.5s")
+@example("1µs")
+@example("1μs")
+@example("٣s")
+@example("²s")
+@example("1m30s\n")
+def test_go_duration_is_the_expression(s):
+    _same(GO_DURATION, kubelet_check.is_go_duration, s)
+
+
+@_SETTINGS
+@given(_strings(PLAIN_KEY[1:-1]))
+@example("a/b\n")
+@example("_x")
+def test_plain_yaml_key_is_the_expression(s):
+    _same(PLAIN_KEY, emit.plain_key_chars, s)
+
+
+@_SETTINGS
+@given(_strings(PLAIN_VALUE[1:-1]))
+@example("abc\n")
+@example("_x")
+def test_plain_yaml_value_is_the_expression(s):
+    _same(PLAIN_VALUE, emit.plain_value_chars, s)
