@@ -340,7 +340,8 @@ def test_a_render_imports_the_engine_a_container_runs():
 # (a .pth file) may load before krm_fn starts, so the -X importtime check above cannot see
 # them: checked in the source of every krm_fn module a render imports instead
 _STDLIB_NOT_FOR_A_RENDER = ("pathlib", "fnmatch", "urllib", "ipaddress", "dataclasses",
-                            "typing", "inspect", "copy", "difflib", "tempfile", "shutil")
+                            "typing", "inspect", "copy", "difflib", "tempfile", "shutil",
+                            "importlib", "warnings")
 
 
 def _top_level_imports(module: str) -> set[str]:

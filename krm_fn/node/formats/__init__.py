@@ -17,8 +17,7 @@ Entry points: `render_with_results(name, plan, ctx, ref, index)` -> (objects, re
 """
 from __future__ import annotations
 
-from krm_fn import record
-import importlib
+from krm_fn import lazy, record
 from collections.abc import Mapping
 from krm_fn.record import dataclass
 
@@ -69,7 +68,7 @@ class _Formats(Mapping):
     unknown name."""
 
     def __getitem__(self, name: str):
-        return importlib.import_module(f"{__name__}.{_MODULES[name]}")
+        return lazy.submodule(__name__, _MODULES[name])
 
     def __contains__(self, name) -> bool:
         return name in _MODULES            # without importing the module
@@ -87,7 +86,7 @@ FORMATS = _Formats()
 def __getattr__(name: str):
     """`formats.configmap` etc.: the format module, imported on first use."""
     if name in _MODULES.values():
-        return importlib.import_module(f"{__name__}.{name}")
+        return lazy.submodule(__name__, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
