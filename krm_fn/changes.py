@@ -18,7 +18,6 @@ Shape of a KRM result: kustomize `cmd/config/docs/api-conventions/functions-spec
 from __future__ import annotations
 
 import functools
-import json
 from collections.abc import Iterable
 
 from krm_fn.record import dataclass
@@ -76,9 +75,10 @@ def _path_str(path: tuple) -> str:
 def value_shown(value: object) -> str | None:
     """A changed value as a KRM result's currentValue/proposedValue: strings as they are,
     other values as JSON (spaces after separators); None for None."""
-    if value is None:
-        return None
-    return value if isinstance(value, str) else json.dumps(value)
+    if value is None or isinstance(value, str):
+        return value
+    import json     # here, not at the top: a render's values are mostly strings (start-up)
+    return json.dumps(value)
 
 
 def result(change: Change, file: dict | None = None) -> Result:

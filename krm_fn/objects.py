@@ -28,7 +28,6 @@ Pod specs go through the rules (krm_fn/rules); this module handles what sits out
 """
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable
 from fractions import Fraction
@@ -112,6 +111,7 @@ def _top_level_spans(text: str) -> dict | None:
     JSON object `text` (escaped keys decoded, nested objects skipped whole, so a nested key
     of the same name is never taken for it); None when `text` is not one JSON object or
     repeats a top-level key."""
+    import json
     decoder = json.JSONDecoder()
     ws = " \t\n\r"
     i = len(text) - len(text.lstrip(ws))
@@ -161,6 +161,7 @@ def _json_edit(text: str, field: str, value: str) -> str | None:
     object, repeats a top-level key, lacks `field`, or has it as something other than a
     string. The result is parsed again and must differ from the old object in `field`
     only, so no fix is reported that did not happen."""
+    import json
     spans = _top_level_spans(text)
     if spans is None or field not in spans:
         return None
@@ -243,6 +244,7 @@ def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
 
 def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]:
     """(changes, findings) for KServe's inferenceservice-config ConfigMap (module docstring)."""
+    import json
     data = obj.get("data")
     results: list[Result] = []
     writes: list = []

@@ -13,7 +13,6 @@ https://github.com/kubernetes-sigs/kustomize/blob/master/kyaml/fn/framework/resu
 """
 from __future__ import annotations
 
-import json
 from krm_fn.record import dataclass
 
 ERROR, WARNING, INFO = "error", "warning", "info"
@@ -24,6 +23,7 @@ def value_text(value: object) -> str:
     as they are, everything else as compact JSON (true/false, numbers, mappings, lists)."""
     if isinstance(value, str):
         return value
+    import json     # here, not at the top: a render's values are mostly strings (start-up)
     return json.dumps(value, separators=(",", ":"), sort_keys=False)
 
 

@@ -1,6 +1,8 @@
 """The command line: modes, exit codes, messages on stderr, no tracebacks."""
 import re
 
+import pytest
+
 from krm_fn import __version__
 from tests.helpers import ROOT, TESTDATA, load, run_cli
 
@@ -313,6 +315,52 @@ def test_a_plain_render_imports_only_what_it_uses():
     assert _engine_modules(mods) == ["base", "recognition", "vllm", "workers"]
 
 
+# json (~1.3 ms of import: its decoder, scanner and encoder compile regular expressions) is
+# imported by a plain render only through this function, which imports it before it looks
+# for KServe's ConfigMap (krm_fn/admission/, outside the change that made everything else
+# import json only where a value needs it). Moving that import below the ConfigMap's name
+# check empties this set: then drop the xfail below.
+_JSON_IMPORTED_ON_A_PLAIN_RENDER_BY = {"krm_fn.admission.knative.kserve_default_mode"}
+
+
+@pytest.mark.xfail(strict=True, reason="krm_fn.admission.knative.kserve_default_mode "
+                   "imports json on every render (_JSON_IMPORTED_ON_A_PLAIN_RENDER_BY)")
+def test_a_plain_render_imports_no_json():
+    mods = _imported([], _ten_items()) - _started_with()
+    assert "krm_fn.node.upstream" in mods and "krm_fn.node.data.kubelet_1_34" in mods
+    assert _loaded(mods, ("json", "_json")) == []
+
+
+_WHO_IMPORTS_JSON = """
+import builtins, os, sys
+_import = builtins.__import__
+def _hook(name, globals=None, locals=None, fromlist=(), level=0):
+    if name == "json" and level == 0 and (globals or {}).get("__name__", "").startswith("krm_fn"):
+        code = sys._getframe(1).f_code.co_name
+        os.write(2, f"json imported by {globals['__name__']}.{code}\\n".encode())
+    return _import(name, globals, locals, fromlist, level)
+builtins.__import__ = _hook
+from krm_fn.cli import main
+sys.exit(main())
+"""
+
+
+def test_a_plain_render_imports_json_only_where_it_is_listed():
+    """Every `import json` statement a plain render runs in krm_fn, by the function that
+    runs it (an import inside a function runs each call, so none hides behind an earlier
+    one): the kubelet facts are Python modules, and results, changes, objects and the config
+    types import json only for a value that needs it."""
+    import os
+    import subprocess
+    import sys
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    p = subprocess.run([sys.executable, "-c", _WHO_IMPORTS_JSON], input=_ten_items().encode(),
+                       capture_output=True, env=env, cwd=ROOT, timeout=120)
+    assert p.returncode == 0, p.stderr.decode()[-2000:]
+    callers = set(re.findall(r"^json imported by (\S+)$", p.stderr.decode(), re.M))
+    assert callers == _JSON_IMPORTED_ON_A_PLAIN_RENDER_BY
+
+
 def _engine_modules(mods: set[str]) -> list[str]:
     """The modules of krm_fn/rules/engines/ in `mods`, by their short names."""
     from krm_fn.rules.engines import recognition
@@ -341,7 +389,7 @@ def test_a_render_imports_the_engine_a_container_runs():
 # them: checked in the source of every krm_fn module a render imports instead
 _STDLIB_NOT_FOR_A_RENDER = ("pathlib", "fnmatch", "urllib", "ipaddress", "dataclasses",
                             "typing", "inspect", "copy", "difflib", "tempfile", "shutil",
-                            "importlib", "warnings")
+                            "importlib", "warnings", "json")
 
 
 def _top_level_imports(module: str) -> set[str]:

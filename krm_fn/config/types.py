@@ -8,7 +8,6 @@ and object lists (`Object`, `ObjectList`, in krm_fn.config.fields) are types too
 """
 from __future__ import annotations
 
-import json
 import re
 from fractions import Fraction
 
@@ -431,6 +430,7 @@ class PlainMap(Type):
 
     def convert(self, v, path, flat):
         if flat and isinstance(v, str):
+            import json
             text = v
             try:
                 v = json.loads(text, parse_constant=_json_constant,

@@ -184,8 +184,10 @@ def _literal_field_lists(path: pathlib.Path) -> list[tuple[int, list[str]]]:
 
 
 def test_no_other_node_module_lists_kubelet_fields():
+    # data/: the generated upstream data fields.py is checked against, not a hand-typed list
     found = {str(p.relative_to(NODE)): hits for p in sorted(NODE.rglob("*.py"))
-             if p.name != "fields.py" for hits in [_literal_field_lists(p)] if hits}
+             if p.name != "fields.py" and p.parent.name != "data"
+             for hits in [_literal_field_lists(p)] if hits}
     assert not found, f"lists of kubelet field names outside krm_fn/node/fields.py: {found}"
 
 
