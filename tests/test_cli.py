@@ -315,16 +315,11 @@ def test_a_plain_render_imports_only_what_it_uses():
     assert _engine_modules(mods) == ["base", "recognition", "vllm", "workers"]
 
 
-# json (~1.3 ms of import: its decoder, scanner and encoder compile regular expressions) is
-# imported by a plain render only through this function, which imports it before it looks
-# for KServe's ConfigMap (krm_fn/admission/, outside the change that made everything else
-# import json only where a value needs it). Moving that import below the ConfigMap's name
-# check empties this set: then drop the xfail below.
-_JSON_IMPORTED_ON_A_PLAIN_RENDER_BY = {"krm_fn.admission.knative.kserve_default_mode"}
+# json (~1.3 ms of import: its decoder, scanner and encoder compile regular expressions):
+# no function a plain render runs imports it
+_JSON_IMPORTED_ON_A_PLAIN_RENDER_BY: set = set()
 
 
-@pytest.mark.xfail(strict=True, reason="krm_fn.admission.knative.kserve_default_mode "
-                   "imports json on every render (_JSON_IMPORTED_ON_A_PLAIN_RENDER_BY)")
 def test_a_plain_render_imports_no_json():
     mods = _imported([], _ten_items()) - _started_with()
     assert "krm_fn.node.upstream" in mods and "krm_fn.node.data.kubelet_1_34" in mods

@@ -368,10 +368,10 @@ def kserve_default_mode(configmaps: dict) -> str | None:
     """`defaultDeploymentMode` of key `deploy` (JSON) of KServe's ConfigMap
     `inferenceservice-config` among `configmaps` ({(namespace, name): ConfigMap}), else
     None (not in the input, or the key does not say)."""
-    import json
     for (_space, name), cm in configmaps.items():
         if name != KSERVE_CONFIG or not isinstance(cm, dict):
             continue
+        import json     # only for KServe's ConfigMap (start-up: a plain render has none)
         data = cm.get("data") if isinstance(cm.get("data"), dict) else {}
         try:
             deploy = json.loads(data.get("deploy") or "{}")
