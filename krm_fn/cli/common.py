@@ -117,7 +117,6 @@ def standalone(fn, *args) -> None:
     krm_fn.cli.main runs without click: Ctrl-C prints an empty line and `Aborted!` on
     stderr and exits 1; a broken pipe that escapes `fn` exits 1 quietly. Returns normally
     (exit 0) when `fn` does; SystemExit passes through."""
-    import errno
     try:
         fn(*args)
     except KeyboardInterrupt:
@@ -125,6 +124,7 @@ def standalone(fn, *args) -> None:
         echo_err("Aborted!")
         sys.exit(1)
     except OSError as e:
+        import errno
         if e.errno != errno.EPIPE:
             raise
         sys.stdout = _QuietFlush(sys.stdout)
