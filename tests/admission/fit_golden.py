@@ -2,7 +2,12 @@
 memorymanager): a fixed-seed set of node models and pods, and every output the per-pod
 verdict reads from them, so that a change made for speed can be checked to change no outcome.
 
-    python -m tests.admission.fit_golden      # rewrites tests/admission/fit_golden.jsonl
+    python -m tests.admission.fit_golden      # rewrites both fixtures below
+
+tests/admission/fit_golden.jsonl holds `cases()`, tests/admission/fit_golden_split.jsonl
+`split_cases()` (lscpu-like tables whose cores span NUMA nodes, and 8 NUMA nodes). Both
+were written by the code before the speed work of issue #11 part 10 (the second by that
+code too, from a copy of it, after the first was committed).
 
 `cases()` builds the node models (1/2/4/8 NUMA nodes, 1/2/4 sockets, SMT on and off,
 split and adjacent sibling numbering, hand-made lscpu-like tables with mixed core sizes and
@@ -33,6 +38,9 @@ from krm_fn.results import Ref
 FIXTURE = Path(__file__).with_name("fit_golden.jsonl")
 SEED = 20261201
 CASES = 400
+SPLIT_FIXTURE = Path(__file__).with_name("fit_golden_split.jsonl")
+SPLIT_SEED = 753
+SPLIT_CASES = 120
 GI, MI = 2**30, 2**20
 
 SHAPES = [  # sockets, NUMA per socket, cores per socket, threads, sibling numbering
@@ -156,8 +164,8 @@ def _pod(rng: random.Random, name: str) -> AdmittedPod:
                        tuple(containers), pod_req, pod_lim, overhead=overhead)
 
 
-def _node(rng: random.Random, index: int) -> NodeModel:
-    cpus = _cpus(rng)
+def _node(rng: random.Random, index: int, cpus: tuple | None = None) -> NodeModel:
+    cpus = cpus or _cpus(rng)
     numas = sorted({c.numa for c in cpus})
     kub, numa_memory = _kubelet(rng, numas)
     alloc: dict = {}
@@ -177,6 +185,23 @@ def cases() -> list[tuple[NodeModel, list[AdmittedPod]]]:
     """(node, [3 pods]) per case, from SEED."""
     rng = random.Random(SEED)
     return [(_node(rng, i), [_pod(rng, f"w{i}-{k}") for k in range(3)]) for i in range(CASES)]
+
+
+def _split_tables() -> list[tuple]:
+    """lscpu-like tables where threads of one core sit on different NUMA nodes."""
+    every = [Cpu(c, c // 2, 0, c % 2) for c in range(16)]
+    one = [Cpu(c, c // 2, 0, 0 if c < 7 else 1) for c in range(16)]
+    wide = [Cpu(c, c // 4, c // 16, (c // 3) % 4) for c in range(32)]
+    return [tuple(every), tuple(one), tuple(wide)]
+
+
+def split_cases() -> list[tuple[NodeModel, list[AdmittedPod]]]:
+    """(node, [3 pods]) per case on the split-core tables and 8 NUMA nodes, from
+    SPLIT_SEED."""
+    rng = random.Random(SPLIT_SEED)
+    tables = _split_tables() + [tuple(Topology(2, 4, 8, 2).cpus())]
+    return [(_node(rng, i, tables[i % len(tables)]), [_pod(rng, f"s{i}-{k}") for k in range(3)])
+            for i in range(SPLIT_CASES)]
 
 
 def _plain(value):
@@ -255,10 +280,12 @@ def outputs(node: NodeModel, pods: list) -> dict:
     return out
 
 
-def lines() -> list[str]:
-    """One JSON line per case."""
-    return [json.dumps(outputs(n, ps), separators=(",", ":")) for n, ps in cases()]
+def lines(split: bool = False) -> list[str]:
+    """One JSON line per case (of split_cases() when `split`)."""
+    return [json.dumps(outputs(n, ps), separators=(",", ":"))
+            for n, ps in (split_cases() if split else cases())]
 
 
 if __name__ == "__main__":
     FIXTURE.write_text("\n".join(lines()) + "\n")
+    SPLIT_FIXTURE.write_text("\n".join(lines(split=True)) + "\n")
