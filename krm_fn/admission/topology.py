@@ -17,7 +17,6 @@ model has no distances and treats them as equal, which is the narrowest choice.
 from __future__ import annotations
 
 from krm_fn.record import dataclass, field
-from itertools import product
 
 from krm_fn.admission import cpumanager, memorymanager
 from krm_fn.admission.model import INIT, AdmittedPod, NodeModel
@@ -99,6 +98,22 @@ def filter_hints(providers: list) -> list:
     return out
 
 
+def _merged(lists: list, default: frozenset) -> dict:
+    """The distinct merged hints (mask, preferred) of every permutation of one hint per
+    list (policy.go mergePermutation: the AND of the masks, None = all NUMA nodes, and of
+    the preferences), as a dict used as an ordered set. Folded list by list, dropping
+    duplicates at each step: what iterating every permutation gives, as a set.
+    HintMerger.compare ranks any two distinct hints the same way whichever comes first
+    (preferred before not; among preferred the narrower; among the others by their width
+    against the best non-preferred width, then narrower), so the best of the set is the
+    best of the permutations."""
+    merged = {(default, True): None}
+    for hints in lists:
+        merged = dict.fromkeys((mask & (default if m is None else m), pref and p)
+                               for mask, pref in merged for m, p in hints)
+    return merged
+
+
 def merge(providers: list, numas: list, pol: str) -> tuple:
     """The merged hint and admission: (mask frozenset or None, preferred, admit) for
     provider hints [{resource: [(mask, preferred)] | None} | None] on a machine with NUMA
@@ -111,12 +126,8 @@ def merge(providers: list, numas: list, pol: str) -> tuple:
               for hs in lists if any(h[0] is not None for h in hs)]
     best_np = max(narrow, default=0)
     best = None
-    for perm in product(*lists):
-        mask, pref = default, True
-        for m, p in perm:
-            mask = mask & (default if m is None else m)
-            pref = pref and p
-        best = _compare(best, (mask, pref), best_np)
+    for cand in _merged(lists, default):
+        best = _compare(best, cand, best_np)
     if best is None:
         best = (default, False)
     if pol == SINGLE and best[0] == default:
