@@ -112,6 +112,19 @@ class MemState:
                                            for combo in combinations(numas, size)]
         return out
 
+    def _holding(self, req: dict) -> tuple:
+        """(the fewest NUMA nodes whose allocatable holds `req`, else all; the combinations
+        (NUMA ids, frozenset) whose allocatable holds it, fewest first): allocatable does
+        not change, so once per request and node."""
+        key = ("holding", tuple(sorted(req.items())))
+        out = self._cache.get(key)
+        if out is None:
+            holds = [(combo, mask) for combo, mask in self._combos()
+                     if all(self._total(self.alloc, mask, r) >= v for r, v in req.items())]
+            out = self._cache[key] = (min((len(c) for c, _ in holds),
+                                          default=len(self.numas)), holds)
+        return out
+
     def _total(self, table, mask, res) -> int:
         return sum(table[n].get(res, 0) for n in mask)
 
@@ -122,16 +135,13 @@ class MemState:
         containers."""
         if not req:
             return {}
-        min_size, found = len(self.numas), []
-        for combo, mask in self._combos():
-            size = len(combo)
-            if any(self._total(self.alloc, mask, r) < v for r, v in req.items()):
+        min_size, holds = self._holding(req)
+        found = []
+        for combo, mask in holds:
+            if len(combo) == 1 and len(self.cells[combo[0]]) > 1:
                 continue
-            min_size = min(min_size, size)
-            if size == 1 and len(self.cells[combo[0]]) > 1:
-                continue
-            if size > 1 and any(self.count[n] and (len(self.cells[n]) == 1 or
-                                set(self.cells[n]) != mask) for n in combo):
+            if len(combo) > 1 and any(self.count[n] and (len(self.cells[n]) == 1 or
+                                      set(self.cells[n]) != mask) for n in combo):
                 continue
             reuse = reusable.get(mask, {})
             if any(self._total(self.free, mask, r) + reuse.get(r, 0) < v
