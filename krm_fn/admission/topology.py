@@ -109,8 +109,9 @@ def _merged(lists: list, default: frozenset) -> dict:
     best of the permutations."""
     merged = {(default, True): None}
     for hints in lists:
-        merged = dict.fromkeys((mask & (default if m is None else m), pref and p)
-                               for mask, pref in merged for m, p in hints)
+        masks = dict.fromkeys((default if m is None else m, p) for m, p in hints)
+        merged = dict.fromkeys((mask & m, pref and p) for mask, pref in merged
+                               for m, p in masks)
     return merged
 
 
