@@ -109,7 +109,7 @@ def _merged(lists: list, default: frozenset) -> dict:
     best of the permutations."""
     merged = {(default, True): None}
     for hints in lists:
-        masks = dict.fromkeys((default if m is None else m, p) for m, p in hints)
+        masks = dict.fromkeys((default if m is None else default & m, p) for m, p in hints)
         merged = dict.fromkeys((mask & m, pref and p) for mask, pref in merged
                                for m, p in masks)
     return merged
@@ -180,8 +180,8 @@ class AdmitPlan:
     `pod_mem` (the pod's peak {resource: bytes}, for the pod scope), `mem_ok` (the Memory
     Manager handles the pod when the node models it: Guaranteed, not skipped for pod-level
     resources) and `steps` [(Container, exclusive CPUs, {resource: bytes} it asks the
-    Memory Manager for)] in allocation order. Built
-    once per pod by `admit`'s callers that admit the same pod many times (capacity.Packer).
+    Memory Manager for)] in allocation order. Built once per pod by the callers that admit
+    the same pod many times (capacity.pod_plan).
     """
 
     def __init__(self, pod: AdmittedPod, node: NodeModel, qos: str):
