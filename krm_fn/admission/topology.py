@@ -98,21 +98,28 @@ def filter_hints(providers: list) -> list:
     return out
 
 
-def _merged(lists: list, default: frozenset) -> dict:
-    """The distinct merged hints (mask, preferred) of every permutation of one hint per
-    list (policy.go mergePermutation: the AND of the masks, None = all NUMA nodes, and of
-    the preferences), as a dict used as an ordered set. Folded list by list, dropping
-    duplicates at each step: what iterating every permutation gives, as a set.
-    HintMerger.compare ranks any two distinct hints the same way whichever comes first
-    (preferred before not; among preferred the narrower; among the others by their width
-    against the best non-preferred width, then narrower), so the best of the set is the
-    best of the permutations."""
+def _merged(lists: list, default: frozenset):
+    """The merged hints (mask, preferred) of every permutation of one hint per list
+    (policy.go mergePermutation: the AND of the masks, None = all NUMA nodes, and of the
+    preferences), as a set: a list of only "don't care" changes no permutation and is left
+    out; the others are folded list by list, dropping duplicates, and the last one's
+    products are yielded as they come. HintMerger.compare ranks any two distinct hints the
+    same way whichever comes first (preferred before not; among preferred the narrower;
+    among the others by their width against the best non-preferred width, then narrower)
+    and keeps the current one on a tie, so the best of the set is the best of the
+    permutations."""
+    lists = [hs for hs in lists
+             if not (len(hs) == 1 and hs[0][0] is None and hs[0][1] is True)]
     merged = {(default, True): None}
-    for hints in lists:
-        masks = dict.fromkeys((default if m is None else default & m, p) for m, p in hints)
-        merged = dict.fromkeys((mask & m, pref and p) for mask, pref in merged
-                               for m, p in masks)
-    return merged
+    for hints in lists[:-1]:
+        merged = dict.fromkeys((mask & (default if m is None else m), pref and p)
+                               for mask, pref in merged for m, p in hints)
+    if not lists:
+        yield from merged
+        return
+    for mask, pref in merged:
+        for m, p in lists[-1]:
+            yield mask & (default if m is None else m), pref and p
 
 
 def merge(providers: list, numas: list, pol: str) -> tuple:
