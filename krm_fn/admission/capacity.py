@@ -21,9 +21,9 @@ from fractions import Fraction
 
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak
-from krm_fn.admission.model import INIT, AdmittedPod, NodeModel
+from krm_fn.admission.model import INIT, AdmittedPod, NodeModel, node_memo
 from krm_fn.admission.qos import gate, pod_level_set, pod_qos
-from krm_fn.admission.topology import NodeState, admit
+from krm_fn.admission.topology import AdmitPlan, NodeState, admit
 
 MAX_PODS_DEFAULT = 110
 
@@ -68,6 +68,20 @@ def each_cpu(pod: AdmittedPod, node: NodeModel, req: Fraction, qos: str) -> str:
     return quantity.format_cpu(req)
 
 
+def pod_plan(pod: AdmittedPod, node: NodeModel) -> tuple:
+    """(the pod's requests (pod_requests), its QoS class (qos.pod_qos with the node's
+    PodLevelResources gate), topology.AdmitPlan): what admitting one more replica of `pod`
+    on `node` needs that no replica changes; made once per pod and node
+    (model.node_memo)."""
+    memo = node_memo(node)
+    key = ("plan", id(pod))
+    got = memo.get(key)
+    if got is None or got[0] is not pod:
+        qos = pod_qos(pod, gate(node, "PodLevelResources"))
+        got = memo[key] = (pod, pod_requests(pod, node), qos, AdmitPlan(pod, node, qos))
+    return got[1:]
+
+
 class Packer:
     """One node of the pool with only its DaemonSet pods (`node.daemons`), filled pod after
     pod. `count` pods placed besides them; `why` the limit the last refused pod hit (""
@@ -83,7 +97,6 @@ class Packer:
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
         self.count = self.total = 0
         self.why = self.limit = ""
-        self._qos: dict = {}
         for daemon in node.daemons:         # on every node before anything else
             self.place(daemon)
         self.count, self.why, self.limit = 0, "", ""
@@ -93,13 +106,11 @@ class Packer:
         if self.total >= self.max_pods:
             self.why = self.limit = f"maxPods {self.max_pods}"
             return False
-        req = pod_requests(pod, self.node)
-        key = id(pod)
-        if key not in self._qos:
-            self._qos[key] = pod_qos(pod, gate(self.node, "PodLevelResources"))
-        if self.used["cpu"] + req["cpu"] > self.alloc["cpu"]:
+        req, qos, plan = pod_plan(pod, self.node)
+        cpu = self.used["cpu"] + req["cpu"]
+        if cpu > self.alloc["cpu"]:
             self.limit = (f"allocatable cpu {quantity.format_cpu_rounded(self.alloc['cpu'])}: "
-                          f"{each_cpu(pod, self.node, req['cpu'], self._qos[key])} each")
+                          f"{each_cpu(pod, self.node, req['cpu'], qos)} each")
             self.why = f"{self.limit} (OutOfcpu)"
             return False
         mem = self.alloc["memory"]
@@ -108,14 +119,13 @@ class Packer:
             self.why = f"{self.limit} (OutOfmemory)"
             return False
         trial = self.state.copy()
-        outcome = admit(pod, self.node, trial, self._qos[key])
+        outcome = admit(pod, self.node, trial, qos, plan)
         if not outcome.admitted:
             self.why = f"{outcome.reason}: {outcome.message}"
             self.limit = outcome.reason
             return False
         self.state = trial
-        self.used = {"cpu": self.used["cpu"] + req["cpu"],
-                     "memory": self.used["memory"] + req["memory"]}
+        self.used = {"cpu": cpu, "memory": self.used["memory"] + req["memory"]}
         self.count += 1
         self.total += 1
         return True

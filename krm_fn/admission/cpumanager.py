@@ -26,7 +26,9 @@ Rules modelled:
 """
 from __future__ import annotations
 
-from krm_fn.admission.model import APP, INIT, AdmittedPod, Container, NodeModel
+from itertools import combinations
+
+from krm_fn.admission.model import APP, INIT, AdmittedPod, Container, NodeModel, node_memo
 from krm_fn.admission.qos import GUARANTEED, gate, pod_level_set
 
 STATIC_SRC = "kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_static.go"
@@ -95,30 +97,62 @@ def exclusive_requests(pod: AdmittedPod, node: NodeModel, qos: str) -> tuple:
     return tuple((c.name, n) for c in pod.containers if (n := guaranteed_cpus(c, qos)))
 
 
+def _machine(node: NodeModel) -> dict:
+    """The part of a node's CpuState that allocation never changes (topology, reserved CPUs,
+    policy options, NUMA combinations), built once per NodeModel (model.node_memo): a
+    render builds a CpuState of the same node for every Packer and every message."""
+    memo = node_memo(node)
+    if "cpu" in memo:
+        return memo["cpu"]
+    info = {c.cpu: c for c in node.cpus}
+    reserved = frozenset(node.reserved_cpus) & frozenset(info)
+    cores = {info[c].core for c in reserved}
+    numas = sorted({c.numa for c in node.cpus})
+    numa_cpus = {n: frozenset(c.cpu for c in node.cpus if c.numa == n) for n in numas}
+    core_size: dict = {}
+    for c in node.cpus:
+        core_size[c.core] = core_size.get(c.core, 0) + 1
+    numa_socket = {c.numa: c.socket for c in node.cpus}
+    core_cpus: dict = {}
+    core_numas: dict = {}
+    for c in node.cpus:
+        core_cpus.setdefault(c.core, set()).add(c.cpu)
+        core_numas.setdefault(c.core, set()).add(c.numa)
+    split = any(len(v) > 1 for v in core_numas.values())     # a core spans NUMA nodes
+    numa_cores: dict = {n: [] for n in numas}                # used when no core does
+    for core in sorted(core_cpus):
+        numa_cores[min(core_numas[core])].append((core, frozenset(core_cpus[core])))
+    static = {
+        "info": info, "reserved": reserved, "free0": frozenset(info) - reserved,
+        "reserved_phys": frozenset(c for c, i in info.items() if i.core in cores),
+        "threads": node.threads_per_core, "full_pcpus": option(node, "full-pcpus-only"),
+        "align_socket": option(node, "align-by-socket"), "numas": numas,
+        "numa_cpus": numa_cpus, "numa_socket": numa_socket, "core_size": core_size,
+        "numa_of": {c.cpu: c.numa for c in node.cpus},
+        "core_of": {c.cpu: c.core for c in node.cpus},
+        # socketsFirst: a socket holds several NUMA nodes (cpu_assignment.go)
+        "nested": len(set(numa_socket.values())) < len(numas),
+        "numa_cores": numa_cores, "split": split,
+        "cache": {},        # what hints and allocate derive from the above, on first use
+    }
+    memo["cpu"] = static
+    return static
+
+
 class CpuState:
     """The static policy's view of one node: which CPUs are free for exclusive use.
 
     Built from `node.cpus` and `node.reserved_cpus`; `free` = all CPUs minus reserved minus
-    allocated; `reserved_phys` = every CPU of a core that holds a reserved CPU (counted as
-    unavailable by `full-pcpus-only`, policy_static.go GetAvailablePhysicalCPUs).
+    allocated (a set, the only part allocation changes); `reserved_phys` = every CPU of a
+    core that holds a reserved CPU (counted as unavailable by `full-pcpus-only`,
+    policy_static.go GetAvailablePhysicalCPUs). The other attributes (`info` {cpu id: Cpu},
+    `reserved`, `numas`, `numa_cpus` {NUMA id: frozenset of CPU ids}, `numa_socket`,
+    `core_size`, `threads`, the options) are the node's, shared by every copy.
     """
 
     def __init__(self, node: NodeModel):
-        self.info = {c.cpu: c for c in node.cpus}
-        self.reserved = set(node.reserved_cpus) & set(self.info)
-        self.free = set(self.info) - self.reserved
-        cores = {self.info[c].core for c in self.reserved}
-        self.reserved_phys = {c for c, i in self.info.items() if i.core in cores}
-        self.threads = node.threads_per_core
-        self.full_pcpus = option(node, "full-pcpus-only")
-        self.align_socket = option(node, "align-by-socket")
-        self.numas = sorted({c.numa for c in node.cpus})
-        self.numa_cpus = {n: frozenset(c.cpu for c in node.cpus if c.numa == n)
-                          for n in self.numas}
-        self.numa_socket = {c.numa: c.socket for c in node.cpus}
-        self.core_size: dict = {}
-        for c in node.cpus:
-            self.core_size[c.core] = self.core_size.get(c.core, 0) + 1
+        self.__dict__.update(_machine(node))
+        self.free = set(self.free0)
 
     def copy(self) -> "CpuState":
         """An independent copy (allocation state only changes `free`)."""
@@ -127,9 +161,13 @@ class CpuState:
         new.free = set(self.free)
         return new
 
-    def cpus_in(self, mask) -> set:
+    def cpus_in(self, mask) -> frozenset:
         """Every CPU (reserved included) of the NUMA nodes in `mask`."""
-        return set().union(*(self.numa_cpus.get(n, ()) for n in mask))
+        out = self.cache.get(("cpus", mask))
+        if out is None:
+            out = self.cache[("cpus", mask)] = frozenset().union(
+                *(self.numa_cpus.get(n, ()) for n in mask))
+        return out
 
     def available_physical(self) -> int:
         """Free CPUs outside the cores of reserved CPUs (GetAvailablePhysicalCPUs)."""
@@ -137,10 +175,8 @@ class CpuState:
 
     def free_per_numa(self) -> dict:
         """{NUMA id: free CPUs}."""
-        out = {n: 0 for n in self.numas}
-        for c in self.free:
-            out[self.info[c].numa] += 1
-        return out
+        free, numa_cpus = self.free, self.numa_cpus
+        return {n: len(free & numa_cpus[n]) for n in self.numas}
 
     def smt_error(self, n: int) -> str:
         """The SMTAlignmentError message for a request of `n` CPUs, or "" when
@@ -157,47 +193,75 @@ class CpuState:
                     f"CPUs = {avail}, requested CPUs = {n}, CPUs per core = {self.threads}")
         return ""
 
+    def _numa_order(self, by_numa: dict) -> list:
+        """NUMA ids of `by_numa` {NUMA id: available CPUs}, fewest available first (with
+        several NUMA nodes per socket: the socket with the fewest first, then the NUMA
+        node), ties by id (cpu_assignment.go sortAvailableNUMANodes, socketsFirst)."""
+        if not self.nested:
+            return sorted(by_numa, key=lambda k: (len(by_numa[k]), k))
+        sock, per_sock = self.numa_socket, {}
+        for k, v in by_numa.items():
+            per_sock[sock[k]] = per_sock.get(sock[k], 0) + len(v)
+        return sorted(by_numa, key=lambda k: (per_sock[sock[k]], len(by_numa[k]), k))
+
     def _take(self, avail: set, n: int) -> set | None:
         """`n` CPUs out of `avail` the way takeByTopologyNUMAPacked does: whole NUMA nodes
         when n covers one, then whole cores, then single threads, NUMA nodes with the
         fewest available CPUs first (with several NUMA nodes per socket: the socket with the
-        fewest first, cpu_assignment.go sortAvailableNUMANodes). None when `avail` is too
-        small."""
+        fewest first, cpu_assignment.go sortAvailableNUMANodes); cores in that NUMA order
+        (a core counts on the NUMA node of its lowest available CPU), then fewest available
+        threads, then core id; threads by CPU id. None when `avail` is too small."""
         if n > len(avail):
             return None
-        by_numa: dict = {}
-        for c in avail:
-            by_numa.setdefault(self.info[c].numa, set()).add(c)
-        sock = self.numa_socket
-        per_sock: dict = {}
-        for k, v in by_numa.items():
-            per_sock[sock[k]] = per_sock.get(sock[k], 0) + len(v)
-        nested = len(set(self.numa_socket.values())) < len(self.numas)
-
-        def numa_key(k):        # socketsFirst when a socket holds several NUMA nodes
-            return (per_sock[sock[k]] if nested else 0, len(by_numa[k]), k)
-        order = sorted(by_numa, key=numa_key)
         out: set = set()
+        if not n:
+            return out
+        numa_cpus = self.numa_cpus
+        by_numa = {k: part for k in self.numas if (part := avail & numa_cpus[k])}
+        order = self._numa_order(by_numa)
         for k in order:
-            whole = len(self.numa_cpus[k])
-            if len(by_numa[k]) == whole and n - len(out) >= whole:
-                out |= by_numa[k]
-        cores: dict = {}
-        for c in avail - out:
-            cores.setdefault(self.info[c].core, set()).add(c)
-        rank = {k: i for i, k in enumerate(order)}
-        size = self.core_size
-
-        def key(core):
-            return (rank[self.info[min(cores[core])].numa], len(cores[core]), core)
-        for core in sorted(cores, key=key):
-            if len(cores[core]) == size[core] and n - len(out) >= size[core]:
-                out |= cores[core]
-        for core in sorted(cores, key=key):
-            for c in sorted(cores[core] - out):
-                if len(out) < n:
+            part = by_numa[k]
+            if len(part) == len(numa_cpus[k]) and n - len(out) >= len(part):
+                out |= part
+        if len(out) == n:
+            return out
+        size, later = self.core_size, []
+        for group in self._core_groups(avail - out, order):
+            for have, core, cpus in group:
+                if have == size[core] and n - len(out) >= have:
+                    out |= cpus
+                    if len(out) == n:
+                        return out
+            later.append(group)
+        for group in later:
+            for _, _, cpus in group:
+                for c in sorted(cpus - out):
                     out.add(c)
+                    if len(out) == n:
+                        return out
         return out
+
+    def _core_groups(self, rest: set, order: list):
+        """The cores of the CPUs `rest`, one list per NUMA node of `order` in turn, each
+        [(available threads, core id, frozenset of its CPUs in `rest`)] sorted; a core
+        counts on the NUMA node of its lowest CPU in `rest` (the node of all its CPUs
+        unless a core spans NUMA nodes). Lazy: _take stops when it has enough."""
+        if not self.split:
+            for k in order:
+                part = rest & self.numa_cpus[k]
+                if part:
+                    yield sorted((len(p), core, p) for core, cpus in self.numa_cores[k]
+                                 if (p := part & cpus))
+            return
+        cores: dict = {}
+        for c in rest:
+            cores.setdefault(self.core_of[c], set()).add(c)
+        rank = {k: i for i, k in enumerate(order)}
+        groups: list = [[] for _ in order]
+        for core, cpus in cores.items():
+            groups[rank[self.numa_of[min(cpus)]]].append((len(cpus), core, frozenset(cpus)))
+        for group in groups:
+            yield sorted(group)
 
     def allocate(self, n: int, mask, reusable: set) -> set | None:
         """Take `n` CPUs for one container (policy_static.go allocateCPUs): those of the
@@ -207,7 +271,7 @@ class CpuState:
         allocatable = self.free | reusable
         result: set = set()
         if mask is not None:
-            aligned = {c for c in allocatable if self.info[c].numa in mask}
+            aligned = allocatable & self.cpus_in(mask)
             result = self._take(aligned, min(n, len(aligned))) or set()
         if n > len(result):
             rest = self._take(allocatable - result, n - len(result))
@@ -217,26 +281,40 @@ class CpuState:
         self.free -= result
         return result
 
+    def _combos(self) -> list:
+        """[(NUMA id frozenset, CPUs of those NUMA nodes)] of every combination of NUMA
+        nodes, fewest first, in itertools.combinations order (the bitmask iteration of
+        generateCPUTopologyHints); made on the first hints of the node."""
+        out = self.cache.get("combos")
+        if out is None:
+            numas, numa_cpus = self.numas, self.numa_cpus
+            out = self.cache["combos"] = [
+                (frozenset(combo), sum(len(numa_cpus[n]) for n in combo))
+                for size in range(1, len(numas) + 1) for combo in combinations(numas, size)]
+        return out
+
+    def _min_size(self, request: int) -> int:
+        """The fewest NUMA nodes whose CPUs (free or not) hold `request`, else all."""
+        out = self.cache.get(("min", request))
+        if out is None:
+            out = self.cache[("min", request)] = min(
+                (len(m) for m, total in self._combos() if total >= request),
+                default=len(self.numas))
+        return out
+
     def hints(self, request: int, reusable: set) -> list:
         """The CPU Manager's topology hints [(NUMA id frozenset, preferred)] for `request`
         CPUs (policy_static.go generateCPUTopologyHints): every NUMA combination whose free
         plus reusable CPUs cover the request and that holds every reusable CPU; preferred =
         as few NUMA nodes as the request needs on the machine (counted over ALL its CPUs,
         free or not), or with `align-by-socket` spanning as few sockets as that needs."""
-        from itertools import combinations
-        total = {n: len(v) for n, v in self.numa_cpus.items()}
         free = self.free_per_numa()
-        home = {self.info[c].numa for c in reusable}
-        min_size = len(self.numas)
-        out = []
-        for size in range(1, len(self.numas) + 1):
-            for combo in combinations(self.numas, size):
-                if sum(total[n] for n in combo) >= request:
-                    min_size = min(min_size, size)
-                if not home <= set(combo):
-                    continue
-                if len(reusable) + sum(free[n] for n in combo) >= request:
-                    out.append(frozenset(combo))
+        numa_of = self.numa_of
+        home = {numa_of[c] for c in reusable}
+        min_size = self._min_size(request)
+        need = request - len(reusable)
+        out = [m for m, _ in self._combos()
+               if home <= m and sum(free[n] for n in m) >= need]
         return [(m, len(m) == min_size or (self.align_socket and self._socket_aligned(
             m, min_size))) for m in out]
 
@@ -246,4 +324,8 @@ class CpuState:
         if per == 0:
             return False
         need = -(-min_size // per)
-        return len({i.socket for i in self.info.values() if i.numa in mask}) == need
+        spans = self.cache.get(("sockets", mask))
+        if spans is None:
+            spans = self.cache[("sockets", mask)] = len({i.socket for i in self.info.values()
+                                                   if i.numa in mask})
+        return spans == need

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology
-from krm_fn.admission.capacity import allocatable, fit, fit_mix, fit_one, pod_requests
+from krm_fn.admission.capacity import (allocatable, fit, fit_mix, fit_one, pod_plan,
+                                       pod_requests)
 from krm_fn.admission.model import DEPENDS, ERROR, INFO, WARNING, AdmittedPod, Finding, NodeModel
-from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set,
-                                  pod_qos)
+from krm_fn.admission.qos import GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set
 
 __all__ = ["judge", "judge_detail", "fit", "fit_mix", "fit_one"]
 
@@ -240,8 +240,8 @@ def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
     krm_fn.quantity.QuantityError for a malformed reservedMemory quantity.
     """
     pod_level = gate(node, "PodLevelResources")
-    qos = pod_qos(pod, pod_level)
-    adm = topology.admit(pod, node, topology.NodeState(node), qos)
+    _, qos, plan = pod_plan(pod, node)
+    adm = topology.admit(pod, node, topology.NodeState(node), qos, plan)
     exclusive = adm.exclusive if adm.admitted else ()
     numa = adm.numa if adm.admitted else ()
     findings = _node_findings(pod, node, qos) + _qos_findings(pod, node, qos, pod_level)

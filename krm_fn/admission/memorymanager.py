@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from krm_fn.admission.model import AdmittedPod, Container, NodeModel
+from krm_fn.admission.model import AdmittedPod, Container, NodeModel, node_memo
 from krm_fn.admission.cpumanager import peak
 
 MM_SRC = "kubernetes/kubernetes pkg/kubelet/cm/memorymanager/policy_static.go"
@@ -78,13 +78,17 @@ def _allocatable(capacity: dict, reserved: dict) -> dict:
 class MemState:
     """Per-NUMA memory state of one node under `Static`: `alloc` and `free`
     {NUMA id: {resource: bytes}}, `cells` {NUMA id: tuple of the group it is allocated
-    with}, `count` {NUMA id: allocations}."""
+    with}, `count` {NUMA id: allocations}. `numas` and `alloc` are the node's, made once
+    per NodeModel (model.node_memo) and shared by every copy."""
 
     def __init__(self, node: NodeModel):
-        reserved = reserved_memory(node)
-        self.numas = sorted(int(n) for n in node.numa_memory)
-        self.alloc = {n: _allocatable(node.numa_memory[n], reserved.get(n, {}))
-                      for n in self.numas}
+        memo = node_memo(node)
+        if "mem" not in memo:
+            reserved = reserved_memory(node)
+            numas = sorted(int(n) for n in node.numa_memory)
+            memo["mem"] = (numas, {n: _allocatable(node.numa_memory[n], reserved.get(n, {}))
+                                   for n in numas}, {})
+        self.numas, self.alloc, self._cache = memo["mem"]
         self.free = {n: dict(v) for n, v in self.alloc.items()}
         self.cells = {n: (n,) for n in self.numas}
         self.count = {n: 0 for n in self.numas}
@@ -92,10 +96,34 @@ class MemState:
     def copy(self) -> "MemState":
         """An independent copy."""
         new = object.__new__(MemState)
-        new.numas, new.alloc = self.numas, self.alloc
+        new.numas, new.alloc, new._cache = self.numas, self.alloc, self._cache
         new.free = {n: dict(v) for n, v in self.free.items()}
         new.cells, new.count = dict(self.cells), dict(self.count)
         return new
+
+    def _combos(self) -> list:
+        """[(NUMA ids, frozenset)] of every NUMA combination, fewest first, in
+        itertools.combinations order; made on the node's first hints (model.node_memo)."""
+        out = self._cache.get("combos")
+        if out is None:
+            numas = self.numas
+            out = self._cache["combos"] = [(combo, frozenset(combo))
+                                           for size in range(1, len(numas) + 1)
+                                           for combo in combinations(numas, size)]
+        return out
+
+    def _holding(self, req: dict) -> tuple:
+        """(the fewest NUMA nodes whose allocatable holds `req`, else all; the combinations
+        (NUMA ids, frozenset) whose allocatable holds it, fewest first): allocatable does
+        not change, so once per request and node."""
+        key = ("holding", tuple(sorted(req.items())))
+        out = self._cache.get(key)
+        if out is None:
+            holds = [(combo, mask) for combo, mask in self._combos()
+                     if all(self._total(self.alloc, mask, r) >= v for r, v in req.items())]
+            out = self._cache[key] = (min((len(c) for c, _ in holds),
+                                          default=len(self.numas)), holds)
+        return out
 
     def _total(self, table, mask, res) -> int:
         return sum(table[n].get(res, 0) for n in mask)
@@ -107,23 +135,19 @@ class MemState:
         containers."""
         if not req:
             return {}
-        min_size, found = len(self.numas), []
-        for size in range(1, len(self.numas) + 1):
-            for combo in combinations(self.numas, size):
-                mask = frozenset(combo)
-                if any(self._total(self.alloc, mask, r) < v for r, v in req.items()):
-                    continue
-                min_size = min(min_size, size)
-                if size == 1 and len(self.cells[combo[0]]) > 1:
-                    continue
-                if size > 1 and any(self.count[n] and (len(self.cells[n]) == 1 or
-                                    set(self.cells[n]) != mask) for n in combo):
-                    continue
-                reuse = reusable.get(mask, {})
-                if any(self._total(self.free, mask, r) + reuse.get(r, 0) < v
-                       for r, v in req.items()):
-                    continue
-                found.append(mask)
+        min_size, holds = self._holding(req)
+        found = []
+        for combo, mask in holds:
+            if len(combo) == 1 and len(self.cells[combo[0]]) > 1:
+                continue
+            if len(combo) > 1 and any(self.count[n] and (len(self.cells[n]) == 1 or
+                                      set(self.cells[n]) != mask) for n in combo):
+                continue
+            reuse = reusable.get(mask, {})
+            if any(self._total(self.free, mask, r) + reuse.get(r, 0) < v
+                   for r, v in req.items()):
+                continue
+            found.append(mask)
         if not found:
             return {}
         return {r: [(m, len(m) == min_size) for m in found] for r in req}
@@ -142,8 +166,8 @@ class MemState:
         "... to extend the current topology hint"."""
         if not req:
             return frozenset(), ""
-        hints = self.hints(req, reusable).get("memory") or next(
-            iter(self.hints(req, reusable).values()), [])
+        per_resource = self.hints(req, reusable)
+        hints = per_resource.get("memory") or next(iter(per_resource.values()), [])
         chosen = (mask, preferred) if mask is not None else self._best(hints)
         if chosen is None:
             return None, ("[memorymanager] failed to get the default NUMA affinity, no NUMA "

@@ -124,6 +124,27 @@ class NodeModel:
         return max(per.values()) if per else 1
 
 
+_PER_NODE: dict = {}        # id(node) -> (node, {key: value derived from that node})
+_PER_NODE_MAX = 64
+
+
+def node_memo(node: NodeModel) -> dict:
+    """The dict of values derived from `node` (and pods placed on it) that its users keep
+    (feature gates, the CPU Manager's topology tables, per-pod admission plans): the same
+    dict for the same NodeModel object, a new one for another. A render builds each
+    node's model once and asks the same questions of it for every pod and replica. An
+    entry counts only while it was made for this very node (an id can be reused once a
+    node is gone); all are dropped when _PER_NODE_MAX nodes are held."""
+    hit = _PER_NODE.get(id(node))
+    if hit is not None and hit[0] is node:
+        return hit[1]
+    if len(_PER_NODE) >= _PER_NODE_MAX:
+        _PER_NODE.clear()
+    memo: dict = {}
+    _PER_NODE[id(node)] = (node, memo)
+    return memo
+
+
 @dataclass(frozen=True)
 class Finding:
     """One conclusion of the model. `severity`: ERROR (can never succeed: the pod is not

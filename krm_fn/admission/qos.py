@@ -10,7 +10,7 @@ own and the pod is Guaranteed only when all are, BestEffort only when all are.
 """
 from __future__ import annotations
 
-from krm_fn.admission.model import AdmittedPod, NodeModel
+from krm_fn.admission.model import AdmittedPod, NodeModel, node_memo
 
 GUARANTEED, BURSTABLE, BESTEFFORT = "Guaranteed", "Burstable", "BestEffort"
 QOS_RESOURCES = ("cpu", "memory")
@@ -28,7 +28,16 @@ def gate(node: NodeModel, name: str) -> bool:
     """Whether feature gate `name` is on for the kubelet of `node`: `featureGates` of the
     merged KubeletConfiguration when it sets it, else the default of `node.version` from the
     generated data (kubernetes/kubernetes pkg/features/kube_features.go of that release).
-    Unknown gates, and a gate on a version before it exists, are off."""
+    Unknown gates, and a gate on a version before it exists, are off. Memoised per node
+    (model.node_memo)."""
+    memo = node_memo(node)
+    key = ("gate", name)
+    if key not in memo:
+        memo[key] = _gate(node, name)
+    return memo[key]
+
+
+def _gate(node: NodeModel, name: str) -> bool:
     from krm_fn.node import upstream
     version = tuple(node.version)
     gates = (node.kubelet or {}).get("featureGates") or {}

@@ -17,7 +17,6 @@ model has no distances and treats them as equal, which is the narrowest choice.
 from __future__ import annotations
 
 from krm_fn.record import dataclass, field
-from itertools import product
 
 from krm_fn.admission import cpumanager, memorymanager
 from krm_fn.admission.model import INIT, AdmittedPod, NodeModel
@@ -99,6 +98,30 @@ def filter_hints(providers: list) -> list:
     return out
 
 
+def _merged(lists: list, default: frozenset):
+    """The merged hints (mask, preferred) of every permutation of one hint per list
+    (policy.go mergePermutation: the AND of the masks, None = all NUMA nodes, and of the
+    preferences), as a set: a list of only "don't care" changes no permutation and is left
+    out; the others are folded list by list, dropping duplicates, and the last one's
+    products are yielded as they come. HintMerger.compare ranks any two distinct hints the
+    same way whichever comes first (preferred before not; among preferred the narrower;
+    among the others by their width against the best non-preferred width, then narrower)
+    and keeps the current one on a tie, so the best of the set is the best of the
+    permutations."""
+    lists = [hs for hs in lists
+             if not (len(hs) == 1 and hs[0][0] is None and hs[0][1] is True)]
+    merged = {(default, True): None}
+    for hints in lists[:-1]:
+        merged = dict.fromkeys((mask & (default if m is None else m), pref and p)
+                               for mask, pref in merged for m, p in hints)
+    if not lists:
+        yield from merged
+        return
+    for mask, pref in merged:
+        for m, p in lists[-1]:
+            yield mask & (default if m is None else m), pref and p
+
+
 def merge(providers: list, numas: list, pol: str) -> tuple:
     """The merged hint and admission: (mask frozenset or None, preferred, admit) for
     provider hints [{resource: [(mask, preferred)] | None} | None] on a machine with NUMA
@@ -111,12 +134,8 @@ def merge(providers: list, numas: list, pol: str) -> tuple:
               for hs in lists if any(h[0] is not None for h in hs)]
     best_np = max(narrow, default=0)
     best = None
-    for perm in product(*lists):
-        mask, pref = default, True
-        for m, p in perm:
-            mask = mask & (default if m is None else m)
-            pref = pref and p
-        best = _compare(best, (mask, pref), best_np)
+    for cand in _merged(lists, default):
+        best = _compare(best, cand, best_np)
     if best is None:
         best = (default, False)
     if pol == SINGLE and best[0] == default:
@@ -161,6 +180,29 @@ class Admission:
     numa_of: dict = field(default_factory=dict)
 
 
+class AdmitPlan:
+    """What admitting `pod` on a node of `node`'s pool needs that depends only on the pod,
+    its QoS class and the node, not on what the node holds: the policy and scope, `ncpu`
+    {container name: exclusive CPUs} (cpumanager.exclusive_requests), `pod_cpus` and
+    `pod_mem` (the pod's peak {resource: bytes}, for the pod scope), `mem_ok` (the Memory
+    Manager handles the pod when the node models it: Guaranteed, not skipped for pod-level
+    resources) and `steps` [(Container, exclusive CPUs, {resource: bytes} it asks the
+    Memory Manager for)] in allocation order. Built once per pod by the callers that admit
+    the same pod many times (capacity.pod_plan).
+    """
+
+    def __init__(self, pod: AdmittedPod, node: NodeModel, qos: str):
+        self.pol, self.scp = policy(node), scope(node)
+        skip = cpumanager.skips_pod_level(pod, node)
+        self.ncpu = dict(cpumanager.exclusive_requests(pod, node, qos))
+        self.mem_ok = qos == "Guaranteed" and not skip
+        self.pod_cpus = cpumanager.pod_guaranteed_cpus(pod, qos) if self.ncpu else 0
+        self.pod_mem = memorymanager.pod_requested(pod) if self.mem_ok else {}
+        self.steps = [(c, self.ncpu.get(c.name, 0),
+                       memorymanager.requested(c) if self.mem_ok else {})
+                      for c in pod.containers]
+
+
 def _providers(st: NodeState, ncpu: int, mreq: dict, reuse_cpu: set, reuse_mem: dict,
                use_mem: bool) -> list:
     cpu = {"cpu": st.cpu.hints(ncpu, reuse_cpu)} if ncpu else None
@@ -168,57 +210,59 @@ def _providers(st: NodeState, ncpu: int, mreq: dict, reuse_cpu: set, reuse_mem: 
     return [cpu, mem or None]
 
 
-def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str) -> Admission:
+def _refused(reason: str, message: str, container: str, exclusive: list, out) -> Admission:
+    return Admission(False, reason, message, container, tuple(exclusive), (), out.hints)
+
+
+def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
+          plan: AdmitPlan | None = None) -> Admission:
     """Admit `pod` on `st` as the kubelet does (Topology Manager scope, then the CPU and
     Memory Managers' Allocate per container). Mutates `st` (pass a copy when the outcome
-    may be thrown away)."""
-    pol, scp = policy(node), scope(node)
-    skip = cpumanager.skips_pod_level(pod, node)
-    ncpu = dict(cpumanager.exclusive_requests(pod, node, qos))
-    use_mem = st.mem is not None and qos == "Guaranteed" and not skip
+    may be thrown away). `plan`: AdmitPlan(pod, node, qos) when the caller keeps one."""
+    plan = plan or AdmitPlan(pod, node, qos)
+    pol, scp = plan.pol, plan.scp
+    use_mem = st.mem is not None and plan.mem_ok
     out, reuse_cpu, reuse_mem, numa = Admission(), set(), {}, set()
     pod_hint = (None, False)
     if pol != NONE and scp == "pod":
-        req = cpumanager.pod_guaranteed_cpus(pod, qos) if ncpu else 0
-        mreq = memorymanager.pod_requested(pod) if use_mem else {}
-        mask, pref, ok = merge(_providers(st, req, mreq, set(), {}, use_mem),
-                               st.cpu.numas, pol)
-        out.hints.append(("pod", req, mask))
+        mask, pref, ok = merge(_providers(st, plan.pod_cpus, plan.pod_mem if use_mem else {},
+                                          set(), {}, use_mem), st.cpu.numas, pol)
+        out.hints.append(("pod", plan.pod_cpus, mask))
         if not ok:
-            return Admission(False, TAE, "Resources cannot be allocated with Topology "
-                             "locality", "", (), (), out.hints)
+            return _refused(TAE, "Resources cannot be allocated with Topology locality", "",
+                            [], out)
         pod_hint = (mask, pref)
     exclusive = []
-    for c in pod.containers:
-        n = ncpu.get(c.name, 0)
-        mreq = memorymanager.requested(c) if use_mem else {}
+    for c, n, mreq in plan.steps:
+        mreq = mreq if use_mem else {}
         hint = pod_hint
         if pol != NONE and scp != "pod":
             mask, pref, ok = merge(_providers(st, n, mreq, reuse_cpu, reuse_mem, use_mem),
                                    st.cpu.numas, pol)
             out.hints.append((c.name, n, mask))
             if not ok:
-                return Admission(False, TAE, "Resources cannot be allocated with Topology "
-                                 "locality", c.name, tuple(exclusive), (), out.hints)
+                return _refused(TAE, "Resources cannot be allocated with Topology locality",
+                                c.name, exclusive, out)
             hint = (mask, pref)
         if n:
             err = st.cpu.smt_error(n)
             if err:
-                return Admission(False, SMT, err, c.name, tuple(exclusive), (), out.hints)
+                return _refused(SMT, err, c.name, exclusive, out)
             got = st.cpu.allocate(n, hint[0], reuse_cpu)
             if got is None:
-                return Admission(False, UAE, f"not enough cpus available to satisfy request: "
-                                 f"requested={n}, available={len(st.cpu.free | reuse_cpu)}",
-                                 c.name, tuple(exclusive), (), out.hints)
+                return _refused(UAE, f"not enough cpus available to satisfy request: "
+                                f"requested={n}, available={len(st.cpu.free | reuse_cpu)}",
+                                c.name, exclusive, out)
             exclusive.append((c.name, n))
-            mine = {st.cpu.info[x].numa for x in got}
+            numa_of = st.cpu.numa_of
+            mine = {numa_of[x] for x in got}
             out.numa_of[c.name] = tuple(sorted(mine))
             numa |= mine
             reuse_cpu = reuse_cpu | got if c.role == INIT else reuse_cpu - got
         if mreq:
             nodes, err = st.mem.allocate(mreq, hint[0], hint[1], reuse_mem)
             if nodes is None:
-                return Admission(False, UAE, err, c.name, tuple(exclusive), (), out.hints)
+                return _refused(UAE, err, c.name, exclusive, out)
             numa |= nodes
             memorymanager.note_reuse(reuse_mem, nodes, mreq, c.role == INIT)
     out.exclusive, out.numa = tuple(exclusive), tuple(sorted(numa))

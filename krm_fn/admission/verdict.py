@@ -17,7 +17,7 @@ from krm_fn.admission.injectors import base
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState
 from krm_fn.admission.model import (APP, ERROR, SIDECAR, AdmittedPod, Finding, NodeModel,
-                                    PodVerdict)
+                                    PodVerdict, node_memo)
 
 _FITS: dict = {}
 _FITS_MAX = 256
@@ -127,12 +127,13 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
                 + _podlevel_findings(pod, node))
     findings += limitrange.refused(pod, list(limit_ranges)) + vpa.refused(pod, list(vpas))
     findings += resourcequota.refused(pod, list(quotas), replicas)
-    qos, exclusive, numa, found, numa_of = _kubelet(pod, node)
+    shape, named = _signatures(pod)
+    qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
     findings += found
     findings += scheduling.matches(pod, node)
     if features is not None:
         findings += knative.refused(pod, features, spec)
-    fit, _, limit = fit_alone(pod, node)
+    fit, _, limit = fit_alone(pod, node, shape)
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
                       tuple(sorted(numa_of.items())), limit)
@@ -174,10 +175,11 @@ def _exclusive_text(v: PodVerdict) -> str:
     return ", ".join(f"{n} {c}" for n, c in v.exclusive) + where(v.numa)
 
 
-def _kubelet(pod: AdmittedPod, node: NodeModel) -> tuple:
+def _kubelet(pod: AdmittedPod, node: NodeModel, named: tuple | None = None) -> tuple:
     """kubelet.judge_detail(pod, node), memoised per named pod shape, pod spec path and node
-    (what its findings depend on): the inputs of a render hold many pods alike."""
-    return _memo(("kubelet", _signature(pod, named=True), pod.path, id(node)), node,
+    (what its findings depend on): the inputs of a render hold many pods alike. `named`:
+    _signature(pod, named=True) when the caller has it."""
+    return _memo(("kubelet", named or _signature(pod, named=True), pod.path, id(node)), node,
                  lambda: kubelet.judge_detail(pod, node))
 
 
@@ -199,19 +201,33 @@ def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     """What the fit of a pod depends on besides the node: its containers' roles and
     resources, pod-level resources, pod overhead, designation; with `named`, also the
     containers' names and sources (what messages name)."""
+    return _signatures(pod)[named]
+
+
+def _signatures(pod: AdmittedPod) -> tuple:
+    """(_signature(pod), _signature(pod, named=True)), built in one pass."""
     def res(m):
         return tuple(sorted(m.items())) if m else ()
-    return (tuple((c.role, res(c.requests), res(c.limits), c.designated)
-                  + ((c.name, c.source) if named else ())
-                  for c in pod.containers), res(pod.pod_requests), res(pod.pod_limits),
-            res(pod.overhead))
+    rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
+    rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead))
+    named = tuple(r + (c.name, c.source) for r, c in zip(rows, pod.containers))
+    return (tuple(rows),) + rest, (named,) + rest
 
 
-def fit_alone(pod: AdmittedPod, node: NodeModel) -> tuple[int, str, str]:
+def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None
+              ) -> tuple[int, str, str]:
     """(replicas of `pod` that fit on one empty node, what stops the next one, the same in
-    short) (capacity.fit_detail), memoised per pod shape and node: the inputs of a render hold many
-    pods of the same shape."""
-    return _memo((_signature(pod), id(node)), node, lambda: capacity.fit_detail(pod, node))
+    short) (capacity.fit_detail), memoised per pod shape and node: the inputs of a render
+    hold many pods of the same shape; and per pod (model.node_memo), for pool_summary.
+    `shape`: _signature(pod) when the caller has it."""
+    memo = node_memo(node)
+    hit = memo.get(("fit", id(pod)))
+    if hit is not None and hit[0] is pod:
+        return hit[1]
+    value = _memo((shape or _signature(pod), id(node)), node,
+                  lambda: capacity.fit_detail(pod, node))
+    memo[("fit", id(pod))] = (pod, value)
+    return value
 
 
 def exclusive_per_numa(node: NodeModel) -> dict:

@@ -1,6 +1,12 @@
 """Topology Manager admission (pkg/kubelet/cm/topologymanager)."""
 from __future__ import annotations
 
+from itertools import product
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from krm_fn.admission import topology
 from krm_fn.admission.kubelet import judge
 from krm_fn.admission.model import DEPENDS, ERROR
 from krm_fn.admission.topology import NodeState, admit, merge
@@ -103,6 +109,48 @@ def test_merge_an_empty_hint_list_cannot_be_satisfied_except_under_best_effort()
 def test_merge_non_preferred_hints_go_back_to_the_widest_narrowest_count():
     cpu = {"cpu": [(F({0, 1}), False), (F({0, 1, 2}), False)]}
     assert merge([cpu], [0, 1, 2, 3], "best-effort") == (F({0, 1}), False, True)
+
+
+def _merge_every_permutation(providers, numas, pol):
+    """policy.go as written: HintMerger.compare over every permutation, in product order
+    (what topology.merge did before it folded the distinct merged hints)."""
+    default = F(numas)
+    lists = topology.filter_hints(providers)
+    if pol == topology.SINGLE:
+        lists = [[h for h in hs if h[1] and (h[0] is None or len(h[0]) == 1)] for hs in lists]
+    narrow = [min(len(h[0]) for h in hs if h[0] is not None)
+              for hs in lists if any(h[0] is not None for h in hs)]
+    best_np, best = max(narrow, default=0), None
+    for perm in product(*lists):
+        mask, pref = default, True
+        for m, p in perm:
+            mask, pref = mask & (default if m is None else m), pref and p
+        best = topology._compare(best, (mask, pref), best_np)
+    best = best or (default, False)
+    if pol == topology.SINGLE and best[0] == default:
+        best = (None, best[1])
+    return best[0], best[1], pol == topology.BEST_EFFORT or best[1]
+
+
+_MASKS = st.frozensets(st.integers(0, 3), max_size=4)
+_HINTS = st.one_of(st.none(), st.lists(st.tuples(st.one_of(st.none(), _MASKS), st.booleans()),
+                                       max_size=6))
+_PROVIDER = st.one_of(st.none(), st.dictionaries(st.sampled_from(["cpu", "memory",
+                                                                  "hugepages-1Gi"]),
+                                                 _HINTS, max_size=3))
+
+
+@settings(max_examples=800, deadline=None, derandomize=True)
+@given(st.lists(_PROVIDER, max_size=3), st.integers(1, 4),
+       st.sampled_from(["best-effort", "restricted", "single-numa-node"]))
+def test_merge_of_the_distinct_merged_hints_is_the_merge_of_every_permutation(providers,
+                                                                               count, pol):
+    numas = list(range(count))
+    providers = [p if p is None else {r: h if h is None else
+                                      [(m if m is None else F(n for n in m if n < count), pr)
+                                       for m, pr in h] for r, h in p.items()}
+                 for p in providers]
+    assert merge(providers, numas, pol) == _merge_every_permutation(providers, numas, pol)
 
 
 def test_more_numa_nodes_than_max_allowable_stops_the_kubelet():
