@@ -275,8 +275,8 @@ def _kserve_config(obj: dict, ref: Ref, ctx: ObjectContext) -> tuple[list, list]
             writes.append(Change(None, ref, ("data", key), raw, text))
             results.append(Result(
                 f"{key}: " + "; ".join(changes) + ": KServe sizes the container it injects "
-                f"from these values, and request != limit makes every pod that gets it "
-                f"Burstable, so no container is pinned",
+                "from these values, and request != limit makes every pod that gets it "
+                "Burstable, so no container is pinned",
                 WARNING if raised else INFO, ref, path))
     return writes, results
 

@@ -1,7 +1,6 @@
 """The command line: modes, exit codes, messages on stderr, no tracebacks."""
 import re
 
-import pytest
 
 from krm_fn import __version__
 from tests.helpers import ROOT, TESTDATA, load, run_cli

@@ -10,7 +10,6 @@ import os
 import time
 from pathlib import Path
 
-import pytest
 from click.testing import CliRunner
 
 from krm_fn.cli import cli

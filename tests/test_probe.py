@@ -249,7 +249,7 @@ def test_save_writes_the_json_the_text_run_printed(tmp_path):
                        "--warmup", "0", "--quiet", "--save", str(tmp_path / "r.json")])
     doc = json.loads((tmp_path / "r.json").read_text())
     assert doc["kind"] == "ProbeResult" and doc["count"] == 20
-    assert f"ok        20\n" in p.stdout
+    assert "ok        20\n" in p.stdout
     assert f"p50       {doc['latencySeconds']['p50'] * 1000:.2f} ms\n" in p.stdout
 
 

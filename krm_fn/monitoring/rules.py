@@ -172,10 +172,10 @@ def alerts(t, mon, version: tuple, gates: dict) -> list:
         "KrmFnPinnedPodNotGuaranteed",
         f'max by ({BY}, qos_class) (kube_pod_status_qos_class{sel[:-1]},qos_class!="Guaranteed"}}) == 1',
         "5m", f"{where}: a pinned pod is not Guaranteed",
-        f"Pod {{{{ $labels.pod }}}} has QoS class {{{{ $labels.qos_class }}}}: the static CPU "
-        f"Manager gives exclusive CPUs only to Guaranteed pods "
-        f"(https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/). "
-        f"Something added at admission (a sidecar, a LimitRange) changed its resources."))
+        "Pod {{ $labels.pod }} has QoS class {{ $labels.qos_class }}: the static CPU "
+        "Manager gives exclusive CPUs only to Guaranteed pods "
+        "(https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/). "
+        "Something added at admission (a sidecar, a LimitRange) changed its resources."))
     containers = "|".join(literal(c) for c in sorted(t.containers))
     csel = selector(t.namespace, t.pod_regex, f'container=~"{containers}"')
     by = f"{BY}, container"
@@ -186,11 +186,11 @@ def alerts(t, mon, version: tuple, gates: dict) -> list:
             f"[{mon.rateWindow}])) / sum by ({by}) (rate(container_cpu_cfs_periods_total"
             f"{csel}[{mon.rateWindow}])) > {THROTTLED_RATIO:g}", "10m",
             f"{where}: a pinned container is CFS-throttled",
-            f"Container {{{{ $labels.container }}}} of pod {{{{ $labels.pod }}}} is throttled "
-            f"in {{{{ $value | humanizePercentage }}}} of its CFS periods: this kubelet still "
-            f"applies the CPU limit as a quota to exclusive CPUs (kubernetes/kubernetes#127525)."
-            f" Lower the engine's threads to the pinned CPUs, or run 1.33+ with "
-            f"DisableCPUQuotaWithExclusiveCPUs on."))
+            "Container {{ $labels.container }} of pod {{ $labels.pod }} is throttled "
+            "in {{ $value | humanizePercentage }} of its CFS periods: this kubelet still "
+            "applies the CPU limit as a quota to exclusive CPUs (kubernetes/kubernetes#127525)."
+            " Lower the engine's threads to the pinned CPUs, or run 1.33+ with "
+            "DisableCPUQuotaWithExclusiveCPUs on."))
     if _psi_on(version, gates):
         for res, metric, limit, why in (
                 ("CPU", "container_pressure_cpu_waiting_seconds_total", CPU_PRESSURE,

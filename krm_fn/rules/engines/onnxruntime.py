@@ -80,8 +80,8 @@ def _warning(pod: PodView, c: ContainerView, want: str, v: tuple | None,
     source = (f", e.g. from annotation {key} via the downward API (env valueFrom fieldRef "
               f"metadata.annotations['{key}'])" if annotated else "")
     which = (f"ONNX Runtime {version_text(v)}, which reads no thread env var" if v else
-             f"ONNX Runtime of a version its image tag does not name, which before 1.29 "
-             f"reads no thread env var")
+             "ONNX Runtime of a version its image tag does not name, which before 1.29 "
+             "reads no thread env var")
     pod.warn(c.path, f"container {c.name!r} runs {which}: its intra-op pool defaults to the "
                      f"physical cores (OMP_NUM_THREADS reaches only OpenMP builds; {INTRA}, "
                      f"set, is read from 1.29 on), so the variables krm-fn sets may not bound "

@@ -50,7 +50,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
         why = ("and unless the image's Python is 3.13 or later and PYTHON_CPU_COUNT is set, "
                "cpu_count() is the node's CPU count, not the pinned CPUs (the tag names no "
                "Python version)" if py is None else
-               f"and PYTHON_CPU_COUNT is not set, so cpu_count() is the node's CPU count")
+               "and PYTHON_CPU_COUNT is not set, so cpu_count() is the node's CPU count")
     pod.warn(c.path + ("env",),
              f"container {c.name!r}: the image's gunicorn_conf.py starts max(2, "
              f"WORKERS_PER_CORE x multiprocessing.cpu_count()) workers when WEB_CONCURRENCY "

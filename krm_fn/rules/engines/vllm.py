@@ -183,7 +183,7 @@ def _kvcache(pod: PodView, c: ContainerView) -> None:
                         f"than the memory limit {mem.text}: vLLM reserves that much memory "
                         f"for the KV cache and the container is OOM-killed; lower it"
                         + (f" to at most {fit}" if fit >= 1 else "")
-                        + f" or raise resources.limits.memory")
+                        + " or raise resources.limits.memory")
     elif limit - kv_bytes < GIB:
         left = quantity.format_binary_si(limit - kv_bytes) if limit > kv_bytes else "0"
         pod.warn(path, f"container {c.name!r}: VLLM_CPU_KVCACHE_SPACE={text} GiB leaves "
