@@ -193,6 +193,8 @@ def apply(pod: PodView, ctx) -> None:
         return
     ictx = getattr(ctx, "ictx", None)
     everything = registry.any_always(ctx.cfg.workloads.injection)
+    if not everything and not registry.may_any(injbase.meta_of(pod, ctx.namespaces, ictx)):
+        return          # no injector can fire, so none writes what another would read
     for name in registry.NAMES:
         if everything or registry.may_fire(name, injbase.meta_of(pod, ctx.namespaces, ictx)):
             inj = registry.module(name)

@@ -117,6 +117,17 @@ def test_no_injector_fires_without_what_WHEN_says_it_needs():
     assert all(fired.values()), fired
 
 
+def test_may_any_is_may_fire_of_some_injector():
+    """may_any (one check of every injector's WHEN at once) is True exactly when may_fire
+    is for some injector, on metadata built from every key the modules spell out."""
+    seen = {True: 0, False: 0}
+    for m in _metas(11, 3000):
+        some = any(inj.may_fire(name, m) for name in inj.NAMES)
+        assert inj.may_any(m) == some, m
+        seen[some] += 1
+    assert seen[True] and seen[False], seen
+
+
 def test_injections_skip_only_what_cannot_fire():
     """candidates() leaves out an injector only when it cannot fire: injections() equals
     the same loop over every injector, for auto, never and always modes."""

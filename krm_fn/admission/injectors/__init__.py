@@ -67,7 +67,7 @@ WHEN = {
 
 __all__ = ["INJECTORS", "ANNOTATED", "NAMES", "WHEN", "When", "InjectionContext", "Meta",
            "meta_of", "injections", "for_pod", "by_id", "candidates", "module", "may_fire",
-           "unseen_namespace"]
+           "may_any", "unseen_namespace"]
 
 
 def module(name: str):
@@ -94,7 +94,28 @@ def _carries(keys: dict | None, wanted: tuple) -> bool:
 
 def may_fire(name: str, meta: Meta) -> bool:
     """False when WHEN[name] shows the injector's trigger cannot return True for `meta`."""
-    w = WHEN[name]
+    return _may(WHEN[name], meta)
+
+
+def _union(whens) -> When:
+    """One When that may fire wherever one of `whens` may (each field the union)."""
+    whens = tuple(whens)
+    return When(*(tuple(sorted({x for w in whens for x in getattr(w, f)}))
+                  for f in ("annotations", "labels", "ns_labels", "ns_annotations",
+                            "platforms")), any(w.ray_group for w in whens))
+
+
+# WHEN of every injector at once: a pod that carries none of it needs no per-injector check
+_ANY = _union(WHEN.values())
+
+
+def may_any(meta: Meta) -> bool:
+    """False when no injector's WHEN lets its trigger return True for `meta` (one check
+    instead of one per injector: most pods carry nothing an injector reads)."""
+    return _may(_ANY, meta)
+
+
+def _may(w: When, meta: Meta) -> bool:
     return (meta.platform in w.platforms or (w.ray_group and meta.ray_group is not None)
             or _carries(meta.annotations, w.annotations) or _carries(meta.labels, w.labels)
             or _carries(meta.ns_labels, w.ns_labels)
@@ -112,6 +133,8 @@ def candidates(meta: Meta, injection):
     """The injector modules, in NAMES order, whose trigger may fire for `meta` or that
     `injection` (see any_always) may make fire; imports only those."""
     everything = any_always(injection)
+    if not everything and not may_any(meta):
+        return
     for name in NAMES:
         if everything or may_fire(name, meta):
             yield module(name)
