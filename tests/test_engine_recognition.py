@@ -24,7 +24,9 @@ PATTERNS = [p for r in recognition.TABLE for p in (*r.images, *r.commands, *r.ne
 
 
 def test_every_regex_is_a_pattern_with_literals():
-    assert len(PATTERNS) == 28
+    assert len(PATTERNS) == 28, (
+        f"{len(PATTERNS)} patterns: a new engine's (or worker source's) patterns change this "
+        f"count; update it (CONTRIBUTING.md, A serving engine)")
     for p in PATTERNS:
         assert isinstance(p, Pattern) and p.within, p
         assert all(isinstance(w, str) and w for w in p.within), p
@@ -52,7 +54,10 @@ def test_each_engine_takes_its_recognition_from_the_table():
     for r, e in zip(recognition.TABLE, engines.ENGINES):
         assert e.recognition is r and e.name == r.name
         assert sys.modules[f"krm_fn.rules.engines.{r.module}"].ENGINE is e
-    assert len({r.module for r in recognition.TABLE}) == len(recognition.TABLE) == 12
+    assert len({r.module for r in recognition.TABLE}) == len(recognition.TABLE) == 12, (
+        f"{len(recognition.TABLE)} engines (one module each): a new engine changes this "
+        f"count; update it here and in tests/test_cli.py _engine_modules (CONTRIBUTING.md, "
+        f"A serving engine)")
     assert [name for name, _ in engines.ALWAYS] == ["go", "glibc"]
 
 

@@ -106,7 +106,9 @@ def test_every_engine_is_in_the_docs_table():
     page = (ROOT / "docs" / "workloads.md").read_text()
     section = page[page.index("## Engine-aware threads"):]
     for e in engines.ENGINES:
-        assert f"| {e.name} |" in section, e.name
+        assert f"| {e.name} |" in section, (
+            f"engine {e.name!r} has no row in docs/workloads.md (Engine-aware threads): "
+            f"replace the table there with engines.table() (CONTRIBUTING.md, A serving engine)")
 
 
 def test_docs_engine_table_is_generated_from_the_registry():
@@ -116,7 +118,10 @@ def test_docs_engine_table_is_generated_from_the_registry():
     page = (ROOT / "docs" / "workloads.md").read_text()
     section = page[page.index("## Engine-aware threads"):]
     table = engines.table()
-    assert table in section
+    assert table in section, (
+        "the table in docs/workloads.md (Engine-aware threads) is not engines.table(): replace "
+        "it with the output of python -c \"from krm_fn.rules import engines; "
+        "print(engines.table())\"")
     assert len(table.splitlines()) == 2 + len(engines.ENGINES) + 1
 
 

@@ -103,13 +103,20 @@ def test_a_default_before_a_required_field_is_refused():
             b: int
 
 
+_REGENERATE = ("regenerate krm_fn/record_init.py: python -c 'from krm_fn import record; "
+               "print(record.init_templates_source(record.package_shapes()), end=\"\")' "
+               "> krm_fn/record_init.py")
+
+
 def test_the_init_templates_file_is_generated():
     """record_init.py holds the template of exactly the shapes the package's records have."""
     path = record.__file__.replace("record.py", "record_init.py")
     shapes = record.package_shapes()
     assert (4, True, False, False) in shapes and len(shapes) > 20
     with open(path) as f:
-        assert f.read() == record.init_templates_source(shapes)
+        assert f.read() == record.init_templates_source(shapes), (
+            "krm_fn/record_init.py is not the generated file (a record shape was added or "
+            "is gone): " + _REGENERATE)
 
 
 def test_a_render_defines_records_of_the_template_shapes_only():
@@ -124,7 +131,9 @@ def test_a_render_defines_records_of_the_template_shapes_only():
             "print(len(record._SHAPES_SEEN), missing)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=60, check=True).stdout.split()
-    assert int(out[0]) > 20 and out[1:] == ["[]"]
+    assert int(out[0]) > 20 and out[1:] == ["[]"], (
+        f"record shapes (fields, frozen, default factories, __post_init__) a render defines "
+        f"with no template in krm_fn/record_init.py: {' '.join(out[1:])}; " + _REGENERATE)
 
 
 def test_a_record_of_a_shape_not_in_the_templates_is_compiled():
