@@ -344,7 +344,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="the pkg/features source given for MINOR is not that release's "
                          "(e.g. an earlier one evaluated at MINOR): written as "
                          "gatesExact: false, so an unknown gate is only a warning")
-    ap.add_argument("--out", default=str(OUT))
+    ap.add_argument("--out", default=str(OUT),
+                    help="where the kubelet_1_<minor>.py modules are written (default: %(default)s)")
     ap.add_argument("minors", nargs="+", help="minor versions in order, e.g. 1.29 1.30")
     a = ap.parse_args(argv)
     trees = dict(t.split("=", 1) for t in a.tree)

@@ -7,7 +7,7 @@ recognition from here (`of(__name__)`), so it is written once.
 
 Every regex is a `Pattern` with the literals one of which each of its matches contains:
 the literal is looked for with `in` before the regex is searched, so a pattern that cannot
-match is never compiled. tests/test_engines.py checks the literals against generated
+match is never compiled. tests/test_engine_recognition.py checks the literals against generated
 matches (hypothesis) and the filtered detection against searching every regex.
 """
 from __future__ import annotations
