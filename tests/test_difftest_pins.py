@@ -119,3 +119,23 @@ def test_config_table_covers_every_changed_check():
         "output.verifyImage", "selector.kinds", "selector.matchLabels", "selector.names",
         "selector.namespaces", "workloads.defaultCpus", "workloads.defaultMemory",
         "workloads.pinnedContainers", "workloads.threads.custom", "workloads.threads.env"]
+
+
+# ResourceLists made by tools/difftest_gen.py (seed 424242, three per category) with the
+# stdout, stderr and exit code the tree of commit 5873913 gave for each, byte for byte.
+CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
+
+
+@pytest.mark.parametrize("case", CLI_CASES,
+                         ids=[f"{c['category']}-{i}" for i, c in enumerate(CLI_CASES)])
+def test_hostile_resource_list_renders_as_before(case):
+    from tests.helpers import run_fn
+    p = run_fn([], case["input"])
+    assert (p.returncode, p.stdout, p.stderr) == (case["exit"], case["stdout"], case["stderr"])
+
+
+def test_hostile_resource_lists_cover_every_category():
+    assert [c["category"] for c in CLI_CASES[::3]] == [
+        "quantity", "names", "durations", "images", "engines", "version", "seed", "emit",
+        "rawtext"]
+    assert len(CLI_CASES) == 27
