@@ -2,6 +2,13 @@
 through two source trees of krm-fn, stdout/stderr/exit compared byte for byte.
 
 usage: python tools/difftest_gen.py OLD_TREE NEW_TREE N SEED OUTDIR [category...]
+
+Each case runs `python -m krm_fn` with the ResourceList on stdin under PYTHONPATH=OLD_TREE
+and PYTHONPATH=NEW_TREE (cwd /tmp/difftest_cwd, so neither tree shadows the other);
+DIFFTEST_FILES=1 runs `krm-fn run [--report] [--mode validate]` on files instead;
+DIFFTEST_WORKERS (default 1) processes at a time. Every difference is written to
+OUTDIR/diff-SEED-I-CATEGORY.json (input, old and new exit/stdout/stderr); the counts per
+category to OUTDIR/summary-SEED.json.
 """
 from __future__ import annotations
 
@@ -627,7 +634,7 @@ def main():
     seeds = load_seeds()
     r = random.Random(int(seed))
     counts, diffs = {}, {}
-    pool_ = ThreadPoolExecutor(max_workers=1)
+    pool_ = ThreadPoolExecutor(max_workers=int(os.environ.get("DIFFTEST_WORKERS", "1")))
     t0 = time.time()
     for i in range(int(n)):
         cat = cats[i % len(cats)]
