@@ -1,0 +1,141 @@
+"""The behaviour before the start-up changes (commit 5873913: regular expressions replaced
+by character checks in quantity parsing, numbers, names, labels, images, durations,
+Kubernetes versions and YAML plain-scalar quoting), pinned on hostile spellings.
+
+tests/difftest/pins.json was written by tests/difftest/mkpins.py run on the tree of that
+commit, the specified behaviour: each row is an input (tests/difftest/difftest_lists.py)
+and exactly what the old code returned or raised (exception type and message). The
+current code must give the same for every row."""
+import json
+from pathlib import Path
+
+import pytest
+
+from krm_fn import config, numbers, quantity
+from krm_fn.node import kubelet_check
+from krm_fn.yaml import emit
+
+PINS = json.loads((Path(__file__).parent / "difftest" / "pins.json").read_text())
+
+
+def _result(f, *args) -> list:
+    """What mkpins.py records: ["ok", repr] (a Quantity as value, format, text) or
+    ["error", exception type, message]."""
+    try:
+        v = f(*args)
+    except Exception as e:  # noqa: BLE001 - the pinned row may be any exception
+        return ["error", type(e).__name__, str(e)]
+    if isinstance(v, quantity.Quantity):
+        return ["ok", str(v.value), v.fmt, v.text]
+    return ["ok", repr(v)]
+
+
+def _mismatches(rows, *fns) -> list:
+    return [(row[0], [_result(f, row[0]) for f in fns], row[1:]) for row in rows
+            if [_result(f, row[0]) for f in fns] != row[1:]]
+
+
+def test_quantity_spellings_parse_as_before():
+    rows = PINS["quantity"]
+    assert len(rows) == 87
+    assert _mismatches(rows, quantity.parse, quantity.parse_cpu, quantity.parse_memory) == []
+
+
+def test_counts_and_decimals_read_as_before():
+    rows = PINS["numbers"]
+    assert len(rows) == 27
+    assert _mismatches(rows, numbers.count, numbers.decimal) == []
+
+
+def test_yaml_scalars_and_keys_quoted_as_before():
+    rows = PINS["emit"]
+    assert len(rows) == 40
+    assert _mismatches(rows, emit.scalar, emit.key, lambda s: emit.to_yaml({s: [s]})) == []
+
+
+def test_go_durations_accepted_as_before():
+    rows = PINS["go_duration"]
+    assert len(rows) == 38
+    assert _mismatches(rows, lambda s: kubelet_check._scalar_ok("duration", s)) == []
+
+
+def _typed(path: str, value) -> dict:
+    spec: dict = {}
+    node = spec
+    for k in path.split(".")[:-1]:
+        if k == "[0]":
+            continue
+        node = node.setdefault(k, [{}] if k == "nodePools" else {})
+        if isinstance(node, list):
+            node = node[0]
+    node[path.split(".")[-1]] = value
+    return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+            "metadata": {"name": "t"}, "spec": spec}
+
+
+def _flat(key: str, value) -> dict:
+    data = {key: value}
+    if key.startswith("monitoring") and key != "monitoring":
+        data["monitoring"] = "true"
+    return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"}, "data": data}
+
+
+def _load(obj) -> list:
+    try:
+        config.load(obj)
+        return ["ok"]
+    except Exception as e:  # noqa: BLE001
+        return ["error", type(e).__name__, str(e)]
+
+
+CONFIG_PATHS = sorted({row[0] for row in PINS["config"]})
+
+
+@pytest.mark.parametrize("path", CONFIG_PATHS)
+def test_config_values_checked_as_before(path):
+    rows = [row for row in PINS["config"] if row[0] == path]
+    assert rows
+    bad = []
+    for field, value, want in rows:
+        obj = _flat(field[len("data."):], value) if field.startswith("data.") else _typed(
+            field, value)
+        got = _load(obj)
+        if got != want:
+            bad.append((value, got, want))
+    assert bad == []
+
+
+def test_config_table_covers_every_changed_check():
+    assert len(PINS["config"]) == 1080
+    assert CONFIG_PATHS == [
+        "data.cpuRounding", "data.defaultCpus", "data.evictionHard", "data.kubeReserved",
+        "data.kubernetesVersion", "data.matchLabels", "data.monitoringAlertFor", "data.names",
+        "data.namespaces", "data.nodePool", "data.threadsEnv", "data.verifyImage",
+        "kubernetesVersion", "nodePools.[0].kubelet.cpuManagerReconcilePeriod",
+        "nodePools.[0].kubelet.evictionHard", "nodePools.[0].kubelet.kubeReserved",
+        "nodePools.[0].name", "nodePools.[0].topology.hugepages",
+        "nodePools.[0].topology.memory", "output.monitoring.alertFor",
+        "output.monitoring.labels", "output.monitoring.rateWindow", "output.namespace",
+        "output.verifyImage", "selector.kinds", "selector.matchLabels", "selector.names",
+        "selector.namespaces", "workloads.defaultCpus", "workloads.defaultMemory",
+        "workloads.pinnedContainers", "workloads.threads.custom", "workloads.threads.env"]
+
+
+# ResourceLists made by tools/difftest_gen.py (seed 424242, three per category) with the
+# stdout, stderr and exit code the tree of commit 5873913 gave for each, byte for byte.
+CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
+
+
+@pytest.mark.parametrize("case", CLI_CASES,
+                         ids=[f"{c['category']}-{i}" for i, c in enumerate(CLI_CASES)])
+def test_hostile_resource_list_renders_as_before(case):
+    from tests.helpers import run_fn
+    p = run_fn([], case["input"])
+    assert (p.returncode, p.stdout, p.stderr) == (case["exit"], case["stdout"], case["stderr"])
+
+
+def test_hostile_resource_lists_cover_every_category():
+    assert [c["category"] for c in CLI_CASES[::3]] == [
+        "quantity", "names", "durations", "images", "engines", "version", "seed", "emit",
+        "rawtext"]
+    assert len(CLI_CASES) == 27
