@@ -385,7 +385,7 @@ def test_a_render_imports_the_engine_a_container_runs():
 # them: checked in the source of every krm_fn module a render imports instead
 _STDLIB_NOT_FOR_A_RENDER = ("pathlib", "fnmatch", "urllib", "ipaddress", "dataclasses",
                             "typing", "inspect", "copy", "difflib", "tempfile", "shutil",
-                            "importlib", "warnings", "json")
+                            "importlib", "warnings", "json", "shlex")
 
 
 def _top_level_imports(module: str) -> set[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import re
-import shlex
 from krm_fn.record import dataclass
 
 from krm_fn import numbers
@@ -44,6 +43,7 @@ def _short_words(text: str) -> tuple[str, ...]:
 def _split_words(text: str) -> tuple[str, ...]:
     if not any(ch in text for ch in "'\"\\"):
         return tuple(text.split())        # what shlex gives, without its cost
+    import shlex                          # only for quoted words (start-up)
     try:
         return tuple(shlex.split(text))
     except ValueError:
