@@ -111,6 +111,18 @@ def test_every_engine_is_in_the_docs_table():
             f"replace the table there with engines.table() (CONTRIBUTING.md, A serving engine)")
 
 
+def test_the_readme_rule_table_names_every_engine_in_registry_order():
+    """The README's `threads` row lists the engines by their registry names, in order,
+    then the multi-worker row (one list of engines: the registry)."""
+    from tests.helpers import ROOT
+    row = next(ln for ln in (ROOT / "README.md").read_text().splitlines()
+               if ln.startswith("| `threads` |"))
+    names = ", ".join([e.name for e in engines.ENGINES] + [engines.WORKERS.name])
+    assert f"({names}: [docs/workloads.md]" in row, (
+        f"README.md's `threads` row must list the engines as the registry names them, in "
+        f"its order: ({names}: ...)")
+
+
 def test_docs_engine_table_is_generated_from_the_registry():
     """The docs/workloads.md table is engines.table(): edit an engine's data, then paste the
     table."""
