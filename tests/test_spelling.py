@@ -250,3 +250,58 @@ def test_plain_yaml_key_is_the_expression(s):
 @example("_x")
 def test_plain_yaml_value_is_the_expression(s):
     _same(PLAIN_VALUE, emit.plain_value_chars, s)
+
+
+# krm_fn/yaml/load.py: the YAML 1.2 core int and float patterns of typed scalars, compiled
+# on first use and tried only for a scalar starting with a character both need
+YAML_INT = r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$"
+YAML_FLOAT = (r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|"
+              r"^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
+
+
+def _typed_before(v: str):
+    """Builder(typed=True).scalar of a plain untagged scalar `v`, as it was written with
+    the patterns compiled at import."""
+    from krm_fn.yaml.load import _BOOL, _NULL, MAX_INT_DIGITS, InputError
+    if v in _NULL:
+        return None
+    if v in _BOOL:
+        return _BOOL[v]
+    if re.match(YAML_INT, v):
+        if len(v) > MAX_INT_DIGITS:
+            raise InputError("too long")
+        return int(v, 0) if v.startswith(("0o", "0x")) else int(v)
+    if re.match(YAML_FLOAT, v):
+        return float(v.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
+                     .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
+    return v
+
+
+@_SETTINGS
+@given(st.one_of(_strings(YAML_INT, st.from_regex(YAML_INT)),
+                 _strings(YAML_FLOAT, st.from_regex(YAML_FLOAT)),
+                 st.text("+-.0123456789eExoabcdfinfINFNaN_ \n", max_size=12)))
+@example("1\n")
+@example(".inf")
+@example("-.5e3")
+@example("0x1F")
+@example("+")
+def test_typed_yaml_scalars_read_as_before(v):
+    import math
+
+    import yaml as pyyaml
+
+    from krm_fn.yaml.load import Builder, InputError
+    node = pyyaml.ScalarNode("tag:yaml.org,2002:str", v, style=None)
+    try:
+        want = _typed_before(v)
+    except InputError:
+        want = InputError
+    try:
+        got = Builder(typed=True).scalar(node)
+    except InputError:
+        got = InputError
+    if isinstance(want, float) and math.isnan(want):
+        assert isinstance(got, float) and math.isnan(got), v
+    else:
+        assert (type(got), got) == (type(want), want), v

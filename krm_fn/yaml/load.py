@@ -14,6 +14,7 @@ it; none of its modules is meant to run as a script.
 """
 from __future__ import annotations
 
+import functools
 import re
 
 import yaml
@@ -74,9 +75,17 @@ _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": Fals
          "FALSE": False}
 _PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float", "str",
                                                    "timestamp", "value", "merge")}
-_INT = re.compile(r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$")
-_FLOAT = re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|"
-                    r"^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$")
+# YAML 1.2 core int and float (typed scalars: the function config); compiled on first use
+# (start-up), and only for a scalar that starts with a character both patterns need
+_NUMBER_START = frozenset("+-.0123456789")
+
+
+@functools.lru_cache(maxsize=None)
+def _numbers() -> tuple:
+    """(int pattern, float pattern), compiled once."""
+    return (re.compile(r"^[-+]?[0-9]+$|^0o[0-7]+$|^0x[0-9a-fA-F]+$"),
+            re.compile(r"^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$|"
+                       r"^[-+]?\.(inf|Inf|INF)$|^\.(nan|NaN|NAN)$"))
 
 
 MAX_INT_DIGITS = 100     # longest integer literal read with YAML 1.2 typing (configs)
@@ -134,12 +143,15 @@ class Builder:
             return v
         if v in _BOOL:
             return _BOOL[v]
-        if _INT.match(v):
+        if v[:1] not in _NUMBER_START:      # neither pattern can match
+            return v
+        int_re, float_re = _numbers()
+        if int_re.match(v):
             if len(v) > MAX_INT_DIGITS:     # int() refuses > 4300 digits; no field needs 100
                 raise InputError(f"a number of {len(v)} digits (line {node.start_mark.line + 1}"
                                  f"); at most {MAX_INT_DIGITS} are accepted")
             return int(v, 0) if v.startswith(("0o", "0x")) else int(v)
-        if _FLOAT.match(v):
+        if float_re.match(v):
             return float(v.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
                          .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
         return v
