@@ -19,8 +19,6 @@ from krm_fn.admission.cpumanager import CpuState
 from krm_fn.admission.model import (APP, ERROR, SIDECAR, AdmittedPod, Finding, NodeModel,
                                     PodVerdict, node_memo)
 
-_FITS: dict = {}
-_FITS_MAX = 256
 
 POD_LEVEL_SOURCE = ("KEP-2837, https://kep.k8s.io/2837: pod-level requests must cover the "
                     "aggregate of the container requests")
@@ -179,22 +177,17 @@ def _kubelet(pod: AdmittedPod, node: NodeModel, named: tuple | None = None) -> t
     """kubelet.judge_detail(pod, node), memoised per named pod shape, pod spec path and node
     (what its findings depend on): the inputs of a render hold many pods alike. `named`:
     _signature(pod, named=True) when the caller has it."""
-    return _memo(("kubelet", named or _signature(pod, named=True), pod.path, id(node)), node,
+    return _memo(("kubelet", named or _signature(pod, named=True), pod.path), node,
                  lambda: kubelet.judge_detail(pod, node))
 
 
 def _memo(key: tuple, node: NodeModel, compute):
-    """compute(), memoised in _FITS under `key`; an entry counts only while it was made for
-    this very `node` (an id can be reused once a node is gone). The memo is cleared when it
-    reaches _FITS_MAX entries."""
-    hit = _FITS.get(key)
-    if hit is not None and hit[0] is node:
-        return hit[1]
-    value = compute()
-    if len(_FITS) >= _FITS_MAX:
-        _FITS.clear()
-    _FITS[key] = (node, value)
-    return value
+    """compute(), memoised under `key` in the values kept for this very `node`
+    (model.node_memo)."""
+    memo = node_memo(node)
+    if key not in memo:
+        memo[key] = compute()
+    return memo[key]
 
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
@@ -224,7 +217,7 @@ def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None
     hit = memo.get(("fit", id(pod)))
     if hit is not None and hit[0] is pod:
         return hit[1]
-    value = _memo((shape or _signature(pod), id(node)), node,
+    value = _memo(("fit shape", shape or _signature(pod)), node,
                   lambda: capacity.fit_detail(pod, node))
     memo[("fit", id(pod))] = (pod, value)
     return value

@@ -28,7 +28,7 @@ import random
 from fractions import Fraction
 from pathlib import Path
 
-from krm_fn.admission import capacity, verdict
+from krm_fn.admission import capacity, model, verdict
 from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, Container, NodeModel
 from krm_fn.admission.qos import gate, pod_qos
 from krm_fn.admission.topology import NodeState, admit
@@ -257,7 +257,7 @@ def _sequence(node: NodeModel, pods: list) -> list:
 
 def outputs(node: NodeModel, pods: list) -> dict:
     """Every recorded output of one case (JSON-safe)."""
-    verdict._FITS.clear()
+    model._PER_NODE.clear()
     out: dict = {"pool": node.pool, "pods": []}
     judged = []
     for p in pods:
