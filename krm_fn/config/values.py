@@ -6,7 +6,6 @@ Units: cpu quantities are in cores, memory quantities in bytes (krm_fn.quantity)
 """
 from __future__ import annotations
 
-
 from krm_fn import quantity
 from krm_fn.matching import LazyPattern
 
