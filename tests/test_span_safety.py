@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from krm_fn import resourcelist
 from krm_fn.yaml import safety
-from krm_fn.yaml.load import InputError
-from krm_fn.yaml.spans import Unsupported
+from krm_fn.yaml.load import InputError, Loader
+from krm_fn.yaml.spans import Unsupported, item_edits, splice
 from tests.helpers import ROOT, run_cli
 
 EXAMPLES = int(os.environ.get("KRM_FN_PROPERTY_EXAMPLES", "0")) or 150
@@ -185,3 +185,14 @@ def test_refolded_blocks_read_as_the_new_value(words, breaks, at, new, chomp):
     if text is not None:
         assert yaml.safe_load("k: " + text)["k"] == value
         assert text.count("\n") == span.count("\n")
+
+
+def test_a_new_key_given_a_list_after_a_mapping_takes_the_list():
+    # the later op wins, as in safety.intended; merging a list into a mapping used to
+    # raise AttributeError inside the span editor
+    text = "a:\n  b: 1\n"
+    node = yaml.compose(text, Loader=Loader)
+    ops = [(("a", "new"), {"cpu": "4"}), (("a", "new"), ["x", "y"])]
+    new = splice(text, item_edits(text, node, ops, "\n"))
+    assert new == 'a:\n  b: 1\n  new:\n  - x\n  - "y"\n'
+    assert safety.as_intended(new, 0, {"a": {"b": "1"}}, ops)

@@ -247,7 +247,7 @@ def _record_insert(inserts: dict, cur, key, new) -> None:
             return
     else:
         raise Unsupported("insert into a scalar")
-    if key in entry and isinstance(entry[key], (dict, list)):
+    if key in entry and isinstance(entry[key], (dict, list)) and type(new) is type(entry[key]):
         _merge(entry[key], new)
     else:
         entry[key] = new
