@@ -143,3 +143,14 @@ def test_the_fuzz_cases_are_parsed_items():
     text, node, original, ops = regions_fuzz.case(7)
     assert isinstance(node, yaml.MappingNode) and original["kind"].startswith("Thing") and ops
     assert text[node.start_mark.index:line_end(text, content_end(node))].startswith("apiVersion")
+
+
+def test_two_regions_of_one_list_put_from_the_last():
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            "- kind: Thing\n  spec:\n    args:\n    - a\n    - b\n    other: x\n")
+    text = text.replace("    other: x\n", "  other: x\n")
+    ops = [(("spec", "args", 0), "A"), (("spec", "args", 2), "c")]
+    fast, full, found = _answers(text, ops)
+    assert (fast, full) == (True, True)
+    assert [(r.path, r.i, r.j) for r in found] == [(("spec", "args"), 0, 1),
+                                                   (("spec", "args"), 1, 2)]

@@ -63,7 +63,7 @@ def read_back(text: str, node, start: int, end: int, edits: list, original, ops,
     if regions is None:
         return False
     data = _Patched(original)
-    for region in regions:
+    for region in reversed(regions):        # later entries first: indices stay valid
         entries = _entries_of(text, region, memo)
         if entries is None or not data.put(region, entries):
             return False
@@ -152,15 +152,16 @@ def _split(text: str, x, path: tuple, edits: list, seen: dict, out: list) -> boo
         key, v = x.value[t] if x.__class__ is _MAPPING else (t, x.value[t])
         if key.__class__ is not int:
             key = _plain_key(key)
-        mark = len(out)
-        if key is not None and _fits(text, v, group, seen) and _split(
-                text, v, path + (key,), group, seen, out):
-            continue
-        del out[mark:]
         begin = lay.begin(t)
         stop = lay.end() if nxt is None else lay.begin(t + 1)
         if nxt is None:
             stop = max(stop, max(e[1] for e in group))
+        mark = len(out)
+        if key is not None and _fits(text, v, group, seen) and _split(
+                text, v, path + (key,), group, seen, out) and all(
+                    r.stop <= stop for r in out[mark:]):
+            continue
+        del out[mark:]
         if begin < 0 or stop < 0 or any(e[1] > stop for e in group):
             return False
         out.append(_Region(x, path, t, t + 1, starts[t] - begin, begin, stop, group))
@@ -332,6 +333,7 @@ class _Patched:
     def __init__(self, original):
         self.root = original
         self._copied: set = set()
+        self._grown: dict = {}      # id(copied container) -> entries put minus replaced
 
     def _holder(self, path: tuple):
         """The (copied) container at `path`, or None when the data has none there."""
@@ -358,15 +360,18 @@ class _Patched:
         return cur
 
     def put(self, r: _Region, entries) -> bool:
-        """Put `entries` in place of entries [r.i, r.j) of the collection at r.path; False
-        when the data does not hold that collection, or a new key repeats a key outside
-        the region (the whole item would be refused as a duplicate)."""
+        """Put `entries` in place of entries [r.i, r.j) of the collection at r.path (regions
+        of one list put from the last: the earlier indices stay valid); False when the
+        data does not hold that collection, or a new key repeats a key outside the region
+        (the whole item would be refused as a duplicate)."""
         holder = self._holder(r.path)
         if holder is None or (holder.__class__ is dict) != (r.x.__class__ is _MAPPING) \
-                or len(holder) != len(r.x.value):
+                or len(holder) != len(r.x.value) + self._grown.get(id(holder), 0):
             return False
+        before = len(holder)
         if holder.__class__ is list:
             holder[r.i:r.j] = entries
+            self._grown[id(holder)] = self._grown.get(id(holder), 0) + len(holder) - before
             return True
         gone = [_plain_key(k) for k, _ in r.x.value[r.i:r.j]]
         if None in gone:
@@ -377,6 +382,7 @@ class _Patched:
             if k in holder:
                 return False
         holder.update(entries)
+        self._grown[id(holder)] = self._grown.get(id(holder), 0) + len(holder) - before
         return True
 
 
