@@ -34,8 +34,7 @@ import bisect
 
 import yaml
 
-from krm_fn.yaml.load import (_MERGE_TAG, _NULL, _NULL_TAG, _PLAIN_TAGS, MAX_DEPTH, Loader,
-                              _build_plain, _Refused)
+from krm_fn.yaml.load import Loader, _build_plain, _Refused, plain_key
 from krm_fn.yaml.safety import intended
 from krm_fn.yaml.spans import content_end, line_end, splice
 
@@ -151,7 +150,7 @@ def _split(text: str, x, path: tuple, edits: list, seen: dict, out: list) -> boo
         group, k = edits[k:m], m
         key, v = x.value[t] if x.__class__ is _MAPPING else (t, x.value[t])
         if key.__class__ is not int:
-            key = _plain_key(key)
+            key = plain_key(key)
         begin = lay.begin(t)
         stop = lay.end() if nxt is None else lay.begin(t + 1)
         if nxt is None:
@@ -220,19 +219,6 @@ class _Layout:
         if self._end < 0:
             self._end = line_end(self.text, content_end(self.x))
         return self._end
-
-
-def _plain_key(k):
-    """The plain key of key node `k` as load._build_plain makes it; None for a key it
-    refuses (a collection, a merge key)."""
-    if k.__class__ is not yaml.ScalarNode:
-        return None
-    kv, tag = k.value, k.tag
-    if tag == _MERGE_TAG or (kv == "<<" and not k.style):
-        return None
-    if tag == _NULL_TAG or (not k.style and kv in _NULL and tag in _PLAIN_TAGS):
-        return ""
-    return kv
 
 
 def _regions(text: str, root, edits: list, item_end: int) -> list | None:
@@ -373,7 +359,7 @@ class _Patched:
             holder[r.i:r.j] = entries
             self._grown[id(holder)] = self._grown.get(id(holder), 0) + len(holder) - before
             return True
-        gone = [_plain_key(k) for k, _ in r.x.value[r.i:r.j]]
+        gone = [plain_key(k) for k, _ in r.x.value[r.i:r.j]]
         if None in gone:
             return False
         for k in gone:
