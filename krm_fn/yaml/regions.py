@@ -127,14 +127,36 @@ def _starts(text: str, x) -> list:
     return out
 
 
-def _split(text: str, x, path: tuple, edits: list, seen: dict, out: list) -> bool:
+class _Walk:
+    """One item's walk: its `text`, the _Layout of each collection seen (by id), and
+    `lines`: id(edit) -> (column, starts with a `-` entry) of the first line of each edit
+    that inserts lines at a line start."""
+
+    __slots__ = ("text", "layouts", "lines")
+
+    def __init__(self, text: str, edits: list):
+        self.text, self.layouts, self.lines = text, {}, {}
+        for e in edits:
+            a, b, new = e[0], e[1], e[2]
+            if a == b and (a == 0 or text[a - 1] == "\n") and new.strip(" \n"):
+                body = new.lstrip("\n")
+                head = body.lstrip(" ")
+                self.lines[id(e)] = (len(body) - len(head),
+                                     head == "-" or head.startswith(("- ", "-\n")))
+
+    def layout(self, x) -> "_Layout":
+        lay = self.layouts.get(id(x))
+        if lay is None:
+            lay = self.layouts[id(x)] = _Layout(self.text, x)
+        return lay
+
+
+def _split(w: _Walk, x, path: tuple, edits: list, out: list) -> bool:
     """Append to `out` the regions of the edits (sorted by offset, all inside the block
     collection `x` at `path`): per entry of `x` holding edits, the regions inside its
     value when they all fit there (_fits) and it splits, else the entry itself. False
     when some edit has no region."""
-    lay = seen.get(id(x))
-    if lay is None:
-        lay = seen[id(x)] = _Layout(text, x)
+    lay = w.layout(x)
     starts = lay.starts
     if not starts:
         return False
@@ -151,23 +173,27 @@ def _split(text: str, x, path: tuple, edits: list, seen: dict, out: list) -> boo
         key, v = x.value[t] if x.__class__ is _MAPPING else (t, x.value[t])
         if key.__class__ is not int:
             key = plain_key(key)
-        begin = lay.begin(t)
-        stop = lay.end() if nxt is None else lay.begin(t + 1)
-        if nxt is None:
-            stop = max(stop, max(e[1] for e in group))
+        # the end of entry t's lines: the next entry's line start, or for the last entry
+        # the end of the collection's content (or of an edit past it); a region inside
+        # the last entry's value ends there at the latest, one inside another's may not
+        # pass the next entry's line start
+        stop = lay.begin(t + 1) if nxt is not None else -1
         mark = len(out)
-        if key is not None and _fits(text, v, group, seen) and _split(
-                text, v, path + (key,), group, seen, out) and all(
-                    r.stop <= stop for r in out[mark:]):
+        if key is not None and _fits(w, v, group) and _split(
+                w, v, path + (key,), group, out) and (
+                    nxt is None or all(0 <= r.stop <= stop for r in out[mark:])):
             continue
         del out[mark:]
+        if nxt is None:
+            stop = max(lay.end(), max(e[1] for e in group))
+        begin = lay.begin(t)
         if begin < 0 or stop < 0 or any(e[1] > stop for e in group):
             return False
         out.append(_Region(x, path, t, t + 1, starts[t] - begin, begin, stop, group))
     return True
 
 
-def _fits(text: str, v, group: list, seen: dict) -> bool:
+def _fits(w: _Walk, v, group: list) -> bool:
     """True when every edit of `group` (all within v's entry of its parent) belongs inside
     the block collection `v`: it starts at or after v's first entry, and lines it inserts
     at a line start stand right of v's entries' column or at it (a key or a `-` entry in a
@@ -177,23 +203,18 @@ def _fits(text: str, v, group: list, seen: dict) -> bool:
     as any other."""
     if v.__class__ not in (_MAPPING, _SEQUENCE) or v.flow_style is True or not v.value:
         return False
-    lay = seen.get(id(v))
-    if lay is None:
-        lay = seen[id(v)] = _Layout(text, v)
+    lay = w.layout(v)
     if not lay.starts:
         return False
     first = lay.starts[0]
-    col = first - (text.rfind("\n", 0, first) + 1)
-    for a, b, new, *_ in group:
-        if a < first:
+    col = first - (w.text.rfind("\n", 0, first) + 1)
+    seq = v.__class__ is _SEQUENCE
+    for e in group:
+        if e[0] < first:
             return False
-        if a == b and (a == 0 or text[a - 1] == "\n") and new.strip(" \n"):
-            body = new.lstrip("\n")
-            head = body.lstrip(" ")
-            ic = len(body) - len(head)
-            dash = head == "-" or head.startswith(("- ", "-\n"))
-            if ic < col or (ic == col and not dash and v.__class__ is _SEQUENCE):
-                return False
+        ic = w.lines.get(id(e))
+        if ic is not None and (ic[0] < col or (ic[0] == col and seq and not ic[1])):
+            return False
     return True
 
 
@@ -225,7 +246,8 @@ def _regions(text: str, root, edits: list, item_end: int) -> list | None:
     """The edits grouped into disjoint regions (_split), each checked to end cleanly;
     None when some edit has no such region."""
     out: list = []
-    if not _split(text, root, (), sorted(edits, key=lambda e: (e[0], e[1])), {}, out):
+    if not _split(_Walk(text, edits), root, (), sorted(edits, key=lambda e: (e[0], e[1])),
+                  out):
         return None
     for r in out:
         if r.stop > item_end or not _ends_cleanly(text, r, item_end):
