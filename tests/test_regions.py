@@ -154,3 +154,10 @@ def test_two_regions_of_one_list_put_from_the_last():
     assert (fast, full) == (True, True)
     assert [(r.path, r.i, r.j) for r in found] == [(("spec", "args"), 0, 1),
                                                    (("spec", "args"), 1, 2)]
+
+
+def test_a_flow_item_is_read_back_whole():
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+            "- {kind: Thing,\n  spec: {a: 1,\n    b: 2}}\n")
+    fast, full, found = _answers(text, [(("spec", "b"), "3")])
+    assert (fast, full, found) == (False, True, None)

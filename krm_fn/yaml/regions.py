@@ -156,6 +156,8 @@ def _split(w: _Walk, x, path: tuple, edits: list, out: list) -> bool:
     collection `x` at `path`): per entry of `x` holding edits, the regions inside its
     value when they all fit there (_fits) and it splits, else the entry itself. False
     when some edit has no region."""
+    if x.__class__ not in (_MAPPING, _SEQUENCE) or x.flow_style is True:
+        return False        # a flow item: its layout is not set by indentation
     lay = w.layout(x)
     starts = lay.starts
     if not starts:
