@@ -196,3 +196,54 @@ def test_a_new_key_given_a_list_after_a_mapping_takes_the_list():
     new = splice(text, item_edits(text, node, ops, "\n"))
     assert new == 'a:\n  b: 1\n  new:\n  - x\n  - "y"\n'
     assert safety.as_intended(new, 0, {"a": {"b": "1"}}, ops)
+
+
+def _intended_before(original, ops):
+    """safety.intended as it was before siblings reused their holder (the reference)."""
+    root: list = [original]
+    prev: tuple = ()
+    chain: list = [root]
+    for path, value in ops:
+        if not path:
+            root[0] = safety._untyped(value)
+            prev, chain = (), [root]
+            continue
+        j, most = 0, min(len(path), len(prev)) - 1
+        while j < most and path[j] == prev[j]:
+            j += 1
+        del chain[j + 1:]
+        for d in range(j, len(path)):
+            chain.append(safety._step(chain[d], path[d - 1] if d else 0, path[d]))
+        holder, last = chain[-1], path[-1]
+        if isinstance(holder, list) and last == len(holder):
+            holder.append(None)
+        holder[last] = safety._untyped(value)
+        prev = path
+    return root[0]
+
+
+_KEYS = st.one_of(st.sampled_from(["a", "b", "c"]), st.integers(0, 3))
+_PLAIN = st.recursive(st.one_of(st.none(), st.sampled_from(["x", "y"])),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                              st.dictionaries(st.sampled_from(["a", "b", "c"]),
+                                                              inner, max_size=3)),
+                      max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PLAIN, st.lists(st.tuples(st.lists(_KEYS, max_size=4).map(tuple),
+                                  st.one_of(st.sampled_from(["v", "4", True, 3]), _PLAIN)),
+                        max_size=6))
+def test_intended_is_the_op_by_op_result(original, ops):
+    import copy
+    before = copy.deepcopy(original)
+    try:
+        want = _intended_before(copy.deepcopy(original), ops)
+    except (IndexError, KeyError, TypeError) as e:
+        want = type(e)
+    try:
+        got = safety.intended(original, ops)
+    except (IndexError, KeyError, TypeError) as e:
+        got = type(e)
+    assert got == want
+    assert original == before          # the original is never changed
