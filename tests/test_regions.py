@@ -161,3 +161,12 @@ def test_a_flow_item_is_read_back_whole():
             "- {kind: Thing,\n  spec: {a: 1,\n    b: 2}}\n")
     fast, full, found = _answers(text, [(("spec", "b"), "3")])
     assert (fast, full, found) == (False, True, None)
+
+
+def test_an_item_with_a_line_left_of_it_is_read_back_whole():
+    item = "kind: T\n  spec:\n    a: 1\n"
+    for extra, ok in [("# note\n", True), (" # note\n", True), ("\n", True), (" \n", True),
+                      ("x: 1\n", False), (" y\n", False), ("  z: 2\n", True)]:
+        text = "- " + item + extra
+        new = text[2:]
+        assert regions._plain_text(text, 2, len(text), 2, new) is ok, extra
