@@ -247,3 +247,34 @@ def test_intended_is_the_op_by_op_result(original, ops):
         got = type(e)
     assert got == want
     assert original == before          # the original is never changed
+
+
+def _guess_indent_before(body):
+    """spans.guess_indent before the `:`/`#` precheck (the reference)."""
+    from krm_fn.yaml.spans import _KEY_OPENS_BLOCK
+    mapping, offset, a = None, None, None
+    for b in body.split("\n"):
+        stripped = b.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if a is not None:
+            m = _KEY_OPENS_BLOCK.match(a.rstrip("\r"))
+            if m and not a.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
+                base = len(m.group(1)) + (len(m.group(2)) if m.group(2) else 0)
+                ind = len(b) - len(b.lstrip(" "))
+                if b.lstrip(" ").startswith("- ") and offset is None:
+                    offset = max(0, ind - base)
+                elif not b.lstrip(" ").startswith("- ") and mapping is None and ind > base:
+                    mapping = ind - base
+                if mapping is not None and offset is not None:
+                    break
+        a = b
+    return mapping or 2, offset or 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=" :#-ab|>\r\t", max_size=12), max_size=12))
+def test_guess_indent_is_the_pattern_scan(lines):
+    from krm_fn.yaml.spans import guess_indent
+    body = "\n".join(lines)
+    assert guess_indent(body) == _guess_indent_before(body)
