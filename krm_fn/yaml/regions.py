@@ -30,8 +30,6 @@ inserted env block or resources mapping.
 """
 from __future__ import annotations
 
-import bisect
-
 import yaml
 
 from krm_fn.yaml.load import Loader, _build_plain, _Refused, plain_key
@@ -136,6 +134,17 @@ def _starts(text: str, x) -> list:
     return out
 
 
+def _entry_at(starts: list, a: int) -> int:
+    """The index of the last entry starting at or before offset `a` (-1: none); a
+    collection has a few entries, so a scan (no bisect import on the render path)."""
+    t = -1
+    for p in starts:
+        if p > a:
+            break
+        t += 1
+    return t
+
+
 class _Walk:
     """One item's walk: its `text`, the _Layout of each collection seen (by id), and
     `lines`: id(edit) -> (column, starts with a `-` entry) of the first line of each edit
@@ -173,7 +182,7 @@ def _split(w: _Walk, x, path: tuple, edits: list, out: list) -> bool:
         return False
     n, k = len(starts), 0
     while k < len(edits):
-        t = bisect.bisect_right(starts, edits[k][0]) - 1
+        t = _entry_at(starts, edits[k][0])
         if t < 0:
             return False
         nxt = starts[t + 1] if t + 1 < n else None
