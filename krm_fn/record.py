@@ -10,8 +10,10 @@ factories, whether it has `__post_init__`; krm_fn/record_init.py, loaded as byte
 renamed per class; the other methods are closures over the field names (C `attrgetter`):
 
 - `__init__(self, <fields in order>)`: defaults and `field(default_factory=...)`; a frozen
-  record sets its fields through `object.__setattr__`; `__post_init__` is called when the
-  class defines it;
+  record stores its fields in the instance `__dict__` (what `object.__setattr__` does for
+  a name no data descriptor of the class holds; a record's fields are plain class
+  attributes at most, its defaults), or through `object.__setattr__` with `slots=True`;
+  `__post_init__` is called when the class defines it;
 - `__repr__`: `Name(a=1, b='x')` (fields with `repr=False` left out);
 - `__eq__` (eq=True, the default): same class and equal field tuples (fields with
   `compare=False` left out), else NotImplemented;
@@ -92,7 +94,7 @@ def _process(cls, frozen: bool, eq: bool, slots: bool):
         qualname = cls.__qualname__
         cls = type(cls)(cls.__name__, cls.__bases__, d)
         cls.__qualname__ = qualname
-    cls.__init__ = _init(cls, fields, names, frozen)
+    cls.__init__ = _init(cls, fields, names, SLOTS_FROZEN if frozen and slots else frozen)
     cls.__repr__ = _repr(cls, tuple([n for n, f in fields if f.repr]))
     if eq:
         key = _key(tuple([n for n, f in fields if f.compare]))
@@ -186,10 +188,10 @@ def _frozen(cls, names: tuple) -> None:
     _method(cls, __delattr__)
 
 
-def _init(cls, fields: list, names: tuple, frozen: bool):
+def _init(cls, fields: list, names: tuple, frozen: bool | int):
     """`__init__` for `fields` (their `names`, in order): the code template of its shape
-    (field count, frozen, whether a field has a default factory, whether the class has
-    __post_init__) with placeholder names `_pI`, renamed to the field names (argument and
+    (field count, frozen (False, True or SLOTS_FROZEN), whether a field has a default
+    factory, whether the class has __post_init__) with placeholder names `_pI`, renamed to the field names (argument and
     attribute names); defaults are the function's __defaults__. A field with a default
     factory defaults to _MISSING, which the template replaces by calling the global `_kI`
     (the factory)."""
@@ -211,7 +213,7 @@ def _init(cls, fields: list, names: tuple, frozen: bool):
     if code is None:
         code = _INIT_CODE[shape] = _init_code(*shape)
     for n in names:
-        if n.startswith(("_p", "_k")) or n in ("self", "_MISSING", "_setattr"):
+        if n.startswith(("_p", "_k")) or n in ("self", "_MISSING", "_setattr", "_d"):
             raise TypeError(f"{cls.__name__}: a field name krm_fn.record reserves: "
                             f"{list(names)}")
     if misplaced is not None:
@@ -244,8 +246,13 @@ _INIT_CODE: dict = {}
 _SHAPES_SEEN: dict = {}
 
 
-def _init_name(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
-    return f"i{n}{'f' if frozen else 'm'}{'k' if factories else ''}{'p' if post_init else ''}"
+# `frozen` of the shape of a frozen record with slots=True (no instance __dict__)
+SLOTS_FROZEN = 2
+
+
+def _init_name(n: int, frozen: bool | int, factories: bool, post_init: bool) -> str:
+    kind = "s" if frozen == SLOTS_FROZEN else "f" if frozen else "m"
+    return f"i{n}{kind}{'k' if factories else ''}{'p' if post_init else ''}"
 
 
 def _init_source(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
@@ -254,8 +261,13 @@ def _init_source(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
     argument can be _MISSING, so only those `_kI` are ever looked up)."""
     values = [f"_k{i}() if _p{i} is _MISSING else _p{i}" if factories else f"_p{i}"
               for i in range(n)]
-    body = [f"_setattr(self, '_p{i}', {v})" if frozen else f"self._p{i} = {v}"
-            for i, v in enumerate(values)]
+    if frozen == SLOTS_FROZEN:
+        body = [f"_setattr(self, '_p{i}', {v})" for i, v in enumerate(values)]
+    elif frozen:
+        body = ["_d = self.__dict__"] * (n > 0) + [f"_d['_p{i}'] = {v}"
+                                                  for i, v in enumerate(values)]
+    else:
+        body = [f"self._p{i} = {v}" for i, v in enumerate(values)]
     if post_init:
         body.append("self.__post_init__()")
     params = "".join(f", _p{i}" for i in range(n))
