@@ -12,7 +12,8 @@ renamed per class; the other methods are closures over the field names (C `attrg
 - `__init__(self, <fields in order>)`: defaults and `field(default_factory=...)`; a frozen
   record stores its fields in the instance `__dict__` (what `object.__setattr__` does for
   a name no data descriptor of the class holds; a record's fields are plain class
-  attributes at most, its defaults), or through `object.__setattr__` with `slots=True`;
+  attributes at most, its defaults), or through `object.__setattr__` when the class has
+  `__slots__` (`slots=True`, or its own);
   `__post_init__` is called when the class defines it;
 - `__repr__`: `Name(a=1, b='x')` (fields with `repr=False` left out);
 - `__eq__` (eq=True, the default): same class and equal field tuples (fields with
@@ -94,7 +95,9 @@ def _process(cls, frozen: bool, eq: bool, slots: bool):
         qualname = cls.__qualname__
         cls = type(cls)(cls.__name__, cls.__bases__, d)
         cls.__qualname__ = qualname
-    cls.__init__ = _init(cls, fields, names, SLOTS_FROZEN if frozen and slots else frozen)
+    # a frozen record whose instances have no __dict__ (slots) sets through object.__setattr__
+    no_dict = frozen and "__slots__" in cls.__dict__
+    cls.__init__ = _init(cls, fields, names, SLOTS_FROZEN if no_dict else frozen)
     cls.__repr__ = _repr(cls, tuple([n for n, f in fields if f.repr]))
     if eq:
         key = _key(tuple([n for n, f in fields if f.compare]))

@@ -177,3 +177,17 @@ def test_a_field_name_the_templates_use_is_refused(name):
     with pytest.raises(TypeError) as e:
         record.dataclass(frozen=True)(cls)
     assert str(e.value) == f"Bad: a field name krm_fn.record reserves: [{name!r}]"
+
+
+def test_a_frozen_record_with_its_own_slots_sets_its_fields():
+    """A frozen record that declares `__slots__` itself (no instance __dict__) is built
+    through object.__setattr__, as one made with slots=True."""
+    @record.dataclass(frozen=True)
+    class Own:
+        __slots__ = ("a", "b")
+        a: int
+        b: int
+
+    own = Own(1, 2)
+    assert (own.a, own.b, repr(own), hasattr(own, "__dict__")) == (
+        1, 2, f"{Own.__qualname__}(a=1, b=2)", False)
