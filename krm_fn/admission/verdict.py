@@ -131,7 +131,7 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     findings += scheduling.matches(pod, node)
     if features is not None:
         findings += knative.refused(pod, features, spec)
-    fit, _, limit = fit_alone(pod, node, shape)
+    fit, _, limit = fit_alone(pod, node, shape, named)
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
                       tuple(sorted(numa_of.items())), limit)
@@ -175,19 +175,15 @@ def _exclusive_text(v: PodVerdict) -> str:
 
 def _kubelet(pod: AdmittedPod, node: NodeModel, named: tuple | None = None) -> tuple:
     """kubelet.judge_detail(pod, node), memoised per named pod shape, pod spec path and node
-    (what its findings depend on): the inputs of a render hold many pods alike. `named`:
+    (what its findings depend on) in the values kept for this very `node`
+    (model.node_memo): the inputs of a render hold many pods alike. `named`:
     _signature(pod, named=True) when the caller has it."""
-    return _memo(("kubelet", named or _signature(pod, named=True), pod.path), node,
-                 lambda: kubelet.judge_detail(pod, node))
-
-
-def _memo(key: tuple, node: NodeModel, compute):
-    """compute(), memoised under `key` in the values kept for this very `node`
-    (model.node_memo)."""
     memo = node_memo(node)
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
+    key = ("kubelet", named or _signature(pod, named=True), pod.path)
+    value = memo.get(key)
+    if value is None:
+        value = memo[key] = kubelet.judge_detail(pod, node)
+    return value
 
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
@@ -197,29 +193,45 @@ def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     return _signatures(pod)[named]
 
 
+def _exact(amount) -> tuple:
+    """`amount` as (numerator, denominator) (int, Fraction, float), else (amount,): equal
+    amounts give equal pairs, hashed and compared in C (a Fraction's hash and == are
+    Python code, run for every key of every pod)."""
+    try:
+        return amount.as_integer_ratio()
+    except (AttributeError, TypeError, ValueError, OverflowError):
+        return (amount,)
+
+
 def _signatures(pod: AdmittedPod) -> tuple:
     """(_signature(pod), _signature(pod, named=True)), built in one pass."""
     def res(m):
-        return tuple(sorted(m.items())) if m else ()
+        return tuple(sorted((k, _exact(v)) for k, v in m.items())) if m else ()
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
     rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead))
     named = tuple(r + (c.name, c.source) for r, c in zip(rows, pod.containers))
     return (tuple(rows),) + rest, (named,) + rest
 
 
-def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None
-              ) -> tuple[int, str, str]:
+def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None,
+              named: tuple | None = None) -> tuple[int, str, str]:
     """(replicas of `pod` that fit on one empty node, what stops the next one, the same in
     short) (capacity.fit_detail), memoised per pod shape and node: the inputs of a render
     hold many pods of the same shape; and per pod (model.node_memo), for pool_summary.
-    `shape`: _signature(pod) when the caller has it."""
+    `shape`, `named`: _signatures(pod) when the caller has them. The count simulated is
+    also kept under the named signature of the pod it was simulated with (_together)."""
     memo = node_memo(node)
     hit = memo.get(("fit", id(pod)))
     if hit is not None and hit[0] is pod:
         return hit[1]
-    value = _memo(("fit shape", shape or _signature(pod)), node,
-                  lambda: capacity.fit_detail(pod, node))
-    memo[("fit", id(pod))] = (pod, value)
+    if shape is None or named is None:
+        shape, named = _signatures(pod)
+    key = ("fit shape", shape)
+    value = memo.get(key)
+    if value is None:
+        value = memo[key] = capacity.fit_detail(pod, node)
+        memo[("fit count", named)] = value[0]
+    memo[("fit", id(pod))] = (pod, value, named)
     return value
 
 
@@ -237,11 +249,41 @@ def exclusive_per_numa(node: NodeModel) -> dict:
 
 def _together(pods: list, node: NodeModel) -> int:
     """How many sets of one replica of each of `pods` fit on one empty node."""
+    alike = _fit_of_one_shape(pods, node)
+    if alike is not None:
+        return alike // len(pods)
     packer = capacity.Packer(node)
     sets = 0
     while all(packer.place(p) for p in pods):
         sets += 1
     return sets
+
+
+def _fit_of_one_shape(pods: list, node: NodeModel) -> int | None:
+    """The replicas that fit of pods[0] alone, when fit_alone simulated a pod of its named
+    signature (_signatures) and every pod placed before the first refusal has that
+    signature too, else None. The Packer admits a replica by the pod's containers (roles,
+    names, requests, limits), pod-level resources and overhead alone, all in that
+    signature, so placing `pods` in turn until one is refused is the same sequence as
+    placing pods[0] again and again (fit_detail): its first `fit` replicas fit and the
+    next is refused. That sequence holds only pods[:fit + 1]; floor(fit / len(pods))
+    sets fit."""
+    memo = node_memo(node)
+    first = None
+    for i, p in enumerate(pods):
+        hit = memo.get(("fit", id(p)))
+        if hit is None or hit[0] is not p:
+            return None
+        if first is None:
+            first = hit[2]
+            fit = memo.get(("fit count", first))
+            if fit is None:
+                return None
+        elif hit[2] is not first and hit[2] != first:
+            return None
+        if i >= fit:
+            break
+    return fit if first is not None else None
 
 
 def pool_summary(node: NodeModel, judged: list) -> str:
