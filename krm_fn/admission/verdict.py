@@ -10,9 +10,11 @@ each pod gets as a result.
 """
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 from krm_fn import quantity
-from krm_fn.admission import (capacity, knative, kubelet, limitrange, resourcequota,
-                               scheduling, vpa)
+from krm_fn.admission import capacity, kubelet, scheduling
 from krm_fn.admission.injectors import base
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState
@@ -123,18 +125,37 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     """
     findings = (list(pod.findings) + _sidecar_findings(pod, node) + _injection_findings(pod)
                 + _podlevel_findings(pod, node))
-    findings += limitrange.refused(pod, list(limit_ranges)) + vpa.refused(pod, list(vpas))
-    findings += resourcequota.refused(pod, list(quotas), replicas)
+    findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
     shape, named = _signatures(pod)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
     findings += found
     findings += scheduling.matches(pod, node)
     if features is not None:
+        from krm_fn.admission import knative
         findings += knative.refused(pod, features, spec)
     fit, _, limit = fit_alone(pod, node, shape, named)
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
                       tuple(sorted(numa_of.items())), limit)
+
+
+def _api_findings(pod: AdmittedPod, limit_ranges: list, vpas: list, quotas: list,
+                  replicas: int) -> list:
+    """What the API server's admission makes of the pod: the findings of the LimitRanges
+    (limitrange.py), VerticalPodAutoscalers (vpa.py) and ResourceQuotas (resourcequota.py)
+    given, in that order; each module is imported only when the input holds one of its
+    objects (none finds anything without)."""
+    out: list = []
+    if limit_ranges:
+        from krm_fn.admission import limitrange
+        out += limitrange.refused(pod, limit_ranges)
+    if vpas:
+        from krm_fn.admission import vpa
+        out += vpa.refused(pod, vpas)
+    if quotas:
+        from krm_fn.admission import resourcequota
+        out += resourcequota.refused(pod, quotas, replicas)
+    return out
 
 
 def line(v: PodVerdict, failed: bool = False) -> str:
@@ -193,23 +214,28 @@ def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     return _signatures(pod)[named]
 
 
-def _exact(amount) -> tuple:
-    """`amount` as (numerator, denominator) (int, Fraction, float), else (amount,): equal
-    amounts give equal pairs, hashed and compared in C (a Fraction's hash and == are
-    Python code, run for every key of every pod)."""
-    try:
-        return amount.as_integer_ratio()
-    except (AttributeError, TypeError, ValueError, OverflowError):
-        return (amount,)
+def _exact(amount):
+    """A key for `amount` equal to another's exactly when the amounts are equal, hashed
+    and compared in C (a Fraction's hash and == are Python code, run for every key of
+    every pod): an int, or a Fraction or float by value (int when whole, else
+    (numerator, denominator)); anything else as it is."""
+    kind = type(amount)
+    if kind is Fraction:
+        n, d = amount.numerator, amount.denominator
+    elif kind is float and math.isfinite(amount):
+        n, d = amount.as_integer_ratio()
+    else:
+        return amount
+    return n if d == 1 else (n, d)
 
 
 def _signatures(pod: AdmittedPod) -> tuple:
     """(_signature(pod), _signature(pod, named=True)), built in one pass."""
     def res(m):
-        return tuple(sorted((k, _exact(v)) for k, v in m.items())) if m else ()
+        return tuple(sorted([(k, _exact(v)) for k, v in m.items()])) if m else ()
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
     rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead))
-    named = tuple(r + (c.name, c.source) for r, c in zip(rows, pod.containers))
+    named = tuple([r + (c.name, c.source) for r, c in zip(rows, pod.containers)])
     return (tuple(rows),) + rest, (named,) + rest
 
 
