@@ -95,3 +95,26 @@ def test_only_the_pods_placed_before_the_first_refusal_need_the_signature():
     assert verdict.fit_alone(pods[0], n)[0] == 3
     assert verdict._fit_of_one_shape(pods, n) == 3
     assert verdict._together(pods, n) == 0 == _placed_one_by_one(pods, n)
+
+
+@settings(max_examples=150, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), order=st.permutations(range(3)))
+def test_what_a_node_keeps_between_admissions_changes_no_outcome(seed, order):
+    """The node-wide memos (the merged Topology Manager hints, pod plans, fits) give the
+    outcome of a fresh computation: every pod's fit_detail and the mix, computed with
+    everything the node keeps from the other pods, equal the same computed on a fresh
+    memo each time."""
+    rng = random.Random(seed)
+    n = fit_golden._node(rng, 0)
+    pods = [fit_golden._pod(rng, f"p{i}") for i in range(3)]
+
+    def fresh(compute):
+        model._PER_NODE.clear()
+        return _outcome(compute)
+    want = [fresh(lambda p=p: capacity.fit_detail(p, n)) for p in pods]
+    want_mix = fresh(lambda: capacity.fit_mix([pods[i] for i in order], n))
+    model._PER_NODE.clear()
+    _outcome(lambda: capacity.fit_mix([(p, 1) for p in pods], n))      # warm the memos
+    got_mix = _outcome(lambda: capacity.fit_mix([pods[i] for i in order], n))
+    got = [_outcome(lambda p=p: capacity.fit_detail(p, n)) for p in pods]
+    assert (got, got_mix) == (want, want_mix)
