@@ -232,7 +232,8 @@ def _exact(amount):
 def _signatures(pod: AdmittedPod) -> tuple:
     """(_signature(pod), _signature(pod, named=True)), built in one pass."""
     def res(m):
-        return tuple(sorted([(k, _exact(v)) for k, v in m.items()])) if m else ()
+        return tuple(sorted([(k, v if v.__class__ is int else _exact(v))
+                             for k, v in m.items()])) if m else ()
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
     rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead))
     named = tuple([r + (c.name, c.source) for r, c in zip(rows, pod.containers)])

@@ -187,7 +187,10 @@ def _indexed(change, index: int):
 
 
 def _has_error(findings: list) -> bool:
-    return any(f.severity == ERROR for f in findings)
+    for f in findings:          # a loop: any() over a generator costs a resume per item
+        if f.severity == ERROR:
+            return True
+    return False
 
 
 @dataclass
