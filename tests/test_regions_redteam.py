@@ -18,6 +18,10 @@ Causes:
   tag:yaml.org,2002:` a literal block `!null |` is null in the document, and the span
   editor keeps a literal block's header (tag included) when it writes a new multi-line
   value, so the output reads back as null while both checks say it holds the new value.
+- both read-backs stop at the item's end (read_back's _ends_cleanly accepts a region that
+  ends there without looking at the next line): a new literal block written as the item's
+  last key takes in a comment line after the item that stands deeper than the block's
+  indentation, so the output document holds the comment in the new value.
 - read_back does not check that the item's root is a block mapping: for a flow mapping
   root written over several lines its regions are flow entries, which read as block text
   alone (`spec: q,` is the plain scalar `q,` in block context, `q` in the flow mapping)."""
@@ -144,8 +148,30 @@ def test_a_kept_literal_header_reads_in_the_document_as_both_checks_say():
     ops = [(("data", "conf"), "x\ny\n")]
     doc = parse(text, True)
     assert doc.items[0]["data"]["conf"] is None            # `!null` is !!null here
-    _, full, _ = _answers(text, ops)
-    assert full is True                                    # the whole read-back says yes
+    _, full, _ = _answers(text, ops)          # today: yes (read_back is off: a directive)
     mine = item_edits(text, doc.nodes[0], ops, "\n", KEY_ORDER)
-    out = parse(splice(text, mine), True).items[0]
-    assert out["data"]["conf"] == "x\ny\n"                 # the output reads null
+    got = parse(splice(text, mine), True).items[0]["data"]["conf"]
+    assert not full or got == "x\ny\n", (full, got)        # today the output reads null
+
+
+@pytest.mark.xfail(strict=True, reason="neither read-back looks past the item's end")
+def test_a_new_literal_block_at_the_item_end_keeps_the_comment_after_it_out():
+    text = HEAD + """\
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: t
+  data:
+    a: b
+      # a note, deeper than the keys
+- apiVersion: v1
+  kind: ConfigMap
+  metadata:
+    name: u
+"""
+    ops = [(("data", "c"), "x\ny\n")]
+    fast, full, _ = _answers(text, ops)      # today both say yes
+    doc = parse(text, True)
+    mine = item_edits(text, doc.nodes[0], ops, "\n", KEY_ORDER)
+    got = parse(splice(text, mine), True).items[0]["data"]["c"]
+    assert not (fast or full) or got == "x\ny\n", (fast, full, got)
