@@ -22,7 +22,7 @@ import yaml
 
 from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
-from krm_fn.yaml.safety import as_intended, check_editable, intended
+from krm_fn.yaml.safety import as_intended, check_editable, intended, surroundings
 from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child,
                                content_end, dash_column, item_edits, line_end, splice)
 
@@ -250,9 +250,10 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
                 raise Unsupported("edit outside the item")
             new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start)
                                                  + tuple(e[2:]) for e in mine])
-            if not (regions.read_back(text, doc.nodes[i], sp.start, sp.end, mine,
-                                      doc.items[i], item_ops, memo)
-                    or as_intended(new, sp.column, doc.items[i], item_ops)):
+            prefix, tail = surroundings(text, sp.start, sp.end, sp.column)
+            if not ((not tail and regions.read_back(text, doc.nodes[i], sp.start, sp.end,
+                                                    mine, doc.items[i], item_ops, memo))
+                    or as_intended(new + tail, sp.column, doc.items[i], item_ops, prefix)):
                 raise Unsupported("the edited text does not read back as the change")
         except Unsupported:
             new = _rewrite_item(doc, i, item_ops, nl)
@@ -280,7 +281,8 @@ def _rewrite_item(doc: Document, i: int, item_ops, nl: str) -> str:
         if doc.mode != "resourcelist":
             raise
         raise Unsupported(f"{_where(doc, i)}: ruamel.yaml cannot rewrite it alone") from None
-    if not as_intended(new, sp.column, doc.items[i], item_ops):
+    prefix, tail = surroundings(doc.text, sp.start, sp.end, sp.column)
+    if not as_intended(new + tail, sp.column, doc.items[i], item_ops, prefix):
         raise Unsupported(f"{_where(doc, i)}: neither the span editor's text nor ruamel.yaml's "
                           f"reads back as the change")
     return new

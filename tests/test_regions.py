@@ -54,16 +54,20 @@ OPS = [(C0 + ("resources", "requests", "cpu"), "4"), (C0 + ("resources", "limits
 
 
 def _answers(text: str, ops: list):
-    """(region read-back, whole read-back, the regions) for the first item of `text`."""
+    """(region read-back, whole read-back, the regions) for the first item of `text`, as
+    resourcelist._item_edits asks them."""
     doc = parse(text, True)
     node, sp = doc.nodes[0], doc.spans[0]
     mine = item_edits(text, node, ops, "\n", KEY_ORDER)
     new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start) + tuple(e[2:])
                                          for e in mine])
     memo: dict = {} if regions.no_directives(text) else {"off": True}
-    fast = regions.read_back(text, node, sp.start, sp.end, mine, doc.items[0], ops, memo)
+    prefix, tail = safety.surroundings(text, sp.start, sp.end, sp.column)
+    fast = not tail and regions.read_back(text, node, sp.start, sp.end, mine, doc.items[0],
+                                          ops, memo)
     found = regions._regions(text, node, mine, sp.end)
-    return fast, safety.as_intended(new, node.start_mark.column, doc.items[0], ops), found
+    full = safety.as_intended(new + tail, sp.column, doc.items[0], ops, prefix)
+    return fast, full, found
 
 
 def test_a_usual_item_is_read_back_by_five_regions():

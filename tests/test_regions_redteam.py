@@ -1,9 +1,13 @@
 """Red-team cases for the region read-back (krm_fn/yaml/regions.py): inputs where
-`regions.read_back` says yes and `safety.as_intended` (the whole-item read-back it skips)
-says no. Each is marked xfail(strict=True): it fails the suite as soon as the two agree,
-so the lead removes the mark with the fix.
+`regions.read_back` said yes and `safety.as_intended` (the whole-item read-back it skips)
+said no, or where both said yes to output that reads otherwise in its document. Each
+asserts the property; the fixes: read_back refuses a line at the item's column that
+starts with `---` or `...` (as as_intended reads it), a text too large for MAX_NODES, a
+directive after any line break, and a flow item; both read-backs see the document's
+directives (safety.surroundings' prefix) and a deeper comment line after the item (its
+tail; read_back is then skipped).
 
-Causes:
+Causes found:
 - as_intended shifts the item's lines left by the item's column, so a line standing at
   exactly the item's column (possible inside a quoted scalar or a flow collection, which
   libyaml lets continue at any column) reaches column 0 there; a `... ` or `--- ` at
@@ -68,8 +72,6 @@ FIRST_KEY_LIKE_A_MARKER = HEAD + """\
 """
 
 
-@pytest.mark.xfail(strict=True, reason="as_intended reads a line at the item's column as "
-                                       "a document marker")
 @pytest.mark.parametrize("text", [QUOTED_AT_ITEM_COLUMN, FLOW_AT_ITEM_COLUMN,
                                   FIRST_KEY_LIKE_A_MARKER,
                                   FIRST_KEY_LIKE_A_MARKER.replace("- ... x", "- --- x")],
@@ -98,8 +100,6 @@ FLOW_ROOT = HEAD + """\
 """
 
 
-@pytest.mark.xfail(strict=True, reason="read_back takes the entries of a flow mapping "
-                                       "root for block text")
 def test_a_flow_root_is_not_read_back_by_regions():
     # a hand-made edit (x -> q) with ops that claim spec == "q,": the region `spec: q,`
     # alone is the block mapping {spec: "q,"}; in the item it is {spec: "q"}
@@ -124,7 +124,6 @@ HIDDEN_DIRECTIVE = "# c\r%TAG !e! tag:yaml.org,2002:\r---\n" + HEAD + """\
 """
 
 
-@pytest.mark.xfail(strict=True, reason="no_directives misses a directive after a CR")
 @pytest.mark.parametrize("brk", ["\r", "\x85", "\u2028"], ids=["CR", "NEL", "LS"])
 def test_a_directive_after_another_line_break_turns_the_regions_off(brk):
     text = HIDDEN_DIRECTIVE.replace("\r", brk)
@@ -132,8 +131,6 @@ def test_a_directive_after_another_line_break_turns_the_regions_off(brk):
     assert regions.no_directives(text) is False
 
 
-@pytest.mark.xfail(strict=True, reason="a kept literal header's tag means what the "
-                                       "document's directives say")
 def test_a_kept_literal_header_reads_in_the_document_as_both_checks_say():
     text = "%TAG ! tag:yaml.org,2002:\n---\n" + HEAD + """\
 - apiVersion: v1
@@ -154,7 +151,6 @@ def test_a_kept_literal_header_reads_in_the_document_as_both_checks_say():
     assert not full or got == "x\ny\n", (full, got)        # today the output reads null
 
 
-@pytest.mark.xfail(strict=True, reason="neither read-back looks past the item's end")
 def test_a_new_literal_block_at_the_item_end_keeps_the_comment_after_it_out():
     text = HEAD + """\
 - apiVersion: v1

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import yaml
 
-from krm_fn.yaml.load import Loader, _build_plain, _Refused, plain_key
+from krm_fn.yaml.load import MAX_NODES, Loader, _build_plain, _Refused, plain_key
 from krm_fn.yaml.safety import intended
 from krm_fn.yaml.spans import content_end, line_end, splice
 
@@ -55,8 +55,9 @@ def read_back(text: str, node, start: int, end: int, edits: list, original, ops,
         return False
     new_item = splice(text[start:end], [(e[0] - start, e[1] - start) + tuple(e[2:])
                                         for e in edits])
-    if not _plain_text(text, start, end, node.start_mark.column, new_item):
-        return False
+    if 3 * len(new_item) + 1 > MAX_NODES or not _plain_text(
+            text, start, end, node.start_mark.column, new_item):
+        return False        # (at most 3n + 1 nodes in n characters: load._node_bound)
     regions = _regions(text, node, edits, end)
     if regions is None:
         return False
@@ -74,20 +75,28 @@ def read_back(text: str, node, start: int, end: int, edits: list, original, ops,
 
 def no_directives(text: str) -> bool:
     """True when the document text has no `%` directive line (a %TAG directive changes
-    what a tag in a region means, which the region parsed alone would not see)."""
-    return not text.startswith("%") and "\n%" not in text
+    what a tag in a region means, which the region parsed alone would not see), after
+    any of the line breaks libyaml knows (LF, CR, NEL, LS, PS)."""
+    return not text.startswith("%") and not any(
+        brk + "%" in text for brk in ("\n", "\r", "\x85", "\u2028", "\u2029"))
 
 
 def _plain_text(text: str, start: int, end: int, column: int, new_item: str) -> bool:
     """The item's old and new text hold none of _REFUSED nor a keep-chomping block scalar
-    header with an indentation digit, and every line of the old one after the first is
-    indented by at least `column`, blank, or a comment line."""
+    header with an indentation digit, no line of either starts with `---` or `...` at
+    `column` (the whole read-back, which shifts the item left by `column`, would read a
+    document marker there), and every line of the old one after the first is indented by
+    at least `column`, blank, or a comment line."""
     old = text[start:end]
     for s in (old, new_item):
         for ch in _REFUSED:
             if ch in s:
                 return False
         if "+" in s and any(f"{c}{d}+" in s for c in "|>" for d in "123456789"):
+            return False
+    pad = "\n" + " " * column
+    for s in (old, new_item):       # safety.as_intended reads such a line as a marker
+        if s.startswith(("---", "...")) or pad + "---" in s or pad + "..." in s:
             return False
     return not _shallow(column).search(old)
 

@@ -122,13 +122,15 @@ def _step(parent, key, nxt):
     return new
 
 
-def as_intended(new_text: str, column: int, original, ops) -> bool:
+def as_intended(new_text: str, column: int, original, ops, prefix: str = "") -> bool:
     """True when `new_text` (one item; lines after the first indented by at least
-    `column`) parses as one YAML node whose plain data equals intended(original, ops)."""
+    `column`) parses as one YAML node whose plain data equals intended(original, ops).
+    `prefix`: the directives of the item's document and its `---` (surroundings), so a
+    tag in the item means what it means there."""
     lines = new_text.split("\n")
     pad = " " * column
-    body = "\n".join([lines[0]] + [ln[column:] if ln.startswith(pad) else ln.lstrip(" ")
-                                   for ln in lines[1:]])
+    body = prefix + "\n".join([lines[0]] + [ln[column:] if ln.startswith(pad)
+                                            else ln.lstrip(" ") for ln in lines[1:]])
     try:
         nodes = list(yaml.compose_all(body, Loader=Loader))
         if len(nodes) != 1 or nodes[0] is None:
@@ -137,3 +139,35 @@ def as_intended(new_text: str, column: int, original, ops) -> bool:
     except (yaml.YAMLError, InputError, RecursionError):
         return False
     return built == intended(original, ops)
+
+
+def surroundings(text: str, start: int, end: int, column: int) -> tuple[str, str]:
+    """(prefix, tail) of the item text[start:end] (its first line at `column`) for
+    as_intended: `prefix` the `%` directive lines of its document with a `---` line ("" when
+    it has none); `tail` the blank and comment lines after the item up to the next content
+    line when one of those comment lines stands deeper than `column` ("" otherwise): a block
+    scalar written as the item's last value would take such a line in, so the read-back
+    has to see it as the document does."""
+    prefix = ""
+    if text.startswith("%") or "\n%" in text:
+        doc = text.rfind("\n---", 0, start)
+        head = text[:doc + 1 if doc >= 0 else 0].split("\n")
+        found = []
+        for ln in reversed(head[:-1] if head and head[-1] == "" else head):
+            if ln.startswith("%"):
+                found.append(ln)
+            elif ln.strip() and not ln.lstrip().startswith("#"):
+                break
+        if found:
+            prefix = "\n".join(reversed(found)) + "\n---\n"
+    pos, deep, tail_end = end, False, end
+    while pos < len(text):
+        nl = text.find("\n", pos)
+        stop = len(text) if nl < 0 else nl + 1
+        line = text[pos:stop].rstrip("\r\n")
+        rest = line.lstrip(" ")
+        if rest and not rest.startswith("#"):
+            break
+        deep = deep or (rest.startswith("#") and len(line) - len(rest) > column)
+        pos = tail_end = stop
+    return prefix, text[end:tail_end] if deep else ""

@@ -361,8 +361,10 @@ def _flow_to_block(text, cur, content, where, edits, style) -> list:
     keys of `content` in block style. `where` is _block_context's answer for `cur`."""
     unit, seq_offset, nl, _ = style
     start, end = cur.start_mark.index, cur.end_mark.index
-    inner = [e for e in edits if start <= e[0] and e[1] <= end]
-    rest = [e for e in edits if not (start <= e[0] and e[1] <= end)]
+    # an insertion right after the closing bracket (a new key after the mapping holding
+    # it, at the end of a text without a final line break) is not inside it
+    inner = [e for e in edits if start <= e[0] < end and e[1] <= end]
+    rest = [e for e in edits if not (start <= e[0] < end and e[1] <= end)]
     flow_text = splice(text[start:end], [(e[0] - start, e[1] - start) + tuple(e[2:])
                                           for e in inner])
     parsed = yaml.compose(flow_text, Loader=Loader)
