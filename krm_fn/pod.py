@@ -55,13 +55,18 @@ class Edits:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
         equal to the list length appends), record and return the Change (`message` and
         `severity` as given: None for a write reported by a separate result)."""
-        path = tuple(path)
+        if path.__class__ is not tuple:
+            path = tuple(path)
         cur = self.root
-        for i in range(len(path) - 1):
-            key = path[i]
-            nxt = cur[key] if isinstance(cur, list) else cur.get(key)
-            if not isinstance(nxt, (dict, list)):
-                nxt = cur[key] = [] if isinstance(path[i + 1], int) else {}
+        i = 0
+        for key in path[:-1]:
+            i += 1              # the index of the next key
+            t = cur.__class__   # exact dict/list first: isinstance only for other types
+            nxt = cur.get(key) if t is dict else cur[key] if t is list or isinstance(
+                cur, list) else cur.get(key)
+            t = nxt.__class__
+            if t is not dict and t is not list and not isinstance(nxt, (dict, list)):
+                nxt = cur[key] = [] if isinstance(path[i], int) else {}
             cur = nxt
         last = path[-1]
         if isinstance(cur, list):
