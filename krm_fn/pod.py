@@ -165,11 +165,22 @@ class PodView:
         self.results.append(self.edits.set(path, value, message, severity))
 
     def warn(self, path: tuple | None, message: str) -> None:
-        self.results.append(Result(message, WARNING, self.ref,
-                                   path_str(path) if path else None))
+        self.note(WARNING, path, message)
 
     def error(self, path: tuple | None, message: str) -> None:
-        self.results.append(Result(message, ERROR, self.ref, path_str(path) if path else None))
+        self.note(ERROR, path, message)
+
+    def note(self, severity: str, path: tuple | None, message: str,
+             current: str | None = None, proposed: str | None = None) -> None:
+        """Add a plain result (not a write) with `severity` at `path` (None: the item),
+        tagged with the running rule as a Findings list tags it when appended (built
+        once, tagged)."""
+        rule = self.edits.rule
+        tags = rule_tags(rule) if rule is not None and isinstance(self.results, Findings) \
+            else ()
+        self.results.append(Result(message, severity, self.ref,
+                                   path_str(path) if path else None, current, proposed,
+                                   None, tags))
 
 
 VALIDATION_SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"

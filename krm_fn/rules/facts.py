@@ -123,9 +123,8 @@ def read_pair(c: ContainerView, res: str, kind: str, notes: list):
         if raw is None:
             out.append(None)
             continue
-        path = c.path + ("resources", part, res)
         if leading_zero(str(raw)):
-            notes.append((ERROR, path,
+            notes.append((ERROR, c.path + ("resources", part, res),
                           f"container {c.name!r}: {res} {raw} has a leading zero: YAML 1.1 "
                           f"readers (kubectl, kustomize) read it as an octal number, Kubernetes "
                           f"quantities as decimal; write it without the leading zero, quoted"))
@@ -133,10 +132,11 @@ def read_pair(c: ContainerView, res: str, kind: str, notes: list):
         try:
             q = quantity.parse_cpu(raw) if kind == "cpu" else quantity.parse_memory(raw)
         except quantity.QuantityError as e:
-            notes.append((ERROR, path, f"container {c.name!r}: {e}"))
+            notes.append((ERROR, c.path + ("resources", part, res),
+                          f"container {c.name!r}: {e}"))
             return None, None, False
-        if q.value == 0:
-            notes.append((ERROR, path,
+        if not q.value:                 # a Fraction: zero
+            notes.append((ERROR, c.path + ("resources", part, res),
                           f"container {c.name!r}: {res} {q.text!r} must be greater than zero "
                           f"({GUARANTEED} and non-zero limits)"))
             return None, None, False
@@ -185,7 +185,8 @@ def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
     if pinned and ctx.cpus is not None:
         return Fraction(ctx.cpus), True
     if req is not None or lim is not None:
-        return max(q.value for q in (req, lim) if q is not None), False
+        return (lim.value if req is None else req.value if lim is None
+                else max(req.value, lim.value)), False
     if pinned:
         default = cfg.workloads.defaultCpus
         if default is None:
@@ -360,7 +361,7 @@ def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
     resourceFieldRef would round up). `per_core`: (threads per core, why) when the count
     is one thread per physical core (floor, at least 1); `workers` then divide it
     (threads.engines on)."""
-    if limit is None or limit <= 0:
+    if limit is None or limit.numerator <= 0:       # a Fraction's sign is its numerator's
         return None
     whole = limit.denominator == 1
     if whole:

@@ -122,10 +122,9 @@ def _container(pod: PodView, c: ContainerView, f, cfg, refused: str | None = Non
     set_envs(pod, c, found[1], threads.env, want, cnt.why, cfg, added, downward)
     if added:
         shown = ('resourceFieldRef limits.cpu (divisor "1") = ' + want) if downward else want
-        pod.results.append(Result(
-            f"container {c.name!r}: {', '.join(added)} set to {shown} ({cnt.why}; runtimes "
-            f"size thread pools from the host CPU count otherwise)", INFO, pod.ref,
-            path_str(c.path + ("env",)), None, want))
+        pod.note(INFO, c.path + ("env",),
+                 f"container {c.name!r}: {', '.join(added)} set to {shown} ({cnt.why}; "
+                 f"runtimes size thread pools from the host CPU count otherwise)", None, want)
     if threads.bind:
         _bind(pod, c, cnt)
 
