@@ -110,6 +110,38 @@ def test_edits_set_writes_what_it_wrote(root, seed_lists, value):
     assert repr(new.changes) == repr(old.changes)
 
 
+@_SETTINGS
+@given(st.dictionaries(st.sampled_from("abc"), _tree, max_size=3),
+       st.lists(st.integers(0, 10 ** 6), min_size=1, max_size=4),
+       st.lists(st.tuples(st.integers(0, 3), st.text("xyz", max_size=2)), max_size=4),
+       st.booleans())
+def test_set_all_is_set_for_each_item(root, seeds, writes, appending):
+    """Edits.set_all(base, items) makes the Changes and data of set(base + (key,), value)
+    for each item (list indices from the list's length on, or mapping keys)."""
+    old, new = Edits(copy.deepcopy(root), index=1, ref=REF, rule="r"), \
+        Edits(copy.deepcopy(root), index=1, ref=REF, rule="r")
+    base = _walk_path(old.root, seeds)
+    from krm_fn.workloads import get_path
+    node = get_path(old.root, base)
+    start = len(node) if isinstance(node, list) else 0
+    items = [((start + k) if appending else "abc"[n % 3], v) for k, (n, v) in enumerate(writes)]
+    try:
+        for key, value in items:
+            _old_set(old, base + (key,), value)
+        want = None
+    except (TypeError, IndexError, AttributeError) as e:
+        want = type(e)
+    try:
+        new.set_all(base, items)
+        got = None
+    except (TypeError, IndexError, AttributeError) as e:
+        got = type(e)
+    assert got == want
+    if want is None:
+        assert new.root == old.root
+        assert repr(new.changes) == repr(old.changes)
+
+
 # -- set_envs ---------------------------------------------------------------------------
 
 _NAMES = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "GOMAXPROCS", "X")
