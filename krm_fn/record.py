@@ -10,8 +10,11 @@ factories, whether it has `__post_init__`; krm_fn/record_init.py, loaded as byte
 renamed per class; the other methods are closures over the field names (C `attrgetter`):
 
 - `__init__(self, <fields in order>)`: defaults and `field(default_factory=...)`; a frozen
-  record sets its fields through `object.__setattr__`; `__post_init__` is called when the
-  class defines it;
+  record stores its fields in the instance `__dict__` (what `object.__setattr__` does for
+  a name no data descriptor of the class holds; a record's fields are plain class
+  attributes at most, its defaults), or through `object.__setattr__` when the class has
+  `__slots__` (`slots=True`, or its own);
+  `__post_init__` is called when the class defines it;
 - `__repr__`: `Name(a=1, b='x')` (fields with `repr=False` left out);
 - `__eq__` (eq=True, the default): same class and equal field tuples (fields with
   `compare=False` left out), else NotImplemented;
@@ -71,10 +74,11 @@ def dataclass(cls=None, /, *, frozen: bool = False, eq: bool = True, slots: bool
 
 def _fields(cls) -> list[tuple[str, Field]]:
     out = []
-    for name, ann in cls.__dict__.get("__annotations__", {}).items():
+    own = cls.__dict__
+    for name, ann in own.get("__annotations__", {}).items():
         if isinstance(ann, str) and ann.replace("typing.", "").startswith("ClassVar"):
             continue
-        value = cls.__dict__.get(name, _MISSING)
+        value = own.get(name, _MISSING)
         if not isinstance(value, Field):
             value = Field(value, _MISSING, True, True)
         out.append((name, value))
@@ -83,7 +87,7 @@ def _fields(cls) -> list[tuple[str, Field]]:
 
 def _process(cls, frozen: bool, eq: bool, slots: bool):
     fields = _fields(cls)
-    names = tuple(n for n, _ in fields)
+    names = tuple([n for n, _ in fields])
     if slots:
         d = {k: v for k, v in cls.__dict__.items()
              if k not in names and k not in ("__dict__", "__weakref__")}
@@ -91,10 +95,12 @@ def _process(cls, frozen: bool, eq: bool, slots: bool):
         qualname = cls.__qualname__
         cls = type(cls)(cls.__name__, cls.__bases__, d)
         cls.__qualname__ = qualname
-    cls.__init__ = _init(cls, fields, frozen)
-    cls.__repr__ = _repr(cls, tuple(n for n, f in fields if f.repr))
+    # a frozen record whose instances have no __dict__ (slots) sets through object.__setattr__
+    no_dict = frozen and "__slots__" in cls.__dict__
+    cls.__init__ = _init(cls, fields, names, SLOTS_FROZEN if no_dict else frozen)
+    cls.__repr__ = _repr(cls, tuple([n for n, f in fields if f.repr]))
     if eq:
-        key = _key(tuple(n for n, f in fields if f.compare))
+        key = _key(tuple([n for n, f in fields if f.compare]))
 
         def __eq__(self, other):
             if other.__class__ is self.__class__:
@@ -109,12 +115,14 @@ def _process(cls, frozen: bool, eq: bool, slots: bool):
             cls.__hash__ = None
     if frozen:
         _frozen(cls, names)
-    for name, f in fields:
-        if not slots and name in cls.__dict__:
-            if f.default is _MISSING:
-                delattr(cls, name)
-            else:
-                setattr(cls, name, f.default)
+    if not slots:
+        own = cls.__dict__
+        for name, f in fields:
+            if name in own:
+                if f.default is _MISSING:
+                    delattr(cls, name)
+                else:
+                    setattr(cls, name, f.default)
     cls.__match_args__ = names
     cls.__record_fields__ = names
     cls.__dataclass_fields__ = _DataclassFields(fields)
@@ -183,42 +191,57 @@ def _frozen(cls, names: tuple) -> None:
     _method(cls, __delattr__)
 
 
-def _init(cls, fields: list, frozen: bool):
-    """`__init__` for `fields`: the code template of its shape (field count, frozen, whether
-    a field has a default factory, whether the class has __post_init__) with placeholder
-    names `_pI`, renamed to the field names (argument and attribute names); defaults are
-    the function's __defaults__. A field with a default factory defaults to _MISSING, which
-    the template replaces by calling the global `_kI` (the factory)."""
+def _init(cls, fields: list, names: tuple, frozen: bool | int):
+    """`__init__` for `fields` (their `names`, in order): the code template of its shape
+    (field count, frozen (False, True or SLOTS_FROZEN), whether a field has a default
+    factory, whether the class has __post_init__) with placeholder names `_pI`, renamed to the field names (argument and
+    attribute names); defaults are the function's __defaults__. A field with a default
+    factory defaults to _MISSING, which the template replaces by calling the global `_kI`
+    (the factory)."""
     post_init = "__post_init__" in cls.__dict__
-    factories = {i: f.default_factory for i, (_, f) in enumerate(fields)
-                 if f.default_factory is not _MISSING}
+    factories = {}
+    defaults = []
+    misplaced = None        # the first required field after a default (refused below)
+    for i, (name, f) in enumerate(fields):
+        if f.default_factory is not _MISSING:
+            factories[f"_k{i}"] = f.default_factory
+            defaults.append(_MISSING)
+        elif f.default is not _MISSING:
+            defaults.append(f.default)
+        elif defaults and misplaced is None:
+            misplaced = name
     shape = (len(fields), frozen, bool(factories), post_init)
     _SHAPES_SEEN.setdefault(shape, cls.__module__)
     code = _INIT_CODE.get(shape)
     if code is None:
         code = _INIT_CODE[shape] = _init_code(*shape)
-    names = [n for n, _ in fields]
-    if any(n.startswith(("_p", "_k")) or n in ("self", "_MISSING", "_setattr")
-           for n in names):
-        raise TypeError(f"{cls.__name__}: a field name krm_fn.record reserves: {names}")
-    rename = {f"_p{i}": n for i, n in enumerate(names)}
+    for n in names:
+        if n.startswith(("_p", "_k")) or n in ("self", "_MISSING", "_setattr", "_d"):
+            raise TypeError(f"{cls.__name__}: a field name krm_fn.record reserves: "
+                            f"{list(names)}")
+    if misplaced is not None:
+        raise TypeError(f"non-default argument {misplaced!r} follows default argument")
+    rename = _renamer(names)
     code = code.replace(
-        co_varnames=tuple(rename.get(v, v) for v in code.co_varnames),
-        co_names=tuple(rename.get(v, v) for v in code.co_names),
-        co_consts=tuple(rename.get(c, c) if isinstance(c, str) else c
-                        for c in code.co_consts),
+        co_varnames=tuple([rename(v, v) for v in code.co_varnames]),
+        co_names=tuple([rename(v, v) for v in code.co_names]),
+        co_consts=tuple([rename(c, c) if isinstance(c, str) else c
+                         for c in code.co_consts]),
         co_name="__init__", co_qualname=f"{cls.__qualname__}.__init__")
     ns = {"__builtins__": builtins, "_setattr": object.__setattr__, "_MISSING": _MISSING,
-          **{f"_k{i}": f for i, f in factories.items()}}
-    defaults = []
-    for name, f in fields:
-        if f.default_factory is not _MISSING:
-            defaults.append(_MISSING)
-        elif f.default is not _MISSING:
-            defaults.append(f.default)
-        elif defaults:
-            raise TypeError(f"non-default argument {name!r} follows default argument")
+          **factories}
     return FunctionType(code, ns, "__init__", tuple(defaults) or None)
+
+
+def _renamer(names: tuple):
+    """`get(placeholder, default)` of the map `_pI` -> names[I]."""
+    keys = _PLACEHOLDERS if len(names) <= len(_PLACEHOLDERS) else [
+        f"_p{i}" for i in range(len(names))]
+    return dict(zip(keys, names)).get
+
+
+# the placeholder argument names of the templates, `_p0`, `_p1`, ... (more made on demand)
+_PLACEHOLDERS = tuple([f"_p{i}" for i in range(24)])
 
 
 _INIT_CODE: dict = {}
@@ -226,8 +249,13 @@ _INIT_CODE: dict = {}
 _SHAPES_SEEN: dict = {}
 
 
-def _init_name(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
-    return f"i{n}{'f' if frozen else 'm'}{'k' if factories else ''}{'p' if post_init else ''}"
+# `frozen` of the shape of a frozen record with slots=True (no instance __dict__)
+SLOTS_FROZEN = 2
+
+
+def _init_name(n: int, frozen: bool | int, factories: bool, post_init: bool) -> str:
+    kind = "s" if frozen == SLOTS_FROZEN else "f" if frozen else "m"
+    return f"i{n}{kind}{'k' if factories else ''}{'p' if post_init else ''}"
 
 
 def _init_source(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
@@ -236,8 +264,13 @@ def _init_source(n: int, frozen: bool, factories: bool, post_init: bool) -> str:
     argument can be _MISSING, so only those `_kI` are ever looked up)."""
     values = [f"_k{i}() if _p{i} is _MISSING else _p{i}" if factories else f"_p{i}"
               for i in range(n)]
-    body = [f"_setattr(self, '_p{i}', {v})" if frozen else f"self._p{i} = {v}"
-            for i, v in enumerate(values)]
+    if frozen == SLOTS_FROZEN:
+        body = [f"_setattr(self, '_p{i}', {v})" for i, v in enumerate(values)]
+    elif frozen:
+        body = ["_d = self.__dict__"] * (n > 0) + [f"_d['_p{i}'] = {v}"
+                                                  for i, v in enumerate(values)]
+    else:
+        body = [f"self._p{i} = {v}" for i, v in enumerate(values)]
     if post_init:
         body.append("self.__post_init__()")
     params = "".join(f", _p{i}" for i in range(n))

@@ -20,7 +20,7 @@ from krm_fn.record import dataclass, field
 
 import yaml
 
-from krm_fn.yaml import emit
+from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
 from krm_fn.yaml.safety import as_intended, check_editable, intended
 from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child,
@@ -240,6 +240,7 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
     ruamel rewrites (shapes the span editor cannot express) or that is replaced whole."""
     text = doc.text
     edits: list = []
+    memo: dict = {} if regions.no_directives(text) else {"off": True}
     for i, item_ops in sorted(ops.items()):
         sp = doc.spans[i]
         try:
@@ -249,7 +250,9 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
                 raise Unsupported("edit outside the item")
             new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start)
                                                  + tuple(e[2:]) for e in mine])
-            if not as_intended(new, sp.column, doc.items[i], item_ops):
+            if not (regions.read_back(text, doc.nodes[i], sp.start, sp.end, mine,
+                                      doc.items[i], item_ops, memo)
+                    or as_intended(new, sp.column, doc.items[i], item_ops)):
                 raise Unsupported("the edited text does not read back as the change")
         except Unsupported:
             new = _rewrite_item(doc, i, item_ops, nl)

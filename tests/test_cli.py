@@ -423,6 +423,22 @@ def test_a_render_imports_the_injector_a_pod_triggers():
         "krm_fn.admission.injectors.base", "krm_fn.admission.injectors.dapr"]
 
 
+_API_REFUSAL_MODULES = ("krm_fn.admission.limitrange", "krm_fn.admission.resourcequota",
+                        "krm_fn.admission.vpa")
+
+
+def test_a_render_imports_the_api_refusal_checks_only_for_their_objects():
+    """LimitRange, ResourceQuota and VerticalPodAutoscaler checks (admission/verdict.py
+    _api_findings) are imported only when the input holds such an object."""
+    assert _loaded(_imported([], _ten_items()) - _started_with(), _API_REFUSAL_MODULES) == []
+    quota = ("- apiVersion: v1\n  kind: ResourceQuota\n  metadata: {name: q}\n"
+             "  spec:\n    hard: {limits.cpu: \"1000\"}\n")
+    text = _ten_items().replace("items:\n", "items:\n" + quota, 1)
+    assert text.count("kind: ResourceQuota") == 1
+    mods = _imported([], text) - _started_with()
+    assert _loaded(mods, _API_REFUSAL_MODULES) == ["krm_fn.admission.resourcequota"]
+
+
 def test_the_function_path_ends_the_process_only_when_it_owns_it(monkeypatch):
     from krm_fn.cli import common
     exits = []

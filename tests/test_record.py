@@ -36,7 +36,13 @@ def _classes(dc, field):
     class Identity:
         """Frozen, compared by identity."""
         v: int
-    return Frozen, Slotted, Plain, Identity
+
+    @dc(frozen=True, slots=True)
+    class FrozenSlotted:
+        """Frozen with slots: no instance __dict__ to store the fields in."""
+        x: int
+        y: object = None
+    return Frozen, Slotted, Plain, Identity, FrozenSlotted
 
 
 STD = _classes(dataclasses.dataclass, dataclasses.field)
@@ -44,15 +50,18 @@ OWN = _classes(record.dataclass, record.field)
 
 
 def _observe(classes):
-    frozen, slotted, plain, identity = classes
+    frozen, slotted, plain, identity, frozen_slotted = classes
+    fs = frozen_slotted(1)
     a, a2 = frozen(1), frozen(1, "q", [], {"k": 1})
     p = plain(4)
     out = [repr(a), a == a2, a == frozen(2), hash(frozen(1, "q", ())) == hash((1, "q", ())),
            repr(frozen(a=5, c=[1])), repr(slotted(1)), slotted(1) == slotted(1, None),
            slotted.__slots__, hasattr(slotted(1), "__dict__"), repr(p), p.seen,
            plain.__hash__, frozen.__match_args__, identity(1) == identity(1),
-           hash(identity(1)) != 0, frozen(1) != (1,), frozen(1).__eq__((1, "q")) is NotImplemented]
-    for obj, name in ((a, "a"), (a, "other")):
+           hash(identity(1)) != 0, frozen(1) != (1,), frozen(1).__eq__((1, "q")) is NotImplemented,
+           repr(fs), fs == frozen_slotted(1, None), hash(fs) == hash((1, None)),
+           frozen_slotted.__slots__, hasattr(fs, "__dict__"), (fs.x, fs.y)]
+    for obj, name in ((a, "a"), (a, "other"), (fs, "x"), (fs, "y")):
         try:
             setattr(obj, name, 3)
         except AttributeError as e:
@@ -158,3 +167,27 @@ def test_dataclasses_functions_work_on_records(i):
     name = ("b", "y", "x", "v")[i]
     assert repr(dataclasses.replace(own, **{name: 9})) == \
         repr(dataclasses.replace(std, **{name: 9}))
+
+
+@pytest.mark.parametrize("name", ["self", "_MISSING", "_setattr", "_d", "_p0", "_k1"])
+def test_a_field_name_the_templates_use_is_refused(name):
+    """The __init__ templates' own names (arguments, globals, the frozen template's `_d`)
+    cannot be field names: a renamed template would read the wrong value."""
+    cls = type("Bad", (), {"__annotations__": {name: "int"}, "__module__": __name__})
+    with pytest.raises(TypeError) as e:
+        record.dataclass(frozen=True)(cls)
+    assert str(e.value) == f"Bad: a field name krm_fn.record reserves: [{name!r}]"
+
+
+def test_a_frozen_record_with_its_own_slots_sets_its_fields():
+    """A frozen record that declares `__slots__` itself (no instance __dict__) is built
+    through object.__setattr__, as one made with slots=True."""
+    @record.dataclass(frozen=True)
+    class Own:
+        __slots__ = ("a", "b")
+        a: int
+        b: int
+
+    own = Own(1, 2)
+    assert (own.a, own.b, repr(own), hasattr(own, "__dict__")) == (
+        1, 2, f"{Own.__qualname__}(a=1, b=2)", False)

@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from krm_fn import resourcelist
 from krm_fn.yaml import safety
-from krm_fn.yaml.load import InputError
-from krm_fn.yaml.spans import Unsupported
+from krm_fn.yaml.load import InputError, Loader
+from krm_fn.yaml.spans import Unsupported, item_edits, splice
 from tests.helpers import ROOT, run_cli
 
 EXAMPLES = int(os.environ.get("KRM_FN_PROPERTY_EXAMPLES", "0")) or 150
@@ -185,3 +185,96 @@ def test_refolded_blocks_read_as_the_new_value(words, breaks, at, new, chomp):
     if text is not None:
         assert yaml.safe_load("k: " + text)["k"] == value
         assert text.count("\n") == span.count("\n")
+
+
+def test_a_new_key_given_a_list_after_a_mapping_takes_the_list():
+    # the later op wins, as in safety.intended; merging a list into a mapping used to
+    # raise AttributeError inside the span editor
+    text = "a:\n  b: 1\n"
+    node = yaml.compose(text, Loader=Loader)
+    ops = [(("a", "new"), {"cpu": "4"}), (("a", "new"), ["x", "y"])]
+    new = splice(text, item_edits(text, node, ops, "\n"))
+    assert new == 'a:\n  b: 1\n  new:\n  - x\n  - "y"\n'
+    assert safety.as_intended(new, 0, {"a": {"b": "1"}}, ops)
+
+
+def _intended_before(original, ops):
+    """safety.intended as it was before siblings reused their holder (the reference)."""
+    root: list = [original]
+    prev: tuple = ()
+    chain: list = [root]
+    for path, value in ops:
+        if not path:
+            root[0] = safety._untyped(value)
+            prev, chain = (), [root]
+            continue
+        j, most = 0, min(len(path), len(prev)) - 1
+        while j < most and path[j] == prev[j]:
+            j += 1
+        del chain[j + 1:]
+        for d in range(j, len(path)):
+            chain.append(safety._step(chain[d], path[d - 1] if d else 0, path[d]))
+        holder, last = chain[-1], path[-1]
+        if isinstance(holder, list) and last == len(holder):
+            holder.append(None)
+        holder[last] = safety._untyped(value)
+        prev = path
+    return root[0]
+
+
+_KEYS = st.one_of(st.sampled_from(["a", "b", "c"]), st.integers(0, 3))
+_PLAIN = st.recursive(st.one_of(st.none(), st.sampled_from(["x", "y"])),
+                      lambda inner: st.one_of(st.lists(inner, max_size=3),
+                                              st.dictionaries(st.sampled_from(["a", "b", "c"]),
+                                                              inner, max_size=3)),
+                      max_leaves=8)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_PLAIN, st.lists(st.tuples(st.lists(_KEYS, max_size=4).map(tuple),
+                                  st.one_of(st.sampled_from(["v", "4", True, 3]), _PLAIN)),
+                        max_size=6))
+def test_intended_is_the_op_by_op_result(original, ops):
+    import copy
+    before = copy.deepcopy(original)
+    try:
+        want = _intended_before(copy.deepcopy(original), ops)
+    except (IndexError, KeyError, TypeError) as e:
+        want = type(e)
+    try:
+        got = safety.intended(original, ops)
+    except (IndexError, KeyError, TypeError) as e:
+        got = type(e)
+    assert got == want
+    assert original == before          # the original is never changed
+
+
+def _guess_indent_before(body):
+    """spans.guess_indent before the `:`/`#` precheck (the reference)."""
+    from krm_fn.yaml.spans import _KEY_OPENS_BLOCK
+    mapping, offset, a = None, None, None
+    for b in body.split("\n"):
+        stripped = b.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if a is not None:
+            m = _KEY_OPENS_BLOCK.match(a.rstrip("\r"))
+            if m and not a.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
+                base = len(m.group(1)) + (len(m.group(2)) if m.group(2) else 0)
+                ind = len(b) - len(b.lstrip(" "))
+                if b.lstrip(" ").startswith("- ") and offset is None:
+                    offset = max(0, ind - base)
+                elif not b.lstrip(" ").startswith("- ") and mapping is None and ind > base:
+                    mapping = ind - base
+                if mapping is not None and offset is not None:
+                    break
+        a = b
+    return mapping or 2, offset or 0
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet=" :#-ab|>\r\t", max_size=12), max_size=12))
+def test_guess_indent_is_the_pattern_scan(lines):
+    from krm_fn.yaml.spans import guess_indent
+    body = "\n".join(lines)
+    assert guess_indent(body) == _guess_indent_before(body)

@@ -40,3 +40,19 @@ def test_ruamel_is_imported_only_for_the_fallback():
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_plain_key_is_the_key_the_fast_builder_makes():
+    import yaml
+    from krm_fn.yaml.load import Loader, _build_plain, _Refused, plain_key
+    keys = ["a", "~", "null", "Null", "NULL", '""', "''", "!!null x", "!!str ~", "<<",
+            '"<<"', "!!merge x", "1", "true", "'a b'", "[a]", "{a: b}", "? x\n"]
+    for key in keys:
+        text = f"{key}: v\n"
+        node = yaml.compose(text, Loader=Loader)
+        k = node.value[0][0]
+        try:
+            built = _build_plain(node, 0, [0])
+        except _Refused:
+            built = None
+        assert plain_key(k) == (None if built is None else next(iter(built))), key

@@ -9,6 +9,7 @@ minus the pre-allocated hugepages, pkg/kubelet/nodestatus/setters.go).
 """
 from __future__ import annotations
 
+import functools
 from fractions import Fraction
 
 from krm_fn import quantity
@@ -22,7 +23,24 @@ MEMORY_SIGNAL = "memory.available"
 def amount(name: str, value) -> Fraction | int | None:
     """A resource amount: cpu in cores (Fraction), anything else in bytes (int, rounded
     up as the API server rounds sub-byte quantities); None when `value` is not a
-    quantity (the resources rule reports it)."""
+    quantity (the resources rule reports it). Cached on the name, the value and its type
+    (equal strings, ints or bools write the same quantity; a float's text is its repr,
+    which tells 0.0 from -0.0, so floats are not cached): a render's pods repeat a few
+    values."""
+    if value.__class__ is float:
+        return _parse_amount(name, value)
+    try:
+        return _amount(name, value.__class__, value)
+    except TypeError:                   # unhashable: not a quantity
+        return _parse_amount(name, value)
+
+
+@functools.lru_cache(maxsize=4096)
+def _amount(name: str, kind: type, value) -> Fraction | int | None:
+    return _parse_amount(name, value)
+
+
+def _parse_amount(name: str, value) -> Fraction | int | None:
     try:
         if name == "cpu":
             return quantity.parse_cpu(value).value

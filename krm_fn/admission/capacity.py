@@ -18,6 +18,7 @@ Counted by simulation, pod after pod, not by dividing totals: each replica must 
 from __future__ import annotations
 
 from fractions import Fraction
+from math import gcd
 
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak
@@ -93,7 +94,11 @@ class Packer:
         self.node = node
         self.state = NodeState(node)
         self.alloc = allocatable(node)
-        self.used = {"cpu": Fraction(0), "memory": 0}
+        # cpu placed so far, exactly, as the integers cpu_n / cpu_d (cores): the sums and
+        # comparisons of every replica in integer arithmetic, not as Fractions
+        self.cpu_n, self.cpu_d = 0, 1
+        self.alloc_n, self.alloc_d = self.alloc["cpu"].numerator, self.alloc["cpu"].denominator
+        self.memory = 0
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
         self.count = self.total = 0
         self.why = self.limit = ""
@@ -107,14 +112,16 @@ class Packer:
             self.why = self.limit = f"maxPods {self.max_pods}"
             return False
         req, qos, plan = pod_plan(pod, self.node)
-        cpu = self.used["cpu"] + req["cpu"]
-        if cpu > self.alloc["cpu"]:
+        one = req["cpu"]
+        cpu_n = self.cpu_n * one.denominator + one.numerator * self.cpu_d
+        cpu_d = self.cpu_d * one.denominator
+        if cpu_n * self.alloc_d > self.alloc_n * cpu_d:     # denominators are positive
             self.limit = (f"allocatable cpu {quantity.format_cpu_rounded(self.alloc['cpu'])}: "
                           f"{each_cpu(pod, self.node, req['cpu'], qos)} each")
             self.why = f"{self.limit} (OutOfcpu)"
             return False
         mem = self.alloc["memory"]
-        if mem is not None and self.used["memory"] + req["memory"] > mem:
+        if mem is not None and self.memory + req["memory"] > mem:
             self.limit = f"allocatable memory {_gib(mem)}: {_gib(req['memory'])} each"
             self.why = f"{self.limit} (OutOfmemory)"
             return False
@@ -125,7 +132,9 @@ class Packer:
             self.limit = outcome.reason
             return False
         self.state = trial
-        self.used = {"cpu": cpu, "memory": self.used["memory"] + req["memory"]}
+        common = gcd(cpu_n, cpu_d)
+        self.cpu_n, self.cpu_d = cpu_n // common, cpu_d // common
+        self.memory += req["memory"]
         self.count += 1
         self.total += 1
         return True

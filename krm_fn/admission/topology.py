@@ -210,6 +210,20 @@ def _providers(st: NodeState, ncpu: int, mreq: dict, reuse_cpu: set, reuse_mem: 
     return [cpu, mem or None]
 
 
+def _merge(st: NodeState, providers: list, pol: str) -> tuple:
+    """merge(providers, st.cpu.numas, pol), memoised per node (the CpuState's node-wide
+    cache) on the policy and the providers' hints: a node's successive admissions mostly
+    see the same hint lists (a NUMA combination stays a hint while it has enough free
+    CPUs), and the merge is a function of those lists alone."""
+    key = ("merge", pol, tuple(p if p is None else tuple(
+        (r, h if h is None else tuple(h)) for r, h in p.items()) for p in providers))
+    cache = st.cpu.cache
+    got = cache.get(key)
+    if got is None:
+        got = cache[key] = merge(providers, st.cpu.numas, pol)
+    return got
+
+
 def _refused(reason: str, message: str, container: str, exclusive: list, out) -> Admission:
     return Admission(False, reason, message, container, tuple(exclusive), (), out.hints)
 
@@ -225,8 +239,9 @@ def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
     out, reuse_cpu, reuse_mem, numa = Admission(), set(), {}, set()
     pod_hint = (None, False)
     if pol != NONE and scp == "pod":
-        mask, pref, ok = merge(_providers(st, plan.pod_cpus, plan.pod_mem if use_mem else {},
-                                          set(), {}, use_mem), st.cpu.numas, pol)
+        mask, pref, ok = _merge(st, _providers(st, plan.pod_cpus,
+                                               plan.pod_mem if use_mem else {}, set(), {},
+                                               use_mem), pol)
         out.hints.append(("pod", plan.pod_cpus, mask))
         if not ok:
             return _refused(TAE, "Resources cannot be allocated with Topology locality", "",
@@ -237,8 +252,8 @@ def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
         mreq = mreq if use_mem else {}
         hint = pod_hint
         if pol != NONE and scp != "pod":
-            mask, pref, ok = merge(_providers(st, n, mreq, reuse_cpu, reuse_mem, use_mem),
-                                   st.cpu.numas, pol)
+            mask, pref, ok = _merge(st, _providers(st, n, mreq, reuse_cpu, reuse_mem,
+                                                   use_mem), pol)
             out.hints.append((c.name, n, mask))
             if not ok:
                 return _refused(TAE, "Resources cannot be allocated with Topology locality",

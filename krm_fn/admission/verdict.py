@@ -10,9 +10,11 @@ each pod gets as a result.
 """
 from __future__ import annotations
 
+import math
+from fractions import Fraction
+
 from krm_fn import quantity
-from krm_fn.admission import (capacity, knative, kubelet, limitrange, resourcequota,
-                               scheduling, vpa)
+from krm_fn.admission import capacity, kubelet, scheduling
 from krm_fn.admission.injectors import base
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState
@@ -123,18 +125,37 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     """
     findings = (list(pod.findings) + _sidecar_findings(pod, node) + _injection_findings(pod)
                 + _podlevel_findings(pod, node))
-    findings += limitrange.refused(pod, list(limit_ranges)) + vpa.refused(pod, list(vpas))
-    findings += resourcequota.refused(pod, list(quotas), replicas)
+    findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
     shape, named = _signatures(pod)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
     findings += found
     findings += scheduling.matches(pod, node)
     if features is not None:
+        from krm_fn.admission import knative
         findings += knative.refused(pod, features, spec)
-    fit, _, limit = fit_alone(pod, node, shape)
+    fit, _, limit = fit_alone(pod, node, shape, named)
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
                       tuple(sorted(numa_of.items())), limit)
+
+
+def _api_findings(pod: AdmittedPod, limit_ranges: list, vpas: list, quotas: list,
+                  replicas: int) -> list:
+    """What the API server's admission makes of the pod: the findings of the LimitRanges
+    (limitrange.py), VerticalPodAutoscalers (vpa.py) and ResourceQuotas (resourcequota.py)
+    given, in that order; each module is imported only when the input holds one of its
+    objects (none finds anything without)."""
+    out: list = []
+    if limit_ranges:
+        from krm_fn.admission import limitrange
+        out += limitrange.refused(pod, limit_ranges)
+    if vpas:
+        from krm_fn.admission import vpa
+        out += vpa.refused(pod, vpas)
+    if quotas:
+        from krm_fn.admission import resourcequota
+        out += resourcequota.refused(pod, quotas, replicas)
+    return out
 
 
 def line(v: PodVerdict, failed: bool = False) -> str:
@@ -175,19 +196,15 @@ def _exclusive_text(v: PodVerdict) -> str:
 
 def _kubelet(pod: AdmittedPod, node: NodeModel, named: tuple | None = None) -> tuple:
     """kubelet.judge_detail(pod, node), memoised per named pod shape, pod spec path and node
-    (what its findings depend on): the inputs of a render hold many pods alike. `named`:
+    (what its findings depend on) in the values kept for this very `node`
+    (model.node_memo): the inputs of a render hold many pods alike. `named`:
     _signature(pod, named=True) when the caller has it."""
-    return _memo(("kubelet", named or _signature(pod, named=True), pod.path), node,
-                 lambda: kubelet.judge_detail(pod, node))
-
-
-def _memo(key: tuple, node: NodeModel, compute):
-    """compute(), memoised under `key` in the values kept for this very `node`
-    (model.node_memo)."""
     memo = node_memo(node)
-    if key not in memo:
-        memo[key] = compute()
-    return memo[key]
+    key = ("kubelet", named or _signature(pod, named=True), pod.path)
+    value = memo.get(key)
+    if value is None:
+        value = memo[key] = kubelet.judge_detail(pod, node)
+    return value
 
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
@@ -197,29 +214,51 @@ def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     return _signatures(pod)[named]
 
 
+def _exact(amount):
+    """A key for `amount` equal to another's exactly when the amounts are equal, hashed
+    and compared in C (a Fraction's hash and == are Python code, run for every key of
+    every pod): an int, or a Fraction or float by value (int when whole, else
+    (numerator, denominator)); anything else as it is."""
+    kind = type(amount)
+    if kind is Fraction:
+        n, d = amount.numerator, amount.denominator
+    elif kind is float and math.isfinite(amount):
+        n, d = amount.as_integer_ratio()
+    else:
+        return amount
+    return n if d == 1 else (n, d)
+
+
 def _signatures(pod: AdmittedPod) -> tuple:
     """(_signature(pod), _signature(pod, named=True)), built in one pass."""
     def res(m):
-        return tuple(sorted(m.items())) if m else ()
+        return tuple(sorted([(k, v if v.__class__ is int else _exact(v))
+                             for k, v in m.items()])) if m else ()
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
     rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead))
-    named = tuple(r + (c.name, c.source) for r, c in zip(rows, pod.containers))
+    named = tuple([r + (c.name, c.source) for r, c in zip(rows, pod.containers)])
     return (tuple(rows),) + rest, (named,) + rest
 
 
-def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None
-              ) -> tuple[int, str, str]:
+def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None,
+              named: tuple | None = None) -> tuple[int, str, str]:
     """(replicas of `pod` that fit on one empty node, what stops the next one, the same in
     short) (capacity.fit_detail), memoised per pod shape and node: the inputs of a render
     hold many pods of the same shape; and per pod (model.node_memo), for pool_summary.
-    `shape`: _signature(pod) when the caller has it."""
+    `shape`, `named`: _signatures(pod) when the caller has them. The count simulated is
+    also kept under the named signature of the pod it was simulated with (_together)."""
     memo = node_memo(node)
     hit = memo.get(("fit", id(pod)))
     if hit is not None and hit[0] is pod:
         return hit[1]
-    value = _memo(("fit shape", shape or _signature(pod)), node,
-                  lambda: capacity.fit_detail(pod, node))
-    memo[("fit", id(pod))] = (pod, value)
+    if shape is None or named is None:
+        shape, named = _signatures(pod)
+    key = ("fit shape", shape)
+    value = memo.get(key)
+    if value is None:
+        value = memo[key] = capacity.fit_detail(pod, node)
+        memo[("fit count", named)] = value[0]
+    memo[("fit", id(pod))] = (pod, value, named)
     return value
 
 
@@ -237,11 +276,41 @@ def exclusive_per_numa(node: NodeModel) -> dict:
 
 def _together(pods: list, node: NodeModel) -> int:
     """How many sets of one replica of each of `pods` fit on one empty node."""
+    alike = _fit_of_one_shape(pods, node)
+    if alike is not None:
+        return alike // len(pods)
     packer = capacity.Packer(node)
     sets = 0
     while all(packer.place(p) for p in pods):
         sets += 1
     return sets
+
+
+def _fit_of_one_shape(pods: list, node: NodeModel) -> int | None:
+    """The replicas that fit of pods[0] alone, when fit_alone simulated a pod of its named
+    signature (_signatures) and every pod placed before the first refusal has that
+    signature too, else None. The Packer admits a replica by the pod's containers (roles,
+    names, requests, limits), pod-level resources and overhead alone, all in that
+    signature, so placing `pods` in turn until one is refused is the same sequence as
+    placing pods[0] again and again (fit_detail): its first `fit` replicas fit and the
+    next is refused. That sequence holds only pods[:fit + 1]; floor(fit / len(pods))
+    sets fit."""
+    memo = node_memo(node)
+    first = None
+    for i, p in enumerate(pods):
+        hit = memo.get(("fit", id(p)))
+        if hit is None or hit[0] is not p:
+            return None
+        if first is None:
+            first = hit[2]
+            fit = memo.get(("fit count", first))
+            if fit is None:
+                return None
+        elif hit[2] is not first and hit[2] != first:
+            return None
+        if i >= fit:
+            break
+    return fit if first is not None else None
 
 
 def pool_summary(node: NodeModel, judged: list) -> str:

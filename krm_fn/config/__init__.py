@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from krm_fn import workloads
 from krm_fn.config.fields import Field, Object, ObjectList, Record
-from krm_fn.config.flat import flat_error, flat_key_table, flat_path, spec_from_flat, spec_keys
 from krm_fn.config.records import Spec
 from krm_fn.config.spec import (DEFAULT_THREAD_ENV, FORMATS, MIN_MINOR, POOL_FIELDS, SCHEMA,
                                 SPEC)
@@ -49,6 +48,7 @@ def load(obj: object) -> Spec:
         data = obj.get("data") or {}
         if not isinstance(data, dict):
             raise ConfigError("data", f"expected a mapping, found {type_name(data)}")
+        from krm_fn.config.flat import spec_from_flat
         spec, flat = spec_from_flat(data, "data"), True
     elif obj.get("kind") == KIND:
         if obj.get("apiVersion") != API_VERSION:
@@ -68,15 +68,25 @@ def load(obj: object) -> Spec:
         cfg = SPEC.build(spec, "data" if flat else "spec", flat)
         cfg.check("spec")
     except ConfigError as e:
-        raise (flat_error(e) if flat else e) from None
+        if flat:
+            from krm_fn.config.flat import flat_error
+            raise flat_error(e) from None
+        raise e from None
     return cfg
 
 
+# krm_fn.config.flat's functions, and `FLAT_KEYS`, imported from it on first use: only a
+# ConfigMap config and its result paths need them (start-up: docs/performance.md)
+_FROM_FLAT = ("flat_error", "flat_key_table", "flat_path", "spec_from_flat", "spec_keys")
+
+
 def __getattr__(name: str) -> object:
-    """`FLAT_KEYS` (ConfigMap flat key -> (its (name, kind) parents, Field)): built on first
-    use (krm_fn.config.flat.spec_keys), as a typed config never needs it."""
-    if name == "FLAT_KEYS":
-        return spec_keys()
+    """The functions of krm_fn.config.flat named in `_FROM_FLAT`, and `FLAT_KEYS`
+    (ConfigMap flat key -> (its (name, kind) parents, Field); krm_fn.config.flat.spec_keys),
+    from krm_fn.config.flat on first use, as a typed config never needs them."""
+    if name in _FROM_FLAT or name == "FLAT_KEYS":
+        from krm_fn.config import flat
+        return flat.spec_keys() if name == "FLAT_KEYS" else getattr(flat, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

@@ -19,10 +19,10 @@ https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/).
 from __future__ import annotations
 
 import functools
-import re
 from collections import namedtuple
 from collections.abc import Iterable
 
+from krm_fn.matching import digits
 from krm_fn.record import dataclass
 
 SIBLING_MODES = ("split", "adjacent")
@@ -164,9 +164,18 @@ class Topology:
         """Every logical CPU of a node as `Cpu(cpu, core, socket, numa)`, sorted by cpu id."""
         if self.table:
             return sorted(self.table)
-        out = [Cpu(cpu, core, self.socket_of(core), self.numa_of(core))
-               for core in range(self.total_cores) for cpu in self.siblings_of(core)]
-        return sorted(out)
+        # socket_of and numa_of of each core, and its siblings_of, in cpu id order:
+        # `split` numbers CPU core + i*C (thread-major), `adjacent` core*T + i (core-major)
+        n, t, per_socket = self.total_cores, self.threads_per_core, self.cores_per_socket
+        per_numa, numas = self.cores_per_numa, self.numa_per_socket
+        cores = [(core, core // per_socket,
+                  core // per_socket * numas + core % per_socket // per_numa)
+                 for core in range(n)]
+        if self.siblings == "split":
+            return [Cpu(i * n + core, core, socket, numa)
+                    for i in range(t) for core, socket, numa in cores]
+        return [Cpu(core * t + i, core, socket, numa)
+                for core, socket, numa in cores for i in range(t)]
 
     def cores_of_numa(self, numa: int) -> list[int]:
         """Physical core ids of NUMA node `numa`, ascending.
@@ -247,9 +256,6 @@ def format_cpuset(cpus: Iterable[int]) -> str:
     return ",".join(parts)
 
 
-_NUM = re.compile(r"[0-9]+")
-
-
 def _short(text: str, limit: int = 60) -> str:
     r = repr(text)
     return r if len(r) <= limit else r[:limit - 4] + "...'"
@@ -282,7 +288,7 @@ def parse_cpuset(text: str) -> list[int]:
     for elem in text.split(","):
         if "-" in elem:
             lo_s, _, hi_s = elem.partition("-")
-            if not (_NUM.fullmatch(lo_s) and _NUM.fullmatch(hi_s)):
+            if not (digits(lo_s) and digits(hi_s)):
                 raise ValueError(f"cpuset {_short(text)}: bad range {_short(elem)} "
                                  f"(expected N-M)")
             lo, hi = _cpu_id(lo_s, text), _cpu_id(hi_s, text)
@@ -290,7 +296,7 @@ def parse_cpuset(text: str) -> list[int]:
                 raise ValueError(f"cpuset {_short(text)}: reversed range {_short(elem)}")
             ids = range(lo, hi + 1)
         else:
-            if not _NUM.fullmatch(elem):
+            if not digits(elem):
                 raise ValueError(f"cpuset {_short(text)}: bad element {_short(elem)} (expected "
                                  f"a CPU id or a range N-M)")
             n = _cpu_id(elem, text)
@@ -327,7 +333,7 @@ def from_lscpu(text: str) -> Topology:
                              f"{len(parts)} in {_short(line)} (run `lscpu -p=CPU,CORE,SOCKET,NODE`)")
         if parts[3] == "":
             parts[3] = "0"
-        if not all(_NUM.fullmatch(p) and len(p) <= 6 for p in parts):
+        if not all(digits(p) and len(p) <= 6 for p in parts):
             raise ValueError(f"lscpu line {n}: fields must be whole numbers, found {_short(line)}")
         cpu, core, socket, numa = (int(p) for p in parts)
         if cpu >= MAX_CPUS:

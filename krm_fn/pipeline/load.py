@@ -102,22 +102,23 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                               "above", ERROR, fc_ref))
         return None
     tuned = tuned_predicate(cfg)
-    cluster = frozenset(objects.cluster_tag(o) for o in items
-                        if tuned(o) and objects.cluster_tag(o) is not None)
+    is_tuned = [tuned(o) for o in items]     # once per item: prepare asks three times
+    cluster = frozenset(objects.cluster_tag(o) for o, t in zip(items, is_tuned)
+                        if t and objects.cluster_tag(o) is not None)
     run = Run(cfg, fc_ref, flat, plans, plan_results, config_mod.extra_registry(cfg),
               None, cluster, _defaults_note(cfg) if function_config is None else None)
     run.nodes = [node_model(plan, pool, cfg.kubernetesVersion)
                  for plan, pool in zip(plans, cfg.nodePools)]
     # DaemonSets krm-fn does not tune run as written on every node they select: they take
     # their share of each node before the fit per node is counted
-    untuned = [o for o in items if isinstance(o, dict) and not tuned(o)]
+    untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
     run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
                  for n in run.nodes]
     run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
                                      items, tuned)
     run.ictx = record.replace(
-        injectors.InjectionContext.for_config(_as_rendered(items, tuned, run.octx), cfg),
+        injectors.InjectionContext.for_config(_as_rendered(items, is_tuned, run.octx), cfg),
         untuned=lambda obj: untuned_because(obj, cfg.selector))
     run.namespaces = run.ictx.namespaces
     return run
@@ -153,13 +154,14 @@ def unknown_kinds(cfg) -> list:
     return out
 
 
-def _as_rendered(items: list, tuned, octx) -> list:
+def _as_rendered(items: list, is_tuned: list, octx) -> list:
     """`items` with the KServe cluster objects this render fixes (objects.cluster_tag:
     inferenceservice-config, ClusterStorageContainer) as krm-fn writes them, so that the
-    verdict sizes the containers they control from what the cluster will hold."""
+    verdict sizes the containers they control from what the cluster will hold.
+    `is_tuned[i]`: whether krm-fn tunes items[i] (select.tuned_predicate)."""
     out = list(items)
     for i, obj in enumerate(items):
-        if not (isinstance(obj, dict) and tuned(obj) and objects.cluster_tag(obj)):
+        if not (isinstance(obj, dict) and is_tuned[i] and objects.cluster_tag(obj)):
             continue
         changes, findings = objects.check(obj, ref_of(obj), octx)
         if changes and not any(getattr(f, "severity", None) == ERROR for f in findings):

@@ -17,7 +17,7 @@ from krm_fn import record
 from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn.admission import build, injectors, resourcequota, vpa
+from krm_fn.admission import build, injectors
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
@@ -59,20 +59,23 @@ INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "
                "sidecar", "resourcequota")
 
 
-def _results(v, admitted, on_failure: str, rules_failed: bool) -> list:
+def _results(v, admitted, on_failure, rules_failed: bool) -> list:
     """The results of one pod's verdict: the one-line summary, then each finding (an
-    ERROR finding as `on_failure`; DEPENDS as an info). `rules_failed`: the rules
-    reported an error on this pod (it is left unchanged, so it will not run pinned): the
-    kubelet's findings on the pod as the rules left it would mostly restate that error, so
-    only the ERROR findings of the INDEPENDENT parts are given, so that one render names
-    every fix."""
+    ERROR finding as `on_failure()`, called only for one; DEPENDS as an info).
+    `rules_failed`: the rules reported an error on this pod (it is left unchanged, so it
+    will not run pinned): the kubelet's findings on the pod as the rules left it would
+    mostly restate that error, so only the ERROR findings of the INDEPENDENT parts are
+    given, so that one render names every fix."""
     ref, path = admitted.ref, admitted.path
     out = [Result(f"verdict: {judging.line(v, rules_failed)}", INFO, ref, path,
                   tags=VERDICT_TAGS)]
     shown = v.findings if not rules_failed else [
         f for f in v.findings if f.severity == ERROR and f.rule in INDEPENDENT]
+    severity = {DEPENDS: INFO}
     for f in shown:
-        sev = {ERROR: on_failure, DEPENDS: INFO}.get(f.severity, f.severity)
+        if f.severity == ERROR and ERROR not in severity:
+            severity[ERROR] = on_failure()
+        sev = severity.get(f.severity, f.severity)
         out.append(Result(f.message, sev, ref, f.path or path,
                           tags=VERDICT_TAGS + (("part", f.rule),)))
     return out
@@ -93,16 +96,15 @@ def judge(item: TunedItem, run) -> Outcome:
             admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
                                           pick.ref.namespace,
                                           runtime_classes=run.ictx.runtime_classes)
-            ref = pick.ref
+            namespace = pick.ref.namespace or ""
+            quotas = run.ictx.quotas.get(namespace, ())
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
-                              run.ictx.limit_ranges.get(ref.namespace or "", ()),
-                              [x for x in run.ictx.vpas
-                               if vpa.targets(x, ref.kind, ref.name, ref.namespace or "")],
-                              run.ictx.quotas.get(ref.namespace or "", ()),
-                              resourcequota.replicas(pick.obj, admitted.path))
+                              run.ictx.limit_ranges.get(namespace, ()),
+                              _vpas_of(run, pick.ref), quotas,
+                              _replicas(pick.obj, admitted.path) if quotas else 1)
             verdicts.append((admitted, v))
-            tp.verdict = _results(v, admitted, severity_on_failure(item, tp.pod, run.cfg),
-                                  _has_error(own))
+            tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
+                item, tp.pod, run.cfg), _has_error(own))
             unseen = injectors.unseen_namespace(injectors.meta_of(tp.pod, ctx=run.ictx),
                                                 run.ictx, run.flat)
             if unseen:
@@ -111,6 +113,23 @@ def judge(item: TunedItem, run) -> Outcome:
     outcome = _outcome(item, run)
     outcome.verdicts = verdicts
     return outcome
+
+
+def _vpas_of(run, ref) -> list:
+    """The VerticalPodAutoscalers of the input that target workload `ref` (admission/vpa.py,
+    imported only when the input holds one)."""
+    if not run.ictx.vpas:
+        return []
+    from krm_fn.admission import vpa
+    return [x for x in run.ictx.vpas
+            if vpa.targets(x, ref.kind, ref.name, ref.namespace or "")]
+
+
+def _replicas(obj: dict, path: str) -> int:
+    """admission.resourcequota.replicas (what a ResourceQuota counts; imported only when
+    the pod's namespace has one)."""
+    from krm_fn.admission import resourcequota
+    return resourcequota.replicas(obj, path)
 
 
 def _pod_findings(item: TunedItem) -> list:
@@ -168,7 +187,10 @@ def _indexed(change, index: int):
 
 
 def _has_error(findings: list) -> bool:
-    return any(f.severity == ERROR for f in findings)
+    for f in findings:          # a loop: any() over a generator costs a resume per item
+        if f.severity == ERROR:
+            return True
+    return False
 
 
 @dataclass

@@ -264,6 +264,21 @@ def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
     return out
 
 
+def plain_key(k):
+    """The plain key `_build_plain` makes of the key node `k` (its value; "" for a null
+    key), or None where it refuses the key (a collection, a merge key). _build_plain
+    inlines the same rule (a call per key would cost ~20 ms of a 2,000-item render);
+    tests/test_yaml_layer.py compares the two."""
+    if k.__class__ is not yaml.ScalarNode:
+        return None
+    kv, tag = k.value, k.tag
+    if tag == _MERGE_TAG or (kv == "<<" and not k.style):
+        return None
+    if tag == _NULL_TAG or (not k.style and kv in _NULL and tag in _PLAIN_TAGS):
+        return ""
+    return kv
+
+
 # Every node is introduced by one of these characters or starts the first document: a
 # block sequence and its entries by `-`, a mapping with its keys and values by `:` or `?`,
 # a flow collection and its entries by `[`, `{` and `,` (an implicit single-pair mapping

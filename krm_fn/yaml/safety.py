@@ -79,7 +79,8 @@ def intended(original, ops):
     """`original` (plain data, not modified) with each (path, value) of `ops` set, creating
     mappings and lists on the way (an index equal to a list's length appends). Only the
     collections on the ops' paths are copied; the ops of one container share most of their
-    path, so each walk starts from the prefix it shares with the previous one."""
+    path, so each walk starts from the prefix it shares with the previous one (and a
+    sibling of the previous op's leaf reuses its holder)."""
     root: list = [original]
     prev: tuple = ()
     chain: list = [root]      # chain[d + 1]: the (copied) container at prev[:d]
@@ -88,12 +89,17 @@ def intended(original, ops):
             root[0] = _untyped(value)
             prev, chain = (), [root]
             continue
-        j, most = 0, min(len(path), len(prev)) - 1
-        while j < most and path[j] == prev[j]:
-            j += 1
-        del chain[j + 1:]
-        for d in range(j, len(path)):
-            chain.append(_step(chain[d], path[d - 1] if d else 0, path[d]))
+        n = len(path)
+        if n == len(prev) and path[:-1] == prev[:-1] and \
+                path[-1].__class__ is prev[-1].__class__:
+            pass        # a sibling of the last op: its holder is already a fresh copy
+        else:
+            j, most = 0, min(n, len(prev)) - 1
+            while j < most and path[j] == prev[j]:
+                j += 1
+            del chain[j + 1:]
+            for d in range(j, n):
+                chain.append(_step(chain[d], path[d - 1] if d else 0, path[d]))
         holder, last = chain[-1], path[-1]
         if isinstance(holder, list) and last == len(holder):
             holder.append(None)

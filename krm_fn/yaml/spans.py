@@ -66,7 +66,8 @@ def guess_indent(body: str) -> tuple[int, int]:
         stripped = b.strip()
         if not stripped or stripped.startswith("#"):
             continue
-        if a is not None:
+        # only a line ending in `:` (or holding a comment) can open a block
+        if a is not None and (a.rstrip().endswith(":") or "#" in a):
             m = _KEY_OPENS_BLOCK.match(a.rstrip("\r"))
             if m and not a.rstrip().endswith(("|", ">", "|-", ">-", "|+", ">+")):
                 base = len(m.group(1)) + (len(m.group(2)) if m.group(2) else 0)
@@ -247,7 +248,7 @@ def _record_insert(inserts: dict, cur, key, new) -> None:
             return
     else:
         raise Unsupported("insert into a scalar")
-    if key in entry and isinstance(entry[key], (dict, list)):
+    if key in entry and isinstance(entry[key], (dict, list)) and type(new) is type(entry[key]):
         _merge(entry[key], new)
     else:
         entry[key] = new

@@ -1,6 +1,9 @@
 """The verdict's inputs: AdmittedPod from a tuned pod spec, NodeModel from a node plan."""
 from fractions import Fraction
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from krm_fn import config
 from krm_fn.admission import build
 from krm_fn.admission.model import APP, INIT, SIDECAR, Container, Injection
@@ -83,3 +86,24 @@ def test_admitted_pod_puts_init_containers_first_and_injected_ones_where_they_go
         ("istio-proxy", APP, "istio", False)]
     assert admitted.node_selector == {"a": "b"} and admitted.namespace == "ns"
     assert admitted.path == "spec" and admitted.pod_requests is None
+
+
+_QUANTITY_LIKE = st.one_of(
+    st.sampled_from(["1", "4", "3500m", "0.5", "16Gi", "64Mi", "1e3", "-1", "0", "1.5Gi",
+                     "100m", "", " 1", "1Ki", "0.0001m", "x"]),
+    st.integers(-3, 5000), st.booleans(), st.none(),
+    st.floats(allow_nan=True, allow_infinity=True), st.just(-0.0), st.just(0.0),
+    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=2), st.integers(),
+                                                         max_size=1))
+
+
+@settings(max_examples=500, deadline=None)
+@given(values=st.lists(st.tuples(st.sampled_from(["cpu", "memory", "hugepages-2Mi"]),
+                                 _QUANTITY_LIKE), max_size=12))
+def test_a_cached_amount_is_the_amount_parsed_afresh(values):
+    """build.amount keeps what it parsed per name, value and type: in any order of values
+    (equal values of other types among them: 1, True, 1.0, "1"), each is what parsing it
+    alone gives."""
+    for name, value in values:
+        assert build.amount(name, value) == build._parse_amount(name, value)
+        assert type(build.amount(name, value)) is type(build._parse_amount(name, value))

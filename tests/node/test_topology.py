@@ -1,3 +1,4 @@
+from hypothesis import given, settings, strategies as st
 import pytest
 
 from krm_fn import config
@@ -166,3 +167,20 @@ def test_topology_larger_than_max_cpus_is_refused():
     assert Topology(2, 1, 1024, 8).total_cpus == 16384
     with pytest.raises(ValueError, match="at most 16384"):
         Topology(4, 1, 1024, 8)
+
+
+def _cpus_one_by_one(t: Topology) -> list:
+    """Topology.cpus() as it was before it computed the rows in cpu id order: every core's
+    socket_of, numa_of and siblings_of, sorted."""
+    return sorted(Cpu(cpu, core, t.socket_of(core), t.numa_of(core))
+                  for core in range(t.total_cores) for cpu in t.siblings_of(core))
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 4), st.integers(1, 4), st.integers(1, 12), st.integers(1, 4),
+       st.sampled_from(["split", "adjacent"]))
+def test_cpus_are_each_cores_siblings_sorted_by_cpu_id(sockets, numas, cores_per_numa,
+                                                        threads, siblings):
+    t = Topology(sockets=sockets, numa_per_socket=numas, cores_per_socket=numas * cores_per_numa,
+                 threads_per_core=threads, siblings=siblings)
+    assert t.cpus() == _cpus_one_by_one(t)

@@ -125,8 +125,12 @@ def _may(w: When, meta: Meta) -> bool:
 def any_always(injection) -> bool:
     """True when `injection` (the config's spec.workloads.injection record, or None) sets
     some injector's mode to `always` (it then fires with nothing visible)."""
-    return injection is not None and any(
-        getattr(conf, "mode", None) == "always" for conf in vars(injection).values())
+    if injection is None:
+        return False
+    for conf in vars(injection).values():
+        if getattr(conf, "mode", None) == "always":
+            return True
+    return False
 
 
 def candidates(meta: Meta, injection):

@@ -147,12 +147,18 @@ class InjectionContext:
     def namespace_meta(self, name: str) -> tuple[dict | None, dict | None]:
         """(labels, annotations) of Namespace `name` when it is in the input, else
         (None, None)."""
-        obj = self.namespaces.get(name) if name else None
-        if obj is None:
-            return None, None
-        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-        lab, ann = md.get("labels"), md.get("annotations")
-        return (lab if isinstance(lab, dict) else {}), (ann if isinstance(ann, dict) else {})
+        return namespace_meta(self.namespaces, name)
+
+
+def namespace_meta(namespaces: dict, name: str) -> tuple[dict | None, dict | None]:
+    """(labels, annotations) of Namespace `name` when it is in `namespaces` ({name:
+    Namespace object}), else (None, None)."""
+    obj = namespaces.get(name) if name else None
+    if obj is None:
+        return None, None
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    lab, ann = md.get("labels"), md.get("annotations")
+    return (lab if isinstance(lab, dict) else {}), (ann if isinstance(ann, dict) else {})
 
 
 def yaml_bool(value: object) -> bool | None:
@@ -222,8 +228,7 @@ def meta_of(pod, namespaces: dict | None = None, ctx: "InjectionContext | None" 
 
 def _meta_of(pod, namespaces: dict | None, ctx: "InjectionContext | None") -> Meta:
     """meta_of, built afresh."""
-    ns_ctx = InjectionContext(namespaces=namespaces or {})
-    ns_labels, ns_ann = ns_ctx.namespace_meta(pod.ref.namespace)
+    ns_labels, ns_ann = namespace_meta(namespaces or {}, pod.ref.namespace)
     spec = pod.spec if isinstance(pod.spec, dict) else {}
     group, cluster, cluster_path = ray_group(pod)
     return Meta(pod_meta(pod, "annotations"), pod_meta(pod, "labels"),
