@@ -55,27 +55,57 @@ class Edits:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
         equal to the list length appends), record and return the Change (`message` and
         `severity` as given: None for a write reported by a separate result)."""
-        path = tuple(path)
-        cur = self.root
-        for i in range(len(path) - 1):
-            key = path[i]
-            nxt = cur[key] if isinstance(cur, list) else cur.get(key)
-            if not isinstance(nxt, (dict, list)):
-                nxt = cur[key] = [] if isinstance(path[i + 1], int) else {}
-            cur = nxt
-        last = path[-1]
-        if isinstance(cur, list):
-            old = cur[last] if last < len(cur) else None
-            if last == len(cur):
-                cur.append(value)
-            else:
-                cur[last] = value
-        else:
-            old = cur.get(last)
-            cur[last] = value
-        change = Change(self.index, self.ref, path, old, value, self.rule, severity, message)
+        if path.__class__ is not tuple:
+            path = tuple(path)
+        cur = self._node(path[:-1], path[-1])
+        change = Change(self.index, self.ref, path, _put(cur, path[-1], value), value,
+                        self.rule, severity, message)
         self.changes.append(change)
         return change
+
+    def set_all(self, base: tuple, items: list) -> None:
+        """`set(base + (key,), value)` for each (key, value) of `items` in order, without
+        messages, walking to `base` once (a write below `base` changes nothing on the way
+        to it)."""
+        if not items:
+            return
+        cur = self._node(base, items[0][0])
+        for key, value in items:
+            path = base + (key,)
+            self.changes.append(Change(self.index, self.ref, path, _put(cur, key, value),
+                                       value, self.rule, INFO, None))
+
+    def _node(self, path: tuple, child: object) -> object:
+        """The node at `path` in the plain data, each missing or scalar step replaced by a
+        new list when the key after it (`child` after the last) is an int, else a mapping."""
+        cur = self.root
+        n = len(path)
+        i = 0
+        for key in path:
+            i += 1              # the index of the next key
+            t = cur.__class__   # exact dict/list first: isinstance only for other types
+            nxt = cur.get(key) if t is dict else cur[key] if t is list or isinstance(
+                cur, list) else cur.get(key)
+            t = nxt.__class__
+            if t is not dict and t is not list and not isinstance(nxt, (dict, list)):
+                nxt = cur[key] = [] if isinstance(path[i] if i < n else child, int) else {}
+            cur = nxt
+        return cur
+
+
+def _put(cur: object, last: object, value: object) -> object:
+    """Write `value` at key `last` of the node `cur` (an int equal to a list's length
+    appends); returns the value there before (None when absent)."""
+    if isinstance(cur, list):
+        old = cur[last] if last < len(cur) else None
+        if last == len(cur):
+            cur.append(value)
+        else:
+            cur[last] = value
+        return old
+    old = cur.get(last)
+    cur[last] = value
+    return old
 
 
 class Findings(list):
@@ -160,11 +190,22 @@ class PodView:
         self.results.append(self.edits.set(path, value, message, severity))
 
     def warn(self, path: tuple | None, message: str) -> None:
-        self.results.append(Result(message, WARNING, self.ref,
-                                   path_str(path) if path else None))
+        self.note(WARNING, path, message)
 
     def error(self, path: tuple | None, message: str) -> None:
-        self.results.append(Result(message, ERROR, self.ref, path_str(path) if path else None))
+        self.note(ERROR, path, message)
+
+    def note(self, severity: str, path: tuple | None, message: str,
+             current: str | None = None, proposed: str | None = None) -> None:
+        """Add a plain result (not a write) with `severity` at `path` (None: the item),
+        tagged with the running rule as a Findings list tags it when appended (built
+        once, tagged)."""
+        rule = self.edits.rule
+        tags = rule_tags(rule) if rule is not None and isinstance(self.results, Findings) \
+            else ()
+        self.results.append(Result(message, severity, self.ref,
+                                   path_str(path) if path else None, current, proposed,
+                                   None, tags))
 
 
 VALIDATION_SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"

@@ -237,7 +237,12 @@ def parse_path(text: str) -> tuple:
 
 def expand(obj: dict, at: PodSpecAt) -> list[PodSpecAt]:
     """Concrete locations of `at` in `obj`: each `"*"` replaced by every index of the list
-    found there (a missing or non-list value there gives no location)."""
+    found there (a missing or non-list value there gives no location). A pattern without
+    `"*"` is its own only location (`at` itself: an equal copy would cost a record build
+    per pod spec, and a PodSpecAt is a value)."""
+    if "*" not in at.spec and (at.meta is None or "*" not in at.meta) and (
+            at.ray_params is None or "*" not in at.ray_params):
+        return [at]
     results: list[tuple[tuple, tuple]] = [((), ())]
     for key in at.spec:
         nxt = []

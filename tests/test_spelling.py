@@ -305,3 +305,58 @@ def test_typed_yaml_scalars_read_as_before(v):
         assert isinstance(got, float) and math.isnan(got), v
     else:
         assert (type(got), got) == (type(want), want), v
+
+
+# krm_fn/rules/facts.py read_pair: a cpu or memory quantity with a leading zero (`re.match`,
+# so `$` also matches before a final newline)
+LEADING_ZERO = r"^[+-]?0[0-9]+$"
+
+
+@_SETTINGS
+@given(st.one_of(_strings(LEADING_ZERO[1:-1]), st.text("+-0123456789\n٣ m", max_size=8)))
+@example("012\n")
+@example("012\n\n")
+@example("+0")
+@example("-00")
+@example("0")
+@example("0٣")
+@example("")
+def test_leading_zero_is_the_expression(s):
+    from krm_fn.rules.facts import leading_zero
+    assert leading_zero(s) == (re.match(LEADING_ZERO, s) is not None), s
+
+
+# krm_fn/rules/cmdline.py image_version: the version an image tag starts with (`re.match`)
+TAG_VERSION = r"v?([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?(?:\.([0-9]{1,6}))?(?![0-9])"
+
+
+def _tag_version_before(tag: str):
+    m = re.match(TAG_VERSION, tag)
+    if m is None:
+        return None
+    return tuple(int(g) if g else 0 for g in m.groups()[:3]) + (
+        (int(m.group(4)),) if m.group(4) else ())
+
+
+@_SETTINGS
+@given(st.one_of(
+    _strings(TAG_VERSION),
+    st.lists(st.one_of(st.text("0123456789", min_size=0, max_size=8),
+                       st.sampled_from(["v", "-cpu", "a", "٣", "\n"])), max_size=5)
+    .map(".".join),
+    st.text("v0123456789.-x٣", max_size=20)))
+@example("v0.8.5")
+@example("0.9.0-cpu")
+@example("1.2.3.4.5")
+@example("1.2.1234567")
+@example("1.2.3.1234567")
+@example("1.1234567")
+@example("1234567.1")
+@example("1.2.")
+@example("v")
+@example("vv1.2")
+@example("1.2.3.0")
+@example("1.2\n")
+def test_tag_version_is_the_expression(tag):
+    from krm_fn.rules.cmdline import tag_version
+    assert tag_version(tag) == _tag_version_before(tag), tag

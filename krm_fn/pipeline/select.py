@@ -137,14 +137,21 @@ def identity_key(obj: dict) -> tuple:
                         ann.get("config.kubernetes.io/path", ""))))
 
 
-def _duplicated_ids(items: list) -> set:
-    """Identities that more than one well-formed item carries."""
+def _identities(items: list) -> tuple[list, set]:
+    """Per item, (identity_problem, identity_key or None) for a mapping, None for another
+    item; and the identities that more than one well-formed item carries."""
+    out: list = []
     seen, dup = set(), set()
     for obj in items:
-        if isinstance(obj, dict) and identity_problem(obj) is None:
-            key = identity_key(obj)
+        if not isinstance(obj, dict):
+            out.append(None)
+            continue
+        problem = identity_problem(obj)
+        key = identity_key(obj) if problem is None else None
+        if key is not None:
             (dup if key in seen else seen).add(key)
-    return dup
+        out.append((problem, key))
+    return out, dup
 
 
 def selected(obj: dict, sel: SimpleNamespace) -> bool:
@@ -227,7 +234,7 @@ def picks(items: list, run, progress=None) -> Iterator[Picked]:
     config, the first of two duplicates) yield nothing. `run`: the pipeline's load.Run;
     `progress(i, len(items))` is called before item i is looked at."""
     seen_ids: dict[tuple, int] = {}
-    duplicated = _duplicated_ids(items)
+    identities, duplicated = _identities(items)
     for i, obj in enumerate(items):
         if progress is not None:
             progress(i, len(items))
@@ -236,7 +243,7 @@ def picks(items: list, run, progress=None) -> Iterator[Picked]:
                 f"item {i} is not a mapping (found {_item_shape(obj)}); every item must "
                 f"be a KRM object", ERROR, None, f"items[{i}]")])
             continue
-        problem = identity_problem(obj)
+        problem, key = identities[i]
         if problem:
             field_path, message = problem
             yield Picked(i, obj, findings=[Result(
@@ -247,7 +254,6 @@ def picks(items: list, run, progress=None) -> Iterator[Picked]:
         if (is_local_config(obj) or ref.api_version.startswith("kpt.dev/")
                 or ref.kind == "Kptfile" or (run.fc_ref is not None and ref == run.fc_ref)):
             continue
-        key = identity_key(obj)
         if key in seen_ids:
             yield Picked(i, obj, ref, [Result(
                 f"duplicate item: items {seen_ids[key]} and {i} are both {ref}; both are "

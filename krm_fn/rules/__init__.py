@@ -100,6 +100,11 @@ def rule_id(module) -> str:
     return getattr(module, "ID", module.__name__.rsplit(".", 1)[-1])
 
 
+# (rule module, its ID) of RULES, in order: `run` names each rule's writes without looking
+# its ID up per pod
+_RULE_IDS = tuple((rule, rule_id(rule)) for rule in RULES)
+
+
 def merge(pod, cfg) -> None:
     """Add the containers a controller merges in by name (rules/merged.py) to `pod` (a
     PodView); runs before the per-workload annotations are read, since it changes which
@@ -114,8 +119,8 @@ def run(pod, ctx: RuleContext) -> RuleContext:
     RULES in order with `ctx` carrying them; each write is attributed to the rule that made
     it (`pod.rule` holds the running rule's ID). Returns the context with the facts."""
     ctx = replace(ctx, facts=facts.compute(pod, ctx))
-    for rule in RULES:
-        pod.rule = rule_id(rule)
+    for rule, rid in _RULE_IDS:
+        pod.rule = rid
         rule.apply(pod, ctx)
     pod.rule = None
     return ctx

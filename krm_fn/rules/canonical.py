@@ -14,6 +14,8 @@ krm-fn does not change are left as written, byte for byte.
 """
 from __future__ import annotations
 
+import functools
+
 from krm_fn import quantity
 from krm_fn.pod import PodView
 
@@ -24,7 +26,19 @@ _RESOURCES = (("cpu", quantity.parse_cpu), ("memory", quantity.parse_memory))
 
 def canonical(res: str, text: object) -> str | None:
     """The canonical text of the `res` ("cpu" or "memory") quantity `text`, or None when it
-    does not parse (the resources rule reports it)."""
+    does not parse (the resources rule reports it). Cached for a string `text`: the
+    containers of a render repeat their quantities."""
+    if text.__class__ is str:
+        return _canonical_text(res, text)
+    return _canonical(res, text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _canonical_text(res: str, text: str) -> str | None:
+    return _canonical(res, text)
+
+
+def _canonical(res: str, text: object) -> str | None:
     parse = dict(_RESOURCES)[res]
     try:
         q = parse(text)
@@ -40,10 +54,14 @@ def canonical(res: str, text: object) -> str | None:
 def apply(pod: PodView, ctx) -> None:
     """Rewrite the non-canonical cpu/memory requests and limits of each container of `pod`
     that an earlier rule changed (module docstring)."""
-    changed = [c.path for c in pod.edits.changes]
+    paths = [ch.path for ch in pod.edits.changes]     # before this rule's own writes
+    changed: dict = {}      # {length n: the first n keys of every path in paths}
     for c in pod.containers:
         n = len(c.path)
-        if not any(p[:n] == c.path for p in changed):
+        prefixes = changed.get(n)
+        if prefixes is None:
+            prefixes = changed[n] = {p[:n] for p in paths}
+        if c.path not in prefixes:
             continue
         for part in ("requests", "limits"):
             values = c.get("resources", part)

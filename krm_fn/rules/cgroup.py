@@ -26,7 +26,11 @@ OPTIONS = ("workloads.shm.sizeLimitPercent",)
 
 
 def _pod_memory(pod: PodView):
-    total = Fraction(0)
+    """(the sum of the memory limits of the app and restartable init containers, in
+    bytes as a whole number, the first of those limits) or (None, None) when one is
+    absent or not a quantity, or no container counts. A memory quantity is whole bytes
+    (quantity.parse_memory), so the sum is taken over ints."""
+    total = 0
     like = None
     for c in pod.containers:
         if c.role == "init":
@@ -38,7 +42,7 @@ def _pod_memory(pod: PodView):
             q = quantity.parse_memory(raw)
         except quantity.QuantityError:
             return None, None
-        total += q.value
+        total += q.value.numerator
         like = like or q
     return (total, like) if like is not None else (None, None)
 
@@ -66,9 +70,10 @@ def apply(pod: PodView, ctx) -> None:
         if ed.get("medium") != "Memory":
             continue
         if total is None:
-            total, like = _pod_memory(pod)
-            if total is None:
+            whole, like = _pod_memory(pod)
+            if whole is None:
                 return
+            total = Fraction(whole)
         path = pod.spec_path("volumes", i, "emptyDir", "sizeLimit")
         name = v.get("name", f"#{i}")
         raw = ed.get("sizeLimit")
@@ -85,7 +90,7 @@ def apply(pod: PodView, ctx) -> None:
                                 f"the pod: lower sizeLimit or raise the memory limits")
             continue
         pct = ctx.cfg.workloads.shm.sizeLimitPercent
-        size = Fraction(int(total * pct / 100))
+        size = Fraction(whole * pct // 100)      # whole bytes, pct a whole percentage
         text = quantity.format_like(size, like)
         pod.set(path, text, f"volume {name!r}: memory-backed emptyDir sizeLimit set to {text} "
                             f"({pct}% of the pod's memory {quantity.format_like(total, like)}); "

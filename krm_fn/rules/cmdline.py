@@ -8,10 +8,10 @@ Shared by the per-container facts (krm_fn/rules/facts.py) and the serving-engine
 from __future__ import annotations
 
 import functools
-import re
 from krm_fn.record import dataclass
 
 from krm_fn import numbers
+from krm_fn.matching import DIGITS, span
 from krm_fn.pod import ContainerView
 
 # Engines are recognised from the first 64 KiB of a container's command and args (a
@@ -107,10 +107,6 @@ def count_text(value: str) -> int | None:
     return numbers.count(value)
 
 
-_TAG_VERSION = re.compile(r"v?([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?(?:\.([0-9]{1,6}))?"
-                          r"(?![0-9])")
-
-
 def image_version(c: ContainerView) -> tuple | None:
     """The version an image tag names: `vllm-cpu:v0.8.5` -> (0, 8, 5), `x:0.9.0-cpu` ->
     (0, 9, 0), `x:2.1` -> (2, 1, 0); None for no tag, `latest`, a digest-only reference or
@@ -119,15 +115,39 @@ def image_version(c: ContainerView) -> tuple | None:
     image = c.data.get("image")
     if not isinstance(image, str) or len(image) > 512:
         return None
+    return _image_version(image)
+
+
+@functools.lru_cache(maxsize=1024)
+def _image_version(image: str) -> tuple | None:
     ref = image.split("@", 1)[0]
     name, _, tag = ref.rpartition(":")
     if not name or "/" in tag:
         return None                     # no tag (a registry port is not one)
-    m = _TAG_VERSION.match(tag)
-    if m is None:
-        return None
-    return tuple(int(g) if g else 0 for g in m.groups()[:3]) + (
-        (int(m.group(4)),) if m.group(4) else ())
+    return tag_version(tag)
+
+
+def tag_version(tag: str) -> tuple | None:
+    """The version a tag starts with: an optional `v`, then two to four dot-separated
+    numbers of 1-6 ASCII digits, not followed by a digit (the regular expression
+    `v?([0-9]{1,6})\\.([0-9]{1,6})(?:\\.([0-9]{1,6}))?(?:\\.([0-9]{1,6}))?(?![0-9])` with
+    `match`, as a character test): (major, minor, patch, 0 when absent) plus the fourth
+    number when there is one; None when the tag starts otherwise."""
+    i = 1 if tag[:1] == "v" else 0
+    parts = []
+    for n in range(4):
+        if n:
+            if tag[i:i + 1] != ".":
+                break
+            i += 1
+        j = span(tag, i, DIGITS)
+        if not 1 <= j - i <= 6 or n == 0 and tag[j:j + 1] != ".":
+            if n < 2:
+                return None             # major and minor are required
+            break                       # a third or fourth number is optional
+        parts.append(int(tag[i:j]))
+        i = j
+    return (*parts, *(0,) * (3 - len(parts)))
 
 
 def env_value(c: ContainerView, name: str) -> str | None:

@@ -82,15 +82,53 @@ def set_env(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg,
     docstring (`threads.existing`, valueFrom, non-numbers). A new entry is appended (as a
     resourceFieldRef when `downward`); its name goes to `added` for one combined info
     result, or, when `added` is None, gets its own info result. `higher`: why a higher
-    existing value is replaced (default: more threads than `why`)."""
+    existing value is replaced (default: more threads than `why`). An env that is not a
+    list of named entries gets an error result (env_index) and nothing else."""
     found = env_index(pod, c)
-    if found is None:
+    if found is not None:
+        _set_one(pod, c, found[1], var, want, why, cfg, added, downward, higher)
+
+
+def set_envs(pod: PodView, c: ContainerView, by_name: dict, names, want: str, why: str,
+             cfg, added: list | None = None, downward: bool = False) -> None:
+    """set_env for each var of `names` in order, the same writes and results as one call
+    each, reading the env once: `by_name` is the {name: last index} of env_index(pod, c)
+    (which must not have failed), kept up to date as entries are appended (nothing else
+    writes to the env meanwhile). With `added`, the new entries in a row are written in
+    one Edits.set_all (each still its own Change)."""
+    if added is None:
+        for var in names:
+            _set_one(pod, c, by_name, var, want, why, cfg, added, downward, None)
         return
-    env, by_name = found
+    new: list = []          # (index, entry) of new entries not written yet
+    for var in names:
+        if var in by_name:
+            pod.edits.set_all(c.path + ("env",), new)
+            new = []
+            _set_one(pod, c, by_name, var, want, why, cfg, added, downward, None)
+            continue
+        index = len(c.data.get("env") or []) + len(new)
+        by_name[var] = index
+        new.append((index, _entry(var, want, downward)))
+        added.append(var)
+    pod.edits.set_all(c.path + ("env",), new)
+
+
+def _entry(var: str, want: str, downward: bool) -> dict:
+    """A new env entry: `var` = `want`, or a resourceFieldRef on limits.cpu (DOWNWARD)."""
+    return {"name": var, "valueFrom": _downward()} if downward else {"name": var,
+                                                                      "value": want}
+
+
+def _set_one(pod: PodView, c: ContainerView, by_name: dict, var: str, want: str, why: str,
+             cfg, added: list | None, downward: bool, higher: str | None) -> None:
+    """set_env on an env whose {name: last index} is `by_name` (updated when an entry is
+    appended: the new entry is the last of its name)."""
+    env = c.data.get("env") or []
     count = int(want)
     if var not in by_name:
-        entry = {"name": var, "valueFrom": _downward()} if downward else {"name": var,
-                                                                       "value": want}
+        entry = _entry(var, want, downward)
+        by_name[var] = len(env)
         if added is not None:
             pod.edits.set(c.path + ("env", len(env)), entry)
             added.append(var)

@@ -16,18 +16,18 @@ containers (kubernetes/kubernetes#112228).
 """
 from __future__ import annotations
 
+import functools
 import math
-import re
 from krm_fn.record import dataclass
 from fractions import Fraction
 
 from krm_fn import quantity
+from krm_fn.matching import digits
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR, WARNING
 from krm_fn.rules import engines as serving
 from krm_fn.rules.engines.base import Workers
 
-_LEADING_ZERO = re.compile(r"^[+-]?0[0-9]+$")
 CPUS_ANNOTATION = "krm-fn.dev/cpus"
 GUARANTEED = "Guaranteed QoS needs requests == limits for cpu and memory in every container"
 _LIMIT = ("resources", "limits", "cpu")
@@ -102,18 +102,29 @@ def shape_note(c: ContainerView) -> tuple | None:
     return None
 
 
+def leading_zero(text: str) -> bool:
+    """Whether `text` is a whole number written with a leading zero, an optional sign and
+    a final newline allowed (the regular expression `^[+-]?0[0-9]+$` with `match`, as a
+    character test: nothing to compile at start-up)."""
+    s = text[:-1] if text.endswith("\n") else text
+    if s[:1] in ("+", "-"):
+        s = s[1:]
+    return s[:1] == "0" and digits(s[1:])
+
+
 def read_pair(c: ContainerView, res: str, kind: str, notes: list):
     """(requests, limits, ok) of `res` as Quantity or None; problems go to `notes` as
     errors and give ok False."""
     out = []
+    resources = c.data.get("resources")
     for part in ("requests", "limits"):
-        raw = c.get("resources", part, res)
+        values = resources.get(part) if isinstance(resources, dict) else None
+        raw = values.get(res) if isinstance(values, dict) else None
         if raw is None:
             out.append(None)
             continue
-        path = c.path + ("resources", part, res)
-        if _LEADING_ZERO.match(str(raw)):
-            notes.append((ERROR, path,
+        if leading_zero(str(raw)):
+            notes.append((ERROR, c.path + ("resources", part, res),
                           f"container {c.name!r}: {res} {raw} has a leading zero: YAML 1.1 "
                           f"readers (kubectl, kustomize) read it as an octal number, Kubernetes "
                           f"quantities as decimal; write it without the leading zero, quoted"))
@@ -121,10 +132,11 @@ def read_pair(c: ContainerView, res: str, kind: str, notes: list):
         try:
             q = quantity.parse_cpu(raw) if kind == "cpu" else quantity.parse_memory(raw)
         except quantity.QuantityError as e:
-            notes.append((ERROR, path, f"container {c.name!r}: {e}"))
+            notes.append((ERROR, c.path + ("resources", part, res),
+                          f"container {c.name!r}: {e}"))
             return None, None, False
-        if q.value == 0:
-            notes.append((ERROR, path,
+        if not q.value:                 # a Fraction: zero
+            notes.append((ERROR, c.path + ("resources", part, res),
                           f"container {c.name!r}: {res} {q.text!r} must be greater than zero "
                           f"({GUARANTEED} and non-zero limits)"))
             return None, None, False
@@ -173,7 +185,8 @@ def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
     if pinned and ctx.cpus is not None:
         return Fraction(ctx.cpus), True
     if req is not None or lim is not None:
-        return max(q.value for q in (req, lim) if q is not None), False
+        return (lim.value if req is None else req.value if lim is None
+                else max(req.value, lim.value)), False
     if pinned:
         default = cfg.workloads.defaultCpus
         if default is None:
@@ -223,7 +236,14 @@ def _pinned_target(c: ContainerView, value: Fraction, override: bool, ctx,
         n = largest_app
     why = (f"annotation {CPUS_ANNOTATION}: \"{ctx.cpus}\" sets the pinned CPUs of this "
            f"workload; " if override else "whole CPUs for exclusive pinning; ")
-    return quantity.format_cpu(Fraction(n)), Fraction(n), why + GUARANTEED
+    return (*whole_cpus(n), why + GUARANTEED)
+
+
+@functools.lru_cache(maxsize=1024)
+def whole_cpus(n: int) -> tuple[str, Fraction]:
+    """(canonical text, Fraction cores) of `n` whole CPUs: ("4", Fraction(4)). Cached:
+    the containers of a render ask for a few counts (a Fraction is immutable)."""
+    return quantity.format_cpu(Fraction(n)), Fraction(n)
 
 
 def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, notes: list):
@@ -251,7 +271,7 @@ def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, not
                                      "pinned by the kubelet)", notes)
         if _beyond_pool(c, n, ctx, "asks for {n} whole CPUs", notes):
             return None
-        return quantity.format_cpu(Fraction(n)), Fraction(n), GUARANTEED
+        return (*whole_cpus(n), GUARANTEED)
     return quantity.format_cpu(value), value, GUARANTEED
 
 
@@ -341,7 +361,7 @@ def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
     resourceFieldRef would round up). `per_core`: (threads per core, why) when the count
     is one thread per physical core (floor, at least 1); `workers` then divide it
     (threads.engines on)."""
-    if limit is None or limit <= 0:
+    if limit is None or limit.numerator <= 0:       # a Fraction's sign is its numerator's
         return None
     whole = limit.denominator == 1
     if whole:
@@ -401,12 +421,10 @@ def compute(pod: PodView, ctx) -> dict:
         unread = None
         if count is not None and on:
             found = tuple(serving.detect(c))
-            workers = serving.workers(c, found)
+            workers, unread = serving.workers_read(c, found)
             cores = per_core(found, ctx)
             if workers is not None or cores is not None:
                 count = count_for(c, limit, cfg, pinned, workers, cores)
-            if workers is None:
-                unread = serving.unread_workers(c, found)
         elif count is not None and cfg.workloads.threads.perCore == "physical":
             count = count_for(c, limit, cfg, pinned, None, per_core((), ctx))
         out[c.path] = ContainerFacts(plan, limit, count, tuple(found), unread)

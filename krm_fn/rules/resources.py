@@ -94,10 +94,12 @@ def _write(pod: PodView, c: ContainerView, res: str, text: str, value: Fraction,
     """Set requests.<res> and limits.<res> to `text` unless already equal in value."""
     kind_parse = quantity.parse_cpu if res == "cpu" else quantity.parse_memory
     for part in ("requests", "limits"):
-        path = c.path + ("resources", part, res)
-        raw = c.get("resources", part, res)
+        resources = c.data.get("resources")     # read again: the write before may add it
+        values = resources.get(part) if isinstance(resources, dict) else None
+        raw = values.get(res) if isinstance(values, dict) else None
         if raw is not None and kind_parse(raw).value == value:
             continue
+        path = c.path + ("resources", part, res)
         msg = (f"container {c.name!r}: {part}.{res} "
                + (f"{raw!s} -> {text}" if raw is not None else f"set to {text}")
                + f" ({reason})")

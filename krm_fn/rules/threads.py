@@ -58,7 +58,8 @@ from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, Result
 from krm_fn.rules.cmdline import env_entry
-from krm_fn.rules.envvars import add_env, downward_ok, downward_refused, env_index, set_env
+from krm_fn.rules.envvars import (add_env, downward_ok, downward_refused, env_index,
+                                   set_envs)
 
 ID = "threads"
 OPTIONS = ("workloads.threads.env", "workloads.threads.reservedCpus",
@@ -93,7 +94,8 @@ def _container(pod: PodView, c: ContainerView, f, cfg, refused: str | None = Non
     if cnt.cpus - threads.reservedCpus < 1:
         pod.warn(c.path + ("env",), f"container {c.name!r}: {cnt.cpus} CPUs minus "
                  f"threads.reservedCpus {threads.reservedCpus} leaves no thread; using 1")
-    if env_index(pod, c) is None:
+    found = env_index(pod, c)
+    if found is None:
         return
     if pod.at.ray_params is not None and c.role == "app" and c.path[-2:] == ("containers", 0):
         # KubeRay's Ray container: Ray sets OMP_NUM_THREADS per worker from its num_cpus
@@ -117,14 +119,12 @@ def _container(pod: PodView, c: ContainerView, f, cfg, refused: str | None = Non
     elif threads.source == "downwardAPI" and not downward:
         _literal_warning(pod, c, cnt, want)
     added: list[str] = []
-    for var in threads.env:
-        set_env(pod, c, var, want, cnt.why, cfg, added, downward)
+    set_envs(pod, c, found[1], threads.env, want, cnt.why, cfg, added, downward)
     if added:
         shown = ('resourceFieldRef limits.cpu (divisor "1") = ' + want) if downward else want
-        pod.results.append(Result(
-            f"container {c.name!r}: {', '.join(added)} set to {shown} ({cnt.why}; runtimes "
-            f"size thread pools from the host CPU count otherwise)", INFO, pod.ref,
-            path_str(c.path + ("env",)), None, want))
+        pod.note(INFO, c.path + ("env",),
+                 f"container {c.name!r}: {', '.join(added)} set to {shown} ({cnt.why}; "
+                 f"runtimes size thread pools from the host CPU count otherwise)", None, want)
     if threads.bind:
         _bind(pod, c, cnt)
 

@@ -91,6 +91,12 @@ def unread_workers(c: ContainerView, engines: tuple) -> tuple | None:
     return _workers.unreadable(c, engines)
 
 
+def workers_read(c: ContainerView, engines: tuple) -> tuple:
+    """(workers(c, engines), unread_workers(c, engines) when that gives None, else None),
+    reading the container's worker sources once."""
+    return _workers.scan(c, engines)
+
+
 def table() -> str:
     """The README's engine table (Markdown, ending with a newline): one row per engine of
     ENGINES, then the multi-worker row, from each Engine's documentation fields."""

@@ -28,7 +28,10 @@ class Pattern:
     def search(self, text: str) -> bool:
         """Whether `regex` matches somewhere in `text` (the regex is compiled, by the re
         module's cache, only when a literal of `within` is in `text`)."""
-        return any(w in text for w in self.within) and re.search(self.regex, text) is not None
+        for w in self.within:
+            if w in text:
+                return re.search(self.regex, text) is not None
+        return False
 
 
 def _p(regex: str, *within: str) -> Pattern:
@@ -57,12 +60,20 @@ class Recognition:
         """Whether the container with lowercased `image`, command line `line`, KServe
         framework key `key` (or None) and env var names `names` is this engine's (before
         `not_with`)."""
-        if any(p.search(image) for p in self.images) or key is not None and key in self.kserve:
+        for p in self.images:
+            if p.search(image):
+                return True
+        if key is not None and key in self.kserve:
             return True
-        if any(p.search(line) for p in self.commands) and (
-                not self.needs or any(p.search(line) for p in self.needs)):
-            return True
-        return bool(names & set(self.env_names))
+        for p in self.commands:
+            if p.search(line):
+                if not self.needs:
+                    return True
+                for q in self.needs:
+                    if q.search(line):
+                        return True
+                break
+        return bool(self.env_names) and not names.isdisjoint(self.env_names)
 
 
 # JDK/JRE image names (the tag starts with the JDK version; jvm.py reads it) and JVM

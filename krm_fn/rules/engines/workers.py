@@ -78,6 +78,18 @@ def unreadable(c: ContainerView, engines: tuple) -> tuple[str, tuple, str] | Non
     return None
 
 
+def scan(c: ContainerView, engines: tuple) -> tuple:
+    """(find(c, engines), unreadable(c, engines) when find gives None, else None), in one
+    pass over the container's worker counts."""
+    bad = None
+    for server, what, path, raw, n in _read(c, engines):
+        if n is not None:
+            return Workers(n, server, what, path), None
+        if bad is None:
+            bad = (what, path, raw)
+    return None, bad
+
+
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     """Warn that one worker's OOM kills all of them (Kubernetes >= 1.28)."""
     cnt = f.count
