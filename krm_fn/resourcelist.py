@@ -240,7 +240,8 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
     ruamel rewrites (shapes the span editor cannot express) or that is replaced whole."""
     text = doc.text
     edits: list = []
-    memo: dict = {} if regions.no_directives(text) else {"off": True}
+    plain = regions.no_directives(text)
+    memo: dict = {} if plain else {"off": True}
     for i, item_ops in sorted(ops.items()):
         sp = doc.spans[i]
         try:
@@ -250,7 +251,7 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
                 raise Unsupported("edit outside the item")
             new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start)
                                                  + tuple(e[2:]) for e in mine])
-            prefix, tail = surroundings(text, sp.start, sp.end, sp.column)
+            prefix, tail = surroundings(text, sp.start, sp.end, sp.column, not plain)
             if not ((not tail and regions.read_back(text, doc.nodes[i], sp.start, sp.end,
                                                     mine, doc.items[i], item_ops, memo))
                     or as_intended(new + tail, sp.column, doc.items[i], item_ops, prefix)):
@@ -281,7 +282,8 @@ def _rewrite_item(doc: Document, i: int, item_ops, nl: str) -> str:
         if doc.mode != "resourcelist":
             raise
         raise Unsupported(f"{_where(doc, i)}: ruamel.yaml cannot rewrite it alone") from None
-    prefix, tail = surroundings(doc.text, sp.start, sp.end, sp.column)
+    prefix, tail = surroundings(doc.text, sp.start, sp.end, sp.column,
+                                not regions.no_directives(doc.text))
     if not as_intended(new + tail, sp.column, doc.items[i], item_ops, prefix):
         raise Unsupported(f"{_where(doc, i)}: neither the span editor's text nor ruamel.yaml's "
                           f"reads back as the change")

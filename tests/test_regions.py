@@ -62,7 +62,8 @@ def _answers(text: str, ops: list):
     new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start) + tuple(e[2:])
                                          for e in mine])
     memo: dict = {} if regions.no_directives(text) else {"off": True}
-    prefix, tail = safety.surroundings(text, sp.start, sp.end, sp.column)
+    prefix, tail = safety.surroundings(text, sp.start, sp.end, sp.column,
+                                       not regions.no_directives(text))
     fast = not tail and regions.read_back(text, node, sp.start, sp.end, mine, doc.items[0],
                                           ops, memo)
     found = regions._regions(text, node, mine, sp.end)

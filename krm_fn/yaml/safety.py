@@ -141,15 +141,17 @@ def as_intended(new_text: str, column: int, original, ops, prefix: str = "") -> 
     return built == intended(original, ops)
 
 
-def surroundings(text: str, start: int, end: int, column: int) -> tuple[str, str]:
+def surroundings(text: str, start: int, end: int, column: int,
+                 directives: bool) -> tuple[str, str]:
     """(prefix, tail) of the item text[start:end] (its first line at `column`) for
     as_intended: `prefix` the `%` directive lines of its document with a `---` line ("" when
-    it has none); `tail` the blank and comment lines after the item up to the next content
+    it has none, and always when `directives` is False: the caller knows the text holds
+    no `%` line, regions.no_directives, so a large text is not searched per item); `tail` the blank and comment lines after the item up to the next content
     line when one of those comment lines stands deeper than `column` ("" otherwise): a block
     scalar written as the item's last value would take such a line in, so the read-back
     has to see it as the document does."""
     prefix = ""
-    if text.startswith("%") or "\n%" in text:
+    if directives:
         doc = text.rfind("\n---", 0, start)
         head = text[:doc + 1 if doc >= 0 else 0].split("\n")
         found = []
