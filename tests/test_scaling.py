@@ -106,7 +106,7 @@ def test_config_lists_are_linear():
 
 def _deployments(n: int) -> str:
     """A ResourceList of `n` Deployments that each get edits (cpu rounded up, limits,
-    thread variables, a nodeSelector) and carry a 40 KB annotation, so the text grows with
+    thread variables, a nodeSelector) and carry an 80 KB annotation, so the text grows with
     the items as fast as it does in a large render."""
     item = """\
 - apiVersion: apps/v1
@@ -127,7 +127,7 @@ def _deployments(n: int) -> str:
           resources:
             requests: {{cpu: 3500m, memory: 16Gi}}
 """
-    note = "x" * 40_000
+    note = "x" * 80_000
     return ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
             + "".join(item.format(i=i, note=note) for i in range(n)))
 
