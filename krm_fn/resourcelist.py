@@ -329,10 +329,10 @@ def _results_edit(doc: Document, results: list, nl: str) -> tuple | None:
             and rn.flow_style is not True:
         dash = dash_column(text, rn.value[0])
         pos = line_end(text, content_end(rn))
-        entries = "".join((" " * dash + ln if ln else ln) + nl for ln in body)
+        entries = _indented(body, " " * dash, nl)
         return (pos, pos, break_before(text, pos, nl) + entries)
     pad = " " * doc.items_key.start_mark.column
-    entries = "".join((pad + ln if ln else ln) + nl for ln in body)
+    entries = _indented(body, pad, nl)
     if rn is not None:
         if rn.value and isinstance(rn, yaml.SequenceNode):
             return None
@@ -342,6 +342,14 @@ def _results_edit(doc: Document, results: list, nl: str) -> tuple | None:
         return (start, rn.end_mark.index, nl + entries[:-len(nl)])
     pos = line_end(text, content_end(doc.root))
     return (pos, pos, break_before(text, pos, nl) + pad + "results:" + nl + entries)
+
+
+def _indented(lines: list, pad: str, nl: str) -> str:
+    """`lines` each ended by `nl`, the non-empty ones after `pad` (the results of a large
+    render are ~100,000 lines: at column 0 one join)."""
+    if not pad and lines:
+        return nl.join(lines) + nl
+    return "".join((pad + ln if ln else ln) + nl for ln in lines)
 
 
 def _render_full(doc: Document, ops: dict, emitted: list, results: list,

@@ -58,3 +58,11 @@ def test_block_maps_renders_a_repeated_sub_mapping_once_per_content():
         "- message: m", "  resourceRef:", "    kind: Deployment", "    name: a",
         "- message: p", "  resourceRef:", "    kind: Deployment", "    name: a",
         "- message: o", "  resourceRef:", "    kind: Deployment", "    name: true"]
+
+
+def test_block_maps_keeps_equal_values_of_other_types_apart():
+    # 1, 1.0 and True are equal (and hash alike); only all-string sub-mappings are kept
+    items = [{"m": "x", "ref": {"k": v}} for v in ("1", 1, 1.0, True, "1", True)]
+    assert emit.block_maps(items) == emit.block(items, 0)
+    assert [ln for ln in emit.block_maps(items) if ln.startswith("    k:")] == [
+        '    k: "1"', "    k: 1", "    k: 1.0", "    k: true", '    k: "1"', "    k: true"]

@@ -195,18 +195,29 @@ def block_maps(items: list) -> list[str]:
         for k, v in item.items():
             if v.__class__ is str and "\n" not in v:
                 lines.append(f"  {key(k)}: {_scalar_text(v)}")
-            elif v.__class__ is dict and v and all(
-                    a.__class__ is str and b.__class__ is str for a, b in v.items()):
-                memo_key = (k, tuple(v.items()))
-                sub = memo.get(memo_key)
-                if sub is None:
-                    sub = memo[memo_key] = _block({k: v}, 2)
-                lines.extend(sub)
+            elif v.__class__ is dict and v:
+                lines.extend(_memo_block(memo, k, v))
             else:
                 lines.extend(_block({k: v}, 2))
         out.append(f"- {lines[0][2:]}")
         out.extend(lines[1:])
     return out
+
+
+def _memo_block(memo: dict, k, v: dict) -> list[str]:
+    """`_block({k: v}, 2)`, kept in `memo` by content when every key and value of `v` is a
+    string. A lookup needs no type check: a key equal to a kept one holds strings equal to
+    strings, so strings (1, 1.0 and True are equal to each other, never to "1")."""
+    try:
+        memo_key = (k, tuple(v.items()))
+        sub = memo.get(memo_key)
+    except TypeError:           # an unhashable value: a nested collection
+        return _block({k: v}, 2)
+    if sub is None:
+        sub = _block({k: v}, 2)
+        if all(a.__class__ is str and b.__class__ is str for a, b in v.items()):
+            memo[memo_key] = sub
+    return sub
 
 
 def _block(value, col: int, unit: int = 2, seq_offset: int = 0) -> list[str]:
