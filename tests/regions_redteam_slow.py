@@ -4,8 +4,11 @@ and 2 GB; run `python tests/regions_redteam_slow.py`). Prints the two answers.
 An item of MAX_NODES - 7 nodes (the ResourceList's own 7 nodes bring the input to exactly
 MAX_NODES, which load.documents accepts) that gets a new key with a 4-entry mapping (10 new
 nodes): safety.as_intended builds the new item with a fresh Builder, whose MAX_NODES budget
-it now exceeds (InputError: False); regions.read_back parses only the edited region and
-says True. The output holds more nodes than krm-fn accepts as input."""
+it now exceeds (InputError: False); regions.read_back parsed only the edited region and
+said True, so the output held more nodes than krm-fn accepts as input. Fixed: read_back
+refuses a text that could hold more than MAX_NODES nodes (3n + 1 for n characters);
+tests/test_regions.py::test_a_text_that_could_pass_max_nodes_is_read_back_whole checks it
+fast. This script should print False for both."""
 from __future__ import annotations
 
 import sys

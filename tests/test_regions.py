@@ -175,3 +175,17 @@ def test_an_item_with_a_line_left_of_it_is_read_back_whole():
         text = "- " + item + extra
         new = text[2:]
         assert regions._plain_text(text, 2, len(text), 2, new) is ok, extra
+
+
+def test_a_text_that_could_pass_max_nodes_is_read_back_whole(monkeypatch):
+    # the whole read-back counts the new item's nodes against MAX_NODES; the regions do not
+    # see the whole item, so they refuse any text that could hold more (3n + 1 nodes)
+    doc = parse(ITEM, True)
+    node, sp = doc.nodes[0], doc.spans[0]
+    mine = item_edits(ITEM, node, OPS, "\n", KEY_ORDER)
+    new = splice(ITEM[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start) + tuple(e[2:])
+                                         for e in mine])
+    monkeypatch.setattr(regions, "MAX_NODES", 3 * len(new) + 1)
+    assert regions.read_back(ITEM, node, sp.start, sp.end, mine, doc.items[0], OPS, {})
+    monkeypatch.setattr(regions, "MAX_NODES", 3 * len(new))
+    assert not regions.read_back(ITEM, node, sp.start, sp.end, mine, doc.items[0], OPS, {})
