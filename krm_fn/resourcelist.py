@@ -24,7 +24,8 @@ from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
 from krm_fn.yaml.safety import as_intended, check_editable, intended, surroundings
 from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child,
-                               content_end, dash_column, item_edits, line_end, splice)
+                               content_end, dash_column, item_edits, line_end, splice,
+                               splice_in)
 
 __all__ = ["Document", "InputError", "RESOURCE_LIST_VERSIONS", "Span", "has_path_annotations",
            "load_config_file", "parse", "render"]
@@ -249,15 +250,15 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
             mine = item_edits(text, doc.nodes[i], item_ops, nl, KEY_ORDER)
             if any(e[0] < sp.start or e[1] > sp.end for e in mine):
                 raise Unsupported("edit outside the item")
-            new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start)
-                                                 + tuple(e[2:]) for e in mine])
+            new = splice_in(text, sp.start, sp.end, mine)
             prefix, tail = surroundings(text, sp.start, sp.end, sp.column, not plain)
             if not ((not tail and regions.read_back(text, doc.nodes[i], sp.start, sp.end,
-                                                    mine, doc.items[i], item_ops, memo))
+                                                    mine, new, doc.items[i], item_ops,
+                                                    memo))
                     or as_intended(new + tail, sp.column, doc.items[i], item_ops, prefix)):
                 raise Unsupported("the edited text does not read back as the change")
         except Unsupported:
-            new = _rewrite_item(doc, i, item_ops, nl)
+            new = _rewrite_item(doc, i, item_ops, nl, not plain)
         edits.append((sp.start, sp.end, new))
     for i, obj in sorted(replace.items()):
         sp = doc.spans[i]
@@ -268,9 +269,9 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
     return edits
 
 
-def _rewrite_item(doc: Document, i: int, item_ops, nl: str) -> str:
+def _rewrite_item(doc: Document, i: int, item_ops, nl: str, directives: bool) -> str:
     """Item i rewritten by ruamel.yaml with `item_ops` applied, checked to read back as the
-    change. Raises InputError when ruamel cannot write it (a plain multi-document input),
+    change (`directives`: the text holds `%` lines, safety.surroundings). Raises InputError when ruamel cannot write it (a plain multi-document input),
     Unsupported when it cannot or what it wrote does not read back as the change (a
     ResourceList is then rewritten whole, and checked again)."""
     from krm_fn.yaml import ruamel
@@ -282,8 +283,7 @@ def _rewrite_item(doc: Document, i: int, item_ops, nl: str) -> str:
         if doc.mode != "resourcelist":
             raise
         raise Unsupported(f"{_where(doc, i)}: ruamel.yaml cannot rewrite it alone") from None
-    prefix, tail = surroundings(doc.text, sp.start, sp.end, sp.column,
-                                not regions.no_directives(doc.text))
+    prefix, tail = surroundings(doc.text, sp.start, sp.end, sp.column, directives)
     if not as_intended(new + tail, sp.column, doc.items[i], item_ops, prefix):
         raise Unsupported(f"{_where(doc, i)}: neither the span editor's text nor ruamel.yaml's "
                           f"reads back as the change")

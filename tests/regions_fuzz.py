@@ -19,7 +19,7 @@ import yaml
 
 from krm_fn.yaml import regions, safety
 from krm_fn.yaml.load import Builder, Loader
-from krm_fn.yaml.spans import Unsupported, content_end, item_edits, line_end, splice
+from krm_fn.yaml.spans import Unsupported, content_end, item_edits, line_end, splice_in
 
 WORDS = ["a", "b", "cpu", "memory", "name", "x y", "true", "1", "-x", "#c", "k: v", "",
          "q'z", 'd"q', "null", "~", "- a", "[1]", "{a}", "é", "multi\nline", "tail\n\n",
@@ -218,7 +218,7 @@ def check(seed: int):
     if any(e[0] < start or e[1] > end for e in mine):
         return None
     try:
-        new = splice(text[start:end], [(e[0] - start, e[1] - start) + tuple(e[2:]) for e in mine])
+        new = splice_in(text, start, end, mine)
     except AssertionError:
         return None
     memo: dict = {} if regions.no_directives(text) else {"off": True}
@@ -226,5 +226,5 @@ def check(seed: int):
         full = safety.as_intended(new, node.start_mark.column, original, ops)
     except (IndexError, KeyError, TypeError):
         full = None
-    fast = regions.read_back(text, node, start, end, mine, original, ops, memo)
+    fast = regions.read_back(text, node, start, end, mine, new, original, ops, memo)
     return fast, full

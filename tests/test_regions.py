@@ -10,7 +10,7 @@ import yaml
 
 from krm_fn.resourcelist import KEY_ORDER, parse
 from krm_fn.yaml import regions, safety
-from krm_fn.yaml.spans import content_end, item_edits, line_end, splice
+from krm_fn.yaml.spans import content_end, item_edits, line_end, splice_in
 from tests import regions_fuzz
 
 SEEDS = range(6000)
@@ -53,19 +53,25 @@ OPS = [(C0 + ("resources", "requests", "cpu"), "4"), (C0 + ("resources", "limits
        (("spec", "template", "spec", "nodeSelector", "pool"), "pinned")]
 
 
+def _read_back(text: str, doc, mine: list, ops: list, memo: dict) -> bool:
+    """regions.read_back of the first item of `doc` (parsed from `text`) with the span
+    editor's edits `mine` for `ops`."""
+    sp = doc.spans[0]
+    return regions.read_back(text, doc.nodes[0], sp.start, sp.end, mine,
+                             splice_in(text, sp.start, sp.end, mine), doc.items[0], ops, memo)
+
+
 def _answers(text: str, ops: list):
     """(region read-back, whole read-back, the regions) for the first item of `text`, as
     resourcelist._item_edits asks them."""
     doc = parse(text, True)
     node, sp = doc.nodes[0], doc.spans[0]
     mine = item_edits(text, node, ops, "\n", KEY_ORDER)
-    new = splice(text[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start) + tuple(e[2:])
-                                         for e in mine])
+    new = splice_in(text, sp.start, sp.end, mine)
     memo: dict = {} if regions.no_directives(text) else {"off": True}
     prefix, tail = safety.surroundings(text, sp.start, sp.end, sp.column,
                                        not regions.no_directives(text))
-    fast = not tail and regions.read_back(text, node, sp.start, sp.end, mine, doc.items[0],
-                                          ops, memo)
+    fast = not tail and _read_back(text, doc, mine, ops, memo)
     found = regions._regions(text, node, mine, sp.end)
     full = safety.as_intended(new + tail, sp.column, doc.items[0], ops, prefix)
     return fast, full, found
@@ -85,12 +91,12 @@ def test_a_usual_item_is_read_back_by_five_regions():
 
 def test_a_region_text_is_parsed_once_per_render():
     doc = parse(ITEM, True)
-    node, sp = doc.nodes[0], doc.spans[0]
+    node = doc.nodes[0]
     mine = item_edits(ITEM, node, OPS, "\n", KEY_ORDER)
     memo: dict = {}
-    assert regions.read_back(ITEM, node, sp.start, sp.end, mine, doc.items[0], OPS, memo)
+    assert _read_back(ITEM, doc, mine, OPS, memo)
     assert len(memo) == 5
-    assert regions.read_back(ITEM, node, sp.start, sp.end, mine, doc.items[0], OPS, memo)
+    assert _read_back(ITEM, doc, mine, OPS, memo)
     assert len(memo) == 5
 
 
@@ -98,9 +104,9 @@ def test_a_wrong_change_is_not_read_back_as_intended():
     # the text says cpu "4"; the ops claim 5: neither check may say yes
     ops = [(C0 + ("resources", "requests", "cpu"), "5")] + OPS[1:]
     doc = parse(ITEM, True)
-    node, sp = doc.nodes[0], doc.spans[0]
+    node = doc.nodes[0]
     mine = item_edits(ITEM, node, OPS, "\n", KEY_ORDER)
-    assert regions.read_back(ITEM, node, sp.start, sp.end, mine, doc.items[0], ops, {}) is False
+    assert _read_back(ITEM, doc, mine, ops, {}) is False
 
 
 def _swap(text: str, old: str, new: str) -> str:
@@ -125,9 +131,9 @@ def test_layouts_it_leaves_to_the_whole_read_back():
         fast, full, _ = _answers(text, ops) if "\r" not in text else (None, None, None)
         if "\r" in text:
             doc = parse(text, True)
-            node, sp = doc.nodes[0], doc.spans[0]
+            node = doc.nodes[0]
             mine = item_edits(text, node, ops, "\r\n", KEY_ORDER)
-            fast = regions.read_back(text, node, sp.start, sp.end, mine, doc.items[0], ops, {})
+            fast = _read_back(text, doc, mine, ops, {})
         assert fast is False, name
 
 
@@ -183,9 +189,8 @@ def test_a_text_that_could_pass_max_nodes_is_read_back_whole(monkeypatch):
     doc = parse(ITEM, True)
     node, sp = doc.nodes[0], doc.spans[0]
     mine = item_edits(ITEM, node, OPS, "\n", KEY_ORDER)
-    new = splice(ITEM[sp.start:sp.end], [(e[0] - sp.start, e[1] - sp.start) + tuple(e[2:])
-                                         for e in mine])
+    new = splice_in(ITEM, sp.start, sp.end, mine)
     monkeypatch.setattr(regions, "MAX_NODES", 3 * len(new) + 1)
-    assert regions.read_back(ITEM, node, sp.start, sp.end, mine, doc.items[0], OPS, {})
+    assert _read_back(ITEM, doc, mine, OPS, {})
     monkeypatch.setattr(regions, "MAX_NODES", 3 * len(new))
-    assert not regions.read_back(ITEM, node, sp.start, sp.end, mine, doc.items[0], OPS, {})
+    assert not _read_back(ITEM, doc, mine, OPS, {})

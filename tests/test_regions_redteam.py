@@ -110,8 +110,8 @@ def test_a_flow_root_is_not_read_back_by_regions():
     ops = [(("spec",), "q,")]
     new = splice(FLOW_ROOT[sp.start:sp.end], [(p - sp.start, p + 1 - sp.start, "q")])
     assert safety.as_intended(new, sp.column, doc.items[0], ops) is False
-    assert regions.read_back(FLOW_ROOT, node, sp.start, sp.end, edits, doc.items[0], ops,
-                             {}) is False
+    assert regions.read_back(FLOW_ROOT, node, sp.start, sp.end, edits, new, doc.items[0],
+                             ops, {}) is False
 
 
 HIDDEN_DIRECTIVE = "# c\r%TAG !e! tag:yaml.org,2002:\r---\n" + HEAD + """\
@@ -171,3 +171,13 @@ def test_a_new_literal_block_at_the_item_end_keeps_the_comment_after_it_out():
     mine = item_edits(text, doc.nodes[0], ops, "\n", KEY_ORDER)
     got = parse(splice(text, mine), True).items[0]["data"]["c"]
     assert not (fast or full) or got == "x\ny\n", (fast, full, got)
+
+
+def test_the_directives_of_an_item_are_those_above_its_document():
+    text = ("%YAML 1.1\n---\na: 1\n...\n%TAG !e! tag:example.com,2000:\n# note\n\n"
+            "---\nb: !e!x 2\n")
+    first, second = text.index("a: 1"), text.index("b: !e!x")
+    assert safety.surroundings(text, first, first + 5, 0, True) == ("%YAML 1.1\n---\n", "")
+    assert safety.surroundings(text, second, len(text), 0, True) == (
+        "%TAG !e! tag:example.com,2000:\n---\n", "")
+    assert safety.surroundings(text, second, len(text), 0, False) == ("", "")

@@ -34,7 +34,7 @@ import yaml
 
 from krm_fn.yaml.load import MAX_NODES, Loader, _build_plain, _Refused, plain_key
 from krm_fn.yaml.safety import intended
-from krm_fn.yaml.spans import content_end, line_end, splice
+from krm_fn.yaml.spans import content_end, line_end, splice_in
 
 _MAPPING = yaml.MappingNode
 _SEQUENCE = yaml.SequenceNode
@@ -44,17 +44,16 @@ _REFUSED = ("&", "*", "\t", "\r", "\x85", "\u2028", "\u2029", "\ufeff", "|+", ">
 _MEMO_SIZE = 4096
 
 
-def read_back(text: str, node, start: int, end: int, edits: list, original, ops,
-              memo: dict) -> bool:
+def read_back(text: str, node, start: int, end: int, edits: list, new_item: str,
+              original, ops, memo: dict) -> bool:
     """True when the item whose node `node` spans text[start:end] (its first line starting
     at node's column), with `edits` (span editor edits, offsets into `text`) applied, is
     proven to parse to intended(original, ops) region by region (module docstring); False
     when that is not proven (the caller reads the whole item back: safety.as_intended).
-    `memo` (a dict kept for one render) holds the parsed region texts."""
+    `new_item`: the item's new text (spans.splice_in of the edits); `memo` (a dict kept for
+    one render) holds the parsed region texts."""
     if not edits or memo.get("off"):
         return False
-    new_item = splice(text[start:end], [(e[0] - start, e[1] - start) + tuple(e[2:])
-                                        for e in edits])
     if 3 * len(new_item) + 1 > MAX_NODES or not _plain_text(
             text, start, end, node.start_mark.column, new_item):
         return False        # (at most 3n + 1 nodes in n characters: load._node_bound)
@@ -308,9 +307,8 @@ def _ends_cleanly(text: str, r: _Region, item_end: int) -> bool:
 def _entries_of(text: str, r: _Region, memo: dict):
     """The plain entries (a dict for a mapping, a list for a sequence) that the new text
     of region `r` parses to alone, or None when it does not stand alone."""
-    old = text[r.begin:r.stop]
-    body = splice(old, [(e[0] - r.begin, e[1] - r.begin) + tuple(e[2:]) for e in r.edits])
-    if old.endswith("\n") and not body.endswith("\n"):
+    body = splice_in(text, r.begin, r.stop, r.edits)
+    if text[r.stop - 1:r.stop] == "\n" and not body.endswith("\n"):
         return None         # its last line would run on into the line after it
     key = (body, r.col, r.x.__class__ is _MAPPING, len(r.path))
     if key in memo:

@@ -144,24 +144,36 @@ def as_intended(new_text: str, column: int, original, ops, prefix: str = "") -> 
 def surroundings(text: str, start: int, end: int, column: int,
                  directives: bool) -> tuple[str, str]:
     """(prefix, tail) of the item text[start:end] (its first line at `column`) for
-    as_intended: `prefix` the `%` directive lines of its document with a `---` line ("" when
-    it has none, and always when `directives` is False: the caller knows the text holds
-    no `%` line, regions.no_directives, so a large text is not searched per item); `tail` the blank and comment lines after the item up to the next content
-    line when one of those comment lines stands deeper than `column` ("" otherwise): a block
-    scalar written as the item's last value would take such a line in, so the read-back
-    has to see it as the document does."""
-    prefix = ""
-    if directives:
-        doc = text.rfind("\n---", 0, start)
-        head = text[:doc + 1 if doc >= 0 else 0].split("\n")
-        found = []
-        for ln in reversed(head[:-1] if head and head[-1] == "" else head):
-            if ln.startswith("%"):
-                found.append(ln)
-            elif ln.strip() and not ln.lstrip().startswith("#"):
-                break
-        if found:
-            prefix = "\n".join(reversed(found)) + "\n---\n"
+    as_intended. `prefix`: the `%` directive lines of its document with a `---` line; ""
+    when it has none, and always when `directives` is False (the caller found no `%` line
+    in the text once, regions.no_directives, rather than per item). `tail`: the blank and
+    comment lines after the item up to the next content line when one of those comment
+    lines stands deeper than `column` ("" otherwise): a block scalar written as the item's
+    last value would take such a line in, so the read-back has to see it as the document
+    does."""
+    return (_directives(text, start) if directives else ""), _tail(text, end, column)
+
+
+def _directives(text: str, start: int) -> str:
+    """The `%` lines right above the `---` line that starts the document holding offset
+    `start` (comment and blank lines between skipped), with that `---`; "" for none.
+    Reads the lines upward from there, not the whole text before it."""
+    doc = text.rfind("\n---", 0, start)
+    found = []
+    stop = doc if doc >= 0 else 0
+    while stop > 0:
+        begin = text.rfind("\n", 0, stop) + 1
+        ln = text[begin:stop]
+        if ln.startswith("%"):
+            found.append(ln)
+        elif ln.strip() and not ln.lstrip().startswith("#"):
+            break
+        stop = begin - 1
+    return "\n".join(reversed(found)) + "\n---\n" if found else ""
+
+
+def _tail(text: str, end: int, column: int) -> str:
+    """surroundings' tail of an item that ends at offset `end`."""
     pos, deep, tail_end = end, False, end
     while pos < len(text):
         nl = text.find("\n", pos)
@@ -172,4 +184,4 @@ def surroundings(text: str, start: int, end: int, column: int,
             break
         deep = deep or (rest.startswith("#") and len(line) - len(rest) > column)
         pos = tail_end = stop
-    return prefix, text[end:tail_end] if deep else ""
+    return text[end:tail_end] if deep else ""

@@ -365,8 +365,7 @@ def _flow_to_block(text, cur, content, where, edits, style) -> list:
     # it, at the end of a text without a final line break) is not inside it
     inner = [e for e in edits if start <= e[0] < end and e[1] <= end]
     rest = [e for e in edits if not (start <= e[0] < end and e[1] <= end)]
-    flow_text = splice(text[start:end], [(e[0] - start, e[1] - start) + tuple(e[2:])
-                                          for e in inner])
+    flow_text = splice_in(text, start, end, inner)
     parsed = yaml.compose(flow_text, Loader=Loader)
     mode, key_node = where
     if mode == "entry":
@@ -476,6 +475,12 @@ def _add_keys(text, cur, content: dict, style, rank) -> list:
         lines = emit.block(rest, col, unit, seq_offset)
         out.append((pos, pos, prefix + nl.join(lines) + nl, rank))
     return out
+
+
+def splice_in(text: str, start: int, end: int, edits) -> str:
+    """text[start:end] with `edits` (offsets into the whole `text`) applied."""
+    return splice(text[start:end], [(e[0] - start, e[1] - start) + tuple(e[2:])
+                                    for e in edits])
 
 
 def splice(text: str, edits) -> str:
