@@ -117,13 +117,18 @@ class Findings(list):
         super().__init__()
         self.edits = edits
 
+    def tags(self) -> tuple:
+        """The tags of a result the running rule adds now (() while no rule runs)."""
+        return rule_tags(self.edits.rule)
+
     def append(self, finding) -> None:
         """Append `finding` (a Change, or a Result tagged with the running rule)."""
-        rule = self.edits.rule
-        if rule is not None and isinstance(finding, Result) and not finding.tags:
-            f = finding
-            finding = Result(f.message, f.severity, f.ref, f.path, f.current, f.proposed,
-                             f.file, rule_tags(rule))
+        if isinstance(finding, Result) and not finding.tags:
+            tags = self.tags()
+            if tags:
+                f = finding
+                finding = Result(f.message, f.severity, f.ref, f.path, f.current,
+                                 f.proposed, f.file, tags)
         super().append(finding)
 
 
@@ -200,9 +205,7 @@ class PodView:
         """Add a plain result (not a write) with `severity` at `path` (None: the item),
         tagged with the running rule as a Findings list tags it when appended (built
         once, tagged)."""
-        rule = self.edits.rule
-        tags = rule_tags(rule) if rule is not None and isinstance(self.results, Findings) \
-            else ()
+        tags = self.results.tags() if isinstance(self.results, Findings) else ()
         self.results.append(Result(message, severity, self.ref,
                                    path_str(path) if path else None, current, proposed,
                                    None, tags))
