@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import knative_config, quantity
 from krm_fn.record import dataclass

@@ -10,7 +10,7 @@ Source of the rules: k8s.io/apimachinery/pkg/api/resource/quantity.go (`ParseQua
     <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
     <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
 
-Values are held as exact `fractions.Fraction` (CPU in cores, memory in bytes); nothing is
+Values are held as exact `krm_fn.rational.Fraction` (CPU in cores, memory in bytes); nothing is
 ever a float. Kubernetes silently rounds values finer than 1n up and caps values above
 2^63-1; krm-fn refuses both for cpu and memory instead, because a manifest that relies on
 that rounding is almost always a typo (`0.0001m`, `1e400`).
@@ -20,7 +20,7 @@ from __future__ import annotations
 import functools
 import re
 from krm_fn.record import dataclass
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.matching import DIGITS, only, span
 

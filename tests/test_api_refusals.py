@@ -3,7 +3,7 @@ container names and ephemeral containers, through the whole function; and quanti
 messages printed as Kubernetes quantities, never as Python fractions."""
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.admission.kubelet import judge
 from tests.admission.kit import ctr, node, pod

@@ -5,7 +5,7 @@ what the full builder builds (and leaves every refusal to it, for the message)."
 from __future__ import annotations
 
 import gc
-from fractions import Fraction
+from krm_fn.rational import Fraction
 from pathlib import Path
 
 import pytest

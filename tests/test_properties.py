@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 import pytest
 import yaml

@@ -1,5 +1,5 @@
 """Quantities parsed and formatted as k8s.io/apimachinery/pkg/api/resource does."""
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 import pytest
 

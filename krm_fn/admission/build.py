@@ -10,7 +10,7 @@ minus the pre-allocated hugepages, pkg/kubelet/nodestatus/setters.go).
 from __future__ import annotations
 
 import functools
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.admission.model import APP, ERROR, AdmittedPod, Container, Finding, NodeModel

@@ -17,7 +17,7 @@ Counted by simulation, pod after pod, not by dividing totals: each replica must 
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 from math import gcd
 
 from krm_fn import quantity

@@ -19,7 +19,7 @@ API server's ("maximum cpu usage per Container is 2, but limit is 4").
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import peak

@@ -1,6 +1,6 @@
 """The data of the admission model: what a pod is after admission, what a node of a pool is.
 
-Units everywhere: cpu in cores as `fractions.Fraction` (quantity.parse_cpu(...).value),
+Units everywhere: cpu in cores as `krm_fn.rational.Fraction` (quantity.parse_cpu(...).value),
 memory and hugepages in bytes as `int`. Resource names are the Kubernetes ones (`cpu`,
 `memory`, `hugepages-2Mi`, `hugepages-1Gi`, ...).
 """

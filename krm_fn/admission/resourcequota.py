@@ -23,7 +23,7 @@ a pinned pod without activeDeadlineSeconds is in) is not modelled.
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import numbers, quantity
 from krm_fn.admission.cpumanager import peak

@@ -11,7 +11,7 @@ each pod gets as a result.
 from __future__ import annotations
 
 import math
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.admission import capacity, kubelet, scheduling

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.config.values import (FIELD_NAME, ConfigError, num, parse_quantity, short,
                                   type_name)

@@ -9,7 +9,7 @@ and object lists (`Object`, `ObjectList`, in krm_fn.config.fields) are types too
 from __future__ import annotations
 
 import re
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.config.checks import MAX_EXTRA_DEPTH, check_plain
 from krm_fn.config.values import (FIELD_NAME, MAX_LONG_TEXT, MAX_QUANTITY_TEXT, MAX_TEXT,

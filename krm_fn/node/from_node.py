@@ -28,7 +28,7 @@ numaMemory and hugepages are filled only when the config leaves them unset.
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 from typing import Any
 
 from krm_fn import quantity

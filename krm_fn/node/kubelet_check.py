@@ -29,7 +29,7 @@ KubeletConfiguration; the caller maps it to where the value came from.
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.record import dataclass
 

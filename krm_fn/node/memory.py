@@ -20,7 +20,7 @@ text) and `check` (an explicit list against the sums, with the arithmetic in the
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.matching import LazyPattern

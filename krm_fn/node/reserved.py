@@ -14,7 +14,7 @@ absolute=False)`, paths below `spec.nodePools[i]` unless `absolute`.
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.node import baseline as baseline_mod

@@ -16,7 +16,7 @@ getting ENOSPC.
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.pod import PodView

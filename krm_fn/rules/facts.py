@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import math
 from krm_fn.record import dataclass
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.matching import digits

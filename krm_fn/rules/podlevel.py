@@ -22,7 +22,7 @@ When a pod spec carries `resources`:
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.pod import PodView

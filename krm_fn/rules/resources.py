@@ -40,7 +40,7 @@ What the rule does, per container:
 """
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import json
 import random
-from fractions import Fraction
+from krm_fn.rational import Fraction
 from pathlib import Path
 
 from krm_fn.admission import capacity, model, verdict

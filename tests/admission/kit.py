@@ -1,7 +1,7 @@
 """Builders for the admission tests: pods and nodes as the model sees them."""
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.admission.model import APP, AdmittedPod, Container, NodeModel
 from krm_fn.node.topology import Topology

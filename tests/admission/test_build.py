@@ -1,5 +1,5 @@
 """The verdict's inputs: AdmittedPod from a tuned pod spec, NodeModel from a node plan."""
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st

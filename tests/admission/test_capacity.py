@@ -1,7 +1,7 @@
 """Replicas per node, by simulation (krm_fn/admission/capacity.py)."""
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.admission.capacity import fit_detail, fit_one, pod_requests
 from krm_fn.admission.kubelet import fit, fit_mix, judge

@@ -1,7 +1,7 @@
 """Exclusive CPUs under the static CPU Manager (pkg/kubelet/cm/cpumanager/policy_static.go)."""
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.admission.capacity import fit_one
 from krm_fn.admission.cpumanager import CpuState, pod_guaranteed_cpus

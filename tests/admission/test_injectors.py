@@ -2,7 +2,7 @@
 (fires, explicit opt-out, nothing visible, Namespace-triggered), the exact containers and
 resources it adds (defaults, from annotations, from a controlling object in the input),
 and the fix text."""
-from fractions import Fraction
+from krm_fn.rational import Fraction
 from types import SimpleNamespace
 
 import pytest

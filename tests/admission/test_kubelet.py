@@ -1,7 +1,7 @@
 """The integrator's entry point (krm_fn/admission/kubelet.py)."""
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.admission.kubelet import judge
 from krm_fn.admission.model import DEPENDS, ERROR, INFO, INIT, SIDECAR, WARNING

@@ -1,7 +1,7 @@
 """QoS class after admission (pkg/apis/core/v1/helper/qos/qos.go ComputePodQOS)."""
 from __future__ import annotations
 
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn.admission.model import INIT, SIDECAR, Container
 from krm_fn.admission.qos import gate, not_guaranteed, pod_qos

@@ -1,6 +1,6 @@
 """reservedMemory for memoryManagerPolicy Static (kubelet.md §5): computed, spread across
 NUMA nodes, and explicit lists checked with the arithmetic."""
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 import pytest
 

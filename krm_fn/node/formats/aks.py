@@ -10,7 +10,7 @@ policy at the kubelet's default (fields.OMIT_AT_DEFAULT) is left out silently.
 from __future__ import annotations
 
 import json
-from fractions import Fraction
+from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.node import fields
