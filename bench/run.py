@@ -32,7 +32,12 @@ Inputs come from ../shared/bench/gen_resourcelist.py.
 `--against REV` measures git revision REV too, in the same interleaved rounds (a temporary
 git worktree of this repository; repeatable), so that a change is compared with the code
 before it on the same machine at the same moment; `--cpu` times runs by their CPU time.
-Usage: python bench/run.py [--reps 9] [--gen PATH] [--skip-p2] [--against REV] [--cpu]
+The 10-item rows (P3, P4) run `--small-reps` rounds (default 5 x `--reps`): one run takes
+~50 ms, and on the 2-CPU project machine the same command's CPU time varies by +-10 % from
+run to run (seen: the PyYAML floor from 46 to 58 ms in 15 runs), so 9 rounds left P4's
+median ratio 0.2 apart from one bench run to the next; 45 rounds cost ~10 s more.
+Usage: python bench/run.py [--reps 9] [--small-reps 45] [--gen PATH] [--skip-p2]
+       [--against REV] [--cpu]
 (about 5 minutes with the default 9 reps on the 2-CPU project machine)
 """
 from __future__ import annotations
@@ -238,6 +243,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--reps", type=int, default=9)
+    ap.add_argument("--small-reps", type=int, default=None,
+                    help="rounds of the 10-item rows P3 and P4 (default: 5 x --reps)")
     ap.add_argument("--gen", default=str(ROOT.parent / "shared" / "bench" /
                                          "gen_resourcelist.py"))
     ap.add_argument("--skip-p2", action="store_true",
@@ -296,8 +303,9 @@ def run(a, tmp: Path, trees: list) -> bool:
     else:
         print("P2 skipped: kubectl not on PATH")
 
+    small_reps = a.small_reps or 5 * a.reps
     runs = interleaved({"floor": floor, "ruamel": ([PY, "-c", RUAMEL_IDENTITY], {}), **krm},
-                       a.reps, stdin_path=small)
+                       small_reps, stdin_path=small)
     t_fl, t_r = (statistics.median(runs[k]) for k in ("floor", "ruamel"))
     for label, _ in trees:
         t_s = statistics.median(runs[label])
@@ -309,7 +317,7 @@ def run(a, tmp: Path, trees: list) -> bool:
                      per_round(runs[label], runs["floor"])))
 
     print(f"clock: {'CPU time (user + system) of each run' if a.cpu else 'wall time'}; "
-          f"{a.reps} interleaved rounds")
+          f"{a.reps} interleaved rounds ({small_reps} for P3 and P4)")
     ok = show(rows, [(label, peak[label], peak["floor"]) for label, _ in trees])
     for line in notes:
         print(line)
