@@ -50,6 +50,8 @@ def _decimal(s: str):
 
 def _pair(x):
     """(numerator, denominator) of an int or a rational `x`, or None for anything else."""
+    if x.__class__ is Fraction:
+        return x.numerator, x.denominator
     if isinstance(x, int):
         return int(x), 1
     n, d = getattr(x, "numerator", None), getattr(x, "denominator", None)
@@ -285,8 +287,10 @@ class Fraction:
         return self.numerator * p[1], p[0] * self.denominator
 
     def __eq__(self, other):
-        if type(other) is int:
+        if other.__class__ is int:
             return self.denominator == 1 and self.numerator == other
+        if other.__class__ is Fraction:       # both in lowest terms
+            return self.numerator == other.numerator and self.denominator == other.denominator
         c = self._cmp(other)
         return NotImplemented if c is None else c[0] == c[1]
 
