@@ -22,9 +22,10 @@ class gives the same values, `str`, hash, comparisons and rounding as `fractions
   `bool`, `numerator`, `denominator`, `as_integer_ratio()`;
 - `str`: "3" or "3/7"; `repr`: "Fraction(3, 7)".
 
-Raises ZeroDivisionError for a zero denominator or a division by zero, TypeError for an
-operand of another type, ValueError for a str that is not a number (from
-`fractions.Fraction`). tests/test_rational.py compares every operation with
+Not provided (krm-fn uses none of them): complex operands, `real`, `imag`, `conjugate`,
+`limit_denominator`, format specs. Raises what `fractions.Fraction` raises, with the same
+text: ZeroDivisionError for a zero denominator or a division by zero, TypeError for an
+operand of another type, ValueError for a str that is not a number. tests/test_rational.py compares every operation with
 `fractions.Fraction` on generated values (hypothesis).
 """
 from __future__ import annotations
@@ -44,8 +45,28 @@ def _decimal(s: str):
     if not whole or (dot and not frac) or not _DIGITS.issuperset(whole) \
             or not _DIGITS.issuperset(frac):
         return None
-    n = int(whole + frac)
-    return (-n if s[:1] == "-" else n), 10 ** len(frac)
+    scale = 10 ** len(frac)     # the two parts apart, as fractions.Fraction reads them (each
+    n = int(whole) * scale + (int(frac) if frac else 0)     # under int's digit limit)
+    return (-n if s[:1] == "-" else n), scale
+
+
+def _div(n1: int, d1: int, n2: int, d2: int):
+    """(n1/d1) / (n2/d2) as fractions.Fraction's _div computes it, so that a division by
+    zero raises the same ZeroDivisionError text (`Fraction(1, 0)` for 3/7 / 0)."""
+    g1 = math.gcd(n1, n2)
+    if g1 > 1:
+        n1 //= g1
+        n2 //= g1
+    g2 = math.gcd(d2, d1)
+    if g2 > 1:
+        d2 //= g2
+        d1 //= g2
+    n, d = n1 * d2, n2 * d1
+    if d < 0:
+        n, d = -n, -d
+    if d == 0:
+        raise ZeroDivisionError(f"Fraction({n}, 0)")
+    return Fraction._of(n, d)
 
 
 def _pair(x):
@@ -152,13 +173,13 @@ class Fraction:
         p = _pair(other)
         if p is None:
             return float(self) / other if isinstance(other, float) else NotImplemented
-        return Fraction(self.numerator * p[1], self.denominator * p[0])
+        return _div(self.numerator, self.denominator, p[0], p[1])
 
     def __rtruediv__(self, other):
         p = _pair(other)
         if p is None:
             return other / float(self) if isinstance(other, float) else NotImplemented
-        return Fraction(p[0] * self.denominator, p[1] * self.numerator)
+        return _div(p[0], p[1], self.numerator, self.denominator)
 
     def __floordiv__(self, other):
         p = _pair(other)
@@ -187,17 +208,21 @@ class Fraction:
         return Fraction((p[0] * self.denominator) % (self.numerator * p[1]), d)
 
     def __divmod__(self, other):
+        p = _pair(other)
+        if p is None:
+            return divmod(float(self), other) if isinstance(other, float) else NotImplemented
         return self // other, self % other
 
     def __rdivmod__(self, other):
+        p = _pair(other)
+        if p is None:
+            return divmod(other, float(self)) if isinstance(other, float) else NotImplemented
         return other // self, other % self
 
     def __pow__(self, other):
         p = _pair(other)
-        if p is None or p[1] != 1:
-            if p is not None:
-                other = p[0] / p[1]
-            return float(self) ** other if isinstance(other, float) else NotImplemented
+        if p is None or p[1] != 1:      # as fractions.Fraction: float(self) ** other
+            return float(self) ** (other if p is None else p[0] / p[1])
         e = p[0]
         n, d = self.numerator, self.denominator
         if e >= 0:

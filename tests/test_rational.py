@@ -39,6 +39,10 @@ def same(a, b):
         assert (a.numerator, a.denominator) == (b.numerator, b.denominator)
         assert str(a) == str(b) and hash(a) == hash(b)
         assert repr(a) == repr(b)
+    elif isinstance(b, tuple):
+        assert type(a) is tuple and len(a) == len(b), (a, b)
+        for x, y in zip(a, b):
+            same(x, y)
     elif isinstance(b, float) and math.isnan(b):
         assert isinstance(a, float) and math.isnan(a)
     else:
@@ -46,10 +50,12 @@ def same(a, b):
 
 
 def outcome(fn, *args):
+    """("ok", result), or (the error's type and text, None): the text counts too, since an
+    uncaught error reaches the user as `internal error: <type>: <text>`."""
     try:
         return "ok", fn(*args)
     except (ZeroDivisionError, OverflowError, ValueError, TypeError) as e:
-        return type(e).__name__, None
+        return f"{type(e).__name__}: {e}", None
 
 
 def check(fn, *args_pairs):
@@ -63,6 +69,20 @@ def check(fn, *args_pairs):
 BINARY = [operator.add, operator.sub, operator.mul, operator.truediv, operator.floordiv,
           operator.mod, divmod, operator.eq, operator.ne, operator.lt, operator.le,
           operator.gt, operator.ge]
+
+
+ODD = [0, 0.0, -0.0, None, "2", [1], True, float("nan"), float("inf"), 10 ** 40]
+
+
+@pytest.mark.parametrize("other", ODD, ids=repr)
+@pytest.mark.parametrize("x", [(3, 7), (-6, 4), (0, 1), (5, 1)], ids=str)
+def test_errors_and_odd_operands_match_with_their_text(x, other):
+    for op in BINARY:
+        check(op, x, other)
+        check(op, other, x)
+    if other != 10 ** 40:       # (3/7) ** 10**40 takes forever in both
+        check(operator.pow, x, other)
+    check(operator.pow, other, x)
 
 
 @settings(max_examples=150, deadline=None)
@@ -112,6 +132,16 @@ def test_construction_matches(v):
     assert kind_a == kind_b, (v, kind_a, kind_b)
     if kind_a == "ok":
         same(a, b)
+
+
+def test_long_decimal_strings_read_as_the_standard_library_reads_them():
+    # each part under int's 4,300-digit limit, the two together over it
+    for text in ("0" * 3000 + "1." + "0" * 3000, "1" * 4400 + ".5", "1." + "2" * 4400):
+        kind_a, a = outcome(Fraction, text)
+        kind_b, b = outcome(fractions.Fraction, text)
+        assert kind_a == kind_b, (kind_a, kind_b)
+        if kind_a == "ok":
+            assert (a.numerator, a.denominator) == (b.numerator, b.denominator)
 
 
 @pytest.mark.parametrize("text", ["1", "-0", "+2.50", "10.5", ".5", "5.", "1e3", " 7 ", "1/3",
