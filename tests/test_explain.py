@@ -153,6 +153,28 @@ def test_rule_is_its_module_docstring():
                                "spec.\n\nPinned pods must land on nodes whose kubelet runs")
 
 
+def test_the_engines_rule_is_explained_from_each_engine_module():
+    """`explain rule engines` holds each engine's module docstring, once, under its name,
+    in the registry's order; the rule's own docstring names no engine."""
+    from krm_fn.rules import engines, serving_engines
+    text = explain.explain_rule("engines")
+    own = inspect.cleandoc(serving_engines.__doc__)
+    assert "- **" not in own
+    assert text.startswith("RULE: engines (") and own.split("\n\n")[0] in text
+    assert text.endswith(own.split("\n\n")[-1] + "\n")
+    at = 0
+    sections = [(e.name, inspect.getmodule(e.check)) for e in (*engines.ENGINES,
+                                                                 engines.WORKERS)]
+    sections += [(name, engines.module(name)) for name, _ in engines.ALWAYS]
+    for name, module in sections:
+        head = text.index(f"- **{name}** (", at)
+        body = "\n".join(f"  {ln}" if ln else "" for ln in
+                         inspect.cleandoc(module.__doc__).split("\n"))
+        assert text.count(body) == 1 and text.index(body) > head, name
+        at = head + 1
+    assert "VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an error" in text
+
+
 def test_every_rule_is_explained():
     from krm_fn.rules import rule_id
     modules = (merged, *RULES)

@@ -248,7 +248,9 @@ def explain_rule(name: str | None) -> str:
         return "\n".join(lines) + "\n"
     for i, (n, m) in enumerate(rules):
         if n == name:
-            doc = inspect.cleandoc(m.__doc__ or "(no documentation)")
+            # a rule whose documentation is assembled from its registry has `explain()`
+            doc = m.explain() if hasattr(m, "explain") else inspect.cleandoc(
+                m.__doc__ or "(no documentation)")
             head = f"RULE: {n} ({i + 1} of {len(rules)}, {_source(m)})"
             return head + "\n\n" + doc + "\n"
     names = [n for n, _ in rules]

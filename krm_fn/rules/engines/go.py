@@ -1,6 +1,7 @@
-"""Go: `GOMEMLIMIT` = `threads.goMemLimitPercent` percent of the memory limit in bytes, on
-every container that gets thread env (a Go binary cannot be told from its image, and
-nothing else reads the variable). Go's runtime does not derive it from memory.max
+"""Go: `GOMEMLIMIT` = `threads.goMemLimitPercent` percent of the memory limit in bytes (never
+above it), on every container that gets thread env (a Go binary cannot be told from its
+image, and nothing else reads the variable: the same reason `GOMAXPROCS` is in the default
+env list). Go's runtime does not derive it from memory.max
 (https://pkg.go.dev/runtime#hdr-Environment_Variables; https://go.dev/doc/gc-guide).
 """
 from __future__ import annotations

@@ -1,6 +1,8 @@
 """JVM: `-XX:ActiveProcessorCount=N` appended to `JAVA_TOOL_OPTIONS` (N = CPUs minus
-reservedCpus: a JVM is one process), never replacing its other options; a higher count
-later on the command line wins and is warned about.
+reservedCpus: a JVM is one process), never replacing its other options (an existing lower
+count is kept, a higher one lowered with a warning); a higher count in `JAVA_OPTS`,
+`JDK_JAVA_OPTIONS` or later on the command line wins over `JAVA_TOOL_OPTIONS` and is warned
+about.
 
 By JDK version (from the image tag: `eclipse-temurin:17-jre`, `openjdk:8u181-jdk`,
 `amazoncorretto:11`, `tomcat:10-jdk17`): the option exists from JDK 10 (JDK-8146115) and

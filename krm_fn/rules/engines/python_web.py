@@ -3,7 +3,8 @@ their gunicorn_conf.py starts `max(2, WORKERS_PER_CORE x multiprocessing.cpu_cou
 workers unless `WEB_CONCURRENCY` is set. `multiprocessing.cpu_count()` is the node's CPU
 count (it sees neither the cgroup nor the affinity mask), except that from Python 3.13
 `PYTHON_CPU_COUNT` overrides it (https://docs.python.org/3/using/cmdline.html#envvar-
-PYTHON_CPU_COUNT); the image's Python version is its tag (`python3.11`). gunicorn, uvicorn
+PYTHON_CPU_COUNT); the image's Python version is its tag (`python3.11`), and the warning
+says whether `PYTHON_CPU_COUNT` can bound the count for it. gunicorn, uvicorn
 and hypercorn themselves start one worker unless told (their worker flags are worker
 sources, workers.py).
 """

@@ -1,6 +1,7 @@
 """Ray (`ray start` in command/args): no pod-wide thread vars, since Ray sets
-`OMP_NUM_THREADS` of each worker process from its `num_cpus` when unset; `ray start` must
-carry `--num-cpus` <= the CPUs.
+`OMP_NUM_THREADS` of each worker process from its `num_cpus` when unset (a pod-wide value
+would give every worker the whole count); `ray start` must carry `--num-cpus` <= the CPUs
+(a warning otherwise). KubeRay's `rayStartParams.num-cpus` is set by the `ray` rule.
 """
 from __future__ import annotations
 

@@ -4,8 +4,8 @@ server/text_generation_server/models/flash_causal_lm.py) sets torch's threads fr
 `OMP_NUM_THREADS`, and without it from the node's physical cores per rank
 (`psutil.cpu_count(logical=False)`, the host's, not the pinned CPUs); when the container's
 affinity mask covers every CPU of the node (not pinned) it binds the threads itself. So
-`OMP_NUM_THREADS` must be among the thread vars; one thread per physical core is its own
-default.
+`OMP_NUM_THREADS` must be among the thread vars (a warning when it is not); one thread per
+physical core is its own default (`threads.perCore: engine-default`).
 """
 from __future__ import annotations
 

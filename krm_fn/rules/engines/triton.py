@@ -1,5 +1,6 @@
 """Triton Inference Server: the thread env vars reach its PyTorch and Python backends; its
-ONNX Runtime backend takes `--backend-config=onnxruntime,intra_op_thread_count=N`.
+ONNX Runtime backend takes `--backend-config=onnxruntime,intra_op_thread_count=N`: a
+warning unless args have it.
 """
 from __future__ import annotations
 

@@ -6,7 +6,13 @@ with `auto` only); from 0.11.1 `nobind` replaces `all`, which is then read as a 
 and fails. krm-fn writes the no-binding value the image's release accepts, so that
 `OMP_NUM_THREADS` decides the thread count whether or not the kubelet pins the container;
 an image without a version tag gets nothing (only the default is accepted by every
-release) and a warning naming the better value. Also checks `VLLM_CPU_KVCACHE_SPACE` (GiB).
+release) and a warning naming the better value. A no-binding spelling the release does not
+accept (`nobind` before 0.11.1, `all` from 0.11.1, `auto` before 0.9.1: read as a CPU list,
+the worker fails to start) is replaced, with a warning; `auto` or a CPU list already set is
+left alone with a warning (a fixed list cannot match the cpuset the kubelet picks);
+`VLLM_CPU_NUM_OF_RESERVED_CPU` only works with `auto` and from 0.9.1 (a warning otherwise).
+`VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an error; leaving less than
+1Gi for weights, Python and `/dev/shm` a warning.
 """
 from __future__ import annotations
 

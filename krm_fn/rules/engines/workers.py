@@ -1,7 +1,7 @@
 """Multi-worker servers (gunicorn, uvicorn, TorchServe, any `--workers N`): where a worker
-process count is read from (`SOURCES`, used by the facts to divide the thread count) and
-the check that, from Kubernetes 1.28 on cgroup v2, one OOM kills every worker of the
-container (`memory.oom.group`).
+process count is read from (`SOURCES`, used by the facts to divide the thread count by it)
+and the check that warns, from Kubernetes 1.28 on cgroup v2, that one OOM kills every
+worker of the container (`memory.oom.group`), so the memory limit must cover every worker.
 """
 from __future__ import annotations
 
