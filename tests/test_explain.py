@@ -167,7 +167,7 @@ def test_the_engines_rule_is_explained_from_each_engine_module():
                                                                  engines.WORKERS)]
     sections += [(name, engines.module(name)) for name, _ in engines.ALWAYS]
     for name, module in sections:
-        head = text.index(f"- **{name}** (", at)
+        head = text.index(f"- **{name}** ", at)
         body = "\n".join(f"  {ln}" if ln else "" for ln in
                          inspect.cleandoc(module.__doc__).split("\n"))
         assert text.count(body) == 1 and text.index(body) > head, name

@@ -40,12 +40,15 @@ def explain() -> str:
     module's docstring, then the checks of engines.ALWAYS with their option: each engine is
     described once, in its module."""
     import inspect
+    import textwrap
     head, _, rest = inspect.cleandoc(__doc__).partition(_HERE)
     tail = rest.split("\n\n", 1)[1]
 
     def section(name: str, how: str, module) -> list:
         body = inspect.cleandoc(module.__doc__ or "").split("\n")
-        return [f"- **{name}** ({how}):", *(f"  {ln}" if ln else "" for ln in body)]
+        head = textwrap.wrap(f"- **{name}** ({how}):", 92, subsequent_indent="  ",
+                             break_on_hyphens=False, break_long_words=False)
+        return [*head, *(f"  {ln}" if ln else "" for ln in body)]
 
     lines = [head.rstrip("\n"), "", "Engines, in the order they are matched:", ""]
     for e in (*engines.ENGINES, engines.WORKERS):
