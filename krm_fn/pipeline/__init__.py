@@ -116,9 +116,9 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     for pool_index in always:       # spec.nodePools[].emit: always, no workload placed
         placement[pool_index] = verdict.Placement()
     verdict.summarize(placement, run)
-    emit.emit(items, run, placement, out)
+    by_name = emit.emit(items, run, placement, out)
     if watch:
-        emit.emit_monitoring(items, run, [t for t in watch if t is not None], out)
+        emit.emit_monitoring(items, run, [t for t in watch if t is not None], out, by_name)
     if run.defaults_note is not None:
         out.results.append(run.defaults_note)
     if (mode or run.cfg.mode) == "validate":

@@ -28,11 +28,13 @@ def always_emitted(cfg, placement: dict) -> list[int]:
             if pool.emit == "always" and i not in placement]
 
 
-def emit(items: list, run, placement: dict, out) -> None:
+def emit(items: list, run, placement: dict, out) -> dict:
     """For each pool index of `placement` ({pool index: verdict.Placement}), in order:
     append the plan's results and the pool's fit summary to `out.results`, (config pool,
     NodePlan, [(AdmittedPod, PodVerdict)], workloads placed) to `out.pools`, and each format's objects
-    to `out.emitted` (or `out.replace`, with results); `run`: the pipeline's load.Run."""
+    to `out.emitted` (or `out.replace`, with results); `run`: the pipeline's load.Run.
+    Returns the index of the input items by name it placed them by (_by_name), for
+    emit_monitoring."""
     cfg = run.cfg
     ctx = RenderContext(cfg.output.namespace, run.set_path, baseline=cfg.output.baseline)
     by_name = _by_name(items)
@@ -53,6 +55,7 @@ def emit(items: list, run, placement: dict, out) -> None:
                 if _collides(obj, pool.name, fmt, emitted_by, out):
                     continue
                 _place(obj, items, by_name, run, pool.name, fmt, placed.count, out)
+    return by_name
 
 
 def _by_name(items: list) -> dict:
@@ -67,15 +70,16 @@ def _by_name(items: list) -> dict:
     return by_name
 
 
-def emit_monitoring(items: list, run, targets: list, out) -> None:
+def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None:
     """spec.output.monitoring: one PrometheusRule per target (krm_fn.monitoring.targets),
     in the workload's namespace, and the Grafana dashboard ConfigMap when asked; placed
     like every emitted object (an input item of the same name that krm-fn did not
-    generate is an error and left alone)."""
+    generate is an error and left alone); `by_name`: the index of the input items that
+    `emit` returned (read only: placing an object does not add it)."""
     from krm_fn.monitoring import rules
     from krm_fn.node.formats._common import PATH_ANNOTATION
     cfg, mon = run.cfg, run.cfg.output.monitoring
-    by_name, emitted_by = _by_name(items), {}
+    emitted_by: dict = {}
     for t in targets:
         pool, plan = cfg.nodePools[t.pool_index], run.plans[t.pool_index]
         gates = plan.kubelet.get("featureGates") or {}
