@@ -25,25 +25,25 @@ class gives the same values, `str`, hash, comparisons and rounding as `fractions
 Not provided (krm-fn uses none of them): complex operands, `real`, `imag`, `conjugate`,
 `limit_denominator`, format specs. Raises what `fractions.Fraction` raises, with the same
 text: ZeroDivisionError for a zero denominator or a division by zero, TypeError for an
-operand of another type, ValueError for a str that is not a number. tests/test_rational.py compares every operation with
-`fractions.Fraction` on generated values (hypothesis).
+operand of another type, ValueError for a str that is not a number. tests/test_rational.py
+compares every operation and its error text with `fractions.Fraction` (hypothesis).
 """
 from __future__ import annotations
 
 import math
 import sys
 
+from krm_fn.matching import digits
+
 _MODULUS = sys.hash_info.modulus
 _INF = sys.hash_info.inf
-_DIGITS = frozenset("0123456789")
 
 
 def _decimal(s: str):
     """(numerator, denominator) of `s` when it is `[+-]digits[.digits]` in ASCII, else None."""
     body = s[1:] if s[:1] in ("+", "-") else s
     whole, dot, frac = body.partition(".")
-    if not whole or (dot and not frac) or not _DIGITS.issuperset(whole) \
-            or not _DIGITS.issuperset(frac):
+    if not digits(whole) or (dot and not digits(frac)):
         return None
     scale = 10 ** len(frac)     # the two parts apart, as fractions.Fraction reads them (each
     n = int(whole) * scale + (int(frac) if frac else 0)     # under int's digit limit)
