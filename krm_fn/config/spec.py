@@ -212,8 +212,8 @@ THREADS = Object(Threads, (
     Field("source", Enum("literal", "downwardAPI"), "literal", "`literal` writes the count "
           "as a string; `downwardAPI` writes a resourceFieldRef on limits.cpu with divisor "
           "\"1\" (whole-CPU containers only).", flat="threadsSource"),
-    Field("engines", Bool(), True, "Recognise the serving engine (the registry in "
-          "krm_fn/rules/engines/, tabled in docs/workloads.md) and set what it reads.",
+    Field("engines", Bool(), True, "Recognise the serving engine and set what it reads "
+          "(what each engine reads: `krm-fn explain rule engines`).",
           flat="threadsEngines"),
     Field("goMemLimitPercent", Int(1, 100), None, "Set GOMEMLIMIT to this percentage of the "
           "memory limit on every container that gets thread env (a Go binary cannot "
