@@ -41,8 +41,7 @@ def _amount(res: str, text) -> Fraction | None:
 def _show(res: str, v) -> str:
     if res == "cpu":
         return quantity.format_cpu(Fraction(v))
-    from krm_fn.admission.injectors.base import fmt_bytes
-    return fmt_bytes(int(v))
+    return quantity.format_binary_si(int(v))
 
 
 def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:

@@ -99,8 +99,7 @@ def _show(key: str, v) -> str:
         return str(int(v))
     if RESOURCES[key][1] == "cpu":
         return quantity.format_cpu_rounded(v)
-    from krm_fn.admission.injectors.base import fmt_bytes
-    return fmt_bytes(int(v))
+    return quantity.format_binary_si(int(v))
 
 
 def _list(keys: list, values: dict) -> str:

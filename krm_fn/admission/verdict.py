@@ -15,7 +15,6 @@ from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.admission import capacity, kubelet, scheduling
-from krm_fn.admission.injectors import base
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState
 from krm_fn.admission.model import (APP, ERROR, SIDECAR, AdmittedPod, Finding, NodeModel,
@@ -73,7 +72,7 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
             injected = [c.name for c in pod.containers if c.source != "manifest"]
             extra = (f" (injected containers {', '.join(injected)} included)" if injected
                      else "")
-            show = (quantity.format_cpu if r == "cpu" else base.fmt_bytes)
+            show = (quantity.format_cpu if r == "cpu" else quantity.format_binary_si)
             out.append(Finding(ERROR, f"pod-level requests.{r} {show(have)} is below the "
                                       f"{show(need)} the containers request{extra}: the API "
                                       f"server refuses the pod; raise "

@@ -823,3 +823,15 @@ def test_host_network_true_is_read_from_the_untyped_pod_spec():
     from krm_fn.admission.injectors.base import yaml_bool
     assert [yaml_bool(v) for v in ("true", "True", "TRUE", True, "false", "yes", None)] == [
         True, True, True, True, False, None, None]
+
+
+def test_container_summary_writes_memory_as_kubernetes_canonicalizes_bytes():
+    """show() prints memory with quantity.format_binary_si, the one byte formatter (Kubernetes'
+    CanonicalizeBytes: below 1024 bytes DecimalSI, else the largest binary suffix that
+    divides it, up to Ei): 1000 bytes is 1k, 1Pi stays 1Pi, 1536Mi stays 1536Mi."""
+    from krm_fn.admission.injectors.base import show
+    c = model.Container("agent", requests={"cpu": Fraction(1, 10), "memory": 1000},
+                        limits={"cpu": Fraction(2), "memory": 1 << 50})
+    assert show(c) == "agent requests cpu 100m, memory 1k; limits cpu 2, memory 1Pi"
+    c = model.Container("s", requests={"memory": 1536 << 20})
+    assert show(c) == "s requests memory 1536Mi; limits none"

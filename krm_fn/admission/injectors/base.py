@@ -293,18 +293,10 @@ def show(c: model.Container) -> str:
         out = []
         for r in (CPU, MEMORY):
             if r in d:
-                v = d[r]
-                out.append(f"{r} {quantity.format_cpu(v) if r == CPU else fmt_bytes(v)}")
+                fmt = quantity.format_cpu if r == CPU else quantity.format_binary_si
+                out.append(f"{r} {fmt(d[r])}")
         return ", ".join(out) or "none"
     return f"{c.name} requests {part(c.requests)}; limits {part(c.limits)}"
-
-
-def fmt_bytes(n: int) -> str:
-    """Bytes as a Kubernetes quantity in the largest binary unit that divides it."""
-    for unit, size in (("Ti", 1 << 40), ("Gi", 1 << 30), ("Mi", 1 << 20), ("Ki", 1 << 10)):
-        if n and n % size == 0:
-            return f"{n // size}{unit}"
-    return str(n)
 
 
 def first(*sources: tuple) -> object:
