@@ -40,11 +40,17 @@ import sys
 
 import _imp
 
-# importlib._bootstrap_external, without importing the importlib package where the
-# interpreter has it already (CPython: frozen, loaded at start-up)
-_EXTERNAL = sys.modules.get("_frozen_importlib_external")
-if _EXTERNAL is None:                                    # pragma: no cover (not CPython)
-    from importlib import _bootstrap_external as _EXTERNAL
+
+def _external():
+    """importlib._bootstrap_external, without importing the importlib package where the
+    interpreter has it already (CPython: frozen, loaded at start-up)."""
+    found = sys.modules.get("_frozen_importlib_external")
+    if found is None:                                    # pragma: no cover (not CPython)
+        from importlib import _bootstrap_external as found
+    return found
+
+
+_EXTERNAL = _external()
 _PREFIX = "krm_fn."
 _REGULAR = 0o100000          # stat.S_IFREG
 _FILE_TYPE = 0o170000        # stat.S_IFMT mask
