@@ -258,10 +258,12 @@ def test_the_function_path_imports_neither_click_nor_other_commands():
 # modules a render never needs: their import cost is most of a small render's (docs/
 # performance.md, P4); the record classes replace dataclasses (and with it inspect, ast, dis);
 # annotations are strings (`from __future__ import annotations`), so typing is not needed
-# (~3 ms); `copy` is imported where a deep copy is made, `difflib` where a hint is made
+# (~3 ms); `copy` is imported where a deep copy is made, `difflib` where a hint is made;
+# Knative's webhook tables (admission/knative.py) for a Knative or Serverless KServe pod
 _NOT_ON_THE_RENDER_PATH = ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER, "dataclasses",
                            "inspect", "ast", "dis", "tokenize", "typing", "copy", "difflib",
                            "krm_fn.yaml.ruamel", "krm_fn.node.from_node", "krm_fn.validate",
+                           "krm_fn.admission.knative",
                            "hypothesis", "pytest")
 
 
@@ -437,6 +439,19 @@ def test_a_render_imports_the_api_refusal_checks_only_for_their_objects():
     assert text.count("kind: ResourceQuota") == 1
     mods = _imported([], text) - _started_with()
     assert _loaded(mods, _API_REFUSAL_MODULES) == ["krm_fn.admission.resourcequota"]
+
+
+def test_a_render_imports_knatives_webhook_tables_only_for_a_knative_pod():
+    """admission/knative.py (the field mask and feature flags) is imported when a pod is a
+    Knative revision's (admission/serving_mode.py), not for the Deployments of a plain
+    render (test_a_plain_render_imports_only_what_it_uses)."""
+    ksvc = ("- apiVersion: serving.knative.dev/v1\n  kind: Service\n  metadata:\n"
+            "    name: k\n    labels: {tier: inference}\n  spec:\n    template:\n      spec:\n"
+            "        containers:\n        - name: server\n          image: vllm/vllm-cpu:0.6\n"
+            "          resources:\n            requests: {cpu: \"2\", memory: 4Gi}\n")
+    text = _ten_items().replace("items:\n", "items:\n" + ksvc, 1)
+    mods = _imported([], text, code=1) - _started_with()
+    assert _loaded(mods, ("krm_fn.admission.knative",)) == ["krm_fn.admission.knative"]
 
 
 def test_the_function_path_ends_the_process_only_when_it_owns_it(monkeypatch):

@@ -87,21 +87,6 @@ FLAGS = {
 LATEST = (1, 23)          # the newest release whose defaults are tabled here (knative-v1.23.0)
 _EMPTY_DIR_DEFAULT_ON = (1, 8)   # knative/serving#13405
 
-KSERVE_MODE = "serving.kserve.io/deploymentMode"
-# KServe deploymentMode values without a Knative revision (kserve pkg/constants/constants.go:
-# RawDeployment is the deprecated spelling of Standard; ModelMesh pods come from the
-# ModelMesh controller).
-KSERVE_NOT_KNATIVE = ("RawDeployment", "Standard", "ModelMesh")
-# `Standard` is spelled so from KServe v0.16.0 (v0.16.0-rc0); v0.15.x and older know only
-# `RawDeployment` (pkg/constants/constants.go at those tags)
-KSERVE_STANDARD_SINCE = "0.16"
-KSERVE_RAW_MODES = (f"annotation {KSERVE_MODE}: RawDeployment (KServe before "
-                    f"{KSERVE_STANDARD_SINCE}) or Standard ({KSERVE_STANDARD_SINCE} and "
-                    f"later)")
-KSERVE_MODES_SOURCE = "kserve/kserve pkg/constants/constants.go"
-# the Knative mode's spellings (Serverless is the deprecated one of KServe v0.16+)
-KSERVE_KNATIVE = ("Serverless", "Knative")
-KSERVE_CONFIG = "inferenceservice-config"
 _SOURCE = ("knative/serving pkg/apis/serving/fieldmask.go (PodSpecMask) and "
            "pkg/apis/config/features.go")
 
@@ -324,7 +309,7 @@ def _volume_refusals(spec: dict, feats: Features) -> list:
 def refused(pod: AdmittedPod, feats: Features, spec: dict | None = None) -> tuple:
     """Findings (ERROR, rule `webhook`) for what Knative's webhook refuses in a Knative
     pod (call it only for a pod of a Knative Service/Configuration/Revision or a Serverless
-    InferenceService: `serverless(view)[0]` is True): nodeSelector, affinity, tolerations
+    InferenceService: `serving_mode.serverless(view)[0]` is True): nodeSelector, affinity, tolerations
     and manifest init containers from the model, and when `spec` (the plain pod spec
     after krm-fn's edits) is given every other field of FLAGS, pod-level resources and
     native sidecars. Each message names the flag and value to set and where, and cites
@@ -343,75 +328,3 @@ def refused(pod: AdmittedPod, feats: Features, spec: dict | None = None) -> tupl
     return tuple(Finding(ERROR, f"{msg} ({_SOURCE})", "webhook",
                          f"{pod.path}.{fld}" if pod.path else fld)
                  for fld, _key, msg in spec_refusals(spec, feats))
-
-
-# --- which pods Knative validates --------------------------------------------------------
-
-def is_isvc(pod) -> bool:
-    """A KServe InferenceService component (predictor, transformer, explainer, canary) of
-    PodView `pod`: its pods get the ISVC's own metadata too. A ServingRuntime's own
-    metadata does not reach pods, and the runtime serves either deployment mode."""
-    return pod.at.platform == "kserve" and pod.ref.kind == "InferenceService"
-
-
-def serverless(pod, default_mode: str | None = None) -> tuple[bool | None, str | None]:
-    """Whether PodView `pod` becomes a Knative revision's pod (`serverless_mode` on its
-    platform, kind and the workload's own annotations); `default_mode`: KServe's
-    `defaultDeploymentMode` when its ConfigMap is in the input (kserve_default_mode)."""
-    meta = pod.edits.root.get("metadata") if isinstance(pod.edits.root, dict) else None
-    ann = meta.get("annotations") if isinstance(meta, dict) else None
-    return serverless_mode(pod.at.platform, pod.ref.kind, ann if isinstance(ann, dict)
-                           else {}, default_mode)
-
-
-def kserve_default_mode(configmaps: dict) -> str | None:
-    """`defaultDeploymentMode` of key `deploy` (JSON) of KServe's ConfigMap
-    `inferenceservice-config` among `configmaps` ({(namespace, name): ConfigMap}), else
-    None (not in the input, or the key does not say)."""
-    for (_space, name), cm in configmaps.items():
-        if name != KSERVE_CONFIG or not isinstance(cm, dict):
-            continue
-        import json     # only for KServe's ConfigMap (start-up: a plain render has none)
-        data = cm.get("data") if isinstance(cm.get("data"), dict) else {}
-        try:
-            deploy = json.loads(data.get("deploy") or "{}")
-        except (TypeError, ValueError):
-            return None
-        mode = deploy.get("defaultDeploymentMode") if isinstance(deploy, dict) else None
-        return str(mode) if mode else None
-    return None
-
-
-def serverless_mode(platform: str | None, kind: str, annotations: dict,
-                    default_mode: str | None = None) -> tuple[bool | None, str | None]:
-    """Whether a pod of a workload on `platform` (krm_fn.workloads) of `kind`, whose own
-    metadata carries `annotations`, becomes a Knative revision's pod: (True, why) for a
-    Knative Service/Configuration/Revision and for a KServe InferenceService in Knative
-    mode; (False, why) for a KServe InferenceService in Standard (RawDeployment) or
-    ModelMesh mode; (None, None) for every other pod.
-
-    KServe's mode (kserve pkg/controller/v1beta1/inferenceservice/utils/utils.go
-    GetDeploymentMode): the annotation `serving.kserve.io/deploymentMode` when it is one of
-    Standard, RawDeployment, Knative, Serverless or ModelMesh; otherwise (absent or another
-    value) `defaultDeploymentMode` of ConfigMap inferenceservice-config (`default_mode`,
-    when it is in the input); otherwise Knative (Serverless) is assumed, the default of
-    KServe's install (config/configmap/inferenceservice.yaml)."""
-    if platform == "knative":
-        return True, "every Knative revision runs a queue-proxy"
-    if not (platform == "kserve" and kind == "InferenceService"):
-        return None, None
-    mode = annotations.get(KSERVE_MODE)
-    mode = None if mode is None else str(mode)
-    if mode in KSERVE_NOT_KNATIVE:
-        return False, f"annotation {KSERVE_MODE}={mode}"
-    if mode in KSERVE_KNATIVE:
-        return True, f"KServe annotation {KSERVE_MODE}={mode}"
-    said = (f"no {KSERVE_MODE} annotation" if mode is None
-            else f"{KSERVE_MODE}={mode} is not a mode KServe knows")
-    if default_mode is not None:
-        where = (f"defaultDeploymentMode {default_mode} in ConfigMap {KSERVE_CONFIG} in "
-                 f"the input")
-        if default_mode in KSERVE_NOT_KNATIVE:
-            return False, f"KServe: {said}, and {where}"
-        return True, f"KServe: {said}, so {where} applies"
-    return True, f"KServe: {said}, so Serverless is assumed"

@@ -11,7 +11,7 @@ from krm_fn.record import dataclass, field
 
 from krm_fn import config as config_mod
 from krm_fn import objects, rules, workloads
-from krm_fn.admission import injectors, knative
+from krm_fn.admission import injectors, serving_mode
 from krm_fn.admission.build import daemon_pods, node_model
 from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits
@@ -33,7 +33,9 @@ class Run:
     `ictx`: what the admission-time injectors read from the input (Namespaces, cluster
     ConfigMaps and custom resources; admission.injectors.InjectionContext), and
     `namespaces` its Namespace objects by name; `knative_features`: Knative's feature
-    flags read from the input (admission.knative)."""
+    flags read from the input (admission.knative.features), read when the first Knative
+    pod asks (features_for; None until then: a render without Knative pods does not
+    import the webhook's tables)."""
 
     cfg: object
     fc_ref: Ref | None
@@ -57,11 +59,16 @@ class Run:
         return injectors.for_pod(pod, self.ictx)
 
     def features_for(self, pod) -> dict | None:
-        """Knative's feature flags when `pod` (a tuned PodView) becomes a Knative
-        revision's pod (admission.knative.serverless), else None."""
+        """Knative's feature flags (admission.knative.Features, of the input's
+        config-features or KnativeServing, else the defaults) when `pod` (a PodView)
+        becomes a Knative revision's pod (admission.serving_mode.serverless), else None."""
         default = self.ictx.kserve_default_mode() if self.ictx is not None else None
-        on = knative.serverless(pod, default)[0]
-        return self.knative_features if on else None
+        if not serving_mode.serverless(pod, default)[0]:
+            return None
+        if self.knative_features is None:
+            from krm_fn.admission import knative
+            self.knative_features = knative.features(self.octx.items)
+        return self.knative_features
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
         """rules.PoolInfo of node pool `pool_index`."""
@@ -114,7 +121,6 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
     run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
                  for n in run.nodes]
-    run.knative_features = knative.features(items)
     run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
                                      items, tuned)
     run.ictx = record.replace(

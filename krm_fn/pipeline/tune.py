@@ -117,7 +117,7 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     ctx = rules.RuleContext(cfg, info, pinned(pod, cfg, listed), cpus=cpus,
                             explicit=explicit, cluster=run.cluster,
                             namespaces=run.namespaces,
-                            knative_features=run.knative_features, ictx=run.ictx)
+                            knative_features=run.features_for(pod), ictx=run.ictx)
     ctx = rules.run(pod, ctx)
     return pod, rules.pinned_whole(pod, ctx)
 

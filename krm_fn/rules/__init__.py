@@ -68,7 +68,8 @@ class RuleContext:
     `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
     containers to pin in this pod. `facts`: {container path: facts.ContainerFacts},
     filled by `run` before the rules (empty until then). `knative_features`: Knative's
-    feature flags for this input (admission.knative.Features; None: the defaults).
+    feature flags for this input when the pod is a Knative revision's
+    (admission.knative.Features; None: the defaults, or not a Knative pod).
     `ictx`: the input objects the admission-time injectors read (Namespaces, cluster
     ConfigMaps, custom resources), so a rule can size what they add."""
 

@@ -186,12 +186,13 @@ def downward_ok(count, cfg) -> bool:
 def downward_refused(pod: PodView, ctx) -> str | None:
     """Why a resourceFieldRef cannot be written into `pod` (Knative's webhook refuses it
     while `kubernetes.podspec-fieldref` is disabled), or None when it can."""
-    from krm_fn.admission import knative
+    from krm_fn.admission import serving_mode
     ictx = getattr(ctx, "ictx", None)
-    on, _why = knative.serverless(pod, ictx.kserve_default_mode() if ictx is not None
-                                  else None)
+    on, _why = serving_mode.serverless(pod, ictx.kserve_default_mode() if ictx is not None
+                                       else None)
     if not on:
         return None
+    from krm_fn.admission import knative
     feats = ctx.knative_features if ctx.knative_features is not None else knative.defaults()
     if feats.allows(knative.FIELD_REF):
         return None

@@ -38,7 +38,7 @@ decision for whoever runs Knative, not a side effect of pinning one workload.
 """
 from __future__ import annotations
 
-from krm_fn.admission import knative, scheduling
+from krm_fn.admission import scheduling, serving_mode
 from krm_fn.pod import PodView
 
 ID = "placement"
@@ -74,12 +74,13 @@ def apply(pod: PodView, ctx) -> None:
                                  f"working-with-objects/labels/#syntax-and-character-set)")
     affinity = pod.spec.get("affinity")
     ictx = getattr(ctx, "ictx", None)
-    on, why = knative.serverless(pod, ictx.kserve_default_mode() if ictx is not None
+    on, why = serving_mode.serverless(pod, ictx.kserve_default_mode() if ictx is not None
                                  else None)
     if not on:
         for key, value in missing.items():
             _set_selector(pod, ctx, key, value)
         return
+    from krm_fn.admission import knative      # a Knative pod: its webhook's flags
     feats = ctx.knative_features
     if feats is None:
         feats = knative.defaults()
@@ -112,6 +113,7 @@ def _knative(pod: PodView, ctx, feats, why: str, current: dict, affinity: object
              missing: dict) -> None:
     """Place a Knative pod as its feature flags allow; see the module docstring. (What
     the pod already sets and Knative refuses is the verdict's: admission/knative.py.)"""
+    from krm_fn.admission import knative
     if not missing or scheduling.requires(affinity, missing):
         return
     if feats.allows(knative.NODE_SELECTOR):
@@ -125,10 +127,10 @@ def _knative(pod: PodView, ctx, feats, why: str, current: dict, affinity: object
         return
     sel = ", ".join(f"{k}={v}" for k, v in missing.items())
     mode, source = "", ""
-    if knative.is_isvc(pod):
+    if serving_mode.is_isvc(pod):
         mode = ("; or, if this InferenceService is not Serverless, say so with "
-                f"{knative.KSERVE_RAW_MODES}")
-        source = f"; {knative.KSERVE_MODES_SOURCE}"
+                f"{serving_mode.KSERVE_RAW_MODES}")
+        source = f"; {serving_mode.KSERVE_MODES_SOURCE}"
     pod.error(pod.spec_path("nodeSelector"),
               f"{why} cannot be placed in node pool {ctx.pool.name!r} (nodeSelector {sel}): "
               f"Knative's webhook refuses nodeSelector and affinity unless its feature "
@@ -140,6 +142,7 @@ def _knative(pod: PodView, ctx, feats, why: str, current: dict, affinity: object
 
 def _set_affinity(pod: PodView, ctx, feats, affinity: object, missing: dict) -> None:
     """Add the pool's labels as In expressions to every required node affinity term."""
+    from krm_fn.admission import knative
     base = pod.spec_path(*scheduling.REQUIRED)
     new = [{"key": k, "operator": "In", "values": [v]} for k, v in missing.items()]
     note = (f"node pool {ctx.pool.name!r} runs the static CPU Manager; required node "

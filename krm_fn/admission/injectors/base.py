@@ -139,7 +139,7 @@ class InjectionContext:
         context (every pod's Meta asks; the ConfigMaps do not change during a render)."""
         memo = self.__dict__.get("_kserve_default_mode", self)
         if memo is self:
-            from krm_fn.admission.knative import kserve_default_mode
+            from krm_fn.admission.serving_mode import kserve_default_mode
             memo = kserve_default_mode(self.configmaps)
             object.__setattr__(self, "_kserve_default_mode", memo)
         return memo

@@ -35,7 +35,7 @@ the four ConfigMap keys.
 """
 from __future__ import annotations
 
-from krm_fn.admission import knative, model
+from krm_fn.admission import knative, model, serving_mode
 from krm_fn.admission.injectors import base
 from krm_fn.workloads import get_path
 
@@ -61,8 +61,8 @@ FEATURE_DEFAULTS = {("cpu", "limits"): "1000m", ("memory", "requests"): "400Mi",
 def trigger(meta: base.Meta):
     """(True, why) for Knative pods and KServe InferenceServices in Serverless mode,
     (False, why) for a KServe deploymentMode without Knative, else (None, None)
-    (krm_fn.admission.knative.serverless_mode)."""
-    return knative.serverless_mode(meta.platform, meta.kind, meta.owner_annotations,
+    (krm_fn.admission.serving_mode.serverless_mode)."""
+    return serving_mode.serverless_mode(meta.platform, meta.kind, meta.owner_annotations,
                                    meta.kserve_default_mode)
 
 
