@@ -199,7 +199,7 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
     ),
     ("jobset.x-k8s.io", "JobSet"): (
         _t("spec", "replicatedJobs", "*", "template", "spec", "template"),),
-    # Argo Rollouts: spec.template, or spec.workloadRef naming a Deployment (objects.py).
+    # Argo Rollouts: spec.template, or spec.workloadRef naming a Deployment (krm_fn/objects/).
     ("argoproj.io", "Rollout"): (_t("spec", "template", optional=True),),
     # KubeRay: head and every worker group.
     ("ray.io", "RayCluster"): _ray_cluster("spec"),

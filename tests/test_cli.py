@@ -259,11 +259,13 @@ def test_the_function_path_imports_neither_click_nor_other_commands():
 # performance.md, P4); the record classes replace dataclasses (and with it inspect, ast, dis);
 # annotations are strings (`from __future__ import annotations`), so typing is not needed
 # (~3 ms); `copy` is imported where a deep copy is made, `difflib` where a hint is made;
-# Knative's webhook tables (admission/knative.py) for a Knative or Serverless KServe pod
+# Knative's webhook tables (admission/knative.py) for a Knative or Serverless KServe pod,
+# a whole-object check (krm_fn/objects/) for an item of its kind
 _NOT_ON_THE_RENDER_PATH = ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER, "dataclasses",
                            "inspect", "ast", "dis", "tokenize", "typing", "copy", "difflib",
                            "krm_fn.yaml.ruamel", "krm_fn.node.from_node", "krm_fn.validate",
-                           "krm_fn.admission.knative",
+                           "krm_fn.admission.knative", "krm_fn.objects.kserve",
+                           "krm_fn.objects.knative_config", "krm_fn.objects.passthrough",
                            "hypothesis", "pytest")
 
 
@@ -452,6 +454,17 @@ def test_a_render_imports_knatives_webhook_tables_only_for_a_knative_pod():
     text = _ten_items().replace("items:\n", "items:\n" + ksvc, 1)
     mods = _imported([], text, code=1) - _started_with()
     assert _loaded(mods, ("krm_fn.admission.knative",)) == ["krm_fn.admission.knative"]
+
+
+def test_a_render_imports_a_whole_object_check_only_for_its_kind():
+    nim = ("- apiVersion: apps.nvidia.com/v1alpha1\n  kind: NIMService\n  metadata:\n"
+           "    name: nim\n  spec: {resources: {limits: {cpu: \"4\"}}}\n")
+    cfg = ("functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n  kind: InferenceTuning\n"
+           "  metadata: {name: t}\n  spec:\n    selector:\n"
+           "      kinds: [Deployment, NIMService]\n")
+    text = _ten_items().replace("items:\n", "items:\n" + nim, 1) + cfg
+    mods = _imported([], text) - _started_with()
+    assert _loaded(mods, ("krm_fn.objects",)) == ["krm_fn.objects", "krm_fn.objects.passthrough"]
 
 
 def test_the_function_path_ends_the_process_only_when_it_owns_it(monkeypatch):

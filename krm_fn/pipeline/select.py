@@ -36,7 +36,7 @@ class Picked:
     """One input item the pipeline has something to say about. `index`: its place in the
     input; `findings`: select's results about it (a skipped item, a duplicate, a malformed
     item); `tune`: whether the later steps tune it (then `ref`, `file`, `handled`: a
-    whole-object check of krm_fn/objects.py applies, `kind_known`: a workload kind with pod
+    whole-object check of krm_fn/objects/ applies, `kind_known`: a workload kind with pod
     specs, `pool_index`/`pool`: the node pool it is placed in, or None, `pool_findings`:
     the error when its node-pool annotation names no pool)."""
 

@@ -2,7 +2,7 @@
 
 The rules (krm_fn.rules.run, after krm_fn.rules.merge) write into a copy of the item through
 PodView; every write is a Change (krm_fn/changes.py). Whole-object checks
-(krm_fn/objects.py) run on the kinds they handle. Nothing here decides whether the item is
+(krm_fn/objects/) run on the kinds they handle. Nothing here decides whether the item is
 left unchanged: that is the verdict's (pipeline/verdict.py).
 """
 from __future__ import annotations

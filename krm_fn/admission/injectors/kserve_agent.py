@@ -10,7 +10,7 @@ InferenceService component with `logger` or `batcher` set.
 JSON `cpuRequest`, `cpuLimit`, `memoryRequest`, `memoryLimit`, default requests 100m cpu
 and 100Mi memory, limits 1 cpu and 1Gi (config/configmap/inferenceservice.yaml). The
 `logger` and `batcher` blocks have no resources field and no annotation sizes it. When
-the ConfigMap is in the input krm-fn makes it request == limit (krm_fn/objects.py).
+the ConfigMap is in the input krm-fn makes it request == limit (krm_fn/objects/).
 """
 from __future__ import annotations
 

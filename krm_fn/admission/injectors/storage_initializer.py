@@ -25,7 +25,7 @@ KServe takes the first match of a list read from its informer cache, in no fixed
 (`GetStorageContainerSpec`), so krm-fn counts the one that is not request == limit. The
 defaults make the pod Burstable; no pod annotation sizes it. When these objects are in
 the input and selected by `spec.selector`, krm-fn makes them request == limit
-(krm_fn/objects.py); the fix then names what the input or the selector lacks
+(krm_fn/objects/); the fix then names what the input or the selector lacks
 (`let_krm_fn`).
 """
 from __future__ import annotations
@@ -235,7 +235,7 @@ def let_krm_fn(ctx: base.InjectionContext, objs: list) -> str:
     """`; or let krm-fn make them request == limit: ...`: for each (object, in the input)
     of `objs` that this render does not fix, what to do so it does (put it in the input,
     and what spec.selector must add: InjectionContext.untuned); "" when it fixes all. Only
-    objects of the input that spec.selector selects are changed (krm_fn/objects.py)."""
+    objects of the input that spec.selector selects are changed (krm_fn/objects/)."""
     parts = []
     for obj, present in objs:
         why = list(ctx.untuned(obj)) if ctx.untuned is not None else []

@@ -27,20 +27,11 @@ from __future__ import annotations
 from krm_fn import quantity
 from krm_fn.pod import Edits
 from krm_fn.results import INFO, WARNING, Ref, Result
-from krm_fn.workloads import get_path, group_of
 
-NAME, NAMESPACE = "config-deployment", "knative-serving"
 KEYS = {"cpu": ("queue-sidecar-cpu-request", "queue-sidecar-cpu-limit"),
         "memory": ("queue-sidecar-memory-request", "queue-sidecar-memory-limit")}
 SOURCE = ("knative/serving pkg/reconciler/revision/resources/queue.go "
           "createQueueResources, pkg/deployment/config.go")
-
-
-def is_config(obj: dict) -> bool:
-    """`obj` is Knative Serving's ConfigMap knative-serving/config-deployment."""
-    return (group_of(obj.get("apiVersion")) == "" and obj.get("kind") == "ConfigMap"
-            and get_path(obj, ("metadata", "name")) == NAME
-            and get_path(obj, ("metadata", "namespace")) in (NAMESPACE, None))
 
 
 def _parse(res: str, text) -> object | None:
@@ -50,9 +41,11 @@ def _parse(res: str, text) -> object | None:
         return None
 
 
-def check(obj: dict, ref: Ref, cfg) -> tuple[list, list]:
-    """(changes, findings) for the ConfigMap (module docstring); `cfg`: the loaded config.
-    Each finding names the key, the values and why."""
+def check(obj: dict, ref: Ref, ctx) -> tuple[list, list]:
+    """(changes, findings) for the ConfigMap (module docstring); `ctx`: the
+    krm_fn.objects.ObjectContext (its `cfg`, the loaded config). Each finding names the
+    key, the values and why."""
+    cfg = ctx.cfg
     data = obj.get("data")
     if not isinstance(data, dict):
         return [], []
