@@ -127,3 +127,98 @@ def test_not_written_when_bytecode_writing_is_off(tree: Path):
 def test_not_installed_where_the_bytecode_is_another_file(tree: Path, flags: tuple):
     code = "import sys, krm_fn.startup as s, krm_fn.mod as m; print(s.Finder in sys.meta_path, m.X)"
     assert _python(code, tree, *flags) == "False 1"
+
+
+def _both(tree: Path, code: str) -> tuple[str, str]:
+    """`code`'s output (stdout, then the last line of stderr and the exit status) with the
+    finder (F) and with the standard machinery alone (S: the finder taken off
+    sys.meta_path right after `import krm_fn`), each in a fresh interpreter."""
+    out = []
+    for standard in (False, True):
+        pre = "import sys, krm_fn\n"
+        if standard:
+            pre += ("import krm_fn.startup as s\n"
+                    "sys.meta_path[:] = [f for f in sys.meta_path if f is not s.Finder]\n")
+        env = dict(os.environ, PYTHONPATH=str(tree))
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        p = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
+                           env=env, cwd=tree, timeout=60)
+        err = p.stderr.strip().splitlines()
+        out.append(f"{p.stdout.strip()} | {err[-1] if err else ''} | {p.returncode}")
+    return out[0], out[1]
+
+
+_SHOW = ("import importlib\n"
+         "try:\n    m = importlib.import_module(NAME)\n"
+         "    print(m.__file__, getattr(m, '__path__', None), getattr(m, 'KIND', None))\n"
+         "except Exception as e:\n    print(type(e).__name__, e)\n")
+
+
+@pytest.mark.parametrize("case", [
+    "extension module beside the source", "extension package init", "bytecode-only package",
+    "bytecode-only module in an earlier entry", "a name with a slash", "an empty name",
+    "trailing slash in __path__", "relative __path__ entry, then chdir", "namespace package",
+])
+def test_it_picks_what_the_standard_finder_picks(tree: Path, case: str):
+    import _imp
+    pkg = tree / "krm_fn"
+    ext = _imp.extension_suffixes()[0]
+    name, pre = "krm_fn.both", ""
+    (pkg / "both.py").write_text("KIND = 'source module'\n")
+    if case == "extension module beside the source":
+        (pkg / f"both{ext}").write_bytes(b"not an ELF file")      # the standard tries it
+    elif case == "extension package init":
+        (pkg / "both").mkdir()
+        (pkg / "both" / f"__init__{ext}").write_bytes(b"not an ELF file")
+        (pkg / "both" / "__init__.py").write_text("KIND = 'source package'\n")
+    elif case == "bytecode-only package":
+        (pkg / "both").mkdir()
+        py_compile.compile(str(pkg / "both.py"), cfile=str(pkg / "both" / "__init__.pyc"))
+    elif case == "bytecode-only module in an earlier entry":
+        (tree / "first").mkdir()
+        py_compile.compile(str(pkg / "both.py"), cfile=str(tree / "first" / "both.pyc"))
+        pre = f"krm_fn.__path__.insert(0, {str(tree / 'first')!r})\n"
+    elif case == "a name with a slash":
+        (pkg / "sub").mkdir()
+        (pkg / "sub" / "x.py").write_text("KIND = 'x'\n")
+        name = "krm_fn.sub/x"
+    elif case == "an empty name":
+        name = "krm_fn."
+    elif case == "trailing slash in __path__":
+        pre = "krm_fn.__path__[0] += '/'\n"
+    elif case == "relative __path__ entry, then chdir":
+        (tree / "elsewhere" / "krm_fn").mkdir(parents=True)
+        (tree / "elsewhere" / "krm_fn" / "both.py").write_text("KIND = 'elsewhere'\n")
+        (pkg / "first.py").write_text("")
+        pre = ("import os\nkrm_fn.__path__[:] = ['krm_fn']\nimport krm_fn.first\n"
+               "os.chdir('elsewhere')\n")
+    else:
+        (pkg / "ns").mkdir()
+        (pkg / "ns" / "mod.py").write_text("KIND = 'in a namespace package'\n")
+        name = "krm_fn.ns.mod"
+    f, s = _both(tree, pre + f"NAME = {name!r}\n" + _SHOW)
+    assert f == s
+
+
+def test_its_loader_refuses_another_modules_name_as_the_standard_one(tree: Path):
+    code = ("import krm_fn.mod as m\ntry:\n    m.__loader__.get_code('krm_fn.other')\n"
+            "except ImportError as e:\n    print(e)\n")
+    f, s = _both(tree, code)
+    assert f == s and f.startswith("loader for krm_fn.mod cannot handle krm_fn.other")
+
+
+def test_importing_krm_fn_again_keeps_one_finder(tree: Path):
+    code = ("import sys, krm_fn.mod\nfor k in [k for k in sys.modules if k.startswith('krm_fn')]:\n"
+            "    del sys.modules[k]\nimport krm_fn.mod\n"
+            "print([f.__module__ for f in sys.meta_path if getattr(f, '_krm_fn_finder', 0)])")
+    assert _python(code, tree) == "['krm_fn.startup']"
+
+
+def test_python_v_prints_the_standard_loaders_lines(tree: Path):
+    _python("import krm_fn.mod", tree)
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    p = subprocess.run([sys.executable, "-v", "-c", "import krm_fn.mod"], capture_output=True,
+                       text=True, env=env, cwd=tree, timeout=60)
+    pyc = tree / "krm_fn" / "__pycache__" / f"mod.{sys.implementation.cache_tag}.pyc"
+    assert f"# {pyc} matches {tree / 'krm_fn' / 'mod.py'}" in p.stderr
+    assert f"# code object from '{pyc}'" in p.stderr
