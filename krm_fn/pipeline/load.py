@@ -53,6 +53,7 @@ class Run:
     ictx: object = None
     namespaces: dict = field(default_factory=dict)
     knative_features: dict | None = None
+    pools: list = field(default_factory=list)   # pool_info(i) of each node pool, made once
 
     def injections(self, pod) -> tuple:
         """The admission.model.Injections that fire for `pod` (a tuned PodView)."""
@@ -71,8 +72,12 @@ class Run:
         return self.knative_features
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
-        """rules.PoolInfo of node pool `pool_index`."""
-        return rules.PoolInfo.from_plan(self.cfg.nodePools[pool_index], self.plans[pool_index])
+        """rules.PoolInfo of node pool `pool_index` (from its config entry and NodePlan;
+        made once per pool and shared: PoolInfo is frozen)."""
+        if not self.pools:
+            self.pools = [rules.PoolInfo.from_plan(pool, plan)
+                          for pool, plan in zip(self.cfg.nodePools, self.plans)]
+        return self.pools[pool_index]
 
 
 def prepare(items: list, function_config: dict | None, results: list) -> Run | None:
