@@ -184,3 +184,26 @@ def test_cpus_are_each_cores_siblings_sorted_by_cpu_id(sockets, numas, cores_per
     t = Topology(sockets=sockets, numa_per_socket=numas, cores_per_socket=numas * cores_per_numa,
                  threads_per_core=threads, siblings=siblings)
     assert t.cpus() == _cpus_one_by_one(t)
+
+
+def test_cpu_is_the_namedtuple_it_replaces():
+    """topology.Cpu behaves as collections.namedtuple("Cpu", "cpu core socket numa"):
+    fields, repr, equality and order with plain tuples, hashing, unpacking, pickling,
+    pattern matching, read-only fields."""
+    import pickle
+    from collections import namedtuple
+    from krm_fn.node.topology import Cpu
+    ref = namedtuple("Cpu", ["cpu", "core", "socket", "numa"])
+    a, b = Cpu(3, 1, 0, 1), ref(3, 1, 0, 1)
+    assert (repr(a), a, hash(a), tuple(a)) == (repr(b), b, hash(b), tuple(b))
+    assert (a.cpu, a.core, a.socket, a.numa) == (3, 1, 0, 1) == (b.cpu, b.core, b.socket, b.numa)
+    assert Cpu._fields == ref._fields and Cpu.__match_args__ == ref.__match_args__
+    assert sorted([Cpu(2, 0, 0, 0), Cpu(1, 5, 0, 0)]) == [(1, 5, 0, 0), (2, 0, 0, 0)]
+    assert pickle.loads(pickle.dumps(a)) == a and type(pickle.loads(pickle.dumps(a))) is Cpu
+    match a:
+        case Cpu(cpu, core, socket, numa):
+            assert (cpu, core, socket, numa) == (3, 1, 0, 1)
+    with pytest.raises(AttributeError):
+        a.core = 2
+    with pytest.raises(TypeError):
+        Cpu(1, 2, 3)
