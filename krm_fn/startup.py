@@ -2,13 +2,13 @@
 
 Argo CD, kustomize and kpt start one process per render, and a small render's time is
 mostly start-up (docs/performance.md, P4): a plain render imports about 90 krm_fn modules.
-Python's source loader reads each module's cached bytecode with ten system calls (a stat of
+Python's source loader reads each module's cached bytecode with nine system calls (a stat of
 the source, then open, fstat, ioctl, two lseeks, two reads and a close, through a buffered
 file object) and about 0.1M instructions of importlib's Python code. `Loader` reads it with
 open, fstat, read and close; `Finder` answers for `krm_fn.*` submodules as the standard
-path finder would, from the same directory listing. Together: about 7M fewer instructions
-and 600 fewer system calls on the 10-item render, about 3 % of its CPU time
-(docs/performance.md, "Start-up: krm-fn's own finder and loader").
+path finder would, from the same directory listing. Together: about 5.7M fewer instructions
+and 460 fewer system calls on the 10-item render, 2-3 % of its CPU time
+(docs/performance.md, "Where it stands").
 
 What the standard machinery (importlib.machinery.PathFinder, FileFinder, SourceFileLoader)
 decides is decided the same way, and every case the finder does not answer goes to it:
