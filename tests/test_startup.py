@@ -222,3 +222,19 @@ def test_python_v_prints_the_standard_loaders_lines(tree: Path):
     pyc = tree / "krm_fn" / "__pycache__" / f"mod.{sys.implementation.cache_tag}.pyc"
     assert f"# {pyc} matches {tree / 'krm_fn' / 'mod.py'}" in p.stderr
     assert f"# code object from '{pyc}'" in p.stderr
+
+
+def test_a_pycache_prefix_set_after_start_up_is_the_standard_loaders(tree: Path):
+    code = ("import sys, krm_fn\nsys.pycache_prefix = {p!r}\nimport krm_fn.mod as m, os\n"
+            "print(m.__cached__, os.path.exists(m.__cached__))")
+    f, s = _both(tree, code.format(p=str(tree / "prefix")))
+    assert f == s and f.startswith(str(tree / "prefix")), (f, s)
+
+
+def test_module_attributes_are_set_in_the_standard_order(tree: Path):
+    (tree / "krm_fn" / "pkg").mkdir()
+    (tree / "krm_fn" / "pkg" / "__init__.py").write_text("")
+    code = ("import krm_fn.mod as m, krm_fn.pkg as p\n"
+            "print(list(vars(m)), list(vars(p)), m.__spec__.cached, p.__spec__.cached)")
+    f, s = _both(tree, code)
+    assert f == s and "'__file__', '__cached__', '__builtins__'" in f
