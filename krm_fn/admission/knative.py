@@ -40,9 +40,9 @@ from __future__ import annotations
 import re
 
 from krm_fn.admission.model import ERROR, SIDECAR, AdmittedPod, Finding
+from krm_fn.admission.serving_mode import KNATIVE_NAMESPACE as NAMESPACE
 
 CONFIG_NAME = "config-features"
-NAMESPACE = "knative-serving"
 ENABLED, DISABLED, ALLOWED = "Enabled", "Disabled", "Allowed"
 
 NODE_SELECTOR = "kubernetes.podspec-nodeselector"
@@ -309,8 +309,8 @@ def _volume_refusals(spec: dict, feats: Features) -> list:
 def refused(pod: AdmittedPod, feats: Features, spec: dict | None = None) -> tuple:
     """Findings (ERROR, rule `webhook`) for what Knative's webhook refuses in a Knative
     pod (call it only for a pod of a Knative Service/Configuration/Revision or a Serverless
-    InferenceService: `serving_mode.serverless(view)[0]` is True): nodeSelector, affinity, tolerations
-    and manifest init containers from the model, and when `spec` (the plain pod spec
+    InferenceService: `serving_mode.serverless(view)[0]` is True): nodeSelector, affinity,
+    tolerations and manifest init containers from the model, and when `spec` (the plain pod spec
     after krm-fn's edits) is given every other field of FLAGS, pod-level resources and
     native sidecars. Each message names the flag and value to set and where, and cites
     the Knative source."""

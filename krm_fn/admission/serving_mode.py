@@ -29,6 +29,8 @@ KSERVE_MODES_SOURCE = "kserve/kserve pkg/constants/constants.go"
 # the Knative mode's spellings (Serverless is the deprecated one of KServe v0.16+)
 KSERVE_KNATIVE = ("Serverless", "Knative")
 KSERVE_CONFIG = "inferenceservice-config"
+# the namespace of Knative Serving and of its ConfigMaps (config-features, config-deployment)
+KNATIVE_NAMESPACE = "knative-serving"
 
 
 def is_isvc(pod) -> bool:

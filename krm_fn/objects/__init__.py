@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from krm_fn.admission.serving_mode import KNATIVE_NAMESPACE, KSERVE_CONFIG
 from krm_fn.lazy import submodule
 from krm_fn.record import dataclass
 from krm_fn.results import Ref
@@ -56,13 +57,12 @@ class ClusterObject:
     check: str
 
 
-KSERVE_CONFIG = "inferenceservice-config"
 STORAGE_CONTAINER = "ClusterStorageContainer"
 KNATIVE_CONFIG = "config-deployment"
 
 # in the order they are recognised (the first match names an object)
 CLUSTER = (
-    ClusterObject(KNATIVE_CONFIG, ("", "ConfigMap"), KNATIVE_CONFIG, ("knative-serving", None),
+    ClusterObject(KNATIVE_CONFIG, ("", "ConfigMap"), KNATIVE_CONFIG, (KNATIVE_NAMESPACE, None),
                   "knative_config", "check"),
     ClusterObject(KSERVE_CONFIG, ("", "ConfigMap"), KSERVE_CONFIG, None, "kserve", "config"),
     ClusterObject(STORAGE_CONTAINER, ("serving.kserve.io", STORAGE_CONTAINER), None, None,

@@ -53,7 +53,7 @@ class Run:
     ictx: object = None
     namespaces: dict = field(default_factory=dict)
     knative_features: dict | None = None
-    pools: list = field(default_factory=list)   # pool_info(i) of each node pool, made once
+    pools: list = field(default_factory=list)   # pool_info(i) of each node pool
 
     def injections(self, pod) -> tuple:
         """The admission.model.Injections that fire for `pod` (a tuned PodView)."""
@@ -72,11 +72,8 @@ class Run:
         return self.knative_features
 
     def pool_info(self, pool_index: int) -> rules.PoolInfo:
-        """rules.PoolInfo of node pool `pool_index` (from its config entry and NodePlan;
-        made once per pool and shared: PoolInfo is frozen)."""
-        if not self.pools:
-            self.pools = [rules.PoolInfo.from_plan(pool, plan)
-                          for pool, plan in zip(self.cfg.nodePools, self.plans)]
+        """rules.PoolInfo of node pool `pool_index` (made once per pool in `prepare` and
+        shared: PoolInfo is frozen)."""
         return self.pools[pool_index]
 
 
@@ -126,8 +123,8 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
     run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
                  for n in run.nodes]
-    run.octx = objects.ObjectContext(cfg, [run.pool_info(i) for i in range(len(plans))],
-                                     items, tuned)
+    run.pools = [rules.PoolInfo.from_plan(pool, plan) for pool, plan in zip(cfg.nodePools, plans)]
+    run.octx = objects.ObjectContext(cfg, run.pools, items, tuned)
     run.ictx = record.replace(
         injectors.InjectionContext.for_config(_as_rendered(items, is_tuned, run.octx), cfg),
         untuned=lambda obj: untuned_because(obj, cfg.selector))

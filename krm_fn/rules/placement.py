@@ -75,7 +75,7 @@ def apply(pod: PodView, ctx) -> None:
     affinity = pod.spec.get("affinity")
     ictx = getattr(ctx, "ictx", None)
     on, why = serving_mode.serverless(pod, ictx.kserve_default_mode() if ictx is not None
-                                 else None)
+                                      else None)
     if not on:
         for key, value in missing.items():
             _set_selector(pod, ctx, key, value)

@@ -37,6 +37,8 @@ from __future__ import annotations
 
 from krm_fn.admission import knative, model, serving_mode
 from krm_fn.admission.injectors import base
+from krm_fn.objects import KNATIVE_CONFIG as CONFIG_DEPLOYMENT
+from krm_fn.objects.knative_config import KEYS
 from krm_fn.workloads import get_path
 
 ID = "queue_proxy"
@@ -49,12 +51,10 @@ NOTE = ("Knative: the queue.sidecar.serving.knative.dev resource annotations are
         "honoured from knative-v1.11.0; older Knative sizes queue-proxy only from "
         "ConfigMap knative-serving/config-deployment (queue-sidecar-* keys): set equal "
         "requests and limits there, or queue-proxy keeps the pod Burstable")
-CONFIG_DEPLOYMENT, CONFIG_FEATURES, NAMESPACE = "config-deployment", "config-features", \
-    "knative-serving"
-CM_KEYS = {("cpu", "requests"): "queue-sidecar-cpu-request",
-           ("cpu", "limits"): "queue-sidecar-cpu-limit",
-           ("memory", "requests"): "queue-sidecar-memory-request",
-           ("memory", "limits"): "queue-sidecar-memory-limit"}
+CONFIG_FEATURES, NAMESPACE = knative.CONFIG_NAME, knative.NAMESPACE
+# (resource, requests or limits) -> the ConfigMap key (objects/knative_config.py's KEYS)
+CM_KEYS = {(res, part): keys[i] for res, keys in KEYS.items()
+           for i, part in enumerate(("requests", "limits"))}
 DEFAULT_CPU_REQUEST = "25m"
 FEATURE_DEFAULTS = {("cpu", "limits"): "1000m", ("memory", "requests"): "400Mi",
                     ("memory", "limits"): "800Mi"}
@@ -63,7 +63,7 @@ def trigger(meta: base.Meta):
     (False, why) for a KServe deploymentMode without Knative, else (None, None)
     (krm_fn.admission.serving_mode.serverless_mode)."""
     return serving_mode.serverless_mode(meta.platform, meta.kind, meta.owner_annotations,
-                                   meta.kserve_default_mode)
+                                        meta.kserve_default_mode)
 
 
 def _data(ctx: base.InjectionContext, name: str) -> dict | None:

@@ -34,13 +34,13 @@ import json
 import re
 
 from krm_fn.admission import model
+from krm_fn.admission.serving_mode import KSERVE_CONFIG as CONFIG
 from krm_fn.admission.injectors import base
 from krm_fn.workloads import get_path
 
 ID = "storage_initializer"
 TITLE = "KServe storage-initializer"
 NAME = "storage-initializer"
-CONFIG = "inferenceservice-config"
 CONFIG_KEY = "storageInitializer"
 DEFAULTS = {"cpuRequest": "100m", "cpuLimit": "1", "memoryRequest": "100Mi",
             "memoryLimit": "1Gi"}
