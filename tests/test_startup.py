@@ -15,13 +15,19 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _python(code: str, path: Path, *flags: str, write: bool = True) -> str:
+def _run(code: str, path: Path, *flags: str, write: bool = True):
+    """`python FLAGS -c CODE` in a fresh interpreter with `path` on PYTHONPATH and as the
+    working directory, writing bytecode unless `write` is False."""
     env = dict(os.environ, PYTHONPATH=str(path))
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     if not write:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
-    p = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True,
-                       env=env, cwd=path, timeout=60)
+    return subprocess.run([sys.executable, *flags, "-c", code], capture_output=True,
+                          text=True, env=env, cwd=path, timeout=60)
+
+
+def _python(code: str, path: Path, *flags: str, write: bool = True) -> str:
+    p = _run(code, path, *flags, write=write)
     assert p.returncode == 0, p.stderr
     return p.stdout.strip()
 
@@ -86,8 +92,7 @@ def test_a_pyc_it_cannot_use_goes_to_the_standard_loader(tree: Path, damage: str
         py_compile.compile(str(tree / "krm_fn" / "mod.py"), cfile=str(pyc),
                            invalidation_mode=py_compile.PycInvalidationMode.CHECKED_HASH)
     if damage == "not code":     # the standard loader refuses it too, with the same error
-        p = subprocess.run([sys.executable, "-c", "import krm_fn.mod"], capture_output=True,
-                           text=True, env=dict(os.environ, PYTHONPATH=str(tree)), cwd=tree)
+        p = _run("import krm_fn.mod", tree)
         assert p.returncode == 1 and "ImportError: Non-code object in" in p.stderr
         return
     assert _python("import krm_fn.mod as m; print(m.X)", tree) == (
@@ -139,10 +144,7 @@ def _both(tree: Path, code: str) -> tuple[str, str]:
         if standard:
             pre += ("import krm_fn.startup as s\n"
                     "sys.meta_path[:] = [f for f in sys.meta_path if f is not s.Finder]\n")
-        env = dict(os.environ, PYTHONPATH=str(tree))
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        p = subprocess.run([sys.executable, "-c", pre + code], capture_output=True, text=True,
-                           env=env, cwd=tree, timeout=60)
+        p = _run(pre + code, tree)
         err = p.stderr.strip().splitlines()
         out.append(f"{p.stdout.strip()} | {err[-1] if err else ''} | {p.returncode}")
     return out[0], out[1]
@@ -216,9 +218,7 @@ def test_importing_krm_fn_again_keeps_one_finder(tree: Path):
 
 def test_python_v_prints_the_standard_loaders_lines(tree: Path):
     _python("import krm_fn.mod", tree)
-    env = dict(os.environ, PYTHONPATH=str(tree))
-    p = subprocess.run([sys.executable, "-v", "-c", "import krm_fn.mod"], capture_output=True,
-                       text=True, env=env, cwd=tree, timeout=60)
+    p = _run("import krm_fn.mod", tree, "-v")
     pyc = tree / "krm_fn" / "__pycache__" / f"mod.{sys.implementation.cache_tag}.pyc"
     assert f"# {pyc} matches {tree / 'krm_fn' / 'mod.py'}" in p.stderr
     assert f"# code object from '{pyc}'" in p.stderr
