@@ -142,17 +142,6 @@ def _starts(text: str, x) -> list:
     return out
 
 
-def _entry_at(starts: list, a: int) -> int:
-    """The index of the last entry starting at or before offset `a` (-1: none); a
-    collection has a few entries, so a scan (no bisect import on the render path)."""
-    t = -1
-    for p in starts:
-        if p > a:
-            break
-        t += 1
-    return t
-
-
 class _Walk:
     """One item's walk: its `text`, the _Layout of each collection seen (by id), and
     `lines`: id(edit) -> (column, starts with a `-` entry) of the first line of each edit
@@ -181,42 +170,63 @@ def _split(w: _Walk, x, path: tuple, edits: list, out: list) -> bool:
     """Append to `out` the regions of the edits (sorted by offset, all inside the block
     collection `x` at `path`): per entry of `x` holding edits, the regions inside its
     value when they all fit there (_fits) and it splits, else the entry itself. False
-    when some edit has no region."""
-    if x.__class__ not in (_MAPPING, _SEQUENCE) or x.flow_style is True:
+    when some edit has no region. An edit belongs to the last entry starting at or
+    before it; the edits are sorted, so one index walks the entries once."""
+    cls = x.__class__
+    if (cls is not _MAPPING and cls is not _SEQUENCE) or x.flow_style is True:
         return False        # a flow item: its layout is not set by indentation
     lay = w.layout(x)
     starts = lay.starts
     if not starts:
         return False
-    n, k = len(starts), 0
-    while k < len(edits):
-        t = _entry_at(starts, edits[k][0])
+    values = x.value
+    n, k, ne, t = len(starts), 0, len(edits), -1
+    while k < ne:
+        a = edits[k][0]
+        while t + 1 < n and starts[t + 1] <= a:
+            t += 1
         if t < 0:
             return False
-        nxt = starts[t + 1] if t + 1 < n else None
-        m = k + 1
-        while m < len(edits) and (nxt is None or edits[m][0] < nxt):
-            m += 1
+        if t + 1 < n:
+            nxt = starts[t + 1]
+            m = k + 1
+            while m < ne and edits[m][0] < nxt:
+                m += 1
+        else:
+            nxt, m = None, ne
         group, k = edits[k:m], m
-        key, v = x.value[t] if x.__class__ is _MAPPING else (t, x.value[t])
-        if key.__class__ is not int:
+        if cls is _MAPPING:
+            key, v = values[t]
             key = plain_key(key)
+        else:
+            key, v = t, values[t]
         # the end of entry t's lines: the next entry's line start, or for the last entry
         # the end of the collection's content (or of an edit past it); a region inside
         # the last entry's value ends there at the latest, one inside another's may not
         # pass the next entry's line start
         stop = lay.begin(t + 1) if nxt is not None else -1
         mark = len(out)
-        if key is not None and _fits(w, v, group) and _split(
-                w, v, path + (key,), group, out) and (
-                    nxt is None or all(0 <= r.stop <= stop for r in out[mark:])):
-            continue
+        if key is not None and _fits(w, v, group) and _split(w, v, path + (key,), group,
+                                                             out):
+            if nxt is None:
+                continue
+            for r in out[mark:]:
+                if not 0 <= r.stop <= stop:
+                    break
+            else:
+                continue
         del out[mark:]
         if nxt is None:
-            stop = max(lay.end(), max(e[1] for e in group))
+            stop = lay.end()
+            for e in group:
+                if e[1] > stop:
+                    stop = e[1]
         begin = lay.begin(t)
-        if begin < 0 or stop < 0 or any(e[1] > stop for e in group):
+        if begin < 0 or stop < 0:
             return False
+        for e in group:
+            if e[1] > stop:
+                return False
         out.append(_Region(x, path, t, t + 1, starts[t] - begin, begin, stop, group))
     return True
 
@@ -229,20 +239,23 @@ def _fits(w: _Walk, v, group: list) -> bool:
     entry in a sequence: a key line there belongs to the parent). An edit past v's last
     content line lands in v's last entry's region, which then has to pass the same checks
     as any other."""
-    if v.__class__ not in (_MAPPING, _SEQUENCE) or v.flow_style is True or not v.value:
+    cls = v.__class__
+    if (cls is not _MAPPING and cls is not _SEQUENCE) or v.flow_style is True or not v.value:
         return False
     lay = w.layout(v)
     if not lay.starts:
         return False
     first = lay.starts[0]
     col = first - (w.text.rfind("\n", 0, first) + 1)
-    seq = v.__class__ is _SEQUENCE
+    seq = cls is _SEQUENCE
+    lines = w.lines
     for e in group:
         if e[0] < first:
             return False
-        ic = w.lines.get(id(e))
-        if ic is not None and (ic[0] < col or (ic[0] == col and seq and not ic[1])):
-            return False
+        if lines:
+            ic = lines.get(id(e))
+            if ic is not None and (ic[0] < col or (ic[0] == col and seq and not ic[1])):
+                return False
     return True
 
 
