@@ -180,6 +180,8 @@ def _split(w: _Walk, x, path: tuple, edits: list, out: list) -> bool:
     if not starts:
         return False
     values = x.value
+    # the checks below are loops, not all()/any()/max() over generators: a generator per
+    # group of edits was most of what this walk cost (~6 ms of 58 on the 2,000-item bench)
     n, k, ne, t = len(starts), 0, len(edits), -1
     while k < ne:
         a = edits[k][0]
