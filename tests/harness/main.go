@@ -1,0 +1,68 @@
+// Command harness runs the kubelet's own code on inputs that krm-fn's tests send it, so
+// that krm-fn's model of the kubelet is judged by the real thing (docs/verdict.md, "Checked
+// against the kubelet's code").
+//
+// It is built once per Kubernetes minor, from k8s.io/kubernetes at one exact release
+// (go.mod, go.<minor>.mod; tests/harness/modfiles.py writes them). Subcommands read one JSON
+// document on standard input and write one JSON document on standard output:
+//
+//	harness admit     the Topology, CPU and Memory Managers and the kubelet's resource
+//	                  predicates admitting pods one after another on one node
+//	harness version   the k8s.io/kubernetes release it was built from
+//
+// Exit status 0 whenever a result was written (a rejection is a result); 2 for input the
+// harness cannot read.
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"runtime/debug"
+
+	"k8s.io/klog/v2"
+)
+
+type command func(input []byte) (any, error)
+
+var commands = map[string]command{
+	"admit":   admitCommand,
+	"version": func([]byte) (any, error) { return map[string]string{"kubernetes": release()}, nil },
+}
+
+// release is the k8s.io/kubernetes version the binary was built with.
+func release() string {
+	if info, ok := debug.ReadBuildInfo(); ok {
+		for _, dep := range info.Deps {
+			if dep.Path == "k8s.io/kubernetes" {
+				return dep.Version
+			}
+		}
+	}
+	return "unknown"
+}
+
+func main() {
+	klog.LogToStderr(false)
+	klog.SetOutput(io.Discard)
+	if len(os.Args) != 2 || commands[os.Args[1]] == nil {
+		fmt.Fprintln(os.Stderr, "usage: harness admit|kubeletconfig|version < input.json")
+		os.Exit(2)
+	}
+	input, err := io.ReadAll(os.Stdin)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	out, err := commands[os.Args[1]](input)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "harness:", err)
+		os.Exit(2)
+	}
+	enc := json.NewEncoder(os.Stdout)
+	if err := enc.Encode(out); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+}
