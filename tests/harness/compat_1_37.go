@@ -3,7 +3,7 @@
 package main
 
 // The calls whose signatures differ between the built releases (one compat_<minor>.go per
-// minor, chosen with -tags k8s_<minor>; tests/kubelet_harness.py passes it).
+// minor, chosen with -tags k8s_<minor>; tests/harness/runner.py passes it).
 
 import (
 	"context"

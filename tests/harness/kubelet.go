@@ -15,12 +15,14 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"time"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/features"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
@@ -33,7 +35,6 @@ import (
 	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
 	"k8s.io/kubernetes/pkg/kubelet/stats/pidlimit"
 	"k8s.io/utils/cpuset"
-	"k8s.io/klog/v2"
 )
 
 // decoded is a KubeletConfiguration as the kubelet reads its file.
@@ -229,8 +230,10 @@ func start(kc *kubeletconfig.KubeletConfiguration, machine *machineInfo, stateDi
 	if err != nil {
 		return nil, refuse("%s", err)
 	}
+	// The reconcile period only paces the loop that writes cpusets to running containers
+	// (none here): a day keeps that loop asleep.
 	k.cpu, err = cpumanager.NewManager(logger, kc.CPUManagerPolicy, kc.CPUManagerPolicyOptions,
-		kc.CPUManagerReconcilePeriod.Duration, machine, reservedCPUs, k.reservation, stateDir, k.tm)
+		24*time.Hour, machine, reservedCPUs, k.reservation, stateDir, k.tm)
 	if err != nil {
 		return nil, refuse("%s", err)
 	}

@@ -9,18 +9,23 @@
 //	harness admit     the Topology, CPU and Memory Managers and the kubelet's resource
 //	                  predicates admitting pods one after another on one node
 //	harness version   the k8s.io/kubernetes release it was built from
+//	harness serve     many requests, one JSON object a line: {"command": "admit", "input":
+//	                  {...}} in, {"output": {...}} or {"error": "..."} out; the feature
+//	                  gates are reset before each request, as in a fresh kubelet
 //
 // Exit status 0 whenever a result was written (a rejection is a result); 2 for input the
 // harness cannot read.
 package main
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"runtime/debug"
 
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 )
 
@@ -46,8 +51,12 @@ func release() string {
 func main() {
 	klog.LogToStderr(false)
 	klog.SetOutput(io.Discard)
+	if len(os.Args) == 2 && os.Args[1] == "serve" {
+		serve()
+		return
+	}
 	if len(os.Args) != 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: harness admit|kubeletconfig|version < input.json")
+		fmt.Fprintln(os.Stderr, "usage: harness admit|version|serve < input.json")
 		os.Exit(2)
 	}
 	input, err := io.ReadAll(os.Stdin)
@@ -64,5 +73,47 @@ func main() {
 	if err := enc.Encode(out); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
+	}
+}
+
+type request struct {
+	Command string          `json:"command"`
+	Input   json.RawMessage `json:"input"`
+}
+
+type response struct {
+	Output any    `json:"output,omitempty"`
+	Error  string `json:"error,omitempty"`
+}
+
+// serve answers requests until standard input ends. Each runs on feature gates copied from
+// the pristine ones this process started with, so one request's featureGates never leak
+// into the next.
+func serve() {
+	pristine := utilfeature.DefaultMutableFeatureGate.DeepCopy()
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 1<<30)
+	out := json.NewEncoder(os.Stdout)
+	for in.Scan() {
+		var req request
+		var resp response
+		if err := json.Unmarshal(in.Bytes(), &req); err != nil {
+			resp.Error = "request: " + err.Error()
+		} else if cmd := commands[req.Command]; cmd == nil {
+			resp.Error = fmt.Sprintf("unknown command %q", req.Command)
+		} else {
+			utilfeature.DefaultMutableFeatureGate = pristine.DeepCopy()
+			utilfeature.DefaultFeatureGate = utilfeature.DefaultMutableFeatureGate
+			output, err := cmd(req.Input)
+			if err != nil {
+				resp.Error = err.Error()
+			} else {
+				resp.Output = output
+			}
+		}
+		if err := out.Encode(resp); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
 	}
 }

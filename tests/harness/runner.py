@@ -1,0 +1,141 @@
+"""Build and run the kubelet harness (this directory) for each Kubernetes minor it covers.
+
+The minors are the module files: `go.mod` (the newest) and `go.<minor>.mod`, each requiring
+`k8s.io/kubernetes` at one exact release. `binary(minor)` builds `harness` for that minor
+once per content of the sources and module files (the Go build cache makes a rebuild after a
+change quick) into `$KRM_FN_HARNESS_CACHE` (default `~/.cache/krm-fn/harness`), outside the
+checkout. `Harness(minor)` keeps one `harness serve` process and sends it requests.
+
+Without Go the tests that need a harness are skipped, except under `CI=true`, where that is
+a failure (`require_go`).
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+CACHE = Path(os.environ.get("KRM_FN_HARNESS_CACHE",
+                            Path.home() / ".cache" / "krm-fn" / "harness"))
+
+
+def modfile(minor: str) -> Path:
+    """The module file of `minor` ("1.37"): go.<minor>.mod, or go.mod for the newest."""
+    own = HERE / f"go.{minor}.mod"
+    return own if own.exists() else HERE / "go.mod"
+
+
+def _release(path: Path) -> str:
+    m = re.search(r"^require k8s\.io/kubernetes (v\S+)|^\tk8s\.io/kubernetes (v\S+)",
+                  path.read_text(), re.M)
+    return m.group(1) or m.group(2)
+
+
+def releases() -> dict[str, str]:
+    """{minor: k8s.io/kubernetes release} for every minor the harness is built for, oldest
+    first, e.g. {"1.35": "v1.35.4", ..., "1.37": "v1.37.2"}."""
+    out = {}
+    for path in [HERE / "go.mod", *HERE.glob("go.*.mod")]:
+        rel = _release(path)
+        out[".".join(rel.lstrip("v").split(".")[:2])] = rel
+    return dict(sorted(out.items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
+
+
+def go() -> str | None:
+    """The `go` command, or None."""
+    return shutil.which("go")
+
+
+def require_go() -> str:
+    """The `go` command; without it pytest skips the caller, or fails it under CI=true."""
+    import pytest
+    found = go()
+    if found is None:
+        msg = "Go is needed to build the kubelet harness (tests/harness)"
+        if os.environ.get("CI") == "true":
+            pytest.fail(msg + ", and CI=true: install Go 1.26 or later")
+        pytest.skip(msg)
+    return found
+
+
+def _key(minor: str) -> str:
+    h = hashlib.sha256()
+    mod = modfile(minor)
+    for path in sorted(HERE.glob("*.go")) + [mod, mod.with_suffix(".sum")]:
+        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    h.update(subprocess.run([go() or "go", "version"], capture_output=True,
+                            text=True).stdout.encode())
+    return h.hexdigest()[:16]
+
+
+def binary(minor: str) -> Path:
+    """The harness for `minor`, built when its sources or module files changed.
+
+    Raises subprocess.CalledProcessError (with Go's output) when the build fails."""
+    exe = CACHE / f"harness-{minor}-{_key(minor)}"
+    if exe.exists():
+        return exe
+    CACHE.mkdir(parents=True, exist_ok=True)
+    tmp = exe.with_suffix(".tmp")
+    mod = modfile(minor)
+    cmd = [go() or "go", "build", f"-modfile={mod.name}",
+           f"-tags=k8s_{minor.replace('.', '_')}", "-o", str(tmp), "."]
+    proc = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True)
+    if proc.returncode:
+        raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout, proc.stderr)
+    tmp.replace(exe)
+    return exe
+
+
+class HarnessError(RuntimeError):
+    """The harness could not read a request (a bug in the test that built it)."""
+
+
+class Harness:
+    """One `harness serve` process of `minor`; `call(command, input)` returns the output.
+
+    The process is restarted after `RESTART` requests: each kubelet it builds keeps a
+    sleeping reconcile loop of its CPU Manager."""
+
+    RESTART = 1000
+
+    def __init__(self, minor: str):
+        self.minor, self.exe = minor, binary(minor)
+        self.proc: subprocess.Popen | None = None
+        self.count = 0
+
+    def _start(self) -> subprocess.Popen:
+        if self.proc is None or self.count >= self.RESTART:
+            self.close()
+            self.proc = subprocess.Popen([str(self.exe), "serve"], stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE, text=True, bufsize=1)
+            self.count = 0
+        return self.proc
+
+    def call(self, command: str, data: dict) -> dict:
+        """The harness's output for `command` ("admit", ...) on `data`.
+
+        Raises HarnessError when the harness refuses the request."""
+        proc = self._start()
+        proc.stdin.write(json.dumps({"command": command, "input": data}) + "\n")
+        proc.stdin.flush()
+        line = proc.stdout.readline()
+        self.count += 1
+        if not line:
+            raise HarnessError(f"harness {self.minor} ended (exit {proc.wait()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise HarnessError(reply["error"])
+        return reply["output"]
+
+    def close(self) -> None:
+        """Stop the process."""
+        if self.proc is not None:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=30)
+            self.proc = None
