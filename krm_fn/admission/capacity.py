@@ -88,7 +88,9 @@ class Packer:
     pod. `count` pods placed besides them; `why` the limit the last refused pod hit (""
     while nothing was refused), e.g. `allocatable cpu 28: 4 + 50m each (OutOfcpu)`;
     `limit` the same without the kubelet's reason (`allocatable cpu 28: 4 + 50m each`,
-    `maxPods 110`, `TopologyAffinityError`)."""
+    `maxPods 110`, `TopologyAffinityError`); `last` the topology.Admission of the last pod
+    the resource managers admitted or refused (None when the last refusal came before
+    them)."""
 
     def __init__(self, node: NodeModel):
         self.node = node
@@ -102,12 +104,14 @@ class Packer:
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
         self.count = self.total = 0
         self.why = self.limit = ""
+        self.last = None
         for daemon in node.daemons:         # on every node before anything else
             self.place(daemon)
         self.count, self.why, self.limit = 0, "", ""
 
     def place(self, pod: AdmittedPod) -> bool:
         """Place one replica of `pod`; False (and `why`, `limit` set) when it does not fit."""
+        self.last = None
         if self.total >= self.max_pods:
             self.why = self.limit = f"maxPods {self.max_pods}"
             return False
@@ -126,7 +130,7 @@ class Packer:
             self.why = f"{self.limit} (OutOfmemory)"
             return False
         trial = self.state.copy()
-        outcome = admit(pod, self.node, trial, qos, plan)
+        outcome = self.last = admit(pod, self.node, trial, qos, plan)
         if not outcome.admitted:
             self.why = f"{outcome.reason}: {outcome.message}"
             self.limit = outcome.reason

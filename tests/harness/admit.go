@@ -4,7 +4,11 @@ package main
 // handlers, in the kubelet's order (pkg/kubelet/kubelet.go NewMainKubelet): the Topology
 // Manager (which asks the CPU and Memory Managers for hints and allocates from them), then
 // the resource predicates (pkg/kubelet/lifecycle/predicate.go) against the node's
-// allocatable (pkg/kubelet/nodestatus MachineInfo). The device manager and DRA are not
+// allocatable (pkg/kubelet/nodestatus MachineInfo). A pod reaches the kubelet only once the
+// scheduler has bound it, and the scheduler's NodeResourcesFit filter is the same check as
+// the kubelet's resource predicate (both call the scheduler framework's noderesources.Fits):
+// so the predicate also runs first, as the scheduler's fit, and a pod that fails it is
+// refused with its reason before the resource managers see it. The device manager and DRA are not
 // built: no pod here asks for devices, and a provider without hints is "don't care".
 
 import (
@@ -108,7 +112,7 @@ func admitCommand(input []byte) (any, error) {
 	predicate := lifecycle.NewPredicateAdmitHandler(
 		nodeGetter(node), lifecycle.NewAdmissionFailureHandlerStub(),
 		func(*schedulerframework.NodeInfo, *lifecycle.PodAdmitAttributes) error { return nil })
-	handlers := []lifecycle.PodAdmitHandler{k.tm, predicate}
+	handlers := []lifecycle.PodAdmitHandler{predicate, k.tm, predicate}
 
 	out := admitOutput{Pods: []podResult{}, Allocatable: map[string]string{}}
 	for name, q := range node.Status.Allocatable {

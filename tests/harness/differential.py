@@ -1,0 +1,99 @@
+"""krm-fn's kubelet model against the kubelet's own code: the same node and pods through
+both, reduced to what krm-fn claims.
+
+`model(node, pods, repeat)` and `kubelet(harness, node, pods, repeat)` return the same shape:
+
+    {"pods": [outcome, ...],   # the node's DaemonSet pods, then `pods`, in order
+     "copies": n,              # copies of the last pod admitted after them (`repeat` > 0)
+     "stoppedBy": outcome}     # the first copy refused (None when none was, or no repeat)
+
+with each outcome {"admitted": bool, "reason": the kubelet's reason ("" when admitted;
+TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError, OutOfcpu,
+OutOfmemory, OutOfpods, ...), "exclusive": {container: exclusive CPU count} (containers
+without exclusive CPUs left out), "numa": {container: [NUMA ids of its exclusive CPUs]}}.
+
+Where krm-fn is coarser on purpose, the comparison leaves a part out, by name (COARSER).
+"""
+from __future__ import annotations
+
+from krm_fn.admission import capacity
+from krm_fn.admission.model import NodeModel
+from tests.harness import convert
+
+COARSER = {
+    "cpu-ids": "krm-fn states how many exclusive CPUs a container gets and on which NUMA "
+               "nodes, not which CPU ids: only the count and the NUMA nodes are compared",
+    "messages": "only the kubelet's reason is compared, not its message text",
+    "memory-numa": "the NUMA nodes of a container's memory are compared only through the "
+                   "admission outcome (krm-fn reports the pod's NUMA nodes, not each "
+                   "container's memory nodes)",
+    "undescribed-memory": "a pool without topology.memory/numaMemory has no memory model in "
+                          "krm-fn; the harness node gets UNDESCRIBED_MEMORY (4 TiB), so "
+                          "memory never limits either side",
+}
+
+
+def _reason(packer: capacity.Packer) -> str:
+    if packer.last is not None and not packer.last.admitted:
+        return packer.last.reason
+    why = packer.why
+    if why.startswith("maxPods"):
+        return "OutOfpods"
+    for res in ("cpu", "memory"):
+        if why.endswith(f"(OutOf{res})"):
+            return f"OutOf{res}"
+    return why or "?"
+
+
+def _model_outcome(packer: capacity.Packer, ok: bool) -> dict:
+    if not ok:
+        return {"admitted": False, "reason": _reason(packer), "exclusive": {}, "numa": {}}
+    adm = packer.last
+    exclusive = dict(adm.exclusive) if adm is not None else {}
+    numa = {k: list(v) for k, v in (adm.numa_of if adm is not None else {}).items()}
+    return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa}
+
+
+def model(node, pods: list, repeat: int = 0) -> dict:
+    """What krm-fn's model (capacity.Packer, topology.admit) makes of `pods` arriving on an
+    empty node of `node`'s pool after its DaemonSet pods."""
+    # Packer places the DaemonSet pods itself and forgets them; place them here instead,
+    # one by one, to compare each.
+    daemons = node.daemons
+    packer = capacity.Packer(NodeModel(**{**_fields(node), "daemons": ()}))
+    out: dict = {"pods": [], "copies": 0, "stoppedBy": None}
+    for p in list(daemons) + list(pods):
+        out["pods"].append(_model_outcome(packer, packer.place(p)))
+    if repeat and pods:
+        for _ in range(repeat):
+            ok = packer.place(pods[-1])
+            if not ok:
+                out["stoppedBy"] = _model_outcome(packer, False)
+                break
+            out["copies"] += 1
+    return out
+
+
+def _fields(node) -> dict:
+    return {f: getattr(node, f) for f in ("pool", "labels", "kubelet", "version", "cpus",
+                                          "reserved_cpus", "numa_memory", "allocatable",
+                                          "daemons")}
+
+
+def _kubelet_outcome(r: dict) -> dict:
+    if not r["admitted"]:
+        return {"admitted": False, "reason": r["reason"], "exclusive": {}, "numa": {}}
+    exclusive = {c["name"]: len(c["cpus"]) for c in r.get("containers") or [] if c["cpus"]}
+    numa = {c["name"]: c["cpuNuma"] for c in r.get("containers") or [] if c["cpus"]}
+    return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa}
+
+
+def kubelet(harness, node, pods: list, repeat: int = 0) -> dict:
+    """What the kubelet (harness: runner.Harness of node.version's minor) makes of the same;
+    {"startError": message} when the kubelet does not start with the node's config."""
+    got = harness.call("admit", convert.admit_input(node, pods, repeat))
+    if got.get("startError"):
+        return {"startError": got["startError"]}
+    stopped = got.get("stoppedBy")
+    return {"pods": [_kubelet_outcome(r) for r in got["pods"]], "copies": got["copies"],
+            "stoppedBy": _kubelet_outcome(stopped) if stopped else None}
