@@ -23,6 +23,8 @@ from math import gcd
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak
 from krm_fn.admission.model import INIT, AdmittedPod, NodeModel, node_memo
+
+HUGEPAGES = "hugepages-"
 from krm_fn.admission.qos import gate, pod_level_set, pod_qos
 from krm_fn.admission.topology import AdmitPlan, NodeState, admit
 
@@ -30,28 +32,71 @@ MAX_PODS_DEFAULT = 110
 
 
 def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
-    """The pod's effective {"cpu": Fraction cores, "memory": int bytes} requests as the
-    scheduler and the kubelet count them (PodRequests), its RuntimeClass's pod overhead
-    included (KEP-688, https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/)."""
-    over = pod.overhead or {}
-    if gate(node, "PodLevelResources") and pod_level_set(pod):
-        req = pod.pod_requests or {}
-        return {"cpu": Fraction(req.get("cpu", 0)) + Fraction(over.get("cpu", 0)),
-                "memory": int(req.get("memory", 0)) + int(over.get("memory", 0))}
-    out = {r: peak([(c.role, c.requests.get(r, 0)) for c in pod.containers])
-           for r in ("cpu", "memory")}
-    return {"cpu": Fraction(out["cpu"]) + Fraction(over.get("cpu", 0)),
-            "memory": int(out["memory"]) + int(over.get("memory", 0))}
+    """The pod's effective requests as the scheduler and the kubelet count them
+    (k8s.io/component-helpers/resource PodRequests): {"cpu": Fraction cores, "memory": int
+    bytes, every other requested resource (hugepages-<size>, ephemeral-storage, extended
+    resources): int}. Each resource is aggregated over the containers (max(largest init
+    container plus the sidecars started before it, app containers plus sidecars), KEP-753);
+    with `PodLevelResources` on and pod-level requests set, the pod-level amount replaces it
+    for cpu, memory and hugepages (applyPodLevelResources); the RuntimeClass's pod overhead
+    is added (KEP-688, https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/)."""
+    names = {"cpu", "memory"}
+    for c in pod.containers:
+        names.update(c.requests)
+    out = {r: peak([(c.role, c.requests.get(r, 0)) for c in pod.containers]) for r in names}
+    if gate(node, "PodLevelResources") and pod.pod_requests:
+        for r, v in pod.pod_requests.items():
+            if r in ("cpu", "memory") or r.startswith(HUGEPAGES):
+                out[r] = v
+    for r, v in (pod.overhead or {}).items():
+        out[r] = out.get(r, 0) + v
+    out["cpu"] = Fraction(out["cpu"])
+    out["memory"] = int(out["memory"])
+    return out
 
 
 def allocatable(node: NodeModel) -> dict:
-    """Node allocatable {"cpu": cores, "memory": bytes or None (unknown)}: `node.allocatable`
-    where given; cpu otherwise = logical CPUs minus reservedSystemCPUs."""
+    """Node allocatable {"cpu": cores, "memory": bytes or None (unknown), "hugepages-<size>":
+    bytes}: `node.allocatable` where given; cpu otherwise = logical CPUs minus
+    reservedSystemCPUs. Huge pages: all of those pre-allocated on the NUMA nodes
+    (`node.numa_memory`; no reservation applies to them: cmd/kubelet/app/server.go
+    parseResourceList); a page size the pool does not declare has 0 (the kernel
+    pre-allocates no huge pages unless configured)."""
     alloc = node.allocatable or {}
     cpu = alloc.get("cpu")
     if cpu is None:
         cpu = Fraction(len(node.cpus) - len(set(node.reserved_cpus)))
-    return {"cpu": Fraction(cpu), "memory": alloc.get("memory")}
+    out: dict = {}
+    for per_numa in (node.numa_memory or {}).values():
+        for k, v in per_numa.items():
+            if k.startswith(HUGEPAGES):
+                out[k] = out.get(k, 0) + v
+    out.update({"cpu": Fraction(cpu), "memory": alloc.get("memory")})
+    return out
+
+
+def short_of(req: dict, alloc: dict, used: dict | None = None) -> str | None:
+    """The first resource after cpu (which callers check exactly first), in the scheduler's
+    order (noderesources fitsRequest: cpu, memory, then the others), of which `req` (pod_requests) is more than `alloc` (allocatable)
+    minus `used` holds; None when everything fits. Huge pages count against 0 when the pool
+    does not declare them; ephemeral-storage and extended resources are not modelled (krm-fn
+    does not know a node's disk or devices)."""
+    used = used or {}
+    for res in ("memory", *sorted(r for r in req if r.startswith(HUGEPAGES))):
+        have = alloc.get(res, 0 if res.startswith(HUGEPAGES) else None)
+        if have is not None and req.get(res, 0) and req[res] + used.get(res, 0) > have:
+            return res
+    return None
+
+
+def too_large(req: dict, alloc: dict) -> list:
+    """[(resource, requested, allocatable)] of every resource of which one pod alone asks
+    more than a node has (cpu first, then short_of's order)."""
+    out = [("cpu", req["cpu"], alloc["cpu"])] if req["cpu"] > alloc["cpu"] else []
+    for res in ("memory", *sorted(r for r in req if r.startswith(HUGEPAGES))):
+        if short_of({res: req[res]}, alloc) == res:
+            out.append((res, req[res], alloc.get(res, 0)))
+    return out
 
 
 def each_cpu(pod: AdmittedPod, node: NodeModel, req: Fraction, qos: str) -> str:
@@ -101,6 +146,7 @@ class Packer:
         self.cpu_n, self.cpu_d = 0, 1
         self.alloc_n, self.alloc_d = self.alloc["cpu"].numerator, self.alloc["cpu"].denominator
         self.memory = 0
+        self.used: dict = {}      # hugepages-<size> placed so far, bytes
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
         self.count = self.total = 0
         self.why = self.limit = ""
@@ -124,10 +170,12 @@ class Packer:
                           f"{each_cpu(pod, self.node, req['cpu'], qos)} each")
             self.why = f"{self.limit} (OutOfcpu)"
             return False
-        mem = self.alloc["memory"]
-        if mem is not None and self.memory + req["memory"] > mem:
-            self.limit = f"allocatable memory {_gib(mem)}: {_gib(req['memory'])} each"
-            self.why = f"{self.limit} (OutOfmemory)"
+        short = short_of(req, self.alloc, {**self.used, "memory": self.memory})
+        if short is not None:
+            amount = _gib if short == "memory" else quantity.format_binary_si
+            self.limit = (f"allocatable {short} {amount(self.alloc.get(short, 0))}: "
+                          f"{amount(req[short])} each")
+            self.why = f"{self.limit} (OutOf{short})"
             return False
         trial = self.state.copy()
         outcome = self.last = admit(pod, self.node, trial, qos, plan)
@@ -139,6 +187,9 @@ class Packer:
         common = gcd(cpu_n, cpu_d)
         self.cpu_n, self.cpu_d = cpu_n // common, cpu_d // common
         self.memory += req["memory"]
+        for res, amount in req.items():
+            if res.startswith(HUGEPAGES):
+                self.used[res] = self.used.get(res, 0) + amount
         self.count += 1
         self.total += 1
         return True

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology
-from krm_fn.admission.capacity import (allocatable, fit, fit_mix, fit_one, pod_plan,
-                                       pod_requests)
+from krm_fn.admission.capacity import (HUGEPAGES, allocatable, fit, fit_mix, fit_one,
+                                       pod_plan, pod_requests, too_large)
 from krm_fn.admission.model import DEPENDS, ERROR, INFO, WARNING, AdmittedPod, Finding, NodeModel
 from krm_fn.admission.qos import GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set
 
@@ -212,15 +212,22 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
         out.append(Finding(INFO, f"memoryManagerPolicy Static on pool {node.pool!r}: memory "
                            f"per NUMA node is not described, so per-NUMA memory is not "
                            f"checked ({memorymanager.MM_DOCS})", "memorymanager", pod.path))
-    alloc, req = allocatable(node), pod_requests(pod, node)
-    for res in ("cpu", "memory"):
-        if alloc[res] is not None and req[res] > alloc[res]:
-            out.append(Finding(ERROR, f"the pod requests {req[res]} {res} but a node of pool "
-                               f"{node.pool!r} has {alloc[res]} allocatable: it never schedules "
-                               f"(Insufficient {res}); lower the requests or use larger nodes "
-                               f"(https://kubernetes.io/docs/tasks/administer-cluster/"
-                               f"reserve-compute-resources/)", "capacity", pod.path))
+    for res, want, have in too_large(pod_requests(pod, node), allocatable(node)):
+        undeclared = (" (the pool declares no such huge pages: spec.nodePools[].topology."
+                      "hugepages; the kernel pre-allocates none unless configured)"
+                      if res.startswith(HUGEPAGES) and not have else "")
+        out.append(Finding(ERROR, f"the pod requests {_amount(res, want)} {res} but a node of "
+                           f"pool {node.pool!r} has {_amount(res, have)} allocatable"
+                           f"{undeclared}: it never schedules (Insufficient {res}); lower the "
+                           f"requests or use larger nodes (https://kubernetes.io/docs/tasks/"
+                           f"administer-cluster/reserve-compute-resources/)", "capacity",
+                           pod.path))
     return out
+
+
+def _amount(res: str, value) -> str:
+    """`value` of `res` as the messages write it: cpu in cores, bytes canonically."""
+    return str(value) if res == "cpu" else quantity.format_binary_si(value)
 
 
 def judge(pod: AdmittedPod, node: NodeModel) -> tuple:

@@ -17,7 +17,7 @@ Where krm-fn is coarser on purpose, the comparison leaves a part out, by name (C
 from __future__ import annotations
 
 from krm_fn.admission import capacity
-from krm_fn.admission.model import NodeModel
+from krm_fn import record
 from tests.harness import convert
 
 COARSER = {
@@ -39,9 +39,8 @@ def _reason(packer: capacity.Packer) -> str:
     why = packer.why
     if why.startswith("maxPods"):
         return "OutOfpods"
-    for res in ("cpu", "memory"):
-        if why.endswith(f"(OutOf{res})"):
-            return f"OutOf{res}"
+    if why.endswith(")") and "(OutOf" in why:
+        return why[why.rindex("(OutOf") + 1:-1]
     return why or "?"
 
 
@@ -60,7 +59,7 @@ def model(node, pods: list, repeat: int = 0) -> dict:
     # Packer places the DaemonSet pods itself and forgets them; place them here instead,
     # one by one, to compare each.
     daemons = node.daemons
-    packer = capacity.Packer(NodeModel(**{**_fields(node), "daemons": ()}))
+    packer = capacity.Packer(record.replace(node, daemons=()))
     out: dict = {"pods": [], "copies": 0, "stoppedBy": None}
     for p in list(daemons) + list(pods):
         out["pods"].append(_model_outcome(packer, packer.place(p)))
@@ -72,12 +71,6 @@ def model(node, pods: list, repeat: int = 0) -> dict:
                 break
             out["copies"] += 1
     return out
-
-
-def _fields(node) -> dict:
-    return {f: getattr(node, f) for f in ("pool", "labels", "kubelet", "version", "cpus",
-                                          "reserved_cpus", "numa_memory", "allocatable",
-                                          "daemons")}
 
 
 def _kubelet_outcome(r: dict) -> dict:

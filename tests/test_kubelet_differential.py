@@ -1,0 +1,94 @@
+"""krm-fn's kubelet model judged by the kubelet's own code (issue #30, docs/verdict.md
+"Checked against the kubelet's code").
+
+The same node and pods go through krm-fn's model (capacity.Packer, topology.admit) and
+through tests/harness (the Topology, CPU and Memory Managers and the resource predicate of
+k8s.io/kubernetes at the release of the node's minor), and the outcomes must be equal
+(tests/harness/differential.py; what is deliberately not compared is named there, COARSER).
+
+- test_generated: hypothesis cases (tests/harness/cases.py); KRM_FN_DIFF_EXAMPLES of them
+  (default 2000), seed KRM_FN_DIFF_SEED (default: random, printed in the report header and
+  in every failure); a failure shows hypothesis's shrunk counterexample.
+- test_regression: each disagreement the harness found, kept by name.
+- test_golden_verdicts: every pod judged in the golden cases and examples, alone and
+  replicated until refused, against its verdict's exclusive CPUs, NUMA nodes and fit.
+"""
+from __future__ import annotations
+
+import os
+import random
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+
+from tests.harness import cases, differential, runner
+
+SEED = int(os.environ.get("KRM_FN_DIFF_SEED") or random.SystemRandom().randrange(2**32))
+EXAMPLES = int(os.environ.get("KRM_FN_DIFF_EXAMPLES") or 2000)
+
+
+@pytest.fixture(scope="session")
+def harnesses():
+    """{(1, minor): runner.Harness} for every minor the harness is built for."""
+    runner.require_go()
+    built = {tuple(map(int, m.split("."))): runner.Harness(m) for m in runner.releases()}
+    yield built
+    for h in built.values():
+        h.close()
+
+
+def compare(harnesses, node, pods, repeat) -> None:
+    """Assert krm-fn's model and the kubelet agree on `pods` (then `repeat` copies of the
+    last) arriving on an empty node of `node`'s pool."""
+    got = differential.kubelet(harnesses[node.version], node, pods, repeat)
+    if "startError" in got:
+        from krm_fn.node import kubelet_check
+        found = [f for f in kubelet_check.check(node.kubelet, node.version)
+                 if f.severity == "error"]
+        assert found, (f"the kubelet {node.version} does not start: {got['startError']}; "
+                       f"krm-fn's kubelet_check finds no error in {node.kubelet}")
+        return
+    want = differential.model(node, pods, repeat)
+    assert want == got, f"krm-fn (left) and the kubelet (right) differ (seed {SEED})"
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@seed(SEED)
+@given(cases.case())
+def test_generated(harnesses, case):
+    compare(harnesses, *case)
+
+
+def _node(**kubelet):
+    from tests.admission.kit import node
+    kubelet.setdefault("kubeReserved", {"memory": "256Mi"})
+    return node(**kubelet)
+
+
+def _regressions() -> dict:
+    """Disagreements the harness found, by name: (node, pods, repeat)."""
+    from krm_fn.admission.model import APP, SIDECAR
+    from tests.admission.kit import GI, MI, ctr, pod
+    one_cpu_2mi = pod(ctr("app0", 1, 1 / 16, **{"hugepages-2Mi": 4 * MI}))
+    return {
+        # a pod asking for huge pages on a pool that declares none: OutOfhugepages-2Mi,
+        # krm-fn admitted it
+        "hugepages-not-declared": (
+            _node(sockets=1, cores=1, threads=2, version=(1, 35), reservedSystemCPUs="0",
+                  topologyManagerPolicy="none"),
+            [one_cpu_2mi], 0),
+        "hugepages-declared-run-out": (
+            _node(sockets=1, cores=4, threads=1, version=(1, 37), reservedSystemCPUs="0",
+                  numa_memory={0: {"memory": 16 * GI, "hugepages-2Mi": 8 * MI}},
+                  allocatable={"hugepages-2Mi": 8 * MI}),
+            [one_cpu_2mi], 8),
+    }
+
+
+REGRESSIONS = _regressions()
+
+
+@pytest.mark.parametrize("name", sorted(REGRESSIONS))
+def test_regression(harnesses, name):
+    compare(harnesses, *REGRESSIONS[name])
