@@ -13,10 +13,10 @@ import functools
 from krm_fn.rational import Fraction
 
 from krm_fn import quantity
-from krm_fn.admission.model import APP, ERROR, AdmittedPod, Container, Finding, NodeModel
+from krm_fn.admission.model import (APP, ERROR, HUGEPAGES, AdmittedPod, Container, Finding,
+                                    NodeModel)
 from krm_fn.pod import path_str
 
-_HUGEPAGES = "hugepages-"
 MEMORY_SIGNAL = "memory.available"
 
 
@@ -156,7 +156,7 @@ def numa_memory(topo_cfg, numa_ids: list[int]) -> dict:
         if int(key) in out:
             out[int(key)]["memory"] = amount("memory", text)
     for page, text in topo_cfg.hugepages.items():
-        name = _HUGEPAGES + page
+        name = HUGEPAGES + page
         each = amount("memory", text) // n
         for i in numa_ids:
             out[i][name] = each
@@ -191,22 +191,8 @@ def node_model(plan, pool_cfg, version: tuple) -> NodeModel:
     cpus = tuple(plan.topology.cpus())
     numa_ids = sorted({c.numa for c in cpus})
     per_numa = numa_memory(pool_cfg.topology, numa_ids)
-    kubelet = plan.merged
-    allocatable: dict = {"cpu": Fraction(len(cpus) - len(plan.reserved_cpus))}
-    capacity = sum(m.get("memory", 0) for m in per_numa.values())
-    pages = 0
-    for m in per_numa.values():
-        for k, v in m.items():
-            if k.startswith(_HUGEPAGES):
-                allocatable[k] = allocatable.get(k, 0) + v
-                pages += v
-    if capacity:
-        # pre-allocated hugepages are not allocatable as memory (kubelet
-        # pkg/kubelet/nodestatus/setters.go MachineInfo: "for every huge page reservation,
-        # we need to remove it from allocatable memory")
-        allocatable["memory"] = max(0, allocatable_memory(capacity, kubelet) - pages)
-    return NodeModel(plan.pool, dict(plan.node_selector), kubelet, tuple(version), cpus,
-                     frozenset(plan.reserved_cpus), per_numa, allocatable)
+    return NodeModel(plan.pool, dict(plan.node_selector), plan.merged, tuple(version), cpus,
+                     frozenset(plan.reserved_cpus), per_numa)
 
 
 def daemon_pods(items: list, labels: dict) -> tuple:

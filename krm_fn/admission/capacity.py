@@ -21,10 +21,8 @@ from krm_fn.rational import Fraction
 from math import gcd
 
 from krm_fn import quantity
-from krm_fn.admission.cpumanager import exclusive_requests, peak
-from krm_fn.admission.model import INIT, AdmittedPod, NodeModel, node_memo
-
-HUGEPAGES = "hugepages-"
+from krm_fn.admission.cpumanager import exclusive_requests, peak, reservation
+from krm_fn.admission.model import HUGEPAGES, INIT, AdmittedPod, NodeModel, node_memo
 from krm_fn.admission.qos import gate, pod_level_set, pod_qos
 from krm_fn.admission.topology import AdmitPlan, NodeState, admit
 
@@ -57,21 +55,36 @@ def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
 
 def allocatable(node: NodeModel) -> dict:
     """Node allocatable {"cpu": cores, "memory": bytes or None (unknown), "hugepages-<size>":
-    bytes}: `node.allocatable` where given; cpu otherwise = logical CPUs minus
-    reservedSystemCPUs. Huge pages: all of those pre-allocated on the NUMA nodes
-    (`node.numa_memory`; no reservation applies to them: cmd/kubelet/app/server.go
-    parseResourceList); a page size the pool does not declare has 0 (the kernel
-    pre-allocates no huge pages unless configured)."""
-    alloc = node.allocatable or {}
-    cpu = alloc.get("cpu")
-    if cpu is None:
-        cpu = Fraction(len(node.cpus) - len(set(node.reserved_cpus)))
-    out: dict = {}
+    bytes}, as the kubelet reports it (pkg/kubelet/nodestatus/setters.go MachineInfo:
+    capacity minus the reservation, pre-allocated huge pages taken off memory):
+    `node.allocatable` where it gives a value; else cpu = logical CPUs minus the
+    reservation (cpumanager.reservation); memory = the NUMA nodes' memory minus
+    kubeReserved, systemReserved and the hard eviction threshold (build.allocatable_memory)
+    minus the huge pages, None when the pool does not describe memory; huge pages = all
+    those pre-allocated on the NUMA nodes (no reservation applies to them:
+    cmd/kubelet/app/server.go parseResourceList), 0 for a page size the pool does not
+    declare (the kernel pre-allocates none unless configured). Memoised per node."""
+    memo = node_memo(node)
+    out = memo.get("allocatable")
+    if out is not None:
+        return out
+    out = {}
+    memory = 0
     for per_numa in (node.numa_memory or {}).values():
         for k, v in per_numa.items():
             if k.startswith(HUGEPAGES):
                 out[k] = out.get(k, 0) + v
-    out.update({"cpu": Fraction(cpu), "memory": alloc.get("memory")})
+            elif k == "memory":
+                memory += v
+    out["cpu"] = Fraction(len(node.cpus)) - reservation(node)
+    out["memory"] = None
+    if memory:
+        from krm_fn.admission.build import allocatable_memory
+        pages = sum(v for k, v in out.items() if k.startswith(HUGEPAGES))
+        out["memory"] = max(0, allocatable_memory(memory, node.kubelet or {}) - pages)
+    out.update({k: (Fraction(v) if k == "cpu" else v)
+                for k, v in (node.allocatable or {}).items() if v is not None})
+    memo["allocatable"] = out
     return out
 
 

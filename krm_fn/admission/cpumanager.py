@@ -28,6 +28,9 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from krm_fn import quantity, record
+from krm_fn.rational import Fraction
+
 from krm_fn.admission.model import APP, INIT, AdmittedPod, Container, NodeModel, node_memo
 from krm_fn.admission.qos import GUARANTEED, gate, pod_level_set
 
@@ -97,6 +100,42 @@ def exclusive_requests(pod: AdmittedPod, node: NodeModel, qos: str) -> tuple:
     return tuple((c.name, n) for c in pod.containers if (n := guaranteed_cpus(c, qos)))
 
 
+def reservation(node: NodeModel) -> Fraction:
+    """The CPU cores the kubelet holds back from pods: the count of `node.reserved_cpus`
+    (reservedSystemCPUs, which replaces the cpu of kubeReserved and systemReserved:
+    cmd/kubelet/app/server.go run), else kubeReserved cpu + systemReserved cpu, each rounded
+    to millicores (server.go parseResourceList). An unparsable amount counts as 0 (the
+    kubelet does not start; krm_fn.node.kubelet_check says so)."""
+    if node.reserved_cpus:
+        return Fraction(len(node.reserved_cpus))
+    milli = 0
+    for key in ("kubeReserved", "systemReserved"):
+        value = ((node.kubelet or {}).get(key) or {}).get("cpu")
+        if value is not None:
+            try:
+                micro = Fraction(quantity.parse_cpu(value).value) * 1000000
+            except quantity.QuantityError:
+                continue
+            micro = -(-micro.numerator // micro.denominator)     # ScaledValue rounds up
+            milli += (micro + 500) // 1000                        # SetMilli((µ + 500) / 1000)
+    return Fraction(milli, 1000)
+
+
+def _reserved(node: NodeModel) -> frozenset:
+    """The CPUs the static policy reserves: reservedSystemCPUs, else the ceiling of
+    `reservation` taken by topology from all CPUs (policy_static.go NewStaticPolicy:
+    takeByTopology(allCPUs, numReservedCPUs))."""
+    if node.reserved_cpus or not is_static(node):
+        return frozenset(node.reserved_cpus)
+    n = -(-reservation(node).numerator // reservation(node).denominator)
+    if not n:
+        return frozenset()
+    bare = {k: v for k, v in (node.kubelet or {}).items()
+            if k not in ("kubeReserved", "systemReserved")}
+    taken = CpuState(record.replace(node, kubelet=bare)).allocate(n, None, set())
+    return frozenset(taken or ())
+
+
 def _machine(node: NodeModel) -> dict:
     """The part of a node's CpuState that allocation never changes (topology, reserved CPUs,
     policy options, NUMA combinations), built once per NodeModel (model.node_memo): a
@@ -105,7 +144,7 @@ def _machine(node: NodeModel) -> dict:
     if "cpu" in memo:
         return memo["cpu"]
     info = {c.cpu: c for c in node.cpus}
-    reserved = frozenset(node.reserved_cpus) & frozenset(info)
+    reserved = _reserved(node) & frozenset(info)
     cores = {info[c].core for c in reserved}
     numas = sorted({c.numa for c in node.cpus})
     numa_cpus = {n: frozenset(c.cpu for c in node.cpus if c.numa == n) for n in numas}

@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology
-from krm_fn.admission.capacity import (HUGEPAGES, allocatable, fit, fit_mix, fit_one,
-                                       pod_plan, pod_requests, too_large)
-from krm_fn.admission.model import DEPENDS, ERROR, INFO, WARNING, AdmittedPod, Finding, NodeModel
+from krm_fn.admission.capacity import (allocatable, fit, fit_mix, fit_one, pod_plan,
+                                       pod_requests, too_large)
+from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, INFO, WARNING, AdmittedPod, Finding,
+                                    NodeModel)
 from krm_fn.admission.qos import GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set
 
 __all__ = ["judge", "judge_detail", "fit", "fit_mix", "fit_one"]

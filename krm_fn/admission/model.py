@@ -11,6 +11,7 @@ from krm_fn.record import dataclass, field
 from krm_fn.results import Ref
 
 APP, INIT, SIDECAR = "app", "init", "sidecar"
+HUGEPAGES = "hugepages-"    # the prefix of the huge page resources (hugepages-2Mi, ...)
 ERROR, WARNING, INFO = "error", "warning", "info"
 DEPENDS = "depends"   # severity-like marker: the outcome depends on what else runs there
 
@@ -95,8 +96,9 @@ class NodeModel:
     (topology.Cpu: cpu, core, socket, numa); `reserved_cpus`: reservedSystemCPUs ids;
     `numa_memory`: {NUMA node id: {resource: bytes}} capacity per NUMA node (`memory`,
     `hugepages-<size>`), {} when the config does not describe memory; `allocatable`:
-    node allocatable {resource: amount} (capacity minus kube/system reserved and the hard
-    eviction threshold), {} when unknown; `daemons`: AdmittedPods of the DaemonSets of
+    node allocatable {resource: amount} where it is known otherwise than from this model
+    (capacity.allocatable derives the rest: capacity minus kube/system reserved and the
+    hard eviction threshold), usually {}; `daemons`: AdmittedPods of the DaemonSets of
     the input that run on every node of the pool, placed before anything else.
     """
 

@@ -320,7 +320,7 @@ def pool_summary(node: NodeModel, judged: list) -> str:
     per_numa = exclusive_per_numa(node)
     numa = ", ".join(f"NUMA {n}: {c}" for n, c in sorted(per_numa.items()))
     head = f"node pool {node.pool!r}: {sum(per_numa.values())} exclusive CPUs per node ({numa})"
-    mem = node.allocatable.get("memory")
+    mem = capacity.allocatable(node)["memory"]
     if mem is not None:
         head += f", {mem / 2**30:.4g}Gi allocatable memory"
     if node.daemons:

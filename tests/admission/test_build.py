@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from krm_fn import config
-from krm_fn.admission import build
+from krm_fn.admission import build, capacity
 from krm_fn.admission.model import APP, INIT, SIDECAR, Container, Injection
 from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits, build_views
@@ -45,9 +45,9 @@ def test_allocatable_memory_is_capacity_minus_reservations_eviction_and_hugepage
     # defaults: kubeReserved 500Mi, systemReserved 500Mi, evictionHard memory.available 100Mi
     node = _plan({"sockets": 1, "coresPerSocket": 8, "memory": "192Gi",
                   "hugepages": {"2Mi": "2Gi"}})
-    assert node.allocatable["memory"] == 192 * GI - 1100 * MI - 2 * GI
-    assert node.allocatable["hugepages-2Mi"] == 2 * GI
-    assert node.allocatable["cpu"] == Fraction(16 - 4)    # 2 reserved cores x 2 threads
+    assert capacity.allocatable(node)["memory"] == 192 * GI - 1100 * MI - 2 * GI
+    assert capacity.allocatable(node)["hugepages-2Mi"] == 2 * GI
+    assert capacity.allocatable(node)["cpu"] == Fraction(16 - 4)    # 2 reserved cores x 2 threads
 
 
 def test_percentage_eviction_threshold_is_of_capacity():

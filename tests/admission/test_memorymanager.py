@@ -40,11 +40,19 @@ def test_memory_larger_than_one_numa_node_is_refused_by_single_numa_node_admitte
 
 
 def test_per_numa_memory_limits_replicas_under_static():
-    # 3 x 28Gi per NUMA node; the 7th has no memory hint (treated as "don't care" by the
-    # Topology Manager), so the Memory Manager's Allocate fails it.
-    assert fit_one(pod(ctr("server", 4, 28)), _node()) == (
-        6, "UnexpectedAdmissionError: [memorymanager] failed to find NUMA nodes to extend "
+    # 2 x 30Gi per NUMA node (NUMA 0 has 88Gi - 1124Mi, NUMA 1 88Gi after the huge pages);
+    # the 5th has no memory hint (treated as "don't care" by the Topology Manager), so the
+    # Memory Manager's Allocate fails it, though allocatable memory (176Gi) has room for 5.
+    assert fit_one(pod(ctr("server", 4, 30)), _node()) == (
+        4, "UnexpectedAdmissionError: [memorymanager] failed to find NUMA nodes to extend "
            "the current topology hint")
+
+
+def test_allocatable_memory_stops_replicas_before_the_memory_manager():
+    # 6 x 28Gi fit allocatable memory (192Gi - 16Gi of huge pages); the scheduler places no
+    # 7th (OutOfmemory), so the Memory Manager never sees it.
+    assert fit_one(pod(ctr("server", 4, 28)), _node()) == (
+        6, "allocatable memory 176Gi: 28Gi each (OutOfmemory)")
 
 
 def test_hugepages_are_counted_per_numa_node():

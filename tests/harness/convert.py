@@ -2,7 +2,9 @@
 
 `machine(node)` is the cadvisor MachineInfo of a NodeModel's CPUs and memory, laid out as
 cadvisor reads sysfs (one entry per NUMA node, its cores grouped by socket and core id, each
-core's threads the CPUs of that core on that NUMA node); `kubelet_config(node)` the merged
+core's threads the CPUs of that core on that NUMA node); every NUMA node at distance 20 from the others (krm-fn's model
+has no NUMA distances and treats them as equal; COARSER in differential.py);
+`kubelet_config(node)` the merged
 KubeletConfiguration; `pod(p, name)` a v1 Pod of an AdmittedPod. Quantities are written
 exactly: CPU in millicores (the model's CPU is a Fraction of cores; a finer amount is a
 test bug and raises ValueError), memory and hugepages in bytes.
@@ -47,6 +49,12 @@ def _page_kib(resource: str) -> int:
     return int(size[:-2]) * unit
 
 
+# Huge page sizes (KiB) Linux on x86-64 offers on every NUMA node: sysfs lists each under
+# /sys/devices/system/node/node<N>/hugepages/ even with no page pre-allocated, and cadvisor
+# reports them all.
+PAGE_SIZES_KIB = (2048, 1048576)
+
+
 def machine(node: NodeModel) -> dict:
     """The cadvisor MachineInfo (JSON field names) of `node`."""
     mem = numa_memory(node)
@@ -56,16 +64,19 @@ def machine(node: NodeModel) -> dict:
         for c in sorted(node.cpus):
             if c.numa == n:
                 cores.setdefault((c.socket, c.core), []).append(c.cpu)
-        hugepages = []
-        for res, amount in sorted(mem[n].items()):
+        counts = dict.fromkeys(PAGE_SIZES_KIB, 0)
+        for res, amount in mem[n].items():
             if res.startswith("hugepages-"):
                 kib = _page_kib(res)
-                count = int(amount) // (kib * 1024)
-                hugepages.append({"page_size": kib, "num_pages": count})
-                pages_total[kib] = pages_total.get(kib, 0) + count
+                counts[kib] = int(amount) // (kib * 1024)
+        hugepages = [{"page_size": kib, "num_pages": c} for kib, c in sorted(counts.items())]
+        for kib, c in counts.items():
+            pages_total[kib] = pages_total.get(kib, 0) + c
         memory = int(mem[n].get("memory", 0))
         total += memory
+        distances = [10 if m == n else 20 for m in range(max(node.numa_nodes) + 1)]
         topology.append({"node_id": n, "memory": memory, "hugepages": hugepages,
+                         "distances": distances,
                          "cores": [{"core_id": core, "thread_ids": threads, "socket_id": sock}
                                    for (sock, core), threads in sorted(cores.items())]})
     return {"num_cores": len(node.cpus),

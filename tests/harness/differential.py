@@ -27,6 +27,9 @@ COARSER = {
     "memory-numa": "the NUMA nodes of a container's memory are compared only through the "
                    "admission outcome (krm-fn reports the pod's NUMA nodes, not each "
                    "container's memory nodes)",
+    "numa-distances": "krm-fn has no NUMA distances (prefer-closest-numa-nodes picks among "
+                      "equally wide hints as if all were equally far): the harness machines "
+                      "give every pair of NUMA nodes distance 20",
     "undescribed-memory": "a pool without topology.memory/numaMemory has no memory model in "
                           "krm-fn; the harness node gets UNDESCRIBED_MEMORY (4 TiB), so "
                           "memory never limits either side",

@@ -104,16 +104,26 @@ func serve() {
 		} else {
 			utilfeature.DefaultMutableFeatureGate = pristine.DeepCopy()
 			utilfeature.DefaultFeatureGate = utilfeature.DefaultMutableFeatureGate
-			output, err := cmd(req.Input)
-			if err != nil {
-				resp.Error = err.Error()
-			} else {
-				resp.Output = output
-			}
+			resp = run(cmd, req.Input)
 		}
 		if err := out.Encode(resp); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
 		}
 	}
+}
+
+// run answers one request; a panic (in the kubelet's code or here) is answered as an error
+// with its stack, and the process goes on.
+func run(cmd command, input json.RawMessage) (resp response) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp = response{Error: fmt.Sprintf("panic: %v\n%s", r, debug.Stack())}
+		}
+	}()
+	output, err := cmd(input)
+	if err != nil {
+		return response{Error: err.Error()}
+	}
+	return response{Output: output}
 }
