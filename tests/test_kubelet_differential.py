@@ -71,7 +71,29 @@ def _regressions() -> dict:
     from krm_fn.admission.model import APP, SIDECAR
     from tests.admission.kit import GI, MI, ctr, pod
     one_cpu_2mi = pod(ctr("app0", 1, 1 / 16, **{"hugepages-2Mi": 4 * MI}))
+    static_memory = dict(memoryManagerPolicy="Static", kubeReserved={"memory": "500Mi"},
+                         systemReserved={"memory": "524Mi"},
+                         evictionHard={"memory.available": "100Mi"},
+                         reservedMemory=[{"numaNode": 0, "limits": {"memory": "1124Mi"}}])
+    numa_mem = {0: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI},
+                1: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI}}
     return {
+        # memory that needs both NUMA nodes, CPUs that fit one: a merged hint is preferred
+        # only when every provider's mask is the same (topologymanager/policy.go
+        # mergePermutation), so restricted refuses it; krm-fn admitted it
+        "merged-hint-preferred-only-for-equal-masks": (
+            _node(topologyManagerPolicy="restricted", numa_memory=numa_mem,
+                  reservedSystemCPUs="0,32", reserved={0, 32}, version=(1, 36),
+                  **static_memory),
+            [pod(ctr("server", 4, 100))], 0),
+        # Memory Manager Static on a pool that does not describe memory: its hints still
+        # decide restricted admission (3 CPUs need 2 NUMA nodes, the memory 1); krm-fn left
+        # memory out of the merge
+        "memory-hints-count-without-described-memory": (
+            _node(sockets=2, numa_per_socket=4, cores=4, threads=2, version=(1, 35),
+                  topologyManagerPolicy="restricted", reservedSystemCPUs="3,4,12",
+                  reserved={3, 4, 12}, **static_memory),
+            [pod(ctr("app0", 3, 0.5))], 0),
         # a pod asking for huge pages on a pool that declares none: OutOfhugepages-2Mi,
         # krm-fn admitted it
         "hugepages-not-declared": (

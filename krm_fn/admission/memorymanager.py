@@ -75,9 +75,16 @@ def _allocatable(capacity: dict, reserved: dict) -> dict:
     return out
 
 
+# Memory per NUMA node of a pool that does not describe its memory: the Memory Manager's
+# hints still count under `Static` (its preferred hints are the fewest NUMA nodes that
+# hold the request, which changes what restricted and single-numa-node admit), but memory
+# itself is then never what runs out.
+AMPLE = 2**50
+
+
 class MemState:
-    """Per-NUMA memory state of one node under `Static`: `alloc` and `free`
-    {NUMA id: {resource: bytes}}, `cells` {NUMA id: tuple of the group it is allocated
+    """Per-NUMA memory state of one node under `Static` (AMPLE memory on each NUMA node
+    when the pool does not describe it): `alloc` and `free` {NUMA id: {resource: bytes}}, `cells` {NUMA id: tuple of the group it is allocated
     with}, `count` {NUMA id: allocations}. `numas` and `alloc` are the node's, made once
     per NodeModel (model.node_memo) and shared by every copy."""
 
@@ -85,8 +92,9 @@ class MemState:
         memo = node_memo(node)
         if "mem" not in memo:
             reserved = reserved_memory(node)
-            numas = sorted(int(n) for n in node.numa_memory)
-            memo["mem"] = (numas, {n: _allocatable(node.numa_memory[n], reserved.get(n, {}))
+            per_numa = node.numa_memory or {n: {"memory": AMPLE} for n in node.numa_nodes}
+            numas = sorted(int(n) for n in per_numa)
+            memo["mem"] = (numas, {n: _allocatable(per_numa[n], reserved.get(n, {}))
                                    for n in numas}, {})
         self.numas, self.alloc, self._cache = memo["mem"]
         self.free = {n: dict(v) for n, v in self.alloc.items()}

@@ -100,26 +100,33 @@ def filter_hints(providers: list) -> list:
 
 def _merged(lists: list, default: frozenset):
     """The merged hints (mask, preferred) of every permutation of one hint per list
-    (policy.go mergePermutation: the AND of the masks, None = all NUMA nodes, and of the
-    preferences), as a set: a list of only "don't care" changes no permutation and is left
-    out; the others are folded list by list, dropping duplicates, and the last one's
-    products are yielded as they come. HintMerger.compare ranks any two distinct hints the
-    same way whichever comes first (preferred before not; among preferred the narrower;
-    among the others by their width against the best non-preferred width, then narrower)
-    and keeps the current one on a tie, so the best of the set is the best of the
-    permutations."""
+    (policy.go mergePermutation: the AND of the masks, None = all NUMA nodes; preferred
+    only when every hint is preferred and every hint that has a mask has the same one), as
+    a set: a list of only "don't care" changes no permutation and is left out; the others
+    are folded list by list, dropping duplicates, and the last one's products are yielded
+    as they come. HintMerger.compare ranks any two distinct hints the same way whichever
+    comes first (preferred before not; among preferred the narrower; among the others by
+    their width against the best non-preferred width, then narrower) and keeps the current
+    one on a tie, so the best of the set is the best of the permutations.
+
+    The fold's state is (mask, preferred, a mask seen): while preferred, every mask seen
+    equals the first, so the AND so far is that mask."""
     lists = [hs for hs in lists
              if not (len(hs) == 1 and hs[0][0] is None and hs[0][1] is True)]
-    merged = {(default, True): None}
-    for hints in lists[:-1]:
-        merged = dict.fromkeys((mask & (default if m is None else m), pref and p)
-                               for mask, pref in merged for m, p in hints)
-    if not lists:
-        yield from merged
-        return
-    for mask, pref in merged:
-        for m, p in lists[-1]:
-            yield mask & (default if m is None else m), pref and p
+    merged = {(default, True, False): None}
+    for hints in lists:
+        merged = dict.fromkeys(_step(state, m, p) for state in merged for m, p in hints)
+    for mask, pref, _ in merged:
+        yield mask, pref
+
+
+def _step(state: tuple, m, p: bool) -> tuple:
+    mask, pref, seen = state
+    if m is None:
+        return mask, pref and p, seen
+    same = not seen or m == mask
+    pref = pref and p and same
+    return mask & m, pref, True
 
 
 def merge(providers: list, numas: list, pol: str) -> tuple:
@@ -145,13 +152,11 @@ def merge(providers: list, numas: list, pol: str) -> tuple:
 
 class NodeState:
     """What the kubelet's resource managers hold on one node: `cpu` (CpuState) and `mem`
-    (MemState, None when memory is not modelled: policy not Static or no per-NUMA
-    memory in the config)."""
+    (MemState, None when the Memory Manager's policy is not Static)."""
 
     def __init__(self, node: NodeModel):
         self.cpu = cpumanager.CpuState(node)
-        self.mem = (memorymanager.MemState(node)
-                    if memorymanager.is_static(node) and node.numa_memory else None)
+        self.mem = memorymanager.MemState(node) if memorymanager.is_static(node) else None
 
     def copy(self) -> "NodeState":
         """An independent copy."""

@@ -113,7 +113,9 @@ def test_merge_non_preferred_hints_go_back_to_the_widest_narrowest_count():
 
 def _merge_every_permutation(providers, numas, pol):
     """policy.go as written: HintMerger.compare over every permutation, in product order
-    (what topology.merge did before it folded the distinct merged hints)."""
+    (what topology.merge did before it folded the distinct merged hints); mergePermutation
+    marks a permutation preferred only when every hint is and every mask given is the
+    first one given."""
     default = F(numas)
     lists = topology.filter_hints(providers)
     if pol == topology.SINGLE:
@@ -122,8 +124,11 @@ def _merge_every_permutation(providers, numas, pol):
               for hs in lists if any(h[0] is not None for h in hs)]
     best_np, best = max(narrow, default=0), None
     for perm in product(*lists):
-        mask, pref = default, True
+        mask, pref, first = default, True, None
         for m, p in perm:
+            if m is not None:
+                first = m if first is None else first
+                pref = pref and m == first
             mask, pref = mask & (default if m is None else m), pref and p
         best = topology._compare(best, (mask, pref), best_np)
     best = best or (default, False)

@@ -11,12 +11,12 @@ test bug and raises ValueError), memory and hugepages in bytes.
 """
 from __future__ import annotations
 
+from krm_fn.admission.memorymanager import AMPLE
 from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, NodeModel
 
-GI = 2**30
-# Memory a node has when the model does not describe it (krm-fn then models no memory):
-# enough that memory never limits what the harness admits.
-UNDESCRIBED_MEMORY = 4096 * GI
+# Memory of each NUMA node when the model does not describe it: what krm-fn's Memory
+# Manager model then assumes, enough that memory never limits what is admitted.
+UNDESCRIBED_MEMORY = AMPLE
 
 
 def quantity(resource: str, amount) -> str:
@@ -36,11 +36,11 @@ def resources(m: dict | None) -> dict:
 
 def numa_memory(node: NodeModel) -> dict:
     """{NUMA id: {"memory": bytes, "hugepages-<size>": bytes}} of `node`: its described
-    memory, else UNDESCRIBED_MEMORY split evenly."""
+    memory, else UNDESCRIBED_MEMORY on each NUMA node."""
     ids = node.numa_nodes
     if node.numa_memory:
         return {n: dict(node.numa_memory.get(n, {})) for n in ids}
-    return {n: {"memory": UNDESCRIBED_MEMORY // len(ids)} for n in ids}
+    return {n: {"memory": UNDESCRIBED_MEMORY} for n in ids}
 
 
 def _page_kib(resource: str) -> int:

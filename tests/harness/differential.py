@@ -30,9 +30,10 @@ COARSER = {
     "numa-distances": "krm-fn has no NUMA distances (prefer-closest-numa-nodes picks among "
                       "equally wide hints as if all were equally far): the harness machines "
                       "give every pair of NUMA nodes distance 20",
-    "undescribed-memory": "a pool without topology.memory/numaMemory has no memory model in "
-                          "krm-fn; the harness node gets UNDESCRIBED_MEMORY (4 TiB), so "
-                          "memory never limits either side",
+    "undescribed-memory": "a pool without topology.memory/numaMemory: krm-fn's allocatable "
+                          "memory is unknown and its Memory Manager model has AMPLE (1 PiB) "
+                          "per NUMA node; the harness node gets the same, so memory never "
+                          "limits either side",
 }
 
 
