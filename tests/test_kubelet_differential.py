@@ -114,3 +114,56 @@ REGRESSIONS = _regressions()
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
 def test_regression(harnesses, name):
     compare(harnesses, *REGRESSIONS[name])
+
+
+def _golden_pods() -> list:
+    """(case, pool index, AdmittedPod, PodVerdict, NodeModel) of every pod judged in the
+    golden cases (tests/testdata)."""
+    from krm_fn import pipeline, resourcelist
+    from krm_fn.pipeline import load
+    from tests.helpers import case_input, cases as golden_cases
+    out = []
+    for case in golden_cases():
+        try:
+            doc = resourcelist.parse(case_input(case), require_resource_list=True)
+        except Exception:
+            continue                    # a bad-input case: nothing is judged
+        run = load.prepare(doc.items, doc.function_config, [])
+        if run is None:
+            continue
+        result = pipeline.transform(doc.items, doc.function_config,
+                                    retyped=resourcelist.retyped(doc))
+        names = [p.name for p in run.cfg.nodePools]
+        for pool, plan, judged, _ in result.pools:
+            node = run.nodes[names.index(plan.pool)]
+            for i, (pod, verdict) in enumerate(judged):
+                out.append(pytest.param(case, pod, verdict, node,
+                                        id=f"{case}-{plan.pool}-{i}"))
+    return out
+
+
+@pytest.mark.parametrize("case,pod,verdict,node", _golden_pods())
+def test_golden_verdicts(harnesses, case, pod, verdict, node):
+    """The verdict of every golden pod (its exclusive CPUs, their NUMA nodes, the replicas
+    per node) is what the kubelet does with the pod alone, then its replicas until one is
+    refused."""
+    assert node.version in harnesses, (
+        f"{case}: kubernetesVersion {node.version[0]}.{node.version[1]} has no harness "
+        f"(built: {', '.join(runner.releases())})")
+    got = differential.kubelet(harnesses[node.version], node, [pod], 400)
+    assert "startError" not in got, f"{case}: the kubelet does not start: {got}"
+    compare(harnesses, node, [pod], 400)
+    first = got["pods"][-1]
+    said = {"admitted": bool(verdict.exclusive) or not first["exclusive"],
+            "exclusive": dict(verdict.exclusive), "numa": {k: list(v) for k, v in verdict.numa_of}}
+    assert said == {k: first[k] for k in said}
+    if verdict.fit is not None and first["admitted"]:
+        assert verdict.fit == 1 + got["copies"]
+
+
+def test_docs_name_every_deliberate_coarseness():
+    """docs/verdict.md lists COARSER as it is (one line each)."""
+    from pathlib import Path
+    text = (Path(__file__).parent.parent / "docs" / "verdict.md").read_text()
+    for key, why in differential.COARSER.items():
+        assert f"- `{key}`: {why}." in text, key

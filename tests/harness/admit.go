@@ -121,6 +121,10 @@ func admitCommand(input []byte) (any, error) {
 	var admitted []*v1.Pod
 	admit := func(pod *v1.Pod) podResult {
 		res := podResult{Name: pod.Name, Admitted: true}
+		// the kubelet adds a pod to its pod manager before admitting it (HandlePodAdditions),
+		// so it is active while admitted, and not once refused (rejectPod marks it failed)
+		k.active = append(append([]*v1.Pod{}, admitted...), pod)
+		defer func() { k.active = admitted }()
 		for _, h := range handlers {
 			r := admitWith(k.ctx, h, admitAttrs(pod, admitted))
 			if !r.Admit {

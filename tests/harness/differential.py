@@ -10,7 +10,9 @@ both, reduced to what krm-fn claims.
 with each outcome {"admitted": bool, "reason": the kubelet's reason ("" when admitted;
 TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError, OutOfcpu,
 OutOfmemory, OutOfpods, ...), "exclusive": {container: exclusive CPU count} (containers
-without exclusive CPUs left out), "numa": {container: [NUMA ids of its exclusive CPUs]}}.
+without exclusive CPUs left out), "numa": {container: [NUMA ids of its exclusive CPUs]},
+"podNuma": [NUMA ids of the pod's exclusive CPUs and of its memory under the Memory
+Manager's Static policy]}.
 
 Where krm-fn is coarser on purpose, the comparison leaves a part out, by name (COARSER).
 """
@@ -24,9 +26,9 @@ COARSER = {
     "cpu-ids": "krm-fn states how many exclusive CPUs a container gets and on which NUMA "
                "nodes, not which CPU ids: only the count and the NUMA nodes are compared",
     "messages": "only the kubelet's reason is compared, not its message text",
-    "memory-numa": "the NUMA nodes of a container's memory are compared only through the "
-                   "admission outcome (krm-fn reports the pod's NUMA nodes, not each "
-                   "container's memory nodes)",
+    "memory-numa": "the NUMA nodes of the memory are compared for the pod as a whole "
+                   "(krm-fn reports the NUMA nodes of a pod's exclusive CPUs and memory "
+                   "together, not each container's memory nodes)",
     "numa-distances": "krm-fn has no NUMA distances (prefer-closest-numa-nodes picks among "
                       "equally wide hints as if all were equally far): the harness machines "
                       "give every pair of NUMA nodes distance 20",
@@ -50,11 +52,15 @@ def _reason(packer: capacity.Packer) -> str:
 
 def _model_outcome(packer: capacity.Packer, ok: bool) -> dict:
     if not ok:
-        return {"admitted": False, "reason": _reason(packer), "exclusive": {}, "numa": {}}
+        return REFUSED | {"reason": _reason(packer)}
     adm = packer.last
     exclusive = dict(adm.exclusive) if adm is not None else {}
     numa = {k: list(v) for k, v in (adm.numa_of if adm is not None else {}).items()}
-    return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa}
+    return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa,
+            "podNuma": list(adm.numa) if adm is not None else []}
+
+
+REFUSED = {"admitted": False, "reason": "", "exclusive": {}, "numa": {}, "podNuma": []}
 
 
 def model(node, pods: list, repeat: int = 0) -> dict:
@@ -79,10 +85,13 @@ def model(node, pods: list, repeat: int = 0) -> dict:
 
 def _kubelet_outcome(r: dict) -> dict:
     if not r["admitted"]:
-        return {"admitted": False, "reason": r["reason"], "exclusive": {}, "numa": {}}
-    exclusive = {c["name"]: len(c["cpus"]) for c in r.get("containers") or [] if c["cpus"]}
-    numa = {c["name"]: c["cpuNuma"] for c in r.get("containers") or [] if c["cpus"]}
-    return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa}
+        return REFUSED | {"reason": r["reason"]}
+    containers = r.get("containers") or []
+    exclusive = {c["name"]: len(c["cpus"]) for c in containers if c["cpus"]}
+    numa = {c["name"]: c["cpuNuma"] for c in containers if c["cpus"]}
+    pod_numa = sorted({n for c in containers for n in c["cpuNuma"] + c["memoryNuma"]})
+    return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa,
+            "podNuma": pod_numa}
 
 
 def kubelet(harness, node, pods: list, repeat: int = 0) -> dict:

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
 	"k8s.io/kubernetes/pkg/features"
@@ -145,6 +146,11 @@ type kubelet struct {
 	mem         memorymanager.Manager
 	logger      klog.Logger
 	ctx         context.Context
+	// active: the pods admitted so far and the one being admitted, what the managers'
+	// activePods returns; a refused pod is not active, so what its earlier containers were
+	// given is released when the managers next look (removeStaleState), as in a running
+	// kubelet.
+	active []*v1.Pod
 }
 
 // startError is a configuration the kubelet refuses at start-up, with its own message.
@@ -258,13 +264,14 @@ func start(kc *kubeletconfig.KubeletConfiguration, machine *machineInfo, stateDi
 		return nil, refuse("invalid Node Allocatable configuration. %s", strings.Join(problems, " "))
 	}
 
-	// The managers' Start: checkpoints in stateDir; no pods are running yet, and the
-	// sources are never "ready", so nothing is garbage-collected between admissions.
-	none := func() []*v1.Pod { return nil }
-	if err := k.cpu.Start(ctx, none, notReady{}, nil, nil, nil); err != nil {
+	// The managers' Start: checkpoints in stateDir, the sources ready (the kubelet has
+	// synced with the API server), the admitted pods active; no pod status is known, so
+	// the CPU Manager's reconcile loop (asleep: see the reconcile period above) skips them.
+	active := func() []*v1.Pod { return k.active }
+	if err := k.cpu.Start(ctx, active, ready{}, noStatus{}, nil, nil); err != nil {
 		return nil, refuse("%s", err)
 	}
-	if err := k.mem.Start(ctx, none, notReady{}, nil, nil, nil); err != nil {
+	if err := k.mem.Start(ctx, active, ready{}, noStatus{}, nil, nil); err != nil {
 		return nil, refuse("%s", err)
 	}
 	if kc.CPUManagerPolicy == "static" {
@@ -273,10 +280,14 @@ func start(kc *kubeletconfig.KubeletConfiguration, machine *machineInfo, stateDi
 	return k, nil
 }
 
-type notReady struct{}
+type ready struct{}
 
-func (notReady) AddSource(string) {}
-func (notReady) AllReady() bool   { return false }
+func (ready) AddSource(string) {}
+func (ready) AllReady() bool   { return true }
+
+type noStatus struct{}
+
+func (noStatus) GetPodStatus(types.UID) (v1.PodStatus, bool) { return v1.PodStatus{}, false }
 
 func copyMap(m map[string]string) map[string]string {
 	if m == nil {
