@@ -77,7 +77,28 @@ def _regressions() -> dict:
                          reservedMemory=[{"numaNode": 0, "limits": {"memory": "1124Mi"}}])
     numa_mem = {0: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI},
                 1: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI}}
+    from krm_fn.admission.model import NodeModel
+    from krm_fn.node.topology import Topology
+    four_numa = NodeModel(
+        "pool", {}, {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0,1",
+                     "topologyManagerPolicy": "restricted", "topologyManagerScope": "container",
+                     "kubeReserved": {"cpu": "1", "memory": "256Mi"},
+                     "systemReserved": {"memory": "500Mi"},
+                     "evictionHard": {"memory.available": "100Mi"},
+                     "memoryManagerPolicy": "Static",
+                     "reservedMemory": [{"numaNode": 0, "limits": {"memory": "400Mi"}},
+                                        {"numaNode": 3, "limits": {"memory": "456Mi"}}]},
+        (1, 35), tuple(Topology(2, 2, 8, 2, "adjacent").cpus()), frozenset({0, 1}),
+        {0: {"memory": 16 * GI}, 1: {"memory": 32 * GI}, 2: {"memory": 32 * GI},
+         3: {"memory": 32 * GI}})
     return {
+        # two containers of 40Gi each need two NUMA nodes; the second's hint from the
+        # Topology Manager includes a NUMA node the first one's group holds with another:
+        # Allocate refuses it (memorymanager/policy_static.go
+        # isAffinityViolatingNUMAAllocations); krm-fn allocated it
+        "memory-group-violation": (
+            four_numa, [pod(ctr("init0", 0.25, 1 / 16, role="init"),
+                            ctr("app0", 1.5, 40), ctr("app1", 1.5, 40))], 0),
         # memory that needs both NUMA nodes, CPUs that fit one: a merged hint is preferred
         # only when every provider's mask is the same (topologymanager/policy.go
         # mergePermutation), so restricted refuses it; krm-fn admitted it

@@ -167,11 +167,21 @@ class MemState:
             return None
         return min(pool, key=lambda h: (not h[1], len(h[0]), sum(1 << n for n in h[0])))
 
+    def _violates(self, mask) -> bool:
+        """isAffinityViolatingNUMAAllocations: a mask of several NUMA nodes that holds one
+        already used alone, or with another group (a NUMA node serves either single- or
+        cross-NUMA allocations, https://kubernetes.io/blog/2021/08/11/kubernetes-1-22-feature-memory-manager-moves-to-beta/#single-vs-cross-numa-node-allocation)."""
+        if len(mask) == 1:
+            return False
+        return any(self.count[n] and (len(self.cells[n]) == 1 or set(self.cells[n]) != mask)
+                   for n in mask)
+
     def allocate(self, req: dict, mask, preferred: bool, reusable: dict):
         """Reserve `req` on the NUMA nodes of `mask` (the Topology Manager's hint; None =
         no affinity). Returns (NUMA frozenset used, "") or (None, error message) the way
         Allocate fails: "[memorymanager] failed to find the default preferred hint" /
-        "... to extend the current topology hint"."""
+        "... to extend the current topology hint" / "[memorymanager] preferred hint violates
+        NUMA node allocation"."""
         if not req:
             return frozenset(), ""
         per_resource = self.hints(req, reusable)
@@ -192,6 +202,8 @@ class MemState:
             if chosen[1] and not ext[1]:
                 return None, "[memorymanager] failed to find the extended preferred hint"
             chosen = ext
+        if self._violates(chosen[0]):
+            return None, "[memorymanager] preferred hint violates NUMA node allocation"
         nodes = sorted(chosen[0])
         for r, v in req.items():
             need = max(0, v - reuse.get(r, 0))
