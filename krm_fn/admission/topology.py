@@ -170,7 +170,7 @@ class NodeState:
 class Admission:
     """Outcome of admitting one pod on a node state: `admitted`; `reason` ("" or the pod
     status reason: TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError);
-    `message` the kubelet's error text; `container` the container it failed on ("" for the
+    `message` the kubelet's message, as the pod's status shows it; `container` the container it failed on ("" for the
     pod scope); `exclusive` ((name, cpus), ...); `numa` sorted NUMA ids of exclusive CPUs and
     Static memory; `hints` [(what, cpus, mask)] merged hints of the CPU-pinned steps;
     `numa_of` {container name: sorted NUMA ids of its exclusive CPUs}."""
@@ -230,6 +230,8 @@ def _merge(st: NodeState, providers: list, pol: str) -> tuple:
 
 
 def _refused(reason: str, message: str, container: str, exclusive: list, out) -> Admission:
+    if reason == UAE:       # pkg/kubelet/cm/admission/errors.go unexpectedAdmissionError
+        message = f"Allocate failed due to {message}, which is unexpected"
     return Admission(False, reason, message, container, tuple(exclusive), (), out.hints)
 
 

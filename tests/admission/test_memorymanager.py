@@ -49,8 +49,8 @@ def test_per_numa_memory_limits_replicas_under_static():
     # the 5th has no memory hint (treated as "don't care" by the Topology Manager), so the
     # Memory Manager's Allocate fails it, though allocatable memory (176Gi) has room for 5.
     assert fit_one(pod(ctr("server", 4, 30)), _node()) == (
-        4, "UnexpectedAdmissionError: [memorymanager] failed to find NUMA nodes to extend "
-           "the current topology hint")
+        4, "UnexpectedAdmissionError: Allocate failed due to [memorymanager] failed to find "
+           "NUMA nodes to extend the current topology hint, which is unexpected")
 
 
 def test_allocatable_memory_stops_replicas_before_the_memory_manager():

@@ -12,7 +12,8 @@ TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError, OutOfcpu,
 OutOfmemory, OutOfpods, ...), "exclusive": {container: exclusive CPU count} (containers
 without exclusive CPUs left out), "numa": {container: [NUMA ids of its exclusive CPUs]},
 "podNuma": [NUMA ids of the pod's exclusive CPUs and of its memory under the Memory
-Manager's Static policy]}.
+Manager's Static policy], "message": the kubelet's message for a refusal by the resource
+managers, else ""}.
 
 Where krm-fn is coarser on purpose, the comparison leaves a part out, by name (COARSER).
 """
@@ -25,7 +26,10 @@ from tests.harness import convert
 COARSER = {
     "cpu-ids": "krm-fn states how many exclusive CPUs a container gets and on which NUMA "
                "nodes, not which CPU ids: only the count and the NUMA nodes are compared",
-    "messages": "only the kubelet's reason is compared, not its message text",
+    "messages": "the kubelet's message is compared for the resource managers' refusals "
+                "(TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError); for "
+                "the resource fit (OutOfcpu, ...) only the reason, as krm-fn words those "
+                "for the render",
     "memory-numa": "the NUMA nodes of the memory are compared for the pod as a whole "
                    "(krm-fn reports the NUMA nodes of a pod's exclusive CPUs and memory "
                    "together, not each container's memory nodes)",
@@ -52,15 +56,19 @@ def _reason(packer: capacity.Packer) -> str:
 
 def _model_outcome(packer: capacity.Packer, ok: bool) -> dict:
     if not ok:
-        return REFUSED | {"reason": _reason(packer)}
+        last = packer.last
+        message = last.message if last is not None and not last.admitted else ""
+        return REFUSED | {"reason": _reason(packer), "message": message}
     adm = packer.last
     exclusive = dict(adm.exclusive) if adm is not None else {}
     numa = {k: list(v) for k, v in (adm.numa_of if adm is not None else {}).items()}
     return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa,
-            "podNuma": list(adm.numa) if adm is not None else []}
+            "podNuma": list(adm.numa) if adm is not None else [], "message": ""}
 
 
-REFUSED = {"admitted": False, "reason": "", "exclusive": {}, "numa": {}, "podNuma": []}
+REFUSED = {"admitted": False, "reason": "", "exclusive": {}, "numa": {}, "podNuma": [],
+           "message": ""}
+MANAGERS = ("TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError")
 
 
 def model(node, pods: list, repeat: int = 0) -> dict:
@@ -85,13 +93,14 @@ def model(node, pods: list, repeat: int = 0) -> dict:
 
 def _kubelet_outcome(r: dict) -> dict:
     if not r["admitted"]:
-        return REFUSED | {"reason": r["reason"]}
+        message = r.get("message", "") if r["reason"] in MANAGERS else ""
+        return REFUSED | {"reason": r["reason"], "message": message}
     containers = r.get("containers") or []
     exclusive = {c["name"]: len(c["cpus"]) for c in containers if c["cpus"]}
     numa = {c["name"]: c["cpuNuma"] for c in containers if c["cpus"]}
     pod_numa = sorted({n for c in containers for n in c["cpuNuma"] + c["memoryNuma"]})
     return {"admitted": True, "reason": "", "exclusive": exclusive, "numa": numa,
-            "podNuma": pod_numa}
+            "podNuma": pod_numa, "message": ""}
 
 
 def kubelet(harness, node, pods: list, repeat: int = 0) -> dict:
