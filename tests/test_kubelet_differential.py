@@ -137,16 +137,31 @@ def test_regression(harnesses, name):
     compare(harnesses, *REGRESSIONS[name])
 
 
+def _inputs():
+    """(name, ResourceList text) of every golden case (tests/testdata) and of the kpt
+    example (overlays/kpt: its manifests, pin.yaml as the function config)."""
+    from pathlib import Path
+    from tests.helpers import case_input, cases as golden_cases, config_section
+    for case in golden_cases():
+        yield case, case_input(case)
+    import yaml
+    kpt = Path(__file__).parent.parent / "overlays" / "kpt"
+    items = [doc for p in sorted(kpt.glob("*.yaml")) if p.name != "pin.yaml"
+             for doc in yaml.safe_load_all(p.read_text()) if doc]
+    yield "overlays-kpt", (yaml.safe_dump({"apiVersion": "config.kubernetes.io/v1",
+                                           "kind": "ResourceList", "items": items})
+                           + config_section((kpt / "pin.yaml").read_text()))
+
+
 def _golden_pods() -> list:
-    """(case, pool index, AdmittedPod, PodVerdict, NodeModel) of every pod judged in the
-    golden cases (tests/testdata)."""
+    """(case, AdmittedPod, PodVerdict, NodeModel) of every pod judged in the golden cases
+    and the examples (_inputs)."""
     from krm_fn import pipeline, resourcelist
     from krm_fn.pipeline import load
-    from tests.helpers import case_input, cases as golden_cases
     out = []
-    for case in golden_cases():
+    for case, text in _inputs():
         try:
-            doc = resourcelist.parse(case_input(case), require_resource_list=True)
+            doc = resourcelist.parse(text, require_resource_list=True)
         except Exception:
             continue                    # a bad-input case: nothing is judged
         run = load.prepare(doc.items, doc.function_config, [])
