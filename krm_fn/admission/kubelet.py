@@ -211,8 +211,12 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
                            "feature-gates/)", "cpumanager", pod.path))
     if memorymanager.is_static(node) and not node.numa_memory and qos == GUARANTEED:
         out.append(Finding(INFO, f"memoryManagerPolicy Static on pool {node.pool!r}: memory "
-                           f"per NUMA node is not described, so per-NUMA memory is not "
-                           f"checked ({memorymanager.MM_DOCS})", "memorymanager", pod.path))
+                           f"per NUMA node is not described, so krm-fn counts it as ample: "
+                           f"the Memory Manager's hints (the fewest NUMA nodes that hold a "
+                           f"container's memory) still decide admission, but a NUMA node "
+                           f"running out of memory is not checked; describe "
+                           f"topology.memory or topology.numaMemory "
+                           f"({memorymanager.MM_DOCS})", "memorymanager", pod.path))
     for res, want, have in too_large(pod_requests(pod, node), allocatable(node)):
         undeclared = (" (the pool declares no such huge pages: spec.nodePools[].topology."
                       "hugepages; the kernel pre-allocates none unless configured)"
