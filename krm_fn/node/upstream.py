@@ -31,11 +31,11 @@ from __future__ import annotations
 from functools import lru_cache
 
 from krm_fn.lazy import submodule
+# the supported minors, oldest first: those whose generated module is present
+from krm_fn.node.data import FIRST, LAST, VERSIONS  # noqa: F401  (re-exported)
 from krm_fn.record import dataclass
 
 Version = tuple[int, int]
-FIRST: Version = (1, 29)
-LAST: Version = (1, 36)
 
 
 def version_str(version: Version) -> str:

@@ -287,6 +287,18 @@ def test_literal_is_one_line_when_it_fits_else_one_entry_per_line():
 MINORS = [f"1.{m}" for m in range(upstream.FIRST[1], upstream.LAST[1] + 1)]
 
 
+def test_the_supported_minors_are_the_data_modules_present(tmp_path):
+    """krm_fn.node.data.VERSIONS (upstream.FIRST .. LAST) lists the kubelet_1_<minor>.py
+    modules of the package directory, oldest first; nothing else counts."""
+    from krm_fn.node import data
+    for name in ("__init__.py", "kubelet_1_9.py", "kubelet_1_10.py", "kubelet_1_x.py",
+                 "kubelet_1_11.pyc", "kubelet_2_1.py", "notes.txt"):
+        (tmp_path / name).write_text("")
+    assert data._versions(str(tmp_path)) == ((1, 9), (1, 10))
+    assert (upstream.VERSIONS, upstream.FIRST, upstream.LAST) == (
+        data._versions(str(ROOT / "krm_fn/node/data")), data.VERSIONS[0], data.VERSIONS[-1])
+
+
 def test_the_data_package_holds_one_module_per_generated_minor():
     names = sorted(p.name for p in (ROOT / "krm_fn/node/data").iterdir() if p.is_file())
     assert names == ["__init__.py"] + [f"{gen.module_name(m)}.py" for m in MINORS]
