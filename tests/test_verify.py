@@ -436,12 +436,12 @@ def test_job_is_guaranteed_pinned_and_non_root():
 
 def test_job_quota_args_follow_the_plan():
     _, plan = pool_plan(kubelet={"extra": {"cpuCFSQuota": False}})    # dropped by the plan
-    assert not {"--cpu-quota", "--no-cpu-quota"} & set(verify_job.args(plan, (1, 32), [], ()))
+    assert not {"--cpu-quota", "--no-cpu-quota"} & set(verify_job.args(plan, (1, 35), [], ()))
     _, plan = pool_plan(kubelet={"extra": {"featureGates":
                                            {"DisableCPUQuotaWithExclusiveCPUs": False}}})
-    assert verify_job.args(plan, (1, 34), [], ())[-1] == "--cpu-quota"
+    assert verify_job.args(plan, (1, 36), [], ())[-1] == "--cpu-quota"
     _, plan = pool_plan()
-    assert "--cpu-quota" not in verify_job.args(plan, (1, 32), [], ())
+    assert "--cpu-quota" not in verify_job.args(plan, (1, 37), [], ())
 
 
 def test_job_args_pass_on_a_correctly_pinned_container(tmp_path):

@@ -240,35 +240,64 @@ def unquoted_hint(v: int | float) -> str:
     return hint
 
 
+# Upstream maintains the three most recent minor releases; krm-fn supports the same window.
+RELEASES_DOC = "https://kubernetes.io/releases/"
+
+
+def and_list(items: list[str]) -> str:
+    """["a", "b", "c"] -> "a, b and c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
 class Version(Type):
-    """A quoted Kubernetes minor version ("1.34", "v1.34.2"), at least 1.`minimum`, as the
-    tuple (1, minor). `why` says what the oldest supported minor version brings."""
+    """A quoted Kubernetes minor version ("1.35", "v1.35.2"), one of the minors krm-fn
+    supports (`supported`, (1, minor) tuples oldest first: krm_fn.node.upstream.VERSIONS),
+    as the tuple (1, minor)."""
 
-    kind, label, nullable = "version", "Kubernetes minor version, quoted (\"1.34\")", False
+    kind, nullable = "version", False
 
-    def __init__(self, minimum: int, why: str):
-        self.minimum, self.why = minimum, why
+    def __init__(self, supported: tuple):
+        self.supported = tuple(supported)
+        self.label = f"Kubernetes minor version, quoted (\"{self.names()[0]}\")"
+
+    def names(self) -> list[str]:
+        """The supported minors as "1.35", oldest first."""
+        return [f"{major}.{minor}" for major, minor in self.supported]
 
     def convert(self, v, path, flat):
+        example = self.names()[0]
         if not isinstance(v, str):
             found = (f"the number {v!r} ({unquoted_hint(v)}): write the version in quotes"
                      if isinstance(v, (int, float)) and not isinstance(v, bool) else short(v))
-            raise ConfigError(path, f"must be a quoted string such as \"1.34\", found {found}")
+            raise ConfigError(path, f"must be a quoted string such as \"{example}\", found "
+                                    f"{found}")
         minor = version_minor(v)
         if minor is None:
-            raise ConfigError(path, f"expected a Kubernetes minor version such as \"1.34\", "
-                                    f"found {short(v)}")
-        if minor < self.minimum:
-            raise ConfigError(path, f"Kubernetes {v} is not supported: krm-fn needs 1."
-                                    f"{self.minimum} or later ({self.why})")
+            raise ConfigError(path, f"expected a Kubernetes minor version such as "
+                                    f"\"{example}\", found {short(v)}")
+        if (1, minor) not in self.supported:
+            raise ConfigError(path, self.unsupported(v, minor))
         return (1, minor)
+
+    def unsupported(self, v: str, minor: int) -> str:
+        """Why Kubernetes 1.`minor` (spelled `v`) is refused: outside the supported window,
+        or newer than the newest minor krm-fn has kubelet data for."""
+        window = (f"krm-fn supports Kubernetes {and_list(self.names())}, as upstream "
+                  f"maintains the three most recent minor releases ({RELEASES_DOC})")
+        if minor > self.supported[-1][1]:
+            return (f"Kubernetes {v} is not supported yet: krm-fn has no kubelet data for "
+                    f"1.{minor} yet; {window}")
+        return f"Kubernetes {v} is not supported: {window}"
 
     def default_value(self, default):
         return self.convert(default, "", False)
 
+    def facts(self):
+        return [("VALUES", ", ".join(self.names()))]
+
     def json_schema(self, flat=False):
         from krm_fn.config.patterns import version_pattern
-        return {"type": "string", "pattern": version_pattern(self.minimum)}
+        return {"type": "string", "pattern": version_pattern([m for _, m in self.supported])}
 
 
 class Enum(Type):
