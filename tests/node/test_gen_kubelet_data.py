@@ -317,3 +317,30 @@ def test_each_committed_data_module_is_what_the_generator_writes(minor):
         data["fields"], data["gates"], data["removedGates"], data["fieldsSince"])
     assert list(loaded.eviction_hard_default.items()) == [
         tuple(kv) for kv in data["evictionHardDefault"]]
+
+
+def test_the_committed_data_is_what_the_module_mode_generates(tmp_path, monkeypatch):
+    """The committed modules, regenerated with --module from the releases their `source`
+    names (docs/kubelet-data.md), byte for byte. Reads the Go module cache only
+    (GOPROXY=off): skipped without the go command or without those modules in the cache
+    (`go mod download k8s.io/kubernetes@<release>` and the staging modules fetch them)."""
+    import re
+    if shutil.which("go") is None:
+        pytest.skip("the go command is not installed")
+    releases = []
+    for minor in MINORS:
+        m = re.match(r"kubernetes (v1\.\d+\.\d+): Go modules ",
+                     _data(ROOT / "krm_fn/node/data", minor)["source"])
+        assert m, minor
+        releases.append(m.group(1))
+    monkeypatch.setenv("GOPROXY", "off")
+    monkeypatch.setenv("GOFLAGS", "-mod=mod")
+    args = [a for minor, tag in zip(MINORS, releases) for a in ("--module", f"{minor}={tag}")]
+    try:
+        gen.main([*args, "--out", str(tmp_path), *MINORS])
+    except SystemExit as e:
+        pytest.skip(f"not in the Go module cache: {e}")
+    for minor in MINORS:
+        name = f"{gen.module_name(minor)}.py"
+        assert (tmp_path / name).read_text() == \
+            (ROOT / "krm_fn/node/data" / name).read_text(), minor
