@@ -48,6 +48,6 @@ def int_pattern(minimum: int | None, maximum: int | None) -> str:
 
 
 def version_pattern(minors: list[int]) -> str:
-    """types.version_minor (`v?1.MINOR(.PATCH)?`) restricted to the minors `minors` (the
-    supported ones, krm_fn.config.types.Version)."""
+    """versions.version_minor (`v?1.MINOR(.PATCH)?`) restricted to the minors `minors` (the
+    supported ones, krm_fn.config.versions.Version)."""
     return rf"^v?1\.({'|'.join(str(m) for m in minors)})(\.[0-9]+)?$"

@@ -14,7 +14,8 @@ from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Moni
                                    PerformanceProfile, Reserved, Resources, Selector, Shm, Spec,
                                    Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
-                                 PlainMap, Str, StrMap, Text, Version)
+                                 PlainMap, Str, StrMap, Text)
+from krm_fn.config.versions import Version
 from krm_fn.config.threadvars import DEFAULT_THREAD_ENV, NOT_THREAD_ENV, THREAD_ENV
 from krm_fn.node.data import VERSIONS as _DATA_VERSIONS
 from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
