@@ -75,46 +75,36 @@ def test_a_fractional_cpu_request_is_printed_as_millicores():
         "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
 
 
-# --- native sidecars and the SidecarContainers feature gate (KEP-753) --------------------
+# --- native sidecars (KEP-753): every supported version has them --------------------------
 
 SIDECAR_POD = {"initContainers": [{"name": "proxy", "image": "p:1", "restartPolicy": "Always",
                                    "resources": {"limits": {"cpu": "500m", "memory": "200Mi"}}}],
                "containers": [{"name": "server", "image": "s:1", "resources": GUARANTEED_4}]}
-NEVER = ("the API server drops the field, so 'proxy' runs as a regular init container that "
-         "never exits and the pod never starts (no container gets its CPUs); ")
-KEP = ("(KEP-753, https://kep.k8s.io/753: SidecarContainers alpha (off by default) in 1.28, "
-       "beta (on) from 1.29; kubernetes/kubernetes pkg/features/kube_features.go)")
 
 
-def _sidecar_errors(version: str, **pool) -> list:
+def _sidecar_render(version: str, **pool) -> tuple[int, list]:
     from tests.test_verdict import POOL
     code, results, _ = render(config(version, {**POOL, **pool}), deployment(spec=SIDECAR_POD))
-    return [m for m in errors(results) if "restartPolicy: Always" in m]
+    return code, errors(results)
 
 
-def test_a_native_sidecar_on_1_28_with_the_gate_off_never_starts():
-    assert _sidecar_errors("1.28") == [
-        "init container 'proxy' sets restartPolicy: Always (a native sidecar), but on "
-        "Kubernetes 1.28 the SidecarContainers feature gate is alpha and off unless "
-        "featureGates enables it: " + NEVER + "enable SidecarContainers on the API server "
-        "and in the pool's kubelet featureGates (spec.nodePools[].kubelet.extra), or upgrade "
-        "to 1.29, or run 'proxy' as an app container " + KEP]
+def test_a_native_sidecar_starts_on_every_supported_version():
+    """SidecarContainers is GA and locked in 1.35 and 1.36 and gone (always on) in 1.37:
+    nothing to check, no finding about the sidecar."""
+    for version in ("1.35", "1.36", "1.37"):
+        code, errs = _sidecar_render(version)
+        assert [m for m in errs if "restartPolicy" in m] == [], version
 
 
-def test_a_native_sidecar_before_1_28_never_starts():
-    assert _sidecar_errors("1.27") == [
-        "init container 'proxy' sets restartPolicy: Always (a native sidecar), but "
-        "Kubernetes 1.27 has no native sidecars (the SidecarContainers feature gate exists "
-        "from 1.28): " + NEVER + "upgrade to 1.29, or run 'proxy' as an app container " + KEP]
-
-
-def test_a_native_sidecar_on_1_28_with_the_gate_enabled_in_featuregates_starts():
-    assert _sidecar_errors("1.28", kubelet={
-        "extra": {"featureGates": {"SidecarContainers": True}}}) == []
-
-
-def test_a_native_sidecar_from_1_29_starts():
-    assert _sidecar_errors("1.29") == []
+def test_versions_without_native_sidecars_are_refused():
+    """1.27 (no native sidecars) and 1.28 (SidecarContainers alpha, off) are outside the
+    supported minors: the config is refused, naming them, before any pod is judged."""
+    for version in ("1.27", "1.28"):
+        code, errs = _sidecar_render(version)
+        assert (code, errs) == (1, [
+            f"invalid function config: Kubernetes {version} is not supported: krm-fn "
+            f"supports Kubernetes 1.35, 1.36 and 1.37, as upstream maintains the three most "
+            f"recent minor releases (https://kubernetes.io/releases/)"])
 
 
 # --- Knative's kubernetes.podspec-fieldref flag and threads.source: downwardAPI -----------

@@ -1,6 +1,8 @@
 """The public problem reports of ../shared/reference/cases.md, one test each, named after
 the case. Inputs live in tests/testdata/<case>/ (also checked byte for byte by
 test_golden.py); these tests assert the values that matter for each report."""
+import pytest
+
 from tests.helpers import TESTDATA, case_input, env_of, item, load, results, run_cli
 
 THREAD_VARS = ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS",
@@ -95,16 +97,30 @@ def test_c03_native_sidecar_is_long_running_and_pinned():
                            "limits": {"cpu": "8", "memory": "4Gi"}}
     assert env_of(proxy)["OMP_NUM_THREADS"] == "4"
     assert env_of(server)["OMP_NUM_THREADS"] == "8"
-    warn = [r["message"] for r in results(out, "warning")]
-    assert any("before Kubernetes 1.29" in m and "PR #119447" in m for m in warn)
 
 
-def test_c03_no_sidecar_warning_on_current_versions():
+@pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
+def test_c03_no_sidecar_warning_on_supported_versions(version):
+    """Every supported version pins a native sidecar on its own CPUs (the fix of
+    kubernetes/kubernetes#119442 is in 1.29): no warning about it."""
     text = case_input("c03-native-sidecar")
-    text = text.replace('kubernetesVersion: "1.28"', 'kubernetesVersion: "1.34"')
-    assert 'kubernetesVersion: "1.34"' in text
+    text = text.replace('kubernetesVersion: "1.35"', f'kubernetesVersion: "{version}"')
+    assert f'kubernetesVersion: "{version}"' in text
     p, out = run_case("", text)
+    assert p.returncode == 0
     assert not [r for r in results(out, "warning") if "native sidecar" in r["message"]]
+
+
+@pytest.mark.parametrize("version", ["1.27", "1.28"])
+def test_c03_versions_before_native_sidecars_are_refused(version):
+    text = case_input("c03-native-sidecar").replace('kubernetesVersion: "1.35"',
+                                                    f'kubernetesVersion: "{version}"')
+    p, out = run_case("", text)
+    assert p.returncode == 1
+    assert [r["message"] for r in results(out, "error")] == [
+        f"invalid function config: Kubernetes {version} is not supported: krm-fn supports "
+        f"Kubernetes 1.35, 1.36 and 1.37, as upstream maintains the three most recent minor "
+        f"releases (https://kubernetes.io/releases/)"]
 
 
 ISTIO_INIT_WARNING = (
@@ -426,7 +442,7 @@ def test_c16_multi_worker_divides_threads_and_warns_about_the_oom_group():
         "v2 the kubelet sets memory.oom.group, so one worker going over the memory limit kills "
         "the whole container, all 4 workers; make resources.limits.memory (8Gi) cover all 4 "
         "workers at their peak, or set spec.nodePools[].kubelet.singleProcessOOMKill: true "
-        "for node pool 'inference' (Kubernetes >= 1.32); thread vars are 1 per worker"]
+        "for node pool 'inference'; thread vars are 1 per worker"]
     assert warn[0]["field"]["path"] == "spec.containers[0].args[1]"
     info = [r for r in results(out, "info")
             if (r.get("field") or {}).get("path") == "spec.containers[0].env"]
@@ -518,18 +534,22 @@ functionConfig:
 """
 
 
-def test_c06_cfs_quota_warning_before_1_33_and_never_cpu_cfs_quota_false():
-    p, out = run_case("", C06.replace("VERSION", "1.32"))
+@pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
+def test_c06_no_cfs_quota_warning_and_never_cpu_cfs_quota_false(version):
+    """DisableCPUQuotaWithExclusiveCPUs is on by default in every supported version (locked
+    in 1.37): pinned containers keep no CFS quota, so no warning, and krm-fn writes neither
+    cpuCFSQuota nor the gate."""
+    p, out = run_case("", C06.replace("VERSION", version))
     assert p.returncode == 0
-    warn = [r for r in results(out, "warning") if r.get("field", {}).get("path") ==
-            "data.kubernetesVersion"]
-    assert len(warn) == 1
-    assert warn[0]["message"].startswith("on Kubernetes 1.32 pinned containers keep a CFS quota "
-                                         "equal to their CPU limit")
+    assert not [r for r in results(out, "warning") if "CFS quota" in r["message"]]
     kubelet = item(out, "ConfigMap", "kubelet-config-inference")["data"]["kubelet-config.yaml"]
     assert "cpuCFSQuota" not in kubelet and "DisableCPUQuotaWithExclusiveCPUs" not in kubelet
-    p, out = run_case("", C06.replace("VERSION", "1.33"))
-    assert not [r for r in results(out, "warning") if "CFS quota" in r["message"]]
+
+
+def test_c06_versions_whose_kubelet_keeps_the_quota_are_refused():
+    p, out = run_case("", C06.replace("VERSION", "1.32"))
+    assert p.returncode == 1
+    assert [r["field"]["path"] for r in results(out, "error")] == ["data.kubernetesVersion"]
 
 
 def test_c16_single_process_oom_kill_only_when_requested():
@@ -659,7 +679,8 @@ def test_c15_memory_qos_never_enabled_request_raised_and_warned():
                           "spec.output.baseline.featureGates.MemoryQoS",
                           "spec.output.baseline.cpuCFSQuota"]
     assert warn["spec.output.baseline.featureGates.MemoryQoS"].startswith(
-        "the baseline enables the MemoryQoS feature gate (alpha, KEP-2570): on cgroup v2 it "
+        "the baseline enables the MemoryQoS feature gate (alpha, off by default in Kubernetes "
+        "1.35, KEP-2570): on cgroup v2 it "
         "sets memory.high on containers whose memory request is below the limit and throttles "
         "them early (memory.high at memoryThrottlingFactor 0.6 of the way from request to "
         "limit; kubernetes/enhancements#3818), and it can livelock on kernels before 5.9")

@@ -56,7 +56,7 @@ def test_run_reports_errors_on_stderr_and_exits_1(tmp_path):
         "1Gi, 1e3)\nkrm-fn: error: Pod p: left unchanged because of the errors above\n"
         "krm-fn: warning: no function config: defaults used (node pool 'inference' with "
         "nodeSelector krm-fn.dev/cpu-pinning=true, 2 sockets x 16 cores x 2 threads, "
-        "kubernetesVersion 1.34); give a config that describes your nodes (`krm-fn explain`, "
+        "kubernetesVersion 1.35); give a config that describes your nodes (`krm-fn explain`, "
         "README Configuration)\n")
 
 
@@ -325,7 +325,7 @@ _JSON_IMPORTED_ON_A_PLAIN_RENDER_BY: set = set()
 
 def test_a_plain_render_imports_no_json():
     mods = _imported([], _ten_items()) - _started_with()
-    assert "krm_fn.node.upstream" in mods and "krm_fn.node.data.kubelet_1_34" in mods
+    assert "krm_fn.node.upstream" in mods and "krm_fn.node.data.kubelet_1_35" in mods
     assert _loaded(mods, ("json", "_json")) == []
 
 
@@ -496,7 +496,7 @@ def test_run_imports_click_but_no_other_command(tmp_path):
 
 
 def test_verify_imports_no_render_module():
-    mods = _imported(["verify", "--root", str(ROOT / "tests" / "verify_fixtures" / "good-1.34")],
+    mods = _imported(["verify", "--root", str(ROOT / "tests" / "verify_fixtures" / "good")],
                      "")
     assert "krm_fn.verify.checks" in mods
     assert _loaded(mods, ("krm_fn.pipeline", "krm_fn.resourcelist", "krm_fn.cli.render",

@@ -13,7 +13,8 @@ def typed(spec):
 
 def test_defaults_match_design():
     cfg = config.load(None)
-    assert cfg.kubernetesVersion == (1, 34)
+    # the oldest supported minor: what it accepts, every supported kubelet accepts
+    assert cfg.kubernetesVersion == (1, 35)
     assert cfg.workloads.cpuRounding == "up"
     assert cfg.workloads.sidecarResources.cpu.text == "100m"
     assert cfg.workloads.sidecarResources.memory.text == "128Mi"
@@ -260,7 +261,7 @@ def load_error(obj):
      "must not contain control characters"),
     (cm({"cpuManagerReconcilePeriod": "1" * 100 + "s"}), "data.cpuManagerReconcilePeriod",
      "expected a duration"),
-    (typed({"kubernetesVersion": "1.34\n"}), "spec.kubernetesVersion",
+    (typed({"kubernetesVersion": "1.35\n"}), "spec.kubernetesVersion",
      "expected a Kubernetes minor version"),
     (typed({"output": {"namespace": "kube-system\n"}}), "spec.output.namespace",
      "must not contain control characters"),
@@ -331,12 +332,39 @@ def test_empty_thread_env_list_still_means_none():
     assert config.load(cm({"threadsEnv": ""})).workloads.threads.env == []
 
 
-def test_versions_before_cpu_manager_options_are_refused():
+WINDOW = ("krm-fn supports Kubernetes 1.35, 1.36 and 1.37, as upstream maintains the three "
+          "most recent minor releases (https://kubernetes.io/releases/)")
+
+
+@pytest.mark.parametrize("version", ["1.34", "1.22", "1.21", "v1.34.9", "1.0"])
+def test_versions_older_than_the_supported_minors_are_refused(version):
     with pytest.raises(ConfigError) as e:
-        config.load(typed({"kubernetesVersion": "1.21"}))
+        config.load(typed({"kubernetesVersion": version}))
     assert e.value.path == "spec.kubernetesVersion"
-    assert "needs 1.22 or later" in e.value.message
-    assert config.load(typed({"kubernetesVersion": "1.22"})).kubernetesVersion == (1, 22)
+    assert e.value.message == f"Kubernetes {version} is not supported: {WINDOW}"
+
+
+@pytest.mark.parametrize("version", ["1.38", "v1.38.0", "1.99"])
+def test_versions_newer_than_the_data_are_refused_as_not_yet_supported(version):
+    minor = version.lstrip("v").split(".")[1]
+    with pytest.raises(ConfigError) as e:
+        config.load(typed({"kubernetesVersion": version}))
+    assert e.value.path == "spec.kubernetesVersion"
+    assert e.value.message == (f"Kubernetes {version} is not supported yet: krm-fn has no "
+                               f"kubelet data for 1.{minor} yet; {WINDOW}")
+
+
+def test_an_unsupported_version_in_the_configmap_names_its_key():
+    with pytest.raises(ConfigError) as e:
+        config.load(cm({"kubernetesVersion": "1.34"}))
+    assert e.value.path == "data.kubernetesVersion"
+    assert e.value.message == f"Kubernetes 1.34 is not supported: {WINDOW}"
+
+
+@pytest.mark.parametrize("version,want", [("1.35", (1, 35)), ("v1.36.3", (1, 36)),
+                                          ("1.37.2", (1, 37))])
+def test_every_supported_minor_loads(version, want):
+    assert config.load(typed({"kubernetesVersion": version})).kubernetesVersion == want
 
 
 def test_extra_kinds_become_registry_entries():
@@ -386,7 +414,7 @@ def test_every_shape_error_is_reported_in_one_pass():
     with pytest.raises(ConfigError) as e:
         config.load(fc)
     assert [(x.path, x.message) for x in e.value.errors] == [
-        ("spec.kubernetesVersion", "must be a quoted string such as \"1.34\", found the number "
+        ("spec.kubernetesVersion", "must be a quoted string such as \"1.35\", found the number "
                                    "1.3 (YAML reads an unquoted version as a number, so 1.30 and "
                                    "1.3 are the same number): write the version in quotes"),
         ("spec.workloads", "unknown field 'cpuRouding' (did you mean 'cpuRounding'?) (known: "
@@ -498,12 +526,12 @@ def test_threads_custom_admits_an_in_house_thread_count():
 
 
 @pytest.mark.parametrize("number,message", [
-    (1.3, "must be a quoted string such as \"1.34\", found the number 1.3 (YAML reads an "
+    (1.3, "must be a quoted string such as \"1.35\", found the number 1.3 (YAML reads an "
           "unquoted version as a number, so 1.30 and 1.3 are the same number): write the "
           "version in quotes"),
-    (1.34, "must be a quoted string such as \"1.34\", found the number 1.34 (YAML reads an "
+    (1.34, "must be a quoted string such as \"1.35\", found the number 1.34 (YAML reads an "
            "unquoted version as a number): write the version in quotes"),
-    (1, "must be a quoted string such as \"1.34\", found the number 1 (YAML reads an "
+    (1, "must be a quoted string such as \"1.35\", found the number 1 (YAML reads an "
         "unquoted version as a number): write the version in quotes"),
 ])
 def test_unquoted_kubernetes_version_hint_reads_for_any_number(number, message):

@@ -41,7 +41,7 @@ def test_pool_without_node_selector_is_warned_naming_the_field_and_the_default()
 
 
 def test_config_without_node_pools_is_warned_about_the_default_pool():
-    (w,) = warnings_about_selector(typed({"kubernetesVersion": "1.34"}))
+    (w,) = warnings_about_selector(typed({"kubernetesVersion": "1.35"}))
     assert w[2] == "spec.nodePools[0].nodeSelector"
     assert w[3].startswith("node pool 'inference': spec.nodePools[0].nodeSelector is not set")
 

@@ -5,7 +5,11 @@ Kubernetes versions and YAML plain-scalar quoting), pinned on hostile spellings.
 tests/difftest/pins.json was written by tests/difftest/mkpins.py run on the tree of that
 commit, the specified behaviour: each row is an input (tests/difftest/difftest_lists.py)
 and exactly what the old code returned or raised (exception type and message). The
-current code must give the same for every row."""
+current code must give the same for every row. One change of behaviour since: the
+supported Kubernetes versions became the three minors upstream maintains (1.35-1.37), so
+the kubernetesVersion rows and the CLI cases were re-pinned from the code of that change
+(a version outside them is refused, naming them; an example version is "1.35"; the default
+config is 1.35's) and the spellings pinned with 1.34 are checked with 1.36 below."""
 import json
 from pathlib import Path
 
@@ -103,6 +107,32 @@ def test_config_values_checked_as_before(path):
         if got != want:
             bad.append((value, got, want))
     assert bad == []
+
+
+def test_version_spellings_pinned_with_1_34_behave_the_same_with_a_supported_minor():
+    """The kubernetesVersion spellings were pinned when 1.34 was supported: each spelling of
+    1.34 the old code accepted is accepted for 1.36 (a supported minor), each it refused as
+    not a minor version is refused the same way."""
+    rows = [row for row in PINS["config"] if row[0] == "kubernetesVersion"
+            and isinstance(row[1], str) and "34" in row[1] and "." in row[1]]
+    assert len(rows) >= 10
+    for _, value, _ in rows:
+        spelled = value.replace("34", "36")
+        old = [r for r in _OLD_SPELLINGS if r[0] == value]
+        got = _load(_typed("kubernetesVersion", spelled))
+        if old and old[0][1] == "ok":
+            assert got == ["ok"], spelled
+        else:
+            assert got[0] == "error" and "expected a Kubernetes minor version" in got[2], spelled
+
+
+# What the old code (commit 5873913) gave for the spellings of 1.34 (before the pins were
+# re-pinned for the supported minors): accepted, or not a minor version.
+_OLD_SPELLINGS = [("1.34", "ok"), ("v1.34", "ok"), ("1.34.0", "ok"), (" 1.34", "error"),
+                  ("1.034", "error"), ("1.34 ", "error"), ("1.34\n", "error"),
+                  ("v1.34.0", "ok"), ("vv1.34", "error"), ("V1.34", "error"),
+                  ("1.34.", "error"), ("1.34.0.1", "error"), ("1.34.00", "ok"),
+                  ("01.34", "error"), ("1,34", "error")]
 
 
 def test_config_table_covers_every_changed_check():

@@ -401,12 +401,19 @@ def test_worker_count_divides_the_thread_vars(container, count):
     assert env_of(after)["OMP_NUM_THREADS"] == count
 
 
-def test_oom_group_warning_only_from_kubernetes_1_28():
+@pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
+def test_oom_group_warning_on_every_supported_version(version):
+    """memory.oom.group is set from 1.28 on cgroup v2: every supported version warns."""
     c = {"name": "api", "image": "api:1", "args": ["--workers", "2"], "resources": res()}
-    _, out, _ = run(c, {"kubernetesVersion": "1.27"})
-    assert not [m for m in messages(out, "warning") if "memory.oom.group" in m]
-    _, out, _ = run(c, {"kubernetesVersion": "1.28"})
+    _, out, _ = run(c, {"kubernetesVersion": version})
     assert [m for m in messages(out, "warning") if "memory.oom.group" in m]
+
+
+def test_oom_group_warning_versions_before_1_28_are_refused():
+    c = {"name": "api", "image": "api:1", "args": ["--workers", "2"], "resources": res()}
+    p, out, _ = run(c, {"kubernetesVersion": "1.27"})
+    assert p.returncode == 1
+    assert [r["field"]["path"] for r in results(out, "error")] == ["data.kubernetesVersion"]
 
 
 # -- Ray --------------------------------------------------------------------------------------

@@ -108,9 +108,10 @@ def test_typed_only_field_and_quoted_default():
     assert "DEFAULT:       null (not set)\n" in p.stdout
     p = run_cli(["explain", "kubernetesVersion"])
     assert p.stdout.startswith('FIELD:         spec.kubernetesVersion\n'
-                               'TYPE:          Kubernetes minor version, quoted ("1.34") '
+                               'TYPE:          Kubernetes minor version, quoted ("1.35") '
                                '<version>\n'
-                               'DEFAULT:       "1.34"\n'
+                               'DEFAULT:       "1.35"\n'
+                               'VALUES:        1.35, 1.36, 1.37\n'
                                'CONFIGMAP KEY: kubernetesVersion\n')
 
 

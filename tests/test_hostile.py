@@ -391,8 +391,7 @@ def test_the_multi_worker_warning_names_the_typed_field_and_goes_once_it_is_set(
         "on cgroup v2 the kubelet sets memory.oom.group, so one worker going over the memory "
         "limit kills the whole container, all 4 workers; make resources.limits.memory (4Gi) "
         "cover all 4 workers at their peak, or set spec.nodePools[].kubelet."
-        "singleProcessOOMKill: true for node pool 'inference' (Kubernetes >= 1.32); thread "
-        "vars are 1 per worker")
+        "singleProcessOOMKill: true for node pool 'inference'; thread vars are 1 per worker")
     fixed = run_cli([], src.replace("singleProcessOOMKill: null", "singleProcessOOMKill: true"))
     assert fixed.returncode == 0, fixed.stderr
     assert not [r for r in yaml.safe_load(fixed.stdout)["results"]

@@ -131,7 +131,7 @@ def test_output_that_is_an_input_through_a_hard_link_is_refused(tree):
 def _verify_tree(tmp_path):
     import shutil
     root = tmp_path / "root"
-    shutil.copytree(ROOT / "tests" / "verify_fixtures" / "good-1.34", root)
+    shutil.copytree(ROOT / "tests" / "verify_fixtures" / "good", root)
     (tmp_path / "shadow").write_text("root:$6$secret-hash:19000:0:99999:7:::\n" * 50)
     return root
 

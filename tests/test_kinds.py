@@ -108,7 +108,7 @@ def test_isvc_predictor_resources_is_pod_level_not_the_model_container():
     assert res(pred["model"]) == eq("2", "2Gi")             # the container is left as it was
     assert pred["resources"] == eq("4", "4Gi")              # pod level: larger value, equal
     (w,) = messages(out, "warning")["spec.predictor.resources"]
-    assert "on Kubernetes 1.34 the static CPU Manager gives a pod with pod-level " \
+    assert "on Kubernetes 1.35 the static CPU Manager gives a pod with pod-level " \
            "resources no exclusive CPUs" in w
     assert "remove spec.predictor.resources" in w
     assert "In KServe this field is pod-level, not the model container's" in w

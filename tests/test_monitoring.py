@@ -40,11 +40,19 @@ DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
                                 "limits": {"cpu": "8", "memory": "16Gi"}}}]}}}}
 
 
-def config(version="1.32", **monitoring):
+# A 1.35 pool whose kubelet keeps the CFS quota on exclusive CPUs and reports no PSI (both
+# gates are on by default in every supported version and can be turned off on 1.35).
+QUOTA_NO_PSI = {"DisableCPUQuotaWithExclusiveCPUs": False, "KubeletPSI": False}
+
+
+def config(version="1.35", gates=None, **monitoring):
+    spec = {"kubernetesVersion": version,
+            "output": {"monitoring": {"enabled": True, **monitoring}}}
+    if gates:
+        spec["nodePools"] = [{"name": "inference", "kubelet": {"extra": {
+            "featureGates": gates}}}]
     return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
-            "metadata": {"name": "t"},
-            "spec": {"kubernetesVersion": version,
-                     "output": {"monitoring": {"enabled": True, **monitoring}}}}
+            "metadata": {"name": "t"}, "spec": spec}
 
 
 def emitted(items, cfg, kind="PrometheusRule"):
@@ -63,8 +71,8 @@ def names(rule):
 
 # --- what is emitted ---------------------------------------------------------------------
 
-def test_vllm_workload_gets_records_cv_alert_and_pinning_alerts_before_1_33():
-    rule = vllm_rule()
+def test_vllm_workload_gets_records_cv_alert_and_pinning_alerts_with_the_quota_kept():
+    rule = vllm_rule(gates=QUOTA_NO_PSI)
     assert rule["metadata"]["name"] == "krm-fn-jitter-llm"
     assert rule["metadata"]["namespace"] == "serving"
     assert names(rule) == [rules.RECORD_MEAN, rules.RECORD_STDDEV, rules.RECORD_CV,
@@ -82,8 +90,10 @@ def test_vllm_workload_gets_records_cv_alert_and_pinning_alerts_before_1_33():
     assert mean["labels"] == {"workload": "llm", "engine": "vLLM CPU"}
 
 
-def test_psi_alerts_from_1_34_and_no_throttling_alert():
-    rule = vllm_rule(version="1.34")
+@pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
+def test_psi_alerts_and_no_throttling_alert_on_every_supported_version(version):
+    # KubeletPSI and DisableCPUQuotaWithExclusiveCPUs are on by default in each
+    rule = vllm_rule(version=version)
     assert names(rule)[3:] == ["KrmFnLatencyCVHigh", "KrmFnPinnedPodNotGuaranteed",
                                "KrmFnPinnedContainerCPUPressure",
                                "KrmFnPinnedContainerIOPressure"]
@@ -107,7 +117,7 @@ def test_threshold_window_and_labels_from_the_config():
 def test_engine_without_histogram_gets_pinning_alerts_only():
     d = json.loads(json.dumps(DEPLOYMENT))
     d["spec"]["template"]["spec"]["containers"][0]["image"] = "example.com/model:1"
-    [rule] = emitted([d], config())
+    [rule] = emitted([d], config(gates=QUOTA_NO_PSI))
     assert names(rule) == ["KrmFnPinnedPodNotGuaranteed", "KrmFnPinnedContainerThrottled"]
     assert emitted([d], config(grafanaDashboard=True), "ConfigMap") == [] or all(
         c["metadata"]["name"] != "krm-fn-jitter-dashboard"
@@ -208,9 +218,9 @@ def _series(obs: dict, buckets, labels: str, minutes: int) -> list:
 
 @needs_promtool
 def test_promtool_check_rules(tmp_path):
-    for version in ("1.32", "1.34"):
-        f = tmp_path / f"rules-{version}.yaml"
-        f.write_text(yaml.safe_dump(vllm_rule(version=version)["spec"]))
+    for name, gates in (("defaults", None), ("quota-no-psi", QUOTA_NO_PSI)):
+        f = tmp_path / f"rules-{name}.yaml"
+        f.write_text(yaml.safe_dump(vllm_rule(gates=gates)["spec"]))
         p = subprocess.run([PROMTOOL, "check", "rules", str(f)], capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == 0, p.stdout + p.stderr
@@ -254,11 +264,12 @@ def test_promtool_test_rules_known_cv_and_alert(tmp_path):
 
 def test_native_expressions_parse_with_promql_parser():
     promql_parser = pytest.importorskip("promql_parser")
-    rule = vllm_rule(histograms="native", version="1.34")
+    rule = vllm_rule(histograms="native")
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
     assert exprs[0] == ('histogram_avg(sum by (namespace, pod) (rate(vllm:e2e_request_latency'
                         '_seconds{namespace="serving",pod=~"llm-.+"}[5m])))')
-    for e in exprs + [r["expr"] for g in vllm_rule()["spec"]["groups"] for r in g["rules"]]:
+    classic = vllm_rule(gates=QUOTA_NO_PSI)
+    for e in exprs + [r["expr"] for g in classic["spec"]["groups"] for r in g["rules"]]:
         promql_parser.parse(e)
 
 
@@ -354,24 +365,19 @@ def test_real_prometheus_records_the_true_cv():
     assert float(got[0]["value"][1]) == pytest.approx(_true_cv(obs), rel=1e-6)
 
 
-def test_psi_alerts_on_1_33_only_with_the_gate_on():
-    assert "KrmFnPinnedContainerCPUPressure" not in names(vllm_rule(version="1.33"))
-    cfg = config(version="1.33")
-    cfg["spec"]["nodePools"] = [{"name": "inference", "kubelet": {"extra": {
-        "featureGates": {"KubeletPSI": True}}}}]
-    [rule] = emitted([DEPLOYMENT], cfg)
-    assert names(rule)[-2:] == ["KrmFnPinnedContainerCPUPressure",
-                                "KrmFnPinnedContainerIOPressure"]
+def test_no_psi_alerts_with_the_gate_off():
+    # KubeletPSI: beta and on in 1.35 (GA and locked from 1.36)
+    rule = vllm_rule(gates={"KubeletPSI": False})
+    assert "KrmFnPinnedContainerCPUPressure" not in names(rule)
     assert "KrmFnPinnedContainerThrottled" not in names(rule)
 
 
-def test_throttling_alert_on_1_34_when_the_quota_gate_is_off():
-    cfg = config(version="1.34")
-    cfg["spec"]["nodePools"] = [{"name": "inference", "kubelet": {"extra": {
-        "featureGates": {"DisableCPUQuotaWithExclusiveCPUs": False}}}}]
-    [rule] = emitted([DEPLOYMENT], cfg)
-    assert "KrmFnPinnedContainerThrottled" in names(rule)
-    assert "KrmFnPinnedContainerCPUPressure" in names(rule)
+def test_throttling_alert_when_the_quota_gate_is_off():
+    # DisableCPUQuotaWithExclusiveCPUs: on in every supported version, locked only in 1.37
+    for version in ("1.35", "1.36"):
+        rule = vllm_rule(version=version, gates={"DisableCPUQuotaWithExclusiveCPUs": False})
+        assert "KrmFnPinnedContainerThrottled" in names(rule)
+        assert "KrmFnPinnedContainerCPUPressure" in names(rule)
 
 
 def test_kpt_paths_and_rerender_in_place():

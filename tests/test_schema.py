@@ -151,6 +151,10 @@ REJECTED = [
     ("quoted above maximum", typed({"nodePools": [{**POOL, "topology": {
         "threadsPerCore": "16"}}]})),
     ("old version", typed({"kubernetesVersion": "1.21"})),
+    ("version before the supported minors", typed({"kubernetesVersion": "1.34"})),
+    ("patch of a version before the supported minors", typed({"kubernetesVersion": "v1.34.9"})),
+    ("version after the supported minors", typed({"kubernetesVersion": "1.38"})),
+    ("three-digit minor", typed({"kubernetesVersion": "1.135"})),
     ("not a version", typed({"kubernetesVersion": "latest"})),
     ("duration without unit", typed({"nodePools": [{**POOL, "kubelet": {
         "cpuManagerReconcilePeriod": "30"}}]})),
@@ -208,7 +212,8 @@ ACCEPTED = [
                                                     "sidecarResources": {"cpu": 0.5}}})),
     ("nullable fields null", typed({"workloads": {"defaultCpus": None, "threads": {
         "goMemLimitPercent": None}}, "output": {"baseline": None}})),
-    ("v-prefixed patch version", typed({"kubernetesVersion": "v1.33.2"})),
+    ("v-prefixed patch version", typed({"kubernetesVersion": "v1.36.2"})),
+    ("newest supported version", typed({"kubernetesVersion": "1.37"})),
     ("extra with nested data", typed({"nodePools": [{**POOL, "kubelet": {"extra": {
         "maxPods": 110, "featureGates": {"A": True}}}}]})),
     ("ConfigMap empty", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}),
@@ -276,6 +281,27 @@ def test_int_range_patterns_match_the_loader():
             except ConfigError:
                 ok = False
             assert bool(pat.search(text)) == ok, (f.name, text)
+
+
+def test_version_pattern_matches_the_loader():
+    """kubernetesVersion: the schema's pattern accepts exactly the spellings the loader
+    takes, the supported minors (krm_fn.node.upstream.VERSIONS) and nothing else."""
+    from krm_fn.node import upstream
+    [f] = [f for f in spec.SCHEMA if f.name == "kubernetesVersion"]
+    pat = re.compile(f.type.json_schema()["pattern"])
+    assert [m for _, m in f.type.supported] == [m for _, m in upstream.VERSIONS]
+    for minor in range(0, 140):
+        for text in (f"1.{minor}", f"v1.{minor}", f"1.{minor}.3", f"v1.{minor}.0",
+                     f"1.0{minor}", f"2.{minor}", f"1.{minor}."):
+            try:
+                f.type.convert(text, "x", False)
+                ok = True
+            except ConfigError:
+                ok = False
+            assert bool(pat.search(text)) == ok, text
+            assert ok == (text.lstrip("v").startswith("1.")
+                          and (1, minor) in upstream.VERSIONS
+                          and not text.startswith("1.0") and not text.endswith(".")), text
 
 
 def test_unknown_field_kind_is_refused(monkeypatch):

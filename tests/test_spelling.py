@@ -180,7 +180,7 @@ def test_image_reference_is_the_expression(s):
 @example("vv1.2")
 @example("1.2.3.4")
 def test_version_is_the_expression(s):
-    from krm_fn.config.types import version_minor
+    from krm_fn.config.versions import version_minor
     m = re.fullmatch(VERSION, s)
     assert version_minor(s) == (int(m.group(1)) if m else None), s
 

@@ -99,14 +99,15 @@ REFUSED = [
      "spec.workloads.pinnedContainers[0]: must be a container name (DNS label) of at most 63 "
      "characters, found 'Server'"),
     ({"kubernetesVersion": "1.x"},
-     "spec.kubernetesVersion: expected a Kubernetes minor version such as \"1.34\", found "
+     "spec.kubernetesVersion: expected a Kubernetes minor version such as \"1.35\", found "
      "'1.x'"),
-    ({"kubernetesVersion": "1.34\n"},
-     "spec.kubernetesVersion: expected a Kubernetes minor version such as \"1.34\", found "
-     "'1.34\\n'"),
+    ({"kubernetesVersion": "1.35\n"},
+     "spec.kubernetesVersion: expected a Kubernetes minor version such as \"1.35\", found "
+     "'1.35\\n'"),
     ({"kubernetesVersion": "v1.21.3"},
-     "spec.kubernetesVersion: Kubernetes v1.21.3 is not supported: krm-fn needs 1.22 or later "
-     "(cpuManagerPolicyOptions)"),
+     "spec.kubernetesVersion: Kubernetes v1.21.3 is not supported: krm-fn supports Kubernetes "
+     "1.35, 1.36 and 1.37, as upstream maintains the three most recent minor releases "
+     "(https://kubernetes.io/releases/)"),
     (_pool(name="Pool_1"),
      "spec.nodePools[0].name: must be a DNS label of at most 40 characters, found 'Pool_1'"),
     (_pool(kubelet={"cpuManagerReconcilePeriod": "30 s"}),
@@ -151,7 +152,7 @@ def test_a_lazy_or_character_check_refuses_with_the_text_it_always_had(spec, mes
 
 def test_the_accepted_spellings_still_load():
     cfg = config.load(_typed({
-        "kubernetesVersion": "v1.30.2",
+        "kubernetesVersion": "v1.36.2",
         "selector": {"kinds": ["Deployment"], "names": ["a.b-c"], "namespaces": ["", "prod"],
                      "matchLabels": {"example.com/tier": "a_b.c-D"}},
         "workloads": {"threads": {"env": ["OMP_NUM_THREADS", "_MY_THREADS"],
@@ -162,5 +163,5 @@ def test_the_accepted_spellings_still_load():
         "output": {"verifyImage": "localhost:5000/a__b/c--d:v1.2_3@sha256:" + "ab" * 32,
                    "monitoring": {"alertFor": "1h30m", "rateWindow": "90s"}},
     }))
-    assert cfg.kubernetesVersion == (1, 30)
+    assert cfg.kubernetesVersion == (1, 36)
     assert cfg.nodePools[0].kubelet.evictionHard == {"memory.available": "7.5%"}

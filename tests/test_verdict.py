@@ -15,7 +15,7 @@ GUARANTEED_4 = {"requests": {"cpu": "4", "memory": "8Gi"},
                 "limits": {"cpu": "4", "memory": "8Gi"}}
 
 
-def config(version="1.34", pool=None, **spec) -> dict:
+def config(version="1.35", pool=None, **spec) -> dict:
     return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
             "metadata": {"name": "pin"},
             "spec": {"kubernetesVersion": version, "nodePools": [pool or POOL], **spec}}
@@ -168,9 +168,10 @@ def test_gcsfuse_sidecar_is_sized_from_spec_workloads_injection_gcsfuse():
 # --- pod-level resources and injected containers ---------------------------------------------
 
 def test_pod_level_requests_cover_the_sidecars_krm_fn_sizes():
-    # 1.33: PodLevelResources is off by default, so the pod is pinned; the pod-level values
-    # krm-fn writes include istio-proxy, which krm-fn itself sizes at 500m / 256Mi
-    cfg = config("1.33", workloads={"injection": {"istio": {"cpu": "500m", "memory": "256Mi"}}})
+    # PodLevelResources turned off in the pool's kubelet, so the pod is pinned; the pod-level
+    # values krm-fn writes include istio-proxy, which krm-fn itself sizes at 500m / 256Mi
+    cfg = config("1.35", {**POOL, "kubelet": GATE_OFF},
+                 workloads={"injection": {"istio": {"cpu": "500m", "memory": "256Mi"}}})
     spec = {"resources": GUARANTEED_4,
             "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
     code, results, items = render(cfg, deployment(labels={"sidecar.istio.io/inject": "true"},
@@ -644,33 +645,37 @@ def _pod_level_note(version: str) -> str:
 
 
 def test_pod_level_resources_warning_says_what_each_version_does():
+    """PodLevelResources is on by default in every supported version; the
+    PodLevelResourceManagers gate is new in 1.36 (alpha) and beta in 1.37, off by default in
+    both (pkg/features/kube_features.go of each release)."""
     head = "spec.template.spec.resources sets pod-level resources: "
     tail = "; remove spec.template.spec.resources and keep the container resources."
-    assert _pod_level_note("1.31") == (
-        head + "Kubernetes 1.31 has no pod-level resources (KEP-2837, alpha from 1.32), so the "
-        "API server does not know the field (strict field validation refuses it, otherwise "
-        "it is dropped)" + tail)
-    assert _pod_level_note("1.33") == (
-        head + "on Kubernetes 1.33 they need the PodLevelResources gate (off by default; "
-        "without it the API server drops the field), and with it the static CPU Manager "
-        "gives such a pod no exclusive CPUs (KEP-2837), so no container would be pinned"
-        + tail)
     assert _pod_level_note("1.35") == (
         head + "on Kubernetes 1.35 the static CPU Manager gives a pod with pod-level resources "
         "no exclusive CPUs (KEP-2837), so no container is pinned" + tail)
     assert _pod_level_note("1.36") == (
         head + "on Kubernetes 1.36 the static CPU Manager gives a pod with pod-level resources "
-        "no exclusive CPUs (KEP-2837; unless the alpha PodLevelResourceManagers gate is on), "
-        "so no container is pinned" + tail)
+        "no exclusive CPUs (KEP-2837; unless the PodLevelResourceManagers gate (alpha, off by "
+        "default in Kubernetes 1.36) is on), so no container is pinned" + tail)
+    assert _pod_level_note("1.37") == (
+        head + "on Kubernetes 1.37 the static CPU Manager gives a pod with pod-level resources "
+        "no exclusive CPUs (KEP-2837; unless the PodLevelResourceManagers gate (beta, off by "
+        "default in Kubernetes 1.37) is on), so no container is pinned" + tail)
 
 
-def test_pod_level_resources_on_1_33_with_the_gate_off_leave_the_pod_pinned():
-    """The API server drops spec.resources while PodLevelResources is off (1.32-1.33
-    default), so the verdict judges the containers: exclusive CPUs for the server."""
+GATE_OFF = {"extra": {"featureGates": {"PodLevelResources": False}}}
+
+
+def test_pod_level_resources_with_the_gate_off_leave_the_pod_pinned():
+    """With PodLevelResources off in the pool's kubelet, its static CPU Manager and QoS
+    helper ignore spec.resources (pkg/kubelet/cm/cpumanager/policy_static.go,
+    pkg/apis/core/v1/helper/qos/qos.go check the gate), so the verdict judges the
+    containers: exclusive CPUs for the server."""
     spec = {"resources": {"requests": {"cpu": "4", "memory": "8Gi"},
                           "limits": {"cpu": "4", "memory": "8Gi"}},
             "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
-    code, results, _ = render(config("1.33"), deployment(spec=spec))
+    code, results, _ = render(config("1.35", {**POOL, "kubelet": GATE_OFF}),
+                              deployment(spec=spec))
     assert code == 0
     assert verdicts(results)[0].startswith(
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0")

@@ -29,7 +29,7 @@ _spec.loader.exec_module(build)
 
 # What the good container's pod spec and node pool promise (see build.py).
 ARGS = ["--cpus", "4", "--memory", "12Gi", "--pids", "4096", "--full-pcpus-only",
-        "--topology-policy", "single-numa-node", "--kubernetes-version", "1.34"]
+        "--topology-policy", "single-numa-node", "--kubernetes-version", "1.35"]
 PIDS_HIDDEN = ("the kubelet puts podPidsLimit on the pod's cgroup (https://kubernetes.io/docs/concepts/policy/pid-limiting/), the "
                "parent of this container's; inside a cgroup namespace that parent is hidden, "
                "so only a lower container limit could be seen")
@@ -74,7 +74,7 @@ def test_fixture_trees_match_build_py(tmp_path):
 # --- good containers pass ---------------------------------------------------------------------
 
 def test_good_134_exact_table():
-    r = verify("--root", fixture("good-1.34"), *ARGS)
+    r = verify("--root", fixture("good"), *ARGS)
     assert r.exit_code == 0
     assert r.stdout == f"""\
 CHECK                       EXPECTED     FOUND                  RESULT
@@ -107,16 +107,18 @@ verify: PASS (21 ok, 1 skipped)
 """
 
 
-def test_good_132_keeps_quota_equal_to_the_limit():
-    args = [a if a != "1.34" else "1.32" for a in ARGS]
-    assert mismatches("good-1.32", args) == []
-    row = rows_of("good-1.32", args)["cpu.max"]
+def test_good_with_the_quota_gate_off_keeps_quota_equal_to_the_limit():
+    """A node whose kubelet turns DisableCPUQuotaWithExclusiveCPUs off (on by default in
+    every supported version): --cpu-quota, the quota equals the limit."""
+    args = [*ARGS, "--cpu-quota"]
+    assert mismatches("good-cpu-quota", args) == []
+    row = rows_of("good-cpu-quota", args)["cpu.max"]
     assert (row["expected"], row["found"], row["result"]) == ("400000 100000", "400000 100000",
                                                               "ok")
 
 
-def test_good_132_derives_the_cpu_count_from_the_quota():
-    rows = rows_of("good-1.32", ["--kubernetes-version", "1.32"])
+def test_good_with_the_quota_derives_the_cpu_count_from_the_quota():
+    rows = rows_of("good-cpu-quota", ["--kubernetes-version", "1.35", "--cpu-quota"])
     assert rows["cpuset"]["expected"] == "4" and rows["cpuset"]["ok"] is True
     assert rows["cpuset"]["detail"] == "expected count taken from cpu.max"
     assert rows["env OMP_NUM_THREADS"]["expected"] == "4"
@@ -133,7 +135,7 @@ def test_good_without_cgroup_namespace_sees_the_pod_pids_limit():
 
 
 def test_no_expected_cpus_and_no_quota_skips_the_size_but_checks_threads_against_the_set():
-    rows = rows_of("good-1.34", [])
+    rows = rows_of("good", [])
     assert rows["cpuset"]["ok"] is None and rows["cpuset"]["found"] == "4 (2-3,18-19)"
     assert rows["env GOMAXPROCS"]["expected"] == "4" and rows["env GOMAXPROCS"]["ok"] is True
     assert rows["cpu.max"]["ok"] is None     # no version: quota expectation unknown
@@ -154,12 +156,12 @@ BEST_EFFORT = [a if a != "single-numa-node" else "best-effort" for a in ARGS]
                               "no: 2 (sibling 18), 3 (sibling 19), 4 (sibling 20), "
                               "5 (sibling 21)")]),
     ("bad-two-numa", ARGS, [("NUMA nodes", "1", "2 (nodes 0,1)")]),
-    ("bad-quota-1.34", ARGS, [("cpu.max", "max 100000", "400000 100000")]),
+    ("bad-quota", ARGS, [("cpu.max", "max 100000", "400000 100000")]),
     ("bad-memory", ARGS, [("memory.max", "12884901888", "8589934592")]),
     ("bad-pids", ARGS, [("pids.max", "4096", "1024 (/sys/fs/cgroup/pids.max)")]),
     ("bad-thread-env", ARGS, [("env OMP_NUM_THREADS", "4", "32")]),
     ("bad-missing-file", ARGS, [("memory.max", "12884901888", "unreadable")]),
-    ("good-1.32", ARGS, [("cpu.max", "max 100000", "400000 100000")]),
+    ("good-cpu-quota", ARGS, [("cpu.max", "max 100000", "400000 100000")]),
 ])
 def test_bad_fixture_names_the_mismatch(case, args, want):
     assert mismatches(case, args) == want
@@ -198,7 +200,7 @@ def test_bad_memory_exact_json():
         "root": fixture("bad-memory"),
         "expected": {"cpus": 4, "memory": 12884901888, "pids": 4096, "threads": None,
                      "full_pcpus_only": True, "topology_policy": "single-numa-node",
-                     "kubernetes_version": "1.34", "cpu_quota": None, "thread_env": []},
+                     "kubernetes_version": "1.35", "cpu_quota": None, "thread_env": []},
         "cpus_source": "given",
         "cgroup_dir": "/sys/fs/cgroup",
         "unreadable": {},
@@ -236,7 +238,7 @@ def test_bad_memory_exact_json():
 # --- pure checks ---------------------------------------------------------------------------
 
 def good_probe(**changes) -> probe.Probe:
-    p = probe.read(fixture("good-1.34"), page_size=4096)
+    p = probe.read(fixture("good"), page_size=4096)
     return probe.Probe(**{**p.__dict__, **changes})
 
 
@@ -253,15 +255,33 @@ def test_memory_max_is_compared_in_whole_pages():
 
 
 def test_quota_expectation_by_version_and_override():
+    """DisableCPUQuotaWithExclusiveCPUs is on by default in every supported version
+    (generated data): no quota expected unless --cpu-quota says the node keeps one."""
     E = checks.Expected
-    assert checks.quota_expected(E(kubernetes_version=(1, 32))) is True
-    assert checks.quota_expected(E(kubernetes_version=(1, 33))) is False
-    assert checks.quota_expected(E(kubernetes_version=(1, 36))) is False
+    for version in ((1, 35), (1, 36), (1, 37)):
+        assert checks.quota_expected(E(kubernetes_version=version)) is False
     assert checks.quota_expected(E()) is None
-    assert checks.quota_expected(E(kubernetes_version=(1, 34), cpu_quota=True)) is True
-    assert checks.parse_version("v1.33.1-eks-1") == (1, 33)
+    assert checks.quota_expected(E(kubernetes_version=(1, 35), cpu_quota=True)) is True
+    assert checks.parse_version("v1.36.1-eks-1") == (1, 36)
     with pytest.raises(ValueError):
         checks.parse_version("1.x")
+
+
+@pytest.mark.parametrize("text,why", [
+    ("1.34", "Kubernetes 1.34 is not supported: krm-fn supports Kubernetes 1.35, 1.36 and "
+             "1.37, as upstream maintains the three most recent minor releases "
+             "(https://kubernetes.io/releases/)"),
+    ("v1.38.0", "Kubernetes v1.38.0 is not supported yet: krm-fn has no kubelet data for 1.38 "
+                "yet; krm-fn supports Kubernetes 1.35, 1.36 and 1.37, as upstream maintains "
+                "the three most recent minor releases (https://kubernetes.io/releases/)"),
+    ("2.0", "'2.0' is not a Kubernetes version such as 1.36 or v1.36.2"),
+])
+def test_a_version_outside_the_supported_minors_is_refused_naming_them(text, why):
+    with pytest.raises(ValueError) as e:
+        checks.parse_version(text)
+    assert str(e.value) == why
+    r = verify("--root", fixture("good"), "--kubernetes-version", text)
+    assert r.exit_code == 2 and "--kubernetes-version" in r.output
 
 
 def test_restricted_policy_does_not_require_one_numa_node():
@@ -287,7 +307,7 @@ def test_no_thread_env_at_all_is_a_mismatch():
 def test_garbage_in_files_is_a_mismatch_not_a_crash():
     rows = {r.check: r for r in checks.run(
         good_probe(cpuset_effective="2-x", cpu_max="lots", pids_max=(("/p", "many"),)),
-        checks.Expected(cpus=4, pids=10, kubernetes_version=(1, 34)))}
+        checks.Expected(cpus=4, pids=10, kubernetes_version=(1, 35)))}
     assert rows["cpuset"].ok is False and "bad range '2-x'" in rows["cpuset"].detail
     assert rows["cpu.max"].ok is False and rows["cpu.max"].found == "'lots'"
     assert rows["pids.max"].ok is False and rows["pids.max"].detail == "/p: not a count or max"
@@ -296,7 +316,7 @@ def test_garbage_in_files_is_a_mismatch_not_a_crash():
 @pytest.mark.parametrize("text", ["100000 0", "0 0", "0 100000"])
 def test_zero_quota_or_period_is_a_mismatch_never_a_division(text):
     rows = {r.check: r for r in checks.run(
-        good_probe(cpu_max=text), checks.Expected(cpus=4, kubernetes_version=(1, 30)))}
+        good_probe(cpu_max=text), checks.Expected(cpus=4, cpu_quota=True))}
     assert rows["cpu.max"].ok is False
     assert rows["cpu.max"].detail.endswith(f"{text!r} has a zero quota or period")
 
@@ -305,7 +325,7 @@ def test_a_fifo_in_the_tree_cannot_block(tmp_path):
     import shutil
     import time
     root = tmp_path / "root"
-    shutil.copytree(fixture("good-1.34"), root)
+    shutil.copytree(fixture("good"), root)
     target = root / "sys/fs/cgroup/memory.max"
     target.unlink()
     os.mkfifo(target)
@@ -321,7 +341,7 @@ def test_many_cpus_with_shared_sibling_lists_stay_fast(tmp_path):
     import time
     n = 4096
     root = tmp_path / "root"
-    shutil.copytree(fixture("good-1.34"), root)
+    shutil.copytree(fixture("good"), root)
     shutil.rmtree(root / "sys/devices/system/cpu")
     (root / "sys/fs/cgroup/cpuset.cpus.effective").write_text(f"0-{n - 1}\n")
     status = root / "proc/self/status"
@@ -355,7 +375,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 def test_runs_against_this_machine():
     p = _run("verify", "--cpus", str(len(os.sched_getaffinity(0))), "--kubernetes-version",
-             "1.34")
+             "1.35")
     assert p.returncode in (0, 1), p.stderr
     assert p.stdout.startswith("CHECK ") and "\nverify: " in p.stdout
     assert p.stdout.splitlines()[1].startswith("cgroup v2 ")
@@ -385,7 +405,7 @@ def test_usage_errors_exit_2(args, message):
 
 
 def test_exit_codes_in_a_real_process():
-    ok = _run("verify", "--root", fixture("good-1.34"), *ARGS)
+    ok = _run("verify", "--root", fixture("good"), *ARGS)
     bad = _run("verify", "--root", fixture("bad-pids"), *ARGS)
     usage = _run("verify", "--cpus", "many")
     assert (ok.returncode, bad.returncode, usage.returncode) == (0, 1, 2)
@@ -394,7 +414,7 @@ def test_exit_codes_in_a_real_process():
 
 
 def test_expected_values_from_env_vars():
-    env = {"KRM_FN_CPUS": "4", "KRM_FN_MEMORY": "8589934592", "KRM_FN_KUBERNETES_VERSION": "1.34",
+    env = {"KRM_FN_CPUS": "4", "KRM_FN_MEMORY": "8589934592", "KRM_FN_KUBERNETES_VERSION": "1.35",
            "KRM_FN_TOPOLOGY_POLICY": "single-numa-node", "KRM_FN_FULL_PCPUS_ONLY": "true"}
     r = verify("--root", fixture("bad-memory"), "--json", env=env)
     doc = json.loads(r.stdout)
@@ -415,7 +435,7 @@ def pool_plan(**pool):
 def test_job_is_guaranteed_pinned_and_non_root():
     cfg, plan = pool_plan()
     job = verify_job.render(plan, RenderContext("kube-system", set_path=True),
-                            cfg.output.verifyImage, (1, 34), cfg.workloads.threads.env)
+                            cfg.output.verifyImage, (1, 35), cfg.workloads.threads.env)
     assert job["metadata"]["annotations"] == {"krm-fn.dev/skip": "true",
                                               "internal.config.kubernetes.io/path":
                                                   "node/verify-inference.yaml"}
@@ -425,7 +445,7 @@ def test_job_is_guaranteed_pinned_and_non_root():
                                                                       "memory": "256Mi"}
     assert {e["name"]: e["value"] for e in c["env"]} == {n: "2" for n in config.DEFAULT_THREAD_ENV}
     assert c["args"] == ["verify", "--cpus", "2", "--memory", "256Mi", "--kubernetes-version",
-                         "1.34", "--topology-policy", "best-effort", "--full-pcpus-only",
+                         "1.35", "--topology-policy", "best-effort", "--full-pcpus-only",
                          "--pids", "4096"]
     assert spec["nodeSelector"] == {"krm-fn.dev/cpu-pinning": "true"}
     assert (job["spec"]["backoffLimit"], spec["restartPolicy"]) == (0, "Never")
@@ -436,12 +456,12 @@ def test_job_is_guaranteed_pinned_and_non_root():
 
 def test_job_quota_args_follow_the_plan():
     _, plan = pool_plan(kubelet={"extra": {"cpuCFSQuota": False}})    # dropped by the plan
-    assert not {"--cpu-quota", "--no-cpu-quota"} & set(verify_job.args(plan, (1, 32), [], ()))
+    assert not {"--cpu-quota", "--no-cpu-quota"} & set(verify_job.args(plan, (1, 35), [], ()))
     _, plan = pool_plan(kubelet={"extra": {"featureGates":
                                            {"DisableCPUQuotaWithExclusiveCPUs": False}}})
-    assert verify_job.args(plan, (1, 34), [], ())[-1] == "--cpu-quota"
+    assert verify_job.args(plan, (1, 36), [], ())[-1] == "--cpu-quota"
     _, plan = pool_plan()
-    assert "--cpu-quota" not in verify_job.args(plan, (1, 32), [], ())
+    assert "--cpu-quota" not in verify_job.args(plan, (1, 37), [], ())
 
 
 def test_job_args_pass_on_a_correctly_pinned_container(tmp_path):

@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Generate krm_fn/node/data/kubelet_1_<minor>.py from Kubernetes source (docs/kubelet-data.md).
 
-For each Kubernetes minor version this reads, from a local copy of the Kubernetes source (never
-the network):
+For each Kubernetes minor version this reads, from the Kubernetes source of one release (Go
+modules in the module cache, which `go mod download` fills from the module proxy; a git
+clone; or a directory), without building or running it:
 
 - the KubeletConfiguration v1beta1 fields: staging/src/k8s.io/kubelet/config/v1beta1/types.go
   (JSON name, Go type, the simple type krm-fn checks values against, nested fields of the
@@ -11,13 +12,18 @@ the network):
   default and LockToDefault at that version: pkg/features/kube_features.go (and
   versioned_kube_features.go in 1.31-1.32), k8s.io/apiserver/pkg/features,
   k8s.io/client-go/features, k8s.io/component-base/{logs/api/v1,metrics/features,
-  zpages/features}/kube_features.go, plus the featuregate package's AllAlpha/AllBeta.
+  zpages/features}/kube_features.go, and the featuregate package's own gates
+  (AllAlpha/AllBeta, k8s.io/component-base/featuregate/feature_gate.go).
 
 Usage:
-    tools/gen_kubelet_data.py --git /path/to/kubernetes 1.29 1.30 ... 1.36
+    tools/gen_kubelet_data.py --module 1.35=v1.35.4 --module 1.36=v1.36.3 ... 1.35 1.36 ...
+        # the Go module cache: pkg/... from k8s.io/kubernetes@v1.35.4 and
+        # staging/src/k8s.io/<name>/... from k8s.io/<name>@v0.35.4, fetched with
+        # `go mod download` (the module proxy) when they are not in the cache yet
+    tools/gen_kubelet_data.py --git /path/to/kubernetes 1.35 1.36 ...
         # a clone of kubernetes/kubernetes with its release tags: reads v<minor>.0:<path>,
-        # or the tag given with --ref 1.30=v1.30.4 (a patch release)
-    tools/gen_kubelet_data.py --tree 1.31=/path/to/tree ...
+        # or the tag given with --ref 1.35=v1.35.4 (a patch release)
+    tools/gen_kubelet_data.py --tree 1.35=/path/to/tree ...
         # a directory laid out like kubernetes/kubernetes (pkg/features/...,
         # staging/src/k8s.io/...) per version, e.g. exported from a vendor/ directory
 
@@ -29,9 +35,12 @@ docstring and `DATA = {...}`, a Python literal with sorted keys written by `modu
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import re
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 TYPES = "staging/src/k8s.io/kubelet/config/v1beta1/types.go"
@@ -41,39 +50,110 @@ POLICY_OPTIONS = {"cpuManagerPolicyOptions": "pkg/kubelet/cm/cpumanager/policy_o
                       "pkg/kubelet/cm/topologymanager/policy_options.go"}
 # The Linux default of evictionHard (v1beta1 defaulting sets EvictionHard to it when unset).
 EVICTION = "pkg/kubelet/eviction/defaults_linux.go"
-GATE_FILES = (
+# The featuregate package's own gates (AllAlpha, AllBeta: its defaultFeatures map), which
+# every component's --feature-gates accepts.
+FEATUREGATE = "staging/src/k8s.io/component-base/featuregate/feature_gate.go"
+# Files whose maps the kubelet registers.
+REGISTERED = (
     "pkg/features/kube_features.go",
     "pkg/features/versioned_kube_features.go",
     "staging/src/k8s.io/apiserver/pkg/features/kube_features.go",
-    "staging/src/k8s.io/apiextensions-apiserver/pkg/features/kube_features.go",
     "staging/src/k8s.io/client-go/features/known_features.go",
     "staging/src/k8s.io/component-base/logs/api/v1/kube_features.go",
     "staging/src/k8s.io/component-base/metrics/features/kube_features.go",
     "staging/src/k8s.io/component-base/zpages/features/kube_features.go",
+    FEATUREGATE,
+)
+# Files read only to resolve constant names (their gates reach the kubelet through
+# pkg/features' relisting).
+GATE_FILES = REGISTERED + (
+    "staging/src/k8s.io/apiextensions-apiserver/pkg/features/kube_features.go",
     "staging/src/k8s.io/controller-manager/pkg/features/kube_features.go",
 )
-# Files whose maps the kubelet registers; the others only resolve constant names (their gates
-# reach the kubelet through pkg/features' relisting).
-REGISTERED = {GATE_FILES[i] for i in (0, 1, 2, 4, 5, 6, 7)}
+STAGING = "staging/src/k8s.io/"
 OUT = Path(__file__).resolve().parent.parent / "krm_fn" / "node" / "data"
 WIDTH = 99          # a value that fits on one line of this width is written on one line
 
 
+def go_download(module: str, version: str) -> str:
+    """The directory of Go module `module`@`version` in the module cache, fetched from the
+    module proxy (GOPROXY) by `go mod download` when it is not there yet."""
+    with tempfile.TemporaryDirectory() as empty:     # outside any go.mod
+        try:
+            r = subprocess.run(["go", "mod", "download", "-json", f"{module}@{version}"],
+                               cwd=empty, capture_output=True, text=True,
+                               env={**os.environ, "GO111MODULE": "on"})
+        except FileNotFoundError:
+            raise SystemExit("--module needs the go command (https://go.dev/dl/)") from None
+    try:
+        info = json.loads(r.stdout)
+    except ValueError:
+        info = {}
+    if r.returncode or info.get("Error") or not info.get("Dir"):
+        why = info.get("Error") or r.stderr.strip() or f"exit status {r.returncode}"
+        raise SystemExit(f"go mod download {module}@{version}: {why}")
+    return info["Dir"]
+
+
+RELEASE = re.compile(r"v1\.(\d+)\.(\d+)")
+
+
+class ModuleTree:
+    """The kubernetes/kubernetes layout of release `tag` (v1.MINOR.PATCH) assembled from Go
+    modules: `staging/src/k8s.io/<name>/X` is X of module k8s.io/<name> at v0.MINOR.PATCH
+    (the staging repositories are published as their own modules: the k8s.io/kubernetes
+    module zip holds no staging code), any other path is in k8s.io/kubernetes@`tag`. Each
+    module is downloaded (`download(module, version)` -> its directory) on first use."""
+
+    def __init__(self, tag: str, download=None):
+        m = RELEASE.fullmatch(tag)
+        if m is None:
+            raise ValueError(f"{tag!r} is not a Kubernetes release tag such as v1.37.2")
+        self.tag, self.staging = tag, f"v0.{m.group(1)}.{m.group(2)}"
+        self.download, self.dirs = download or go_download, {}
+
+    def path(self, path: str) -> Path:
+        """Where `path` (relative to a kubernetes/kubernetes checkout) is on disk."""
+        if path.startswith(STAGING):
+            name, _, rest = path[len(STAGING):].partition("/")
+            module, version = f"k8s.io/{name}", self.staging
+        else:
+            module, version, rest = "k8s.io/kubernetes", self.tag, path
+        if module not in self.dirs:
+            self.dirs[module] = self.download(module, version)
+        return Path(self.dirs[module]) / rest
+
+    def note(self) -> str:
+        """The `source` of data read from these modules: the release and the modules."""
+        staging = sorted(m for m in self.dirs if m != "k8s.io/kubernetes")
+        return (f"kubernetes {self.tag}: Go modules k8s.io/kubernetes {self.tag} and "
+                f"{', '.join(staging)} {self.staging}")
+
+
 class Source:
-    """Reads `path` of Kubernetes `minor` from a git clone (tag `refs[minor]`, default
-    v<minor>.0) or a tree."""
+    """Reads `path` of Kubernetes `minor` from a tree, Go modules (`modules[minor]`, a
+    ModuleTree) or a git clone (tag `refs[minor]`, default v<minor>.0)."""
 
     def __init__(self, git: str | None, trees: dict[str, str],
-                 refs: dict[str, str] | None = None):
+                 refs: dict[str, str] | None = None,
+                 modules: dict[str, ModuleTree] | None = None):
         self.git, self.trees, self.refs = git, trees, refs or {}
+        self.modules = modules or {}
 
     def ref(self, minor: str) -> str:
         """The git tag (or any revision) read for `minor`."""
         return self.refs.get(minor, f"v{minor}.0")
 
+    def note(self, minor: str) -> str:
+        """Where the source of `minor` came from (the data's `source`)."""
+        if minor in self.modules:
+            return self.modules[minor].note()
+        return f"kubernetes {self.ref(minor)}"
+
     def read(self, minor: str, path: str) -> str | None:
-        if minor in self.trees:
-            p = Path(self.trees[minor]) / path
+        if minor in self.trees or minor in self.modules:
+            p = (self.modules[minor].path(path) if minor in self.modules
+                 else Path(self.trees[minor]) / path)
             return p.read_text() if p.exists() else None
         r = subprocess.run(["git", "-C", self.git, "show", f"{self.ref(minor)}:{path}"],
                            capture_output=True, text=True)
@@ -160,6 +240,8 @@ def gates(src: Source, minor: str) -> dict[str, dict]:
         raise SystemExit(f"{minor}: pkg/features/kube_features.go not found")
     names = {c: v for t in texts.values() for c, v in CONST.findall(t)}
     found: dict[str, dict] = {}
+    if FEATUREGATE not in texts:
+        raise SystemExit(f"{minor}: {FEATUREGATE} not found")
     for path, text in texts.items():
         if path not in REGISTERED:
             continue
@@ -170,9 +252,6 @@ def gates(src: Source, minor: str) -> dict[str, dict]:
                 continue
             found[name] = {"stage": spec["stage"], "default": spec["default"],
                            "locked": spec["locked"]}
-    # component-base/featuregate: AllAlpha / AllBeta toggle every alpha / beta gate.
-    for name in ("AllAlpha", "AllBeta"):
-        found[name] = {"stage": "ALPHA", "default": False, "locked": False}
     return found
 
 
@@ -333,6 +412,10 @@ def module_text(data: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--module", action="append", default=[], metavar="MINOR=TAG",
+                    help="read release TAG (e.g. 1.37=v1.37.2) from the Go module cache: "
+                         "k8s.io/kubernetes@TAG and the staging modules k8s.io/<name>@v0.X.Y, "
+                         "fetched with `go mod download` when missing")
     ap.add_argument("--git", help="kubernetes/kubernetes clone with release tags")
     ap.add_argument("--tree", action="append", default=[], metavar="MINOR=DIR",
                     help="source tree of one minor version (kubernetes/kubernetes layout)")
@@ -351,9 +434,17 @@ def main(argv: list[str] | None = None) -> int:
     trees = dict(t.split("=", 1) for t in a.tree)
     notes = dict(n.split("=", 1) for n in a.note)
     refs = dict(r.split("=", 1) for r in a.ref)
-    if not a.git and set(a.minors) - set(trees):
-        ap.error("give --git or a --tree for every minor")
-    src = Source(a.git, trees, refs)
+    modules = {}
+    for minor, tag in (m.split("=", 1) for m in a.module):
+        try:
+            modules[minor] = ModuleTree(tag)
+        except ValueError as e:
+            ap.error(f"--module {minor}={tag}: {e}")
+        if not tag.startswith(f"v{minor}."):
+            ap.error(f"--module {minor}={tag}: {tag} is not a {minor} release")
+    if not a.git and set(a.minors) - set(trees) - set(modules):
+        ap.error("give --git, or a --tree or --module for every minor")
+    src = Source(a.git, trees, refs, modules)
     removed: dict[str, str] = {}
     previous: dict[str, dict] = {}
     first_field: dict[str, str] = {}
@@ -369,7 +460,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in f:
             first_field.setdefault(name, minor)
         data = {"version": minor,
-                "source": notes.get(minor, f"kubernetes {src.ref(minor)}"),
+                "source": notes.get(minor) or src.note(minor),
                 "fields": f, "gates": g, "removedGates": dict(removed),
                 "fieldsSince": {n: first_field[n] for n in f if first_field[n] != a.minors[0]},
                 # [signal, threshold] pairs in the source's order (the emitted order)

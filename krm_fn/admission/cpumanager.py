@@ -8,11 +8,12 @@ https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/.
 Rules modelled:
 - a container gets exclusive CPUs iff the pod is Guaranteed and its cpu request is a whole
   number; fractional containers of a Guaranteed pod run in the shared pool;
-- with pod-level `spec.resources` and the `PodLevelResources` gate on (alpha 1.32-1.33, on by
-  default from 1.34), the static policy skips the pod (no hints, no exclusive CPUs: "pod is
-  using pod-level resources which are not supported by the static CPU manager policy");
-  from 1.36 the alpha `PodLevelResourceManagers` gate lifts that (AllocatePod: one CPU set
-  for the pod, partitioned among its containers), which this model does not simulate;
+- with pod-level `spec.resources` and the `PodLevelResources` gate on (on by default in
+  every supported version), the static policy skips the pod (no hints, no exclusive CPUs:
+  "pod is using pod-level resources which are not supported by the static CPU manager
+  policy"); from 1.36 the `PodLevelResourceManagers` gate (alpha in 1.36, beta and off by
+  default in 1.37) lifts that (AllocatePod: one CPU set for the pod, partitioned among its
+  containers), which this model does not simulate;
 - the CPUs free for exclusive use are all CPUs minus `reservedSystemCPUs` (with or without
   `strict-cpu-reservation`, which only takes the reserved CPUs out of the shared pool);
 - `full-pcpus-only`: a request that is not a multiple of the threads per core, or larger

@@ -17,11 +17,7 @@ QOS_RESOURCES = ("cpu", "memory")
 QOS_SOURCE = "kubernetes/kubernetes pkg/apis/core/v1/helper/qos/qos.go (ComputePodQOS)"
 
 # Gate defaults come from the generated upstream data of the node's version
-# (krm_fn/node/upstream.py: pkg/features/kube_features.go of 1.29-1.36). Versions before the
-# data krm-fn generates (1.22-1.28) know only what is listed here: SidecarContainers alpha
-# (off) in 1.28 and absent before (KEP-753); PodLevelResources and PodLevelResourceManagers
-# do not exist there (alpha 1.32 and 1.36, KEP-2837).
-_BEFORE_DATA = {"SidecarContainers": ((1, 28), False)}
+# (krm_fn/node/upstream.py: pkg/features/kube_features.go of each supported minor).
 
 
 def gate(node: NodeModel, name: str) -> bool:
@@ -39,14 +35,8 @@ def gate(node: NodeModel, name: str) -> bool:
 
 def _gate(node: NodeModel, name: str) -> bool:
     from krm_fn.node import upstream
-    version = tuple(node.version)
     gates = (node.kubelet or {}).get("featureGates") or {}
-    if version < upstream.FIRST:
-        since, default = _BEFORE_DATA.get(name, (None, False))
-        if since is None or version < since:
-            return False
-        return bool(gates[name]) if name in gates else default
-    data = upstream.load(version)
+    data = upstream.load(tuple(node.version))
     if data.gate_default(name) is None:
         return False                            # the release does not know the gate
     return data.gate_on(name, gates)

@@ -82,35 +82,6 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
     return out
 
 
-SIDECAR_SOURCE = ("KEP-753, https://kep.k8s.io/753: SidecarContainers alpha (off by "
-                  "default) in 1.28, beta (on) from 1.29; kubernetes/kubernetes "
-                  "pkg/features/kube_features.go")
-
-
-def _sidecar_findings(pod: AdmittedPod, node: NodeModel) -> list:
-    """An ERROR per manifest init container with restartPolicy Always (a native sidecar)
-    when the SidecarContainers gate is off for the pool's version and kubelet featureGates
-    (qos.gate): the field is dropped (1.28, gate off) or unknown (before 1.28), so the
-    sidecar runs as a regular init container that never exits and the pod never starts."""
-    if gate(node, "SidecarContainers"):
-        return []
-    major, minor = node.version
-    why = (f"on Kubernetes {major}.{minor} the SidecarContainers feature gate is alpha and "
-           f"off unless featureGates enables it" if (major, minor) >= (1, 28) else
-           f"Kubernetes {major}.{minor} has no native sidecars (the SidecarContainers "
-           f"feature gate exists from 1.28)")
-    fix = ("enable SidecarContainers on the API server and in the pool's kubelet "
-           "featureGates (spec.nodePools[].kubelet.extra), or upgrade to 1.29"
-           if (major, minor) >= (1, 28) else "upgrade to 1.29")
-    return [Finding(ERROR, f"init container {c.name!r} sets restartPolicy: Always (a native "
-                           f"sidecar), but {why}: the API server drops the field, so "
-                           f"{c.name!r} runs as a regular init container that never exits and "
-                           f"the pod never starts (no container gets its CPUs); {fix}, or run "
-                           f"{c.name!r} as an app container ({SIDECAR_SOURCE})", "sidecar",
-                    pod.path)
-            for c in pod.containers if c.role == SIDECAR and c.source == "manifest"]
-
-
 def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
           spec: dict | None = None, limit_ranges: list = (), vpas: list = (),
           quotas: list = (), replicas: int = 1) -> PodVerdict:
@@ -122,8 +93,7 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     ResourceQuotas of the pod's namespace in the input; `replicas`: the workload's replicas
     of this pod.
     """
-    findings = (list(pod.findings) + _sidecar_findings(pod, node) + _injection_findings(pod)
-                + _podlevel_findings(pod, node))
+    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
     shape, named = _signatures(pod)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)

@@ -226,8 +226,9 @@ def _names_option(ctx, param, value):
               help="The pool's topologyManagerPolicy (single-numa-node: require one NUMA node).")
 @click.option("--kubernetes-version", callback=_version_option,
               envvar="KRM_FN_KUBERNETES_VERSION",
-              help="The node's Kubernetes version (CFS quota is off for exclusive CPUs from "
-                   "1.33).")
+              help="The node's Kubernetes version, one of the supported minors (the CFS "
+                   "quota on exclusive CPUs follows its DisableCPUQuotaWithExclusiveCPUs "
+                   "default).")
 @click.option("--cpu-quota/--no-cpu-quota", default=None, envvar="KRM_FN_CPU_QUOTA",
               help="Whether the pinned container keeps a CFS quota (default: from "
                    "--kubernetes-version).")

@@ -16,14 +16,14 @@ from __future__ import annotations
 from krm_fn import workloads
 from krm_fn.config.fields import Field, Object, ObjectList, Record
 from krm_fn.config.records import Spec
-from krm_fn.config.spec import (DEFAULT_THREAD_ENV, FORMATS, MIN_MINOR, POOL_FIELDS, SCHEMA,
+from krm_fn.config.spec import (DEFAULT_THREAD_ENV, FORMATS, POOL_FIELDS, SCHEMA,
                                 SPEC)
 from krm_fn.config.values import ConfigError, type_name
 
 API_VERSION = "krm-fn.dev/v1alpha1"
 KIND = "InferenceTuning"
 
-__all__ = ["API_VERSION", "KIND", "MIN_MINOR", "ConfigError", "Field", "Object", "ObjectList",
+__all__ = ["API_VERSION", "KIND", "ConfigError", "Field", "Object", "ObjectList",
            "Record", "Spec", "SCHEMA", "POOL_FIELDS", "FLAT_KEYS", "FORMATS",
            "DEFAULT_THREAD_ENV", "load", "is_flat", "flat_path", "flat_key_table",
            "extra_registry"]

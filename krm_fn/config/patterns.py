@@ -47,15 +47,7 @@ def int_pattern(minimum: int | None, maximum: int | None) -> str:
     return r"^\s*0*(" + "|".join(alts) + r")\s*$"
 
 
-def _at_least(n: int) -> str:
-    """Regex alternation for a one- or two-digit number >= n (0 <= n <= 99)."""
-    tens, units = divmod(n, 10)
-    alts = [f"{tens}[{units}-9]" if tens else f"[{units}-9]"]
-    if tens < 9:
-        alts.append(f"[{tens + 1}-9][0-9]")
-    return "(" + "|".join(alts) + ")"
-
-
-def version_pattern(min_minor: int) -> str:
-    """types.version_minor (`v?1.MINOR(.PATCH)?`) restricted to MINOR >= min_minor."""
-    return rf"^v?1\.{_at_least(min_minor)}(\.[0-9]+)?$"
+def version_pattern(minors: list[int]) -> str:
+    """versions.version_minor (`v?1.MINOR(.PATCH)?`) restricted to the minors `minors` (the
+    supported ones, krm_fn.config.versions.Version)."""
+    return rf"^v?1\.({'|'.join(str(m) for m in minors)})(\.[0-9]+)?$"

@@ -14,13 +14,18 @@ from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Moni
                                    PerformanceProfile, Reserved, Resources, Selector, Shm, Spec,
                                    Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
-                                 PlainMap, Str, StrMap, Text, Version)
+                                 PlainMap, Str, StrMap, Text)
+from krm_fn.config.versions import Version
 from krm_fn.config.threadvars import DEFAULT_THREAD_ENV, NOT_THREAD_ENV, THREAD_ENV
+from krm_fn.node.data import VERSIONS as _DATA_VERSIONS
 from krm_fn.node.formats import FORMATS as _FORMAT_REGISTRY
 
-# cpuManagerPolicyOptions (full-pcpus-only) appeared in Kubernetes 1.22
-# (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/).
-MIN_MINOR = 22
+# The supported Kubernetes minors: those krm-fn has generated kubelet data for
+# (krm_fn/node/data, docs/kubelet-data.md), the three upstream maintains
+# (https://kubernetes.io/releases/). The default is the oldest: a KubeletConfiguration
+# written for it is one every supported kubelet accepts.
+VERSIONS = _DATA_VERSIONS
+DEFAULT_VERSION = f"{VERSIONS[0][0]}.{VERSIONS[0][1]}"
 # the image the repository's Dockerfile builds; not published to a registry yet, so a verify
 # Job that keeps it is warned about (krm_fn/pipeline/emit.py)
 DEFAULT_VERIFY_IMAGE = "ghcr.io/krm-fn/krm-fn:0.1.0"
@@ -114,14 +119,14 @@ KUBELET = Object(Kubelet, (
     Field("evictionHard", StrMap(), {},
           "Hard eviction thresholds, merged over the kubelet defaults of kubernetesVersion "
           "(memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%, "
-          "imagefs.available 15%; from 1.30 also imagefs.inodesFree 5%) and the "
-          "baseline's (setting one signal would otherwise zero the others)."),
+          "imagefs.available 15%, imagefs.inodesFree 5%) and the baseline's (setting one "
+          "signal would otherwise zero the others)."),
     Field("podPidsLimit", Int(1, 4194304), 4096, "pids.max of every pod cgroup."),
-    Field("failCgroupV1", Bool(), True, "Refuse to start on cgroup v1 nodes "
-          "(field since 1.31; kubelet default true from 1.35)."),
+    Field("failCgroupV1", Bool(), True, "Refuse to start on cgroup v1 nodes (the "
+          "kubelet default in every supported version)."),
     Field("singleProcessOOMKill", Bool(), None, "null: not written. true: an OOM kills "
           "only the offending process instead of the whole container (cgroup v2 "
-          "memory.oom.group; field since 1.32). Never set unless asked."),
+          "memory.oom.group). Never set unless asked."),
     Field("cgroupDriver", Enum("cgroupfs", "systemd"), None, "null: not written. cgroupfs "
           "or systemd (the CRI's own setting wins when it reports one, "
           "KubeletCgroupDriverFromCRI)."),
@@ -325,9 +330,12 @@ OUTPUT = Object(Output, (
 ))
 
 SCHEMA = (
-    Field("kubernetesVersion", Version(MIN_MINOR, "cpuManagerPolicyOptions"), "1.34",
-          "Kubernetes minor version of the nodes (quoted, e.g. \"1.34\"); gates which kubelet "
-          "fields and options may be emitted."),
+    Field("kubernetesVersion", Version(VERSIONS), DEFAULT_VERSION,
+          "Kubernetes minor version of the nodes (quoted, e.g. \"1.36\"); gates which kubelet "
+          "fields, feature gates and options may be emitted. One of the three minor releases "
+          "upstream maintains (https://kubernetes.io/releases/), whose kubelet data krm-fn "
+          "carries. The default is the oldest of them, so that the emitted KubeletConfiguration "
+          "is one the oldest supported kubelet accepts; set the nodes' own version."),
     Field("mode", Enum("mutate", "validate"), "mutate",
           "`mutate`: change the items and emit the node plan. `validate`: change nothing and "
           "emit nothing; report each change `mutate` would make as an error naming the item "

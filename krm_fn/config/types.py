@@ -15,7 +15,7 @@ from krm_fn.config.checks import MAX_EXTRA_DEPTH, check_plain
 from krm_fn.config.values import (FIELD_NAME, MAX_LONG_TEXT, MAX_QUANTITY_TEXT, MAX_TEXT,
                                   ConfigError, check_text, control_char, num,
                                   parse_quantity, scalar_str, short, type_name)
-from krm_fn.matching import LazyPattern, digits
+from krm_fn.matching import LazyPattern
 
 TRUE = ("true", "True", "TRUE")
 FALSE = ("false", "False", "FALSE")
@@ -214,61 +214,6 @@ class Duration(Type):
     def json_schema(self, flat=False):
         return {"type": "string", "pattern": f"^(?:{DURATION.pattern})$",
                 "maxLength": MAX_QUANTITY_TEXT}
-
-
-def version_minor(s: str) -> int | None:
-    """The MINOR of `s` spelled `v?1.MINOR(.PATCH)?` (MINOR one or two ASCII digits, PATCH
-    any number of them: the regular expression `v?1\\.([0-9]{1,2})(\\.[0-9]+)?`), else None."""
-    body = s[1:] if s.startswith("v") else s
-    if not body.startswith("1."):
-        return None
-    minor, dot, patch = body[2:].partition(".")
-    if not (len(minor) <= 2 and digits(minor)) or (dot and not digits(patch)):
-        return None
-    return int(minor)
-
-
-def unquoted_hint(v: int | float) -> str:
-    """Why an unquoted version is wrong, for the number YAML read: `YAML reads an unquoted
-    version as a number`, plus `, so 1.30 and 1.3 are the same number` when `v` has one
-    decimal digit (a trailing zero may have been dropped: YAML 1.2 core schema floats,
-    https://yaml.org/spec/1.2.2/#1032-tag-resolution)."""
-    hint = "YAML reads an unquoted version as a number"
-    text = repr(v)
-    if isinstance(v, float) and "." in text and len(text.partition(".")[2]) == 1:
-        hint += f", so {text}0 and {text} are the same number"
-    return hint
-
-
-class Version(Type):
-    """A quoted Kubernetes minor version ("1.34", "v1.34.2"), at least 1.`minimum`, as the
-    tuple (1, minor). `why` says what the oldest supported minor version brings."""
-
-    kind, label, nullable = "version", "Kubernetes minor version, quoted (\"1.34\")", False
-
-    def __init__(self, minimum: int, why: str):
-        self.minimum, self.why = minimum, why
-
-    def convert(self, v, path, flat):
-        if not isinstance(v, str):
-            found = (f"the number {v!r} ({unquoted_hint(v)}): write the version in quotes"
-                     if isinstance(v, (int, float)) and not isinstance(v, bool) else short(v))
-            raise ConfigError(path, f"must be a quoted string such as \"1.34\", found {found}")
-        minor = version_minor(v)
-        if minor is None:
-            raise ConfigError(path, f"expected a Kubernetes minor version such as \"1.34\", "
-                                    f"found {short(v)}")
-        if minor < self.minimum:
-            raise ConfigError(path, f"Kubernetes {v} is not supported: krm-fn needs 1."
-                                    f"{self.minimum} or later ({self.why})")
-        return (1, minor)
-
-    def default_value(self, default):
-        return self.convert(default, "", False)
-
-    def json_schema(self, flat=False):
-        from krm_fn.config.patterns import version_pattern
-        return {"type": "string", "pattern": version_pattern(self.minimum)}
 
 
 class Enum(Type):

@@ -22,10 +22,11 @@ CV only when the latencies span several buckets (docs/jitter.md has the numbers)
 Alerts: `KrmFnLatencyCVHigh` (CV above the threshold for the `for` window),
 `KrmFnPinnedPodNotGuaranteed` (kube-state-metrics `kube_pod_status_qos_class`),
 `KrmFnPinnedContainerThrottled` (cAdvisor `container_cpu_cfs_throttled_periods_total`; only
-where the kubelet still applies a CFS quota to exclusive CPUs: before 1.33, or with the
+where the kubelet still applies a CFS quota to exclusive CPUs: with the
 DisableCPUQuotaWithExclusiveCPUs gate off, kubernetes/kubernetes#127525),
 `KrmFnPinnedContainerCPUPressure` / `KrmFnPinnedContainerIOPressure` (cAdvisor
-`container_pressure_*`, KEP-4205: where the KubeletPSI gate is on, by default from 1.34;
+`container_pressure_*`, KEP-4205: where the KubeletPSI gate is on, by default in every
+supported version;
 https://kubernetes.io/docs/reference/instrumentation/understand-psi-metrics/). Gate
 defaults come from the generated Kubernetes data (krm_fn.node.fields), the pool's
 featureGates override them.
@@ -189,8 +190,8 @@ def alerts(t, mon, version: tuple, gates: dict) -> list:
             "Container {{ $labels.container }} of pod {{ $labels.pod }} is throttled "
             "in {{ $value | humanizePercentage }} of its CFS periods: this kubelet still "
             "applies the CPU limit as a quota to exclusive CPUs (kubernetes/kubernetes#127525)."
-            " Lower the engine's threads to the pinned CPUs, or run 1.33+ with "
-            "DisableCPUQuotaWithExclusiveCPUs on."))
+            " Lower the engine's threads to the pinned CPUs, or turn "
+            "DisableCPUQuotaWithExclusiveCPUs back on."))
     if _psi_on(version, gates):
         for res, metric, limit, why in (
                 ("CPU", "container_pressure_cpu_waiting_seconds_total", CPU_PRESSURE,

@@ -16,7 +16,7 @@ that merged result:
   `enforceNodeAllocatable` entries that need them, with a warning each.
 - CPU Manager and Topology Manager options merge per key: the merged set is checked again
   (forbidden pairs, alpha gates; krm_fn.node.options).
-- `featureGates.MemoryQoS: true` (alpha, KEP-2570, https://kep.k8s.io/2570) and
+- `featureGates.MemoryQoS: true` (KEP-2570, https://kep.k8s.io/2570) and
   `cpuCFSQuota: false` (CPU limits off node-wide) are warned about; krm-fn never writes
   either.
 - A change of a field marked with a checkpoint in krm_fn.node.fields (`Field.state`)
@@ -32,6 +32,7 @@ from krm_fn.record import dataclass
 from krm_fn import quantity
 from krm_fn.node import fields
 from krm_fn.node import options as cpu_options
+from krm_fn.node import upstream
 from krm_fn.node.topology import parse_cpuset
 from krm_fn.results import ERROR, WARNING
 
@@ -221,7 +222,7 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
     merged = merge(base, {k: v for k, v in kubelet.items() if k not in fields.HEADER})
     _reserved_cgroups(kubelet, base, merged, add)
     _merged_options(kubelet, base, merged, version, add)
-    _baseline_switches(base, add)
+    _baseline_switches(base, version, add)
 
     changes = state_changes(base, kubelet)
     if changes:
@@ -268,10 +269,9 @@ def _merged_options(kubelet: dict, base: dict, merged: dict, version, add) -> No
     enable the alpha gates the merged options need."""
     plan_cpu = string_map(kubelet.get("cpuManagerPolicyOptions"))
     cpu_opts = {**string_map(base.get("cpuManagerPolicyOptions")), **plan_cpu}
-    checked = cpu_options.clamp_version(version)
     policy = str(merged.get("topologyManagerPolicy") or "none")
-    gates, problems = cpu_options.check_cpu_options(cpu_opts, checked, policy)
-    _, own = cpu_options.check_cpu_options(plan_cpu, checked, policy)
+    gates, problems = cpu_options.check_cpu_options(cpu_opts, version, policy)
+    _, own = cpu_options.check_cpu_options(plan_cpu, version, policy)
     for msg in problems:
         if msg not in own:
             add(ERROR, "cpuManagerPolicyOptions", f"with the baseline's options merged in: "
@@ -294,13 +294,15 @@ def _merged_options(kubelet: dict, base: dict, merged: dict, version, add) -> No
                 proposed="true")
 
 
-def _baseline_switches(base: dict, add) -> None:
-    """Warnings for baseline settings krm-fn never writes: MemoryQoS on, cpuCFSQuota off."""
+def _baseline_switches(base: dict, version, add) -> None:
+    """Warnings for baseline settings krm-fn never writes: MemoryQoS on, cpuCFSQuota off
+    (gate stages and defaults of `version`)."""
+    data = upstream.load(version)
     base_gates = base.get("featureGates") if isinstance(base.get("featureGates"), dict) else {}
     if base_gates.get("MemoryQoS") is True:
         factor = base.get("memoryThrottlingFactor")
         add(WARNING, "featureGates.MemoryQoS", "the baseline enables the MemoryQoS feature "
-            "gate (alpha, KEP-2570): on cgroup v2 it sets memory.high on containers whose "
+            f"gate ({data.gate_text('MemoryQoS')}, KEP-2570): on cgroup v2 it sets memory.high on containers whose "
             "memory request is below the limit and throttles them early (memory.high at "
             f"memoryThrottlingFactor{f' {factor}' if factor is not None else ''} of the way "
             "from request to limit; kubernetes/enhancements#3818), and it can livelock on "
@@ -312,5 +314,6 @@ def _baseline_switches(base: dict, add) -> None:
             "CPU limits for every pod on the node (cpuCFSQuota, " + fields.REFERENCE
             + "); pinned containers stay on "
             "their exclusive cpusets, but Burstable pods are no longer capped. krm-fn never "
-            "writes it; on 1.33+ the kubelet drops the quota of exclusive-CPU containers by "
-            "itself (DisableCPUQuotaWithExclusiveCPUs)", current="false")
+            "writes it; the kubelet drops the quota of exclusive-CPU containers by itself "
+            "(DisableCPUQuotaWithExclusiveCPUs, "
+            f"{data.gate_text('DisableCPUQuotaWithExclusiveCPUs')})", current="false")

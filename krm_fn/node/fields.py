@@ -95,12 +95,10 @@ class Field:
     """One KubeletConfiguration field.
 
     `name`: JSON name; `type`: Go type in types.go; `shape`: how krm-fn reads a value (one of
-    SHAPES); `default`: the kubelet's default (None: nil, the field is unset);
-    `default_since`: ((version, default), ...) later changes of the default;
-    `upstream_default`: the default differs per version and comes from the generated
-    upstream data (krm_fn.node.upstream; `default` is then None); `since` (a property): the
-    first Kubernetes (major, minor) that has the field, from the generated upstream data
-    (None: every version krm-fn targets);
+    SHAPES); `default`: the kubelet's default on every supported version (None: nil, the
+    field is unset); `upstream_default`: the default differs per version and comes from the
+    generated upstream data (krm_fn.node.upstream; `default` is then None); which versions
+    have the field comes from the generated data too (krm_fn.node.upstream.field_since);
     `gates`: feature gates the field needs; `state`: CPU_STATE / MEMORY_STATE when a change
     of the field needs that checkpoint deleted (else None); `managed`: krm-fn writes the field
     itself, so `kubelet.extra` may not set it; `typed`: the `spec.nodePools[].kubelet` field
@@ -118,7 +116,6 @@ class Field:
     type: str
     shape: str
     default: object = None
-    default_since: tuple = ()
     upstream_default: bool = False
     gates: tuple[str, ...] = ()
     state: str | None = None
@@ -133,28 +130,11 @@ class Field:
     source: str = REFERENCE
     baseline: bool = False
 
-    @property
-    def since(self) -> Version | None:
-        """First Kubernetes (major, minor) whose KubeletConfiguration has the field, from
-        the generated upstream data (krm_fn.node.upstream); None when every generated
-        version (1.29 on) has it."""
-        since = upstream.field_since(self.name, upstream.LAST)
-        return None if since is None or since <= upstream.FIRST else since
-
     def default_for(self, version: Version) -> object:
         """The kubelet default on Kubernetes `version` (major, minor)."""
         if self.upstream_default:
-                return upstream.eviction_hard_default(version)
-        value = self.default
-        for since, later in self.default_since:
-            if tuple(version) >= since:
-                value = later
-        return value
-
-    def exists_in(self, version: Version) -> bool:
-        """True when Kubernetes `version` (major, minor) has the field (generated upstream
-        data, krm_fn.node.upstream; versions outside 1.29-1.36 use the nearest)."""
-        return upstream.has_field(self.name, version)
+            return upstream.eviction_hard_default(version)
+        return self.default
 
 
 # How krm-fn reads a value of each shape (what a baseline check of that field verifies):
@@ -277,7 +257,7 @@ FIELDS: tuple[Field, ...] = (
        source="https://kubernetes.io/docs/concepts/policy/pid-limiting/",
        consequence="pods get the platform's default pids limit",
        platforms={"gke": On("podPidsLimit", convert="pids-range"), "aks": On("podMaxPids")}),
-    _f("failCgroupV1", "*bool", "bool", False, default_since=(((1, 35), True),),
+    _f("failCgroupV1", "*bool", "bool", True,
        managed=True, typed="failCgroupV1", source=CGROUPS_DOC,
        consequence="the kubelet does not refuse cgroup v1: make sure the nodes run cgroup v2",
        platforms={"gke": On("linuxConfig.cgroupMode", convert="cgroup-mode")}),
@@ -425,11 +405,3 @@ def gate_on_by_default(gate: str, version: Version) -> bool:
     minor), from the generated upstream data (pkg/features/kube_features.go of that
     version; krm_fn.node.upstream). A gate the version does not know is off."""
     return upstream.load(version).gate_default(gate) is True
-
-
-def gate_default_since(gate: str) -> Version | None:
-    """The first generated Kubernetes version on which `gate` is on by default, or None."""
-    for minor in range(upstream.FIRST[1], upstream.LAST[1] + 1):
-        if gate_on_by_default(gate, (1, minor)):
-            return (1, minor)
-    return None

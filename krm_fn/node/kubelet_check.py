@@ -99,8 +99,8 @@ def _guess(name: str, known) -> str:
 def check(config: dict, version, node_memory: int | None = None,
           node_cpus: int | None = None) -> list[Finding]:
     """Findings for KubeletConfiguration `config` (plain data, apiVersion/kind ignored) run
-    by a kubelet of `version` (major, minor; data clamped to 1.29-1.36: outside that range
-    an unknown field or gate is only a warning).
+    by a kubelet of `version` (major, minor; one of the supported versions,
+    krm_fn.node.upstream.VERSIONS).
     `node_memory` (bytes) / `node_cpus` (logical CPUs): the node's capacity, for the
     reservation check (None: not checked). Never raises for bad data."""
     data = upstream.load(version)
@@ -119,11 +119,6 @@ def check(config: dict, version, node_memory: int | None = None,
     out.extend(_eviction(config, version))
     out.extend(_thresholds(config, version))
     out.extend(_reservations(config, version, node_memory, node_cpus))
-    if data.version != tuple(version):      # outside the generated versions: unsure
-        note = (f" (krm-fn's data covers Kubernetes {_vs(upstream.FIRST)}-"
-                f"{_vs(upstream.LAST)}; checked as {_vs(data.version)})")
-        out = [Finding(WARNING, f.field, f.message + note, True) if f.unknown else f
-               for f in out]
     return out
 
 
@@ -290,7 +285,7 @@ def _option_stage(field: str, option: str, version) -> str | None:
     if field == "cpuManagerPolicyOptions":
         if option not in cpu_options.CPU_OPTIONS:
             return None
-        return cpu_options.maturity(option, cpu_options.clamp_version(version))
+        return cpu_options.maturity(option, version)
     if option not in cpu_options.TOPOLOGY_OPTIONS:
         return None
     return cpu_options.topology_maturity(option, version)

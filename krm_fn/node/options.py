@@ -6,50 +6,33 @@ https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/
 pkg/kubelet/cm/cpumanager/policy_options.go). The kubelet checks every key it is given
 against the alpha/beta/stable sets of its version *before* parsing the value, so an alpha
 option needs the `CPUManagerPolicyAlphaOptions` gate even when set to "false"; beta options
-need `CPUManagerPolicyBetaOptions`, which is on by default in every version covered and is
+need `CPUManagerPolicyBetaOptions`, which is on by default in every supported version and is
 never written; stable options skip the gate check. Incompatible combinations are checked on
-the parsed values, so only options set to "true" take part in them. The maturity tables are
-tested against the option sets generated from policy_options.go (krm_fn.node.upstream,
-`policy_options`) for the versions the generated data has them.
+the parsed values, so only options set to "true" take part in them. The maturity table covers
+exactly the supported Kubernetes minors (krm_fn.node.upstream.VERSIONS: the generated data
+modules present) and is tested against the option sets generated from each one's
+policy_options.go (krm_fn.node.upstream, `policy_options`).
 """
 from __future__ import annotations
 
-ALPHA, BETA, GA = "alpha", "beta", "ga"
+from krm_fn.node.upstream import VERSIONS, version_str
 
-# Kubernetes minor versions the maturity table covers (the KEPs' milestones).
-VERSIONS: tuple[tuple[int, int], ...] = ((1, 31), (1, 32), (1, 33), (1, 34), (1, 35), (1, 36))
+ALPHA, BETA, GA = "alpha", "beta", "ga"
 
 ALPHA_GATE = "CPUManagerPolicyAlphaOptions"
 
-# option -> (source, maturity per VERSIONS entry; None = the option does not exist yet).
+# option -> (source, maturity on each supported minor, in VERSIONS order (oldest first);
+# None = the option does not exist there). Adding a minor's data and dropping the oldest
+# (docs/kubelet-data.md) adds a column here and drops the first:
+# tests/node/test_kubelet_data.py checks every column against that minor's policy_options.go.
 CPU_OPTIONS: dict[str, tuple[str, tuple[str | None, ...]]] = {
-    "full-pcpus-only": ("KEP-2625", (BETA, BETA, GA, GA, GA, GA)),
-    "distribute-cpus-across-numa": ("KEP-2902", (ALPHA, ALPHA, BETA, BETA, BETA, BETA)),
-    "align-by-socket": ("KEP-3327", (ALPHA, ALPHA, ALPHA, ALPHA, ALPHA, ALPHA)),
-    "distribute-cpus-across-cores": ("KEP-4176", (ALPHA, ALPHA, ALPHA, ALPHA, ALPHA, ALPHA)),
-    "strict-cpu-reservation": ("KEP-4540", (None, ALPHA, BETA, BETA, GA, GA)),
-    "prefer-align-cpus-by-uncorecache": ("KEP-4800", (None, ALPHA, ALPHA, BETA, BETA, GA)),
+    "full-pcpus-only": ("KEP-2625", (GA, GA, GA)),
+    "distribute-cpus-across-numa": ("KEP-2902", (BETA, BETA, BETA)),
+    "align-by-socket": ("KEP-3327", (ALPHA, ALPHA, ALPHA)),
+    "distribute-cpus-across-cores": ("KEP-4176", (ALPHA, ALPHA, ALPHA)),
+    "strict-cpu-reservation": ("KEP-4540", (GA, GA, GA)),
+    "prefer-align-cpus-by-uncorecache": ("KEP-4800", (BETA, GA, GA)),
 }
-
-# Kubernetes minor version that added each option (the KEPs' alpha milestones).
-ADDED: dict[str, tuple[int, int]] = {
-    "full-pcpus-only": (1, 22),
-    "distribute-cpus-across-numa": (1, 23),
-    "align-by-socket": (1, 25),
-    "distribute-cpus-across-cores": (1, 31),
-    "strict-cpu-reservation": (1, 32),
-    "prefer-align-cpus-by-uncorecache": (1, 32),
-}
-
-
-def clamp_version(version: tuple[int, int]) -> tuple[int, int]:
-    """The version whose option data applies to `version`: itself inside VERSIONS, else the
-    nearest covered one (options only ever graduate, so an older release's maturity is at
-    most the oldest covered one's; callers check ADDED for options that did not exist)."""
-    version = tuple(version)
-    if version in VERSIONS:
-        return version
-    return VERSIONS[-1] if version > VERSIONS[-1] else VERSIONS[0]
 
 
 # Pairs of options that stop the kubelet at start-up when both are "true" (kubelet
@@ -67,19 +50,13 @@ FORBIDDEN_WITH_TOPOLOGY_POLICY: dict[str, tuple[str, ...]] = {
 }
 
 
-def version_str(version: tuple[int, int]) -> str:
-    """(1, 34) -> "1.34"."""
-    return f"{version[0]}.{version[1]}"
-
-
 def maturity(option: str, version: tuple[int, int]) -> str | None:
     """Maturity of `option` on Kubernetes `version` (major, minor): "alpha", "beta", "ga",
     or None when the option does not exist there. Raises KeyError for an option not in
-    CPU_OPTIONS and ValueError for a version outside VERSIONS."""
+    CPU_OPTIONS and ValueError for a version outside VERSIONS (the config refuses those)."""
     if tuple(version) not in VERSIONS:
-        known = f"{version_str(VERSIONS[0])}-{version_str(VERSIONS[-1])}"
         raise ValueError(f"no CPU Manager option data for Kubernetes {version_str(version)} "
-                         f"(known: {known})")
+                         f"(supported: {', '.join(map(version_str, VERSIONS))})")
     return CPU_OPTIONS[option][1][VERSIONS.index(tuple(version))]
 
 
@@ -95,18 +72,11 @@ def check_cpu_options(options: dict[str, str], version: tuple[int, int],
     `problems` are error messages, one per problem: an unknown
     option, an option that does not exist on `version`, a value that is not "true"/"false",
     a forbidden pair of options set to "true", or an option set to "true" with a forbidden
-    topology policy. A version outside 1.31-1.36 with any option given is one problem (no
-    data to check against). Never raises for bad input.
+    topology policy. `version` is one of VERSIONS. Never raises for bad input.
     """
     gates: dict[str, bool] = {}
     problems: list[str] = []
     vs = version_str(version)
-    known_version = tuple(version) in VERSIONS
-    if options and not known_version:
-        known = f"{version_str(VERSIONS[0])}-{version_str(VERSIONS[-1])}"
-        problems.append(f"cannot check cpuManagerPolicyOptions for Kubernetes {vs}: krm-fn "
-                        f"knows option maturity for {known} only; set kubernetesVersion to "
-                        f"one of those or remove the options")
     for name, value in options.items():
         if value not in ("true", "false"):
             problems.append(f"cpuManagerPolicyOptions.{name} must be \"true\" or \"false\", "
@@ -114,8 +84,6 @@ def check_cpu_options(options: dict[str, str], version: tuple[int, int],
         if name not in CPU_OPTIONS:
             problems.append(f"unknown CPU Manager policy option {name!r} (known: "
                             f"{', '.join(CPU_OPTIONS)}); the kubelet refuses to start")
-            continue
-        if not known_version:
             continue
         m = maturity(name, version)
         if m is None:

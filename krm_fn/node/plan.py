@@ -14,6 +14,7 @@ from krm_fn.node import baseline as baseline_mod
 from krm_fn.node import fields, kubelet_check
 from krm_fn.node import options as cpu_options
 from krm_fn.node import reserved as reserved_mod
+from krm_fn.node import upstream
 from krm_fn.node.topology import Topology
 from krm_fn.results import ERROR, WARNING, Ref, Result, value_text
 
@@ -148,11 +149,9 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: ob
         if reserved_maps[name]:
             kubelet[name] = reserved_maps[name]
     kubelet[evictions.name] = eviction
-    _node_fields(kubelet, k, version, res)
-    if not fields.gate_on_by_default(CPU_QUOTA_GATE, version):
-        results.append(_cpu_quota_note(version, ref))
-    _extra(kubelet, k, res)
-    _check_numa_limit(kubelet, topo, version, res)
+    _node_fields(kubelet, k)
+    _extra(kubelet, k, version, res)
+    _check_numa_limit(kubelet, topo, res)
     _check_reserved_cgroups(kubelet, res)
 
     changes = None
@@ -227,19 +226,6 @@ def _origin(name: str, kubelet: dict, extra: dict, base: dict) -> tuple[str, boo
     return f"kubelet.{name}", False
 
 
-def _cpu_quota_note(version: tuple[int, int], ref: Ref) -> Result:
-    """The warning for versions whose kubelet keeps a CFS quota on exclusive CPUs (before
-    DisableCPUQuotaWithExclusiveCPUs is on by default)."""
-    return Result(f"on Kubernetes {cpu_options.version_str(version)} "
-                  f"pinned containers keep a CFS quota equal to their CPU limit "
-                  f"(kubernetes/kubernetes#70585, fixed in "
-                  f"{cpu_options.version_str(fields.gate_default_since(CPU_QUOTA_GATE))} by "
-                  f"{CPU_QUOTA_GATE}): a container running more threads than its pinned CPUs "
-                  f"is throttled, so keep the thread env vars at the pinned count; never set "
-                  f"cpuCFSQuota: false, which drops CPU limits node-wide", WARNING, ref,
-                  "spec.kubernetesVersion")
-
-
 def _typed(kubelet: dict, k, name: str) -> None:
     """kubelet[name] = the typed pool setting of the same name, written as the field's shape
     (krm_fn.node.fields.coerce)."""
@@ -252,21 +238,7 @@ def _managers(kubelet: dict, k, version, res) -> dict[str, str]:
     alpha option gates first in featureGates; options checked for `version`
     (krm_fn.node.options). Returns the CPU Manager policy options (str -> str)."""
     opts = {str(a): str(b) for a, b in (k.cpuManagerPolicyOptions or {}).items()}
-    checked = cpu_options.clamp_version(version)
-    vs = cpu_options.version_str
-    if opts and checked != tuple(version):
-        res(WARNING, "kubelet.cpuManagerPolicyOptions",
-            f"krm-fn's option data covers Kubernetes {vs(cpu_options.VERSIONS[0])}"
-            f"-{vs(cpu_options.VERSIONS[-1])}; options for {vs(version)} "
-            f"are checked as for {vs(checked)}: confirm their maturity in the kubelet "
-            f"release notes")
-    gates, problems = cpu_options.check_cpu_options(opts, checked, k.topologyManagerPolicy)
-    for name in opts:
-        added = cpu_options.ADDED.get(name)
-        if added and tuple(version) < added and cpu_options.maturity(name, checked) is not None:
-            problems.append(f"CPU Manager policy option {name!r} does not exist in Kubernetes "
-                            f"{vs(version)} (added in {vs(added)}); the kubelet refuses "
-                            f"to start with it")
+    gates, problems = cpu_options.check_cpu_options(opts, version, k.topologyManagerPolicy)
     for msg in problems:
         res(ERROR, "kubelet.cpuManagerPolicyOptions", msg)
     if gates:
@@ -292,34 +264,21 @@ def _managers(kubelet: dict, k, version, res) -> dict[str, str]:
     return opts
 
 
-def _node_fields(kubelet: dict, k, version, res) -> None:
-    """podPidsLimit, failCgroupV1, singleProcessOOMKill and cgroupDriver, each only where
-    `version` has the field (fields.Field.since)."""
+def _node_fields(kubelet: dict, k) -> None:
+    """podPidsLimit, failCgroupV1, singleProcessOOMKill (when set) and cgroupDriver (when
+    set): every supported version has these fields."""
     _typed(kubelet, k, "podPidsLimit")
-    fail = fields.BY_NAME["failCgroupV1"]
-    if fail.exists_in(version):
-        _typed(kubelet, k, fail.name)
-    else:
-        res(WARNING, f"kubelet.{fail.name}", f"{fail.name} dropped: the field exists from "
-            f"Kubernetes {cpu_options.version_str(fail.since)} and kubernetesVersion is "
-            f"{cpu_options.version_str(version)}; make sure the pool's nodes run cgroup v2",
-            current=str(bool(k.failCgroupV1)).lower())
-    oom = fields.BY_NAME["singleProcessOOMKill"]
+    _typed(kubelet, k, "failCgroupV1")
     if k.singleProcessOOMKill is not None:
-        if not oom.exists_in(version):
-            res(ERROR, f"kubelet.{oom.name}", f"{oom.name} exists from "
-                f"Kubernetes {cpu_options.version_str(oom.since)}; kubernetesVersion is "
-                f"{cpu_options.version_str(version)}")
-        else:
-            _typed(kubelet, k, oom.name)
+        _typed(kubelet, k, "singleProcessOOMKill")
     if k.cgroupDriver is not None:
         _typed(kubelet, k, "cgroupDriver")
 
 
-def _extra(kubelet: dict, k, res) -> None:
+def _extra(kubelet: dict, k, version, res) -> None:
     """kubelet.extra: other KubeletConfiguration fields, added last in the user's order;
     managed fields refused, cpuCFSQuota: false and MemoryQoS: true left out, featureGates
-    merged with the gates the options need."""
+    merged with the gates the options need (gate stages and defaults of `version`)."""
     for key, value in (k.extra or {}).items():
         key = str(key)
         path = f"kubelet.extra.{key}"
@@ -337,11 +296,12 @@ def _extra(kubelet: dict, k, res) -> None:
         if key == "cpuCFSQuota" and value is False:
             res(WARNING, path, "cpuCFSQuota: false is left out: it turns off CPU limits for "
                 f"every pod on the node (cpuCFSQuota, {fields.REFERENCE}); pinned containers "
-                "need no such setting (on 1.33+ the kubelet drops their quota itself, "
-                "DisableCPUQuotaWithExclusiveCPUs)", current="false")
+                "need no such setting (the kubelet drops their quota itself: "
+                f"{CPU_QUOTA_GATE}, {upstream.load(version).gate_text(CPU_QUOTA_GATE)})",
+                current="false")
             continue
         if key == "featureGates":
-            _extra_gates(kubelet, value, path, res)
+            _extra_gates(kubelet, value, path, version, res)
             continue
         kubelet[key] = value
 
@@ -351,7 +311,7 @@ def _gate_text(on) -> str:
     return str(on).lower() if isinstance(on, bool) else repr(on)
 
 
-def _extra_gates(kubelet: dict, value, path: str, res) -> None:
+def _extra_gates(kubelet: dict, value, path: str, version, res) -> None:
     """kubelet.extra.featureGates merged over the gates the plan already sets."""
     if not isinstance(value, dict):
         res(ERROR, path, "featureGates must be a mapping of gate name to true/false")
@@ -359,12 +319,15 @@ def _extra_gates(kubelet: dict, value, path: str, res) -> None:
     gates = dict(kubelet.get("featureGates") or {})
     for gate, on in list(value.items()):
         if gate == MEMORY_QOS_GATE and on is True:
+            data = upstream.load(version)
+            still = ("; leaving it out does not turn it off: set MemoryQoS: false for that"
+                     if data.gate_default(gate) else "")
             res(WARNING, f"{path}.{gate}", "MemoryQoS: true is left out: krm-fn never "
-                "enables MemoryQoS (alpha, KEP-2570): it sets memory.high on "
-                "containers whose memory request is below the limit and throttles "
+                f"enables MemoryQoS ({data.gate_text(gate)}, KEP-2570): it sets memory.high "
+                "on containers whose memory request is below the limit and throttles "
                 "them early (kubernetes/enhancements#3818), and can livelock on "
                 "kernels before 5.9; the pinned pods are Guaranteed anyway "
-                "(request == limit: no memory.high)", current="true")
+                f"(request == limit: no memory.high){still}", current="true")
             continue
         if gate in gates and gates[gate] != on:
             res(ERROR, f"{path}.{gate}", f"feature gate {gate} must be "
@@ -401,13 +364,13 @@ def _check_reserved_cgroups(kubelet: dict, res) -> None:
                     f"to reservedSystemCPUs; enforce [pods] only")
 
 
-def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
+def _check_numa_limit(kubelet: dict, topo: Topology, res) -> None:
     """A topologyManagerPolicy other than `none` on a node with more than 8
     NUMA nodes needs topologyManagerPolicyOptions max-allowable-numa-nodes >= the node's
     NUMA node count, else the kubelet fails with `unsupported on machines with more than 8
     NUMA Nodes` (https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/).
-    Unset: added (with a warning) where the option exists (1.31+, KEP-4622); set too low,
-    or before 1.31: an error."""
+    Unset: added (with a warning; every supported version has the option, KEP-4622); set
+    too low: an error."""
     policy = kubelet.get("topologyManagerPolicy")
     if policy == "none" or topo.numa_nodes <= TOPOLOGY_MAX_NUMA_DEFAULT:
         return
@@ -416,8 +379,7 @@ def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
     text = None if raw is None else str(raw)
     if text is not None and re.fullmatch(r"[0-9]{1,5}", text) and int(text) >= topo.numa_nodes:
         return
-    exists = cpu_options.topology_maturity(MAX_ALLOWABLE_NUMA_OPTION, version) is not None
-    if text is None and exists:
+    if text is None:
         kubelet.setdefault("topologyManagerPolicyOptions", {})[MAX_ALLOWABLE_NUMA_OPTION] = \
             str(topo.numa_nodes)
         res(WARNING, "kubelet.topologyManagerPolicyOptions",
@@ -428,18 +390,13 @@ def _check_numa_limit(kubelet: dict, topo: Topology, version, res) -> None:
             f"admission takes longer as NUMA nodes grow (KEP-4622)",
             proposed=str(topo.numa_nodes))
         return
-    have = "it is not set" if text is None else f"it is {text!r}"
-    _, alpha, beta, _ = cpu_options.TOPOLOGY_OPTIONS[MAX_ALLOWABLE_NUMA_OPTION]
-    since = alpha or beta
-    fix = (f"set kubelet.topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to "
-           f"\"{topo.numa_nodes}\" or topologyManagerPolicy to none" if exists else
-           f"the option exists from Kubernetes {cpu_options.version_str(since)}, so set "
-           f"topologyManagerPolicy to none")
     res(ERROR, "kubelet.topologyManagerPolicy",
         f"topologyManagerPolicy {policy!r} on nodes with {topo.numa_nodes} NUMA nodes needs "
         f"the topology manager option {MAX_ALLOWABLE_NUMA_OPTION} >= {topo.numa_nodes} "
-        f"({have}): without it the kubelet refuses to start on machines with more than "
-        f"{TOPOLOGY_MAX_NUMA_DEFAULT} NUMA nodes; {fix}", current=policy)
+        f"(it is {text!r}): without it the kubelet refuses to start on machines with more "
+        f"than {TOPOLOGY_MAX_NUMA_DEFAULT} NUMA nodes; set "
+        f"kubelet.topologyManagerPolicyOptions.{MAX_ALLOWABLE_NUMA_OPTION} to "
+        f"\"{topo.numa_nodes}\" or topologyManagerPolicy to none", current=policy)
 
 
 def _rollout(kubelet: dict, changes=None) -> list[str]:

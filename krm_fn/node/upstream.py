@@ -31,23 +31,16 @@ from __future__ import annotations
 from functools import lru_cache
 
 from krm_fn.lazy import submodule
+# the supported minors, oldest first: those whose generated module is present
+from krm_fn.node.data import FIRST, LAST, VERSIONS  # noqa: F401  (re-exported)
 from krm_fn.record import dataclass
 
 Version = tuple[int, int]
-FIRST: Version = (1, 29)
-LAST: Version = (1, 36)
 
 
 def version_str(version: Version) -> str:
     """(1, 34) -> "1.34"."""
     return f"{version[0]}.{version[1]}"
-
-
-def clamp(version: Version) -> Version:
-    """The generated version whose data applies to `version`: itself inside FIRST..LAST,
-    else the nearest end."""
-    v = tuple(version)
-    return FIRST if v < FIRST else LAST if v > LAST else v  # type: ignore[return-value]
 
 
 @dataclass(frozen=True)
@@ -72,6 +65,16 @@ class KubeletData:
         g = self.gates.get(gate)
         return None if g is None else bool(g["default"])
 
+    def gate_text(self, gate: str) -> str:
+        """The gate's stage and default on this version, for a message: "beta, on by
+        default in Kubernetes 1.37" ("unknown to Kubernetes 1.37" for a gate it does not
+        know)."""
+        g, v = self.gates.get(gate), version_str(self.version)
+        if g is None:
+            return f"unknown to Kubernetes {v}"
+        return (f"{g['stage'].lower()}, {'on' if g['default'] else 'off'} by default in "
+                f"Kubernetes {v}")
+
     def gate_on(self, gate: str, gates: dict | None) -> bool:
         """Whether `gate` is on with the `featureGates` map `gates` (explicit value, else
         the default; an unknown gate is off)."""
@@ -82,10 +85,13 @@ class KubeletData:
 
 @lru_cache(maxsize=None)
 def load(version: Version) -> KubeletData:
-    """The facts for `version` (major, minor), clamped to FIRST..LAST, from the module
-    krm_fn.node.data.kubelet_<major>_<minor>. Raises ModuleNotFoundError when that module
-    is missing (a broken install)."""
-    v = clamp(version)
+    """The facts for `version` (major, minor), one of VERSIONS (the config refuses any
+    other: krm_fn.config.types.Version), from the module krm_fn.node.data.kubelet_1_<minor>.
+    Raises ValueError for a version krm-fn has no data for."""
+    v = tuple(version)
+    if v not in VERSIONS:
+        raise ValueError(f"no kubelet data for Kubernetes {version_str(v)} (krm-fn supports "
+                         f"{', '.join(map(version_str, VERSIONS))})")
     raw = submodule("krm_fn.node.data", f"kubelet_{v[0]}_{v[1]}").DATA
     return KubeletData(version=v, source=raw["source"], fields=raw["fields"],
                        gates=raw["gates"], removed_gates=raw["removedGates"],
@@ -101,10 +107,10 @@ def has_field(name: str, version: Version) -> bool:
 
 
 def field_since(name: str, version: Version) -> Version | None:
-    """The first minor (of the generated ones) with field `name`, as known by `version`'s
-    data or a later one's; None when no generated version has it."""
-    for v in range(tuple(version)[1], LAST[1] + 1):
-        data = load((1, v))
+    """The first supported minor with field `name`, as known by `version`'s data or a
+    later one's; None when no supported version has it."""
+    for v in VERSIONS[VERSIONS.index(tuple(version)):]:
+        data = load(v)
         if name in data.fields:
             since = data.fields_since.get(name)
             return FIRST if since is None else tuple(int(x) for x in since.split("."))

@@ -15,7 +15,7 @@ and https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/):
 - args: `--cpus`, `--memory` (bytes), `--kubernetes-version`, `--topology-policy`,
   `--full-pcpus-only`/`--no-full-pcpus-only` from the plan's cpuManagerPolicyOptions,
   `--pids` when podPidsLimit > 0, `--cpu-quota` when the plan keeps the CFS quota on
-  exclusive CPUs on 1.33+ (gate DisableCPUQuotaWithExclusiveCPUs false in featureGates,
+  exclusive CPUs (gate DisableCPUQuotaWithExclusiveCPUs false in featureGates,
   kubernetes/kubernetes#127525; the plan never writes `cpuCFSQuota: false`), `--thread-env`
   for configured names outside the verify registry.
 - `restartPolicy: Never`, `backoffLimit: 0`: a mismatch fails the Job once, visibly.

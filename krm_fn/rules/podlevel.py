@@ -1,12 +1,12 @@
 """podlevel: pod-level `resources` made consistent with the containers, and warned about.
 
 A PodSpec may carry `resources` for the whole pod (KEP-2837, alpha 1.32, beta and on by
-default from 1.34). When it is set, the pod's QoS class is computed from it alone, and from
-1.34 the static CPU Manager gives such a pod no exclusive CPUs at all ("pod is using
-pod-level resources which are not supported by the static CPU manager policy"; 1.36 adds the
-alpha `PodLevelResourceManagers` gate). The warning says what the config's version does
-(before 1.32 the field does not exist; in 1.32-1.33 its gate is off by default). KServe's inline PodSpec has
-the field too: `spec.predictor.resources` is pod-level, not the model container's
+default from 1.34, so in every supported version). When it is set, the pod's QoS class is
+computed from it alone, and the static CPU Manager gives such a pod no exclusive CPUs at all
+("pod is using pod-level resources which are not supported by the static CPU manager
+policy") unless the `PodLevelResourceManagers` gate is on (alpha in 1.36, beta and off by
+default in 1.37). The warning says what the config's version does. KServe's inline PodSpec
+has the field too: `spec.predictor.resources` is pod-level, not the model container's
 (`spec.predictor.<framework>.resources`).
 
 When a pod spec carries `resources`:
@@ -131,25 +131,15 @@ def apply(pod: PodView, ctx) -> None:
 
 def _version_note(ctx) -> str:
     """What pod-level resources do on the config's Kubernetes version (KEP-2837: the
-    PodLevelResources gate alpha in 1.32, on by default from 1.34; the static CPU Manager
-    skips such pods unless PodLevelResourceManagers, alpha in 1.36, is on; gate defaults
-    from the generated upstream data, krm_fn.node.fields)."""
-    from krm_fn.node import fields, upstream
+    PodLevelResources gate is on by default in every supported version, and the static CPU
+    Manager skips such pods unless the PodLevelResourceManagers gate, from 1.36, is on; its
+    stage and default from the generated upstream data, krm_fn.node.upstream)."""
+    from krm_fn.node import upstream
     version = tuple(ctx.cfg.kubernetesVersion)
-    v = upstream.version_str(version)
-    known = version >= upstream.FIRST and upstream.load(version).gate_default(
-        "PodLevelResources") is not None
-    if not known:
-        return (f"Kubernetes {v} has no pod-level resources (KEP-2837, alpha from 1.32), so "
-                f"the API server does not know the field (strict field validation refuses it, "
-                f"otherwise it is dropped)")
-    if not fields.gate_on_by_default("PodLevelResources", version):
-        return (f"on Kubernetes {v} they need the PodLevelResources gate (off by default; "
-                f"without it the API server drops the field), and with it the static CPU "
-                f"Manager gives such a pod no exclusive CPUs (KEP-2837), so no container "
-                f"would be pinned")
-    managers = upstream.load(version).gate_default("PodLevelResourceManagers") is not None
-    return (f"on Kubernetes {v} the static CPU Manager gives a pod with pod-level resources "
-            f"no exclusive CPUs (KEP-2837"
-            + ("; unless the alpha PodLevelResourceManagers gate is on" if managers else "")
-            + "), so no container is pinned")
+    data = upstream.load(version)
+    gate = "PodLevelResourceManagers"
+    unless = ("" if gate not in data.gates else
+              f"; unless the {gate} gate ({data.gate_text(gate)}) is on")
+    return (f"on Kubernetes {upstream.version_str(version)} the static CPU Manager gives a pod "
+            f"with pod-level resources no exclusive CPUs (KEP-2837{unless}), so no container "
+            f"is pinned")

@@ -51,7 +51,7 @@ from krm_fn.rules.facts import GUARANTEED as _GUARANTEED
 ID = "resources"
 OPTIONS = ("workloads.pinnedContainers", "workloads.cpuRounding", "workloads.defaultCpus",
            "workloads.defaultMemory", "workloads.sidecarResources",
-           "workloads.initContainerCpu", "kubernetesVersion")
+           "workloads.initContainerCpu")
 
 
 def _emit(pod: PodView, notes) -> None:
@@ -133,24 +133,9 @@ def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
     return True
 
 
-def _sidecar_version(pod: PodView, ctx) -> None:
-    version = ctx.cfg.kubernetesVersion
-    for c in pod.containers:
-        if c.role != "sidecar" or version >= (1, 29):
-            continue
-        pod.warn(c.path + ("restartPolicy",),
-                 f"init container {c.name!r} is a native sidecar (restartPolicy: Always); "
-                 f"before Kubernetes 1.29 the static CPU Manager let it share its exclusive "
-                 f"CPUs with app containers (kubernetes/kubernetes#119442, fixed by PR "
-                 f"#119447 and, for memory, PR #120715); before 1.29 native sidecars also "
-                 f"need the SidecarContainers feature gate (alpha and off by default in "
-                 f"1.28, absent before 1.28: KEP-753): upgrade the nodes to pin it")
-
-
 def apply(pod: PodView, ctx) -> None:
     """Make every container of `pod` Guaranteed: report and write the cpu decisions of
     `ctx.facts` (krm_fn/rules/facts.py), then memory; see the module docstring."""
-    _sidecar_version(pod, ctx)
     for c in facts.resource_order(pod):
         plan = ctx.facts[c.path].cpu
         _emit(pod, plan.notes)

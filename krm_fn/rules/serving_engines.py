@@ -30,7 +30,7 @@ ID = "engines"
 OPTIONS = ("workloads.threads.engines", "workloads.threads.perCore", "workloads.threads.bind",
            "workloads.threads.goMemLimitPercent",
            "workloads.threads.mallocArenaMax", "workloads.threads.existing",
-           "workloads.threads.source", "kubernetesVersion")
+           "workloads.threads.source")
 
 
 def explain() -> str:

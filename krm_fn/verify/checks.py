@@ -10,7 +10,7 @@ Units: CPUs are counted in whole logical CPUs, memory in bytes, CFS quota and pe
 | `affinity` | `Cpus_allowed_list` equals `cpuset.cpus.effective` | the process runs on the whole set |
 | `whole cores` | with full-pcpus-only: every SMT sibling of each CPU is in the set KEP-2625, https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy-options |
 | `NUMA nodes` | with topologyManagerPolicy single-numa-node: the CPUs are on one NUMA node https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/ |
-| `cpu.max` | quota `max` on Kubernetes >= 1.33 (DisableCPUQuotaWithExclusiveCPUs), quota = CPUs × period before kubernetes/kubernetes#70585, PR #127525; pkg/kubelet/cm/helpers_linux.go |
+| `cpu.max` | quota `max` with DisableCPUQuotaWithExclusiveCPUs on (the default of every supported version), quota = CPUs × period with it off (`--cpu-quota`) kubernetes/kubernetes#70585, PR #127525; pkg/kubelet/cm/helpers_linux.go |
 | `memory.max` | equals the memory limit (rounded down to whole pages); without one, is not `max` https://kubernetes.io/docs/concepts/workloads/pods/pod-qos/; https://kubernetes.io/docs/concepts/architecture/cgroups/ |
 | `pids.max` | the smallest visible limit equals podPidsLimit https://kubernetes.io/docs/concepts/policy/pid-limiting/ |
 | `env NAME` | each thread env var of the registry that is set equals the thread count | krm_fn.rules.threads / engines |
@@ -28,8 +28,8 @@ from krm_fn.node.topology import format_cpuset, parse_cpuset
 
 OK, MISMATCH, SKIP = "ok", "MISMATCH", "skip"
 TOPOLOGY_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
-# DisableCPUQuotaWithExclusiveCPUs: beta, on by default from 1.33 (pkg/features/kube_features.go; kubernetes/kubernetes PR #127525).
-QUOTA_OFF_SINCE = (1, 33)
+# No CFS quota on exclusive CPUs where it is on (kubernetes/kubernetes PR #127525; generated data)
+QUOTA_GATE = "DisableCPUQuotaWithExclusiveCPUs"
 _VERSION = re.compile(r"v?([0-9]{1,3})\.([0-9]{1,3})(\.[0-9]+)?([-+].*)?")
 _INT = re.compile(r"[0-9]{1,19}")
 
@@ -90,11 +90,14 @@ class Expected:
 
 
 def parse_version(text: str) -> tuple[int, int]:
-    """"1.34", "v1.34.2", "v1.33.1-eks-1" -> (1, 34). Raises ValueError otherwise."""
+    """"1.36", "v1.36.2", "v1.36.1-eks-1" -> (1, 36), for a minor krm-fn supports
+    (krm_fn.node.upstream.VERSIONS). Raises ValueError otherwise, naming the supported
+    minors for one outside them."""
+    from krm_fn.config.versions import supported
     m = _VERSION.fullmatch(str(text).strip())
-    if not m:
-        raise ValueError(f"{text!r} is not a Kubernetes version such as 1.34 or v1.34.2")
-    return int(m.group(1)), int(m.group(2))
+    if not m or m.group(1) != "1":
+        raise ValueError(f"{text!r} is not a Kubernetes version such as 1.36 or v1.36.2")
+    return supported(str(text).strip(), (1, int(m.group(2))))
 
 
 def thread_env_names(extra: tuple | list = ()) -> tuple[str, ...]:
@@ -112,13 +115,14 @@ def thread_env_names(extra: tuple | list = ()) -> tuple[str, ...]:
 
 def quota_expected(exp: Expected) -> bool | None:
     """True when a pinned container keeps a CFS quota (= its limit), False when cpu.max
-    should be `max`, None when unknown. `exp.cpu_quota` wins; else from the version:
-    off from 1.33 (DisableCPUQuotaWithExclusiveCPUs beta, on; kubernetes/kubernetes PR #127525)."""
+    should be `max`, None when unknown. `exp.cpu_quota` wins; else the default of QUOTA_GATE
+    on the version (on in every supported version)."""
     if exp.cpu_quota is not None:
         return exp.cpu_quota
     if exp.kubernetes_version is None:
         return None
-    return tuple(exp.kubernetes_version) < QUOTA_OFF_SINCE
+    from krm_fn.node import fields
+    return not fields.gate_on_by_default(QUOTA_GATE, tuple(exp.kubernetes_version))
 
 
 def parse_cpu_max(text: str) -> tuple[int | None, int]:
@@ -137,8 +141,8 @@ def expected_cpus(probe, exp: Expected) -> tuple[int | None, str]:
     """(pinned CPU count, where it came from): `exp.cpus` ("given"); else cpu.max when it
     holds a quota that is a whole number of periods ("cpu.max": the kubelet writes quota =
     limit × period, pkg/kubelet/cm/helpers_linux.go MilliCPUToQuota); else (None, "unknown"). Not the cpuset itself (that is
-    what is checked) and not the thread env vars (checked too); with quota off (1.33+) the
-    cgroup does not know the limit, so pass it (`--cpus`, or KRM_FN_CPUS from a
+    what is checked) and not the thread env vars (checked too); with the quota off (the
+    default of every supported version) the cgroup does not know the limit, so pass it (`--cpus`, or KRM_FN_CPUS from a
     resourceFieldRef on limits.cpu)."""
     if exp.cpus is not None:
         return exp.cpus, "given"
@@ -367,7 +371,8 @@ def _cpu_max(probe, exp: Expected, cpus: int | None) -> Row:
     found = probe.cpu_max
     if quota_on is None:
         return Row("cpu.max", "", found, None,
-                   "pass --kubernetes-version (quota is off for exclusive CPUs from 1.33)")
+                   "pass --kubernetes-version, or --cpu-quota / --no-cpu-quota (the quota "
+                   f"is off for exclusive CPUs where {QUOTA_GATE} is on)")
     if not quota_on:
         want = f"max {period}"
         if quota is None:
@@ -375,10 +380,10 @@ def _cpu_max(probe, exp: Expected, cpus: int | None) -> Row:
         return Row("cpu.max", want, found, False,
                    f"a CFS quota of {quota} µs per {period} µs is set on exclusive CPUs: the "
                    f"container is throttled whenever its threads use more than that in a "
-                   f"period (kubernetes/kubernetes#70585). From 1.33 "
-                   f"DisableCPUQuotaWithExclusiveCPUs (beta, on) removes it (kubernetes/kubernetes PR #127525): "
-                   f"the kubelet is older than 1.33, the gate is off, or the CPUs are not "
-                   f"exclusive")
+                   f"period (kubernetes/kubernetes#70585). {QUOTA_GATE}, on by default in "
+                   f"every supported version, removes it (kubernetes/kubernetes PR #127525): "
+                   f"the gate is off on this node (then pass --cpu-quota), the kubelet is "
+                   f"older than the version given, or the CPUs are not exclusive")
     if cpus is None:
         return Row("cpu.max", f"<cpus × {period}> {period}", found, None,
                    "no expected CPU count: pass --cpus")
@@ -387,10 +392,11 @@ def _cpu_max(probe, exp: Expected, cpus: int | None) -> Row:
         return Row("cpu.max", want, found, True)
     if quota is None:
         return Row("cpu.max", want, found, False,
-                   "no CFS quota, but before 1.33 the kubelet sets quota = cpu limit × period "
-                   "on every container (pkg/kubelet/cm/helpers_linux.go): the node runs 1.33 or later (pass "
-                   "--kubernetes-version), or cpuCFSQuota is false, which drops CPU limits "
-                   "node-wide (https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/)")
+                   f"no CFS quota, but with {QUOTA_GATE} off the kubelet sets quota = cpu "
+                   "limit × period on every container (pkg/kubelet/cm/helpers_linux.go): the "
+                   "gate is on on this node (pass --no-cpu-quota), or cpuCFSQuota is false, "
+                   "which drops CPU limits node-wide "
+                   "(https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/)")
     return Row("cpu.max", want, found, False,
                f"the quota is {quota} µs per {period} µs period: the container's cpu limit is "
                f"{quota / period:g} CPUs, not {cpus}")

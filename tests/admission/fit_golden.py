@@ -7,7 +7,12 @@ verdict reads from them, so that a change made for speed can be checked to chang
 tests/admission/fit_golden.jsonl holds `cases()`, tests/admission/fit_golden_split.jsonl
 `split_cases()` (lscpu-like tables whose cores span NUMA nodes, and 8 NUMA nodes). Both
 were written by the code before the speed work of issue #11 part 10 (the second by that
-code too, from a copy of it, after the first was committed).
+code too, from a copy of it, after the first was committed), and rewritten when the
+supported versions became 1.35-1.37: each node that drew 1.34, 1.33, 1.31, 1.29 or 1.28 now
+has a supported version (VERSIONS), and every case that changed gives the recorded outcome
+when the PodLevelResources / PodLevelResourceManagers gates answer as on its old version and
+the version in messages is the new one, except for the native-sidecar findings of the 1.28
+nodes (SidecarContainers off there; every supported version has native sidecars).
 
 `cases()` builds the node models (1/2/4/8 NUMA nodes, 1/2/4 sockets, SMT on and off,
 split and adjacent sibling numbering, hand-made lscpu-like tables with mixed core sizes and
@@ -36,6 +41,10 @@ from krm_fn.node.topology import Cpu, Topology, format_cpuset
 from krm_fn.results import Ref
 
 FIXTURE = Path(__file__).with_name("fit_golden.jsonl")
+# The supported versions the nodes draw from: seven entries, as when the fixtures were
+# first written (then 1.34, 1.34, 1.33, 1.31, 1.36, 1.29, 1.28), so the random draws and
+# every other property of each case stay the same.
+VERSIONS = [(1, 35), (1, 35), (1, 37), (1, 36), (1, 36), (1, 35), (1, 37)]
 SEED = 20261201
 CASES = 400
 SPLIT_FIXTURE = Path(__file__).with_name("fit_golden_split.jsonl")
@@ -176,7 +185,7 @@ def _node(rng: random.Random, index: int, cpus: tuple | None = None) -> NodeMode
     elif roll < 0.45:
         alloc = {"memory": rng.choice([8, 64]) * GI}
     daemons = tuple(_pod(rng, f"ds{i}") for i in range(rng.choice([0, 0, 0, 1, 2])))
-    version = rng.choice([(1, 34), (1, 34), (1, 33), (1, 31), (1, 36), (1, 29), (1, 28)])
+    version = rng.choice(VERSIONS)
     return NodeModel(f"pool{index}", {}, kub, version, cpus, _reserved(rng, cpus),
                      numa_memory, alloc, daemons)
 

@@ -31,7 +31,7 @@ def pod(*containers, pod_requests=None, pod_limits=None, name="w") -> AdmittedPo
                        tuple(containers), pod_requests, pod_limits)
 
 
-def node(sockets=2, numa_per_socket=1, cores=16, threads=2, reserved=(), version=(1, 34),
+def node(sockets=2, numa_per_socket=1, cores=16, threads=2, reserved=(), version=(1, 35),
          numa_memory=None, allocatable=None, pool="pinned", **kubelet) -> NodeModel:
     """A node of `sockets` x `cores` cores x `threads` threads; kubelet fields as keywords
     (cpuManagerPolicy defaults to static)."""

@@ -45,7 +45,7 @@ def test_effective_requests_take_the_larger_of_init_peak_and_apps_plus_sidecars(
     p = pod(ctr("mesh", 1, 1, role=SIDECAR), ctr("prep", 6, 4, role=INIT), ctr("server", 4, 8))
     assert pod_requests(p, node()) == {"cpu": Fraction(7), "memory": 9 * GI}
     pl = pod(ctr("server", 4, 8), pod_requests={"cpu": Fraction(6), "memory": 10 * GI})
-    assert pod_requests(pl, node(version=(1, 34))) == {"cpu": Fraction(6), "memory": 10 * GI}
+    assert pod_requests(pl, node(version=(1, 35))) == {"cpu": Fraction(6), "memory": 10 * GI}
 
 
 def test_a_pod_larger_than_node_allocatable_never_schedules():

@@ -78,13 +78,16 @@ def test_designated_container_with_a_fractional_cpu_stays_shared_and_is_an_error
         "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
 
 
-def test_pod_level_resources_disable_exclusive_cpus_on_1_34_but_not_on_1_33():
+def test_pod_level_resources_disable_exclusive_cpus_unless_their_gate_is_off():
+    """PodLevelResources is on by default in every supported version (KEP-2837)."""
     res = {"cpu": Fraction(4), "memory": 8 * GI}
     p = pod(ctr("server", 4, 8), pod_requests=res, pod_limits=res)
-    qos, exclusive, _, findings = judge(p, node(version=(1, 34)))
-    assert (qos, exclusive) == ("Guaranteed", ())
-    assert "pod is using pod-level resources which are not supported" in findings[0].message
-    assert judge(p, node(version=(1, 33)))[1] == (("server", 4),)
+    for version in ((1, 35), (1, 36), (1, 37)):
+        qos, exclusive, _, findings = judge(p, node(version=version))
+        assert (qos, exclusive) == ("Guaranteed", ())
+        assert "pod is using pod-level resources which are not supported" in findings[0].message
+    off = node(version=(1, 35), featureGates={"PodLevelResources": False})
+    assert judge(p, off)[1] == (("server", 4),)
 
 
 def test_full_pcpus_only_with_an_odd_cpu_count_is_smt_alignment_error():

@@ -165,7 +165,7 @@ def test_injections_istio_defaults_not_guaranteed_with_fix():
     assert i.containers == (
         C("istio-init", model.INIT, {"cpu": 100, "memory": 128}, {"cpu": 2000, "memory": 1024},
           "istio"),
-        C("istio-proxy", model.APP, {"cpu": 100, "memory": 128},
+        C("istio-proxy", model.SIDECAR, {"cpu": 100, "memory": 128},
           {"cpu": 2000, "memory": 1024}, "istio"))
     assert i.fix == (
         "set the pod template annotations sidecar.istio.io/proxyCPU, "
@@ -261,19 +261,22 @@ def test_istio_annotations_alone_size_both_containers_native_sidecar():
 
 def test_istio_one_annotation_leaves_the_others_unset():
     got = istio.containers(meta({"sidecar.istio.io/proxyCPU": "1"}), EMPTY)
-    assert got[1] == C("istio-proxy", model.APP, {"cpu": 1000}, {}, "istio")
+    assert got[1] == C("istio-proxy", model.SIDECAR, {"cpu": 1000}, {}, "istio")
 
 
-def test_istio_native_sidecar_auto_on_133():
-    got = istio.containers(meta(), InjectionContext(kubernetes_version=(1, 33)))
-    assert got[1].role == model.SIDECAR
-    assert istio.containers(meta(), InjectionContext(kubernetes_version=(1, 32)))[1].role \
-        == model.APP
+def test_istio_native_sidecar_unless_the_annotation_turns_it_off():
+    """ENABLE_NATIVE_SIDECARS `auto` turns native sidecars on where every kubelet is 1.33 or
+    newer, as every supported one is; the pod annotation wins."""
+    assert istio.containers(meta(), EMPTY)[1].role == model.SIDECAR
+    off = meta({"sidecar.istio.io/nativeSidecar": "false"})
+    assert istio.containers(off, EMPTY)[1].role == model.APP
+    on = meta({"sidecar.istio.io/nativeSidecar": "true"})
+    assert istio.containers(on, EMPTY)[1].role == model.SIDECAR
 
 
 def test_istio_interception_mode_none_adds_no_init_container():
     got = istio.containers(meta({"sidecar.istio.io/interceptionMode": "NONE"}), EMPTY)
-    assert [(c.name, c.role) for c in got] == [("istio-proxy", model.APP)]
+    assert [(c.name, c.role) for c in got] == [("istio-proxy", model.SIDECAR)]
 
 
 # --- knative queue-proxy ------------------------------------------------------------------
@@ -700,8 +703,9 @@ def test_gcsfuse_defaults_requests_only_native_sidecar():
         "gke-gcsfuse/cpu-limit, gke-gcsfuse/memory-request, gke-gcsfuse/memory-limit with "
         "request == limit (or spec.workloads.injection.gcsfuse cpu and memory, which krm-fn "
         "writes there)")
-    old = gcsfuse.containers(m, InjectionContext(kubernetes_version=(1, 28)))
-    assert old[0].role == model.APP
+    off = gcsfuse.containers(meta({"gke-gcsfuse/volumes": "true",
+                                   "gke-gcsfuse/enable-native-sidecar": "false"}), EMPTY)
+    assert off[0].role == model.APP
 
 
 @pytest.mark.parametrize("ann, req, lim", [
@@ -730,14 +734,14 @@ def test_otel_instrumentation_apache_httpd_two_init_containers():
         "Instrumentation of namespace ml; no pod annotation sizes these containers")
 
 
-def test_context_for_config_carries_injection_and_version():
+def test_context_for_config_carries_injection():
     from krm_fn import config
     cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
                        "metadata": {"name": "pin"},
-                       "spec": {"kubernetesVersion": "1.33", "workloads": {"injection": {
+                       "spec": {"workloads": {"injection": {
                            "istio": {"cpu": "500m", "memory": "256Mi", "mode": "never"}}}}})
     ctx = InjectionContext.for_config([ns("ml", {"istio-injection": "enabled"})], cfg)
-    assert ctx.kubernetes_version == (1, 33)
+    assert ctx.injection is cfg.workloads.injection
     m = meta(ns_labels=ctx.namespace_meta("ml")[0])
     assert istio.trigger(m) == (True, "namespace ml label istio-injection=enabled")
     assert inj.injections(m, ctx) == ()          # mode: never

@@ -26,7 +26,7 @@ def test_a_burstable_pod_with_designated_containers_is_a_qos_error_naming_the_cu
 def test_pod_level_resources_that_are_not_guaranteed_name_spec_resources_as_the_fix():
     p = pod(ctr("server", 4, 8), pod_requests={"cpu": Fraction(4), "memory": 8 * GI},
             pod_limits={"cpu": Fraction(8), "memory": 8 * GI})
-    findings = judge(p, node(version=(1, 34)))[3]
+    findings = judge(p, node(version=(1, 35)))[3]
     assert "the pod-level spec.resources decides the class" in findings[0].message
 
 

@@ -27,8 +27,8 @@ def test_node_memo_holds_at_most_its_limit_of_nodes():
 
 
 def test_a_gate_is_read_once_per_node_from_its_own_kubelet_config():
-    on = node(version=(1, 33), featureGates={"PodLevelResources": True})
-    off = node(version=(1, 33))
+    on = node(version=(1, 35))
+    off = node(version=(1, 35), featureGates={"PodLevelResources": False})
     assert (gate(on, "PodLevelResources"), gate(off, "PodLevelResources")) == (True, False)
     assert node_memo(on)[("gate", "PodLevelResources")] is True
 

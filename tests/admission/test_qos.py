@@ -46,9 +46,16 @@ def test_pod_level_resources_decide_the_class_when_the_gate_is_on():
     assert pod_qos(lower) == "Burstable"
 
 
-def test_pod_level_resources_gate_is_on_by_default_from_1_34_and_follows_feature_gates():
-    assert gate(node(version=(1, 33)), "PodLevelResources") is False
-    assert gate(node(version=(1, 34)), "PodLevelResources") is True
-    assert gate(node(version=(1, 33), featureGates={"PodLevelResources": True}),
-                "PodLevelResources") is True
+def test_pod_level_resources_gate_is_on_by_default_and_follows_feature_gates():
+    for version in ((1, 35), (1, 36), (1, 37)):
+        assert gate(node(version=version), "PodLevelResources") is True
+    assert gate(node(version=(1, 35), featureGates={"PodLevelResources": False}),
+                "PodLevelResources") is False
+    # PodLevelResourceManagers: unknown to 1.35 (off even when set), alpha in 1.36, beta in
+    # 1.37, off by default in both
+    assert gate(node(version=(1, 35), featureGates={"PodLevelResourceManagers": True}),
+                "PodLevelResourceManagers") is False
     assert gate(node(version=(1, 36)), "PodLevelResourceManagers") is False
+    assert gate(node(version=(1, 37)), "PodLevelResourceManagers") is False
+    assert gate(node(version=(1, 37), featureGates={"PodLevelResourceManagers": True}),
+                "PodLevelResourceManagers") is True

@@ -120,7 +120,7 @@ def test_matches_reads_the_admitted_pod_and_the_node_model():
     pod = AdmittedPod(Ref("apps/v1", "Deployment", "d"), "spec.template.spec",
                       node_selector={"krm-fn.dev/cpu-pinning": "true"},
                       affinity=affinity((expr("cpus", "Lt", "8"),)))
-    node = NodeModel("inference", POOL, {}, (1, 34), ())
+    node = NodeModel("inference", POOL, {}, (1, 35), ())
     f = one(matches(pod, node))
     assert (f.severity, f.path) == (ERROR, f"spec.template.spec.{REQ}")
     assert "never schedules on node pool 'inference'" in f.message

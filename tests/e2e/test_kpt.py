@@ -20,7 +20,7 @@ COMPANION = "node/kubelet-cpu-inference.yaml"
 # .krmignore lists it: the expected Kptfile is stored under another name.
 EXPECTED_NAMES = {"Kptfile": "Kptfile.golden"}
 # Same settings as pin.yaml, in the flat ConfigMap form `kpt fn eval -- key=value` sends.
-FLAT_CONFIG = ["kubernetesVersion=1.32", "kinds=Deployment,InferenceService",
+FLAT_CONFIG = ["kubernetesVersion=1.37", "kinds=Deployment,InferenceService",
                "namespaces=serving", "nodePool=cpu-inference",
                "nodeSelector=node.kubernetes.io/instance-type=m7i.8xlarge", "sockets=1",
                "numaNodesPerSocket=1", "coresPerSocket=16", "threadsPerCore=2",

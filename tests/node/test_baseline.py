@@ -12,7 +12,7 @@ B = "spec.output.baseline."
 CURRENT = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1,32-33"}
 
 
-def build(p=None, baseline=None, version=(1, 34)):
+def build(p=None, baseline=None, version=(1, 35)):
     return node_plan.build(p or pool(), version, REF, 0, baseline)
 
 
@@ -126,6 +126,30 @@ def test_memory_qos_in_extra_is_left_out_other_gates_kept():
     assert "featureGates" not in plan.kubelet
     plan, results = build(pool(extra={"featureGates": {"MemoryQoS": True, "Foo": True}}))
     assert plan.kubelet["featureGates"] == {"Foo": True}
+
+
+def test_memory_qos_and_cfs_quota_messages_follow_the_version():
+    """MemoryQoS is alpha and off through 1.36, beta and on by default in 1.37 (kubernetes
+    v1.37.2 pkg/features/kube_features.go): the warnings give the version's stage and
+    default, and on 1.37 say that leaving MemoryQoS: true out does not turn it off."""
+    extra = {"featureGates": {"MemoryQoS": True}, "cpuCFSQuota": False}
+    base = {"featureGates": {"MemoryQoS": True}, "cpuCFSQuota": False}
+    for version, stage, still in (
+            ((1, 35), "alpha, off by default in Kubernetes 1.35", False),
+            ((1, 37), "beta, on by default in Kubernetes 1.37", True)):
+        _, results = build(pool(extra=extra), base, version)
+        msg = {r.path: r.message for r in results}
+        mine = msg["spec.nodePools[0].kubelet.extra.featureGates.MemoryQoS"]
+        assert f"krm-fn never enables MemoryQoS ({stage}, KEP-2570)" in mine
+        assert mine.endswith("; leaving it out does not turn it off: set MemoryQoS: false "
+                             "for that") is still
+        assert f"enables the MemoryQoS feature gate ({stage}, KEP-2570)" in \
+            msg[B + "featureGates.MemoryQoS"]
+        quota = "DisableCPUQuotaWithExclusiveCPUs, " + ("beta" if version == (1, 35) else
+                                                        "deprecated")
+        assert f"{quota}, on by default in Kubernetes 1.{version[1]})" in \
+            msg["spec.nodePools[0].kubelet.extra.cpuCFSQuota"]
+        assert f"{quota}, on by default in Kubernetes 1.{version[1]})" in msg[B + "cpuCFSQuota"]
 
 
 def test_no_baseline_no_state_changes():

@@ -11,13 +11,13 @@ from krm_fn import config
 from krm_fn.node import baseline as baseline_mod
 from krm_fn.node import fields
 from krm_fn.node import plan as node_plan
+from krm_fn.node import upstream
 from krm_fn.node.formats import FORMATS, RenderContext, render_with_results
 from krm_fn.node.formats import aks, eks, gke, openshift, talos
 from krm_fn.results import Ref
 
 REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
 NODE = pathlib.Path(fields.__file__).parent
-OLDEST, NEWEST = (1, 20), (1, 40)
 
 
 def pool(**kubelet):
@@ -40,7 +40,7 @@ BASELINE = {"systemReservedCgroup": "/system", "kubeReservedCgroup": "/runtime",
             "cpuManagerPolicy": "none", "cpuManagerPolicyOptions": {"align-by-socket": "true"}}
 
 
-def emitted(version=(1, 34), baseline=None) -> set[str]:
+def emitted(version=(1, 35), baseline=None) -> set[str]:
     out: set[str] = set()
     for p in POOLS:
         plan, _ = node_plan.build(p, version, REF, baseline=baseline)
@@ -48,7 +48,7 @@ def emitted(version=(1, 34), baseline=None) -> set[str]:
     return out - set(fields.HEADER)
 
 
-@pytest.mark.parametrize("version", [(1, 30), (1, 31), (1, 34), (1, 36)])
+@pytest.mark.parametrize("version", upstream.VERSIONS)
 def test_every_field_the_plan_emits_is_in_the_table(version):
     written = emitted(version) | emitted(version, BASELINE)
     missing = sorted(n for n in written if n not in fields.BY_NAME)
@@ -115,33 +115,22 @@ def test_versions_defaults_and_states_are_sane():
     for f in fields.FIELDS:
         assert f.shape in fields.SHAPES, f.name
         assert f.state in (None, fields.CPU_STATE, fields.MEMORY_STATE), f.name
-        if f.since is not None:
-            assert OLDEST <= f.since <= NEWEST, f.name
-        previous = f.since or OLDEST
-        for since, _ in f.default_since:
-            assert previous < since <= NEWEST, f.name
-            previous = since
         if f.omit_at_default:
             assert f.default is not None, f.name
-    # the gates the plan reasons about, from the generated upstream data
-    assert fields.gate_default_since("DisableCPUQuotaWithExclusiveCPUs") == (1, 33)
-    assert fields.gate_default_since("MemoryQoS") is None
     assert [f.name for f in fields.STATE_FIELDS] == [
         "cpuManagerPolicy", "reservedSystemCPUs", "memoryManagerPolicy", "reservedMemory"]
-    fail = fields.BY_NAME["failCgroupV1"]
-    assert fail.default_for((1, 34)) is False and fail.default_for((1, 35)) is True
-    assert not fail.exists_in((1, 30)) and fail.exists_in((1, 31))
+    # pkg/kubelet/apis/config/v1beta1/defaults.go: FailCgroupV1 defaults to true in every
+    # supported release
+    assert [fields.BY_NAME["failCgroupV1"].default_for(v) for v in upstream.VERSIONS] == [
+        True, True, True]
 
 
-def test_version_checks_follow_the_table():
-    p = pool(singleProcessOOMKill=True)
-    since = fields.BY_NAME["singleProcessOOMKill"].since
-    before = (since[0], since[1] - 1)
-    plan, results = node_plan.build(p, before, REF)
-    assert "singleProcessOOMKill" not in plan.kubelet
-    assert any((r.path or "").endswith("singleProcessOOMKill") for r in results)
-    plan, _ = node_plan.build(p, since, REF)
-    assert plan.kubelet["singleProcessOOMKill"] is True
+@pytest.mark.parametrize("version", upstream.VERSIONS)
+def test_every_field_the_plan_writes_exists_in_every_supported_version(version):
+    """The plan writes failCgroupV1, singleProcessOOMKill, ... without a version check:
+    every supported version has every field it can write (types.go of each release)."""
+    written = emitted(version) | emitted(version, BASELINE)
+    assert sorted(n for n in written if not upstream.has_field(n, version)) == []
 
 
 def test_baseline_shapes_cover_what_the_plan_reads():
@@ -153,7 +142,7 @@ def test_baseline_shapes_cover_what_the_plan_reads():
 
 
 def test_closed_platforms_warn_about_fields_they_cannot_set():
-    plan, _ = node_plan.build(pool(), (1, 34), REF)
+    plan, _ = node_plan.build(pool(), (1, 35), REF)
     ctx = RenderContext(namespace="kube-system")
     for fmt in ("gke", "aks"):
         _, results = render_with_results(fmt, plan, ctx, REF)

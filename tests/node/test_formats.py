@@ -367,7 +367,7 @@ JSON6902_YAML = """\
 
 @pytest.fixture
 def plan():
-    p, results = node_plan.build(config.load(None).nodePools[0], (1, 34), REF)
+    p, results = node_plan.build(config.load(None).nodePools[0], (1, 35), REF)
     assert results == []
     return p
 
@@ -456,7 +456,7 @@ def test_unknown_format(plan):
 
 # --- platform formats: exact output for the default pool, then one test per result --------
 
-def make_plan(kubelet=None, version=(1, 34), **pool):
+def make_plan(kubelet=None, version=(1, 35), **pool):
     """The plan of one pool from a typed config (kubelet settings and other pool fields)."""
     spec = {"nodePools": [{"name": "inference", **pool, "kubelet": kubelet or {}}]}
     cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
@@ -819,7 +819,7 @@ def test_json6902_reserved_cgroups_of_the_baseline():
                               "enforceNodeAllocatable": ["pods", "system-reserved",
                                                          "kube-reserved"]}}
     # the plan is built against the baseline (as the engine does): it carries the fixes
-    plan, results = node_plan.build(config.load(None).nodePools[0], (1, 34), REF, 0, base)
+    plan, results = node_plan.build(config.load(None).nodePools[0], (1, 35), REF, 0, base)
     paths = by_path(results)
     prefix = "spec.output.baseline.kubeletconfig."
     assert list(paths) == [prefix + "systemReservedCgroup", prefix + "kubeReservedCgroup",
@@ -866,7 +866,7 @@ def test_json6902_text_is_the_same_in_every_process():
     code = ("import sys; sys.path[:0] = ['.']\n"
             "import tests.node.test_formats as t\n"
             "from krm_fn import config\nfrom krm_fn.node import plan as node_plan\n"
-            "p, _ = node_plan.build(config.load(None).nodePools[0], (1, 34), t.REF)\n"
+            "p, _ = node_plan.build(config.load(None).nodePools[0], (1, 35), t.REF)\n"
             "objs, _ = t.run('json6902', p, t.JSON6902_BASELINE)\n"
             "print(t.emit.to_yaml(objs), end='')\n")
     outs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,

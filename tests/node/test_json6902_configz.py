@@ -27,7 +27,7 @@ def _patch(objs) -> list:
 
 
 def test_json6902_applied_to_a_configz_answer_is_a_complete_kubelet_configuration():
-    plan, _ = node_plan.build(config.load(None).nodePools[0], (1, 34), REF, 0, CONFIGZ)
+    plan, _ = node_plan.build(config.load(None).nodePools[0], (1, 35), REF, 0, CONFIGZ)
     objs, results = render_with_results("json6902", plan,
                                         RenderContext("kube-system", False, CONFIGZ), REF)
     assert results == []
@@ -38,7 +38,7 @@ def test_json6902_applied_to_a_configz_answer_is_a_complete_kubelet_configuratio
                                                         "KubeletConfiguration")
     assert "kubeletconfig" not in patched
     # valid for the kubelet of the target version: every field known, every type right
-    assert kubelet_check.check(patched, (1, 34)) == []
+    assert kubelet_check.check(patched, (1, 35)) == []
     # exactly the configuration the plan says the kubelet runs (baseline + plan, merged)
     assert {k: v for k, v in patched.items() if k not in ("apiVersion", "kind")} == plan.merged
     inner = CONFIGZ["kubeletconfig"]

@@ -13,11 +13,11 @@ from krm_fn.node.formats import FORMATS, RenderContext, render_with_results
 from krm_fn.results import ERROR, WARNING, Ref
 
 REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
-VERSIONS = [(1, minor) for minor in range(29, 37)]
+VERSIONS = list(upstream.VERSIONS)
 P = "spec.nodePools[0].kubelet."
 
 
-def build(kubelet=None, version=(1, 34), baseline=None, **pool):
+def build(kubelet=None, version=(1, 35), baseline=None, **pool):
     spec = {"nodePools": [{"name": "inference", **pool, "kubelet": kubelet or {}}]}
     cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
                        "metadata": {"name": "pin-inference"}, "spec": spec})
@@ -30,6 +30,15 @@ def errors(results):
 
 # --- part 1: the generated data spot-checked against known upstream facts ----------------
 
+def test_the_supported_versions_are_the_three_upstream_maintains():
+    """The data modules present are the supported minors: three consecutive ones, as
+    upstream maintains the three most recent minor releases (https://kubernetes.io/releases/;
+    docs/kubelet-data.md: adding a minor drops the oldest)."""
+    assert VERSIONS == [(1, 35), (1, 36), (1, 37)]
+    assert (upstream.FIRST, upstream.LAST) == (VERSIONS[0], VERSIONS[-1])
+    assert VERSIONS == [(1, m) for m in range(VERSIONS[0][1], VERSIONS[0][1] + 3)]
+
+
 def test_every_supported_version_has_data():
     for v in VERSIONS:
         data = upstream.load(v)
@@ -37,57 +46,83 @@ def test_every_supported_version_has_data():
         assert "cpuManagerPolicy" in data.fields and "CPUManagerPolicyAlphaOptions" in data.gates
 
 
+@pytest.mark.parametrize("version,release", [((1, 35), "v1.35.4"), ((1, 36), "v1.36.3"),
+                                             ((1, 37), "v1.37.2")])
+def test_each_minor_is_generated_from_one_release_of_the_go_modules(version, release):
+    """Every file is generated with --module from one release (docs/kubelet-data.md): the
+    k8s.io/kubernetes module and the staging modules of the same patch release, all gates
+    from that release's own source."""
+    data = upstream.load(version)
+    staging = "v0." + release[3:]
+    assert data.source == (f"kubernetes {release}: Go modules k8s.io/kubernetes {release} and "
+                           f"k8s.io/apiextensions-apiserver, k8s.io/apiserver, "
+                           f"k8s.io/client-go, k8s.io/component-base, "
+                           f"k8s.io/controller-manager, k8s.io/kubelet {staging}")
+    assert data.gates_exact is True
+
+
 def test_data_a_removed_gate():
-    # ExperimentalHostUserNamespaceDefaulting was removed in 1.30 (kube_features.go).
-    assert "ExperimentalHostUserNamespaceDefaulting" in upstream.load((1, 29)).gates
-    assert upstream.load((1, 30)).removed_gates["ExperimentalHostUserNamespaceDefaulting"] \
-        == "1.30"
-    assert upstream.load((1, 36)).removed_gates["ExperimentalHostUserNamespaceDefaulting"] \
-        == "1.30"
+    # MemoryManager was removed in 1.36 and SidecarContainers in 1.37 (kube_features.go);
+    # removals are found from one supported minor to the next.
+    assert upstream.load((1, 35)).gates["MemoryManager"]["locked"] is True
+    assert upstream.load((1, 35)).removed_gates == {}
+    assert upstream.load((1, 36)).removed_gates["MemoryManager"] == "1.36"
+    assert upstream.load((1, 36)).gates["SidecarContainers"] == {
+        "stage": "GA", "default": True, "locked": True}
+    assert upstream.load((1, 37)).removed_gates["SidecarContainers"] == "1.37"
+    assert upstream.load((1, 37)).removed_gates["MemoryManager"] == "1.36"
 
 
 def test_data_a_gate_locked_to_its_default():
-    # MemoryManager: beta (on) through 1.31, GA and locked from 1.32.
-    assert upstream.load((1, 31)).gates["MemoryManager"] == {
+    # KubeletPSI: beta (on) in 1.35, GA and locked from 1.36.
+    assert upstream.load((1, 35)).gates["KubeletPSI"] == {
         "stage": "BETA", "default": True, "locked": False}
-    assert upstream.load((1, 32)).gates["MemoryManager"] == {
+    assert upstream.load((1, 36)).gates["KubeletPSI"] == {
         "stage": "GA", "default": True, "locked": True}
-    # CPUManagerPolicyOptions: GA and locked from 1.33.
-    assert upstream.load((1, 32)).gates["CPUManagerPolicyOptions"]["locked"] is False
-    assert upstream.load((1, 33)).gates["CPUManagerPolicyOptions"] == {
-        "stage": "GA", "default": True, "locked": True}
+    # DisableCPUQuotaWithExclusiveCPUs: deprecated in 1.36, locked to true in 1.37.
+    assert upstream.load((1, 36)).gates["DisableCPUQuotaWithExclusiveCPUs"]["locked"] is False
+    assert upstream.load((1, 37)).gates["DisableCPUQuotaWithExclusiveCPUs"] == {
+        "stage": "DEPRECATED", "default": True, "locked": True}
 
 
 def test_data_gate_stage_and_default_per_version():
-    assert upstream.load((1, 32)).gate_default("DisableCPUQuotaWithExclusiveCPUs") is None
-    assert upstream.load((1, 33)).gates["DisableCPUQuotaWithExclusiveCPUs"] == {
+    assert upstream.load((1, 35)).gates["DisableCPUQuotaWithExclusiveCPUs"] == {
         "stage": "BETA", "default": True, "locked": False}
-    assert upstream.load((1, 34)).gates["CustomCPUCFSQuotaPeriod"]["stage"] == "ALPHA"
-    assert upstream.load((1, 34)).gates["CPUManagerPolicyBetaOptions"]["default"] is True
+    assert upstream.load((1, 35)).gates["CustomCPUCFSQuotaPeriod"]["stage"] == "ALPHA"
+    assert upstream.load((1, 36)).gates["CustomCPUCFSQuotaPeriod"] == {
+        "stage": "GA", "default": True, "locked": False}
+    assert upstream.load((1, 35)).gates["CPUManagerPolicyBetaOptions"]["default"] is True
+    # MemoryQoS: alpha (off) through 1.36, beta and on by default in 1.37
+    assert upstream.load((1, 36)).gate_text("MemoryQoS") == \
+        "alpha, off by default in Kubernetes 1.36"
+    assert upstream.load((1, 37)).gate_text("MemoryQoS") == \
+        "beta, on by default in Kubernetes 1.37"
     # component-base and client-go gates the kubelet registers
-    assert upstream.load((1, 30)).gates["LoggingBetaOptions"]["stage"] == "BETA"
-    assert upstream.load((1, 30)).gates["WatchListClient"]["stage"] == "BETA"
+    assert upstream.load((1, 35)).gates["LoggingBetaOptions"]["stage"] == "BETA"
+    assert upstream.load((1, 35)).gates["WatchListClient"]["stage"] == "BETA"
+    # the featuregate package's own gates (component-base/featuregate/feature_gate.go)
+    assert (upstream.load((1, 37)).gates["AllAlpha"], upstream.load((1, 37)).gates["AllBeta"]) \
+        == ({"stage": "ALPHA", "default": False, "locked": False},
+            {"stage": "BETA", "default": False, "locked": False})
 
 
-def test_data_1_36_gates_are_from_the_1_36_source():
-    # kubernetes v1.36.2 pkg/features/kube_features.go (docs/kubelet-data.md, "The committed
-    # data and where it came from"): exact, so an unknown gate is an error as on 1.35
-    data = upstream.load((1, 36))
-    assert data.gates_exact is True and "pkg/features of kubernetes v1.36.2" in data.source
+def test_data_gates_new_and_changed_in_1_36_and_1_37():
     # new in 1.36: ReloadKubeletClientCAFile {1.36, Default: true, Beta}
     assert "ReloadKubeletClientCAFile" not in upstream.load((1, 35)).gates
-    assert data.gates["ReloadKubeletClientCAFile"] == {
+    assert upstream.load((1, 36)).gates["ReloadKubeletClientCAFile"] == {
         "stage": "BETA", "default": True, "locked": False}
-    # removed in 1.36: MemoryManager (GA and locked since 1.32)
-    assert upstream.load((1, 35)).gates["MemoryManager"]["locked"] is True
-    assert "MemoryManager" not in data.gates and data.removed_gates["MemoryManager"] == "1.36"
-    # changed in 1.36: CustomCPUCFSQuotaPeriod alpha (off) -> GA (on), KubeletPSI locked
-    assert data.gates["CustomCPUCFSQuotaPeriod"] == {
-        "stage": "GA", "default": True, "locked": False}
-    assert data.gates["KubeletPSI"] == {"stage": "GA", "default": True, "locked": True}
-    # the policy-option gates keep their 1.35 state
-    assert (data.gates["CPUManagerPolicyBetaOptions"], data.gates["CPUManagerPolicyAlphaOptions"]) \
-        == ({"stage": "BETA", "default": True, "locked": False},
+    # PodLevelResourceManagers: new in 1.36 (alpha), beta and still off in 1.37
+    assert "PodLevelResourceManagers" not in upstream.load((1, 35)).gates
+    assert upstream.load((1, 36)).gate_text("PodLevelResourceManagers") == \
+        "alpha, off by default in Kubernetes 1.36"
+    assert upstream.load((1, 37)).gate_text("PodLevelResourceManagers") == \
+        "beta, off by default in Kubernetes 1.37"
+    # the policy-option gates are the same in every supported version
+    for v in VERSIONS:
+        data = upstream.load(v)
+        assert (data.gates["CPUManagerPolicyBetaOptions"],
+                data.gates["CPUManagerPolicyAlphaOptions"]) == (
+            {"stage": "BETA", "default": True, "locked": False},
             {"stage": "ALPHA", "default": False, "locked": False})
 
 
@@ -105,8 +140,18 @@ def test_a_gate_removed_in_1_36_is_an_error_on_1_36_only():
     assert kubelet_check.check({"featureGates": {"MemoryManager": True}}, (1, 35)) == []
 
 
+def test_sidecar_containers_removed_in_1_37_is_an_error_there_only():
+    found = kubelet_check.check({"featureGates": {"SidecarContainers": True}}, (1, 37))
+    assert [(f.severity, f.message) for f in found] == [
+        (ERROR, "feature gate SidecarContainers was removed in Kubernetes 1.37: the kubelet "
+                "of 1.37 refuses to start (unrecognized feature gate); remove it "
+                "(https://kubernetes.io/docs/reference/command-line-tools-reference/"
+                "feature-gates/)")]
+    assert kubelet_check.check({"featureGates": {"SidecarContainers": True}}, (1, 36)) == []
+
+
 def test_data_field_types():
-    data = upstream.load((1, 34))
+    data = upstream.load((1, 35))
     assert data.fields["maxPods"] == {"go": "int32", "type": "int32"}
     assert data.fields["podPidsLimit"] == {"go": "*int64", "type": "int64"}
     assert data.fields["featureGates"]["type"] == "bool-map"
@@ -116,50 +161,54 @@ def test_data_field_types():
 
 
 def test_data_field_added_in_a_version():
-    assert not upstream.has_field("mergeDefaultEvictionSettings", (1, 32))
-    assert upstream.has_field("mergeDefaultEvictionSettings", (1, 33))
-    assert upstream.field_since("singleProcessOOMKill", (1, 29)) == (1, 32)
-    assert upstream.field_since("failCgroupV1", (1, 36)) == (1, 31)
-    assert fields.BY_NAME["failCgroupV1"].since == (1, 31)
-    assert fields.BY_NAME["cpuManagerPolicy"].since is None
+    # types.go: memoryReservationPolicy and tlsCurvePreferences from 1.36, defaultPodSysctls
+    # from 1.37; fields of the oldest supported minor have no `since`
+    assert not upstream.has_field("defaultPodSysctls", (1, 36))
+    assert upstream.has_field("defaultPodSysctls", (1, 37))
+    assert upstream.field_since("defaultPodSysctls", (1, 35)) == (1, 37)
+    assert upstream.field_since("memoryReservationPolicy", (1, 35)) == (1, 36)
+    assert upstream.field_since("failCgroupV1", (1, 37)) == (1, 35)
+    assert upstream.field_since("noSuchField", (1, 35)) is None
 
 
 def test_data_loads_only_the_target_version():
     upstream.load.cache_clear()
-    upstream.load((1, 33))
+    upstream.load((1, 36))
     assert upstream.load.cache_info().currsize == 1
 
 
-def test_versions_outside_the_data_use_the_nearest():
-    assert upstream.load((1, 27)).version == (1, 29)
-    assert upstream.load((1, 40)).version == (1, 36)
+@pytest.mark.parametrize("version", [(1, 34), (1, 38), (1, 29)])
+def test_a_version_without_data_is_refused_not_taken_from_the_nearest(version):
+    """Nothing is clamped: the config refuses an unsupported kubernetesVersion, and the
+    data of one minor is never used for another."""
+    with pytest.raises(ValueError, match=f"no kubelet data for Kubernetes 1.{version[1]} "
+                                         r"\(krm-fn supports 1.35, 1.36, 1.37\)"):
+        upstream.load(version)
 
 
 # --- part 3: evictionHard keeps the kubelet's defaults ------------------------------------
 
-@pytest.mark.parametrize("version,keys", [
-    ((1, 29), ["memory.available", "nodefs.available", "nodefs.inodesFree",
-               "imagefs.available"]),
-    ((1, 30), ["memory.available", "nodefs.available", "nodefs.inodesFree",
-               "imagefs.available", "imagefs.inodesFree"]),
-    ((1, 36), ["memory.available", "nodefs.available", "nodefs.inodesFree",
-               "imagefs.available", "imagefs.inodesFree"]),
-])
-def test_eviction_hard_defaults_per_version(version, keys):
+FIVE = ["memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs.available",
+        "imagefs.inodesFree"]
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_eviction_hard_defaults_per_version(version):
+    # pkg/kubelet/eviction/defaults_linux.go of each supported release: five signals
     plan, results = build({"evictionHard": {"memory.available": "300Mi"}}, version)
     assert errors(results) == []
-    assert list(plan.kubelet["evictionHard"]) == keys
+    assert list(plan.kubelet["evictionHard"]) == FIVE
     assert plan.kubelet["evictionHard"]["memory.available"] == "300Mi"
     assert plan.kubelet["evictionHard"]["nodefs.inodesFree"] == "5%"
     assert upstream.eviction_hard_default(version) == {
-        **dict.fromkeys(keys), **plan.kubelet["evictionHard"], "memory.available": "100Mi"}
+        **dict.fromkeys(FIVE), **plan.kubelet["evictionHard"], "memory.available": "100Mi"}
 
 
 def test_eviction_hard_default_comes_from_the_data():
-    assert fields.BY_NAME["evictionHard"].default_for((1, 29)) == {
-        "memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
-        "imagefs.available": "15%"}
-    assert fields.BY_NAME["evictionHard"].default_for((1, 35))["imagefs.inodesFree"] == "5%"
+    for v in VERSIONS:
+        assert fields.BY_NAME["evictionHard"].default_for(v) == {
+            "memory.available": "100Mi", "nodefs.available": "10%", "nodefs.inodesFree": "5%",
+            "imagefs.available": "15%", "imagefs.inodesFree": "5%"}
 
 
 # --- part 2: everything emitted is checked ------------------------------------------------
@@ -168,20 +217,20 @@ def test_unknown_gate_is_an_error_with_did_you_mean():
     _, results = build({"extra": {"featureGates": {"KubeletTracng": True}}})
     assert errors(results) == [(P + "extra.featureGates.KubeletTracng",
                                 "feature gate KubeletTracng is not a feature gate of the "
-                                "Kubernetes 1.34 kubelet; did you mean KubeletTracing?: the "
-                                "kubelet of 1.34 refuses to start (unrecognized feature "
+                                "Kubernetes 1.35 kubelet; did you mean KubeletTracing?: the "
+                                "kubelet of 1.35 refuses to start (unrecognized feature "
                                 "gate); remove it (https://kubernetes.io/docs/reference/"
                                 "command-line-tools-reference/feature-gates/)")]
 
 
 def test_removed_gate_is_an_error_naming_the_release():
-    _, results = build({"extra": {"featureGates": {"CSIMigrationRBD": True}}}, (1, 33))
-    assert errors(results) == [(P + "extra.featureGates.CSIMigrationRBD",
-                                "feature gate CSIMigrationRBD was removed in Kubernetes 1.31: "
-                                "the kubelet of 1.33 refuses to start (unrecognized feature "
+    _, results = build({"extra": {"featureGates": {"MemoryManager": True}}}, (1, 37))
+    assert errors(results) == [(P + "extra.featureGates.MemoryManager",
+                                "feature gate MemoryManager was removed in Kubernetes 1.36: "
+                                "the kubelet of 1.37 refuses to start (unrecognized feature "
                                 "gate); remove it (https://kubernetes.io/docs/reference/"
                                 "command-line-tools-reference/feature-gates/)")]
-    _, results = build({"extra": {"featureGates": {"CSIMigrationRBD": True}}}, (1, 30))
+    _, results = build({"extra": {"featureGates": {"MemoryManager": True}}}, (1, 35))
     assert errors(results) == []
 
 
@@ -189,28 +238,28 @@ def test_gate_with_a_string_value_is_an_error():
     _, results = build({"extra": {"featureGates": {"EventedPLEG": "true"}}})
     assert errors(results) == [(P + "extra.featureGates.EventedPLEG",
                                 "feature gate EventedPLEG must be true or false, found 'true': "
-                                "the kubelet of Kubernetes 1.34 cannot decode featureGates and "
+                                "the kubelet of Kubernetes 1.35 cannot decode featureGates and "
                                 "refuses to start; write EventedPLEG: true or EventedPLEG: "
                                 "false")]
 
 
 def test_locked_gate_set_against_its_default_is_an_error():
-    _, results = build({"extra": {"featureGates": {"MemoryManager": False}}}, (1, 32))
-    assert errors(results) == [(P + "extra.featureGates.MemoryManager",
-                                "feature gate MemoryManager is GA and locked to true in "
-                                "Kubernetes 1.32: the kubelet refuses to start with "
-                                "MemoryManager: false; remove it")]
-    _, results = build({"extra": {"featureGates": {"MemoryManager": False}}}, (1, 31))
+    _, results = build({"extra": {"featureGates": {"KubeletPSI": False}}}, (1, 36))
+    assert errors(results) == [(P + "extra.featureGates.KubeletPSI",
+                                "feature gate KubeletPSI is GA and locked to true in "
+                                "Kubernetes 1.36: the kubelet refuses to start with "
+                                "KubeletPSI: false; remove it")]
+    _, results = build({"extra": {"featureGates": {"KubeletPSI": False}}}, (1, 35))
     assert errors(results) == []
 
 
 def test_beta_option_with_its_gate_off_is_an_error():
     _, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-numa": "true"},
                         "extra": {"featureGates": {"CPUManagerPolicyBetaOptions": False}}},
-                       (1, 34))
+                       (1, 35))
     assert errors(results) == [(P + "extra.featureGates.CPUManagerPolicyBetaOptions",
                                 "cpuManagerPolicyOptions distribute-cpus-across-numa is beta "
-                                "in Kubernetes 1.34 and needs the CPUManagerPolicyBetaOptions "
+                                "in Kubernetes 1.35 and needs the CPUManagerPolicyBetaOptions "
                                 "feature gate, which is off: the kubelet refuses to start; "
                                 "set featureGates.CPUManagerPolicyBetaOptions: true or remove "
                                 "the option")]
@@ -219,7 +268,7 @@ def test_beta_option_with_its_gate_off_is_an_error():
 def test_beta_option_gate_off_in_the_baseline_points_at_the_baseline():
     base = {"featureGates": {"CPUManagerPolicyBetaOptions": False}}
     _, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-numa": "true"}},
-                       (1, 34), baseline=base)
+                       (1, 35), baseline=base)
     assert [p for p, _ in errors(results)] == [
         "spec.output.baseline.featureGates.CPUManagerPolicyBetaOptions"]
 
@@ -229,7 +278,7 @@ def test_soft_eviction_without_grace_period_is_an_error():
     assert errors(results) == [(P + "extra.evictionSoft.memory.available",
                                 "evictionSoft sets memory.available without "
                                 "evictionSoftGracePeriod.memory.available: the kubelet of "
-                                "Kubernetes 1.34 refuses to start (grace period must be "
+                                "Kubernetes 1.35 refuses to start (grace period must be "
                                 "specified for the soft eviction threshold); add "
                                 "evictionSoftGracePeriod.memory.available, e.g. \"1m30s\"")]
 
@@ -239,7 +288,7 @@ def test_grace_period_without_soft_threshold_is_a_warning():
     assert [(r.severity, r.path, r.message) for r in results] == [
         (WARNING, P + "extra.evictionSoftGracePeriod.memory.available",
          "evictionSoftGracePeriod sets memory.available without an evictionSoft threshold for "
-         "it: the kubelet of Kubernetes 1.34 ignores the grace period; add "
+         "it: the kubelet of Kubernetes 1.35 ignores the grace period; add "
          "evictionSoft.memory.available or remove it")]
 
 
@@ -247,7 +296,7 @@ def test_wrong_type_in_extra_is_an_error():
     _, results = build({"extra": {"maxPods": "lots"}})
     assert errors(results) == [(P + "extra.maxPods",
                                 "maxPods must be a whole number (int32), found 'lots': the "
-                                "kubelet of Kubernetes 1.34 cannot decode it and refuses to "
+                                "kubelet of Kubernetes 1.35 cannot decode it and refuses to "
                                 "start")]
 
 
@@ -255,29 +304,31 @@ def test_misspelled_field_in_extra_is_an_error_with_did_you_mean():
     _, results = build({"extra": {"maxPod": 200}})
     assert errors(results) == [(P + "extra.maxPod",
                                 "maxPod is not a KubeletConfiguration field in Kubernetes "
-                                "1.34; did you mean maxPods? (the kubelet ignores unknown "
+                                "1.35; did you mean maxPods? (the kubelet ignores unknown "
                                 "fields, so the setting has no effect; https://kubernetes.io/"
                                 "docs/reference/config-api/kubelet-config.v1beta1/)")]
 
 
 def test_field_added_later_is_an_error_naming_the_release():
-    _, results = build({"extra": {"mergeDefaultEvictionSettings": True}}, (1, 32))
-    assert errors(results) == [(P + "extra.mergeDefaultEvictionSettings",
-                                "mergeDefaultEvictionSettings does not exist in Kubernetes "
-                                "1.32: the field was added in 1.33; remove it or raise "
+    _, results = build({"extra": {"defaultPodSysctls": {}}}, (1, 36))
+    assert errors(results) == [(P + "extra.defaultPodSysctls",
+                                "defaultPodSysctls does not exist in Kubernetes "
+                                "1.36: the field was added in 1.37; remove it or raise "
                                 "kubernetesVersion")]
+    _, results = build({"extra": {"defaultPodSysctls": {}}}, (1, 37))
+    assert errors(results) == []
 
 
 def test_wrong_type_in_the_baseline_is_an_error_at_the_baseline():
-    _, results = build({}, (1, 34), baseline={"maxPods": "lots"})
+    _, results = build({}, (1, 35), baseline={"maxPods": "lots"})
     assert [p for p, _ in errors(results)] == ["spec.output.baseline.maxPods"]
 
 
 def test_unknown_field_only_in_the_baseline_is_a_warning():
-    _, results = build({}, (1, 32), baseline={"mergeDefaultEvictionSettings": False})
+    _, results = build({}, (1, 36), baseline={"defaultPodSysctls": {}})
     assert errors(results) == []
-    assert [(r.severity, r.path) for r in results if "mergeDefault" in r.path] == [
-        (WARNING, "spec.output.baseline.mergeDefaultEvictionSettings")]
+    assert [(r.severity, r.path) for r in results if "defaultPodSysctls" in r.path] == [
+        (WARNING, "spec.output.baseline.defaultPodSysctls")]
 
 
 def test_reservations_exceeding_the_node_memory_are_an_error():
@@ -288,7 +339,7 @@ def test_reservations_exceeding_the_node_memory_are_an_error():
                                 "kubeReserved.memory + systemReserved.memory + "
                                 "evictionHard[memory.available] is 75266785280 bytes, more "
                                 "than the node's memory (68719476736 bytes): the kubelet of "
-                                "Kubernetes 1.34 refuses to start (Expected capacity >= "
+                                "Kubernetes 1.35 refuses to start (Expected capacity >= "
                                 "reservation); lower the reservations")]
 
 
@@ -340,7 +391,7 @@ def _experimental(objs):
 
 
 @pytest.mark.parametrize("fmt", OPEN)
-@pytest.mark.parametrize("version", [(1, 29), (1, 31), (1, 32), (1, 33), (1, 35), (1, 36)])
+@pytest.mark.parametrize("version", VERSIONS)
 @pytest.mark.parametrize("kubelet", [{}, RICH], ids=["defaults", "rich"])
 def test_each_format_output_matches_the_generated_types(fmt, version, kubelet):
     assert set(OPEN) <= set(FORMATS)
@@ -389,32 +440,32 @@ def _patches(objs):
 
 def test_the_type_check_fails_on_an_unknown_field_and_a_wrong_type():
     found = kubelet_check.check({"cpuManagerPolicy": "static", "maxPods": "lots",
-                                 "cpuManagerPolicyy": "static"}, (1, 34))
+                                 "cpuManagerPolicyy": "static"}, (1, 35))
     assert [(f.severity, f.field) for f in found] == [(ERROR, "maxPods"),
                                                       (ERROR, "cpuManagerPolicyy")]
 
 
 def test_unknown_eviction_signal_is_an_error_with_did_you_mean():
-    found = kubelet_check.check({"evictionHard": {"memory.availble": "1Gi"}}, (1, 33))
+    found = kubelet_check.check({"evictionHard": {"memory.availble": "1Gi"}}, (1, 35))
     assert found == [kubelet_check.Finding(
         ERROR, "evictionHard.memory.availble",
         "evictionHard: memory.availble is not an eviction signal; did you mean "
-        "memory.available?: the kubelet of Kubernetes 1.33 refuses to start (unsupported "
+        "memory.available?: the kubelet of Kubernetes 1.35 refuses to start (unsupported "
         "eviction signal; https://kubernetes.io/docs/concepts/scheduling-eviction/"
         "node-pressure-eviction/)")]
 
 
 def test_cpu_reservations_exceeding_the_node_are_an_error_unless_reserved_cpus_set():
     config = {"kubeReserved": {"cpu": "40"}, "systemReserved": {"cpu": "30"}}
-    assert [f.field for f in kubelet_check.check(config, (1, 34), node_cpus=64)] == [
+    assert [f.field for f in kubelet_check.check(config, (1, 35), node_cpus=64)] == [
         "kubeReserved.cpu"]
-    assert kubelet_check.check({**config, "reservedSystemCPUs": "0-1"}, (1, 34),
+    assert kubelet_check.check({**config, "reservedSystemCPUs": "0-1"}, (1, 35),
                                node_cpus=64) == []
 
 
 def test_nested_field_types_are_checked():
     found = kubelet_check.check({"authentication": {"webhook": {"cacheTTL": "2 minutes"},
-                                                    "anonymus": {"enabled": False}}}, (1, 34))
+                                                    "anonymus": {"enabled": False}}}, (1, 35))
     assert [(f.severity, f.field, f.unknown) for f in found] == [
         (ERROR, "authentication.webhook.cacheTTL", False),
         (ERROR, "authentication.anonymus", True)]
@@ -425,59 +476,55 @@ CONFIGZ = json.loads((__import__("pathlib").Path(__file__).parent / "fixtures"
                       / "configz-1.34.json").read_text())
 
 
-def test_a_full_configz_baseline_passes_on_its_version():
-    """Every field a 1.34 kubelet reports in configz has the generated type (named string
-    types such as KubeletAuthorizationMode included)."""
-    assert kubelet_check.check(CONFIGZ["kubeletconfig"], (1, 34)) == []
-    plan, results = build({}, (1, 34), baseline=CONFIGZ)
+def test_a_full_configz_baseline_passes_on_the_next_version():
+    """Every field a 1.34 kubelet reports in configz (the fixture: a node about to be
+    upgraded) has the generated type of 1.35 (named string types such as
+    KubeletAuthorizationMode included): no field of it was removed."""
+    assert kubelet_check.check(CONFIGZ["kubeletconfig"], (1, 35)) == []
+    plan, results = build({}, (1, 35), baseline=CONFIGZ)
     assert errors(results) == []
     assert plan.merged["authorization"]["mode"] == "Webhook"
 
 
 def test_a_newer_configz_baseline_on_an_older_target_warns_per_unknown_field():
-    _, results = build({}, (1, 32), baseline=CONFIGZ)
+    """A baseline from a newer kubelet: its fields the target version lacks are warnings
+    (the node's own kubelet wrote them)."""
+    newer = {"kubeletconfig": {**CONFIGZ["kubeletconfig"], "defaultPodSysctls": {},
+                               "tlsCurvePreferences": []}}
+    _, results = build({}, (1, 35), baseline=newer)
     assert errors(results) == []
-    assert sorted(r.path for r in results if r.severity == WARNING
-                  and "the field was added in 1.33" in r.message) == [
-        "spec.output.baseline.kubeletconfig.imagePullCredentialsVerificationPolicy",
-        "spec.output.baseline.kubeletconfig.mergeDefaultEvictionSettings"]
+    assert sorted((r.path, r.message.split(": ", 1)[1]) for r in results
+                  if r.severity == WARNING and "the field was added in" in r.message) == [
+        ("spec.output.baseline.kubeletconfig.defaultPodSysctls",
+         "the field was added in 1.37; remove it or raise kubernetesVersion"),
+        ("spec.output.baseline.kubeletconfig.tlsCurvePreferences",
+         "the field was added in 1.36; remove it or raise kubernetesVersion")]
 
 
 def test_option_maturity_table_agrees_with_the_generated_policy_options():
-    """krm_fn.node.options (hand-kept for every version) against policy_options.go of the
-    versions whose source the data was generated with."""
+    """krm_fn.node.options (one column per supported minor) against policy_options.go of
+    every supported release (each generated module has its policyOptions)."""
     from krm_fn.node import options
-    checked = 0
+    assert all(len(row) == len(VERSIONS) for _, row in options.CPU_OPTIONS.values())
     for v in VERSIONS:
         generated = upstream.load(v).policy_options
-        for name in options.CPU_OPTIONS:
-            if "cpuManagerPolicyOptions" in generated and v >= (1, 31):
-                assert generated["cpuManagerPolicyOptions"].get(name) == \
-                    options.maturity(name, v), (v, name)
-                checked += 1
-        for name in options.TOPOLOGY_OPTIONS:
-            if "topologyManagerPolicyOptions" in generated:
-                assert generated["topologyManagerPolicyOptions"].get(name) == \
-                    options.topology_maturity(name, v), (v, name)
-                checked += 1
-        if "cpuManagerPolicyOptions" in generated:
-            assert set(generated["cpuManagerPolicyOptions"]) == {
-                n for n, added in options.ADDED.items() if added <= v}, v
-    assert checked >= 14
+        assert generated["cpuManagerPolicyOptions"] == {
+            name: options.maturity(name, v) for name in options.CPU_OPTIONS
+            if options.maturity(name, v) is not None}, v
+        assert generated["topologyManagerPolicyOptions"] == {
+            name: options.topology_maturity(name, v) for name in options.TOPOLOGY_OPTIONS
+            if options.topology_maturity(name, v) is not None}, v
 
 
-def test_unknown_gate_outside_the_generated_versions_is_a_warning():
-    found = kubelet_check.check({"featureGates": {"SomeFutureGate": True}}, (1, 38))
-    assert [(f.severity, f.field) for f in found] == [(WARNING, "featureGates.SomeFutureGate")]
-    assert found[0].message.endswith("(krm-fn's data covers Kubernetes 1.29-1.36; checked "
-                                     "as 1.36)")
-    # inside the range an unknown gate is an error (1.36 too: test_a_gate_removed_in_1_36_...)
-    found = kubelet_check.check({"featureGates": {"SomeFutureGate": True}}, (1, 35))
-    assert [(f.severity, f.field) for f in found] == [(ERROR, "featureGates.SomeFutureGate")]
+def test_unknown_gate_is_an_error_on_every_supported_version():
+    for v in VERSIONS:
+        found = kubelet_check.check({"featureGates": {"SomeFutureGate": True}}, v)
+        assert [(f.severity, f.field) for f in found] == [
+            (ERROR, "featureGates.SomeFutureGate")], v
 
 
 def test_each_gate_finding_points_at_where_the_gate_came_from():
-    _, results = build({"extra": {"featureGates": {"EventedPLEG": "yes"}}}, (1, 34),
+    _, results = build({"extra": {"featureGates": {"EventedPLEG": "yes"}}}, (1, 35),
                        baseline={"featureGates": {"DynamicKubeletConfig": True}})
     assert sorted(p for p, _ in errors(results)) == [
         P + "extra.featureGates.EventedPLEG",

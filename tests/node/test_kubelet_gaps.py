@@ -1,6 +1,6 @@
 """Issue #13 audit: the cases the first pass left without a named test (alpha options and
 their gate, a gate the pool's options need set against them, topology option gates, the
-eviction defaults that only evictionHard has, mergeDefaultEvictionSettings by version)."""
+eviction defaults that only evictionHard has, a field by version)."""
 import dataclasses
 
 from krm_fn.node import kubelet_check, upstream
@@ -10,24 +10,24 @@ from tests.node.test_kubelet_data import P, build, errors
 
 
 def test_alpha_option_without_its_gate_is_an_error():
-    # distribute-cpus-across-cores is alpha in every generated version
+    # distribute-cpus-across-cores is alpha in every supported version
     # (pkg/kubelet/cm/cpumanager/policy_options.go alphaOptions)
     config = {"cpuManagerPolicy": "static",
               "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}
-    assert [(f.severity, f.field, f.message) for f in kubelet_check.check(config, (1, 34))] == [
+    assert [(f.severity, f.field, f.message) for f in kubelet_check.check(config, (1, 35))] == [
         (ERROR, "featureGates.CPUManagerPolicyAlphaOptions",
-         "cpuManagerPolicyOptions distribute-cpus-across-cores is alpha in Kubernetes 1.34 "
+         "cpuManagerPolicyOptions distribute-cpus-across-cores is alpha in Kubernetes 1.35 "
          "and needs the CPUManagerPolicyAlphaOptions feature gate, which is off: the kubelet "
          "refuses to start; set featureGates.CPUManagerPolicyAlphaOptions: true or remove "
          "the option")]
     config["featureGates"] = {"CPUManagerPolicyAlphaOptions": True}
-    assert kubelet_check.check(config, (1, 34)) == []
+    assert kubelet_check.check(config, (1, 35)) == []
 
 
 def test_alpha_gate_set_false_against_the_pools_alpha_option_is_an_error():
     _, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"},
                         "extra": {"featureGates": {"CPUManagerPolicyAlphaOptions": False}}},
-                       (1, 34))
+                       (1, 35))
     assert errors(results) == [(
         P + "extra.featureGates.CPUManagerPolicyAlphaOptions",
         "feature gate CPUManagerPolicyAlphaOptions must be true: the pool's "
@@ -38,52 +38,57 @@ def test_alpha_gate_set_false_against_the_pools_alpha_option_is_an_error():
 
 def test_alpha_option_gets_its_gate_in_the_emitted_config():
     plan, results = build({"cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}},
-                          (1, 34))
+                          (1, 35))
     assert errors(results) == []
     assert plan.merged["featureGates"] == {"CPUManagerPolicyAlphaOptions": True}
-    assert kubelet_check.check(plan.merged, (1, 34)) == []
+    assert kubelet_check.check(plan.merged, (1, 35)) == []
 
 
-def test_topology_beta_option_with_its_gate_off_is_an_error():
+def test_topology_beta_option_with_its_gate_off_is_an_error(monkeypatch):
+    """Both Topology Manager options are GA in every supported version (KEP-3545,
+    KEP-4622; topologymanager/policy_options.go), so the beta group gate matters for none of
+    them; a beta option needs it."""
     config = {"topologyManagerPolicy": "best-effort",
               "topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"},
               "featureGates": {"TopologyManagerPolicyBetaOptions": False}}
-    # prefer-closest-numa-nodes: beta 1.28-1.31, GA from 1.32 (KEP-3545)
-    assert [f.field for f in kubelet_check.check(config, (1, 31))] == [
+    assert kubelet_check.check(config, (1, 35)) == []
+    from krm_fn.node import options
+    monkeypatch.setitem(options.TOPOLOGY_OPTIONS, "new-option", ("KEP-0", None, (1, 36), None))
+    config["topologyManagerPolicyOptions"] = {"new-option": "true"}
+    assert [f.field for f in kubelet_check.check(config, (1, 36))] == [
         "featureGates.TopologyManagerPolicyBetaOptions"]
-    assert kubelet_check.check(config, (1, 32)) == []
 
 
-def test_merge_default_eviction_settings_exists_from_1_33():
-    # staging/src/k8s.io/kubelet/config/v1beta1/types.go: added in 1.33;
-    # "currently only evictionHard has default values"
-    assert [v for v in range(29, 37)
-            if upstream.has_field("mergeDefaultEvictionSettings", (1, v))] == list(range(33, 37))
-    found = kubelet_check.check({"mergeDefaultEvictionSettings": True}, (1, 32))
+def test_a_field_new_in_1_37_exists_from_1_37():
+    # staging/src/k8s.io/kubelet/config/v1beta1/types.go: defaultPodSysctls added in 1.37
+    assert [v for v in upstream.VERSIONS if upstream.has_field("defaultPodSysctls", v)] == [
+        (1, 37)]
+    found = kubelet_check.check({"defaultPodSysctls": {}}, (1, 36))
     assert [(f.severity, f.message) for f in found] == [(
-        ERROR, "mergeDefaultEvictionSettings does not exist in Kubernetes 1.32: the field was "
-               "added in 1.33; remove it or raise kubernetesVersion")]
+        ERROR, "defaultPodSysctls does not exist in Kubernetes 1.36: the field was "
+               "added in 1.37; remove it or raise kubernetesVersion")]
 
 
 def test_emitted_eviction_hard_is_the_full_default_set_of_each_version():
-    for v in range(29, 37):
-        plan, results = build({"evictionHard": {"memory.available": "1Gi"}}, (1, v))
+    for v in upstream.VERSIONS:
+        plan, results = build({"evictionHard": {"memory.available": "1Gi"}}, v)
         assert errors(results) == []
-        expected = dict(upstream.eviction_hard_default((1, v)), **{"memory.available": "1Gi"})
+        expected = dict(upstream.eviction_hard_default(v), **{"memory.available": "1Gi"})
         assert plan.merged["evictionHard"] == expected, v
-        assert ("imagefs.inodesFree" in expected) == (v >= 30), v
+        assert "imagefs.inodesFree" in expected, v
 
 
 def test_unknown_gate_on_a_version_whose_gates_are_not_exact(monkeypatch):
     """A version whose pkg/features gates were not generated from its own release
-    (`gatesExact: false`, generator --inexact-gates; no committed file is such since 1.36
-    was regenerated from v1.36.2): an unknown gate without a close match may be new there, so
-    it is a warning; a misspelling (did you mean) and a removed gate stay errors."""
+    (`gatesExact: false`, generator --inexact-gates; no committed file is such: each is
+    generated from one release's Go modules): an unknown gate without a close match may be
+    new there, so it is a warning; a misspelling (did you mean) and a removed gate stay
+    errors."""
     load = upstream.load
     exact = load((1, 36))
     inexact = dataclasses.replace(exact, gates_exact=False)
     monkeypatch.setattr(upstream, "load", lambda v: inexact if tuple(v) == (1, 36) else load(v))
-    gates = {"SomeGateNewIn136": True, "CPUManagerPolicyBetaOption": True, "CPUManager": True}
+    gates = {"SomeGateNewIn136": True, "CPUManagerPolicyBetaOption": True, "MemoryManager": True}
     found = {f.field: f for f in kubelet_check.check({"featureGates": gates}, (1, 36))}
     new = found["featureGates.SomeGateNewIn136"]
     assert (new.severity, new.message) == (WARNING, (
@@ -93,37 +98,35 @@ def test_unknown_gate_on_a_version_whose_gates_are_not_exact(monkeypatch):
         "this is not one, the kubelet refuses to start (unrecognized feature gate) "
         "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)"))
     assert found["featureGates.CPUManagerPolicyBetaOption"].severity == ERROR
-    assert found["featureGates.CPUManager"].severity == ERROR
+    assert found["featureGates.MemoryManager"].severity == ERROR
     [old] = kubelet_check.check({"featureGates": {"SomeGateNewIn136": True}}, (1, 35))
     assert old.severity == ERROR
 
 
 def test_data_facts_checked_against_the_release_sources():
-    """Facts re-read from the release sources in the issue #13 audit (docs/kubelet-data.md,
-    "How the committed data was checked")."""
-    # CPUManager: GA and locked through 1.32, removed in 1.33 (pkg/features)
-    assert upstream.load((1, 31)).gates["CPUManager"] == {
-        "stage": "GA", "default": True, "locked": True}
-    assert "CPUManager" not in upstream.load((1, 33)).gates
-    assert upstream.load((1, 34)).removed_gates["CPUManager"] == "1.33"
-    # the data is per patch release: v1.30.4 moved APIServingWithRoutine back to alpha, off
-    # (k8s.io/apiserver pkg/features); v1.30.0 had it beta, on
-    assert upstream.load((1, 30)).source == "kubernetes v1.30.4"
-    assert upstream.load((1, 30)).gates["APIServingWithRoutine"] == {
-        "stage": "ALPHA", "default": False, "locked": False}
+    """Facts re-read from the release sources (docs/kubelet-data.md, "The committed data")."""
+    # DisableCPUQuotaWithExclusiveCPUs: beta (on) in 1.35, deprecated in 1.36, locked to
+    # true in 1.37 ("remove in 1.38"; pkg/features/kube_features.go)
+    assert [upstream.load(v).gates["DisableCPUQuotaWithExclusiveCPUs"]
+            for v in upstream.VERSIONS] == [
+        {"stage": "BETA", "default": True, "locked": False},
+        {"stage": "DEPRECATED", "default": True, "locked": False},
+        {"stage": "DEPRECATED", "default": True, "locked": True}]
     # field types (staging/src/k8s.io/kubelet/config/v1beta1/types.go, every minor)
-    for v in range(29, 37):
-        data = upstream.load((1, v))
+    for v in upstream.VERSIONS:
+        data = upstream.load(v)
         assert data.fields["maxPods"]["type"] == "int32"
         assert data.fields["evictionSoftGracePeriod"] == {"go": "map[string]string",
                                                           "type": "string-map"}
+    assert upstream.load((1, 37)).fields["defaultPodSysctls"] == {
+        "go": "map[string]string", "type": "string-map"}
 
 
 def test_feature_gates_that_are_not_a_mapping_are_an_error_naming_the_version():
     assert [(f.severity, f.field, f.message)
-            for f in kubelet_check.check({"featureGates": ["EventedPLEG"]}, (1, 33))] == [
+            for f in kubelet_check.check({"featureGates": ["EventedPLEG"]}, (1, 35))] == [
         (ERROR, "featureGates", "featureGates must be a mapping of gate name to true/false, "
-         "found ['EventedPLEG']: the kubelet of Kubernetes 1.33 cannot decode it and refuses "
+         "found ['EventedPLEG']: the kubelet of Kubernetes 1.35 cannot decode it and refuses "
          "to start")]
 
 
@@ -133,15 +136,15 @@ def test_a_percentage_hard_eviction_counts_against_the_node_memory():
     gi = 2 ** 30
     config = {"kubeReserved": {"memory": "30Gi"}, "systemReserved": {"memory": "30Gi"},
               "evictionHard": {"memory.available": "10%"}}
-    [f] = kubelet_check.check(config, (1, 34), node_memory=64 * gi)
+    [f] = kubelet_check.check(config, (1, 35), node_memory=64 * gi)
     assert (f.severity, f.field, f.message) == (
         ERROR, "kubeReserved.memory",
         f"kubeReserved.memory + systemReserved.memory + evictionHard[memory.available] is "
         f"{60 * gi + int(6.4 * gi)} bytes, more than the node's memory ({64 * gi} bytes): the "
-        f"kubelet of Kubernetes 1.34 refuses to start (Expected capacity >= reservation); "
+        f"kubelet of Kubernetes 1.35 refuses to start (Expected capacity >= reservation); "
         f"lower the reservations")
     config["evictionHard"]["memory.available"] = "5%"
-    assert kubelet_check.check(config, (1, 34), node_memory=64 * gi) == []
+    assert kubelet_check.check(config, (1, 35), node_memory=64 * gi) == []
 
 
 def test_eviction_thresholds_the_kubelet_cannot_parse_are_errors():
@@ -152,16 +155,16 @@ def test_eviction_thresholds_the_kubelet_cannot_parse_are_errors():
               "evictionSoftGracePeriod": {"memory.available": "ninety seconds"}}
     doc = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
     assert [(f.severity, f.field, f.message)
-            for f in kubelet_check.check(config, (1, 34))] == [
+            for f in kubelet_check.check(config, (1, 35))] == [
         (ERROR, "evictionHard.memory.available", "evictionHard.memory.available is 'lots', "
-         "not a quantity: the kubelet of Kubernetes 1.34 refuses to start; write a quantity "
+         "not a quantity: the kubelet of Kubernetes 1.35 refuses to start; write a quantity "
          f"such as 500Mi or a percentage such as 10% ({doc})"),
         (ERROR, "evictionHard.nodefs.available", "evictionHard.nodefs.available is '150%', a "
-         "percentage must be between 0% and 100%: the kubelet of Kubernetes 1.34 refuses to "
+         "percentage must be between 0% and 100%: the kubelet of Kubernetes 1.35 refuses to "
          f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
         (ERROR, "evictionHard.imagefs.available", "evictionHard.imagefs.available is '0', "
-         "eviction threshold must be positive: the kubelet of Kubernetes 1.34 refuses to "
+         "eviction threshold must be positive: the kubelet of Kubernetes 1.35 refuses to "
          f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
         (ERROR, "evictionSoftGracePeriod.memory.available", "evictionSoftGracePeriod."
          "memory.available is 'ninety seconds', not a positive Go duration: the kubelet of "
-         "Kubernetes 1.34 refuses to start; write e.g. \"1m30s\"")]
+         "Kubernetes 1.35 refuses to start; write e.g. \"1m30s\"")]

@@ -81,7 +81,7 @@ def test_config_error_names_the_field():
 def test_plan_uses_the_paste():
     cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
                        "spec": {"nodePools": [{"name": "p", "topology": {"lscpu": TWO_SOCKET}}]}})
-    plan, results = node_plan.build(cfg.nodePools[0], (1, 34), Ref("v1", "ConfigMap", "x"))
+    plan, results = node_plan.build(cfg.nodePools[0], (1, 35), Ref("v1", "ConfigMap", "x"))
     assert plan.kubelet["reservedSystemCPUs"] == "0-1,8-9"
     assert plan.exclusive_cpus == 12
     assert [r for r in results if r.severity == "error"] == []

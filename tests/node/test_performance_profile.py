@@ -13,7 +13,7 @@ REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
 TYPED = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning"}
 
 
-def _render(pool: dict, version=(1, 34)):
+def _render(pool: dict, version=(1, 35)):
     cfg = config.load({**TYPED, "spec": {"nodePools": [pool]}})
     plan, _ = node_plan.build(cfg.nodePools[0], version, REF)
     ctx = RenderContext("kube-system", pool=cfg.nodePools[0])
@@ -111,7 +111,7 @@ def test_performance_profile_names_come_from_the_field_table():
     assert fields.FORMAT_KIND["performance-profile"] == fields.OPEN
 
 
-@pytest.mark.parametrize("version", [(1, 30), (1, 34), (1, 36)])
+@pytest.mark.parametrize("version", [(1, 35), (1, 36), (1, 37)])
 def test_every_plan_field_is_carried_or_warned(version):
     cfg = config.load({**TYPED, "spec": {"nodePools": [{"name": "inference", "kubelet": {
         "memoryManagerPolicy": "Static", "cgroupDriver": "systemd",

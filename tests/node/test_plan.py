@@ -9,7 +9,7 @@ from krm_fn.results import ERROR, WARNING, Ref, Result
 
 REF = Ref("krm-fn.dev/v1alpha1", "InferenceTuning", "pin-inference")
 
-# pkg/kubelet/eviction/defaults_linux.go on 1.30+ (imagefs.inodesFree: #121834)
+# pkg/kubelet/eviction/defaults_linux.go of every supported release
 EVICTION_DEFAULTS = {"memory.available": "100Mi", "nodefs.available": "10%",
                      "nodefs.inodesFree": "5%", "imagefs.available": "15%",
                      "imagefs.inodesFree": "5%"}
@@ -39,7 +39,7 @@ def pool(**kubelet):
     return p
 
 
-def build(p=None, version=(1, 34), index=0):
+def build(p=None, version=(1, 35), index=0):
     return node_plan.build(p or pool(), version, REF, index=index)
 
 
@@ -144,19 +144,21 @@ def test_empty_options_omitted():
     assert "featureGates" not in plan.kubelet
 
 
-def test_fail_cgroup_v1_dropped_before_1_31():
-    plan, results = build(pool(cpuManagerPolicyOptions={}), version=(1, 30))
-    assert "failCgroupV1" not in plan.kubelet
-    assert [(r.severity, r.path, r.current) for r in results] == [
-        (WARNING, "spec.nodePools[0].kubelet.failCgroupV1", "true"),
-        (WARNING, "spec.kubernetesVersion", None)]
-    assert "exists from Kubernetes 1.31" in results[0].message
-    assert "keep a CFS quota equal to their CPU limit" in results[1].message
-    plan, results = build(version=(1, 31))
-    assert plan.kubelet["failCgroupV1"] is True
-    assert [r.path for r in results] == ["spec.kubernetesVersion"]   # the C06 warning
-    plan, results = build(version=(1, 33))
+@pytest.mark.parametrize("version", [(1, 35), (1, 36), (1, 37)])
+def test_every_supported_version_gets_the_same_plan_without_warnings(version):
+    """failCgroupV1 and singleProcessOOMKill exist, and DisableCPUQuotaWithExclusiveCPUs is
+    on by default, in every supported version: nothing is dropped and no version note."""
+    plan, results = build(pool(singleProcessOOMKill=True), version=version)
     assert results == []
+    assert plan.kubelet == {**DEFAULT_KUBELET, "singleProcessOOMKill": True}
+
+
+@pytest.mark.parametrize("version", [(1, 34), (1, 38)])
+def test_a_version_without_data_is_refused(version):
+    """No nearest version: the config refuses kubernetesVersion outside the supported
+    minors, so the plan is never built for one."""
+    with pytest.raises(ValueError, match=f"Kubernetes 1.{version[1]}"):
+        build(version=version)
 
 
 def test_eviction_hard_merged_over_defaults():
@@ -263,20 +265,7 @@ def test_extra_values_become_plain():
 
 def test_version_must_be_tuple():
     with pytest.raises(TypeError, match="tuple"):
-        node_plan.build(pool(), "1.34", REF)
-
-
-def test_versions_before_the_option_table_are_checked_as_the_oldest_covered():
-    # the defaults (full-pcpus-only) work on 1.27 with a warning, not an error
-    plan, results = build(pool(), version=(1, 27))
-    assert [r.severity for r in results if "option data" in r.message] == ["warning"]
-    assert not [r for r in results if r.severity == "error"]
-    # an option added after the target version is an error
-    plan, results = build(pool(cpuManagerPolicyOptions={"distribute-cpus-across-cores": "true"}),
-                          version=(1, 30))
-    errors = [r.message for r in results if r.severity == "error"]
-    assert errors == ["CPU Manager policy option 'distribute-cpus-across-cores' does not exist "
-                      "in Kubernetes 1.30 (added in 1.31); the kubelet refuses to start with it"]
+        node_plan.build(pool(), "1.35", REF)
 
 
 def test_huge_reserved_cpuset_is_an_error_not_a_hang():
@@ -305,51 +294,46 @@ def test_more_than_8_numa_nodes_gets_max_allowable_numa_nodes_added():
         "max-allowable-numa-nodes the kubelet refuses to start with topologyManagerPolicy "
         "'best-effort' on more than 8 NUMA nodes, so max-allowable-numa-nodes: \"16\" is "
         "added; pod admission takes longer as NUMA nodes grow (KEP-4622)")
-    assert "featureGates" not in plan.kubelet       # beta (on) in 1.34: no gate written
+    assert "featureGates" not in plan.kubelet       # GA in every supported version: no gate
 
 
-def test_max_allowable_numa_nodes_too_low_or_too_old_is_an_error():
+def test_max_allowable_numa_nodes_too_low_is_an_error():
     _, results = build(numa_pool(options={"max-allowable-numa-nodes": "12"}))
     assert [(r.severity, r.path) for r in results] == [
         (ERROR, "spec.nodePools[0].kubelet.topologyManagerPolicy")]
-    assert "max-allowable-numa-nodes >= 16 (it is '12')" in results[0].message
-    _, results = build(numa_pool(), version=(1, 30))
-    assert [(r.severity, r.path) for r in results if r.severity == ERROR] == [
-        (ERROR, "spec.nodePools[0].kubelet.topologyManagerPolicy")]
-    assert results[-1].message.endswith("the option exists from Kubernetes 1.31, so set "
-                                        "topologyManagerPolicy to none")
+    assert results[0].message == (
+        "topologyManagerPolicy 'best-effort' on nodes with 16 NUMA nodes needs the topology "
+        "manager option max-allowable-numa-nodes >= 16 (it is '12'): without it the kubelet "
+        "refuses to start on machines with more than 8 NUMA nodes; set "
+        "kubelet.topologyManagerPolicyOptions.max-allowable-numa-nodes to \"16\" or "
+        "topologyManagerPolicy to none")
     for ok in (numa_pool("none"), numa_pool(options={"max-allowable-numa-nodes": "16"})):
         plan, results = build(ok)
         assert results == []
 
 
-def test_topology_manager_policy_options_by_version():
+def test_topology_manager_policy_options_by_version(monkeypatch):
     plan, results = build(pool(topologyManagerPolicyOptions={
         "prefer-closest-numa-nodes": "true"}))
     assert results == []
     assert plan.kubelet["topologyManagerPolicyOptions"] == {"prefer-closest-numa-nodes": "true"}
     keys = list(plan.kubelet)
     assert keys[keys.index("topologyManagerPolicy") + 1] == "topologyManagerPolicyOptions"
-    # alpha in 1.26-1.27: the alpha group gate is written; beta and GA need none
-    plan, results = build(pool(topologyManagerPolicyOptions={
-        "prefer-closest-numa-nodes": "true"}), version=(1, 27))
-    assert [r for r in results if "topologyManager" in r.path] == []
-    assert plan.kubelet["featureGates"] == {"TopologyManagerPolicyAlphaOptions": True}
-    plan, _ = build(pool(topologyManagerPolicyOptions={"prefer-closest-numa-nodes": "true"}),
-                    version=(1, 28))
-    assert "featureGates" not in plan.kubelet
-    # did not exist yet
-    _, results = build(pool(topologyManagerPolicyOptions={"prefer-closest-numa-nodes": "true"}),
-                       version=(1, 25))
+    assert "featureGates" not in plan.kubelet       # GA in every supported version
+    # both options are GA in every supported version; an option new in the newest minor,
+    # alpha there: an error before it, the alpha group gate written from it
+    from krm_fn.node import options
+    monkeypatch.setitem(options.TOPOLOGY_OPTIONS, "new-option", ("KEP-0", (1, 37), None, None))
+    _, results = build(pool(topologyManagerPolicyOptions={"new-option": "true"}),
+                       version=(1, 36))
     assert [(r.severity, r.path, r.message) for r in results if r.severity == ERROR] == [
         (ERROR, "spec.nodePools[0].kubelet.topologyManagerPolicyOptions",
-         "Topology Manager policy option 'prefer-closest-numa-nodes' does not exist in "
-         "Kubernetes 1.25 (added in 1.26, KEP-3545); the kubelet refuses to start with it")]
-    _, results = build(pool(topologyManagerPolicyOptions={"max-allowable-numa-nodes": "10"}),
-                       version=(1, 30))
-    assert [r.message for r in results if r.severity == ERROR] == [
-        "Topology Manager policy option 'max-allowable-numa-nodes' does not exist in "
-        "Kubernetes 1.30 (added in 1.31, KEP-4622); the kubelet refuses to start with it"]
+         "Topology Manager policy option 'new-option' does not exist in "
+         "Kubernetes 1.36 (added in 1.37, KEP-0); the kubelet refuses to start with it")]
+    plan, results = build(pool(topologyManagerPolicyOptions={"new-option": "true"}),
+                          version=(1, 37))
+    assert [r for r in results if "topologyManager" in r.path] == []
+    assert plan.kubelet["featureGates"] == {"TopologyManagerPolicyAlphaOptions": True}
 
 
 def test_topology_manager_policy_option_values():

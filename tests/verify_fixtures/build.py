@@ -111,14 +111,14 @@ def _missing_memory() -> dict:
 
 
 CASES = {
-    "good-1.34": container(),
-    "good-1.32": container(cpu_max="400000 100000"),
+    "good": container(),
+    "good-cpu-quota": container(cpu_max="400000 100000"),
     "good-host-cgroup": _host_cgroup(),
     "bad-cgroup-v1": _v1(),
     "bad-shared-pool": container(cpus="4-15,20-31"),
     "bad-split-smt": container(cpus="2-5"),
     "bad-two-numa": container(cpus="7-8,23-24"),
-    "bad-quota-1.34": container(cpu_max="400000 100000"),
+    "bad-quota": container(cpu_max="400000 100000"),
     "bad-memory": container(memory_max="8589934592"),
     "bad-pids": container(pids_max="1024"),
     "bad-thread-env": container(env={"OMP_NUM_THREADS": "32"}),

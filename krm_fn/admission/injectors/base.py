@@ -63,8 +63,7 @@ class InjectionContext:
     `storage_containers`: KServe ClusterStorageContainer objects (tuple);
     `instrumentations`: {(namespace, name): OpenTelemetry Instrumentation};
     `collectors`: {(namespace, name): OpenTelemetryCollector}; `injection`: the config's
-    `spec.workloads.injection` record (None: not given); `kubernetes_version`: (major,
-    minor) or None; `runtime_classes`: {name: RuntimeClass (node.k8s.io)}, whose pod
+    `spec.workloads.injection` record (None: not given); `runtime_classes`: {name: RuntimeClass (node.k8s.io)}, whose pod
     overhead and node selector the pods that name them get; `limit_ranges`: {namespace:
     [LimitRange]}, which the API server validates every pod of that namespace against;
     `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
@@ -81,7 +80,6 @@ class InjectionContext:
     instrumentations: dict = field(default_factory=dict)
     collectors: dict = field(default_factory=dict)
     injection: object | None = None
-    kubernetes_version: tuple | None = None
     runtime_classes: dict = field(default_factory=dict)
     limit_ranges: dict = field(default_factory=dict)
     vpas: tuple = ()
@@ -89,7 +87,7 @@ class InjectionContext:
     untuned: object = None
 
     @classmethod
-    def from_items(cls, items: list, injection=None, kubernetes_version=None):
+    def from_items(cls, items: list, injection=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
         ns, cms, scs, insts, cols, rcs, lrs, vpas, rqs = {}, {}, [], {}, {}, {}, {}, [], {}
         for it in items:
@@ -117,14 +115,12 @@ class InjectionContext:
                 vpas.append(it)
             elif kind == "ResourceQuota" and group == "":
                 rqs.setdefault(space, []).append(it)
-        return cls(ns, cms, tuple(scs), insts, cols, injection, kubernetes_version, rcs,
-                   lrs, tuple(vpas), rqs)
+        return cls(ns, cms, tuple(scs), insts, cols, injection, rcs, lrs, tuple(vpas), rqs)
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
-        """`from_items` with the loaded config's `spec.workloads.injection` and
-        `kubernetesVersion` ((major, minor))."""
-        return cls.from_items(items, cfg.workloads.injection, tuple(cfg.kubernetesVersion))
+        """`from_items` with the loaded config's `spec.workloads.injection`."""
+        return cls.from_items(items, cfg.workloads.injection)
 
     def configmap(self, name: str, namespace: str | None = None) -> dict | None:
         """The ConfigMap `name` (in `namespace`, or in any namespace when None)."""

@@ -6,7 +6,8 @@ There is no Namespace-level trigger.
 
 **What it adds** (pkg/webhook/injection.go, sidecar_spec.go): `gke-gcsfuse-sidecar`, an
 init container with `restartPolicy: Always` on clusters with native sidecars (1.29 and
-newer) unless `gke-gcsfuse/enable-native-sidecar: "false"`, else an app container. Not
+newer: every supported version) unless `gke-gcsfuse/enable-native-sidecar: "false"`, else
+an app container. Not
 modelled: the metadata-prefetch sidecar of volumes that enable it.
 
 **Resources** (pkg/webhook/config.go `prepareConfig`, `populateResource`): the
@@ -73,10 +74,10 @@ def resources(meta: base.Meta) -> tuple[dict, dict]:
 
 
 def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
-    """The `gke-gcsfuse-sidecar` container (SIDECAR on 1.29+, else APP)."""
+    """The `gke-gcsfuse-sidecar` container (SIDECAR: every supported version has native
+    sidecars; APP with `gke-gcsfuse/enable-native-sidecar: "false"`)."""
     req, lim = resources(meta)
-    old = ctx.kubernetes_version is not None and tuple(ctx.kubernetes_version) < (1, 29)
-    native = str(meta.annotations.get(NATIVE, "true")).lower() != "false" and not old
+    native = str(meta.annotations.get(NATIVE, "true")).lower() != "false"
     return (base.container(NAME, model.SIDECAR if native else model.APP, ID, req, lim),)
 
 

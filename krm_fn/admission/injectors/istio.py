@@ -25,7 +25,7 @@ the input, only the pod's own label or annotation is visible.
 **What it adds.** `istio-proxy` (an app container, or an init container with
 `restartPolicy: Always` when native sidecars are on: annotation
 `sidecar.istio.io/nativeSidecar`, else ENABLE_NATIVE_SIDECARS, `auto` since 1.27, which
-turns them on when every node's kubelet is 1.33 or newer) and the init container
+turns them on when every node's kubelet is 1.33 or newer, as every supported one is) and the init container
 `istio-init` (`istio-validation` with Istio CNI; none with the annotation
 `sidecar.istio.io/interceptionMode: NONE`). Both get the same resources (the
 `resources` template of files/injection-template.yaml, used by both since Istio 1.8).
@@ -110,11 +110,11 @@ def trigger(meta: base.Meta):
     return None, None
 
 
-def _native(meta: base.Meta, ctx: base.InjectionContext) -> bool:
+def _native(meta: base.Meta) -> bool:
+    """The annotation when set, else on: ENABLE_NATIVE_SIDECARS `auto` turns native
+    sidecars on where every kubelet is 1.33 or newer, as every supported version is."""
     value = meta.annotations.get(NATIVE)
-    if value is not None:
-        return str(value) != "false"
-    return ctx.kubernetes_version is not None and tuple(ctx.kubernetes_version) >= (1, 33)
+    return value is None or str(value) != "false"
 
 
 def resources(meta: base.Meta) -> tuple[dict, dict]:
@@ -132,7 +132,7 @@ def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
     """istio-init (init; not with interceptionMode NONE) and istio-proxy (SIDECAR when
     native sidecars are on, else APP), both sized by `resources`."""
     req, lim = resources(meta)
-    proxy_role = model.SIDECAR if _native(meta, ctx) else model.APP
+    proxy_role = model.SIDECAR if _native(meta) else model.APP
     proxy = base.container("istio-proxy", proxy_role, ID, req, lim)
     if str(meta.annotations.get(INTERCEPTION, "")) == "NONE":
         return (proxy,)

@@ -91,7 +91,8 @@ def scan(c: ContainerView, engines: tuple) -> tuple:
 
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
-    """Warn that one worker's OOM kills all of them (Kubernetes >= 1.28)."""
+    """Warn that one worker's OOM kills all of them (cgroup v2, Kubernetes 1.28 and later:
+    every supported version)."""
     cnt = f.count
     w = cnt.workers
     if w is None:
@@ -102,11 +103,11 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                              f"divided by it ({cnt.count} per worker); set a whole number of "
                              f"workers")
         return
-    if w.count <= 1 or ctx.cfg.kubernetesVersion < (1, 28):
+    if w.count <= 1:
         return
     if ctx.pool is not None and ctx.pool.single_process_oom_kill:
         return                      # an OOM kills only the offending worker
-    from krm_fn.node import fields, upstream
+    from krm_fn.node import fields
     oom = fields.BY_NAME["singleProcessOOMKill"]
     where = (f"spec.nodePools[].kubelet.{oom.name}: true for node pool {ctx.pool.name!r}"
              if ctx.pool is not None else f"spec.nodePools[].kubelet.{oom.name}: true")
@@ -115,9 +116,8 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                      f"Kubernetes 1.28 on cgroup v2 the kubelet sets memory.oom.group, so one "
                      f"worker going over the memory limit kills the whole container, all "
                      f"{w.count} workers; make resources.limits.memory ({mem}) cover all "
-                     f"{w.count} workers at their peak, or set {where} (Kubernetes >= "
-                     f"{upstream.version_str(oom.since)}); thread vars are {cnt.count} per "
-                     f"worker")
+                     f"{w.count} workers at their peak, or set {where}; thread vars are "
+                     f"{cnt.count} per worker")
 
 
 # Not recognised like an Engine (any container with a worker count): its row documents
