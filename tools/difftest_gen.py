@@ -414,7 +414,7 @@ def cat_durations(r, seeds):
                                          r.choice(["alertFor", "rateWindow"]):
                                              rnd_str(r, DUR_ODD, "0159smhwdy")}}
     if r.random() < 0.3:
-        spec["kubernetesVersion"] = r.choice(["1.29", "1.31", "1.34", "1.36"])
+        spec["kubernetesVersion"] = r.choice(["1.35", "1.36", "1.37", "1.36"])   # supported minors
     return [d], typed_config(spec)
 
 

@@ -429,7 +429,7 @@ def main(argv: list[str] | None = None) -> int:
                          "gatesExact: false, so an unknown gate is only a warning")
     ap.add_argument("--out", default=str(OUT),
                     help="where the kubelet_1_<minor>.py modules are written (default: %(default)s)")
-    ap.add_argument("minors", nargs="+", help="minor versions in order, e.g. 1.29 1.30")
+    ap.add_argument("minors", nargs="+", help="minor versions in order, e.g. 1.35 1.36 1.37")
     a = ap.parse_args(argv)
     trees = dict(t.split("=", 1) for t in a.tree)
     notes = dict(n.split("=", 1) for n in a.note)

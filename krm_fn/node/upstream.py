@@ -11,11 +11,11 @@ source; docs/kubelet-data.md):
   (pkg/features/kube_features.go and the component-base / apiserver / client-go gates the
   kubelet registers);
 - `removedGates`: gate -> the minor that removed it (unknown to this kubelet);
-- `fieldsSince`: field -> the first minor that has it (fields older than the first
-  generated minor are not listed);
+- `fieldsSince`: field -> the first minor that has it (fields of the oldest generated
+  minor are not listed);
 - `policyOptions`: CPU / Topology Manager policy option -> "alpha"/"beta"/"ga" from
-  pkg/kubelet/cm/{cpumanager,topologymanager}/policy_options.go, for the versions whose
-  source had those files (krm_fn.node.options is tested against it);
+  pkg/kubelet/cm/{cpumanager,topologymanager}/policy_options.go (krm_fn.node.options is
+  tested against it);
 - `gatesExact`: false when the gates were not generated from this minor's own
   pkg/features source (an unknown gate without a close match is then only a warning);
   absent: true;
@@ -25,6 +25,8 @@ source; docs/kubelet-data.md):
 
 Only the target version's module is imported, once: a Python literal, unmarshalled from the
 bytecode pip compiles on install (start-up time: no `json` to import, no text to parse).
+The modules present are the supported minors (VERSIONS, FIRST..LAST: krm_fn.node.data);
+there is no data for any other version, and none is taken from a nearby one.
 """
 from __future__ import annotations
 
@@ -86,7 +88,7 @@ class KubeletData:
 @lru_cache(maxsize=None)
 def load(version: Version) -> KubeletData:
     """The facts for `version` (major, minor), one of VERSIONS (the config refuses any
-    other: krm_fn.config.types.Version), from the module krm_fn.node.data.kubelet_1_<minor>.
+    other: krm_fn.config.versions.Version), from the module krm_fn.node.data.kubelet_1_<minor>.
     Raises ValueError for a version krm-fn has no data for."""
     v = tuple(version)
     if v not in VERSIONS:

@@ -131,7 +131,7 @@ ROW = Engine(
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
           "(`memory.oom.group`): the memory limit must cover every worker, or set "
-          "`spec.nodePools[].kubelet.singleProcessOOMKill: true` (1.32+; then no warning)",
+          "`spec.nodePools[].kubelet.singleProcessOOMKill: true` (then no warning)",
     sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
              ("hypercorn __main__.py (-w/--workers)",
               "https://github.com/pgjones/hypercorn/blob/main/src/hypercorn/__main__.py"),
