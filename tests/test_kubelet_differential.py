@@ -15,16 +15,11 @@ k8s.io/kubernetes at the release of the node's minor), and the outcomes must be 
 """
 from __future__ import annotations
 
-import os
-import random
-
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 from tests.harness import cases, differential, runner
-
-SEED = int(os.environ.get("KRM_FN_DIFF_SEED") or random.SystemRandom().randrange(2**32))
-EXAMPLES = int(os.environ.get("KRM_FN_DIFF_EXAMPLES") or 2000)
+from tests.harness.seed import EXAMPLES, SEED
 
 
 @pytest.fixture(scope="session")
@@ -46,10 +41,12 @@ def compare(harnesses, node, pods, repeat) -> None:
         found = [f for f in kubelet_check.check(node.kubelet, node.version)
                  if f.severity == "error"]
         assert found, (f"the kubelet {node.version} does not start: {got['startError']}; "
-                       f"krm-fn's kubelet_check finds no error in {node.kubelet}")
+                       f"krm-fn's kubelet_check finds no error in {node.kubelet} "
+                       f"(KRM_FN_DIFF_SEED={SEED})")
         return
     want = differential.model(node, pods, repeat)
-    assert want == got, f"krm-fn (left) and the kubelet (right) differ (seed {SEED})"
+    assert want == got, (f"krm-fn (left) and the kubelet (right) differ "
+                         f"(KRM_FN_DIFF_SEED={SEED})")
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None,

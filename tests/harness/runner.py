@@ -4,7 +4,9 @@ The minors are the module files: `go.mod` (the newest) and `go.<minor>.mod`, eac
 `k8s.io/kubernetes` at one exact release. `binary(minor)` builds `harness` for that minor
 once per content of the sources and module files (the Go build cache makes a rebuild after a
 change quick) into `$KRM_FN_HARNESS_CACHE` (default `~/.cache/krm-fn/harness`), outside the
-checkout. `Harness(minor)` keeps one `harness serve` process and sends it requests.
+checkout, and keeps only the newest build of each minor there (about 80 MB each; Go's own
+module and build caches hold a few GB more). `Harness(minor)` keeps one `harness serve`
+process and sends it requests. `python -m tests.harness.runner` builds them all.
 
 Without Go the tests that need a harness are skipped, except under `CI=true`, where that is
 a failure (`require_go`).
@@ -17,6 +19,7 @@ import os
 import re
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -73,23 +76,46 @@ def _key(minor: str) -> str:
     return h.hexdigest()[:16]
 
 
-def binary(minor: str) -> Path:
-    """The harness for `minor`, built when its sources or module files changed.
+class BuildError(RuntimeError):
+    """`go build` of the harness failed; the message holds the command and Go's output."""
 
-    Raises subprocess.CalledProcessError (with Go's output) when the build fails."""
+
+def binary(minor: str) -> Path:
+    """The harness for `minor`, built when its sources or module files changed (a line on
+    standard error says so: the first build downloads the Kubernetes modules and takes
+    minutes); older builds of that minor are removed from the cache.
+
+    Raises BuildError with Go's output when the build fails."""
     exe = CACHE / f"harness-{minor}-{_key(minor)}"
     if exe.exists():
         return exe
     CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = exe.with_suffix(".tmp")
+    tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
     mod = modfile(minor)
     cmd = [go() or "go", "build", f"-modfile={mod.name}",
            f"-tags=k8s_{minor.replace('.', '_')}", "-o", str(tmp), "."]
+    print(f"building the kubelet harness for Kubernetes {minor} "
+          f"({releases().get(minor)}): {' '.join(cmd)}", file=sys.stderr, flush=True)
     proc = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True)
     if proc.returncode:
-        raise subprocess.CalledProcessError(proc.returncode, cmd, proc.stdout, proc.stderr)
+        tmp.unlink(missing_ok=True)
+        raise BuildError(f"{' '.join(cmd)} (in {HERE}) failed with exit code "
+                         f"{proc.returncode}:\n{proc.stdout}{proc.stderr}")
     tmp.replace(exe)
+    for old in CACHE.glob(f"harness-{minor}-*"):
+        if old != exe and not old.name.endswith(".tmp"):
+            old.unlink(missing_ok=True)
     return exe
+
+
+def main() -> None:
+    """`python -m tests.harness.runner`: build the harness of every minor, saying so."""
+    for minor in releases():
+        print(binary(minor))
+
+
+if __name__ == "__main__":
+    main()
 
 
 class HarnessError(RuntimeError):
