@@ -205,6 +205,15 @@ def _cpu_assignment_regressions() -> dict:
                      reservedSystemCPUs="0", reserved={0}, featureGates=alpha,
                      cpuManagerPolicyOptions=distribute_align),
             [one(4)], 0),
+        # iterateCombinations builds each combination by append on a shared backing
+        # array, and bestCombo keeps a slice of it: the 4th NUMA node of the balanced
+        # (1, 2, 3, 4) is overwritten by the later (1, 2, 3, 7) with the same first three,
+        # so the kubelet takes NUMA nodes 1, 2, 3 and 7
+        "cpu-distribute-across-numa-keeps-a-go-slice": (
+            cpu_node(sockets=2, numa_per_socket=4, cores=4, threads=1, version=(1, 35),
+                     reservedSystemCPUs="0", reserved={0},
+                     cpuManagerPolicyOptions={"distribute-cpus-across-numa": "true"}),
+            [one(4)], 0),
         # cadvisor lists a core's threads per NUMA node, so a core split over two NUMA
         # nodes is two cores: CPUsPerCore is 8 CPUs / 4 cores = 2, and 2 CPUs are whole
         # cores under full-pcpus-only; krm-fn counted 4 threads per core (SMTAlignmentError)

@@ -11,7 +11,6 @@ the kubelet's code.
 """
 from __future__ import annotations
 
-from itertools import combinations
 from math import sqrt, trunc
 
 
@@ -30,6 +29,49 @@ def _quiet(take, avail, n: int) -> set:
         return take(avail, n)
     except AssignmentError:
         return set()
+
+
+class _Slice:
+    """A Go slice of ints: `length` items of the backing array `array`, which later appends
+    to another slice of the same array may overwrite (read it with tuple())."""
+
+    __slots__ = ("array", "length")
+
+    def __init__(self, array: list, length: int):
+        self.array, self.length = array, length
+
+    def __iter__(self):
+        return iter(self.array[:self.length])
+
+    def __len__(self) -> int:
+        return self.length
+
+
+def _iterate_combinations(items: list, k: int):
+    """cpuAccumulator.iterateCombinations: the `k`-subsets of `items` in lexicographic order
+    of positions, each as the Go slice the kubelet hands its callback. It builds them with
+    `append(accum, n[i])` from an empty slice, and append writes in place while the
+    backing array has room (capacities 1, 2, 4, 8, ...: growslice), so the subsets of one
+    prefix share an array: for k = 4 the 4th item of every subset with the same first 3 is
+    the same slot, and a subset kept for later (bestCombo, bestRemainder) holds what the
+    last of them wrote there. Yields _Slice views of those arrays."""
+    if k < 1:
+        return
+
+    def helper(k: int, start: int, array: list, length: int, cap: int):
+        if k == 0:
+            yield _Slice(array, length)
+            return
+        for i in range(start, len(items) - k + 1):
+            if length < cap:
+                array[length] = items[i]
+                grown, room = array, cap
+            else:
+                room = max(1, cap * 2)
+                grown = array[:length] + [items[i]] + [None] * (room - length - 1)
+            yield from helper(k - 1, i + 1, grown, length + 1, room)
+
+    yield from helper(k, 0, [], 0, 0)
 
 
 def _go_round(x: float) -> float:
@@ -156,7 +198,8 @@ class CPUTopology:
         """cpu_assignment.go takeByTopologyNUMADistributed (KEP-2902): the fewest NUMA nodes
         (rangeNUMANodesNeededToSatisfy) over which `n` CPUs spread evenly in groups of
         `group` (_best_combination), each part then taken packed from its NUMA node
-        (_take_distribution). Packed when `n` is not a multiple of `group` or no combination
+        (_take_distribution), the NUMA nodes being those the kept Go slices hold at the end
+        (_iterate_combinations). Packed when `n` is not a multiple of `group` or no combination
         balances. Raises AssignmentError."""
         if n % group:
             return self.packed(avail, n, False)
@@ -183,9 +226,10 @@ class CPUTopology:
         available CPUs}."""
         align = self.align_socket and self.v137
         best, best_balance, best_one = None, float("inf"), False
-        for combo in combinations(numas, k):
+        for view in _iterate_combinations(numas, k):
             if best_balance == 0 and (not align or best_one):
                 break
+            combo = tuple(view)
             if sum(have[x] for x in set(combo)) < n:
                 continue
             if sum(have[x] // group for x in combo) * group < n:
@@ -209,8 +253,8 @@ class CPUTopology:
             if align and one != best_one:
                 better = one
             if better:
-                best, best_balance, best_one = (local_rest, combo), local, one
-        return best
+                best, best_balance, best_one = (local_rest, view), local, one
+        return None if best is None else (best[0], tuple(best[1]))
 
     def _take_distribution(self, acc: "Accumulator", combo: tuple, rest_numas, n: int,
                            group: int):
@@ -256,11 +300,12 @@ class CPUTopology:
 def _remainder(after: dict, spare: list, left: int, group: int) -> tuple:
     """(balance, subset) of the subset of `spare` (the largest subsets first, each size in
     iterateCombinations order) that takes `left` CPUs, a group from each in turn, leaving
-    the lowest standardDeviation of `after` {NUMA node: available CPUs after the shares};
-    (inf, None) when none can."""
+    the lowest standardDeviation of `after` {NUMA node: available CPUs after the shares},
+    the subset as its Go slice holds it at the end; (inf, None) when none can."""
     local, local_rest = float("inf"), None
     for size in range(len(spare), 0, -1):
-        for subset in combinations(spare, size):
+        for view in _iterate_combinations(spare, size):
+            subset = tuple(view)
             rest, trial = left, dict(after)
             if sum(trial[x] for x in subset) < rest:
                 continue
@@ -277,8 +322,8 @@ def _remainder(after: dict, spare: list, left: int, group: int) -> tuple:
                     break
             balance = _std_dev(list(trial.values()))
             if balance < local:
-                local, local_rest = balance, subset
-    return local, local_rest
+                local, local_rest = balance, view
+    return local, None if local_rest is None else tuple(local_rest)
 
 
 class Accumulator:
