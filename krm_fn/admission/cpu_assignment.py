@@ -169,24 +169,15 @@ class CPUTopology:
             return acc.result
         if acc.need > len(acc.avail):
             raise _not_enough(n, avail)
+        levels = [acc.take_full_numa_nodes, acc.take_full_sockets]
         if self.sockets_first:
-            acc.take_full_sockets()
-        else:
-            acc.take_full_numa_nodes()
-        if acc.need < 1:
-            return acc.result
-        if self.sockets_first:
-            acc.take_full_numa_nodes()
-        else:
-            acc.take_full_sockets()
-        if acc.need < 1:
-            return acc.result
+            levels.reverse()
         if uncore:
-            acc.take_uncore_cache()
-            if acc.need < 1:
-                return acc.result
+            levels.append(acc.take_uncore_cache)
         if not self.spread:
-            acc.take_full_cores()
+            levels.append(acc.take_full_cores)
+        for step in levels:
+            step()
             if acc.need < 1:
                 return acc.result
         acc.take_remaining_cpus()
@@ -326,6 +317,22 @@ def _remainder(after: dict, spare: list, left: int, group: int) -> tuple:
     return local, None if local_rest is None else tuple(local_rest)
 
 
+def _ranked(ids, have: dict) -> list:
+    """cpuAccumulator.sort: the fewest available CPUs (`have`) first, then by id."""
+    return sorted(ids, key=lambda i: (have[i], i))
+
+
+def _nested(order: list, cores: dict, of_core, have: dict) -> list:
+    """For each element of `order` in turn, the ids (`of_core[core]`, or the cores
+    themselves when None) of its cores with an available CPU (`cores`), ranked by `have`;
+    concatenated, an id that two elements hold coming twice, as upstream lists it."""
+    out: list = []
+    for outer in order:
+        ids = cores[outer] if of_core is None else {of_core[k] for k in cores[outer]}
+        out += _ranked(ids, have)
+    return out
+
+
 class Accumulator:
     """cpu_assignment.go cpuAccumulator: `avail` (its `details`: the CPUs still free to
     take), `need` (numCPUsNeeded), `result`. The sort orders put the element with the
@@ -373,72 +380,54 @@ class Accumulator:
         """sortAvailableNUMANodes."""
         _, per_numa, _, _, socket_cores = self.counts()
         if not self.t.sockets_first:
-            return sorted(per_numa, key=lambda n: (per_numa[n], n))
-        cn, out = self.t.core_numa, []
-        for s in self.sockets():
-            out += sorted({cn[k] for k in socket_cores[s]}, key=lambda n: (per_numa[n], n))
-        return out
+            return _ranked(per_numa, per_numa)
+        return _nested(self.sockets(), socket_cores, self.t.core_numa, per_numa)
 
     def sockets(self) -> list:
         """sortAvailableSockets."""
         _, _, per_socket, numa_cores, _ = self.counts()
         if self.t.sockets_first:
-            return sorted(per_socket, key=lambda s: (per_socket[s], s))
-        cs, out = self.t.core_socket, []
-        for n in self.numa_nodes():
-            out += sorted({cs[k] for k in numa_cores[n]}, key=lambda s: (per_socket[s], s))
-        return out
+            return _ranked(per_socket, per_socket)
+        return _nested(self.numa_nodes(), numa_cores, self.t.core_socket, per_socket)
 
     def cores(self) -> list:
         """sortAvailableCores: the cores of each NUMA node (socketsFirst) or socket
         (numaFirst) in that order, each group by available CPUs, then core id."""
         per_core, _, _, numa_cores, socket_cores = self.counts()
-        out = []
         if self.t.sockets_first:
-            for n in self.numa_nodes():
-                out += sorted(numa_cores[n], key=lambda k: (per_core[k], k))
-        else:
-            for s in self.sockets():
-                out += sorted(socket_cores[s], key=lambda k: (per_core[k], k))
-        return out
+            return _nested(self.numa_nodes(), numa_cores, None, per_core)
+        return _nested(self.sockets(), socket_cores, None, per_core)
 
     def uncore_caches(self) -> list:
         """sortAvailableUncoreCaches: per NUMA node in order, its uncore caches (sockets)."""
         _, _, per_socket, numa_cores, _ = self.counts()
-        cs, out = self.t.core_socket, []
-        for n in self.numa_nodes():
-            out += sorted({cs[k] for k in numa_cores[n]}, key=lambda u: (per_socket[u], u))
-        return out
+        return _nested(self.numa_nodes(), numa_cores, self.t.core_socket, per_socket)
+
+    def _take_whole(self, ids: list, have: dict, whole: dict, size: int = 0) -> None:
+        """Each free element of `ids` (in order) while at least its CPUs are needed: free
+        when `have` (its available CPUs) is `size`, or all of its CPUs when `size` is 0;
+        taken as all its CPUs `whole` (freeNUMANodes/freeSockets/freeCores/freeUncoreCache
+        with takeFullNUMANodes/takeFullSockets/takeFullCores/takeFullUncore)."""
+        for i in [i for i in ids if have[i] == (size or len(whole[i]))]:
+            if self.need >= len(whole[i]):
+                self.take(whole[i])
 
     def take_full_numa_nodes(self) -> None:
-        """takeFullNUMANodes over freeNUMANodes."""
-        per_numa, whole = self.counts()[1], self.t.numa_cpus
-        for n in [n for n in self.numa_nodes() if per_numa[n] == len(whole[n])]:
-            if self.need >= len(whole[n]):
-                self.take(whole[n])
+        """takeFullNUMANodes."""
+        self._take_whole(self.numa_nodes(), self.counts()[1], self.t.numa_cpus)
 
     def take_full_sockets(self) -> None:
-        """takeFullSockets over freeSockets (free: CPUsPerSocket available)."""
-        per_socket, whole = self.counts()[2], self.t.socket_cpus
-        size = self.t.per_socket
-        for s in [s for s in self.sockets() if per_socket[s] == size]:
-            if self.need >= len(whole[s]):
-                self.take(whole[s])
+        """takeFullSockets (a socket is free with CPUsPerSocket available)."""
+        self._take_whole(self.sockets(), self.counts()[2], self.t.socket_cpus,
+                         self.t.per_socket)
 
     def take_full_cores(self) -> None:
-        """takeFullCores over freeCores (free: CPUsPerCore available)."""
-        per_core, whole = self.counts()[0], self.t.core_cpus
-        size = self.t.per_core
-        for k in [k for k in self.cores() if per_core[k] == size]:
-            if self.need >= len(whole[k]):
-                self.take(whole[k])
+        """takeFullCores (a core is free with CPUsPerCore available)."""
+        self._take_whole(self.cores(), self.counts()[0], self.t.core_cpus, self.t.per_core)
 
     def take_full_uncore(self) -> None:
-        """takeFullUncore over freeUncoreCache."""
-        per_socket, whole = self.counts()[2], self.t.socket_cpus
-        for u in [u for u in self.uncore_caches() if per_socket[u] == len(whole[u])]:
-            if self.need >= len(whole[u]):
-                self.take(whole[u])
+        """takeFullUncore (an uncore cache is a socket)."""
+        self._take_whole(self.uncore_caches(), self.counts()[2], self.t.socket_cpus)
 
     def take_partial_uncore(self, uncore: int) -> None:
         """takePartialUncore: the lowest-numbered cores of the uncore cache with an available
