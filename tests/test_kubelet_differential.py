@@ -126,7 +126,105 @@ def _regressions() -> dict:
     }
 
 
-REGRESSIONS = _regressions()
+def _cpu_assignment_regressions() -> dict:
+    """Where krm-fn's CPU assignment took other CPUs than the kubelet's cpu_assignment.go:
+    (node, pods, repeat), each pod's containers checked for their NUMA nodes."""
+    from krm_fn.admission.model import NodeModel
+    from krm_fn.node.topology import Cpu
+    from tests.admission.kit import ctr, pod
+    alpha = {"CPUManagerPolicyAlphaOptions": True}
+
+    def cpu_node(**kubelet):
+        kubelet.setdefault("topologyManagerPolicy", "none")
+        return _node(**kubelet)
+
+    def one(cpus):
+        return pod(ctr("app0", cpus, 0.5))
+
+    # two physical cores of 4 threads, each split over two NUMA nodes (2 threads on each)
+    split_cores = tuple(Cpu(c, c // 4, 0, (c % 4) // 2) for c in range(8))
+    distribute_align = {"distribute-cpus-across-numa": "true", "align-by-socket": "true"}
+    return {
+        # a socket holds 2 NUMA nodes (socketsFirst): whole sockets are taken before NUMA
+        # nodes (takeFullFirstLevel), so 4 CPUs are socket 1, not NUMA 1 and 2 left beside
+        # the 2 CPUs kubeReserved reserves (by takeByTopology: NUMA 0)
+        "cpu-sockets-first-takes-a-whole-socket": (
+            cpu_node(sockets=4, numa_per_socket=2, cores=4, threads=1, version=(1, 36),
+                     kubeReserved={"cpu": "1500m", "memory": "256Mi"}),
+            [one(4)], 0),
+        # distribute-cpus-across-numa spreads 6 CPUs 3 + 3 over two NUMA nodes
+        # (takeByTopologyNUMADistributed), so the next CPU is on NUMA 1; krm-fn packed them
+        "cpu-distribute-across-numa-spreads-evenly": (
+            cpu_node(sockets=2, cores=4, threads=1, version=(1, 35), reservedSystemCPUs="0",
+                     reserved={0},
+                     cpuManagerPolicyOptions={"distribute-cpus-across-numa": "true"}),
+            [one(6), one(1)], 0),
+        # with full-pcpus-only the NUMA node is chosen by the standardDeviation balance of
+        # what each would leave (NUMA 1), not as the fullest (NUMA 0)
+        "cpu-distribute-across-numa-balance-in-core-groups": (
+            cpu_node(sockets=1, numa_per_socket=4, cores=20, threads=2, version=(1, 35),
+                     reservedSystemCPUs="0,20", reserved={0, 20},
+                     cpuManagerPolicyOptions={"distribute-cpus-across-numa": "true",
+                                              "full-pcpus-only": "true"}),
+            [one(6)], 0),
+        # prefer-align-cpus-by-uncorecache: no uncore cache reported, each socket is one
+        # (getUncoreCacheID); the lowest cores of socket 0 hold 1 free CPU, not 2, so the
+        # 2 CPUs come from socket 1 (takePartialUncore); krm-fn packed them on NUMA 0
+        "cpu-uncore-cache-is-the-socket": (
+            cpu_node(sockets=2, cores=2, threads=2, version=(1, 37), reservedSystemCPUs="0",
+                     reserved={0},
+                     cpuManagerPolicyOptions={"prefer-align-cpus-by-uncorecache": "true"}),
+            [one(2)], 0),
+        # distribute-cpus-across-cores takes CPUs by id within the socket
+        # (CPUSortingStrategySpread), one thread of cores on both NUMA nodes
+        "cpu-distribute-across-cores-spreads": (
+            cpu_node(sockets=1, numa_per_socket=2, cores=4, threads=2, version=(1, 36),
+                     reservedSystemCPUs="0,4", reserved={0, 4}, featureGates=alpha,
+                     cpuManagerPolicyOptions={"distribute-cpus-across-cores": "true"}),
+            [one(2)], 0),
+        # align-by-socket: the hint (NUMA 2) is widened to its socket (getAlignedCPUs),
+        # whose fullest NUMA node is 3
+        "cpu-align-by-socket-takes-from-the-socket": (
+            cpu_node(sockets=2, numa_per_socket=2, cores=4, threads=1, version=(1, 36),
+                     reservedSystemCPUs="0-3,6", reserved={0, 1, 2, 3, 6},
+                     featureGates=alpha, topologyManagerPolicy="best-effort",
+                     cpuManagerPolicyOptions={"align-by-socket": "true"}),
+            [one(1)], 0),
+        # 1.37's takeByTopologyNUMADistributed prefers NUMA nodes of one socket under
+        # align-by-socket (2 and 3); 1.36 takes the first balanced pair (1 and 2)
+        "cpu-distribute-align-by-socket-1.37": (
+            cpu_node(sockets=2, numa_per_socket=2, cores=4, threads=1, version=(1, 37),
+                     reservedSystemCPUs="0", reserved={0}, featureGates=alpha,
+                     cpuManagerPolicyOptions=distribute_align),
+            [one(4)], 0),
+        "cpu-distribute-align-by-socket-1.36": (
+            cpu_node(sockets=2, numa_per_socket=2, cores=4, threads=1, version=(1, 36),
+                     reservedSystemCPUs="0", reserved={0}, featureGates=alpha,
+                     cpuManagerPolicyOptions=distribute_align),
+            [one(4)], 0),
+        # iterateCombinations builds each combination by append on a shared backing
+        # array, and bestCombo keeps a slice of it: the 4th NUMA node of the balanced
+        # (1, 2, 3, 4) is overwritten by the later (1, 2, 3, 7) with the same first three,
+        # so the kubelet takes NUMA nodes 1, 2, 3 and 7
+        "cpu-distribute-across-numa-keeps-a-go-slice": (
+            cpu_node(sockets=2, numa_per_socket=4, cores=4, threads=1, version=(1, 35),
+                     reservedSystemCPUs="0", reserved={0},
+                     cpuManagerPolicyOptions={"distribute-cpus-across-numa": "true"}),
+            [one(4)], 0),
+        # cadvisor lists a core's threads per NUMA node, so a core split over two NUMA
+        # nodes is two cores: CPUsPerCore is 8 CPUs / 4 cores = 2, and 2 CPUs are whole
+        # cores under full-pcpus-only; krm-fn counted 4 threads per core (SMTAlignmentError)
+        "cpu-cores-per-numa-node-as-cadvisor-reports": (
+            NodeModel("pool", {}, {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                                   "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
+                                   "topologyManagerPolicy": "none",
+                                   "kubeReserved": {"memory": "256Mi"}},
+                      (1, 35), split_cores, frozenset({0})),
+            [one(2)], 0),
+    }
+
+
+REGRESSIONS = {**_regressions(), **_cpu_assignment_regressions()}
 
 
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))

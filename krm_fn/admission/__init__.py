@@ -8,8 +8,9 @@ krm-fn edits the manifest as written; this package works out what the cluster ma
     injectors/     one module per admission-time injector (service meshes, serverless queue
                    proxies, model-storage initializers, secret agents, runtimes,
                    auto-instrumentation): when it fires, what it adds, what sizes it
-    qos.py, cpumanager.py, topology.py, memorymanager.py, capacity.py
-                   the kubelet's view: QoS class, exclusive CPUs, Topology Manager hints and
+    qos.py, cpumanager.py, cpu_assignment.py, topology.py, memorymanager.py, capacity.py
+                   the kubelet's view: QoS class, exclusive CPUs (and which ones, as the
+                   kubelet's cpu_assignment.go takes them), Topology Manager hints and
                    admission, Memory Manager Static, replicas per node
     scheduling.py  nodeSelector / required nodeAffinity against the pool's labels, and
                    webhook constraints (Knative feature flags)

@@ -1,8 +1,9 @@
 """The kubelet's CPU Manager, static policy: who gets exclusive CPUs, how many, which ones.
 
-Source: kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_static.go (guaranteedCPUs,
-podGuaranteedCPUs, Allocate, allocateCPUs, updateCPUsToReuse, generateCPUTopologyHints,
-isHintSocketAligned, getAlignedCPUs), cpu_assignment.go (takeByTopologyNUMAPacked) and
+Source: kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_static.go (NewStaticPolicy,
+guaranteedCPUs, podGuaranteedCPUs, Allocate, allocateCPUs, takeByTopology,
+updateCPUsToReuse, generateCPUTopologyHints, isHintSocketAligned, getAlignedCPUs),
+cpu_assignment.go (krm_fn/admission/cpu_assignment.py, a port) and
 https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/.
 
 Rules modelled:
@@ -14,24 +15,39 @@ Rules modelled:
   policy"); from 1.36 the `PodLevelResourceManagers` gate (alpha in 1.36, beta and off by
   default in 1.37) lifts that (AllocatePod: one CPU set for the pod, partitioned among its
   containers), which this model does not simulate;
-- the CPUs free for exclusive use are all CPUs minus `reservedSystemCPUs` (with or without
+- the reserved CPUs are `reservedSystemCPUs`, else ceil(kubeReserved + systemReserved cpu)
+  CPUs taken by takeByTopology from all CPUs, with the policy's options (NewStaticPolicy);
+  the CPUs free for exclusive use are all CPUs minus those (with or without
   `strict-cpu-reservation`, which only takes the reserved CPUs out of the shared pool);
-- `full-pcpus-only`: a request that is not a multiple of the threads per core, or larger
-  than the free CPUs outside the cores of the reserved CPUs, fails with SMTAlignmentError;
+- `full-pcpus-only`: a request that is not a multiple of the CPUs per core (the node's
+  CPUs over its cores, a core being one physical core's threads on one NUMA node, as
+  cadvisor reports it), or larger than the free CPUs outside the cores of the reserved
+  CPUs, fails with SMTAlignmentError;
 - CPUs of a finished regular init container are reused by later containers of the pod;
   restartable init containers (sidecars) keep theirs (kubernetes/kubernetes#119447);
-- allocation takes the hinted NUMA nodes first, whole NUMA nodes, then whole cores, then
-  threads, packing onto the NUMA node with the fewest free CPUs (takeByTopologyNUMAPacked).
-  `distribute-cpus-across-numa` and uncore-cache alignment change which CPUs are taken but
-  not admission; they are modelled as packed.
+- allocation (allocateCPUs) takes the CPUs of the hinted NUMA nodes first (with
+  `align-by-socket`, of their sockets: getAlignedCPUs), then the rest, each by
+  takeByTopology exactly as the kubelet does (cpu_assignment.py): packed
+  (takeByTopologyNUMAPacked: whole sockets and NUMA nodes, whole cores, then CPUs, the
+  fullest first) or, with `distribute-cpus-across-numa`, spread evenly over the fewest
+  NUMA nodes in groups of the CPUs per core under `full-pcpus-only`, else of 1
+  (takeByTopologyNUMADistributed, with 1.37's `align-by-socket` rule);
+  `distribute-cpus-across-cores` takes single CPUs socket by socket in CPU id order
+  instead of whole cores (CPUSortingStrategySpread); `prefer-align-cpus-by-uncorecache`
+  takes whole uncore caches, or the fewest cores of one, before cores (takeUncoreCache),
+  each socket being one uncore cache: krm-fn's topology does not describe L3 caches, and
+  that is what the kubelet does when cadvisor reports none (getUncoreCacheID). The
+  options change which CPUs, and so which NUMA nodes, a container gets, and through them
+  what later pods are given or refused.
 """
 from __future__ import annotations
 
 from itertools import combinations
 
-from krm_fn import quantity, record
+from krm_fn import quantity
 from krm_fn.rational import Fraction
 
+from krm_fn.admission.cpu_assignment import AssignmentError, CPUTopology
 from krm_fn.admission.model import APP, INIT, AdmittedPod, Container, NodeModel, node_memo
 from krm_fn.admission.qos import GUARANTEED, gate, pod_level_set
 
@@ -122,57 +138,48 @@ def reservation(node: NodeModel) -> Fraction:
     return Fraction(milli, 1000)
 
 
-def _reserved(node: NodeModel) -> frozenset:
+def _reserved(node: NodeModel, topo: CPUTopology) -> frozenset:
     """The CPUs the static policy reserves: reservedSystemCPUs, else the ceiling of
-    `reservation` taken by topology from all CPUs (policy_static.go NewStaticPolicy:
-    takeByTopology(allCPUs, numReservedCPUs))."""
+    `reservation` taken by topology from all CPUs with the policy's options
+    (policy_static.go NewStaticPolicy: takeByTopology(allCPUs, numReservedCPUs))."""
     if node.reserved_cpus or not is_static(node):
         return frozenset(node.reserved_cpus)
-    n = -(-reservation(node).numerator // reservation(node).denominator)
+    r = reservation(node)
+    n = -(-r.numerator // r.denominator)
     if not n:
         return frozenset()
-    bare = {k: v for k, v in (node.kubelet or {}).items()
-            if k not in ("kubeReserved", "systemReserved")}
-    taken = CpuState(record.replace(node, kubelet=bare)).allocate(n, None, set())
-    return frozenset(taken or ())
+    try:
+        return frozenset(topo.take_by_topology(frozenset(topo.core_of), n))
+    except AssignmentError:         # the kubelet does not start ("unable to reserve")
+        return frozenset()
 
 
 def _machine(node: NodeModel) -> dict:
     """The part of a node's CpuState that allocation never changes (topology, reserved CPUs,
-    policy options, NUMA combinations), built once per NodeModel (model.node_memo): a
-    render builds a CpuState of the same node for every Packer and every message."""
+    policy options), built once per NodeModel (model.node_memo): a render builds a CpuState
+    of the same node for every Packer and every message."""
     memo = node_memo(node)
     if "cpu" in memo:
         return memo["cpu"]
+    topo = CPUTopology(node.cpus, node.version, {name: option(node, name) for name in (
+        "full-pcpus-only", "distribute-cpus-across-numa", "distribute-cpus-across-cores",
+        "prefer-align-cpus-by-uncorecache", "align-by-socket")})
     info = {c.cpu: c for c in node.cpus}
-    reserved = _reserved(node) & frozenset(info)
-    cores = {info[c].core for c in reserved}
-    numas = sorted({c.numa for c in node.cpus})
-    numa_cpus = {n: frozenset(c.cpu for c in node.cpus if c.numa == n) for n in numas}
-    core_size: dict = {}
-    for c in node.cpus:
-        core_size[c.core] = core_size.get(c.core, 0) + 1
-    numa_socket = {c.numa: c.socket for c in node.cpus}
-    core_cpus: dict = {}
-    core_numas: dict = {}
-    for c in node.cpus:
-        core_cpus.setdefault(c.core, set()).add(c.cpu)
-        core_numas.setdefault(c.core, set()).add(c.numa)
-    split = any(len(v) > 1 for v in core_numas.values())     # a core spans NUMA nodes
-    numa_cores: dict = {n: [] for n in numas}                # used when no core does
-    for core in sorted(core_cpus):
-        numa_cores[min(core_numas[core])].append((core, frozenset(core_cpus[core])))
+    reserved = _reserved(node, topo) & frozenset(info)
+    numas = sorted(topo.numa_cpus)
+    phys: set = set()
+    for c in reserved:
+        phys |= topo.core_cpus[topo.core_of[c]]
+    sockets = {c.socket for c in node.cpus}
     static = {
         "info": info, "reserved": reserved, "free0": frozenset(info) - reserved,
-        "reserved_phys": frozenset(c for c, i in info.items() if i.core in cores),
-        "threads": node.threads_per_core, "full_pcpus": option(node, "full-pcpus-only"),
+        "reserved_phys": frozenset(phys), "topo": topo,
+        "threads": topo.per_core, "full_pcpus": option(node, "full-pcpus-only"),
         "align_socket": option(node, "align-by-socket"), "numas": numas,
-        "numa_cpus": numa_cpus, "numa_socket": numa_socket, "core_size": core_size,
+        "numa_cpus": topo.numa_cpus,
         "numa_of": {c.cpu: c.numa for c in node.cpus},
-        "core_of": {c.cpu: c.core for c in node.cpus},
-        # socketsFirst: a socket holds several NUMA nodes (cpu_assignment.go)
-        "nested": len(set(numa_socket.values())) < len(numas),
-        "numa_cores": numa_cores, "split": split,
+        # isHintSocketAligned: NumNUMANodes / NumSockets
+        "numa_per_socket": len(numas) // max(1, len(sockets)),
         "cache": {},        # what hints and allocate derive from the above, on first use
     }
     memo["cpu"] = static
@@ -186,8 +193,9 @@ class CpuState:
     allocated (a set, the only part allocation changes); `reserved_phys` = every CPU of a
     core that holds a reserved CPU (counted as unavailable by `full-pcpus-only`,
     policy_static.go GetAvailablePhysicalCPUs). The other attributes (`info` {cpu id: Cpu},
-    `reserved`, `numas`, `numa_cpus` {NUMA id: frozenset of CPU ids}, `numa_socket`,
-    `core_size`, `threads`, the options) are the node's, shared by every copy.
+    `reserved`, `numas`, `numa_cpus` {NUMA id: frozenset of CPU ids}, `topo` (the kubelet's
+    CPUTopology and the options that choose CPUs), `threads` (cpuGroupSize: CPUs per
+    core), the options) are the node's, shared by every copy.
     """
 
     def __init__(self, node: NodeModel):
@@ -207,6 +215,20 @@ class CpuState:
         if out is None:
             out = self.cache[("cpus", mask)] = frozenset().union(
                 *(self.numa_cpus.get(n, ()) for n in mask))
+        return out
+
+    def _aligned(self, mask) -> frozenset:
+        """Every CPU the allocation takes first for a NUMA affinity `mask`
+        (policy_static.go getAlignedCPUs): those of its NUMA nodes, or with
+        `align-by-socket` those of every socket that holds one of them."""
+        if not self.align_socket:
+            return self.cpus_in(mask)
+        out = self.cache.get(("socket cpus", mask))
+        if out is None:
+            topo = self.topo
+            sockets = {self.info[c].socket for c in self.cpus_in(mask)}
+            out = self.cache[("socket cpus", mask)] = frozenset().union(
+                *(topo.socket_cpus[s] for s in sockets))
         return out
 
     def available_physical(self) -> int:
@@ -233,93 +255,24 @@ class CpuState:
                     f"CPUs = {avail}, requested CPUs = {n}, CPUs per core = {self.threads}")
         return ""
 
-    def _numa_order(self, by_numa: dict) -> list:
-        """NUMA ids of `by_numa` {NUMA id: available CPUs}, fewest available first (with
-        several NUMA nodes per socket: the socket with the fewest first, then the NUMA
-        node), ties by id (cpu_assignment.go sortAvailableNUMANodes, socketsFirst)."""
-        if not self.nested:
-            return sorted(by_numa, key=lambda k: (len(by_numa[k]), k))
-        sock, per_sock = self.numa_socket, {}
-        for k, v in by_numa.items():
-            per_sock[sock[k]] = per_sock.get(sock[k], 0) + len(v)
-        return sorted(by_numa, key=lambda k: (per_sock[sock[k]], len(by_numa[k]), k))
-
-    def _take(self, avail: set, n: int) -> set | None:
-        """`n` CPUs out of `avail` the way takeByTopologyNUMAPacked does: whole NUMA nodes
-        when n covers one, then whole cores, then single threads, NUMA nodes with the
-        fewest available CPUs first (with several NUMA nodes per socket: the socket with the
-        fewest first, cpu_assignment.go sortAvailableNUMANodes); cores in that NUMA order
-        (a core counts on the NUMA node of its lowest available CPU), then fewest available
-        threads, then core id; threads by CPU id. None when `avail` is too small."""
-        if n > len(avail):
-            return None
-        out: set = set()
-        if not n:
-            return out
-        numa_cpus = self.numa_cpus
-        by_numa = {k: part for k in self.numas if (part := avail & numa_cpus[k])}
-        order = self._numa_order(by_numa)
-        for k in order:
-            part = by_numa[k]
-            if len(part) == len(numa_cpus[k]) and n - len(out) >= len(part):
-                out |= part
-        if len(out) == n:
-            return out
-        size, later = self.core_size, []
-        for group in self._core_groups(avail - out, order):
-            for have, core, cpus in group:
-                if have == size[core] and n - len(out) >= have:
-                    out |= cpus
-                    if len(out) == n:
-                        return out
-            later.append(group)
-        for group in later:
-            for _, _, cpus in group:
-                for c in sorted(cpus - out):
-                    out.add(c)
-                    if len(out) == n:
-                        return out
-        return out
-
-    def _core_groups(self, rest: set, order: list):
-        """The cores of the CPUs `rest`, one list per NUMA node of `order` in turn, each
-        [(available threads, core id, frozenset of its CPUs in `rest`)] sorted; a core
-        counts on the NUMA node of its lowest CPU in `rest` (the node of all its CPUs
-        unless a core spans NUMA nodes). Lazy: _take stops when it has enough."""
-        if not self.split:
-            for k in order:
-                part = rest & self.numa_cpus[k]
-                if part:
-                    yield sorted((len(p), core, p) for core, cpus in self.numa_cores[k]
-                                 if (p := part & cpus))
-            return
-        cores: dict = {}
-        for c in rest:
-            cores.setdefault(self.core_of[c], set()).add(c)
-        rank = {k: i for i, k in enumerate(order)}
-        groups: list = [[] for _ in order]
-        for core, cpus in cores.items():
-            groups[rank[self.numa_of[min(cpus)]]].append((len(cpus), core, frozenset(cpus)))
-        for group in groups:
-            yield sorted(group)
-
-    def allocate(self, n: int, mask, reusable: set) -> set | None:
-        """Take `n` CPUs for one container (policy_static.go allocateCPUs): those of the
-        NUMA nodes in `mask` first (None = no affinity), from free plus `reusable` (CPUs of
-        the pod's finished init containers). Removes them from `free`; None when there are
-        not enough ("not enough cpus available to satisfy request")."""
+    def allocate(self, n: int, mask, reusable: set) -> tuple:
+        """Take `n` CPUs for one container (policy_static.go allocateCPUs): the aligned CPUs
+        of the NUMA affinity `mask` first (getAlignedCPUs; None = no affinity), then the
+        rest, each by takeByTopology, from free plus `reusable` (CPUs of the pod's finished
+        init containers). (CPUs, "") after removing them from `free`, or (None, the
+        kubelet's error: "not enough cpus available to satisfy request: ...")."""
         allocatable = self.free | reusable
         result: set = set()
-        if mask is not None:
-            aligned = allocatable & self.cpus_in(mask)
-            result = self._take(aligned, min(n, len(aligned))) or set()
-        if n > len(result):
-            rest = self._take(allocatable - result, n - len(result))
-            if rest is None:
-                return None
-            result |= rest
+        take = self.topo.take_by_topology
+        try:
+            if mask is not None:
+                aligned = allocatable & self._aligned(mask)
+                result = set(take(aligned, min(n, len(aligned))))
+            result |= take(allocatable - result, n - len(result))
+        except AssignmentError as e:
+            return None, str(e)
         self.free -= result
-        return result
+        return result, ""
 
     def _combos(self) -> list:
         """[(NUMA id frozenset, CPUs of those NUMA nodes)] of every combination of NUMA
@@ -347,7 +300,8 @@ class CpuState:
         CPUs (policy_static.go generateCPUTopologyHints): every NUMA combination whose free
         plus reusable CPUs cover the request and that holds every reusable CPU; preferred =
         as few NUMA nodes as the request needs on the machine (counted over ALL its CPUs,
-        free or not), or with `align-by-socket` spanning as few sockets as that needs."""
+        free or not), or with `align-by-socket` spanning as few sockets as that needs
+        (isHintSocketAligned)."""
         free = self.free_per_numa()
         numa_of = self.numa_of
         home = {numa_of[c] for c in reusable}
@@ -359,8 +313,7 @@ class CpuState:
             m, min_size))) for m in out]
 
     def _socket_aligned(self, mask, min_size: int) -> bool:
-        sockets = {i.socket for i in self.info.values()}
-        per = len(self.numas) // max(1, len(sockets))
+        per = self.numa_per_socket
         if per == 0:
             return False
         need = -(-min_size // per)

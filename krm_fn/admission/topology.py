@@ -270,11 +270,9 @@ def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
             err = st.cpu.smt_error(n)
             if err:
                 return _refused(SMT, err, c.name, exclusive, out)
-            got = st.cpu.allocate(n, hint[0], reuse_cpu)
+            got, err = st.cpu.allocate(n, hint[0], reuse_cpu)
             if got is None:
-                return _refused(UAE, f"not enough cpus available to satisfy request: "
-                                f"requested={n}, available={len(st.cpu.free | reuse_cpu)}",
-                                c.name, exclusive, out)
+                return _refused(UAE, err, c.name, exclusive, out)
             exclusive.append((c.name, n))
             numa_of = st.cpu.numa_of
             mine = {numa_of[x] for x in got}

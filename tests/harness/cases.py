@@ -1,9 +1,10 @@
 """Generated cases for the differential tests (hypothesis strategies): nodes of 1 to 8 NUMA
-nodes with SMT on and off, every CPU Manager policy option krm-fn knows, every Topology
-Manager policy, scope and option, Memory Manager None and Static with per-NUMA memory and
-hugepages, reservations and maxPods; and pods with init containers, native sidecars,
-pod-level resources, several containers, fractional, integer and burstable CPUs, memory that
-spans NUMA nodes and hugepages, in sequences.
+nodes with SMT on and off, every CPU Manager policy option krm-fn knows (the alpha ones with
+the CPUManagerPolicyAlphaOptions gate on), every Topology Manager policy, scope and option,
+Memory Manager None and Static with per-NUMA memory and hugepages, reservations and maxPods;
+and pods with init containers, native sidecars, pod-level resources, several containers,
+fractional, integer and burstable CPUs, memory that spans NUMA nodes and hugepages, in
+sequences.
 
 `case()` draws (node: NodeModel, pods: [AdmittedPod], repeat: int).
 """
@@ -21,6 +22,10 @@ MINORS = ((1, 35), (1, 36), (1, 37))
 CPU_OPTIONS = ("full-pcpus-only", "distribute-cpus-across-numa", "align-by-socket",
                "distribute-cpus-across-cores", "strict-cpu-reservation",
                "prefer-align-cpus-by-uncorecache")
+# options behind the CPUManagerPolicyAlphaOptions gate at every minor of MINORS
+# (cpumanager/policy_options.go alphaOptions): the generator turns the gate on with them, so
+# that the kubelet starts and they are compared
+ALPHA_OPTIONS = ("align-by-socket", "distribute-cpus-across-cores")
 TM_POLICIES = ("none", "best-effort", "restricted", "single-numa-node")
 
 
@@ -63,6 +68,8 @@ def node(draw) -> NodeModel:
     options = draw(st.lists(st.sampled_from(CPU_OPTIONS), max_size=2, unique=True))
     if options:
         kubelet["cpuManagerPolicyOptions"] = {o: "true" for o in options}
+        if any(o in ALPHA_OPTIONS for o in options):
+            kubelet["featureGates"] = {"CPUManagerPolicyAlphaOptions": True}
     kubelet["topologyManagerPolicy"] = draw(st.sampled_from(TM_POLICIES))
     kubelet["topologyManagerScope"] = draw(st.sampled_from(("container", "pod")))
     if draw(st.booleans()):
