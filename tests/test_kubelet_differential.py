@@ -32,21 +32,40 @@ def harnesses():
         h.close()
 
 
-def compare(harnesses, node, pods, repeat) -> None:
+def compare(harnesses, node, pods, repeat, open_ok: bool = False) -> None:
     """Assert krm-fn's model and the kubelet agree on `pods` (then `repeat` copies of the
-    last) arriving on an empty node of `node`'s pool."""
+    last) arriving on an empty node of `node`'s pool. `open_ok`: a difference that falls
+    under an OPEN entry (tests/harness/differential.py) is counted and warned about
+    instead."""
     got = differential.kubelet(harnesses[node.version], node, pods, repeat)
     if "startError" in got:
         from krm_fn.node import kubelet_check
         found = [f for f in kubelet_check.check(node.kubelet, node.version)
                  if f.severity == "error"]
+        if not found and open_ok:
+            return _open("startup-refusals", got["startError"])
         assert found, (f"the kubelet {node.version} does not start: {got['startError']}; "
                        f"krm-fn's kubelet_check finds no error in {node.kubelet} "
                        f"(KRM_FN_DIFF_SEED={SEED})")
         return
     want = differential.model(node, pods, repeat)
+    if want != got and open_ok:
+        kind = differential.open_kind(node, pods, False)
+        if kind is not None:
+            return _open(kind, f"krm-fn {want} != kubelet {got}")
     assert want == got, (f"krm-fn (left) and the kubelet (right) differ "
                          f"(KRM_FN_DIFF_SEED={SEED})")
+
+
+OPEN_SEEN: dict = {}
+
+
+def _open(kind: str, detail: str) -> None:
+    """Count a known open disagreement (differential.OPEN) and warn about its first case."""
+    import warnings
+    OPEN_SEEN[kind] = OPEN_SEEN.get(kind, 0) + 1
+    if OPEN_SEEN[kind] == 1:
+        warnings.warn(f"open disagreement {kind} (KRM_FN_DIFF_SEED={SEED}): {detail[:2000]}")
 
 
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
@@ -54,7 +73,7 @@ def compare(harnesses, node, pods, repeat) -> None:
 @seed(SEED)
 @given(cases.case())
 def test_generated(harnesses, case):
-    compare(harnesses, *case)
+    compare(harnesses, *case, open_ok=True)
 
 
 def _node(**kubelet):
@@ -292,9 +311,11 @@ def test_golden_verdicts(harnesses, case, pod, verdict, node):
         assert verdict.fit == 1 + got["copies"]
 
 
-def test_docs_name_every_deliberate_coarseness():
-    """docs/verdict.md lists COARSER as it is (one line each)."""
+def test_docs_name_every_deliberate_coarseness_and_open_disagreement():
+    """docs/verdict.md lists COARSER and OPEN as they are (one line each)."""
     from pathlib import Path
     text = (Path(__file__).parent.parent / "docs" / "verdict.md").read_text()
     for key, why in differential.COARSER.items():
+        assert f"- `{key}`: {why}." in text, key
+    for key, (why, _) in differential.OPEN.items():
         assert f"- `{key}`: {why}." in text, key
