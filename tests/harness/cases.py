@@ -16,9 +16,11 @@ from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, Container, N
 from krm_fn.node.topology import Topology
 from krm_fn.rational import Fraction
 from krm_fn.results import Ref
+from tests.harness import runner
 
 GI, MI = 2**30, 2**20
-MINORS = ((1, 35), (1, 36), (1, 37))
+# the minors the harness is built for (its module files: runner.releases)
+MINORS = tuple(tuple(map(int, m.split("."))) for m in runner.releases())
 CPU_OPTIONS = ("full-pcpus-only", "distribute-cpus-across-numa", "align-by-socket",
                "distribute-cpus-across-cores", "strict-cpu-reservation",
                "prefer-align-cpus-by-uncorecache")
