@@ -123,8 +123,8 @@ func admitCommand(input []byte) (any, error) {
 		res := podResult{Name: pod.Name, Admitted: true}
 		// the kubelet adds a pod to its pod manager before admitting it (HandlePodAdditions),
 		// so it is active while admitted, and not once refused (rejectPod marks it failed)
-		k.active = append(append([]*v1.Pod{}, admitted...), pod)
-		defer func() { k.active = admitted }()
+		k.setActive(append(append([]*v1.Pod{}, admitted...), pod))
+		defer func() { k.setActive(admitted) }()
 		for _, h := range handlers {
 			r := admitWith(k.ctx, h, admitAttrs(pod, admitted))
 			if !r.Admit {

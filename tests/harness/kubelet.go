@@ -15,6 +15,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	v1 "k8s.io/api/core/v1"
@@ -28,6 +29,7 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
+	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
@@ -151,6 +153,22 @@ type kubelet struct {
 	// given is released when the managers next look (removeStaleState), as in a running
 	// kubelet.
 	active []*v1.Pod
+	// mu guards active: the CPU Manager's reconcile loop reads it from its own goroutine.
+	mu sync.Mutex
+}
+
+// setActive sets the active pods.
+func (k *kubelet) setActive(pods []*v1.Pod) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.active = pods
+}
+
+// activePods is the managers' ActivePodsFunc: a copy of the active pods.
+func (k *kubelet) activePods() []*v1.Pod {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return append([]*v1.Pod(nil), k.active...)
 }
 
 // startError is a configuration the kubelet refuses at start-up, with its own message.
@@ -267,11 +285,10 @@ func start(kc *kubeletconfig.KubeletConfiguration, machine *machineInfo, stateDi
 	// The managers' Start: checkpoints in stateDir, the sources ready (the kubelet has
 	// synced with the API server), the admitted pods active; no pod status is known, so
 	// the CPU Manager's reconcile loop (asleep: see the reconcile period above) skips them.
-	active := func() []*v1.Pod { return k.active }
-	if err := k.cpu.Start(ctx, active, ready{}, noStatus{}, nil, nil); err != nil {
+	if err := k.cpu.Start(ctx, k.activePods, ready{}, noStatus{}, nil, containermap.NewContainerMap()); err != nil {
 		return nil, refuse("%s", err)
 	}
-	if err := k.mem.Start(ctx, active, ready{}, noStatus{}, nil, nil); err != nil {
+	if err := k.mem.Start(ctx, k.activePods, ready{}, noStatus{}, nil, containermap.NewContainerMap()); err != nil {
 		return nil, refuse("%s", err)
 	}
 	if kc.CPUManagerPolicy == "static" {
