@@ -28,6 +28,7 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
+	"k8s.io/kubernetes/pkg/kubelet/cm"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
@@ -35,6 +36,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
 	"k8s.io/kubernetes/pkg/kubelet/stats/pidlimit"
+	kubelettypes "k8s.io/kubernetes/pkg/kubelet/types"
+	kubeletutil "k8s.io/kubernetes/pkg/kubelet/util"
 	"k8s.io/utils/cpuset"
 )
 
@@ -207,11 +210,18 @@ func start(kc *kubeletconfig.KubeletConfiguration, machine *machineInfo, stateDi
 	if err != nil {
 		return nil, refuse("%s", err)
 	}
+	if _, err := cm.ParseQOSReserved(kc.QOSReserved); err != nil {
+		return nil, refuse("--qos-reserved value failed to parse: %s", err)
+	}
 	var tmOptions map[string]string
 	if utilfeature.DefaultFeatureGate.Enabled(features.TopologyManagerPolicyOptions) {
 		tmOptions = kc.TopologyManagerPolicyOptions
 	} else if kc.TopologyManagerPolicyOptions != nil {
 		return nil, refuse("topology manager policy options %v require feature gates %q enabled", kc.TopologyManagerPolicyOptions, "TopologyManagerPolicyOptions")
+	}
+	if utilfeature.DefaultFeatureGate.Enabled(features.NodeSwap) && !kubeletutil.IsCgroup2UnifiedMode() &&
+		kc.MemorySwap.SwapBehavior == string(kubelettypes.LimitedSwap) {
+		return nil, refuse("swap feature is enabled and LimitedSwap but it is only supported with cgroupv2")
 	}
 
 	// cm.containerManagerImpl: capacity (cadvisor.CapacityFromMachineInfo) and
