@@ -29,6 +29,9 @@ ROOT = helpers.ROOT
 BUILT = runner.releases()            # {"1.35": "v1.35.4", ...}
 OUTSIDE = ("kubernetesVersion outside the built harness minors (being moved to 1.35-1.37)")
 
+NO_DATA_1_37 = ("krm-fn has no 1.37 kubelet data yet (krm_fn/node/data ends at 1.36, so "
+                "a gate 1.37 removed or locked is unknown to it; being moved to 1.35-1.37)")
+
 _HARNESSES: dict = {}
 
 
@@ -122,6 +125,92 @@ def test_harness_splits_gate_panics_per_gate(minor):
     # SetFromMap stops at the first unknown gate, in Go's map order
     assert got["errors"] in ([prefix + "unrecognized feature gate: NoSuchGate"],
                              [prefix + "unrecognized feature gate: AlsoNoSuchGate"])
+
+
+WRONG = ["lots", 7, -1, 1.5, True, [1], {"a": 1}, 3000000000, "1.5", "-5s", "1d", "1μs",
+         "\u0661s", "9999999999h", None, ["a", 2], {"a": "b", "c": 3}]
+
+
+def _documents(fields: dict, prefix: tuple = ()):
+    """(path, document) with one value of WRONG at each field (nested fields too)."""
+    for name, spec in sorted(fields.items()):
+        path = prefix + (name,)
+        for value in WRONG:
+            doc: dict = {}
+            at = doc
+            for p in path[:-1]:
+                at = at.setdefault(p, {})
+            at[path[-1]] = value
+            yield ".".join(path), doc
+        if spec.get("fields"):
+            yield from _documents(spec["fields"], path)
+
+
+@pytest.mark.parametrize("minor", list(BUILT))
+def test_decoding_messages_are_the_kubelets(minor):
+    """Every field of the version's data (nested ones too) with values of each wrong kind:
+    where the kubelet cannot decode the file, krm-fn's type finding quotes its message
+    exactly (krm_fn.node.kubelet_says.decode_error, duration_error); where it can, krm-fn
+    quotes nothing for it."""
+    from krm_fn.node import kubelet_check, upstream
+    version = (1, int(minor.split(".")[1]))
+    h = harness(minor)
+    checked = 0
+    for path, doc in _documents(upstream.load(version).fields):
+        got = kubeletconfigs.check(h, {**kubeletconfigs.HEADER, **doc}, None)
+        if got["strictError"]:          # a field this release does not have
+            continue
+        said = [f.message for f in kubelet_check.check(doc, version)
+                if "failed to decode" in f.message]
+        if got["stage"] == "decode" and not got.get("panic"):
+            assert any(f'"{got["error"]}"' in m for m in said), (path, doc, got, said)
+            checked += 1
+        else:
+            assert said == [], (path, doc, got)
+    assert checked > 500
+
+
+def test_gate_dependencies_are_what_the_generator_writes():
+    """krm_fn/node/data/gate_dependencies.py is tools/gen_gate_dependencies.py's output for
+    the releases the harness is built from (their sources are in the module cache once
+    the harness is built)."""
+    import importlib.util
+    for minor in BUILT:
+        harness(minor)
+    spec = importlib.util.spec_from_file_location("gen", ROOT / "tools/gen_gate_dependencies.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    text = (ROOT / "krm_fn/node/data/gate_dependencies.py").read_text()
+    assert text == gen.generate(list(BUILT.values()), gen.modcache())
+
+
+def _gate_params():
+    out = []
+    for minor in BUILT:
+        marks = [pytest.mark.xfail(strict=True, reason=NO_DATA_1_37)] if minor == "1.37" else []
+        out.append(pytest.param(minor, marks=marks, id=minor))
+    return out
+
+
+@pytest.mark.parametrize("minor", _gate_params())
+def test_every_gate_is_judged_as_the_kubelet_judges_it(minor):
+    """Each gate of the version's data set to true and to false, alone: the kubelet refuses
+    exactly those krm-fn refuses (unknown, locked, a dependency left off; the kubelet's
+    defaulting panics on them), and krm-fn quotes its message."""
+    from krm_fn.node import kubelet_check, upstream
+    version = (1, int(minor.split(".")[1]))
+    h = harness(minor)
+    wrong = []
+    for gate in sorted(upstream.load(version).gates):
+        for on in (True, False):
+            doc = {"featureGates": {gate: on}}
+            got = kubeletconfigs.check(h, {**kubeletconfigs.HEADER, **doc}, None)
+            said = [f.message for f in kubelet_check.check(doc, version)
+                    if f.severity == "error"]
+            if got["ok"] == bool(said) or not all(
+                    any(f'"{m}"' in t for t in said) for m in got.get("errors", [])):
+                wrong.append((gate, on, got["error"], said))
+    assert wrong == []
 
 
 def test_kubelet_config_format_with_metadata_is_decoded_leniently():
@@ -290,8 +379,6 @@ def test_emitted_kubelet_configs_start_the_kubelet(kind, name):
     check_emitted(doc, fc)
 
 
-NO_DATA_1_37 = ("krm-fn has no 1.37 kubelet data yet (krm_fn/node/data ends at 1.36, so "
-                "a gate 1.37 removed or locked is unknown to it; being moved to 1.35-1.37)")
 # retargeted cases the kubelet refuses for a reason krm-fn's data cannot know yet
 RETARGET_XFAIL = {
     ("golden:c03-native-sidecar", "1.37"): NO_DATA_1_37,   # SidecarContainers removed

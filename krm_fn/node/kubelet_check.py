@@ -34,7 +34,7 @@ from krm_fn.rational import Fraction
 from krm_fn.record import dataclass
 
 from krm_fn import quantity
-from krm_fn.node import fields
+from krm_fn.node import fields, kubelet_says
 from krm_fn.node import options as cpu_options
 from krm_fn.node import upstream
 from krm_fn.results import ERROR, WARNING
@@ -52,7 +52,6 @@ SIGNALS = ("memory.available", "allocatableMemory.available", "nodefs.available"
 EVICTION_MAPS = tuple(f.name for f in fields.FIELDS
                       if f.name.startswith("eviction") and f.type.startswith("map["))
 RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
-_GO_UNITS = ("ns", "us", "µs", "ms", "s", "m", "h")
 _INT_RANGE = {"int32": 2 ** 31, "int64": 2 ** 63}
 # option-group gates: (CPU or Topology Manager, field, alpha gate, beta gate, whole gate)
 _OPTION_GATES = (
@@ -115,7 +114,10 @@ def check(config: dict, version, node_memory: int | None = None,
             out.extend(_gates(value, version, data))
         else:
             out.extend(_typed(name, value, spec, version))
-    out.extend(_option_gates(config, version, data))
+    gates = config.get("featureGates")
+    enabled = enabled_gates(data, gates if isinstance(gates, dict) else {})
+    out.extend(_gate_dependencies(gates, enabled, version))
+    out.extend(_option_gates(config, version, data, enabled))
     out.extend(_eviction(config, version))
     out.extend(_thresholds(config, version))
     out.extend(_reservations(config, version, node_memory, node_cpus))
@@ -133,36 +135,6 @@ def _unknown_field(name: str, version, data) -> Finding:
                    f"fields, so the setting has no effect; {REFERENCE})", unknown=True)
 
 
-def is_go_duration(v: str) -> bool:
-    """True when `v` is what Go's time.ParseDuration reads: "0", or an optional sign and
-    numbers (digits with an optional fraction) each with a unit ns, us, µs, ms, s, m or h
-    (https://pkg.go.dev/time#ParseDuration). Exactly the strings the regular expression
-    `0|[-+]?((\\d+(\\.\\d*)?|\\.\\d+)(ns|us|µs|ms|s|m|h))+` matches, `\\d` being any
-    Unicode decimal digit (str.isdecimal)."""
-    if v == "0":
-        return True
-    s = v[1:] if v[:1] in ("-", "+") else v
-    i = 0
-    while i < len(s) or i == 0:
-        j = i
-        while j < len(s) and s[j].isdecimal():
-            j += 1
-        k = j
-        if s[j:j + 1] == ".":
-            k = j + 1
-            while k < len(s) and s[k].isdecimal():
-                k += 1
-        if k - i <= (1 if k > j else 0):       # no digit before or after the `.`
-            return False
-        u = k
-        while u < len(s) and not s[u].isdecimal() and s[u] != ".":
-            u += 1
-        if s[k:u] not in _GO_UNITS:
-            return False
-        i = u
-    return True
-
-
 def _scalar_ok(kind: str, v: object) -> bool:
     if kind == "bool":
         return isinstance(v, bool)
@@ -174,7 +146,7 @@ def _scalar_ok(kind: str, v: object) -> bool:
     if kind == "string":
         return isinstance(v, str)
     if kind == "duration":
-        return isinstance(v, str) and is_go_duration(v)
+        return isinstance(v, str) and kubelet_says.duration_error(v) is None
     return True
 
 
@@ -187,30 +159,57 @@ _EXPECT = {"bool": "true or false", "int32": "a whole number",
            "object": "a mapping"}
 
 
-def _typed(path: str, v: object, spec: dict, version, depth: int = 0) -> list[Finding]:
-    """Type findings for value `v` of field `path` with generated type `spec`."""
-    kind = spec["type"]
+TOP_STRUCT = "KubeletConfiguration"
+# the Go element type of a container kind whose data gives none (string-list: []string)
+_ELEMENT = {"string-map": "string", "bool-map": "bool", "string-list": "string"}
 
-    def bad() -> list[Finding]:
+
+def _typed(path: str, v: object, spec: dict, version, depth: int = 0,
+           struct: str = TOP_STRUCT, gopath: str | None = None) -> list[Finding]:
+    """Type findings for value `v` of field `path` with generated type `spec`. From 1.35
+    each quotes what decoding the file says (krm_fn.node.kubelet_says.decode_error): for
+    the value itself, or for its first element of the wrong type; `struct` is the Go struct
+    holding the field and `gopath` the field's path as Go's errors print it (no indexes)."""
+    kind = spec["type"]
+    gopath = path if gopath is None else gopath
+
+    def bad(value: object = v, go: str = spec["go"]) -> list[Finding]:
+        error = kubelet_says.decode_error(struct, gopath, value, go,
+                                          kind if value is v else None)
+        said = "" if error is None else kubelet_says.says(version, error, kubelet_says.CODEC)
         return [Finding(ERROR, path, f"{path} must be {_EXPECT.get(kind, kind)} "
                         f"({spec['go']}), found {_short(v)}: the kubelet of Kubernetes "
-                        f"{_vs(version)} cannot decode it and refuses to start")]
+                        f"{_vs(version)} cannot decode it and refuses to start{said}")]
+
+    def first_bad(values, element: str, ok) -> list[Finding]:
+        for x in values:
+            if not ok(x):
+                return bad(x, element)
+        return []
+    if v is None and kind == "duration" and not spec["go"].startswith("*"):
+        return bad()                        # metav1.Duration reads null as ""
     if v is None or kind == "any":          # "any": a type of another package
         return []
     if kind in ("string-map", "bool-map", "quantity-map", "map", "object"):
         if not isinstance(v, dict):
             return bad()
-        if kind == "string-map" and not all(isinstance(x, str) for x in v.values()):
-            return bad()
-        if kind == "bool-map" and not all(isinstance(x, bool) for x in v.values()):
-            return bad()
+        ordered = [v[k] for k in sorted(v, key=str)]    # the kubelet's YAML-to-JSON order
+        if kind in ("string-map", "bool-map"):
+            element = _ELEMENT[kind]
+            return first_bad(ordered, element, lambda x: kubelet_says.value_fits(x, element))
         if kind == "quantity-map" and not all(
                 isinstance(x, (str, int, float)) and not isinstance(x, bool)
                 for x in v.values()):
             return bad()
+        if kind == "map":                   # map[string][]string
+            element = kubelet_says.go_type(spec["go"]).partition("]")[2]
+            out = first_bad(ordered, element, lambda x: kubelet_says.value_fits(x, element))
+            return out or first_bad([y for x in ordered for y in x], "string",
+                                    lambda y: isinstance(y, str))
         nested = spec.get("fields")
         if kind == "object" and nested and depth < 4:
             out: list[Finding] = []
+            inner = kubelet_says.struct_name(spec["go"])
             for key, x in v.items():
                 sub = nested.get(str(key))
                 if sub is None:
@@ -219,52 +218,77 @@ def _typed(path: str, v: object, spec: dict, version, depth: int = 0) -> list[Fi
                                f"{_guess(str(key), nested)}; the kubelet ignores it",
                                unknown=True))
                 else:
-                    out.extend(_typed(f"{path}.{key}", x, sub, version, depth + 1))
+                    out.extend(_typed(f"{path}.{key}", x, sub, version, depth + 1, inner,
+                                      f"{gopath}.{key}"))
             return out
         return []
     if kind in ("string-list", "list"):
         if not isinstance(v, list):
             return bad()
         if kind == "string-list":
-            return [] if all(isinstance(x, str) for x in v) else bad()
-        out = []
+            return first_bad(v, "string", lambda x: isinstance(x, str) or x is None)
+        items, out = spec["items"], []
         for i, x in enumerate(v):
-            out.extend(_typed(f"{path}[{i}]", x, spec["items"], version, depth + 1))
+            if items["type"] == "object" and x is not None and not isinstance(x, dict):
+                return bad(x, items["go"])
+            out.extend(_typed(f"{path}[{i}]", x, items, version, depth + 1, struct, gopath))
         return out
     return [] if _scalar_ok(kind, v) else bad()
+
+
+def _gate_refusal(version, error: str) -> str:
+    """The quote for a featureGates entry the kubelet cannot set: v1beta1 defaulting sets
+    the gates on a copy and panics when that fails (SetDefaults_KubeletConfiguration), so
+    the kubelet crashes before its own SetFromMap; `error` is SetFromMap's
+    (k8s.io/component-base/featuregate/feature_gate.go)."""
+    return kubelet_says.says(version, "failed to merge global and in-flight "
+                             "KubeletConfiguration while setting defaults, error: " + error,
+                             kubelet_says.DEFAULTS)
 
 
 def _gates(value: object, version, data) -> list[Finding]:
     """featureGates: each gate known to `version`, true/false, not against its lock."""
     vs = _vs(version)
+
+    def undecodable(v: object, go: str) -> str:
+        error = kubelet_says.decode_error(TOP_STRUCT, "featureGates", v, go)
+        return kubelet_says.says(version, error, kubelet_says.CODEC) if error else ""
     if not isinstance(value, dict):
         return [Finding(ERROR, "featureGates", f"featureGates must be a mapping of gate name "
                         f"to true/false, found {_short(value)}: the kubelet of Kubernetes "
-                        f"{vs} cannot decode it and refuses to start")]
+                        f"{vs} cannot decode it and refuses to start"
+                        f"{undecodable(value, 'map[string]bool')}")]
     out = []
     for gate, on in value.items():
         path = f"featureGates.{gate}"
         spec = data.gates.get(gate)
-        if spec is None:
-            out.append(_unknown_gate(str(gate), path, vs, data))
+        if spec is None and isinstance(on, bool):
+            out.append(_unknown_gate(str(gate), path, version, data))
             continue
-        if not isinstance(on, bool):
+        if not isinstance(on, bool):        # decoding fails before any gate is looked up
             out.append(Finding(ERROR, path, f"feature gate {gate} must be true or false, "
                                f"found {_short(on)}: the kubelet of Kubernetes {vs} cannot "
-                               f"decode featureGates and refuses to start; write {gate}: "
+                               f"decode featureGates and refuses to start"
+                               f"{undecodable(on, 'bool')}; write {gate}: "
                                f"true or {gate}: false"))
+            if spec is None:
+                out.append(_unknown_gate(str(gate), path, version, data))
             continue
         if spec["locked"] and on != spec["default"]:
+            default = str(spec["default"]).lower()
+            said = _gate_refusal(version, f"cannot set feature gate {gate} to "
+                                          f"{str(on).lower()}, feature is locked to {default}")
             out.append(Finding(ERROR, path, f"feature gate {gate} is {spec['stage']} and "
-                               f"locked to {str(spec['default']).lower()} in Kubernetes {vs}: "
+                               f"locked to {default} in Kubernetes {vs}: "
                                f"the kubelet refuses to start with {gate}: "
-                               f"{str(on).lower()}; remove it"))
+                               f"{str(on).lower()}{said}; remove it"))
     return out
 
 
-def _unknown_gate(gate: str, path: str, vs: str, data) -> Finding:
+def _unknown_gate(gate: str, path: str, version, data) -> Finding:
     """A gate the version's data does not list: removed, misspelled, or (when the data's
     gates were not generated from that release, `data.gates_exact` false) maybe new."""
+    vs = _vs(version)
     removed = data.removed_gates.get(gate)
     guess = "" if removed else _guess(gate, data.gates)
     why = (f"was removed in Kubernetes {removed}" if removed else
@@ -276,9 +300,54 @@ def _unknown_gate(gate: str, path: str, vs: str, data) -> Finding:
                        f"({data.source}), so a gate new in {dv} is missing from it; if "
                        f"this is not one, the kubelet refuses to start (unrecognized "
                        f"feature gate) ({GATES_DOC})", unknown=True)
+    said = _gate_refusal(version, f"unrecognized feature gate: {gate}") or \
+        " (unrecognized feature gate)"
     return Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of {vs} refuses to "
-                   f"start (unrecognized feature gate); remove it ({GATES_DOC})",
-                   unknown=True)
+                   f"start{said}; remove it ({GATES_DOC})", unknown=True)
+
+
+SPECIAL_GATES = {"AllAlpha": "ALPHA", "AllBeta": "BETA"}
+
+
+def enabled_gates(data, gates: dict) -> dict[str, bool]:
+    """Every gate of `data` -> whether it is on with the `featureGates` map `gates`, as
+    SetFromMap leaves them: the explicit value, else AllAlpha / AllBeta's for a gate of that
+    stage (featuregate setUnsetAlphaGates / setUnsetBetaGates), else the default."""
+    explicit = {str(g): v for g, v in gates.items() if isinstance(v, bool) and g in data.gates}
+    out = {g: bool(spec["default"]) for g, spec in data.gates.items()}
+    for special, stage in SPECIAL_GATES.items():
+        if special in explicit:
+            for g, spec in data.gates.items():
+                if spec["stage"] == stage and g not in SPECIAL_GATES:
+                    out[g] = explicit[special]
+    out.update(explicit)
+    return out
+
+
+def _gate_dependencies(gates, enabled: dict, version) -> list[Finding]:
+    """Enabled gates whose dependencies are off (generated from pkg/features/kube_features.go
+    for the versions krm_fn.node.upstream.gate_dependencies covers): the kubelet refuses
+    the featureGates map ("X is enabled, but depends on features that are disabled: [Y]",
+    k8s.io/component-base/featuregate/feature_gate.go), in defaulting, which panics."""
+    deps = upstream.gate_dependencies(tuple(version))
+    if not deps or not isinstance(gates, dict):
+        return []
+    out = []
+    for gate, needs in deps.items():
+        if not enabled.get(gate):
+            continue
+        off = [d for d in needs if not enabled.get(d)]
+        if not off:
+            continue
+        named = gate if gate in gates else next((d for d in off if d in gates), None)
+        why = f"{gate} is enabled, but depends on features that are disabled: [{' '.join(off)}]"
+        out.append(Finding(ERROR, f"featureGates.{named}" if named else "featureGates",
+                           f"feature gate {gate} is on but needs {', '.join(off)}, which "
+                           f"{'is' if len(off) == 1 else 'are'} off: the kubelet of Kubernetes "
+                           f"{_vs(version)} refuses to start{_gate_refusal(version, why)}; set "
+                           + " and ".join(f"{d}: true" for d in off) + f" or {gate}: false "
+                           f"in featureGates ({GATES_DOC})"))
+    return out
 
 
 def _option_stage(field: str, option: str, version) -> str | None:
@@ -291,28 +360,43 @@ def _option_stage(field: str, option: str, version) -> str | None:
     return cpu_options.topology_maturity(option, version)
 
 
-def _option_gates(config: dict, version, data) -> list[Finding]:
-    """Options whose group gate is off on `version` (explicitly, or by default)."""
-    gates = config.get("featureGates") if isinstance(config.get("featureGates"), dict) else {}
+def _option_gates(config: dict, version, data, enabled: dict) -> list[Finding]:
+    """Options whose group gate is off on `version` (explicitly, by AllAlpha / AllBeta, or
+    by default; `enabled`: enabled_gates)."""
     out = []
     for field, alpha, beta, whole in _OPTION_GATES:
         opts = config.get(field)
         if not isinstance(opts, dict):
             continue
-        if opts and whole in data.gates and not data.gate_on(whole, gates):
+        cpu = field == "cpuManagerPolicyOptions"
+        if opts and whole in data.gates and not enabled.get(whole):
+            # cmd/kubelet/app/server.go run(): `%v` of a map prints its keys sorted
+            said = "" if cpu else kubelet_says.says(
+                version, f"topology manager policy options map["
+                + " ".join(f"{k}:{opts[k]}" for k in sorted(opts, key=str))
+                + f"] require feature gates \"{whole}\" enabled", kubelet_says.SERVER)
             out.append(Finding(ERROR, f"featureGates.{whole}", f"{field} is set but the "
                                f"{whole} feature gate is off: the kubelet of Kubernetes "
-                               f"{_vs(version)} refuses every option; remove "
+                               f"{_vs(version)} refuses every option{said}; remove "
                                f"featureGates.{whole}: false"))
             continue
         for option in opts:
             stage = _option_stage(field, str(option), version)
             gate = {cpu_options.ALPHA: alpha, cpu_options.BETA: beta}.get(stage)
-            if gate and gate in data.gates and not data.gate_on(gate, gates):
+            if gate and gate in data.gates and not enabled.get(gate):
+                level = {cpu_options.ALPHA: "Alpha", cpu_options.BETA: "Beta"}[stage]
+                quoted = kubelet_says.go_quote(str(option))
+                said = kubelet_says.says(
+                    version, f"new static policy error: CPU Manager Policy {level}-level "
+                    f"Options not enabled, but option {quoted} provided",
+                    kubelet_says.CPU_POLICY_OPTIONS) if cpu else kubelet_says.says(
+                    version, f"topology manager policy {level.lower()}-level options not "
+                    f"enabled, but option {quoted} provided",
+                    kubelet_says.TOPOLOGY_POLICY_OPTIONS)
                 out.append(Finding(ERROR, f"featureGates.{gate}", f"{field} {option} is "
                                    f"{stage} in Kubernetes {_vs(version)} and needs the "
                                    f"{gate} feature gate, which is off: the kubelet refuses "
-                                   f"to start; set featureGates.{gate}: true or remove "
+                                   f"to start{said}; set featureGates.{gate}: true or remove "
                                    f"the option"))
     return out
 
@@ -380,7 +464,7 @@ def _thresholds(config: dict, version) -> list[Finding]:
         for signal, value in m.items():
             if not isinstance(value, str):
                 continue
-            if grace and (value.startswith("-") or not is_go_duration(value)):
+            if grace and (value.startswith("-") or kubelet_says.duration_error(value)):
                 out.append(Finding(ERROR, f"{name}.{signal}", f"{name}.{signal} is "
                                    f"{_short(value)}, not a positive Go duration: the kubelet "
                                    f"of Kubernetes {_vs(version)} refuses to start; write "

@@ -131,11 +131,16 @@ def test_a_gate_removed_in_1_36_is_an_error_on_1_36_only():
     assert [(f.severity, f.field, f.message) for f in kubelet_check.check(gates, (1, 36))] == [
         (ERROR, "featureGates.MemoryManager",
          "feature gate MemoryManager was removed in Kubernetes 1.36: the kubelet of 1.36 "
-         "refuses to start (unrecognized feature gate); remove it "
+         "refuses to start: \"failed to merge global and in-flight KubeletConfiguration while "
+         "setting defaults, error: unrecognized feature gate: MemoryManager\" "
+         "(kubernetes/kubernetes pkg/kubelet/apis/config/v1beta1/defaults.go); remove it "
          "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)"),
         (ERROR, "featureGates.SomeGateNewIn136",
          "feature gate SomeGateNewIn136 is not a feature gate of the Kubernetes 1.36 kubelet: "
-         "the kubelet of 1.36 refuses to start (unrecognized feature gate); remove it "
+         "the kubelet of 1.36 refuses to start: \"failed to merge global and in-flight "
+         "KubeletConfiguration while setting defaults, error: unrecognized feature gate: "
+         "SomeGateNewIn136\" (kubernetes/kubernetes pkg/kubelet/apis/config/v1beta1/"
+         "defaults.go); remove it "
          "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)")]
     assert kubelet_check.check({"featureGates": {"MemoryManager": True}}, (1, 35)) == []
 

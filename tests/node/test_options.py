@@ -69,7 +69,14 @@ def test_unknown_and_unavailable_options(monkeypatch):
 def test_forbidden_pairs(a, b):
     gates, problems = check_cpu_options({a: "true", b: "true"}, (1, 36), "best-effort")
     assert problems == [f"CPU Manager policy options {a!r} and {b!r} cannot both be \"true\": "
-                        f"the kubelet refuses to start; remove one of them"]
+                        f"the kubelet refuses to start: \"new static policy error: static "
+                        f"policy options {a} and {b} can not be used at the same time\" "
+                        f"(kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_options.go); "
+                        f"remove one of them"]
+    # before 1.35 (not checked against the kubelet's code) without the kubelet's words
+    assert check_cpu_options({a: "true", b: "true"}, (1, 34), "best-effort")[1] == [
+        f"CPU Manager policy options {a!r} and {b!r} cannot both be \"true\": the kubelet "
+        f"refuses to start; remove one of them"]
     # only options set to "true" take part
     assert check_cpu_options({a: "true", b: "false"}, (1, 36), "best-effort")[1] == []
     assert check_cpu_options({a: "false", b: "true"}, (1, 36), "best-effort")[1] == []
