@@ -184,6 +184,19 @@ def test_gate_dependencies_are_what_the_generator_writes():
     assert text == gen.generate(list(BUILT.values()), gen.modcache())
 
 
+def test_kubelet_defaults_are_what_the_generator_writes():
+    """krm_fn/node/data/defaults.py is tools/gen_kubelet_defaults.py's output: the
+    v1beta1 defaulting of each built release, from the harness."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location("gen", ROOT / "tools/gen_kubelet_defaults.py")
+    gen = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(gen)
+    for minor in BUILT:
+        harness(minor)
+    text = (ROOT / "krm_fn/node/data/defaults.py").read_text()
+    assert text == gen.module_text(gen.collect())
+
+
 def _gate_params():
     out = []
     for minor in BUILT:
@@ -411,6 +424,7 @@ def test_retargeted_kubelet_configs_start_the_kubelet(kind, name, minor):
 # (b) Generated pools: krm-fn and the kubelet agree, and krm-fn says what the kubelet says
 
 import os                                   # noqa: E402
+import re                                   # noqa: E402
 import random                               # noqa: E402
 
 from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
@@ -428,9 +442,10 @@ QUANTITIES = ["100Mi", "500Mi", "1Gi", "2Gi", "64Gi", "4096Gi", "0", "1", "500m"
 PERCENTS = ["5%", "10%", "0%", "100%", "150%", "-5%", "x%"]
 
 
-def mostly(good, bad, odds: int = 5):
-    """`good`, and `bad` one time in `odds`."""
-    return st.integers(0, odds - 1).flatmap(lambda i: bad if i == 0 else good)
+def mostly(good, bad, odds: int = 8):
+    """`good`, and `bad` one time in `odds` (a middle draw: hypothesis favours the ends of
+    an integer range)."""
+    return st.integers(0, odds - 1).flatmap(lambda i: bad if i == odds // 2 else good)
 
 
 GOOD_DURATIONS = st.sampled_from(["10s", "30s", "1m30s", "5m", "100ms"])
@@ -616,7 +631,7 @@ def pools(draw, minor: str):
     from krm_fn.node import options
     sockets = draw(st.integers(1, 2))
     numa = draw(st.sampled_from([1, 2]))
-    cores = draw(st.sampled_from([2, 4, 8]))
+    cores = draw(st.sampled_from([2, 4, 8, 8, 16]))
     threads = draw(st.integers(1, 2))
     cpus = sockets * cores * threads
     topology: dict = {"sockets": sockets, "numaNodesPerSocket": numa,
@@ -645,10 +660,16 @@ def pools(draw, minor: str):
         kubelet["reservedSystemCPUs"] = _cpuset(draw, cpus)
     for name in ("kubeReserved", "systemReserved"):
         if draw(st.integers(0, 2)) == 0:
-            kubelet[name] = draw(st.dictionaries(
-                mostly(st.sampled_from(["memory", "memory", "cpu", "ephemeral-storage"]),
-                       st.sampled_from(["pid", "gpu"])),
-                mostly(GOOD_QUANTITIES, BAD_QUANTITIES), max_size=2))
+            good = {"memory": st.sampled_from(["100Mi", "500Mi", "1Gi", "2Gi", "64Gi",
+                                               "4096Gi", "1.5Gi", "1e9", "1G", "0"]),
+                    "cpu": st.sampled_from(["500m", "1", "2"]),
+                    "ephemeral-storage": st.sampled_from(["1Gi", "4096Gi"]),
+                    "pid": st.sampled_from(["100", "1000"])}
+            keys = draw(st.lists(mostly(st.sampled_from(["memory", "memory", "cpu",
+                                                         "ephemeral-storage", "pid"]),
+                                        st.just("gpu")), max_size=2, unique=True))
+            kubelet[name] = {k: draw(mostly(good.get(k, GOOD_QUANTITIES), BAD_QUANTITIES))
+                             for k in keys}
     if draw(st.integers(0, 2)) == 0:
         kubelet["evictionHard"] = draw(st.dictionaries(
             mostly(st.sampled_from(["memory.available", "nodefs.available",
@@ -743,3 +764,99 @@ class Verdict:
         return yaml.safe_dump({"kubernetesVersion": self.minor, "pool": self.pool,
                                "kubelet": self.got, "krm-fn errors":
                                [r.message for r in self.errors]}, width=100)
+
+
+# Where krm-fn's error cannot carry the kubelet's message, and why (the test names each
+# exception it takes; everything else must match):
+EXCEPTIONS = {
+    "schema": "the typed pool fields are checked by krm-fn's config schema "
+              "(krm_fn/config/types.py) when the config is loaded, before any "
+              "KubeletConfiguration exists: its message names the field and the form it "
+              "takes, not the kubelet's words (the config is refused either way)",
+    "own-rule": "krm-fn refuses a pool by a rule of its own and its plan then lacks what "
+                "was asked, so what the kubelet says of that plan is not about it: at "
+                "least one physical core is left for pods (krm_fn/node/topology.py "
+                "reserve_cores: no reservedSystemCPUs), reservedMemory is not computed "
+                "from a percentage eviction threshold (krm_fn/node/memory.py: no "
+                "reservedMemory)",
+    "pointer": "the kubelet's Node Allocatable message prints its resource.Quantity "
+               "values as structs, and a sum that left Quantity's int64 path holds an "
+               "inf.Dec pointer (an address, different in every run); krm-fn's error says "
+               "\"Expected capacity >= reservation\" instead of the exact text",
+    "no-data": NO_DATA_1_37,
+}
+OWN_RULES = ("cannot reserve ", "krm-fn cannot resolve the percentage")
+
+
+def _exception(v: "Verdict") -> str | None:
+    """The EXCEPTIONS key that applies to `v`'s missing messages, or None."""
+    from krm_fn.node import upstream
+    if v.schema:
+        return "schema"
+    if any(rule in r.message for r in v.errors for rule in OWN_RULES):
+        return "own-rule"
+    missing = v.missing()
+    if missing and all("{0x" in m and m.startswith(NODE_ALLOCATABLE) for m in missing) and \
+            any("Expected capacity >= reservation" in r.message for r in v.errors):
+        return "pointer"
+    if (1, int(v.minor.split(".")[1])) > upstream.LAST and all(
+            m.startswith("failed to merge global and in-flight") for m in
+            kubelet_messages(v.got)):
+        return "no-data"
+    return None
+
+
+def _seed() -> int:
+    return int(os.environ.get(SEED_ENV) or random.randrange(2 ** 32))
+
+
+@pytest.mark.parametrize("minor", list(BUILT))
+def test_generated_pools_krm_fn_refuses_what_the_kubelet_refuses(minor):
+    """Generated `spec.nodePools[].kubelet` settings (pools(): typed fields with good and bad
+    values, `extra` fields the kubelet's validation judges and random fields of the
+    version's data, feature gates known, unknown and locked, policy options of every
+    maturity, bad durations and quantities, reservations above the node's memory,
+    reservedMemory that does not add up, reservedSystemCPUs outside the node), rendered by
+    krm-fn and run by the kubelet of `minor` on the pool's machine:
+
+    - the kubelet refuses (decode, gates, validate, start) => krm-fn's render failed, and
+      each of the kubelet's messages is in one of krm-fn's errors (EXCEPTIONS names where
+      that cannot be, and why);
+    - krm-fn accepts => the kubelet starts with what krm-fn emitted;
+    - the kubelet only logs a strict-decoding error (an unknown field) => krm-fn warns or
+      fails about that field.
+
+    KRM_FN_HARNESS_EXAMPLES sets the number of examples (default 300 per minor),
+    KRM_FN_HARNESS_SEED the seed (printed; a failure prints it again)."""
+    seed = _seed()
+    print(f"hypothesis seed {seed} ({SEED_ENV}={seed} reruns it)")
+    harness(minor)
+    seen: dict = {}
+
+    @hypothesis_seed(seed)
+    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=False,
+              phases=[Phase.explicit, Phase.generate],
+              suppress_health_check=list(HealthCheck))
+    @given(pool=pools(minor))
+    def check(pool):
+        v = Verdict(minor, pool)
+        outcome = _exception(v) or ("refused" if not v.got["ok"] else "accepted")
+        seen[outcome] = seen.get(outcome, 0) + 1
+        where = f"seed {seed} ({SEED_ENV}={seed})\n{v.describe()}"
+        if v.schema:
+            assert v.errors, where
+            return
+        refused = not v.got["ok"]
+        if refused and _exception(v) != "no-data":
+            assert v.errors, f"the kubelet refuses what krm-fn accepts: {where}"
+        if not v.errors and _exception(v) != "no-data":
+            assert not refused, f"krm-fn accepts what the kubelet refuses: {where}"
+        if refused and not _exception(v):
+            assert v.missing() == [], f"krm-fn's errors miss the kubelet's words: {where}"
+        if v.got["strictError"]:
+            text = " ".join(r.message for r in v.errors + v.warnings)
+            for name in re.findall(r'unknown field "([^"]+)"', v.got["strictError"]):
+                assert name.rpartition(".")[2] in text, \
+                    f"no krm-fn warning for the unknown field {name}: {where}"
+    check()
+    print(f"outcomes: {seen}")

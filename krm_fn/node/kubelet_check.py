@@ -22,10 +22,19 @@ baseline, `NodePlan.merged`) against the upstream facts of that version
   threshold`; a grace period without a threshold is dead, a warning) —
   pkg/kubelet/eviction/helpers.go ParseThresholdConfig;
 - kubeReserved + systemReserved (+ hard eviction memory) above the node's capacity
-  (`Expected capacity >= reservation`, pkg/kubelet/cm/node_container_manager_linux.go).
+  (`Expected capacity >= reservation`, pkg/kubelet/cm/node_container_manager_linux.go);
+- from 1.35, with the kubelet's own defaults (upstream.kubelet_defaults): gates left on
+  with a dependency off and the option gates as AllAlpha / AllBeta leave them
+  (krm_fn.node.kubelet_gates), unknown fields inside other packages' types, what
+  ValidateKubeletConfiguration refuses (krm_fn.node.kubelet_validation), and what the
+  kubelet refuses at start-up in the file alone (krm_fn.node.kubelet_start: qosReserved,
+  every eviction threshold, NewMainKubelet's checks).
 
-Findings are `Finding(severity, field, message)` with `field` a dotted path inside the
-KubeletConfiguration; the caller maps it to where the value came from.
+From 1.35 each finding quotes the kubelet's own message (krm_fn.node.kubelet_says), as the
+kubelet's code at v1.35.4, v1.36.3 and v1.37.2 prints it (tests/test_kubelet_config_harness.py
+runs that code on the same configurations). Findings are `Finding(severity, field,
+message)` with `field` a dotted path inside the KubeletConfiguration; the caller maps it to
+where the value came from.
 """
 from __future__ import annotations
 
@@ -34,8 +43,7 @@ from krm_fn.rational import Fraction
 from krm_fn.record import dataclass
 
 from krm_fn import quantity
-from krm_fn.node import fields, kubelet_says
-from krm_fn.node import options as cpu_options
+from krm_fn.node import fields, kubelet_gates, kubelet_says, kubelet_start
 from krm_fn.node import upstream
 from krm_fn.results import ERROR, WARNING
 
@@ -43,23 +51,13 @@ HEADER = ("apiVersion", "kind")
 REFERENCE = "https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/"
 GATES_DOC = "https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/"
 EVICTION_DOC = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
-# Eviction signals of a Linux kubelet (pkg/kubelet/eviction/api/types.go; containerfs.*
-# since 1.29, KEP-4191).
-SIGNALS = ("memory.available", "allocatableMemory.available", "nodefs.available",
-           "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree",
-           "containerfs.available", "containerfs.inodesFree", "pid.available")
+# Eviction signals of a Linux kubelet
+SIGNALS = kubelet_start.EVICTION_SIGNALS
 # The eviction maps whose keys are signals, and the reservation maps (krm_fn.node.fields).
 EVICTION_MAPS = tuple(f.name for f in fields.FIELDS
                       if f.name.startswith("eviction") and f.type.startswith("map["))
 RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
 _INT_RANGE = {"int32": 2 ** 31, "int64": 2 ** 63}
-# option-group gates: (CPU or Topology Manager, field, alpha gate, beta gate, whole gate)
-_OPTION_GATES = (
-    ("cpuManagerPolicyOptions", "CPUManagerPolicyAlphaOptions", "CPUManagerPolicyBetaOptions",
-     "CPUManagerPolicyOptions"),
-    ("topologyManagerPolicyOptions", "TopologyManagerPolicyAlphaOptions",
-     "TopologyManagerPolicyBetaOptions", "TopologyManagerPolicyOptions"),
-)
 
 
 @dataclass(frozen=True)
@@ -114,13 +112,37 @@ def check(config: dict, version, node_memory: int | None = None,
             out.extend(_gates(value, version, data))
         else:
             out.extend(_typed(name, value, spec, version))
+    defaults = upstream.kubelet_defaults(tuple(version))
+    if defaults is not None:
+        out.extend(Finding(ERROR, path, f"{path} is not a field the kubelet of Kubernetes "
+                           f"{_vs(version)} knows{_guess(path.rpartition('.')[2], known)}; it "
+                           f"ignores it", unknown=True) for path, known in
+                   kubelet_says.nested_unknown(config, data.fields, defaults["fields"]))
     gates = config.get("featureGates")
-    enabled = enabled_gates(data, gates if isinstance(gates, dict) else {})
-    out.extend(_gate_dependencies(gates, enabled, version))
-    out.extend(_option_gates(config, version, data, enabled))
-    out.extend(_eviction(config, version))
-    out.extend(_thresholds(config, version))
+    enabled = kubelet_gates.enabled_gates(data, gates if isinstance(gates, dict) else {})
+    out.extend(Finding(ERROR, field, message) for field, message in
+               kubelet_gates.dependency_problems(gates, enabled, version))
+    # an unknown field is only ignored; a type error stops decoding, a gate defaulting
+    decodes = not any(f.severity == ERROR and (not f.unknown or f.field.startswith(
+        "featureGates")) for f in out)
+    out.extend(Finding(ERROR, field, message) for field, message in
+               kubelet_gates.option_problems(config, version, data, enabled))
+    if decodes and defaults is not None:    # the kubelet gets as far as validation
+        from krm_fn.node import kubelet_validation
+        for field, message, source in (
+                kubelet_validation.validate(config, version, enabled, defaults)
+                + kubelet_start.main_kubelet(config, version, enabled, defaults)):
+            out.append(Finding(ERROR, field, f"{field}: the kubelet of Kubernetes "
+                               f"{_vs(version)} refuses the configuration"
+                               f"{kubelet_says.says(version, message, source)}"))
+    evictions = _eviction(config, version) + _thresholds(config, version)
+    if kubelet_says.quoted(version):
+        evictions = _quoting(evictions, kubelet_start.eviction_errors(config), version,
+                             kubelet_says.EVICTION_HELPERS, "refuses to start")
+    out.extend(evictions)
     out.extend(_reservations(config, version, node_memory, node_cpus))
+    out.extend(Finding(ERROR, field, message)
+               for field, message in kubelet_start.qos_findings(config, version))
     return out
 
 
@@ -236,16 +258,6 @@ def _typed(path: str, v: object, spec: dict, version, depth: int = 0,
     return [] if _scalar_ok(kind, v) else bad()
 
 
-def _gate_refusal(version, error: str) -> str:
-    """The quote for a featureGates entry the kubelet cannot set: v1beta1 defaulting sets
-    the gates on a copy and panics when that fails (SetDefaults_KubeletConfiguration), so
-    the kubelet crashes before its own SetFromMap; `error` is SetFromMap's
-    (k8s.io/component-base/featuregate/feature_gate.go)."""
-    return kubelet_says.says(version, "failed to merge global and in-flight "
-                             "KubeletConfiguration while setting defaults, error: " + error,
-                             kubelet_says.DEFAULTS)
-
-
 def _gates(value: object, version, data) -> list[Finding]:
     """featureGates: each gate known to `version`, true/false, not against its lock."""
     vs = _vs(version)
@@ -276,7 +288,7 @@ def _gates(value: object, version, data) -> list[Finding]:
             continue
         if spec["locked"] and on != spec["default"]:
             default = str(spec["default"]).lower()
-            said = _gate_refusal(version, f"cannot set feature gate {gate} to "
+            said = kubelet_gates.gate_refusal(version, f"cannot set feature gate {gate} to "
                                           f"{str(on).lower()}, feature is locked to {default}")
             out.append(Finding(ERROR, path, f"feature gate {gate} is {spec['stage']} and "
                                f"locked to {default} in Kubernetes {vs}: "
@@ -300,104 +312,28 @@ def _unknown_gate(gate: str, path: str, version, data) -> Finding:
                        f"({data.source}), so a gate new in {dv} is missing from it; if "
                        f"this is not one, the kubelet refuses to start (unrecognized "
                        f"feature gate) ({GATES_DOC})", unknown=True)
-    said = _gate_refusal(version, f"unrecognized feature gate: {gate}") or \
+    said = kubelet_gates.gate_refusal(version, f"unrecognized feature gate: {gate}") or \
         " (unrecognized feature gate)"
     return Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of {vs} refuses to "
                    f"start{said}; remove it ({GATES_DOC})", unknown=True)
 
 
-SPECIAL_GATES = {"AllAlpha": "ALPHA", "AllBeta": "BETA"}
-
-
-def enabled_gates(data, gates: dict) -> dict[str, bool]:
-    """Every gate of `data` -> whether it is on with the `featureGates` map `gates`, as
-    SetFromMap leaves them: the explicit value, else AllAlpha / AllBeta's for a gate of that
-    stage (featuregate setUnsetAlphaGates / setUnsetBetaGates), else the default."""
-    explicit = {str(g): v for g, v in gates.items() if isinstance(v, bool) and g in data.gates}
-    out = {g: bool(spec["default"]) for g, spec in data.gates.items()}
-    for special, stage in SPECIAL_GATES.items():
-        if special in explicit:
-            for g, spec in data.gates.items():
-                if spec["stage"] == stage and g not in SPECIAL_GATES:
-                    out[g] = explicit[special]
-    out.update(explicit)
-    return out
-
-
-def _gate_dependencies(gates, enabled: dict, version) -> list[Finding]:
-    """Enabled gates whose dependencies are off (generated from pkg/features/kube_features.go
-    for the versions krm_fn.node.upstream.gate_dependencies covers): the kubelet refuses
-    the featureGates map ("X is enabled, but depends on features that are disabled: [Y]",
-    k8s.io/component-base/featuregate/feature_gate.go), in defaulting, which panics."""
-    deps = upstream.gate_dependencies(tuple(version))
-    if not deps or not isinstance(gates, dict):
-        return []
-    out = []
-    for gate, needs in deps.items():
-        if not enabled.get(gate):
-            continue
-        off = [d for d in needs if not enabled.get(d)]
-        if not off:
-            continue
-        named = gate if gate in gates else next((d for d in off if d in gates), None)
-        why = f"{gate} is enabled, but depends on features that are disabled: [{' '.join(off)}]"
-        out.append(Finding(ERROR, f"featureGates.{named}" if named else "featureGates",
-                           f"feature gate {gate} is on but needs {', '.join(off)}, which "
-                           f"{'is' if len(off) == 1 else 'are'} off: the kubelet of Kubernetes "
-                           f"{_vs(version)} refuses to start{_gate_refusal(version, why)}; set "
-                           + " and ".join(f"{d}: true" for d in off) + f" or {gate}: false "
-                           f"in featureGates ({GATES_DOC})"))
-    return out
-
-
-def _option_stage(field: str, option: str, version) -> str | None:
-    if field == "cpuManagerPolicyOptions":
-        if option not in cpu_options.CPU_OPTIONS:
-            return None
-        return cpu_options.maturity(option, version)
-    if option not in cpu_options.TOPOLOGY_OPTIONS:
-        return None
-    return cpu_options.topology_maturity(option, version)
-
-
-def _option_gates(config: dict, version, data, enabled: dict) -> list[Finding]:
-    """Options whose group gate is off on `version` (explicitly, by AllAlpha / AllBeta, or
-    by default; `enabled`: enabled_gates)."""
-    out = []
-    for field, alpha, beta, whole in _OPTION_GATES:
-        opts = config.get(field)
-        if not isinstance(opts, dict):
-            continue
-        cpu = field == "cpuManagerPolicyOptions"
-        if opts and whole in data.gates and not enabled.get(whole):
-            # cmd/kubelet/app/server.go run(): `%v` of a map prints its keys sorted
-            said = "" if cpu else kubelet_says.says(
-                version, f"topology manager policy options map["
-                + " ".join(f"{k}:{opts[k]}" for k in sorted(opts, key=str))
-                + f"] require feature gates \"{whole}\" enabled", kubelet_says.SERVER)
-            out.append(Finding(ERROR, f"featureGates.{whole}", f"{field} is set but the "
-                               f"{whole} feature gate is off: the kubelet of Kubernetes "
-                               f"{_vs(version)} refuses every option{said}; remove "
-                               f"featureGates.{whole}: false"))
-            continue
-        for option in opts:
-            stage = _option_stage(field, str(option), version)
-            gate = {cpu_options.ALPHA: alpha, cpu_options.BETA: beta}.get(stage)
-            if gate and gate in data.gates and not enabled.get(gate):
-                level = {cpu_options.ALPHA: "Alpha", cpu_options.BETA: "Beta"}[stage]
-                quoted = kubelet_says.go_quote(str(option))
-                said = kubelet_says.says(
-                    version, f"new static policy error: CPU Manager Policy {level}-level "
-                    f"Options not enabled, but option {quoted} provided",
-                    kubelet_says.CPU_POLICY_OPTIONS) if cpu else kubelet_says.says(
-                    version, f"topology manager policy {level.lower()}-level options not "
-                    f"enabled, but option {quoted} provided",
-                    kubelet_says.TOPOLOGY_POLICY_OPTIONS)
-                out.append(Finding(ERROR, f"featureGates.{gate}", f"{field} {option} is "
-                                   f"{stage} in Kubernetes {_vs(version)} and needs the "
-                                   f"{gate} feature gate, which is off: the kubelet refuses "
-                                   f"to start{said}; set featureGates.{gate}: true or remove "
-                                   f"the option"))
+def _quoting(findings: list[Finding], said: list[tuple[str, str]], version, source: str,
+             refuses: str) -> list[Finding]:
+    """`findings` with the kubelet's words `said` ([(field, message)]) added to the finding of
+    the same field, or as a finding of their own where krm-fn had none for it (the kubelet
+    refuses what krm-fn's own check let through: fail closed)."""
+    from krm_fn.record import replace
+    out = list(findings)
+    for field, message in said:
+        quote = kubelet_says.says(version, message, source)
+        at = next((i for i, f in enumerate(out)
+                   if f.field == field and f.severity == ERROR), None)
+        if at is None:
+            out.append(Finding(ERROR, field, f"{field}: the kubelet of Kubernetes "
+                               f"{_vs(version)} {refuses}{quote}"))
+        elif quote not in out[at].message:
+            out[at] = replace(out[at], message=f"{out[at].message}; the kubelet says{quote}")
     return out
 
 
@@ -509,7 +445,7 @@ def _reservations(config: dict, version, node_memory: int | None,
                            f"systemReserved.memory + evictionHard[memory.available] is "
                            f"{int(memory)} bytes, more than the node's memory ({node_memory} "
                            f"bytes): the kubelet of Kubernetes {_vs(version)} refuses to "
-                           f"start (Expected capacity >= reservation); lower the "
+                           f"start{_over_capacity(config, version, node_memory)}; lower the "
                            f"reservations"))
     # reservedSystemCPUs replaces the cpu of both maps (cmd/kubelet/app/server.go).
     if node_cpus is not None and cpu > node_cpus and not config.get("reservedSystemCPUs"):
@@ -518,3 +454,13 @@ def _reservations(config: dict, version, node_memory: int | None,
                            f"kubelet of Kubernetes {_vs(version)} refuses to start (Expected "
                            f"capacity >= reservation); lower the reservations"))
     return out
+
+
+def _over_capacity(config: dict, version, node_memory: int) -> str:
+    """The quote of the kubelet's Node Allocatable check for memory (kubelet_start
+    node_allocatable), or " (Expected capacity >= reservation)" where it cannot be given."""
+    message = kubelet_start.node_allocatable(config, node_memory) \
+        if kubelet_says.quoted(version) else None
+    if message is None:
+        return " (Expected capacity >= reservation)"
+    return kubelet_says.says(version, message, kubelet_says.NODE_ALLOCATABLE)

@@ -24,6 +24,8 @@ built with (Go 1.26); they read the same since Go 1.15.
 """
 from __future__ import annotations
 
+from krm_fn.matching import LazyPattern
+
 QUOTED_FROM = (1, 35)
 UPSTREAM = "kubernetes/kubernetes"
 
@@ -59,6 +61,14 @@ def says(version, message: str, source: str) -> str:
         return ""
     where = source if source.startswith("k8s.io/") else f"{UPSTREAM} {source}"
     return f": \"{message}\" ({where})"
+
+
+_QUOTE = LazyPattern(r': ".*?" \((?:kubernetes/kubernetes |k8s\.io/)[^)]*\)')
+
+
+def quotes_in(message: str) -> list[str]:
+    """The `says` quotes a finding's message holds, each as `says` wrote it."""
+    return _QUOTE.findall(message)
 
 
 # --- Go's strconv and time messages ----------------------------------------------------
@@ -131,15 +141,20 @@ def duration_error(text: str) -> str | None:
     """The error of Go's time.ParseDuration(text) (time/format.go), or None when it parses:
     `time: invalid duration "x"`, `time: missing unit in duration "1"`, `time: unknown unit
     "d" in duration "1d"`. Works on the UTF-8 bytes, as Go does."""
+    return parse_duration(text)[1]
+
+
+def parse_duration(text: str) -> tuple[int | None, str | None]:
+    """Go's time.ParseDuration(text): (nanoseconds, None) or (None, its error)."""
     orig, s = text, text.encode("utf-8", "surrogatepass")
 
-    def err(what: str) -> str:
-        return f"time: {what} {time_quote(orig)}"
+    def err(what: str) -> tuple[None, str]:
+        return None, f"time: {what} {time_quote(orig)}"
     neg = False
     if s[:1] in (b"-", b"+"):
         neg, s = s[:1] == b"-", s[1:]
     if s == b"0":
-        return None
+        return 0, None
     if s == b"":
         return err("invalid duration")
     d = 0
@@ -195,7 +210,30 @@ def duration_error(text: str) -> str | None:
             return err("invalid duration")
     if not neg and d > (1 << 63) - 1:
         return err("invalid duration")
-    return None
+    return (-d if neg else d), None
+
+
+def duration_string(ns: int) -> str:
+    """time.Duration.String(): "1m30s", "500ms", "1µs", "0s", "-1h0m0s"."""
+    def frac(u: int, prec: int) -> tuple[int, str]:
+        digits = str(u % 10 ** prec).rjust(prec, "0").rstrip("0") if prec else ""
+        return u // 10 ** prec, ("." + digits) if digits else ""
+    neg, u = ns < 0, abs(ns)
+    if u < 10 ** 9:
+        if u == 0:
+            return "0s"
+        unit, prec = (("ns", 0) if u < 10 ** 3 else ("µs", 3) if u < 10 ** 6 else ("ms", 6))
+        whole, f = frac(u, prec)
+        text = f"{whole}{f}{unit}"
+    else:
+        seconds, f = frac(u, 9)
+        text = f"{seconds % 60}{f}s"
+        minutes = seconds // 60
+        if minutes:
+            text = f"{minutes % 60}m{text}"
+            if minutes // 60:
+                text = f"{minutes // 60}h{text}"
+    return ("-" if neg else "") + text
 
 
 # --- k8s.io/utils/cpuset ---------------------------------------------------------------
@@ -350,3 +388,33 @@ def decode_error(struct: str, path: str, value: object, go: str,
     return (f"failed to decode: json: cannot unmarshal "
             f"{_json_kind(value, _UNDERLYING.get(kind or '', target))} into Go "
             f"struct field {struct}.{path} of type {target}")
+
+
+def nested_unknown(config: dict, fields: dict, tree: dict) -> list[tuple[str, dict]]:
+    """[(path, the names known there)] of the unknown fields inside the objects whose type is
+    another package's (logging, tracing, registerWithTaints' taints: krm-fn's field data,
+    `fields`, does not go into them), by the field names strict decoding knows (`tree`:
+    upstream.kubelet_defaults `fields`, from the kubelet's own types): the kubelet ignores
+    them."""
+    out: list[tuple[str, dict]] = []
+
+    def walk(path: str, value, known) -> None:
+        if isinstance(value, list):
+            for i, x in enumerate(value):
+                walk(f"{path}[{i}]", x, known)
+        elif isinstance(value, dict) and isinstance(known, dict):
+            for key, x in value.items():
+                if str(key) not in known:
+                    out.append((f"{path}.{key}", known))
+                else:
+                    walk(f"{path}.{key}", x, known[str(key)])
+    for name, value in config.items():
+        spec = fields.get(name)
+        if spec is None or spec["type"] == "any":
+            continue
+        items = spec.get("items") or {}
+        if (spec["type"] == "object" and not spec.get("fields")) or (
+                spec["type"] == "list" and items.get("type") == "object"
+                and not items.get("fields")):
+            walk(name, value, tree.get(name))
+    return out

@@ -192,11 +192,16 @@ def parse(value: object) -> list[dict]:
 
 
 def check(entries: list[dict], totals: dict[str, Fraction],
-          terms: dict[str, list[tuple[str, str]]], numa_nodes: list[int]) -> list[ReservedMemoryError]:
+          terms: dict[str, list[tuple[str, str]]], numa_nodes: list[int],
+          version=(1, 0), reservation=None) -> list[ReservedMemoryError]:
     """Problems of an explicit reservedMemory (from `parse`) against `required`'s result on
     nodes with NUMA node ids `numa_nodes`: an unknown or repeated NUMA node, and each type
     whose sum differs, with the arithmetic (e.g. 1536Mi listed,
-    1024Mi + 512Mi + 100Mi = 1636Mi required)."""
+    1024Mi + 512Mi + 100Mi = 1636Mi required). From 1.35 (`version`) each quotes the
+    kubelet (memory_manager.go getTotalMemoryTypeReserved, validateReservedMemory), given
+    `reservation`: (systemReserved, kubeReserved, the hard-eviction memory as a
+    go_quantity.GoQuantity or None) as the kubelet will run them."""
+    from krm_fn.node import kubelet_says as ks
     problems: list[ReservedMemoryError] = []
     seen: set[int] = set()
     sums: dict[str, Fraction] = {}
@@ -204,10 +209,12 @@ def check(entries: list[dict], totals: dict[str, Fraction],
     for i, e in enumerate(entries):
         n = e["numaNode"]
         if n not in numa_nodes:
+            said = ks.says(version, f"the reserved memory configuration references a NUMA "
+                           f"node {n} that does not exist on this machine", ks.MEMORY_MANAGER)
             problems.append(ReservedMemoryError(f"reservedMemory[{i}].numaNode", f"NUMA node {n} "
                             f"does not exist on this pool's nodes (NUMA nodes "
                             f"{', '.join(map(str, numa_nodes))}); the kubelet refuses to "
-                            f"start"))
+                            f"start{said}"))
         if n in seen:
             problems.append(ReservedMemoryError(f"reservedMemory[{i}].numaNode", f"NUMA node {n} is "
                             f"listed twice; give each NUMA node one entry"))
@@ -227,8 +234,46 @@ def check(entries: list[dict], totals: dict[str, Fraction],
         diff = want - have
         gap = (f"{quantity.format_binary_si(diff)} short" if diff > 0
                else f"{quantity.format_binary_si(-diff)} too much")
+        said = _kubelet_says_sum(entries, kind, version, reservation)
         problems.append(ReservedMemoryError("reservedMemory", f"reservedMemory {kind} sums to "
-                        f"{listed}, but {need} ({gap}): the kubelet refuses to start (the "
-                        f"total amount of type {kind!r} is not equal to the value determined "
-                        f"by Node Allocatable)"))
+                        f"{listed}, but {need} ({gap}): the kubelet refuses to start"
+                        + (said or f" (the total amount of type {kind!r} is not equal to the "
+                                    f"value determined by Node Allocatable)")))
     return problems
+
+
+def _kubelet_says_sum(entries: list[dict], kind: str, version, reservation) -> str:
+    """The quote of validateReservedMemory for type `kind`: both sides summed as the kubelet
+    sums resource.Quantity values (reservedMemory in list order; systemReserved,
+    kubeReserved, the hard eviction threshold), "" when they cannot be modelled."""
+    from krm_fn.node import go_quantity as gq
+    from krm_fn.node import kubelet_says as ks
+    if reservation is None or not ks.quoted(version):
+        return ""
+    listed = None
+    for e in entries:
+        text = e["limits"].get(kind)
+        if text is None:
+            continue
+        q = gq.parse_quantity(str(text))
+        if q is None:
+            return ""
+        listed = q if listed is None else gq.add(q, listed)
+        if listed is None:
+            return ""
+    system, kube, evict = reservation
+    parts = []
+    for m in (system, kube):
+        text = m.get(kind)
+        parts.append(None if text is None else (gq.parse_quantity(str(text)) or False))
+    if kind == MEMORY and evict is not None:
+        parts.append(evict)
+    reserved = gq.total(parts)
+    have = gq.total([listed])
+    if reserved is None or have is None:
+        return ""
+    node = gq.total([reserved if reserved.value else None])
+    return ks.says(version, f"the total amount {ks.go_quote(gq.quantity_string(have))} of type "
+                   f"{ks.go_quote(kind)} is not equal to the value "
+                   f"{ks.go_quote(gq.quantity_string(node))} determined by Node Allocatable "
+                   f"feature", ks.MEMORY_MANAGER)

@@ -11,7 +11,7 @@ import re
 from krm_fn.record import dataclass, field
 
 from krm_fn.node import baseline as baseline_mod
-from krm_fn.node import fields, kubelet_check
+from krm_fn.node import fields, kubelet_check, kubelet_says
 from krm_fn.node import options as cpu_options
 from krm_fn.node import reserved as reserved_mod
 from krm_fn.node import upstream
@@ -139,11 +139,11 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: ob
     # (+ eviction for memory), on the values the kubelet will run with (baseline merged).
     if k.memoryManagerPolicy == "Static":
         reserved_mod.reserved_memory(kubelet, k, pool, topo, base, base_path, reserved_maps,
-                                     eviction, res)
+                                     eviction, res, version)
     elif k.reservedMemory is not None:
         res(WARNING, "kubelet.reservedMemory", "reservedMemory is only used with "
             "memoryManagerPolicy Static; it is left out")
-    reserved = reserved_mod.reserved_cpus(kubelet, k, pool, topo, res)
+    reserved = reserved_mod.reserved_cpus(kubelet, k, pool, topo, res, version)
     reserved_mod.check_dropped_cpu(k, reserved, opts, kubelet, res)
     for name in reserved_mod.RESERVATIONS:
         if reserved_maps[name]:
@@ -185,18 +185,26 @@ def _check_emitted(merged: dict, kubelet: dict, k, base: dict, base_path: str, v
     facts of `version` (krm_fn.node.kubelet_check). Each finding points at where its value
     came from (`_origin`); a field only the baseline has that the version does not know is
     a warning (the node wrote it). A finding at a path that already holds an error of the
-    plan's own checks is left out."""
+    plan's own checks is left out, but the kubelet's words it quotes (kubelet_says) are
+    added to that error."""
+    from krm_fn.record import replace
     memory = getattr(pool.topology, "memory", None)
     node_memory = int(memory.value) if memory is not None else None
-    errors = {r.path for r in results if r.severity == ERROR}
+    errors = {r.path: i for i, r in enumerate(results) if r.severity == ERROR}
     for f in kubelet_check.check(merged, version, node_memory, topo.total_cpus):
         path, in_base = _origin(f.field, kubelet, k.extra or {}, base)
         sev = WARNING if in_base and f.unknown and f.field.partition(".")[0] not in kubelet \
             else f.severity
         before = len(results)
         res(sev, f"{base_path}.{f.field}" if in_base else path, f.message, absolute=in_base)
-        if results[before].path in errors:
+        at = errors.get(results[before].path)
+        if at is not None:
             del results[before]
+            kept = results[at]
+            for quote in kubelet_says.quotes_in(f.message):
+                if quote not in kept.message:
+                    kept = replace(kept, message=f"{kept.message}; the kubelet says{quote}")
+            results[at] = kept
 
 
 def _origin(name: str, kubelet: dict, extra: dict, base: dict) -> tuple[str, bool]:

@@ -137,6 +137,10 @@ func hardEvictionReservation(thresholds []evictionapi.Threshold, capacity v1.Res
 	return ret
 }
 
+// ephemeralStorageCapacity is the node's root filesystem as cadvisor reports it (the
+// machine info carries no disk): 100Gi unless a command sets another for its request.
+var ephemeralStorageCapacity = resource.MustParse("100Gi")
+
 // kubelet is the part of a started kubelet that admits pods.
 type kubelet struct {
 	config      *kubeletconfig.KubeletConfiguration
@@ -227,7 +231,7 @@ func start(kc *kubeletconfig.KubeletConfiguration, machine *machineInfo, stateDi
 	// cm.containerManagerImpl: capacity (cadvisor.CapacityFromMachineInfo) and
 	// GetNodeAllocatableReservation.
 	k.capacity = cadvisor.CapacityFromMachineInfo(machine)
-	k.capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(100<<30, resource.BinarySI)
+	k.capacity[v1.ResourceEphemeralStorage] = ephemeralStorageCapacity.DeepCopy()
 	evictionReservation := hardEvictionReservation(hard, k.capacity)
 	k.reservation = v1.ResourceList{}
 	for name := range k.capacity {

@@ -24,7 +24,10 @@ package main
 //	          qosReserved, Topology Manager options and their gate, the CPU Manager's
 //	          policy and options (NewStaticPolicy), the Memory Manager's reservedMemory
 //	          against the reservations, Node Allocatable capacity >= reservation):
-//	          start() in kubelet.go
+//	          start() in kubelet.go; then what NewMainKubelet refuses in the file alone
+//	          (mainKubelet: sync frequency, configmap and secret strategy, container log
+//	          limits, every eviction threshold). The machine's root filesystem is
+//	          ephemeralStorageCapacity.
 //
 // Not run: what depends on the host rather than the file (cgroup roots, swap, the CRI,
 // certificates, the lock file), logging's Apply (once per process; its Validate is part
@@ -36,19 +39,24 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	_ "unsafe" // go:linkname
 
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilerrors "k8s.io/apimachinery/pkg/util/errors"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	kubeletconfigv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
+	kubeletconfigv1beta1conversion "k8s.io/kubernetes/pkg/kubelet/apis/config/v1beta1"
 	"k8s.io/kubernetes/pkg/kubelet/apis/config/validation"
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig/configfiles"
+	"k8s.io/kubernetes/pkg/kubelet/logs"
 	utilfs "k8s.io/kubernetes/pkg/util/filesystem"
 	"sigs.k8s.io/yaml"
 )
@@ -79,6 +87,8 @@ type kubeletConfigInput struct {
 	MachineInfo json.RawMessage `json:"machineInfo,omitempty"`
 	// CgroupV1: the node runs cgroup v1 (default: cgroup v2, which krm-fn's nodes need).
 	CgroupV1 bool `json:"cgroupV1,omitempty"`
+	// EphemeralStorageCapacity: the root filesystem's size, a quantity (default 100Gi).
+	EphemeralStorageCapacity string `json:"ephemeralStorageCapacity,omitempty"`
 }
 
 // kubeletConfigOutput is what it writes.
@@ -160,11 +170,23 @@ func kubeletConfigCommand(input []byte) (any, error) {
 		if err := os.Mkdir(state, 0o700); err != nil {
 			return nil, err
 		}
+		if in.EphemeralStorageCapacity != "" {
+			q, err := resource.ParseQuantity(in.EphemeralStorageCapacity)
+			if err != nil {
+				return nil, fmt.Errorf("input: ephemeralStorageCapacity: %w", err)
+			}
+			saved := ephemeralStorageCapacity
+			ephemeralStorageCapacity = q
+			defer func() { ephemeralStorageCapacity = saved }()
+		}
 		if _, err := start(kc, machine, state); err != nil {
 			if _, ok := err.(*startError); ok {
 				return refused("start", err)
 			}
 			return nil, err
+		}
+		if err := mainKubelet(kc); err != nil {
+			return refused("start", err)
 		}
 	}
 	out.OK = true
@@ -250,4 +272,103 @@ func loadConfigFile(ctx context.Context, path string, data []byte) (kc *kubeletc
 		}
 	}
 	return kc, "", nil
+}
+
+// mainKubelet follows the refusals of pkg/kubelet/kubelet.go NewMainKubelet that depend on
+// the configuration file alone, in its order, for a node with an API server (the
+// configmap and secret managers exist): the sync frequency, the configmap and secret
+// change detection strategy, the container log manager's limits
+// (logs.NewContainerLogManager) and every eviction threshold (eviction.ParseThresholdConfig
+// with enforceNodeAllocatable: soft thresholds, their grace periods, minimum reclaims).
+func mainKubelet(kc *kubeletconfig.KubeletConfiguration) error {
+	if kc.SyncFrequency.Duration <= 0 {
+		return fmt.Errorf("invalid sync frequency %d", kc.SyncFrequency.Duration)
+	}
+	switch kc.ConfigMapAndSecretChangeDetectionStrategy {
+	case kubeletconfig.WatchChangeDetectionStrategy, kubeletconfig.TTLCacheChangeDetectionStrategy,
+		kubeletconfig.GetChangeDetectionStrategy:
+	default:
+		return fmt.Errorf("unknown configmap and secret manager mode: %v", kc.ConfigMapAndSecretChangeDetectionStrategy)
+	}
+	if _, err := logs.NewContainerLogManager(nil, nil, kc.ContainerLogMaxSize,
+		int(kc.ContainerLogMaxFiles), int(kc.ContainerLogMaxWorkers), kc.ContainerLogMonitorInterval); err != nil {
+		return fmt.Errorf("failed to initialize container log manager: %v", err)
+	}
+	if _, err := eviction.ParseThresholdConfig(kc.EnforceNodeAllocatable, kc.EvictionHard, kc.EvictionSoft,
+		kc.EvictionSoftGracePeriod, kc.EvictionMinimumReclaim); err != nil {
+		return err
+	}
+	return nil
+}
+
+// defaultsCommand is `harness defaults`: what v1beta1 defaulting
+// (pkg/kubelet/apis/config/v1beta1/defaults.go SetDefaults_KubeletConfiguration, with the
+// release's default feature gates) writes into an empty KubeletConfiguration, as JSON, and
+// which fields are pointers (a pointer is defaulted only when absent; a field of a value
+// type also when it holds its zero value). tools/gen_kubelet_defaults.py writes it into
+// krm_fn/node/data/defaults.py.
+func defaultsCommand([]byte) (any, error) {
+	obj := &kubeletconfigv1beta1.KubeletConfiguration{}
+	kubeletconfigv1beta1conversion.SetDefaults_KubeletConfiguration(obj)
+	data, err := json.Marshal(obj)
+	if err != nil {
+		return nil, err
+	}
+	var defaults map[string]any
+	if err := json.Unmarshal(data, &defaults); err != nil {
+		return nil, err
+	}
+	pointers := []string{}
+	t := reflect.TypeOf(*obj)
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		if name == "" || name == "-" {
+			continue
+		}
+		if k := f.Type.Kind(); k == reflect.Pointer || k == reflect.Slice || k == reflect.Map {
+			pointers = append(pointers, name)
+		}
+	}
+	return map[string]any{"release": release(), "defaults": defaults, "nilable": pointers,
+		"fields": fieldTree(t, 0)}, nil
+}
+
+// fieldTree is the JSON field names of struct type t, each with the tree of its own
+// struct type (through pointers, slices and maps) or nil for a value decoded as a whole
+// (a scalar, or a type with its own UnmarshalJSON such as metav1.Duration): what strict
+// decoding knows, nested fields of other packages' types included.
+func fieldTree(t reflect.Type, depth int) map[string]any {
+	out := map[string]any{}
+	unmarshaler := reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name := strings.Split(f.Tag.Get("json"), ",")[0]
+		ft := f.Type
+		for ft.Kind() == reflect.Pointer || ft.Kind() == reflect.Slice || ft.Kind() == reflect.Map {
+			ft = ft.Elem()
+		}
+		var sub map[string]any
+		if ft.Kind() == reflect.Struct && depth < 6 && !reflect.PointerTo(ft).Implements(unmarshaler) {
+			sub = fieldTree(ft, depth+1)
+		}
+		if name == "-" {
+			continue
+		}
+		if name == "" && f.Anonymous { // an embedded struct's fields are inlined
+			for k, v := range sub {
+				out[k] = v
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if sub != nil {
+			out[name] = sub
+		} else {
+			out[name] = nil
+		}
+	}
+	return out
 }

@@ -152,16 +152,30 @@ def payloads(obj: dict, baseline=None, with_metadata: bool = False) -> list[tupl
 
 
 LOCAL_DISTANCE, REMOTE_DISTANCE = 10, 20
+# The root filesystem's size: krm-fn models no disk, so an ephemeral-storage reservation is
+# never checked against one (docs/kubelet-data.md, what is not checked); the harness's node
+# gets a disk no reservation reaches.
+UNDESCRIBED_DISK = "1Ei"
+# The memory of a node whose pool does not describe it (topology.memory): krm-fn then does
+# not check the reservations against memory, so the harness's node has more than any
+# reservation (tests/harness/convert.py's 4 TiB is less than a generated kubeReserved can
+# ask for).
+UNDESCRIBED_MEMORY = 2 ** 60
 
 
 def machine(node) -> dict:
-    """The cadvisor MachineInfo of a NodeModel (tests/harness/convert.machine) with the NUMA
-    distances cadvisor reads from sysfs (/sys/devices/system/node/nodeN/distance), which
+    """The cadvisor MachineInfo of a NodeModel (tests/harness/convert.machine; a node whose
+    memory is not described gets UNDESCRIBED_MEMORY) with the NUMA distances cadvisor reads from sysfs (/sys/devices/system/node/nodeN/distance), which
     the Topology Manager needs for prefer-closest-numa-nodes ("error getting NUMA distances
     from cadvisor" without them): krm-fn does not model distances, so every remote node is
     at the ACPI SLIT's usual 20, the local one at 10."""
     from tests.harness import convert
     info = convert.machine(node)
+    if not node.numa_memory:        # undescribed: no reservation reaches it
+        per = UNDESCRIBED_MEMORY // len(info["topology"])
+        for n in info["topology"]:
+            n["memory"] = per
+        info["memory_capacity"] = per * len(info["topology"])
     ids = [n["node_id"] for n in info["topology"]]
     for n in info["topology"]:
         n["distances"] = [LOCAL_DISTANCE if i == n["node_id"] else REMOTE_DISTANCE
@@ -181,4 +195,5 @@ def check(harness, config: dict | str, machine: dict | None) -> dict:
     data = {"kubeletConfig": config if isinstance(config, str) else file_text(config)}
     if machine is not None:
         data["machineInfo"] = machine
+        data["ephemeralStorageCapacity"] = UNDESCRIBED_DISK
     return harness.call("kubeletconfig", data)

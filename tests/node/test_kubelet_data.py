@@ -380,7 +380,10 @@ BASELINE = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfi
 RICH = {"memoryManagerPolicy": "Static", "topologyManagerPolicy": "single-numa-node",
         "extra": {"evictionSoft": {"memory.available": "1Gi"},
                   "evictionSoftGracePeriod": {"memory.available": "1m30s"},
-                  "imageGCHighThresholdPercent": 80, "containerLogMaxSize": "50Mi",
+                  # with the default low threshold (80) the kubelet refuses 80: "must be
+                  # less than imageGCHighThresholdPercent" (found by tests/harness)
+                  "imageGCHighThresholdPercent": 80, "imageGCLowThresholdPercent": 70,
+                  "containerLogMaxSize": "50Mi",
                   "featureGates": {"EventedPLEG": False}}}
 # Formats that carry KubeletConfiguration fields under their upstream names (gke and aks
 # rename them: their own schemas, tests/node/test_formats.py).

@@ -64,7 +64,8 @@ def test_explicit_flag_form_docs_example_5220Mi():
 def test_explicit_list_that_forgot_eviction_is_an_error_with_the_arithmetic():
     plan, results = build(static_pool(reservedMemory=[
         {"numaNode": 0, "limits": {"memory": "1536Mi"}}]))
-    assert "reservedMemory" not in plan.kubelet
+    # the plan holds what was asked (nothing is emitted with an error)
+    assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "1536Mi"}}]
     assert [(r.severity, r.path, r.message) for r in results] == [
         (ERROR, P + "reservedMemory",
          "reservedMemory memory sums to 1536Mi (numaNode 0: 1536Mi), but kubeReserved.memory "
@@ -111,8 +112,6 @@ def test_explicit_list_too_much_unknown_and_repeated_numa_nodes():
     ([{"numaNode": 0, "limits": {"memory": "1.5.0"}}], P + "reservedMemory[0].limits.memory",
      "not a memory quantity: '1.5.0' is not a quantity (expected a number and an optional "
      "suffix such as 500m, 4, 1Gi, 1e3)"),
-    ([{"numaNode": 0, "limits": {"memory": "1Gi"}, "extra": 1}], P + "reservedMemory[0]",
-     "each entry is a mapping with exactly numaNode and limits"),
     ("0:memory=1100Mi,memory=5Gi", P + "reservedMemory[0].limits.memory",
      "'memory' is given twice for NUMA node 0"),
     ([{"numaNode": 0, "limits": {"hugepages-": "2Mi"}}], P + "reservedMemory[0].limits",
@@ -122,8 +121,19 @@ def test_explicit_list_too_much_unknown_and_repeated_numa_nodes():
 ])
 def test_malformed_explicit_reserved_memory(given, path, message):
     plan, results = build(static_pool(reservedMemory=given))
-    assert "reservedMemory" not in plan.kubelet
+    # the plan holds what was asked when it is a list (nothing is emitted with an error)
+    assert plan.kubelet.get("reservedMemory") == (given if isinstance(given, list) else None)
     assert [(r.severity, r.path, r.message) for r in results] == [(ERROR, path, message)]
+
+
+def test_an_entry_with_another_field_is_an_error_and_the_field_unknown():
+    plan, results = build(static_pool(reservedMemory=[
+        {"numaNode": 0, "limits": {"memory": "1Gi"}, "extra": 1}]))
+    assert [(r.severity, r.path, r.message) for r in results] == [
+        (ERROR, P + "reservedMemory[0]", "each entry is a mapping with exactly numaNode and "
+                                         "limits"),
+        (ERROR, P + "reservedMemory[0].extra", "reservedMemory[0].extra is not a field of "
+         "MemoryReservation in Kubernetes 1.34; the kubelet ignores it")]
 
 
 def test_reserved_memory_without_static_policy_is_left_out_with_a_warning():
