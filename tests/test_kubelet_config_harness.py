@@ -29,9 +29,6 @@ ROOT = helpers.ROOT
 BUILT = runner.releases()            # {"1.35": "v1.35.4", ...}
 OUTSIDE = ("kubernetesVersion outside the built harness minors (being moved to 1.35-1.37)")
 
-NO_DATA_1_37 = ("krm-fn has no 1.37 kubelet data yet (krm_fn/node/data ends at 1.36, so "
-                "a gate 1.37 removed or locked is unknown to it; being moved to 1.35-1.37)")
-
 _HARNESSES: dict = {}
 
 
@@ -197,15 +194,7 @@ def test_kubelet_defaults_are_what_the_generator_writes():
     assert text == gen.module_text(gen.collect())
 
 
-def _gate_params():
-    out = []
-    for minor in BUILT:
-        marks = [pytest.mark.xfail(strict=True, reason=NO_DATA_1_37)] if minor == "1.37" else []
-        out.append(pytest.param(minor, marks=marks, id=minor))
-    return out
-
-
-@pytest.mark.parametrize("minor", _gate_params())
+@pytest.mark.parametrize("minor", list(BUILT))
 def test_every_gate_is_judged_as_the_kubelet_judges_it(minor):
     """Each gate of the version's data set to true and to false, alone: the kubelet refuses
     exactly those krm-fn refuses (unknown, locked, a dependency left off; the kubelet's
@@ -375,8 +364,9 @@ def check_emitted(doc, fc) -> int:
     checked = 0
     for pool_index, fmt, obj in objs:
         machine = kubeletconfigs.machine(run.nodes[pool_index])
+        whole = None if run.cfg.output.baseline else kubeletconfigs.file_of(obj)
         for fmt_, config in kubeletconfigs.payloads(obj, run.cfg.output.baseline):
-            got = kubeletconfigs.check(h, config, machine)
+            got = kubeletconfigs.check(h, whole or config, machine)
             where = (f"format {fmt_} of pool {run.cfg.nodePools[pool_index].name} "
                      f"(Kubernetes {minor_of(version)}, {BUILT[minor_of(version)]})")
             assert got["ok"], (f"the kubelet refuses {where} at {got['stage']}: "
@@ -392,22 +382,9 @@ def test_emitted_kubelet_configs_start_the_kubelet(kind, name):
     check_emitted(doc, fc)
 
 
-# retargeted cases the kubelet refuses for a reason krm-fn's data cannot know yet
-RETARGET_XFAIL = {
-    ("golden:c03-native-sidecar", "1.37"): NO_DATA_1_37,   # SidecarContainers removed
-    ("golden:verify-job", "1.37"): NO_DATA_1_37,   # DisableCPUQuotaWithExclusiveCPUs locked
-}
-
-
 def _retarget_params():
-    out = []
-    for kind, name in SOURCES:
-        for minor in BUILT:
-            why = RETARGET_XFAIL.get((f"{kind}:{name}", minor))
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
-            out.append(pytest.param(kind, name, minor, marks=marks,
-                                    id=f"{kind}:{name}-{minor}"))
-    return out
+    return [pytest.param(kind, name, minor, id=f"{kind}:{name}-{minor}")
+            for kind, name in SOURCES for minor in BUILT]
 
 
 @pytest.mark.parametrize("kind,name,minor", _retarget_params())
@@ -431,7 +408,7 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import seed as hypothesis_seed  # noqa: E402
 from hypothesis import strategies as st     # noqa: E402
 
-EXAMPLES = int(os.environ.get("KRM_FN_HARNESS_EXAMPLES", "0")) or 300
+GENERATED_EXAMPLES = int(os.environ.get("KRM_FN_HARNESS_EXAMPLES", "0")) or 300
 SEED_ENV = "KRM_FN_HARNESS_SEED"
 
 # values a generated setting takes: valid ones and the kinds of wrong ones the kubelet
@@ -695,11 +672,55 @@ def pools(draw, minor: str):
             "topology": topology, "kubelet": kubelet}
 
 
-def generated_config(minor: str, pool: dict) -> dict:
+# what a node's own configuration (spec.output.baseline) may hold that krm-fn merges under
+# its own: fields the plan writes itself (overridden, or kept where the plan writes none),
+# reservation maps with resources the kubelet does not reserve, and the validated fields
+RESERVATION_KEYS = st.sampled_from(["memory", "memory", "cpu", "pid", "ephemeral-storage",
+                                    "hugepages-2Mi", "gpu"])
+BASELINE = {
+    "cpuManagerPolicy": st.sampled_from(["none", "static", "Static", "bogus"]),
+    "cpuManagerPolicyOptions": st.sampled_from([{"full-pcpus-only": "true"},
+                                                {"bogus-option": "true"},
+                                                {"align-by-socket": "maybe"}]),
+    "memoryManagerPolicy": st.sampled_from(["None", "Static", "BestEffort", "bogus"]),
+    "reservedMemory": st.just([{"numaNode": 0, "limits": {"memory": "1100Mi"}}]),
+    "topologyManagerPolicyOptions": st.sampled_from([{"prefer-closest-numa-nodes": "true"},
+                                                     {"bogus-option": "true"}]),
+    "kubeReserved": st.dictionaries(RESERVATION_KEYS, mostly(GOOD_QUANTITIES, st.sampled_from(
+        ["-1", "lots"])), max_size=2),
+    "systemReserved": st.dictionaries(RESERVATION_KEYS, mostly(GOOD_QUANTITIES,
+                                                               st.sampled_from(["-1", "lots"])),
+                                      max_size=2),
+    "evictionHard": st.dictionaries(st.sampled_from(["memory.available", "nodefs.available"]),
+                                    st.sampled_from(["100Mi", "1Gi", "5%", "lots"]),
+                                    max_size=2),
+    **VALIDATED,
+}
+
+
+@st.composite
+def baselines(draw):
+    """A node's current configuration, bare or as configz's `{"kubeletconfig": ...}`."""
+    names = draw(st.lists(st.sampled_from(sorted(BASELINE)), min_size=1, max_size=4,
+                          unique=True))
+    body = {name: draw(BASELINE[name]) for name in names}
+    return {"kubeletconfig": body} if draw(st.booleans()) else body
+
+
+@st.composite
+def cases(draw, minor: str):
+    """A generated pool and, one time in three, the nodes' current configuration."""
+    pool = draw(pools(minor))
+    return pool, (draw(baselines()) if draw(st.integers(0, 2)) == 0 else None)
+
+
+def generated_config(minor: str, pool: dict, baseline=None) -> dict:
+    output: dict = {"formats": ["configmap"]}
+    if baseline is not None:
+        output["baseline"] = baseline
     return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
             "metadata": {"name": "generated"},
-            "spec": {"kubernetesVersion": minor, "nodePools": [pool],
-                     "output": {"formats": ["configmap"]}}}
+            "spec": {"kubernetesVersion": minor, "nodePools": [pool], "output": output}}
 
 
 NODE_ALLOCATABLE = "invalid Node Allocatable configuration. "
@@ -725,12 +746,12 @@ def kubelet_messages(got: dict) -> list[str]:
 class Verdict:
     """krm-fn's and the kubelet's answers for one generated pool."""
 
-    def __init__(self, minor: str, pool: dict):
+    def __init__(self, minor: str, pool: dict, baseline=None):
         from krm_fn import config as config_mod, pipeline
         from krm_fn.admission.build import node_model
         from krm_fn.node import plan as plan_mod
-        self.minor, self.pool = minor, pool
-        fc = generated_config(minor, pool)
+        self.minor, self.pool, self.baseline = minor, pool, baseline
+        fc = generated_config(minor, pool, baseline)
         self.out = pipeline.transform([], fc)
         self.errors = [r for r in self.out.results if r.severity == "error"]
         self.warnings = [r for r in self.out.results if r.severity == "warning"]
@@ -745,12 +766,15 @@ class Verdict:
         plan, _ = plan_mod.build(pool_cfg, cfg.kubernetesVersion, None, 0, cfg.output.baseline)
         self.machine = kubeletconfigs.machine(node_model(plan, pool_cfg,
                                                           cfg.kubernetesVersion))
-        if self.errors:     # what krm-fn would have written
+        if self.errors:     # what krm-fn would have written, on the node's configuration
             from krm_fn.yaml import emit
             self.config = emit.to_yaml({**kubeletconfigs.HEADER, **plan.merged})
-        else:               # what it wrote
+        elif baseline is None:      # what it wrote
             [cm] = [o for o in self.out.emitted if kubeletconfigs.format_of(o) == "configmap"]
             self.config = cm["data"]["kubelet-config.yaml"]
+        else:               # what it wrote, merged onto the node's configuration
+            [cm] = [o for o in self.out.emitted if kubeletconfigs.format_of(o) == "configmap"]
+            [(_, self.config)] = kubeletconfigs.payloads(cm, baseline)
         self.got = kubeletconfigs.check(harness(minor), self.config, self.machine)
 
     def missing(self) -> list[str]:
@@ -762,6 +786,7 @@ class Verdict:
 
     def describe(self) -> str:
         return yaml.safe_dump({"kubernetesVersion": self.minor, "pool": self.pool,
+                               "baseline": self.baseline,
                                "kubelet": self.got, "krm-fn errors":
                                [r.message for r in self.errors]}, width=100)
 
@@ -783,14 +808,12 @@ EXCEPTIONS = {
                "values as structs, and a sum that left Quantity's int64 path holds an "
                "inf.Dec pointer (an address, different in every run); krm-fn's error says "
                "\"Expected capacity >= reservation\" instead of the exact text",
-    "no-data": NO_DATA_1_37,
 }
 OWN_RULES = ("cannot reserve ", "krm-fn cannot resolve the percentage")
 
 
 def _exception(v: "Verdict") -> str | None:
     """The EXCEPTIONS key that applies to `v`'s missing messages, or None."""
-    from krm_fn.node import upstream
     if v.schema:
         return "schema"
     if any(rule in r.message for r in v.errors for rule in OWN_RULES):
@@ -799,10 +822,6 @@ def _exception(v: "Verdict") -> str | None:
     if missing and all("{0x" in m and m.startswith(NODE_ALLOCATABLE) for m in missing) and \
             any("Expected capacity >= reservation" in r.message for r in v.errors):
         return "pointer"
-    if (1, int(v.minor.split(".")[1])) > upstream.LAST and all(
-            m.startswith("failed to merge global and in-flight") for m in
-            kubelet_messages(v.got)):
-        return "no-data"
     return None
 
 
@@ -816,8 +835,10 @@ def test_generated_pools_krm_fn_refuses_what_the_kubelet_refuses(minor):
     values, `extra` fields the kubelet's validation judges and random fields of the
     version's data, feature gates known, unknown and locked, policy options of every
     maturity, bad durations and quantities, reservations above the node's memory,
-    reservedMemory that does not add up, reservedSystemCPUs outside the node), rendered by
-    krm-fn and run by the kubelet of `minor` on the pool's machine:
+    reservedMemory that does not add up, reservedSystemCPUs outside the node) and one time
+    in three the nodes' configuration (spec.output.baseline: baselines()), rendered by
+    krm-fn and run by the kubelet of `minor` on the pool's machine (what krm-fn emitted
+    merged onto the baseline, or on an error what it would have emitted):
 
     - the kubelet refuses (decode, gates, validate, start) => krm-fn's render failed, and
       each of the kubelet's messages is in one of krm-fn's errors (EXCEPTIONS names where
@@ -834,12 +855,12 @@ def test_generated_pools_krm_fn_refuses_what_the_kubelet_refuses(minor):
     seen: dict = {}
 
     @hypothesis_seed(seed)
-    @settings(max_examples=EXAMPLES, deadline=None, database=None, derandomize=False,
+    @settings(max_examples=GENERATED_EXAMPLES, deadline=None, database=None, derandomize=False,
               phases=[Phase.explicit, Phase.generate],
               suppress_health_check=list(HealthCheck))
-    @given(pool=pools(minor))
-    def check(pool):
-        v = Verdict(minor, pool)
+    @given(case=cases(minor))
+    def check(case):
+        v = Verdict(minor, *case)
         outcome = _exception(v) or ("refused" if not v.got["ok"] else "accepted")
         seen[outcome] = seen.get(outcome, 0) + 1
         where = f"seed {seed} ({SEED_ENV}={seed})\n{v.describe()}"
@@ -847,9 +868,9 @@ def test_generated_pools_krm_fn_refuses_what_the_kubelet_refuses(minor):
             assert v.errors, where
             return
         refused = not v.got["ok"]
-        if refused and _exception(v) != "no-data":
+        if refused:
             assert v.errors, f"the kubelet refuses what krm-fn accepts: {where}"
-        if not v.errors and _exception(v) != "no-data":
+        if not v.errors:
             assert not refused, f"krm-fn accepts what the kubelet refuses: {where}"
         if refused and not _exception(v):
             assert v.missing() == [], f"krm-fn's errors miss the kubelet's words: {where}"

@@ -6,6 +6,7 @@ quotes are computed the way the kubelet computes them.
 from __future__ import annotations
 
 from krm_fn.node.kubelet_says import atoi, strconv_error
+from krm_fn.rational import Fraction
 
 _DECIMAL_EXP = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
                 "E": 18}
@@ -32,11 +33,12 @@ class GoQuantity:
         return f"{{{{{self.value} {self.scale}}} {{<nil>}}  {self.fmt}}}"
 
 
-def parse_quantity(text: str) -> GoQuantity | None:
-    """resource.ParseQuantity(text) on its int64 fast path (quantity.go), or None (an error,
-    or the inf.Dec path)."""
-    if text == "0":
-        return GoQuantity(0, 0, "DecimalSI")
+def _split(text: str):
+    """parseQuantityString and quantitySuffixer.interpret (quantity.go, suffix.go): (negative,
+    numerator without leading zeros ("0" for none), denominator digits, Format, exponent
+    of the suffix's base: 2 for BinarySI, else 10), or the error's message."""
+    if text == "":
+        return QUANTITY_FORMAT_WRONG
     s = text
     negative = s[:1] == "-"
     i = 1 if s[:1] in ("-", "+") else 0
@@ -52,15 +54,32 @@ def parse_quantity(text: str) -> GoQuantity | None:
         while k < len(s) and s[k] in "0123456789":
             k += 1
         denom, j = s[j + 1:k], k
+    k = j
+    while k < len(s) and s[k] in "eEinumkKMGTP":
+        k += 1
+    if k < len(s) and s[k] in "+-":
+        k += 1
+    if s[k:].strip("0123456789"):
+        return QUANTITY_FORMAT_WRONG
     suffix = s[j:]
     if suffix in _BINARY_EXP:
-        fmt, exponent = "BinarySI", _BINARY_EXP[suffix]
-    elif suffix in _DECIMAL_EXP:
-        fmt, exponent = "DecimalSI", _DECIMAL_EXP[suffix]
-    elif len(suffix) > 1 and suffix[0] in ("e", "E") and atoi(suffix[1:])[1] is None:
-        fmt, exponent = "DecimalExponent", int(suffix[1:])     # suffixHandler.interpret
-    else:
+        return negative, num, denom, "BinarySI", _BINARY_EXP[suffix]
+    if suffix in _DECIMAL_EXP:
+        return negative, num, denom, "DecimalSI", _DECIMAL_EXP[suffix]
+    if len(suffix) > 1 and suffix[0] in ("e", "E") and atoi(suffix[1:])[1] is None:
+        return negative, num, denom, "DecimalExponent", int(suffix[1:])
+    return QUANTITY_SUFFIX
+
+
+def parse_quantity(text: str) -> GoQuantity | None:
+    """resource.ParseQuantity(text) on its int64 fast path (quantity.go), or None (an error,
+    or the inf.Dec path)."""
+    if text == "0":
+        return GoQuantity(0, 0, "DecimalSI")
+    parts = _split(text)
+    if isinstance(parts, str):
         return None
+    negative, num, denom, fmt, exponent = parts
     mantissa = 1
     if fmt == "BinarySI":
         if not (exponent >= 0 and denom == ""):
@@ -125,7 +144,6 @@ def quantity_string(q: GoQuantity) -> str:
     BinarySI below 1024 or not whole bytes falls back to DecimalSI; DecimalExponent writes
     e<exponent>)."""
     from krm_fn import quantity
-    from krm_fn.rational import Fraction
     value = Fraction(q.value) * Fraction(10) ** q.scale
     if value == 0:
         return "0"
@@ -181,50 +199,38 @@ def parse_float32(text: str) -> tuple[float | None, str | None]:
 
 def go_quantity(text: str):
     """resource.ParseQuantity(text): (value as a Fraction, Format) or its error message
-    (a str). The fast and the inf.Dec paths give the same value here (rounded up to 1n)."""
-    from krm_fn.rational import Fraction
-    if text == "":
-        return QUANTITY_FORMAT_WRONG
+    (a str). The fast and the inf.Dec paths give the same value here (rounded up to 1n,
+    BinarySI capped at 2^63-1)."""
     if text == "0":
         return Fraction(0), "DecimalSI"
-    s = text
-    negative = s[:1] == "-"
-    i = 1 if s[:1] in ("-", "+") else 0
-    j = i
-    while j < len(s) and s[j] in "0123456789":
-        j += 1
-    num = s[i:j]
-    denom = ""
-    if j < len(s) and s[j] == ".":
-        k = j + 1
-        while k < len(s) and s[k] in "0123456789":
-            k += 1
-        denom, j = s[j + 1:k], k
-    k = j
-    while k < len(s) and s[k] in "eEinumkKMGTP":
-        k += 1
-    if k < len(s) and s[k] in "+-":
-        k += 1
-    if s[k:].strip("0123456789"):
-        return QUANTITY_FORMAT_WRONG
-    suffix = s[j:]
-    if suffix in _BINARY_EXP:
-        fmt, factor = "BinarySI", Fraction(2) ** _BINARY_EXP[suffix]
-    elif suffix in _DECIMAL_EXP:
-        fmt, factor = "DecimalSI", Fraction(10) ** _DECIMAL_EXP[suffix]
-    elif len(suffix) > 1 and suffix[0] in ("e", "E") and atoi(suffix[1:])[1] is None:
-        fmt, factor = "DecimalExponent", Fraction(10) ** int(suffix[1:])
-    else:
-        return QUANTITY_SUFFIX
-    value = (Fraction(int(num or "0")) + (Fraction(int(denom), 10 ** len(denom))
+    parts = _split(text)
+    if isinstance(parts, str):
+        return parts
+    negative, num, denom, fmt, exponent = parts
+    factor = Fraction(2 if fmt == "BinarySI" else 10) ** exponent
+    value = (Fraction(int(num)) + (Fraction(int(denom), 10 ** len(denom))
                                           if denom else 0)) * factor
     nanos = value * 10 ** 9
     if nanos.denominator != 1:
         nanos = Fraction(-(-nanos.numerator // nanos.denominator))       # round up
     value = nanos / 10 ** 9
+    if fmt == "BinarySI" and value > _INT64 - 1:      # the cap at maxAllowed
+        value = Fraction(_INT64 - 1)
     if fmt == "BinarySI" and 0 < value < 1:
         fmt = "DecimalSI"
     return (-value if negative else value), fmt
+
+
+# resource.NewQuantity(0, resource.DecimalSI) as go_quantity's (value, Format).
+ZERO = (Fraction(0), "DecimalSI")
+
+
+def add_exact(x: tuple, y: tuple | None) -> tuple:
+    """Quantity.Add on either of its paths, as go_quantity's (value, Format) pairs (y None:
+    the zero Quantity{} of a missing map key, Format ""): the value is exact (the inf.Dec
+    path loses nothing) and the Format follows y while x is zero."""
+    value, fmt = y or (Fraction(0), "")
+    return x[0] + value, (fmt if x[0] == 0 else x[1])
 
 
 def go_quantity_string(value, fmt: str) -> str:

@@ -131,10 +131,21 @@ def check(config: dict, version, node_memory: int | None = None,
         from krm_fn.node import kubelet_validation
         for field, message, source in (
                 kubelet_validation.validate(config, version, enabled, defaults)
+                + kubelet_start.reservation_errors(config)
+                + kubelet_start.resource_managers(config, version, enabled, defaults,
+                                                  node_memory)
                 + kubelet_start.main_kubelet(config, version, enabled, defaults)):
             out.append(Finding(ERROR, field, f"{field}: the kubelet of Kubernetes "
                                f"{_vs(version)} refuses the configuration"
                                f"{kubelet_says.says(version, message, source)}"))
+        if config.get("cpuManagerPolicy") == "static":      # NewStaticPolicy's options
+            from krm_fn.node import options as cpu_options
+            raw = config.get("cpuManagerPolicyOptions")
+            opts = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+            topology = config.get("topologyManagerPolicy")
+            out.extend(Finding(ERROR, "cpuManagerPolicyOptions", problem) for problem in
+                       cpu_options.check_cpu_options(opts, version, topology if isinstance(
+                           topology, str) else defaults["defaults"]["topologyManagerPolicy"])[1])
     evictions = _eviction(config, version) + _thresholds(config, version)
     if kubelet_says.quoted(version):
         evictions = _quoting(evictions, kubelet_start.eviction_errors(config), version,
@@ -332,8 +343,12 @@ def _quoting(findings: list[Finding], said: list[tuple[str, str]], version, sour
         if at is None:
             out.append(Finding(ERROR, field, f"{field}: the kubelet of Kubernetes "
                                f"{_vs(version)} {refuses}{quote}"))
-        elif quote not in out[at].message:
-            out[at] = replace(out[at], message=f"{out[at].message}; the kubelet says{quote}")
+        elif quote not in out[at].message:      # after the words that say it refuses
+            words = f" {refuses}"
+            text = out[at].message
+            text = (text.replace(words, words + quote, 1) if words in text
+                    else f"{text}; the kubelet says{quote}")
+            out[at] = replace(out[at], message=text)
     return out
 
 
@@ -349,7 +364,7 @@ def _eviction(config: dict, version) -> list[Finding]:
                 out.append(Finding(ERROR, f"{name}.{signal}", f"{name}: {signal} is not an "
                                    f"eviction signal{_guess(str(signal), SIGNALS)}: the "
                                    f"kubelet of Kubernetes {_vs(version)} refuses to start "
-                                   f"(unsupported eviction signal; {EVICTION_DOC})"))
+                                   f"({EVICTION_DOC})"))
     soft = config.get("evictionSoft") if isinstance(config.get("evictionSoft"), dict) else {}
     grace = config.get("evictionSoftGracePeriod")
     grace = grace if isinstance(grace, dict) else {}
@@ -357,8 +372,7 @@ def _eviction(config: dict, version) -> list[Finding]:
         if signal not in grace:
             out.append(Finding(ERROR, f"evictionSoft.{signal}", f"evictionSoft sets {signal} "
                                f"without evictionSoftGracePeriod.{signal}: the kubelet of "
-                               f"Kubernetes {_vs(version)} refuses to start (grace period "
-                               f"must be specified for the soft eviction threshold); add "
+                               f"Kubernetes {_vs(version)} refuses to start; add "
                                f"evictionSoftGracePeriod.{signal}, e.g. \"1m30s\""))
     for signal in grace:
         if signal not in soft:

@@ -105,8 +105,9 @@ def option_problems(config: dict, version, data, enabled: dict) -> list[tuple[st
                 + " ".join(f"{k}:{opts[k]}" for k in sorted(opts, key=str))
                 + f"] require feature gates \"{whole}\" enabled", kubelet_says.SERVER)
             out.append((f"featureGates.{whole}", f"{field} is set but the {whole} feature "
-                        f"gate is off: the kubelet of Kubernetes {upstream.version_str(version)} refuses every "
-                        f"option{said}; remove featureGates.{whole}: false"))
+                        f"gate is off: the kubelet of Kubernetes "
+                        f"{upstream.version_str(version)} refuses every option{said}; "
+                        f"remove featureGates.{whole}: false"))
             continue
         for option in opts:
             stage = _option_stage(field, str(option), version)
@@ -122,7 +123,7 @@ def option_problems(config: dict, version, data, enabled: dict) -> list[tuple[st
                     f"enabled, but option {quoted} provided",
                     kubelet_says.TOPOLOGY_POLICY_OPTIONS)
                 out.append((f"featureGates.{gate}", f"{field} {option} is {stage} in "
-                            f"Kubernetes {upstream.version_str(version)} and needs the {gate} feature gate, "
-                            f"which is off: the kubelet refuses to start{said}; set "
+                            f"Kubernetes {upstream.version_str(version)} and needs the {gate} "
+                            f"feature gate, which is off: the kubelet refuses to start{said}; set "
                             f"featureGates.{gate}: true or remove the option"))
     return out

@@ -15,7 +15,7 @@ Besides `says`, the exact Go messages a finding needs, ported from their source:
   metav1.Duration's string goes through Go's time.ParseDuration);
 - `duration_error`: Go's time.ParseDuration (time/format.go), exactly: digits are ASCII,
   units ns, us, µs (U+00B5), μs (U+03BC), ms, s, m, h, overflow refused;
-- `cpuset_error` / `cpuset_string`: k8s.io/utils/cpuset Parse and CPUSet.String;
+- `cpuset_error`: k8s.io/utils/cpuset Parse (CPUSet.String is topology.format_cpuset);
 - `strconv_error`: Go's strconv ParseBool / Atoi errors (`strconv.ParseBool: parsing "x":
   invalid syntax`).
 
@@ -39,6 +39,7 @@ SERVER = "cmd/kubelet/app/server.go"
 CPU_MANAGER = "pkg/kubelet/cm/cpumanager/cpu_manager.go"
 CPU_POLICY_OPTIONS = "pkg/kubelet/cm/cpumanager/policy_options.go"
 CPU_POLICY_STATIC = "pkg/kubelet/cm/cpumanager/policy_static.go"
+CPU_POLICY_NONE = "pkg/kubelet/cm/cpumanager/policy_none.go"
 TOPOLOGY_POLICY_OPTIONS = "pkg/kubelet/cm/topologymanager/policy_options.go"
 TOPOLOGY_MANAGER = "pkg/kubelet/cm/topologymanager/topology_manager.go"
 MEMORY_POLICY_STATIC = "pkg/kubelet/cm/memorymanager/policy_static.go"
@@ -258,20 +259,6 @@ def cpuset_error(text: str) -> str | None:
     return None
 
 
-def cpuset_string(cpus) -> str:
-    """CPUSet.String(): sorted ids as ranges, "0-3,8"; "" for none."""
-    ids = sorted(set(cpus))
-    out: list[str] = []
-    i = 0
-    while i < len(ids):
-        j = i
-        while j + 1 < len(ids) and ids[j + 1] == ids[j] + 1:
-            j += 1
-        out.append(str(ids[i]) if i == j else f"{ids[i]}-{ids[j]}")
-        i = j + 1
-    return ",".join(out)
-
-
 # --- decoding: sigs.k8s.io/json (encoding/json) ------------------------------------------
 
 # the package name reflect gives a type of KubeletConfiguration's imports (types.go's
@@ -371,9 +358,10 @@ def decode_error(struct: str, path: str, value: object, go: str,
     """The kubelet's message for `value` at `path` (JSON names joined with ".", no map keys
     or list indexes, as Go's errors print it) inside struct `struct`, whose Go type is `go`
     as types.go declares it and `kind` its simple type in krm-fn's data (for a named type
-    such as KubeletAuthorizationMode, a string); None when the kubelet decodes it (a scalar of the right kind,
-    a container of the right shape: its elements are judged one by one; a null, except in
-    a metav1.Duration that is not a pointer, whose UnmarshalJSON parses it as "")."""
+    such as KubeletAuthorizationMode, a string); None when the kubelet decodes it (a scalar
+    of the right kind, a container of the right shape: its elements are judged one by one;
+    a null, except in a metav1.Duration that is not a pointer, whose UnmarshalJSON parses
+    it as "")."""
     if go.lstrip("*") == "metav1.Duration":
         if isinstance(value, str):
             why = duration_error(value)

@@ -9,6 +9,7 @@ krm_fn.node.kubelet_says quotes; checked against the kubelet's code by the harne
 from __future__ import annotations
 
 from krm_fn.node import go_quantity as gq
+from krm_fn.rational import Fraction
 from krm_fn.node import kubelet_says, upstream
 from krm_fn.node.kubelet_says import atoi, go_quote, parse_duration
 
@@ -158,6 +159,148 @@ def main_kubelet(config: dict, version, enabled: dict, defaults: dict
     return out
 
 
+def resource_managers(config: dict, version, enabled: dict, defaults: dict,
+                      node_memory: int | None) -> list[tuple[str, str, str]]:
+    """What cm.NewContainerManager refuses when it builds the CPU and Memory Managers from
+    the file alone (pkg/kubelet/cm/container_manager_linux.go): cpumanager.NewManager (the
+    policy's name, options with policy none, static without a CPU reservation, static's
+    options: krm_fn.node.options), memorymanager.NewManager (the policy's name, Static's
+    reservedMemory against the reservations, type by type). What needs the machine (its
+    CPUs and NUMA nodes) is the plan's (reserved.py, memory.py). `node_memory` (bytes)
+    resolves a percentage hard eviction threshold; without it, a Static Memory Manager's
+    memory sum is not judged."""
+    from krm_fn.node.kubelet_validation import _Config
+    c = _Config(config, version, enabled, defaults)
+    out: list[tuple[str, str, str]] = []
+    policy = c.str("cpuManagerPolicy")
+    raw = config.get("cpuManagerPolicyOptions")
+    opts = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+    if policy == "none" and opts:
+        shown = " ".join(f"{k}:{opts[k]}" for k in sorted(opts))
+        out.append(("cpuManagerPolicyOptions", f"new none policy error: None policy: "
+                    f"received unsupported options=map[{shown}]", kubelet_says.CPU_POLICY_NONE))
+    elif policy == "static" and not _cpu_reserved(config):
+        out.append(("cpuManagerPolicy", "[cpumanager] unable to determine reserved CPU "
+                    "resources for static policy", kubelet_says.CPU_MANAGER))
+    elif policy not in ("none", "static"):
+        out.append(("cpuManagerPolicy", f'unknown policy: "{policy}"', kubelet_says.CPU_MANAGER))
+    memory_policy = c.str("memoryManagerPolicy")
+    if memory_policy == "Static":
+        out.extend(("reservedMemory", message, kubelet_says.MEMORY_MANAGER)
+                   for message in _reserved_memory(config, version, node_memory))
+    elif memory_policy == "BestEffort":
+        out.append(("memoryManagerPolicy", 'policy "BestEffort" is not available for '
+                    'platform "linux"', kubelet_says.MEMORY_MANAGER))
+    elif memory_policy != "None":
+        out.append(("memoryManagerPolicy", f"unknown policy: {go_quote(memory_policy)}",
+                    kubelet_says.MEMORY_MANAGER))
+    return out
+
+
+def _reservation_maps() -> list[str]:
+    """The reservation maps in GetNodeAllocatableReservation's order: systemReserved, then
+    kubeReserved (krm_fn.node.fields)."""
+    from krm_fn.node import fields
+    return sorted((f.name for f in fields.FIELDS if f.shape == "quantity-map"), reverse=True)
+
+
+def _cpu_reserved(config: dict) -> bool:
+    """Whether the kubelet's Node Allocatable reservation has CPU: reservedSystemCPUs (run()
+    then writes their count as systemReserved's cpu), else systemReserved.cpu +
+    kubeReserved.cpu, each rounded to whole millicores as parseResourceList rounds it, not
+    zero (GetNodeAllocatableReservation keeps no zero sum). True where krm-fn cannot tell
+    (a cpuset or quantity the kubelet refuses anyway)."""
+    cpus = config.get("reservedSystemCPUs")
+    if isinstance(cpus, str) and cpus.strip():
+        return True
+    total = 0
+    for name in _reservation_maps():
+        m = config.get(name)
+        text = m.get("cpu") if isinstance(m, dict) else None
+        q = gq.go_quantity(str(text)) if text is not None else None
+        if isinstance(q, str):
+            return True
+        if q:
+            micro = -(-q[0] * 10 ** 6 // 1)             # ScaledValue(Micro): the ceiling
+            total += int((micro + 500) / 1000)          # Go's division truncates
+    return total != 0
+
+
+# what parseResourceList (cmd/kubelet/app/server.go) reserves
+RESERVABLE = ("cpu", "memory", "ephemeral-storage", "pid")
+
+
+def reservation_errors(config: dict) -> list[tuple[str, str, str]]:
+    """What run() refuses in kubeReserved and systemReserved (parseResourceList, each map as
+    its flag: --kube-reserved, --system-reserved): a resource it does not reserve, a
+    quantity it cannot parse, a negative one. With reservedSystemCPUs, run() first drops
+    kubeReserved's cpu and writes systemReserved's. [(field, message, source)]"""
+    out = []
+    cpus = config.get("reservedSystemCPUs")
+    replaced = isinstance(cpus, str) and bool(cpus.strip()) and \
+        kubelet_says.cpuset_error(cpus) is None
+    for name in sorted(_reservation_maps()):            # kubeReserved, then systemReserved
+        m = config.get(name)
+        if not isinstance(m, dict):
+            continue
+        flag = "--kube-reserved" if name.startswith("kube") else "--system-reserved"
+        for key, value in m.items():
+            key, value = str(key), str(value)
+            if replaced and key == "cpu":
+                continue
+            if key not in RESERVABLE:
+                why = f"cannot reserve {go_quote(key)} resource"
+            else:
+                q = gq.go_quantity(value)
+                if isinstance(q, str):
+                    why = (f"failed to parse quantity {go_quote(value)} for {go_quote(key)} "
+                           f"resource: {q}")
+                elif q[0] < 0:
+                    why = f"resource quantity for {go_quote(key)} cannot be negative: {value}"
+                else:
+                    continue
+            out.append((f"{name}.{key}", f"{flag} value failed to parse: {why}",
+                        kubelet_says.SERVER))
+    return out
+
+
+def _reserved_memory(config: dict, version, node_memory: int | None) -> list[str]:
+    """validateReservedMemory's messages (memory_manager.go) for each type whose sums
+    differ: reservedMemory's entries against the Node Allocatable reservation (the memory
+    of systemReserved and kubeReserved and the hard eviction threshold; loadConfigFile's
+    evictionHard default when the file has none)."""
+    from krm_fn.node import memory
+    raw = config.get("reservedMemory")
+    try:
+        entries = memory.parse(raw) if raw not in (None, []) else []
+    except memory.ReservedMemoryError:
+        return []                    # a shape the kubelet's decoding or validation refuses
+    maps = [config.get(n) if isinstance(config.get(n), dict) else {}
+            for n in _reservation_maps()]
+    hard = config.get("evictionHard")
+    if not isinstance(hard, dict):
+        hard = upstream.eviction_hard_default(version)
+    elif config.get("mergeDefaultEvictionSettings") is True:
+        hard = {**upstream.eviction_hard_default(version), **hard}
+    text = hard.get("memory.available")
+    evict = None
+    if isinstance(text, str) and text.endswith("%"):
+        if node_memory is None:
+            return []
+        if text not in ("0%", "100%"):
+            evict = (Fraction(gq.percent_of(node_memory, text)), "BinarySI")
+    elif text is not None:
+        evict = gq.go_quantity(str(text))
+        if isinstance(evict, str):
+            return []
+    kinds = {k for e in entries for k in e["limits"]}
+    if evict and evict[0] or any(memory.MEMORY in m for m in maps):
+        kinds.add(memory.MEMORY)       # the reservation holds no hugepages (run() refuses)
+    found = (memory.kubelet_sum(entries, kind, (maps[0], maps[1], evict))
+             for kind in sorted(kinds))
+    return [message for message in found if message]
+
+
 def node_allocatable(config: dict, node_memory: int) -> str | None:
     """The kubelet's Node Allocatable message for memory
     (containerManagerImpl.validateNodeAllocatable), when the reservation exceeds
@@ -166,10 +309,8 @@ def node_allocatable(config: dict, node_memory: int) -> str | None:
     values) and the capacity, each printed as a Quantity struct (%v of a value whose String
     has a pointer receiver); None where the sum leaves resource.Quantity's int64 path (the
     kubelet then prints a pointer)."""
-    from krm_fn.node import fields
     total = gq.GoQuantity(0, 0, "DecimalSI")
-    maps = sorted((f.name for f in fields.FIELDS if f.shape == "quantity-map"), reverse=True)
-    for name in maps:                                   # systemReserved, then kubeReserved
+    for name in _reservation_maps():
         m = config.get(name) if isinstance(config.get(name), dict) else {}
         text = m.get("memory")
         part = gq.parse_quantity(str(text)) if text is not None else None

@@ -95,7 +95,7 @@ def validate(config: dict, version, enabled: dict, defaults: dict
         out.append((field, "invalid configuration: " + message, source))
     for section in (_limits, _images, _ports_and_pulls, _managers, _reservations, _runtime):
         section(c, config, enabled.get, bad, out)
-    return out
+    return list(dict.fromkeys(out))         # a message the kubelet repeats, once
 
 
 # the counts validation.go refuses below zero, with their flags

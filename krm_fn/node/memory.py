@@ -199,8 +199,8 @@ def check(entries: list[dict], totals: dict[str, Fraction],
     whose sum differs, with the arithmetic (e.g. 1536Mi listed,
     1024Mi + 512Mi + 100Mi = 1636Mi required). From 1.35 (`version`) each quotes the
     kubelet (memory_manager.go getTotalMemoryTypeReserved, validateReservedMemory), given
-    `reservation`: (systemReserved, kubeReserved, the hard-eviction memory as a
-    go_quantity.GoQuantity or None) as the kubelet will run them."""
+    `reservation`: (systemReserved, kubeReserved, the hard-eviction memory as
+    go_quantity.go_quantity's (value, Format) or None) as the kubelet will run them."""
     from krm_fn.node import kubelet_says as ks
     problems: list[ReservedMemoryError] = []
     seen: set[int] = set()
@@ -243,37 +243,49 @@ def check(entries: list[dict], totals: dict[str, Fraction],
 
 
 def _kubelet_says_sum(entries: list[dict], kind: str, version, reservation) -> str:
-    """The quote of validateReservedMemory for type `kind`: both sides summed as the kubelet
-    sums resource.Quantity values (reservedMemory in list order; systemReserved,
-    kubeReserved, the hard eviction threshold), "" when they cannot be modelled."""
-    from krm_fn.node import go_quantity as gq
+    """The quote of validateReservedMemory for type `kind` (kubelet_sum), "" when it cannot
+    be given."""
     from krm_fn.node import kubelet_says as ks
     if reservation is None or not ks.quoted(version):
         return ""
+    message = kubelet_sum(entries, kind, reservation)
+    return ks.says(version, message, ks.MEMORY_MANAGER) if message else ""
+
+
+def kubelet_sum(entries: list[dict], kind: str, reservation) -> str | None:
+    """validateReservedMemory's message for type `kind` (memory_manager.go), both sides
+    summed as the kubelet sums resource.Quantity values (getTotalMemoryTypeReserved: each
+    entry plus the total so far; GetNodeAllocatableReservation: systemReserved,
+    kubeReserved, the hard eviction threshold), on either of Quantity's paths (String()
+    prints the exact value); None when the two sides are equal or cannot be modelled (a
+    quantity the kubelet cannot parse). `reservation`: (systemReserved, kubeReserved, the
+    hard eviction memory as go_quantity.go_quantity's (value, Format) or None)."""
+    from krm_fn.node import go_quantity as gq
+    from krm_fn.node import kubelet_says as ks
     listed = None
     for e in entries:
         text = e["limits"].get(kind)
         if text is None:
             continue
-        q = gq.parse_quantity(str(text))
-        if q is None:
-            return ""
-        listed = q if listed is None else gq.add(q, listed)
-        if listed is None:
-            return ""
+        q = gq.go_quantity(str(text))
+        if isinstance(q, str):
+            return None
+        listed = q if listed is None else gq.add_exact(q, listed)
     system, kube, evict = reservation
-    parts = []
+    reserved = gq.ZERO
     for m in (system, kube):
         text = m.get(kind)
-        parts.append(None if text is None else (gq.parse_quantity(str(text)) or False))
-    if kind == MEMORY and evict is not None:
-        parts.append(evict)
-    reserved = gq.total(parts)
-    have = gq.total([listed])
-    if reserved is None or have is None:
-        return ""
-    node = gq.total([reserved if reserved.value else None])
-    return ks.says(version, f"the total amount {ks.go_quote(gq.quantity_string(have))} of type "
-                   f"{ks.go_quote(kind)} is not equal to the value "
-                   f"{ks.go_quote(gq.quantity_string(node))} determined by Node Allocatable "
-                   f"feature", ks.MEMORY_MANAGER)
+        q = gq.go_quantity(str(text)) if text is not None else None
+        if isinstance(q, str):
+            return None
+        reserved = gq.add_exact(reserved, q)
+    if kind == MEMORY:
+        reserved = gq.add_exact(reserved, evict)
+    have = gq.add_exact(gq.ZERO, listed)
+    node = gq.add_exact(gq.ZERO, reserved if reserved[0] else None)
+    if have[0] == node[0]:
+        return None
+    return (f"the total amount {ks.go_quote(gq.go_quantity_string(*have))} of type "
+            f"{ks.go_quote(kind)} is not equal to the value "
+            f"{ks.go_quote(gq.go_quantity_string(*node))} determined by Node Allocatable "
+            f"feature")

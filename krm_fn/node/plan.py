@@ -184,14 +184,26 @@ def _check_emitted(merged: dict, kubelet: dict, k, base: dict, base_path: str, v
     """Check the KubeletConfiguration the kubelet will run (`merged`) against the upstream
     facts of `version` (krm_fn.node.kubelet_check). Each finding points at where its value
     came from (`_origin`); a field only the baseline has that the version does not know is
-    a warning (the node wrote it). A finding at a path that already holds an error of the
-    plan's own checks is left out, but the kubelet's words it quotes (kubelet_says) are
-    added to that error."""
+    a warning (the node wrote it). A finding an error of the plan's own checks already says
+    (its text, or every quote of the kubelet's words in it) is left out; one at a path that
+    already holds an error of the plan is left out too, but the kubelet's words it quotes
+    (kubelet_says) are added to that error; so is one on a field the plan computes from a
+    setting its checks refused (fields.COMPUTED)."""
     from krm_fn.record import replace
     memory = getattr(pool.topology, "memory", None)
     node_memory = int(memory.value) if memory is not None else None
     errors = {r.path: i for i, r in enumerate(results) if r.severity == ERROR}
+    refused = tuple(r.path.partition("].")[2] for r in results if r.severity == ERROR)
     for f in kubelet_check.check(merged, version, node_memory, topo.total_cpus):
+        said = [r.message for r in results if r.severity == ERROR]
+        quotes = kubelet_says.quotes_in(f.message)
+        if any(f.message in m for m in said) or quotes and all(
+                any(q in m for m in said) for q in quotes):
+            continue            # the plan's own checks said it (e.g. the CPU options)
+        computed = fields.COMPUTED.get(f.field)
+        if computed and any(path.startswith(computed[1]) for path in refused) and \
+                computed[0] in f.message:
+            continue            # the plan refused what it computes the field from
         path, in_base = _origin(f.field, kubelet, k.extra or {}, base)
         sev = WARNING if in_base and f.unknown and f.field.partition(".")[0] not in kubelet \
             else f.severity

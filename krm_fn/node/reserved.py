@@ -77,7 +77,7 @@ def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res, version=(1, 0)) -
             elif outside:
                 said = kubelet_says.says(
                     version, f"reserved-cpus: {text} is not a subset of online-cpus: "
-                    f"{kubelet_says.cpuset_string(ids)}", kubelet_says.SERVER) \
+                    f"{format_cpuset(ids)}", kubelet_says.SERVER) \
                     if kubelet_says.cpuset_error(text) is None else ""
                 res(ERROR, path, f"CPUs {format_cpuset(outside)} do not exist on this pool's "
                     f"nodes (CPUs {format_cpuset(ids)}); the kubelet fails to start{said}",
@@ -184,10 +184,12 @@ def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_pat
 
 def _eviction_quantity(eviction: dict, topo: Topology):
     """evictionHard[memory.available] as the kubelet's hard-eviction reservation holds it
-    (go_quantity.GoQuantity), None when it has none or krm-fn cannot model it (a
-    percentage needs the node's memory, which the plan's topology may not give)."""
+    (go_quantity.go_quantity's (value, Format)), None when it has none or krm-fn cannot
+    model it (a percentage needs the node's memory, which the plan's topology may not give;
+    a quantity the kubelet cannot parse)."""
     text = eviction.get("memory.available")
     if text is None or str(text).endswith("%"):
         return None
     from krm_fn.node import go_quantity
-    return go_quantity.parse_quantity(str(text))
+    q = go_quantity.go_quantity(str(text))
+    return None if isinstance(q, str) else q

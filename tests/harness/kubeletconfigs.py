@@ -151,6 +151,15 @@ def payloads(obj: dict, baseline=None, with_metadata: bool = False) -> list[tupl
     return []
 
 
+def file_of(obj: dict) -> str | None:
+    """The text of a whole KubeletConfiguration file an emitted object carries (configmap,
+    kubeadm), as krm-fn wrote it, or None: sent as is, the kubelet's own YAML reader judges
+    krm-fn's quoting (payloads are read by PyYAML, which reads some scalars differently)."""
+    key = {"configmap": "kubelet-config.yaml",
+           "kubeadm": "kubeletconfiguration-merge.yaml"}.get(format_of(obj))
+    return (obj.get("data") or {}).get(key) if key else None
+
+
 LOCAL_DISTANCE, REMOTE_DISTANCE = 10, 20
 # The root filesystem's size: krm-fn models no disk, so an ephemeral-storage reservation is
 # never checked against one (docs/kubelet-data.md, what is not checked); the harness's node
@@ -165,10 +174,11 @@ UNDESCRIBED_MEMORY = 2 ** 60
 
 def machine(node) -> dict:
     """The cadvisor MachineInfo of a NodeModel (tests/harness/convert.machine; a node whose
-    memory is not described gets UNDESCRIBED_MEMORY) with the NUMA distances cadvisor reads from sysfs (/sys/devices/system/node/nodeN/distance), which
-    the Topology Manager needs for prefer-closest-numa-nodes ("error getting NUMA distances
-    from cadvisor" without them): krm-fn does not model distances, so every remote node is
-    at the ACPI SLIT's usual 20, the local one at 10."""
+    memory is not described gets UNDESCRIBED_MEMORY) with the NUMA distances cadvisor reads
+    from sysfs (/sys/devices/system/node/nodeN/distance), which the Topology Manager needs
+    for prefer-closest-numa-nodes ("error getting NUMA distances from cadvisor" without
+    them): krm-fn does not model distances, so every remote node is at the ACPI SLIT's
+    usual 20, the local one at 10."""
     from tests.harness import convert
     info = convert.machine(node)
     if not node.numa_memory:        # undescribed: no reservation reaches it
@@ -184,8 +194,12 @@ def machine(node) -> dict:
 
 
 def file_text(config: dict) -> str:
-    """`config` as the YAML file a node would hold."""
-    return yaml.safe_dump(config, sort_keys=False)
+    """`config` as the file a node would hold: JSON (which the kubelet's YAML reader reads
+    as such), so that each value reaches the kubelet with the type it has here; a YAML
+    dump would leave strings such as 1e9 unquoted, which PyYAML reads as a string and the
+    kubelet's sigs.k8s.io/yaml as a number (the text krm-fn emits quotes them: send that
+    text itself, a str, to check how the kubelet reads it)."""
+    return json.dumps(config)
 
 
 def check(harness, config: dict | str, machine: dict | None) -> dict:

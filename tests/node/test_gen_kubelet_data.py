@@ -134,6 +134,23 @@ def test_generator_on_a_tiny_tree(tmp_path):
     assert old["evictionHardDefaultFrom"] == "1.33"
 
 
+def test_a_spec_for_a_later_min_compatibility_version_is_not_the_kubelets_default():
+    """Found by the kubelet-configuration harness: at 1.37 the kubelet runs
+    DRAFractionalCapacityRange off (its `{1.37, Default: true, MinCompatibilityVersion: 1.37}`
+    spec is in effect only when the min compatibility version, by default the emulation
+    version minus one minor, is 1.37: featureSpecAtEmulationAndMinCompatVersion in
+    component-base/featuregate/feature_gate.go), so krm-fn took it for on and refused
+    `DRAConsumableCapacity: false`, which the kubelet accepts."""
+    specs = [gen.parse_spec('Version: version.MustParse("1.37"), Default: false, '
+                            'PreRelease: featuregate.Beta'),
+             gen.parse_spec('Version: version.MustParse("1.37"), Default: true, '
+                            'PreRelease: featuregate.Beta, '
+                            'MinCompatibilityVersion: version.MustParse("1.37")')]
+    assert gen.at(specs, "1.37")["default"] is False
+    assert gen.at(specs, "1.38")["default"] is True
+    assert upstream.load((1, 37)).gate_default("DRAFractionalCapacityRange") is False
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t",
                     *args], check=True, capture_output=True)

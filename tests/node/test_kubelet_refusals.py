@@ -21,11 +21,6 @@ def said(config: dict, version=V) -> list[str]:
             for q in kubelet_says.quotes_in(f.message)]
 
 
-def test_before_1_35_findings_keep_krm_fns_words_only():
-    assert said({"maxPods": "lots"}, (1, 34)) == []
-    assert said({"maxPods": -1}, (1, 34)) == []       # the validation port starts at 1.35
-
-
 # --- decoding: a value of the wrong type stops the kubelet with decoding's message -------
 
 @pytest.mark.parametrize("config,message", [
@@ -158,6 +153,55 @@ def test_start_up_refusals_quote_the_kubelet(config, message, source):
     assert f': "{message}" (kubernetes/kubernetes {source})' in said(config)
 
 
+# the resource managers cm.NewContainerManager builds from the file: krm-fn's plan always
+# writes the static CPU Manager policy and computes reservedMemory, so kubelet_check let
+# every other value through (the CPU Manager differential found the first one)
+@pytest.mark.parametrize("config,message,source", [
+    ({"cpuManagerPolicyOptions": {"full-pcpus-only": "true", "b": "x"}},
+     "new none policy error: None policy: received unsupported options=map[b:x "
+     "full-pcpus-only:true]", "pkg/kubelet/cm/cpumanager/policy_none.go"),
+    ({"cpuManagerPolicy": "Static"}, 'unknown policy: "Static"',
+     "pkg/kubelet/cm/cpumanager/cpu_manager.go"),
+    ({"cpuManagerPolicy": "static"},
+     "[cpumanager] unable to determine reserved CPU resources for static policy",
+     "pkg/kubelet/cm/cpumanager/cpu_manager.go"),
+    ({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "1"},
+      "cpuManagerPolicyOptions": {"bogus": "true"}},
+     'new static policy error: unknown CPU Manager Policy option: "bogus"',
+     "pkg/kubelet/cm/cpumanager/policy_options.go"),
+    ({"memoryManagerPolicy": "bogus"}, 'unknown policy: "bogus"',
+     "pkg/kubelet/cm/memorymanager/memory_manager.go"),
+    ({"memoryManagerPolicy": "BestEffort"},
+     'policy "BestEffort" is not available for platform "linux"',
+     "pkg/kubelet/cm/memorymanager/memory_manager.go"),
+    # no evictionHard in the file: loadConfigFile's default (memory.available 100Mi)
+    ({"memoryManagerPolicy": "Static"}, 'the total amount "0" of type "memory" is not equal '
+     'to the value "100Mi" determined by Node Allocatable feature',
+     "pkg/kubelet/cm/memorymanager/memory_manager.go"),
+    ({"memoryManagerPolicy": "Static", "reservedMemory": [
+        {"numaNode": 0, "limits": {"memory": "100Mi", "hugepages-2Mi": "4Mi"}}]},
+     'the total amount "4Mi" of type "hugepages-2Mi" is not equal to the value "0" '
+     'determined by Node Allocatable feature', "pkg/kubelet/cm/memorymanager/memory_manager.go"),
+    ({"systemReserved": {"hugepages-2Mi": "4Mi"}},
+     '--system-reserved value failed to parse: cannot reserve "hugepages-2Mi" resource',
+     "cmd/kubelet/app/server.go"),
+    ({"kubeReserved": {"memory": "-1Gi"}}, '--kube-reserved value failed to parse: resource '
+     'quantity for "memory" cannot be negative: -1Gi', "cmd/kubelet/app/server.go"),
+    # parseResourceList rounds cpu to whole millicores: 0.1m is no reservation
+    ({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "0.0001"}},
+     "[cpumanager] unable to determine reserved CPU resources for static policy",
+     "pkg/kubelet/cm/cpumanager/cpu_manager.go"),
+])
+def test_resource_manager_refusals_quote_the_kubelet(config, message, source):
+    assert f': "{message}" (kubernetes/kubernetes {source})' in said(config)
+
+
+def test_a_static_cpu_reservation_by_reserved_cpus_is_one():
+    """run() writes reservedSystemCPUs' count as systemReserved's cpu: no refusal."""
+    assert said({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "0"},
+                 "reservedSystemCPUs": "0"}) == []
+
+
 def test_node_allocatable_prints_quantities_as_the_kubelet_does():
     """The kubelet prints resource.Quantity values as structs in this one message."""
     config = {"kubeReserved": {"memory": "3Gi"}, "systemReserved": {"memory": "500Mi"},
@@ -212,6 +256,28 @@ def test_reserved_memory_that_does_not_add_up_quotes_the_memory_manager():
     assert ': "the total amount "1Gi" of type "memory" is not equal to the value "1100Mi" ' \
            'determined by Node Allocatable feature" (kubernetes/kubernetes ' \
            'pkg/kubelet/cm/memorymanager/memory_manager.go)' in errors
+
+
+TWO_NUMA = {"sockets": 2, "numaNodesPerSocket": 1, "coresPerSocket": 4, "threadsPerCore": 2,
+            "memory": "32Gi"}
+
+
+def test_reserved_memory_sums_off_quantitys_int64_path_are_quoted_too():
+    """1.5Gi is parsed onto resource.Quantity's inf.Dec path (a fraction of a binary
+    suffix); String() still prints its exact value, so the quote is exact (krm-fn left it
+    out: seed 9 of the generated test)."""
+    errors = render_errors({"kubeReserved": {"memory": "1.5Gi"}, "memoryManagerPolicy":
+                            "Static", "reservedMemory": [
+                                {"numaNode": 0, "limits": {"memory": "1100Mi"}}]},
+                           version="1.37")
+    assert ': "the total amount "1100Mi" of type "memory" is not equal to the value "2136Mi" ' \
+           'determined by Node Allocatable feature"' in errors
+    errors = render_errors({"kubeReserved": {"memory": "1.5Gi"}, "evictionHard": {
+        "memory.available": "0.5Gi"}, "memoryManagerPolicy": "Static", "reservedMemory": [
+            {"numaNode": 0, "limits": {"memory": "0.25Gi"}},
+            {"numaNode": 1, "limits": {"memory": "1.5Gi"}}]}, TWO_NUMA)
+    assert ': "the total amount "1792Mi" of type "memory" is not equal to the value "2548Mi" ' \
+           'determined by Node Allocatable feature"' in errors
 
 
 def test_reserved_memory_on_a_numa_node_the_node_lacks_quotes_the_memory_manager():
