@@ -192,7 +192,9 @@ def parse_spec(body: str) -> dict:
     default = re.search(r"Default:\s*(true|false)", body)
     stage = re.search(r"PreRelease:\s*(?:featuregate\.)?(\w+)", body)
     locked = re.search(r"LockToDefault:\s*(true|false)", body)
+    compat = re.search(r'MinCompatibilityVersion:\s*version\.MustParse\("([\d.]+)"\)', body)
     return {"version": version.group(1) if version else None,
+            "compat": compat.group(1) if compat else None,
             "default": default is not None and default.group(1) == "true",
             "stage": {"GA": "GA", "Alpha": "ALPHA", "Beta": "BETA", "Deprecated": "DEPRECATED",
                       "PreAlpha": "PREALPHA"}.get(stage.group(1), stage.group(1))
@@ -223,9 +225,17 @@ def vkey(v: str) -> tuple[int, ...]:
 
 
 def at(specs: list[dict], minor: str) -> dict | None:
-    """The spec in effect at `minor` (the last one whose version is not later), or None."""
+    """The spec in effect at `minor` (the last one whose version is not later), or None.
+    A spec with a MinCompatibilityVersion later than the minor before `minor` is not in
+    effect: the kubelet does not set --min-compatibility-version, and the featuregate
+    package then takes its emulation version minus one minor
+    (featureSpecAtEmulationAndMinCompatVersion, component-base/featuregate/feature_gate.go),
+    so `{Version: 1.37, Default: true, MinCompatibilityVersion: 1.37}` is the default of 1.38."""
     best = None
+    before = vkey(minor)[:-1] + (vkey(minor)[-1] - 1,)
     for s in specs:
+        if s.get("compat") and vkey(s["compat"]) > before:
+            continue
         if s["version"] is None or vkey(s["version"]) <= vkey(minor):
             if best is None or (s["version"] and (best["version"] is None
                                                   or vkey(s["version"]) >= vkey(best["version"]))):

@@ -371,6 +371,17 @@ def platform_default(fmt: str, name: str) -> object:
 # The typed pool fields that set a managed field: name -> typed field or None (derived).
 MANAGED: dict[str, str | None] = {**{h: None for h in HEADER},
                                   **{f.name: f.typed for f in FIELDS if f.managed}}
+# Fields the plan computes from the pool's settings (the CPU Manager's reservation, the
+# Memory Manager's reservedMemory): the upstream file whose refusal is about the computed
+# value, and the result paths of those settings. Where the plan's own checks refused one, it
+# wrote no value, and what that manager would say of the missing value (no CPU reservation
+# for the static policy, a reservedMemory that does not add up) is no news
+# (krm_fn.node.plan._check_emitted).
+COMPUTED: dict[str, tuple[str, tuple[str, ...]]] = {
+    "cpuManagerPolicy": ("pkg/kubelet/cm/cpumanager/cpu_manager.go",
+                         ("kubelet.reservedSystemCPUs", "reserved.")),
+    "reservedMemory": ("pkg/kubelet/cm/memorymanager/memory_manager.go",
+                       ("kubelet.reservedMemory", "kubelet.memoryManagerPolicy", "reserved."))}
 # KubeletConfiguration fields whose change needs a checkpoint deleted, CPU state first.
 STATE_FIELDS: tuple[Field, ...] = tuple(
     sorted((f for f in FIELDS if f.state), key=lambda f: (f.state != CPU_STATE,)))

@@ -22,10 +22,19 @@ baseline, `NodePlan.merged`) against the upstream facts of that version
   threshold`; a grace period without a threshold is dead, a warning) —
   pkg/kubelet/eviction/helpers.go ParseThresholdConfig;
 - kubeReserved + systemReserved (+ hard eviction memory) above the node's capacity
-  (`Expected capacity >= reservation`, pkg/kubelet/cm/node_container_manager_linux.go).
+  (`Expected capacity >= reservation`, pkg/kubelet/cm/node_container_manager_linux.go);
+- from 1.35, with the kubelet's own defaults (upstream.kubelet_defaults): gates left on
+  with a dependency off and the option gates as AllAlpha / AllBeta leave them
+  (krm_fn.node.kubelet_gates), unknown fields inside other packages' types, what
+  ValidateKubeletConfiguration refuses (krm_fn.node.kubelet_validation), and what the
+  kubelet refuses at start-up in the file alone (krm_fn.node.kubelet_start: qosReserved,
+  every eviction threshold, NewMainKubelet's checks).
 
-Findings are `Finding(severity, field, message)` with `field` a dotted path inside the
-KubeletConfiguration; the caller maps it to where the value came from.
+From 1.35 each finding quotes the kubelet's own message (krm_fn.node.kubelet_says), as the
+kubelet's code at v1.35.4, v1.36.3 and v1.37.2 prints it (tests/test_kubelet_config_harness.py
+runs that code on the same configurations). Findings are `Finding(severity, field,
+message)` with `field` a dotted path inside the KubeletConfiguration; the caller maps it to
+where the value came from.
 """
 from __future__ import annotations
 
@@ -34,8 +43,7 @@ from krm_fn.rational import Fraction
 from krm_fn.record import dataclass
 
 from krm_fn import quantity
-from krm_fn.node import fields
-from krm_fn.node import options as cpu_options
+from krm_fn.node import fields, kubelet_gates, kubelet_says, kubelet_start
 from krm_fn.node import upstream
 from krm_fn.results import ERROR, WARNING
 
@@ -43,24 +51,13 @@ HEADER = ("apiVersion", "kind")
 REFERENCE = "https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/"
 GATES_DOC = "https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/"
 EVICTION_DOC = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
-# Eviction signals of a Linux kubelet (pkg/kubelet/eviction/api/types.go; containerfs.*
-# since 1.29, KEP-4191).
-SIGNALS = ("memory.available", "allocatableMemory.available", "nodefs.available",
-           "nodefs.inodesFree", "imagefs.available", "imagefs.inodesFree",
-           "containerfs.available", "containerfs.inodesFree", "pid.available")
+# Eviction signals of a Linux kubelet
+SIGNALS = kubelet_start.EVICTION_SIGNALS
 # The eviction maps whose keys are signals, and the reservation maps (krm_fn.node.fields).
 EVICTION_MAPS = tuple(f.name for f in fields.FIELDS
                       if f.name.startswith("eviction") and f.type.startswith("map["))
 RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
-_GO_UNITS = ("ns", "us", "µs", "ms", "s", "m", "h")
 _INT_RANGE = {"int32": 2 ** 31, "int64": 2 ** 63}
-# option-group gates: (CPU or Topology Manager, field, alpha gate, beta gate, whole gate)
-_OPTION_GATES = (
-    ("cpuManagerPolicyOptions", "CPUManagerPolicyAlphaOptions", "CPUManagerPolicyBetaOptions",
-     "CPUManagerPolicyOptions"),
-    ("topologyManagerPolicyOptions", "TopologyManagerPolicyAlphaOptions",
-     "TopologyManagerPolicyBetaOptions", "TopologyManagerPolicyOptions"),
-)
 
 
 @dataclass(frozen=True)
@@ -115,10 +112,48 @@ def check(config: dict, version, node_memory: int | None = None,
             out.extend(_gates(value, version, data))
         else:
             out.extend(_typed(name, value, spec, version))
-    out.extend(_option_gates(config, version, data))
-    out.extend(_eviction(config, version))
-    out.extend(_thresholds(config, version))
+    defaults = upstream.kubelet_defaults(tuple(version))
+    if defaults is not None:
+        out.extend(Finding(ERROR, path, f"{path} is not a field the kubelet of Kubernetes "
+                           f"{_vs(version)} knows{_guess(path.rpartition('.')[2], known)}; it "
+                           f"ignores it", unknown=True) for path, known in
+                   kubelet_says.nested_unknown(config, data.fields, defaults["fields"]))
+    gates = config.get("featureGates")
+    enabled = kubelet_gates.enabled_gates(data, gates if isinstance(gates, dict) else {})
+    out.extend(Finding(ERROR, field, message) for field, message in
+               kubelet_gates.dependency_problems(gates, enabled, version))
+    # an unknown field is only ignored; a type error stops decoding, a gate defaulting
+    decodes = not any(f.severity == ERROR and (not f.unknown or f.field.startswith(
+        "featureGates")) for f in out)
+    out.extend(Finding(ERROR, field, message) for field, message in
+               kubelet_gates.option_problems(config, version, data, enabled))
+    if decodes and defaults is not None:    # the kubelet gets as far as validation
+        from krm_fn.node import kubelet_validation
+        for field, message, source in (
+                kubelet_validation.validate(config, version, enabled, defaults)
+                + kubelet_start.reservation_errors(config)
+                + kubelet_start.resource_managers(config, version, enabled, defaults,
+                                                  node_memory)
+                + kubelet_start.main_kubelet(config, version, enabled, defaults)):
+            out.append(Finding(ERROR, field, f"{field}: the kubelet of Kubernetes "
+                               f"{_vs(version)} refuses the configuration"
+                               f"{kubelet_says.says(version, message, source)}"))
+        if config.get("cpuManagerPolicy") == "static":      # NewStaticPolicy's options
+            from krm_fn.node import options as cpu_options
+            raw = config.get("cpuManagerPolicyOptions")
+            opts = {str(k): str(v) for k, v in raw.items()} if isinstance(raw, dict) else {}
+            topology = config.get("topologyManagerPolicy")
+            out.extend(Finding(ERROR, "cpuManagerPolicyOptions", problem) for problem in
+                       cpu_options.check_cpu_options(opts, version, topology if isinstance(
+                           topology, str) else defaults["defaults"]["topologyManagerPolicy"])[1])
+    evictions = _eviction(config, version) + _thresholds(config, version)
+    if kubelet_says.quoted(version):
+        evictions = _quoting(evictions, kubelet_start.eviction_errors(config), version,
+                             kubelet_says.EVICTION_HELPERS, "refuses to start")
+    out.extend(evictions)
     out.extend(_reservations(config, version, node_memory, node_cpus))
+    out.extend(Finding(ERROR, field, message)
+               for field, message in kubelet_start.qos_findings(config, version))
     return out
 
 
@@ -133,36 +168,6 @@ def _unknown_field(name: str, version, data) -> Finding:
                    f"fields, so the setting has no effect; {REFERENCE})", unknown=True)
 
 
-def is_go_duration(v: str) -> bool:
-    """True when `v` is what Go's time.ParseDuration reads: "0", or an optional sign and
-    numbers (digits with an optional fraction) each with a unit ns, us, µs, ms, s, m or h
-    (https://pkg.go.dev/time#ParseDuration). Exactly the strings the regular expression
-    `0|[-+]?((\\d+(\\.\\d*)?|\\.\\d+)(ns|us|µs|ms|s|m|h))+` matches, `\\d` being any
-    Unicode decimal digit (str.isdecimal)."""
-    if v == "0":
-        return True
-    s = v[1:] if v[:1] in ("-", "+") else v
-    i = 0
-    while i < len(s) or i == 0:
-        j = i
-        while j < len(s) and s[j].isdecimal():
-            j += 1
-        k = j
-        if s[j:j + 1] == ".":
-            k = j + 1
-            while k < len(s) and s[k].isdecimal():
-                k += 1
-        if k - i <= (1 if k > j else 0):       # no digit before or after the `.`
-            return False
-        u = k
-        while u < len(s) and not s[u].isdecimal() and s[u] != ".":
-            u += 1
-        if s[k:u] not in _GO_UNITS:
-            return False
-        i = u
-    return True
-
-
 def _scalar_ok(kind: str, v: object) -> bool:
     if kind == "bool":
         return isinstance(v, bool)
@@ -174,7 +179,7 @@ def _scalar_ok(kind: str, v: object) -> bool:
     if kind == "string":
         return isinstance(v, str)
     if kind == "duration":
-        return isinstance(v, str) and is_go_duration(v)
+        return isinstance(v, str) and kubelet_says.duration_error(v) is None
     return True
 
 
@@ -187,30 +192,57 @@ _EXPECT = {"bool": "true or false", "int32": "a whole number",
            "object": "a mapping"}
 
 
-def _typed(path: str, v: object, spec: dict, version, depth: int = 0) -> list[Finding]:
-    """Type findings for value `v` of field `path` with generated type `spec`."""
-    kind = spec["type"]
+TOP_STRUCT = "KubeletConfiguration"
+# the Go element type of a container kind whose data gives none (string-list: []string)
+_ELEMENT = {"string-map": "string", "bool-map": "bool", "string-list": "string"}
 
-    def bad() -> list[Finding]:
+
+def _typed(path: str, v: object, spec: dict, version, depth: int = 0,
+           struct: str = TOP_STRUCT, gopath: str | None = None) -> list[Finding]:
+    """Type findings for value `v` of field `path` with generated type `spec`. From 1.35
+    each quotes what decoding the file says (krm_fn.node.kubelet_says.decode_error): for
+    the value itself, or for its first element of the wrong type; `struct` is the Go struct
+    holding the field and `gopath` the field's path as Go's errors print it (no indexes)."""
+    kind = spec["type"]
+    gopath = path if gopath is None else gopath
+
+    def bad(value: object = v, go: str = spec["go"]) -> list[Finding]:
+        error = kubelet_says.decode_error(struct, gopath, value, go,
+                                          kind if value is v else None)
+        said = "" if error is None else kubelet_says.says(version, error, kubelet_says.CODEC)
         return [Finding(ERROR, path, f"{path} must be {_EXPECT.get(kind, kind)} "
                         f"({spec['go']}), found {_short(v)}: the kubelet of Kubernetes "
-                        f"{_vs(version)} cannot decode it and refuses to start")]
+                        f"{_vs(version)} cannot decode it and refuses to start{said}")]
+
+    def first_bad(values, element: str, ok) -> list[Finding]:
+        for x in values:
+            if not ok(x):
+                return bad(x, element)
+        return []
+    if v is None and kind == "duration" and not spec["go"].startswith("*"):
+        return bad()                        # metav1.Duration reads null as ""
     if v is None or kind == "any":          # "any": a type of another package
         return []
     if kind in ("string-map", "bool-map", "quantity-map", "map", "object"):
         if not isinstance(v, dict):
             return bad()
-        if kind == "string-map" and not all(isinstance(x, str) for x in v.values()):
-            return bad()
-        if kind == "bool-map" and not all(isinstance(x, bool) for x in v.values()):
-            return bad()
+        ordered = [v[k] for k in sorted(v, key=str)]    # the kubelet's YAML-to-JSON order
+        if kind in ("string-map", "bool-map"):
+            element = _ELEMENT[kind]
+            return first_bad(ordered, element, lambda x: kubelet_says.value_fits(x, element))
         if kind == "quantity-map" and not all(
                 isinstance(x, (str, int, float)) and not isinstance(x, bool)
                 for x in v.values()):
             return bad()
+        if kind == "map":                   # map[string][]string
+            element = kubelet_says.go_type(spec["go"]).partition("]")[2]
+            out = first_bad(ordered, element, lambda x: kubelet_says.value_fits(x, element))
+            return out or first_bad([y for x in ordered for y in x], "string",
+                                    lambda y: isinstance(y, str))
         nested = spec.get("fields")
         if kind == "object" and nested and depth < 4:
             out: list[Finding] = []
+            inner = kubelet_says.struct_name(spec["go"])
             for key, x in v.items():
                 sub = nested.get(str(key))
                 if sub is None:
@@ -219,17 +251,20 @@ def _typed(path: str, v: object, spec: dict, version, depth: int = 0) -> list[Fi
                                f"{_guess(str(key), nested)}; the kubelet ignores it",
                                unknown=True))
                 else:
-                    out.extend(_typed(f"{path}.{key}", x, sub, version, depth + 1))
+                    out.extend(_typed(f"{path}.{key}", x, sub, version, depth + 1, inner,
+                                      f"{gopath}.{key}"))
             return out
         return []
     if kind in ("string-list", "list"):
         if not isinstance(v, list):
             return bad()
         if kind == "string-list":
-            return [] if all(isinstance(x, str) for x in v) else bad()
-        out = []
+            return first_bad(v, "string", lambda x: isinstance(x, str) or x is None)
+        items, out = spec["items"], []
         for i, x in enumerate(v):
-            out.extend(_typed(f"{path}[{i}]", x, spec["items"], version, depth + 1))
+            if items["type"] == "object" and x is not None and not isinstance(x, dict):
+                return bad(x, items["go"])
+            out.extend(_typed(f"{path}[{i}]", x, items, version, depth + 1, struct, gopath))
         return out
     return [] if _scalar_ok(kind, v) else bad()
 
@@ -237,34 +272,46 @@ def _typed(path: str, v: object, spec: dict, version, depth: int = 0) -> list[Fi
 def _gates(value: object, version, data) -> list[Finding]:
     """featureGates: each gate known to `version`, true/false, not against its lock."""
     vs = _vs(version)
+
+    def undecodable(v: object, go: str) -> str:
+        error = kubelet_says.decode_error(TOP_STRUCT, "featureGates", v, go)
+        return kubelet_says.says(version, error, kubelet_says.CODEC) if error else ""
     if not isinstance(value, dict):
         return [Finding(ERROR, "featureGates", f"featureGates must be a mapping of gate name "
                         f"to true/false, found {_short(value)}: the kubelet of Kubernetes "
-                        f"{vs} cannot decode it and refuses to start")]
+                        f"{vs} cannot decode it and refuses to start"
+                        f"{undecodable(value, 'map[string]bool')}")]
     out = []
     for gate, on in value.items():
         path = f"featureGates.{gate}"
         spec = data.gates.get(gate)
-        if spec is None:
-            out.append(_unknown_gate(str(gate), path, vs, data))
+        if spec is None and isinstance(on, bool):
+            out.append(_unknown_gate(str(gate), path, version, data))
             continue
-        if not isinstance(on, bool):
+        if not isinstance(on, bool):        # decoding fails before any gate is looked up
             out.append(Finding(ERROR, path, f"feature gate {gate} must be true or false, "
                                f"found {_short(on)}: the kubelet of Kubernetes {vs} cannot "
-                               f"decode featureGates and refuses to start; write {gate}: "
+                               f"decode featureGates and refuses to start"
+                               f"{undecodable(on, 'bool')}; write {gate}: "
                                f"true or {gate}: false"))
+            if spec is None:
+                out.append(_unknown_gate(str(gate), path, version, data))
             continue
         if spec["locked"] and on != spec["default"]:
+            default = str(spec["default"]).lower()
+            said = kubelet_gates.gate_refusal(version, f"cannot set feature gate {gate} to "
+                                          f"{str(on).lower()}, feature is locked to {default}")
             out.append(Finding(ERROR, path, f"feature gate {gate} is {spec['stage']} and "
-                               f"locked to {str(spec['default']).lower()} in Kubernetes {vs}: "
+                               f"locked to {default} in Kubernetes {vs}: "
                                f"the kubelet refuses to start with {gate}: "
-                               f"{str(on).lower()}; remove it"))
+                               f"{str(on).lower()}{said}; remove it"))
     return out
 
 
-def _unknown_gate(gate: str, path: str, vs: str, data) -> Finding:
+def _unknown_gate(gate: str, path: str, version, data) -> Finding:
     """A gate the version's data does not list: removed, misspelled, or (when the data's
     gates were not generated from that release, `data.gates_exact` false) maybe new."""
+    vs = _vs(version)
     removed = data.removed_gates.get(gate)
     guess = "" if removed else _guess(gate, data.gates)
     why = (f"was removed in Kubernetes {removed}" if removed else
@@ -276,44 +323,32 @@ def _unknown_gate(gate: str, path: str, vs: str, data) -> Finding:
                        f"({data.source}), so a gate new in {dv} is missing from it; if "
                        f"this is not one, the kubelet refuses to start (unrecognized "
                        f"feature gate) ({GATES_DOC})", unknown=True)
+    said = kubelet_gates.gate_refusal(version, f"unrecognized feature gate: {gate}") or \
+        " (unrecognized feature gate)"
     return Finding(ERROR, path, f"feature gate {gate} {why}: the kubelet of {vs} refuses to "
-                   f"start (unrecognized feature gate); remove it ({GATES_DOC})",
-                   unknown=True)
+                   f"start{said}; remove it ({GATES_DOC})", unknown=True)
 
 
-def _option_stage(field: str, option: str, version) -> str | None:
-    if field == "cpuManagerPolicyOptions":
-        if option not in cpu_options.CPU_OPTIONS:
-            return None
-        return cpu_options.maturity(option, version)
-    if option not in cpu_options.TOPOLOGY_OPTIONS:
-        return None
-    return cpu_options.topology_maturity(option, version)
-
-
-def _option_gates(config: dict, version, data) -> list[Finding]:
-    """Options whose group gate is off on `version` (explicitly, or by default)."""
-    gates = config.get("featureGates") if isinstance(config.get("featureGates"), dict) else {}
-    out = []
-    for field, alpha, beta, whole in _OPTION_GATES:
-        opts = config.get(field)
-        if not isinstance(opts, dict):
-            continue
-        if opts and whole in data.gates and not data.gate_on(whole, gates):
-            out.append(Finding(ERROR, f"featureGates.{whole}", f"{field} is set but the "
-                               f"{whole} feature gate is off: the kubelet of Kubernetes "
-                               f"{_vs(version)} refuses every option; remove "
-                               f"featureGates.{whole}: false"))
-            continue
-        for option in opts:
-            stage = _option_stage(field, str(option), version)
-            gate = {cpu_options.ALPHA: alpha, cpu_options.BETA: beta}.get(stage)
-            if gate and gate in data.gates and not data.gate_on(gate, gates):
-                out.append(Finding(ERROR, f"featureGates.{gate}", f"{field} {option} is "
-                                   f"{stage} in Kubernetes {_vs(version)} and needs the "
-                                   f"{gate} feature gate, which is off: the kubelet refuses "
-                                   f"to start; set featureGates.{gate}: true or remove "
-                                   f"the option"))
+def _quoting(findings: list[Finding], said: list[tuple[str, str]], version, source: str,
+             refuses: str) -> list[Finding]:
+    """`findings` with the kubelet's words `said` ([(field, message)]) added to the finding of
+    the same field, or as a finding of their own where krm-fn had none for it (the kubelet
+    refuses what krm-fn's own check let through: fail closed)."""
+    from krm_fn.record import replace
+    out = list(findings)
+    for field, message in said:
+        quote = kubelet_says.says(version, message, source)
+        at = next((i for i, f in enumerate(out)
+                   if f.field == field and f.severity == ERROR), None)
+        if at is None:
+            out.append(Finding(ERROR, field, f"{field}: the kubelet of Kubernetes "
+                               f"{_vs(version)} {refuses}{quote}"))
+        elif quote not in out[at].message:      # after the words that say it refuses
+            words = f" {refuses}"
+            text = out[at].message
+            text = (text.replace(words, words + quote, 1) if words in text
+                    else f"{text}; the kubelet says{quote}")
+            out[at] = replace(out[at], message=text)
     return out
 
 
@@ -329,7 +364,7 @@ def _eviction(config: dict, version) -> list[Finding]:
                 out.append(Finding(ERROR, f"{name}.{signal}", f"{name}: {signal} is not an "
                                    f"eviction signal{_guess(str(signal), SIGNALS)}: the "
                                    f"kubelet of Kubernetes {_vs(version)} refuses to start "
-                                   f"(unsupported eviction signal; {EVICTION_DOC})"))
+                                   f"({EVICTION_DOC})"))
     soft = config.get("evictionSoft") if isinstance(config.get("evictionSoft"), dict) else {}
     grace = config.get("evictionSoftGracePeriod")
     grace = grace if isinstance(grace, dict) else {}
@@ -337,8 +372,7 @@ def _eviction(config: dict, version) -> list[Finding]:
         if signal not in grace:
             out.append(Finding(ERROR, f"evictionSoft.{signal}", f"evictionSoft sets {signal} "
                                f"without evictionSoftGracePeriod.{signal}: the kubelet of "
-                               f"Kubernetes {_vs(version)} refuses to start (grace period "
-                               f"must be specified for the soft eviction threshold); add "
+                               f"Kubernetes {_vs(version)} refuses to start; add "
                                f"evictionSoftGracePeriod.{signal}, e.g. \"1m30s\""))
     for signal in grace:
         if signal not in soft:
@@ -380,7 +414,7 @@ def _thresholds(config: dict, version) -> list[Finding]:
         for signal, value in m.items():
             if not isinstance(value, str):
                 continue
-            if grace and (value.startswith("-") or not is_go_duration(value)):
+            if grace and (value.startswith("-") or kubelet_says.duration_error(value)):
                 out.append(Finding(ERROR, f"{name}.{signal}", f"{name}.{signal} is "
                                    f"{_short(value)}, not a positive Go duration: the kubelet "
                                    f"of Kubernetes {_vs(version)} refuses to start; write "
@@ -425,7 +459,7 @@ def _reservations(config: dict, version, node_memory: int | None,
                            f"systemReserved.memory + evictionHard[memory.available] is "
                            f"{int(memory)} bytes, more than the node's memory ({node_memory} "
                            f"bytes): the kubelet of Kubernetes {_vs(version)} refuses to "
-                           f"start (Expected capacity >= reservation); lower the "
+                           f"start{_over_capacity(config, version, node_memory)}; lower the "
                            f"reservations"))
     # reservedSystemCPUs replaces the cpu of both maps (cmd/kubelet/app/server.go).
     if node_cpus is not None and cpu > node_cpus and not config.get("reservedSystemCPUs"):
@@ -434,3 +468,13 @@ def _reservations(config: dict, version, node_memory: int | None,
                            f"kubelet of Kubernetes {_vs(version)} refuses to start (Expected "
                            f"capacity >= reservation); lower the reservations"))
     return out
+
+
+def _over_capacity(config: dict, version, node_memory: int) -> str:
+    """The quote of the kubelet's Node Allocatable check for memory (kubelet_start
+    node_allocatable), or " (Expected capacity >= reservation)" where it cannot be given."""
+    message = kubelet_start.node_allocatable(config, node_memory) \
+        if kubelet_says.quoted(version) else None
+    if message is None:
+        return " (Expected capacity >= reservation)"
+    return kubelet_says.says(version, message, kubelet_says.NODE_ALLOCATABLE)

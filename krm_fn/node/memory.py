@@ -192,11 +192,16 @@ def parse(value: object) -> list[dict]:
 
 
 def check(entries: list[dict], totals: dict[str, Fraction],
-          terms: dict[str, list[tuple[str, str]]], numa_nodes: list[int]) -> list[ReservedMemoryError]:
+          terms: dict[str, list[tuple[str, str]]], numa_nodes: list[int],
+          version=(1, 0), reservation=None) -> list[ReservedMemoryError]:
     """Problems of an explicit reservedMemory (from `parse`) against `required`'s result on
     nodes with NUMA node ids `numa_nodes`: an unknown or repeated NUMA node, and each type
     whose sum differs, with the arithmetic (e.g. 1536Mi listed,
-    1024Mi + 512Mi + 100Mi = 1636Mi required)."""
+    1024Mi + 512Mi + 100Mi = 1636Mi required). From 1.35 (`version`) each quotes the
+    kubelet (memory_manager.go getTotalMemoryTypeReserved, validateReservedMemory), given
+    `reservation`: (systemReserved, kubeReserved, the hard-eviction memory as
+    go_quantity.go_quantity's (value, Format) or None) as the kubelet will run them."""
+    from krm_fn.node import kubelet_says as ks
     problems: list[ReservedMemoryError] = []
     seen: set[int] = set()
     sums: dict[str, Fraction] = {}
@@ -204,10 +209,12 @@ def check(entries: list[dict], totals: dict[str, Fraction],
     for i, e in enumerate(entries):
         n = e["numaNode"]
         if n not in numa_nodes:
+            said = ks.says(version, f"the reserved memory configuration references a NUMA "
+                           f"node {n} that does not exist on this machine", ks.MEMORY_MANAGER)
             problems.append(ReservedMemoryError(f"reservedMemory[{i}].numaNode", f"NUMA node {n} "
                             f"does not exist on this pool's nodes (NUMA nodes "
                             f"{', '.join(map(str, numa_nodes))}); the kubelet refuses to "
-                            f"start"))
+                            f"start{said}"))
         if n in seen:
             problems.append(ReservedMemoryError(f"reservedMemory[{i}].numaNode", f"NUMA node {n} is "
                             f"listed twice; give each NUMA node one entry"))
@@ -227,8 +234,58 @@ def check(entries: list[dict], totals: dict[str, Fraction],
         diff = want - have
         gap = (f"{quantity.format_binary_si(diff)} short" if diff > 0
                else f"{quantity.format_binary_si(-diff)} too much")
+        said = _kubelet_says_sum(entries, kind, version, reservation)
         problems.append(ReservedMemoryError("reservedMemory", f"reservedMemory {kind} sums to "
-                        f"{listed}, but {need} ({gap}): the kubelet refuses to start (the "
-                        f"total amount of type {kind!r} is not equal to the value determined "
-                        f"by Node Allocatable)"))
+                        f"{listed}, but {need} ({gap}): the kubelet refuses to start"
+                        + (said or f" (the total amount of type {kind!r} is not equal to the "
+                                    f"value determined by Node Allocatable)")))
     return problems
+
+
+def _kubelet_says_sum(entries: list[dict], kind: str, version, reservation) -> str:
+    """The quote of validateReservedMemory for type `kind` (kubelet_sum), "" when it cannot
+    be given."""
+    from krm_fn.node import kubelet_says as ks
+    if reservation is None or not ks.quoted(version):
+        return ""
+    message = kubelet_sum(entries, kind, reservation)
+    return ks.says(version, message, ks.MEMORY_MANAGER) if message else ""
+
+
+def kubelet_sum(entries: list[dict], kind: str, reservation) -> str | None:
+    """validateReservedMemory's message for type `kind` (memory_manager.go), both sides
+    summed as the kubelet sums resource.Quantity values (getTotalMemoryTypeReserved: each
+    entry plus the total so far; GetNodeAllocatableReservation: systemReserved,
+    kubeReserved, the hard eviction threshold), on either of Quantity's paths (String()
+    prints the exact value); None when the two sides are equal or cannot be modelled (a
+    quantity the kubelet cannot parse). `reservation`: (systemReserved, kubeReserved, the
+    hard eviction memory as go_quantity.go_quantity's (value, Format) or None)."""
+    from krm_fn.node import go_quantity as gq
+    from krm_fn.node import kubelet_says as ks
+    listed = None
+    for e in entries:
+        text = e["limits"].get(kind)
+        if text is None:
+            continue
+        q = gq.go_quantity(str(text))
+        if isinstance(q, str):
+            return None
+        listed = q if listed is None else gq.add_exact(q, listed)
+    system, kube, evict = reservation
+    reserved = gq.ZERO
+    for m in (system, kube):
+        text = m.get(kind)
+        q = gq.go_quantity(str(text)) if text is not None else None
+        if isinstance(q, str):
+            return None
+        reserved = gq.add_exact(reserved, q)
+    if kind == MEMORY:
+        reserved = gq.add_exact(reserved, evict)
+    have = gq.add_exact(gq.ZERO, listed)
+    node = gq.add_exact(gq.ZERO, reserved if reserved[0] else None)
+    if have[0] == node[0]:
+        return None
+    return (f"the total amount {ks.go_quote(gq.go_quantity_string(*have))} of type "
+            f"{ks.go_quote(kind)} is not equal to the value "
+            f"{ks.go_quote(gq.go_quantity_string(*node))} determined by Node Allocatable "
+            f"feature")

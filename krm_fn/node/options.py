@@ -77,13 +77,21 @@ def check_cpu_options(options: dict[str, str], version: tuple[int, int],
     gates: dict[str, bool] = {}
     problems: list[str] = []
     vs = version_str(version)
+    from krm_fn.node import kubelet_says as ks
+
+    def said(message: str) -> str:        # NewStaticPolicy's error, as NewManager wraps it
+        return ks.says(version, f"new static policy error: {message}", ks.CPU_POLICY_OPTIONS)
     for name, value in options.items():
         if value not in ("true", "false"):
+            error = ks.parse_bool(value)[1] if name in CPU_OPTIONS else None
+            quote = said(f"bad value for option {ks.go_quote(name)}: {error}") if error else ""
             problems.append(f"cpuManagerPolicyOptions.{name} must be \"true\" or \"false\", "
-                            f"found {value!r}")
+                            f"found {value!r}"
+                            + (f"; the kubelet refuses to start{quote}" if quote else ""))
         if name not in CPU_OPTIONS:
             problems.append(f"unknown CPU Manager policy option {name!r} (known: "
-                            f"{', '.join(CPU_OPTIONS)}); the kubelet refuses to start")
+                            f"{', '.join(CPU_OPTIONS)}); the kubelet refuses to start"
+                            + said(f"unknown CPU Manager Policy option: {ks.go_quote(name)}"))
             continue
         m = maturity(name, version)
         if m is None:
@@ -97,12 +105,17 @@ def check_cpu_options(options: dict[str, str], version: tuple[int, int],
     for a, b in FORBIDDEN_PAIRS:
         if a in on and b in on:
             problems.append(f"CPU Manager policy options {a!r} and {b!r} cannot both be "
-                            f"\"true\": the kubelet refuses to start; remove one of them")
+                            f"\"true\": the kubelet refuses to start" + said(
+                                f"static policy options {a} and {b} can not be used at the "
+                                f"same time") + "; remove one of them")
     for name, policies in FORBIDDEN_WITH_TOPOLOGY_POLICY.items():
         if name in on and topology_policy in policies:
             problems.append(f"CPU Manager policy option {name!r} cannot be used with "
                             f"topologyManagerPolicy {topology_policy!r}: the kubelet refuses "
-                            f"to start; remove the option or choose another policy")
+                            f"to start" + said(f"Topolgy manager {topology_policy} policy is "
+                                               f"incompatible with CPUManager {name} policy "
+                                               f"option") +
+                            "; remove the option or choose another policy")
     return gates, problems
 
 
@@ -154,10 +167,17 @@ def check_topology_options(options: dict[str, str], version: tuple[int, int],
     problems: list[str] = []
     notes: list[str] = []
     vs = version_str(version)
+    from krm_fn.node import kubelet_says as ks
+
+    def said(message: str) -> str:     # NewPolicyOptions runs only for a policy but none
+        return ks.says(version, message, ks.TOPOLOGY_POLICY_OPTIONS) if policy != "none" \
+            else ""
     for name, value in options.items():
         if name not in TOPOLOGY_OPTIONS:
             problems.append(f"unknown Topology Manager policy option {name!r} (known: "
-                            f"{', '.join(TOPOLOGY_OPTIONS)}); the kubelet refuses to start")
+                            f"{', '.join(TOPOLOGY_OPTIONS)}); the kubelet refuses to start"
+                            + said(f"unknown Topology Manager Policy option: "
+                                   f"{ks.go_quote(name)}"))
             continue
         source, alpha, beta, _ = TOPOLOGY_OPTIONS[name]
         stage = topology_maturity(name, version)
@@ -170,8 +190,12 @@ def check_topology_options(options: dict[str, str], version: tuple[int, int],
             gates[TOPOLOGY_ALPHA_GATE] = True
         if name == "prefer-closest-numa-nodes":
             if value not in ("true", "false"):
+                error = ks.parse_bool(value)[1]
+                quote = said(f"bad value for option {ks.go_quote(name)}: {error}") \
+                    if error else ""
                 problems.append(f"topologyManagerPolicyOptions.{name} must be \"true\" or "
-                                f"\"false\", found {value!r}")
+                                f"\"false\", found {value!r}"
+                                + (f"; the kubelet refuses to start{quote}" if quote else ""))
             elif value == "true" and policy not in PREFER_CLOSEST_POLICIES:
                 notes.append(f"topologyManagerPolicyOptions.{name} has no effect with "
                              f"topologyManagerPolicy {policy!r}: it only changes how "
@@ -179,7 +203,14 @@ def check_topology_options(options: dict[str, str], version: tuple[int, int],
         elif name == "max-allowable-numa-nodes":
             if not (value.isascii() and value.isdigit() and len(value) <= 5) \
                     or int(value) < MAX_ALLOWABLE_NUMA_MIN:
+                number, error = ks.atoi(value)
+                quote = (said(f"unable to convert policy option to integer "
+                              f"{ks.go_quote(name)}: {error}") if error else
+                         said(f"the minimum value of {ks.go_quote(name)} should not be less "
+                              f"than {MAX_ALLOWABLE_NUMA_MIN}")
+                         if number < MAX_ALLOWABLE_NUMA_MIN else "")
                 problems.append(f"topologyManagerPolicyOptions.{name} must be a whole number "
                                 f"from {MAX_ALLOWABLE_NUMA_MIN} to 99999, found {value[:20]!r}; "
-                                f"the kubelet refuses values below {MAX_ALLOWABLE_NUMA_MIN}")
+                                f"the kubelet refuses values below {MAX_ALLOWABLE_NUMA_MIN}"
+                                + quote)
     return gates, problems, notes

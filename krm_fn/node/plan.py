@@ -11,7 +11,7 @@ import re
 from krm_fn.record import dataclass, field
 
 from krm_fn.node import baseline as baseline_mod
-from krm_fn.node import fields, kubelet_check
+from krm_fn.node import fields, kubelet_check, kubelet_says
 from krm_fn.node import options as cpu_options
 from krm_fn.node import reserved as reserved_mod
 from krm_fn.node import upstream
@@ -139,11 +139,11 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: ob
     # (+ eviction for memory), on the values the kubelet will run with (baseline merged).
     if k.memoryManagerPolicy == "Static":
         reserved_mod.reserved_memory(kubelet, k, pool, topo, base, base_path, reserved_maps,
-                                     eviction, res)
+                                     eviction, res, version)
     elif k.reservedMemory is not None:
         res(WARNING, "kubelet.reservedMemory", "reservedMemory is only used with "
             "memoryManagerPolicy Static; it is left out")
-    reserved = reserved_mod.reserved_cpus(kubelet, k, pool, topo, res)
+    reserved = reserved_mod.reserved_cpus(kubelet, k, pool, topo, res, version)
     reserved_mod.check_dropped_cpu(k, reserved, opts, kubelet, res)
     for name in reserved_mod.RESERVATIONS:
         if reserved_maps[name]:
@@ -184,19 +184,39 @@ def _check_emitted(merged: dict, kubelet: dict, k, base: dict, base_path: str, v
     """Check the KubeletConfiguration the kubelet will run (`merged`) against the upstream
     facts of `version` (krm_fn.node.kubelet_check). Each finding points at where its value
     came from (`_origin`); a field only the baseline has that the version does not know is
-    a warning (the node wrote it). A finding at a path that already holds an error of the
-    plan's own checks is left out."""
+    a warning (the node wrote it). A finding an error of the plan's own checks already says
+    (its text, or every quote of the kubelet's words in it) is left out; one at a path that
+    already holds an error of the plan is left out too, but the kubelet's words it quotes
+    (kubelet_says) are added to that error; so is one on a field the plan computes from a
+    setting its checks refused (fields.COMPUTED)."""
+    from krm_fn.record import replace
     memory = getattr(pool.topology, "memory", None)
     node_memory = int(memory.value) if memory is not None else None
-    errors = {r.path for r in results if r.severity == ERROR}
+    errors = {r.path: i for i, r in enumerate(results) if r.severity == ERROR}
+    refused = tuple(r.path.partition("].")[2] for r in results if r.severity == ERROR)
     for f in kubelet_check.check(merged, version, node_memory, topo.total_cpus):
+        said = [r.message for r in results if r.severity == ERROR]
+        quotes = kubelet_says.quotes_in(f.message)
+        if any(f.message in m for m in said) or quotes and all(
+                any(q in m for m in said) for q in quotes):
+            continue            # the plan's own checks said it (e.g. the CPU options)
+        computed = fields.COMPUTED.get(f.field)
+        if computed and any(path.startswith(computed[1]) for path in refused) and \
+                computed[0] in f.message:
+            continue            # the plan refused what it computes the field from
         path, in_base = _origin(f.field, kubelet, k.extra or {}, base)
         sev = WARNING if in_base and f.unknown and f.field.partition(".")[0] not in kubelet \
             else f.severity
         before = len(results)
         res(sev, f"{base_path}.{f.field}" if in_base else path, f.message, absolute=in_base)
-        if results[before].path in errors:
+        at = errors.get(results[before].path)
+        if at is not None:
             del results[before]
+            kept = results[at]
+            for quote in kubelet_says.quotes_in(f.message):
+                if quote not in kept.message:
+                    kept = replace(kept, message=f"{kept.message}; the kubelet says{quote}")
+            results[at] = kept
 
 
 def _origin(name: str, kubelet: dict, extra: dict, base: dict) -> tuple[str, bool]:

@@ -18,7 +18,7 @@ from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.node import baseline as baseline_mod
-from krm_fn.node import fields
+from krm_fn.node import fields, kubelet_says
 from krm_fn.node.topology import Topology, format_cpuset, parse_cpuset, reserve_cores
 from krm_fn.results import ERROR, WARNING
 
@@ -50,11 +50,13 @@ def reservation_maps(k, base: dict, res) -> dict[str, dict[str, str]]:
     return reserved_maps
 
 
-def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res) -> list[int]:
+def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res, version=(1, 0)) -> list[int]:
     """Set kubelet["reservedSystemCPUs"]: the explicit cpuset `k.reservedSystemCPUs`
     (checked against `topo`), or whole cores chosen from the topology
     (`pool.reserved.cores`, spread across NUMA nodes on request). Returns the sorted reserved
-    CPU ids, [] when the set is invalid (an error result names it)."""
+    CPU ids, [] when the set is invalid (an error result names it). From 1.35 (`version`)
+    a set outside the node quotes the kubelet (cmd/kubelet/app/server.go getReservedCPUs);
+    one it cannot parse is quoted by krm_fn.node.kubelet_check (validation)."""
     reserved: list[int] = []
     if k.reservedSystemCPUs is not None:
         text = str(k.reservedSystemCPUs)
@@ -73,8 +75,12 @@ def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res) -> list[int]:
                     "non-zero reservation (set a cpuset such as 0-1 or remove the field to "
                     "use reserved.cores)", current=text)
             elif outside:
+                said = kubelet_says.says(
+                    version, f"reserved-cpus: {text} is not a subset of online-cpus: "
+                    f"{format_cpuset(ids)}", kubelet_says.SERVER) \
+                    if kubelet_says.cpuset_error(text) is None else ""
                 res(ERROR, path, f"CPUs {format_cpuset(outside)} do not exist on this pool's "
-                    f"nodes (CPUs {format_cpuset(ids)}); the kubelet fails to start",
+                    f"nodes (CPUs {format_cpuset(ids)}); the kubelet fails to start{said}",
                     current=text)
             elif len(cpus) >= topo.total_cpus:
                 res(ERROR, path, f"reservedSystemCPUs {text!r} covers every CPU of the node; "
@@ -124,11 +130,13 @@ def check_dropped_cpu(k, reserved: list[int], opts: dict, kubelet: dict, res) ->
 
 
 def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_path: str,
-                     reserved_maps: dict, eviction: dict, res) -> None:
+                     reserved_maps: dict, eviction: dict, res, version=(1, 0)) -> None:
     """Set kubelet["reservedMemory"] for memoryManagerPolicy Static
     (https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/): the
-    explicit `kubelet.reservedMemory` when it sums right, else computed and placed on NUMA
-    node 0 (or spread with reserved.spreadMemoryAcrossNuma). Errors name the field."""
+    explicit `kubelet.reservedMemory` (kept as given also when it is wrong: the plan holds
+    what was asked), else computed and placed on NUMA node 0 (or spread with
+    reserved.spreadMemoryAcrossNuma). Errors name the field; from 1.35 (`version`) those
+    of the Memory Manager quote the kubelet (memory.check)."""
     from krm_fn.node import memory as memory_mod    # only a Static pool needs it (start-up)
     merged = {n: {**baseline_mod.string_map(base.get(n)), **reserved_maps[n]}
               for n in RESERVATIONS}
@@ -151,12 +159,19 @@ def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_pat
             entries = memory_mod.parse(k.reservedMemory)
         except memory_mod.ReservedMemoryError as e:
             res(ERROR, f"kubelet.{e.path}", e.message)
+            if isinstance(k.reservedMemory, list):
+                from krm_fn.node.plan import _plain, _Unplain
+                try:
+                    kubelet["reservedMemory"] = _plain(k.reservedMemory)
+                except _Unplain:
+                    pass
             return
-        problems = memory_mod.check(entries, totals, terms, numas)
-        for e in problems:
+        eviction_terms = _eviction_quantity(eviction, topo)
+        for e in memory_mod.check(entries, totals, terms, numas, version,
+                                  (merged["systemReserved"], merged["kubeReserved"],
+                                   eviction_terms)):
             res(ERROR, f"kubelet.{e.path}", e.message)
-        if not problems:
-            kubelet["reservedMemory"] = entries
+        kubelet["reservedMemory"] = entries
         return
     if not any(totals.values()):
         res(ERROR, "kubelet.memoryManagerPolicy", "memoryManagerPolicy Static needs a "
@@ -165,3 +180,16 @@ def reserved_memory(kubelet: dict, k, pool, topo: Topology, base: dict, base_pat
         return
     kubelet["reservedMemory"] = memory_mod.split(totals, numas,
                                                  bool(pool.reserved.spreadMemoryAcrossNuma))
+
+
+def _eviction_quantity(eviction: dict, topo: Topology):
+    """evictionHard[memory.available] as the kubelet's hard-eviction reservation holds it
+    (go_quantity.go_quantity's (value, Format)), None when it has none or krm-fn cannot
+    model it (a percentage needs the node's memory, which the plan's topology may not give;
+    a quantity the kubelet cannot parse)."""
+    text = eviction.get("memory.available")
+    if text is None or str(text).endswith("%"):
+        return None
+    from krm_fn.node import go_quantity
+    q = go_quantity.go_quantity(str(text))
+    return None if isinstance(q, str) else q

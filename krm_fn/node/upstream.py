@@ -122,3 +122,21 @@ def field_since(name: str, version: Version) -> Version | None:
 def eviction_hard_default(version: Version) -> dict[str, str]:
     """The kubelet's default `evictionHard` on `version` (signal -> threshold), a copy."""
     return dict(load(version).eviction_hard_default)
+
+
+@lru_cache(maxsize=None)
+def gate_dependencies(version: Version) -> dict[str, list[str]] | None:
+    """{gate: [gates it depends on]} of Kubernetes `version` exactly (no clamping), from
+    krm_fn/node/data/gate_dependencies.py (tools/gen_gate_dependencies.py, from
+    pkg/features/kube_features.go); None for a minor it does not cover."""
+    raw = submodule("krm_fn.node.data", "gate_dependencies").DATA.get(version_str(version))
+    return None if raw is None else raw["dependencies"]
+
+
+@lru_cache(maxsize=None)
+def kubelet_defaults(version: Version) -> dict | None:
+    """What v1beta1 defaulting writes into an empty KubeletConfiguration of Kubernetes
+    `version` exactly ({"defaults": {field: value}, "nilable": [fields defaulted only when
+    absent]}), from krm_fn/node/data/defaults.py (tools/gen_kubelet_defaults.py,
+    from the kubelet's own defaulting); None for a minor it does not cover."""
+    return submodule("krm_fn.node.data", "defaults").DATA.get(version_str(version))

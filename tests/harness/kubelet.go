@@ -29,6 +29,7 @@ import (
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	kubeletscheme "k8s.io/kubernetes/pkg/kubelet/apis/config/scheme"
 	"k8s.io/kubernetes/pkg/kubelet/cadvisor"
+	"k8s.io/kubernetes/pkg/kubelet/cm"
 	"k8s.io/kubernetes/pkg/kubelet/cm/containermap"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
@@ -37,6 +38,8 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	evictionapi "k8s.io/kubernetes/pkg/kubelet/eviction/api"
 	"k8s.io/kubernetes/pkg/kubelet/stats/pidlimit"
+	kubelettypes "k8s.io/kubernetes/pkg/kubelet/types"
+	kubeletutil "k8s.io/kubernetes/pkg/kubelet/util"
 	"k8s.io/utils/cpuset"
 )
 
@@ -136,6 +139,10 @@ func hardEvictionReservation(thresholds []evictionapi.Threshold, capacity v1.Res
 	return ret
 }
 
+// ephemeralStorageCapacity is the node's root filesystem as cadvisor reports it (the
+// machine info carries no disk): 100Gi unless a command sets another for its request.
+var ephemeralStorageCapacity = resource.MustParse("100Gi")
+
 // kubelet is the part of a started kubelet that admits pods.
 type kubelet struct {
 	config      *kubeletconfig.KubeletConfiguration
@@ -225,17 +232,24 @@ func start(kc *kubeletconfig.KubeletConfiguration, machine *machineInfo, stateDi
 	if err != nil {
 		return nil, refuse("%s", err)
 	}
+	if _, err := cm.ParseQOSReserved(kc.QOSReserved); err != nil {
+		return nil, refuse("--qos-reserved value failed to parse: %s", err)
+	}
 	var tmOptions map[string]string
 	if utilfeature.DefaultFeatureGate.Enabled(features.TopologyManagerPolicyOptions) {
 		tmOptions = kc.TopologyManagerPolicyOptions
 	} else if kc.TopologyManagerPolicyOptions != nil {
 		return nil, refuse("topology manager policy options %v require feature gates %q enabled", kc.TopologyManagerPolicyOptions, "TopologyManagerPolicyOptions")
 	}
+	if utilfeature.DefaultFeatureGate.Enabled(features.NodeSwap) && !kubeletutil.IsCgroup2UnifiedMode() &&
+		kc.MemorySwap.SwapBehavior == string(kubelettypes.LimitedSwap) {
+		return nil, refuse("swap feature is enabled and LimitedSwap but it is only supported with cgroupv2")
+	}
 
 	// cm.containerManagerImpl: capacity (cadvisor.CapacityFromMachineInfo) and
 	// GetNodeAllocatableReservation.
 	k.capacity = cadvisor.CapacityFromMachineInfo(machine)
-	k.capacity[v1.ResourceEphemeralStorage] = *resource.NewQuantity(100<<30, resource.BinarySI)
+	k.capacity[v1.ResourceEphemeralStorage] = ephemeralStorageCapacity.DeepCopy()
 	evictionReservation := hardEvictionReservation(hard, k.capacity)
 	k.reservation = v1.ResourceList{}
 	for name := range k.capacity {

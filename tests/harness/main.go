@@ -8,6 +8,10 @@
 //
 //	harness admit     the Topology, CPU and Memory Managers and the kubelet's resource
 //	                  predicates admitting pods one after another on one node
+//	harness kubeletconfig  whether the kubelet starts with a configuration file: decoding,
+//	                  feature gates, validation and, on a machine, the start-up of its
+//	                  resource managers (kubeletconfig.go)
+//	harness defaults  what v1beta1 defaulting writes into an empty configuration
 //	harness version   the k8s.io/kubernetes release it was built from
 //	harness serve     many requests, one JSON object a line: {"command": "admit", "input":
 //	                  {...}} in, {"output": {...}} or {"error": "..."} out; the feature
@@ -32,8 +36,10 @@ import (
 type command func(input []byte) (any, error)
 
 var commands = map[string]command{
-	"admit":   admitCommand,
-	"version": func([]byte) (any, error) { return map[string]string{"kubernetes": release()}, nil },
+	"admit":         admitCommand,
+	"kubeletconfig": kubeletConfigCommand,
+	"defaults":      defaultsCommand,
+	"version":       func([]byte) (any, error) { return map[string]string{"kubernetes": release()}, nil },
 }
 
 // release is the k8s.io/kubernetes version the binary was built with.
@@ -56,7 +62,7 @@ func main() {
 		return
 	}
 	if len(os.Args) != 2 || commands[os.Args[1]] == nil {
-		fmt.Fprintln(os.Stderr, "usage: harness admit|version|serve < input.json")
+		fmt.Fprintln(os.Stderr, "usage: harness admit|kubeletconfig|defaults|version|serve < input.json")
 		os.Exit(2)
 	}
 	input, err := io.ReadAll(os.Stdin)

@@ -77,7 +77,10 @@ def test_merged_cpu_options_are_checked_again():
         (ERROR, B + "cpuManagerPolicyOptions",
          "with the baseline's options merged in: CPU Manager policy options 'full-pcpus-only' "
          "and 'distribute-cpus-across-cores' cannot both be \"true\": the kubelet refuses to "
-         "start; remove one of them")]
+         "start: \"new static policy error: static policy options full-pcpus-only and "
+         "distribute-cpus-across-cores can not be used at the same time\" "
+         "(kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_options.go); remove one of "
+         "them")]
 
 
 def test_baseline_alpha_option_gets_its_gate():

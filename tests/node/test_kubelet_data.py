@@ -131,11 +131,16 @@ def test_a_gate_removed_in_1_36_is_an_error_on_1_36_only():
     assert [(f.severity, f.field, f.message) for f in kubelet_check.check(gates, (1, 36))] == [
         (ERROR, "featureGates.MemoryManager",
          "feature gate MemoryManager was removed in Kubernetes 1.36: the kubelet of 1.36 "
-         "refuses to start (unrecognized feature gate); remove it "
+         "refuses to start: \"failed to merge global and in-flight KubeletConfiguration while "
+         "setting defaults, error: unrecognized feature gate: MemoryManager\" "
+         "(kubernetes/kubernetes pkg/kubelet/apis/config/v1beta1/defaults.go); remove it "
          "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)"),
         (ERROR, "featureGates.SomeGateNewIn136",
          "feature gate SomeGateNewIn136 is not a feature gate of the Kubernetes 1.36 kubelet: "
-         "the kubelet of 1.36 refuses to start (unrecognized feature gate); remove it "
+         "the kubelet of 1.36 refuses to start: \"failed to merge global and in-flight "
+         "KubeletConfiguration while setting defaults, error: unrecognized feature gate: "
+         "SomeGateNewIn136\" (kubernetes/kubernetes pkg/kubelet/apis/config/v1beta1/"
+         "defaults.go); remove it "
          "(https://kubernetes.io/docs/reference/command-line-tools-reference/feature-gates/)")]
     assert kubelet_check.check({"featureGates": {"MemoryManager": True}}, (1, 35)) == []
 
@@ -144,7 +149,10 @@ def test_sidecar_containers_removed_in_1_37_is_an_error_there_only():
     found = kubelet_check.check({"featureGates": {"SidecarContainers": True}}, (1, 37))
     assert [(f.severity, f.message) for f in found] == [
         (ERROR, "feature gate SidecarContainers was removed in Kubernetes 1.37: the kubelet "
-                "of 1.37 refuses to start (unrecognized feature gate); remove it "
+                "of 1.37 refuses to start: \"failed to merge global and in-flight "
+                "KubeletConfiguration while setting defaults, error: unrecognized feature "
+                "gate: SidecarContainers\" (kubernetes/kubernetes "
+                "pkg/kubelet/apis/config/v1beta1/defaults.go); remove it "
                 "(https://kubernetes.io/docs/reference/command-line-tools-reference/"
                 "feature-gates/)")]
     assert kubelet_check.check({"featureGates": {"SidecarContainers": True}}, (1, 36)) == []
@@ -218,8 +226,11 @@ def test_unknown_gate_is_an_error_with_did_you_mean():
     assert errors(results) == [(P + "extra.featureGates.KubeletTracng",
                                 "feature gate KubeletTracng is not a feature gate of the "
                                 "Kubernetes 1.35 kubelet; did you mean KubeletTracing?: the "
-                                "kubelet of 1.35 refuses to start (unrecognized feature "
-                                "gate); remove it (https://kubernetes.io/docs/reference/"
+                                "kubelet of 1.35 refuses to start: \"failed to merge global "
+                                "and in-flight KubeletConfiguration while setting defaults, "
+                                "error: unrecognized feature gate: KubeletTracng\" "
+                                "(kubernetes/kubernetes pkg/kubelet/apis/config/v1beta1/"
+                                "defaults.go); remove it (https://kubernetes.io/docs/reference/"
                                 "command-line-tools-reference/feature-gates/)")]
 
 
@@ -227,8 +238,11 @@ def test_removed_gate_is_an_error_naming_the_release():
     _, results = build({"extra": {"featureGates": {"MemoryManager": True}}}, (1, 37))
     assert errors(results) == [(P + "extra.featureGates.MemoryManager",
                                 "feature gate MemoryManager was removed in Kubernetes 1.36: "
-                                "the kubelet of 1.37 refuses to start (unrecognized feature "
-                                "gate); remove it (https://kubernetes.io/docs/reference/"
+                                "the kubelet of 1.37 refuses to start: \"failed to merge "
+                                "global and in-flight KubeletConfiguration while setting "
+                                "defaults, error: unrecognized feature gate: MemoryManager\" "
+                                "(kubernetes/kubernetes pkg/kubelet/apis/config/v1beta1/"
+                                "defaults.go); remove it (https://kubernetes.io/docs/reference/"
                                 "command-line-tools-reference/feature-gates/)")]
     _, results = build({"extra": {"featureGates": {"MemoryManager": True}}}, (1, 35))
     assert errors(results) == []
@@ -239,7 +253,11 @@ def test_gate_with_a_string_value_is_an_error():
     assert errors(results) == [(P + "extra.featureGates.EventedPLEG",
                                 "feature gate EventedPLEG must be true or false, found 'true': "
                                 "the kubelet of Kubernetes 1.35 cannot decode featureGates and "
-                                "refuses to start; write EventedPLEG: true or EventedPLEG: "
+                                "refuses to start: \"failed to decode: json: cannot unmarshal "
+                                "string into Go struct field KubeletConfiguration.featureGates "
+                                "of type bool\" (kubernetes/kubernetes pkg/kubelet/"
+                                "kubeletconfig/util/codec/codec.go); write EventedPLEG: true "
+                                "or EventedPLEG: "
                                 "false")]
 
 
@@ -248,7 +266,11 @@ def test_locked_gate_set_against_its_default_is_an_error():
     assert errors(results) == [(P + "extra.featureGates.KubeletPSI",
                                 "feature gate KubeletPSI is GA and locked to true in "
                                 "Kubernetes 1.36: the kubelet refuses to start with "
-                                "KubeletPSI: false; remove it")]
+                                "KubeletPSI: false: \"failed to merge global and in-flight "
+                                "KubeletConfiguration while setting defaults, error: cannot "
+                                "set feature gate KubeletPSI to false, feature is locked to "
+                                "true\" (kubernetes/kubernetes pkg/kubelet/apis/config/"
+                                "v1beta1/defaults.go); remove it")]
     _, results = build({"extra": {"featureGates": {"KubeletPSI": False}}}, (1, 35))
     assert errors(results) == []
 
@@ -260,7 +282,11 @@ def test_beta_option_with_its_gate_off_is_an_error():
     assert errors(results) == [(P + "extra.featureGates.CPUManagerPolicyBetaOptions",
                                 "cpuManagerPolicyOptions distribute-cpus-across-numa is beta "
                                 "in Kubernetes 1.35 and needs the CPUManagerPolicyBetaOptions "
-                                "feature gate, which is off: the kubelet refuses to start; "
+                                "feature gate, which is off: the kubelet refuses to start: "
+                                "\"new static policy error: CPU Manager Policy Beta-level "
+                                "Options not enabled, but option \"distribute-cpus-across-"
+                                "numa\" provided\" (kubernetes/kubernetes pkg/kubelet/cm/"
+                                "cpumanager/policy_options.go); "
                                 "set featureGates.CPUManagerPolicyBetaOptions: true or remove "
                                 "the option")]
 
@@ -278,8 +304,9 @@ def test_soft_eviction_without_grace_period_is_an_error():
     assert errors(results) == [(P + "extra.evictionSoft.memory.available",
                                 "evictionSoft sets memory.available without "
                                 "evictionSoftGracePeriod.memory.available: the kubelet of "
-                                "Kubernetes 1.35 refuses to start (grace period must be "
-                                "specified for the soft eviction threshold); add "
+                                "Kubernetes 1.35 refuses to start: \"grace period must be "
+                                "specified for the soft eviction threshold memory.available\" "
+                                "(kubernetes/kubernetes pkg/kubelet/eviction/helpers.go); add "
                                 "evictionSoftGracePeriod.memory.available, e.g. \"1m30s\"")]
 
 
@@ -297,7 +324,10 @@ def test_wrong_type_in_extra_is_an_error():
     assert errors(results) == [(P + "extra.maxPods",
                                 "maxPods must be a whole number (int32), found 'lots': the "
                                 "kubelet of Kubernetes 1.35 cannot decode it and refuses to "
-                                "start")]
+                                "start: \"failed to decode: json: cannot unmarshal string "
+                                "into Go struct field KubeletConfiguration.maxPods of type "
+                                "int32\" (kubernetes/kubernetes pkg/kubelet/kubeletconfig/"
+                                "util/codec/codec.go)")]
 
 
 def test_misspelled_field_in_extra_is_an_error_with_did_you_mean():
@@ -339,8 +369,12 @@ def test_reservations_exceeding_the_node_memory_are_an_error():
                                 "kubeReserved.memory + systemReserved.memory + "
                                 "evictionHard[memory.available] is 75266785280 bytes, more "
                                 "than the node's memory (68719476736 bytes): the kubelet of "
-                                "Kubernetes 1.35 refuses to start (Expected capacity >= "
-                                "reservation); lower the reservations")]
+                                "Kubernetes 1.35 refuses to start: \"invalid Node Allocatable "
+                                "configuration. Resource \"memory\" has a reservation of "
+                                "{{75266785280 0} {<nil>}  BinarySI} but capacity of "
+                                "{{68719476736 0} {<nil>}  BinarySI}. Expected capacity >= "
+                                "reservation.\" (kubernetes/kubernetes pkg/kubelet/cm/"
+                                "node_container_manager_linux.go); lower the reservations")]
 
 
 def test_check_is_silent_on_the_default_plan_of_every_version():
@@ -375,7 +409,10 @@ BASELINE = {"apiVersion": "kubelet.config.k8s.io/v1beta1", "kind": "KubeletConfi
 RICH = {"memoryManagerPolicy": "Static", "topologyManagerPolicy": "single-numa-node",
         "extra": {"evictionSoft": {"memory.available": "1Gi"},
                   "evictionSoftGracePeriod": {"memory.available": "1m30s"},
-                  "imageGCHighThresholdPercent": 80, "containerLogMaxSize": "50Mi",
+                  # with the default low threshold (80) the kubelet refuses 80: "must be
+                  # less than imageGCHighThresholdPercent" (found by tests/harness)
+                  "imageGCHighThresholdPercent": 80, "imageGCLowThresholdPercent": 70,
+                  "containerLogMaxSize": "50Mi",
                   "featureGates": {"EventedPLEG": False}}}
 # Formats that carry KubeletConfiguration fields under their upstream names (gke and aks
 # rename them: their own schemas, tests/node/test_formats.py).
@@ -406,7 +443,11 @@ def test_each_format_output_matches_the_generated_types(fmt, version, kubelet):
         # whose wrapper it moves the fields out of
         configs = [jsonpatch.apply_patch(baseline, op) for op in ops]
     elif fmt == "performance-profile":
-        configs = _experimental(objs)
+        # the annotation's fragment with what the Node Tuning Operator sets from the
+        # profile's spec (cpuManagerPolicy static, reservedSystemCPUs, the topology policy):
+        # the fragment alone would run the none CPU Manager policy with its options
+        from tests.harness import kubeletconfigs
+        configs = [c for o in objs for _, c in kubeletconfigs.payloads(o)]
     else:
         configs = list(_kubelet_configs(objs))
     assert configs, fmt
@@ -450,8 +491,9 @@ def test_unknown_eviction_signal_is_an_error_with_did_you_mean():
     assert found == [kubelet_check.Finding(
         ERROR, "evictionHard.memory.availble",
         "evictionHard: memory.availble is not an eviction signal; did you mean "
-        "memory.available?: the kubelet of Kubernetes 1.35 refuses to start (unsupported "
-        "eviction signal; https://kubernetes.io/docs/concepts/scheduling-eviction/"
+        "memory.available?: the kubelet of Kubernetes 1.35 refuses to start: \"unsupported "
+        "eviction signal memory.availble\" (kubernetes/kubernetes pkg/kubelet/eviction/"
+        "helpers.go) (https://kubernetes.io/docs/concepts/scheduling-eviction/"
         "node-pressure-eviction/)")]
 
 

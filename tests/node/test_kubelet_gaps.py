@@ -12,14 +12,16 @@ from tests.node.test_kubelet_data import P, build, errors
 def test_alpha_option_without_its_gate_is_an_error():
     # distribute-cpus-across-cores is alpha in every supported version
     # (pkg/kubelet/cm/cpumanager/policy_options.go alphaOptions)
-    config = {"cpuManagerPolicy": "static",
+    config = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
               "cpuManagerPolicyOptions": {"distribute-cpus-across-cores": "true"}}
     assert [(f.severity, f.field, f.message) for f in kubelet_check.check(config, (1, 35))] == [
         (ERROR, "featureGates.CPUManagerPolicyAlphaOptions",
          "cpuManagerPolicyOptions distribute-cpus-across-cores is alpha in Kubernetes 1.35 "
          "and needs the CPUManagerPolicyAlphaOptions feature gate, which is off: the kubelet "
-         "refuses to start; set featureGates.CPUManagerPolicyAlphaOptions: true or remove "
-         "the option")]
+         "refuses to start: \"new static policy error: CPU Manager Policy Alpha-level "
+         "Options not enabled, but option \"distribute-cpus-across-cores\" provided\" "
+         "(kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_options.go); set "
+         "featureGates.CPUManagerPolicyAlphaOptions: true or remove the option")]
     config["featureGates"] = {"CPUManagerPolicyAlphaOptions": True}
     assert kubelet_check.check(config, (1, 35)) == []
 
@@ -33,7 +35,10 @@ def test_alpha_gate_set_false_against_the_pools_alpha_option_is_an_error():
         "feature gate CPUManagerPolicyAlphaOptions must be true: the pool's "
         "cpuManagerPolicyOptions / topologyManagerPolicyOptions include an option it "
         "guards, and the kubelet refuses to start with it false; remove "
-        "extra.featureGates.CPUManagerPolicyAlphaOptions or the option")]
+        "extra.featureGates.CPUManagerPolicyAlphaOptions or the option; the kubelet says: "
+        "\"new static policy error: CPU Manager Policy Alpha-level Options not enabled, but "
+        "option \"distribute-cpus-across-cores\" provided\" (kubernetes/kubernetes "
+        "pkg/kubelet/cm/cpumanager/policy_options.go)")]
 
 
 def test_alpha_option_gets_its_gate_in_the_emitted_config():
@@ -127,7 +132,9 @@ def test_feature_gates_that_are_not_a_mapping_are_an_error_naming_the_version():
             for f in kubelet_check.check({"featureGates": ["EventedPLEG"]}, (1, 35))] == [
         (ERROR, "featureGates", "featureGates must be a mapping of gate name to true/false, "
          "found ['EventedPLEG']: the kubelet of Kubernetes 1.35 cannot decode it and refuses "
-         "to start")]
+         "to start: \"failed to decode: json: cannot unmarshal array into Go struct field "
+         "KubeletConfiguration.featureGates of type map[string]bool\" (kubernetes/kubernetes "
+         "pkg/kubelet/kubeletconfig/util/codec/codec.go)")]
 
 
 def test_a_percentage_hard_eviction_counts_against_the_node_memory():
@@ -141,8 +148,12 @@ def test_a_percentage_hard_eviction_counts_against_the_node_memory():
         ERROR, "kubeReserved.memory",
         f"kubeReserved.memory + systemReserved.memory + evictionHard[memory.available] is "
         f"{60 * gi + int(6.4 * gi)} bytes, more than the node's memory ({64 * gi} bytes): the "
-        f"kubelet of Kubernetes 1.35 refuses to start (Expected capacity >= reservation); "
-        f"lower the reservations")
+        f"kubelet of Kubernetes 1.35 refuses to start: \"invalid Node Allocatable "
+        f"configuration. Resource \"memory\" has a reservation of {{{{71296457216 0}} "
+        f"{{<nil>}}  BinarySI}} but capacity of {{{{68719476736 0}} {{<nil>}}  BinarySI}}. "
+        f"Expected capacity >= reservation.\" (kubernetes/kubernetes pkg/kubelet/cm/"
+        f"node_container_manager_linux.go); lower the reservations")
+    # the kubelet's sum takes 10% as a float32 (eviction parsePercentage): 6.4Gi + 103 bytes
     config["evictionHard"]["memory.available"] = "5%"
     assert kubelet_check.check(config, (1, 35), node_memory=64 * gi) == []
 
@@ -154,17 +165,23 @@ def test_eviction_thresholds_the_kubelet_cannot_parse_are_errors():
               "evictionSoft": {"memory.available": "1Gi"},
               "evictionSoftGracePeriod": {"memory.available": "ninety seconds"}}
     doc = "https://kubernetes.io/docs/concepts/scheduling-eviction/node-pressure-eviction/"
+    helpers = "(kubernetes/kubernetes pkg/kubelet/eviction/helpers.go)"
+    fix = f"write a quantity such as 500Mi or a percentage such as 10% ({doc})"
     assert [(f.severity, f.field, f.message)
             for f in kubelet_check.check(config, (1, 35))] == [
         (ERROR, "evictionHard.memory.available", "evictionHard.memory.available is 'lots', "
-         "not a quantity: the kubelet of Kubernetes 1.35 refuses to start; write a quantity "
-         f"such as 500Mi or a percentage such as 10% ({doc})"),
+         "not a quantity: the kubelet of Kubernetes 1.35 refuses to start: \"quantities must "
+         "match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'\" "
+         f"{helpers}; {fix}"),
         (ERROR, "evictionHard.nodefs.available", "evictionHard.nodefs.available is '150%', a "
          "percentage must be between 0% and 100%: the kubelet of Kubernetes 1.35 refuses to "
-         f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
+         "start: \"eviction percentage threshold nodefs.available must be <= 100%: 150%\" "
+         f"{helpers}; {fix}"),
         (ERROR, "evictionHard.imagefs.available", "evictionHard.imagefs.available is '0', "
          "eviction threshold must be positive: the kubelet of Kubernetes 1.35 refuses to "
-         f"start; write a quantity such as 500Mi or a percentage such as 10% ({doc})"),
+         "start: \"eviction threshold imagefs.available must be positive: 0\" "
+         f"{helpers}; {fix}"),
         (ERROR, "evictionSoftGracePeriod.memory.available", "evictionSoftGracePeriod."
          "memory.available is 'ninety seconds', not a positive Go duration: the kubelet of "
-         "Kubernetes 1.35 refuses to start; write e.g. \"1m30s\"")]
+         "Kubernetes 1.35 refuses to start: \"time: invalid duration \"ninety seconds\"\" "
+         f"{helpers}; write e.g. \"1m30s\"")]

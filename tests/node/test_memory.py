@@ -8,6 +8,8 @@ from krm_fn.node import memory
 from krm_fn.results import ERROR, WARNING
 from tests.node.test_plan import build, pool
 
+MM = "(kubernetes/kubernetes pkg/kubelet/cm/memorymanager/memory_manager.go)"
+
 MI = 2 ** 20
 P = "spec.nodePools[0].kubelet."
 WORKED = dict(memoryManagerPolicy="Static", kubeReserved={"memory": "1Gi"},
@@ -64,13 +66,15 @@ def test_explicit_flag_form_docs_example_5220Mi():
 def test_explicit_list_that_forgot_eviction_is_an_error_with_the_arithmetic():
     plan, results = build(static_pool(reservedMemory=[
         {"numaNode": 0, "limits": {"memory": "1536Mi"}}]))
-    assert "reservedMemory" not in plan.kubelet
+    # the plan holds what was asked (nothing is emitted with an error)
+    assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "1536Mi"}}]
     assert [(r.severity, r.path, r.message) for r in results] == [
         (ERROR, P + "reservedMemory",
          "reservedMemory memory sums to 1536Mi (numaNode 0: 1536Mi), but kubeReserved.memory "
          "1Gi + systemReserved.memory 512Mi + evictionHard[memory.available] 100Mi = 1636Mi "
-         "(100Mi short): the kubelet refuses to start (the total amount of type 'memory' is "
-         "not equal to the value determined by Node Allocatable)")]
+         "(100Mi short): the kubelet refuses to start: \"the total amount \"1536Mi\" of type "
+         "\"memory\" is not equal to the value \"1636Mi\" determined by Node Allocatable "
+         f"feature\" {MM}")]
 
 
 def test_explicit_list_too_much_unknown_and_repeated_numa_nodes():
@@ -80,20 +84,23 @@ def test_explicit_list_too_much_unknown_and_repeated_numa_nodes():
         {"numaNode": 0, "limits": {"hugepages-2Mi": "4Mi"}}]))
     assert [(r.path, r.message) for r in results] == [
         (P + "reservedMemory[1].numaNode", "NUMA node 2 does not exist on this pool's nodes "
-                                           "(NUMA nodes 0, 1); the kubelet refuses to start"),
+                                           "(NUMA nodes 0, 1); the kubelet refuses to start: "
+                                           "\"the reserved memory configuration references a "
+                                           "NUMA node 2 that does not exist on this machine\" "
+                                           f"{MM}"),
         (P + "reservedMemory[2].numaNode", "NUMA node 0 is listed twice; give each NUMA node "
                                            "one entry"),
         (P + "reservedMemory", "reservedMemory memory sums to 2Gi (numaNode 0: 1Gi, numaNode 2: "
                                "1Gi), but kubeReserved.memory 1Gi + systemReserved.memory 512Mi "
                                "+ evictionHard[memory.available] 100Mi = 1636Mi (412Mi too "
-                               "much): the kubelet refuses to start (the total amount of type "
-                               "'memory' is not equal to the value determined by Node "
-                               "Allocatable)"),
+                               "much): the kubelet refuses to start: \"the total amount "
+                               "\"2Gi\" of type \"memory\" is not equal to the value "
+                               f"\"1636Mi\" determined by Node Allocatable feature\" {MM}"),
         (P + "reservedMemory", "reservedMemory hugepages-2Mi sums to 4Mi (numaNode 0: 4Mi), but "
                                "0 (no kubeReserved or systemReserved hugepages-2Mi) (4Mi too "
-                               "much): the kubelet refuses to start (the total amount of type "
-                               "'hugepages-2Mi' is not equal to the value determined by Node "
-                               "Allocatable)"),
+                               "much): the kubelet refuses to start: \"the total amount "
+                               "\"4Mi\" of type \"hugepages-2Mi\" is not equal to the value "
+                               f"\"0\" determined by Node Allocatable feature\" {MM}"),
     ]
 
 
@@ -111,8 +118,6 @@ def test_explicit_list_too_much_unknown_and_repeated_numa_nodes():
     ([{"numaNode": 0, "limits": {"memory": "1.5.0"}}], P + "reservedMemory[0].limits.memory",
      "not a memory quantity: '1.5.0' is not a quantity (expected a number and an optional "
      "suffix such as 500m, 4, 1Gi, 1e3)"),
-    ([{"numaNode": 0, "limits": {"memory": "1Gi"}, "extra": 1}], P + "reservedMemory[0]",
-     "each entry is a mapping with exactly numaNode and limits"),
     ("0:memory=1100Mi,memory=5Gi", P + "reservedMemory[0].limits.memory",
      "'memory' is given twice for NUMA node 0"),
     ([{"numaNode": 0, "limits": {"hugepages-": "2Mi"}}], P + "reservedMemory[0].limits",
@@ -122,8 +127,22 @@ def test_explicit_list_too_much_unknown_and_repeated_numa_nodes():
 ])
 def test_malformed_explicit_reserved_memory(given, path, message):
     plan, results = build(static_pool(reservedMemory=given))
-    assert "reservedMemory" not in plan.kubelet
-    assert [(r.severity, r.path, r.message) for r in results] == [(ERROR, path, message)]
+    # the plan holds what was asked when it is a list (nothing is emitted with an error)
+    assert plan.kubelet.get("reservedMemory") == (given if isinstance(given, list) else None)
+    # (the kubelet's validation of such a list is reported at memoryManagerPolicy, where
+    # reservedMemory's results point: tests/node/test_kubelet_refusals.py)
+    assert [(r.severity, r.path, r.message) for r in results
+            if r.path != P + "memoryManagerPolicy"] == [(ERROR, path, message)]
+
+
+def test_an_entry_with_another_field_is_an_error_and_the_field_unknown():
+    plan, results = build(static_pool(reservedMemory=[
+        {"numaNode": 0, "limits": {"memory": "1Gi"}, "extra": 1}]))
+    assert [(r.severity, r.path, r.message) for r in results] == [
+        (ERROR, P + "reservedMemory[0]", "each entry is a mapping with exactly numaNode and "
+                                         "limits"),
+        (ERROR, P + "reservedMemory[0].extra", "reservedMemory[0].extra is not a field of "
+         "MemoryReservation in Kubernetes 1.35; the kubelet ignores it")]
 
 
 def test_reserved_memory_without_static_policy_is_left_out_with_a_warning():

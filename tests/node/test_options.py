@@ -54,7 +54,10 @@ def test_unknown_and_unavailable_options(monkeypatch):
     assert problems == ["unknown CPU Manager policy option 'full-pcpu-only' (known: "
                         "full-pcpus-only, distribute-cpus-across-numa, align-by-socket, "
                         "distribute-cpus-across-cores, strict-cpu-reservation, "
-                        "prefer-align-cpus-by-uncorecache); the kubelet refuses to start"]
+                        "prefer-align-cpus-by-uncorecache); the kubelet refuses to start: "
+                        "\"new static policy error: unknown CPU Manager Policy option: "
+                        "\"full-pcpu-only\"\" (kubernetes/kubernetes "
+                        "pkg/kubelet/cm/cpumanager/policy_options.go)"]
     # every option exists in every supported version today; one new in the newest
     monkeypatch.setitem(CPU_OPTIONS, "new-option", ("KEP-0", (None, None, ALPHA)))
     gates, problems = check_cpu_options({"new-option": "true"}, (1, 35), "none")
@@ -69,7 +72,10 @@ def test_unknown_and_unavailable_options(monkeypatch):
 def test_forbidden_pairs(a, b):
     gates, problems = check_cpu_options({a: "true", b: "true"}, (1, 36), "best-effort")
     assert problems == [f"CPU Manager policy options {a!r} and {b!r} cannot both be \"true\": "
-                        f"the kubelet refuses to start; remove one of them"]
+                        f"the kubelet refuses to start: \"new static policy error: static "
+                        f"policy options {a} and {b} can not be used at the same time\" "
+                        f"(kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_options.go); "
+                        f"remove one of them"]
     # only options set to "true" take part
     assert check_cpu_options({a: "true", b: "false"}, (1, 36), "best-effort")[1] == []
     assert check_cpu_options({a: "false", b: "true"}, (1, 36), "best-effort")[1] == []
@@ -85,7 +91,10 @@ def test_align_by_socket_with_single_numa_node():
     assert gates == GATE
     assert problems == ["CPU Manager policy option 'align-by-socket' cannot be used with "
                         "topologyManagerPolicy 'single-numa-node': the kubelet refuses to "
-                        "start; remove the option or choose another policy"]
+                        "start: \"new static policy error: Topolgy manager single-numa-node "
+                        "policy is incompatible with CPUManager align-by-socket policy "
+                        "option\" (kubernetes/kubernetes pkg/kubelet/cm/cpumanager/"
+                        "policy_options.go); remove the option or choose another policy"]
     assert check_cpu_options({"align-by-socket": "false"}, (1, 35), "single-numa-node")[1] == []
     assert check_cpu_options({"align-by-socket": "true"}, (1, 35), "restricted")[1] == []
 
@@ -93,7 +102,14 @@ def test_align_by_socket_with_single_numa_node():
 def test_bad_value():
     _, problems = check_cpu_options({"full-pcpus-only": "yes"}, (1, 35), "none")
     assert problems == ["cpuManagerPolicyOptions.full-pcpus-only must be \"true\" or \"false\", "
-                        "found 'yes'"]
+                        "found 'yes'; the kubelet refuses to start: \"new static policy "
+                        "error: bad value for option \"full-pcpus-only\": strconv.ParseBool: "
+                        "parsing \"yes\": invalid syntax\" (kubernetes/kubernetes "
+                        "pkg/kubelet/cm/cpumanager/policy_options.go)"]
+    # a spelling Go's strconv.ParseBool reads: krm-fn is stricter, the kubelet is not quoted
+    _, problems = check_cpu_options({"full-pcpus-only": "TRUE"}, (1, 35), "none")
+    assert problems == ["cpuManagerPolicyOptions.full-pcpus-only must be \"true\" or "
+                        "\"false\", found 'TRUE'"]
 
 
 def test_maturity_errors():

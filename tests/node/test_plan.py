@@ -133,7 +133,10 @@ def test_forbidden_pair_is_error():
     assert plan.kubelet["featureGates"] == {"CPUManagerPolicyAlphaOptions": True}
     assert results == [Result(
         "CPU Manager policy options 'full-pcpus-only' and 'distribute-cpus-across-cores' "
-        "cannot both be \"true\": the kubelet refuses to start; remove one of them",
+        "cannot both be \"true\": the kubelet refuses to start: \"new static policy error: "
+        "static policy options full-pcpus-only and distribute-cpus-across-cores can not be "
+        "used at the same time\" (kubernetes/kubernetes pkg/kubelet/cm/cpumanager/"
+        "policy_options.go); remove one of them",
         ERROR, REF, "spec.nodePools[0].kubelet.cpuManagerPolicyOptions")]
 
 
@@ -336,18 +339,26 @@ def test_topology_manager_policy_options_by_version(monkeypatch):
     assert plan.kubelet["featureGates"] == {"TopologyManagerPolicyAlphaOptions": True}
 
 
+TM = "(kubernetes/kubernetes pkg/kubelet/cm/topologymanager/policy_options.go)"
+
+
 def test_topology_manager_policy_option_values():
     _, results = build(pool(topologyManagerPolicyOptions={
         "prefer-closest-numa-nodes": "yes", "max-allowable-numa-nodes": "4",
         "numa-allocation-strategy": "x"}))
     assert [(r.severity, r.message) for r in results] == [
         (ERROR, "topologyManagerPolicyOptions.prefer-closest-numa-nodes must be \"true\" or "
-                "\"false\", found 'yes'"),
+                "\"false\", found 'yes'; the kubelet refuses to start: \"bad value for option "
+                "\"prefer-closest-numa-nodes\": strconv.ParseBool: parsing \"yes\": invalid "
+                f"syntax\" {TM}"),
         (ERROR, "topologyManagerPolicyOptions.max-allowable-numa-nodes must be a whole number "
-                "from 8 to 99999, found '4'; the kubelet refuses values below 8"),
+                "from 8 to 99999, found '4'; the kubelet refuses values below 8: \"the minimum "
+                "value of \"max-allowable-numa-nodes\" should not be less than 8\" "
+                f"{TM}"),
         (ERROR, "unknown Topology Manager policy option 'numa-allocation-strategy' (known: "
                 "prefer-closest-numa-nodes, max-allowable-numa-nodes); the kubelet refuses to "
-                "start"),
+                "start: \"unknown Topology Manager Policy option: "
+                f"\"numa-allocation-strategy\"\" {TM}"),
     ]
     plan, results = build(pool(topologyManagerPolicy="single-numa-node",
                                topologyManagerPolicyOptions={"prefer-closest-numa-nodes": "true"}))

@@ -323,7 +323,7 @@ DATA = {
         'DRADeviceTaintRules': {'default': True, 'locked': False, 'stage': 'GA'},
         'DRADeviceTaints': {'default': True, 'locked': False, 'stage': 'GA'},
         'DRAExtendedResource': {'default': True, 'locked': True, 'stage': 'GA'},
-        'DRAFractionalCapacityRange': {'default': True, 'locked': False, 'stage': 'BETA'},
+        'DRAFractionalCapacityRange': {'default': False, 'locked': False, 'stage': 'BETA'},
         'DRAListTypeAttributes': {'default': False, 'locked': False, 'stage': 'ALPHA'},
         'DRANodeAllocatableResources': {'default': False, 'locked': False, 'stage': 'ALPHA'},
         'DRAOptionalNodeOperations': {'default': False, 'locked': False, 'stage': 'ALPHA'},
