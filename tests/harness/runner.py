@@ -4,7 +4,7 @@ The minors are the module files: `go.mod` (the newest) and `go.<minor>.mod`, eac
 `k8s.io/kubernetes` at one exact release. `binary(minor)` builds `harness` for that minor
 once per content of the sources and module files (the Go build cache makes a rebuild after a
 change quick) into `$KRM_FN_HARNESS_CACHE` (default `~/.cache/krm-fn/harness`), outside the
-checkout, and keeps only the newest build of each minor there (about 80 MB each; Go's own
+checkout, and removes a minor's builds once they are a day old and a newer one is made (about 80 MB each; Go's own
 module and build caches hold a few GB more). `Harness(minor)` keeps one `harness serve`
 process and sends it requests. `python -m tests.harness.runner` builds them all.
 
@@ -20,6 +20,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -83,7 +84,7 @@ class BuildError(RuntimeError):
 def binary(minor: str) -> Path:
     """The harness for `minor`, built when its sources or module files changed (a line on
     standard error says so: the first build downloads the Kubernetes modules and takes
-    minutes); older builds of that minor are removed from the cache.
+    minutes); builds of that minor older than a day are removed from the cache.
 
     Raises BuildError with Go's output when the build fails."""
     exe = CACHE / f"harness-{minor}-{_key(minor)}"
@@ -102,8 +103,9 @@ def binary(minor: str) -> Path:
         raise BuildError(f"{' '.join(cmd)} (in {HERE}) failed with exit code "
                          f"{proc.returncode}:\n{proc.stdout}{proc.stderr}")
     tmp.replace(exe)
+    stale = time.time() - 24 * 3600      # another checkout's test run may be using a newer one
     for old in CACHE.glob(f"harness-{minor}-*"):
-        if old != exe and not old.name.endswith(".tmp"):
+        if old != exe and not old.name.endswith(".tmp") and old.stat().st_mtime < stale:
             old.unlink(missing_ok=True)
     return exe
 
