@@ -40,17 +40,17 @@ def compare(harnesses, node, pods, repeat, open_ok: bool = False) -> None:
     got = differential.kubelet(harnesses[node.version], node, pods, repeat)
     if "startError" in got:
         from krm_fn.node import kubelet_check
-        found = [f for f in kubelet_check.check(node.kubelet, node.version)
+        memory = sum(m.get("memory", 0) for m in node.numa_memory.values()) or None
+        found = [f for f in kubelet_check.check(node.kubelet, node.version, memory,
+                                                len(node.cpus))
                  if f.severity == "error"]
-        if not found and open_ok:
-            return _open("startup-refusals", got["startError"])
         assert found, (f"the kubelet {node.version} does not start: {got['startError']}; "
                        f"krm-fn's kubelet_check finds no error in {node.kubelet} "
                        f"(KRM_FN_DIFF_SEED={SEED})")
         return
     want = differential.model(node, pods, repeat)
     if want != got and open_ok:
-        kind = differential.open_kind(node, pods, False)
+        kind = differential.open_kind(node, pods)
         if kind is not None:
             return _open(kind, f"krm-fn {want} != kubelet {got}")
     assert want == got, (f"krm-fn (left) and the kubelet (right) differ "

@@ -133,7 +133,7 @@ def check(config: dict, version, node_memory: int | None = None,
                 kubelet_validation.validate(config, version, enabled, defaults)
                 + kubelet_start.reservation_errors(config)
                 + kubelet_start.resource_managers(config, version, enabled, defaults,
-                                                  node_memory)
+                                                  node_memory, node_cpus)
                 + kubelet_start.main_kubelet(config, version, enabled, defaults)):
             out.append(Finding(ERROR, field, f"{field}: the kubelet of Kubernetes "
                                f"{_vs(version)} refuses the configuration"

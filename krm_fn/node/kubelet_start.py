@@ -39,33 +39,25 @@ def eviction_errors(config: dict) -> list[tuple[str, str]]:
         value = config.get(name)
         return value if isinstance(value, dict) else {}
 
-    def percent(value: str):
-        return gq.parse_float32(value.rstrip("%"))
     soft_ok = True
     for name in threshold_maps():
         for signal, value in m(name).items():
             field, value = f"{name}.{signal}", str(value)
             if signal not in EVICTION_SIGNALS:
                 out.append((field, f"unsupported eviction signal {signal}"))
-            elif value.endswith("%"):
-                if value in ("0%", "100%"):
-                    continue
-                p, error = percent(value)
+            elif value not in ("0%", "100%"):
+                percent, amount, error = _amount(value)
                 if error:
                     out.append((field, error))
-                elif gq.float32(p / 100) < 0:
+                elif percent and amount < 0:
                     out.append((field, f"eviction percentage threshold {signal} must be >= "
                                        f"0%: {value}"))
-                elif gq.float32(p / 100) > 1:
+                elif percent and amount > 1:
                     out.append((field, f"eviction percentage threshold {signal} must be <= "
                                        f"100%: {value}"))
-            else:
-                q = gq.go_quantity(value)
-                if isinstance(q, str):
-                    out.append((field, q))
-                elif q[0] <= 0:
+                elif not percent and amount[0] <= 0:
                     out.append((field, f"eviction threshold {signal} must be positive: "
-                                       f"{gq.go_quantity_string(*q)}"))
+                                       f"{gq.go_quantity_string(*amount)}"))
             if name == "evictionSoft" and out and out[-1][0] == field:
                 soft_ok = False
     grace = m("evictionSoftGracePeriod")
@@ -84,19 +76,15 @@ def eviction_errors(config: dict) -> list[tuple[str, str]]:
         field, value = f"evictionMinimumReclaim.{signal}", str(value)
         if signal not in EVICTION_SIGNALS:
             out.append((field, f"unsupported eviction signal {signal}"))
-        elif value.endswith("%"):
-            p, error = percent(value)
-            if error:
-                out.append((field, error))
-            elif gq.float32(p / 100) <= 0:
-                out.append((field, f"eviction percentage minimum reclaim {signal} must be "
-                                   f"positive: {value}"))
-        else:
-            q = gq.go_quantity(value)
-            if isinstance(q, str):
-                out.append((field, q))
-            elif q[0] < 0:
-                out.append((field, f"negative eviction minimum reclaim specified for {signal}"))
+            continue
+        percent, amount, error = _amount(value)
+        if error:
+            out.append((field, error))
+        elif percent and amount <= 0:
+            out.append((field, f"eviction percentage minimum reclaim {signal} must be "
+                               f"positive: {value}"))
+        elif not percent and amount[0] < 0:
+            out.append((field, f"negative eviction minimum reclaim specified for {signal}"))
     if soft_ok and not out:
         for signal, value in m("evictionSoft").items():
             if str(value) in ("0%", "100%"):
@@ -105,6 +93,18 @@ def eviction_errors(config: dict) -> list[tuple[str, str]]:
                 out.append((f"evictionSoft.{signal}", f"grace period must be specified for "
                                                       f"the soft eviction threshold {signal}"))
     return out
+
+
+def _amount(value: str) -> tuple[bool, object, str | None]:
+    """An eviction value as eviction's parsers read it: (True, the percentage as a float32
+    fraction, None) for "N%" (strconv.ParseFloat(..., 32), then / 100), (False,
+    go_quantity's (value, Format), None) for a quantity, or (percent, None, the parse
+    error)."""
+    if value.endswith("%"):
+        p, error = gq.parse_float32(value.rstrip("%"))
+        return True, None if error else gq.float32(p / 100), error
+    q = gq.go_quantity(value)
+    return (False, None, q) if isinstance(q, str) else (False, q, None)
 
 
 def qos_reserved_errors(reserved: dict) -> list[tuple[str, str]]:
@@ -160,7 +160,8 @@ def main_kubelet(config: dict, version, enabled: dict, defaults: dict
 
 
 def resource_managers(config: dict, version, enabled: dict, defaults: dict,
-                      node_memory: int | None) -> list[tuple[str, str, str]]:
+                      node_memory: int | None, node_cpus: int | None = None
+                      ) -> list[tuple[str, str, str]]:
     """What cm.NewContainerManager refuses when it builds the CPU and Memory Managers from
     the file alone (pkg/kubelet/cm/container_manager_linux.go): cpumanager.NewManager (the
     policy's name, options with policy none, static without a CPU reservation, static's
@@ -179,9 +180,19 @@ def resource_managers(config: dict, version, enabled: dict, defaults: dict,
         shown = " ".join(f"{k}:{opts[k]}" for k in sorted(opts))
         out.append(("cpuManagerPolicyOptions", f"new none policy error: None policy: "
                     f"received unsupported options=map[{shown}]", kubelet_says.CPU_POLICY_NONE))
-    elif policy == "static" and not _cpu_reserved(config):
-        out.append(("cpuManagerPolicy", "[cpumanager] unable to determine reserved CPU "
-                    "resources for static policy", kubelet_says.CPU_MANAGER))
+    elif policy == "static":
+        millis = _cpu_millis(config)
+        needed = -(-millis // 1000) if millis else 0    # math.Ceil of the reservation
+        if millis == 0:     # GetNodeAllocatableReservation keeps no zero sum
+            out.append(("cpuManagerPolicy", "[cpumanager] unable to determine reserved CPU "
+                        "resources for static policy", kubelet_says.CPU_MANAGER))
+        elif node_cpus is not None and needed > node_cpus:
+            # takeByTopology cannot take them: it returns no CPUs
+            field = next((f"{n}.cpu" for n in sorted(_reservation_maps())
+                          if isinstance(config.get(n), dict) and "cpu" in config[n]), "")
+            out.append((field, f"new static policy error: [cpumanager] unable to reserve the "
+                        f"required amount of CPUs (size of  did not equal {needed})",
+                        kubelet_says.CPU_POLICY_STATIC))
     elif policy not in ("none", "static"):
         out.append(("cpuManagerPolicy", f'unknown policy: "{policy}"', kubelet_says.CPU_MANAGER))
     memory_policy = c.str("memoryManagerPolicy")
@@ -204,26 +215,26 @@ def _reservation_maps() -> list[str]:
     return sorted((f.name for f in fields.FIELDS if f.shape == "quantity-map"), reverse=True)
 
 
-def _cpu_reserved(config: dict) -> bool:
-    """Whether the kubelet's Node Allocatable reservation has CPU: reservedSystemCPUs (run()
-    then writes their count as systemReserved's cpu), else systemReserved.cpu +
-    kubeReserved.cpu, each rounded to whole millicores as parseResourceList rounds it, not
-    zero (GetNodeAllocatableReservation keeps no zero sum). True where krm-fn cannot tell
-    (a cpuset or quantity the kubelet refuses anyway)."""
+def _cpu_millis(config: dict) -> int | None:
+    """The CPU of the kubelet's Node Allocatable reservation in millicores when
+    reservedSystemCPUs is not set: systemReserved.cpu + kubeReserved.cpu, each rounded to
+    whole millicores as parseResourceList rounds it; None with reservedSystemCPUs (run()
+    then writes their count as systemReserved's cpu) or where krm-fn cannot tell (a
+    quantity the kubelet refuses anyway)."""
     cpus = config.get("reservedSystemCPUs")
     if isinstance(cpus, str) and cpus.strip():
-        return True
+        return None
     total = 0
     for name in _reservation_maps():
         m = config.get(name)
         text = m.get("cpu") if isinstance(m, dict) else None
         q = gq.go_quantity(str(text)) if text is not None else None
         if isinstance(q, str):
-            return True
+            return None
         if q:
             micro = -(-q[0] * 10 ** 6 // 1)             # ScaledValue(Micro): the ceiling
             total += int((micro + 500) / 1000)          # Go's division truncates
-    return total != 0
+    return total
 
 
 # what parseResourceList (cmd/kubelet/app/server.go) reserves

@@ -50,10 +50,6 @@ def _memory_manager_pod_scope_init(node, pods) -> bool:
             and any(c.role != "app" for p in pods for c in p.containers))
 
 
-def _startup_refusal(node, pods) -> bool:
-    return True
-
-
 # Disagreements the harness found that are not fixed yet, by name: a generated case that
 # matches one and differs is counted and reported (a warning naming it), not failed; any
 # other difference fails. Each entry: (what differs and where the fix stands, predicate on
@@ -66,23 +62,13 @@ OPEN = {
         "containers' reusable memory) can differ from krm-fn's, so a later pod of the "
         "sequence is admitted or refused differently (seen in 3 of 6,000 generated cases)",
         _memory_manager_pod_scope_init),
-    "startup-refusals": (
-        "a kubelet configuration the kubelet refuses at start-up that krm-fn's own check "
-        "(krm_fn/node/kubelet_check.py) does not refuse; seen (3 of 600 generated cases): a "
-        "kubeReserved + systemReserved cpu without reservedSystemCPUs that the static "
-        "policy cannot take by topology (\"unable to reserve the required amount of CPUs\", "
-        "cpumanager/policy_static.go NewStaticPolicy)",
-        _startup_refusal),
 }
 
 
-def open_kind(node, pods, startup: bool) -> str | None:
-    """The OPEN entry a differing case falls under, or None. `startup`: the kubelet
-    refused the configuration at start-up."""
-    if startup:
-        return "startup-refusals"
+def open_kind(node, pods) -> str | None:
+    """The OPEN entry a differing case falls under, or None."""
     for name, (_, matches) in OPEN.items():
-        if name != "startup-refusals" and matches(node, pods):
+        if matches(node, pods):
             return name
     return None
 

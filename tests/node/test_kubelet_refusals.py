@@ -196,6 +196,17 @@ def test_resource_manager_refusals_quote_the_kubelet(config, message, source):
     assert f': "{message}" (kubernetes/kubernetes {source})' in said(config)
 
 
+def test_a_static_cpu_reservation_above_the_node_quotes_new_static_policy():
+    """Found by the CPU Manager differential: 1500m reserved on a one-CPU node. The static
+    policy takes ceil(1.5) = 2 CPUs by topology, finds none, and refuses before the Node
+    Allocatable check."""
+    found = [f.message for f in kubelet_check.check(
+        {"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "1500m"}}, V, node_cpus=1)]
+    assert any(': "new static policy error: [cpumanager] unable to reserve the required '
+               'amount of CPUs (size of  did not equal 2)" (kubernetes/kubernetes '
+               'pkg/kubelet/cm/cpumanager/policy_static.go)' in m for m in found)
+
+
 def test_a_static_cpu_reservation_by_reserved_cpus_is_one():
     """run() writes reservedSystemCPUs' count as systemReserved's cpu: no refusal."""
     assert said({"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "0"},
