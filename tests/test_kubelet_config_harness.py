@@ -63,6 +63,12 @@ def require_built(version) -> runner.Harness:
     return harness(minor)
 
 
+def test_a_version_without_a_harness_fails_with_a_clear_message():
+    with pytest.raises(pytest.fail.Exception, match=r"kubernetesVersion 1\.34 has no kubelet "
+                       r"harness: the harness is built for 1\.35, 1\.36, 1\.37"):
+        require_built((1, 34))
+
+
 # ---------------------------------------------------------------------------------------
 # The harness's own answers, on configurations whose fate is known
 
