@@ -107,7 +107,47 @@ def _regressions() -> dict:
         (1, 35), tuple(Topology(2, 2, 8, 2, "adjacent").cpus()), frozenset({0, 1}),
         {0: {"memory": 16 * GI}, 1: {"memory": 32 * GI}, 2: {"memory": 32 * GI},
          3: {"memory": 32 * GI}})
+    two_numa_2mi_on_1 = _node(
+        sockets=2, cores=2, threads=1, reservedSystemCPUs="0", reserved={0},
+        version=(1, 37), topologyManagerPolicy="best-effort", topologyManagerScope="pod",
+        memoryManagerPolicy="Static", systemReserved={"memory": "256Mi"},
+        evictionHard={"memory.available": "100Mi"},
+        reservedMemory=[{"numaNode": 1, "limits": {"memory": "612Mi"}}],
+        numa_memory={0: {"memory": 8 * GI}, 1: {"memory": 8 * GI, "hugepages-2Mi": 512 * MI}})
+    four_numa_2mi_on_3 = NodeModel(
+        "pool", {}, {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0",
+                     "topologyManagerPolicy": "best-effort", "topologyManagerScope": "pod",
+                     "systemReserved": {"memory": "256Mi"}, "kubeReserved": {"memory": "256Mi"},
+                     "evictionHard": {"memory.available": "100Mi"},
+                     "memoryManagerPolicy": "Static",
+                     "reservedMemory": [{"numaNode": 3, "limits": {"memory": "612Mi"}}]},
+        (1, 35), tuple(Topology(4, 1, 2, 2).cpus()), frozenset({0}),
+        {0: {"memory": 8 * GI}, 1: {"memory": 64 * GI}, 2: {"memory": 8 * GI},
+         3: {"memory": 8 * GI, "hugepages-2Mi": 512 * MI}})
+    small_2mi = {"hugepages-2Mi": 4 * MI}
     return {
+        # pod scope: the pod's memory request holds only the resources its app containers
+        # ask for (memorymanager/policy_static.go getPodRequestedResources loops over
+        # those), so huge pages only an init container asks for do not steer the pod's
+        # hint; the Topology Manager picks NUMA 0, the init container's Allocate cannot
+        # extend it to a preferred hint and the kubelet refuses the pod; krm-fn counted
+        # the huge pages in the pod's hints and admitted it on NUMA 1
+        "memory-pod-request-app-resources-only": (
+            two_numa_2mi_on_1,
+            [pod(ctr("init0", 1, 1 / 16, role="init", **small_2mi), ctr("app0", 1, 1 / 16))],
+            0),
+        # an app container's memory after a 40Gi init container on the same NUMA nodes:
+        # Allocate extends the hint when the free memory alone does not hold the request
+        # (isAffinitySatisfyRequest does not count the init container's reusable memory,
+        # calculateHints does), and the extension is not preferred; krm-fn counted the
+        # reusable memory first and reported another refusal
+        "memory-extension-counts-free-memory-only": (
+            four_numa_2mi_on_3,
+            [pod(ctr("app0", 1, 1 / 16, **small_2mi), pod_requests={"cpu": 1, "memory": 2 * GI},
+                 pod_limits={"cpu": 1, "memory": 2 * GI}),
+             pod(ctr("app0", 1, 1 / 16, **small_2mi)),
+             pod(ctr("init0", 1, 40, role="init"), ctr("app0", 1, 40),
+                 ctr("app1", 4, 1 / 16, **small_2mi))], 0),
         # two containers of 40Gi each need two NUMA nodes; the second's hint from the
         # Topology Manager includes a NUMA node the first one's group holds with another:
         # Allocate refuses it (memorymanager/policy_static.go

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
-from krm_fn.admission.model import AdmittedPod, Container, NodeModel, node_memo
+from krm_fn.admission.model import APP, AdmittedPod, Container, NodeModel, node_memo
 from krm_fn.admission.cpumanager import peak
 
 MM_SRC = "kubernetes/kubernetes pkg/kubelet/cm/memorymanager/policy_static.go"
@@ -58,8 +58,11 @@ def requested(container: Container) -> dict:
 
 def pod_requested(pod: AdmittedPod) -> dict:
     """{resource: bytes} the pod holds at its peak (getPodRequestedResources: the larger
-    of the largest init container and the sum of app containers plus sidecars)."""
-    names = {r for c in pod.containers for r in requested(c)}
+    of the largest init container and the sum of app containers plus sidecars), for the
+    resources the app containers request only: a resource only init containers or
+    sidecars ask for is not in the pod's request (its loop runs over the app
+    containers' resources), so the pod's hints leave it out."""
+    names = {r for c in pod.containers if c.role == APP for r in requested(c)}
     return {r: peak([(c.role, requested(c).get(r, 0)) for c in pod.containers])
             for r in sorted(names)}
 
@@ -192,9 +195,9 @@ class MemState:
                           "nodes with enough memory is available")
         if mask is None and preferred and not chosen[1]:
             return None, "[memorymanager] failed to find the default preferred hint"
-        reuse = reusable.get(chosen[0], {})
-        if any(self._total(self.free, chosen[0], r) + reuse.get(r, 0) < v
-               for r, v in req.items()):
+        # isAffinitySatisfyRequest counts free memory only, not the pod's reusable memory
+        # of its init containers (calculateHints, and so the extension, count both)
+        if any(self._total(self.free, chosen[0], r) < v for r, v in req.items()):
             ext = self._best(hints, within=chosen[0])
             if ext is None:
                 return None, ("[memorymanager] failed to find NUMA nodes to extend the "
@@ -205,6 +208,7 @@ class MemState:
         if self._violates(chosen[0]):
             return None, "[memorymanager] preferred hint violates NUMA node allocation"
         nodes = sorted(chosen[0])
+        reuse = reusable.get(chosen[0], {})
         for r, v in req.items():
             need = max(0, v - reuse.get(r, 0))
             for n in nodes:

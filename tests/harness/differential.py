@@ -43,26 +43,12 @@ COARSER = {
 }
 
 
-def _memory_manager_pod_scope_init(node, pods) -> bool:
-    kubelet = node.kubelet or {}
-    return (kubelet.get("memoryManagerPolicy") == "Static"
-            and kubelet.get("topologyManagerScope") == "pod"
-            and any(c.role != "app" for p in pods for c in p.containers))
-
-
 # Disagreements the harness found that are not fixed yet, by name: a generated case that
 # matches one and differs is counted and reported (a warning naming it), not failed; any
-# other difference fails. Each entry: (what differs and where the fix stands, predicate on
-# the case (node, pods)). Listed in docs/verdict.md; an entry goes when its fix lands.
-OPEN = {
-    "memory-manager-pod-scope-init": (
-        "Memory Manager Static, topologyManagerScope pod, a pod with init or sidecar "
-        "containers: the NUMA nodes the Memory Manager extends the pod's hint to "
-        "(memorymanager/policy_static.go extendTopologyManagerHint, with the init "
-        "containers' reusable memory) can differ from krm-fn's, so a later pod of the "
-        "sequence is admitted or refused differently (seen in 3 of 6,000 generated cases)",
-        _memory_manager_pod_scope_init),
-}
+# other difference fails. Each entry: name -> (what differs and where the fix stands,
+# predicate on the case (node, pods)). Listed in docs/verdict.md; an entry goes when its
+# fix lands (with a named regression in tests/test_kubelet_differential.py).
+OPEN: dict = {}
 
 
 def open_kind(node, pods) -> str | None:

@@ -54,7 +54,15 @@ type decoded struct {
 // decodeConfig decodes a kubelet.config.k8s.io KubeletConfiguration (JSON or YAML) the way
 // pkg/kubelet/kubeletconfig/util/codec.DecodeKubeletConfiguration does: strict first, on a
 // strict-decoding error the lenient codecs; defaulting applied; internal type returned.
-func decodeConfig(data []byte) (*decoded, error) {
+// The kubelet's defaulting panics on a featureGates map it cannot set (a gate enabled whose
+// dependency is off, an unknown gate); the kubelet then does not start, so that is an error
+// here too.
+func decodeConfig(data []byte) (_ *decoded, rerr error) {
+	defer func() {
+		if r := recover(); r != nil {
+			rerr = fmt.Errorf("%v", r)
+		}
+	}()
 	_, strict, err := kubeletscheme.NewSchemeAndCodecs(serializer.EnableStrict)
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ package main
 import (
 	"bufio"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -55,8 +56,17 @@ func release() string {
 }
 
 func main() {
-	klog.LogToStderr(false)
-	klog.SetOutput(io.Discard)
+	// KRM_FN_HARNESS_V=<level> shows the kubelet's own log on stderr (klog -v), to see
+	// why a manager decided as it did; quiet otherwise.
+	flags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(flags)
+	if v := os.Getenv("KRM_FN_HARNESS_V"); v != "" {
+		_ = flags.Set("v", v)
+	} else {
+		_ = flags.Set("logtostderr", "false")
+		_ = flags.Set("stderrthreshold", "FATAL")
+		klog.SetOutput(io.Discard)
+	}
 	if len(os.Args) == 2 && os.Args[1] == "serve" {
 		serve()
 		return
