@@ -2,10 +2,8 @@
 
 The minors are the module files: `go.mod` (the newest) and `go.<minor>.mod`, each requiring
 `k8s.io/kubernetes` at one exact release. `binary(minor)` builds `harness` for that minor
-once per content of the sources and module files (the Go build cache makes a rebuild after a
-change quick) into `$KRM_FN_HARNESS_CACHE` (default `~/.cache/krm-fn/harness`), outside the
-checkout, and removes a minor's builds once they are a day old and a newer one is made (about 80 MB each; Go's own
-module and build caches hold a few GB more). `Harness(minor)` keeps one `harness serve`
+(tests/gobuild.py: once per content of the sources and module files, into
+`$KRM_FN_HARNESS_CACHE`, about 80 MB each). `Harness(minor)` keeps one `harness serve`
 process and sends it requests. `python -m tests.harness.runner` builds them all.
 
 Without Go the tests that need a harness are skipped, except under `CI=true`, where that is
@@ -13,19 +11,15 @@ a failure (`require_go`).
 """
 from __future__ import annotations
 
-import hashlib
 import json
-import os
 import re
-import shutil
 import subprocess
-import sys
-import time
 from pathlib import Path
 
+from tests import gobuild
+
 HERE = Path(__file__).resolve().parent
-CACHE = Path(os.environ.get("KRM_FN_HARNESS_CACHE",
-                            Path.home() / ".cache" / "krm-fn" / "harness"))
+CACHE = gobuild.CACHE
 
 
 def modfile(minor: str) -> Path:
@@ -50,64 +44,28 @@ def releases() -> dict[str, str]:
     return dict(sorted(out.items(), key=lambda kv: tuple(map(int, kv[0].split(".")))))
 
 
-def go() -> str | None:
-    """The `go` command, or None."""
-    return shutil.which("go")
+go = gobuild.go
+BuildError = gobuild.BuildError
 
 
 def require_go() -> str:
     """The `go` command; without it pytest skips the caller, or fails it under CI=true."""
-    import pytest
-    found = go()
-    if found is None:
-        msg = "Go is needed to build the kubelet harness (tests/harness)"
-        if os.environ.get("CI") == "true":
-            pytest.fail(msg + ", and CI=true: install Go 1.26 or later")
-        pytest.skip(msg)
-    return found
+    return gobuild.require_go("to build the kubelet harness (tests/harness)")
 
 
-def _key(minor: str) -> str:
-    h = hashlib.sha256()
-    mod = modfile(minor)
-    for path in sorted(HERE.glob("*.go")) + [mod, mod.with_suffix(".sum")]:
-        h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
-    h.update(subprocess.run([go() or "go", "version"], capture_output=True,
-                            text=True).stdout.encode())
-    return h.hexdigest()[:16]
-
-
-class BuildError(RuntimeError):
-    """`go build` of the harness failed; the message holds the command and Go's output."""
+def program(minor: str) -> gobuild.GoProgram:
+    """The harness of `minor` as tests/gobuild.py builds it."""
+    return gobuild.GoProgram(f"harness-{minor}", HERE, modfile(minor).name,
+                             tags=(f"k8s_{minor.replace('.', '_')}",),
+                             what=f"the kubelet harness for Kubernetes {minor} "
+                                  f"({releases().get(minor)})")
 
 
 def binary(minor: str) -> Path:
-    """The harness for `minor`, built when its sources or module files changed (a line on
-    standard error says so: the first build downloads the Kubernetes modules and takes
-    minutes); builds of that minor older than a day are removed from the cache.
+    """The harness for `minor`, built when its sources or module files changed.
 
     Raises BuildError with Go's output when the build fails."""
-    exe = CACHE / f"harness-{minor}-{_key(minor)}"
-    if exe.exists():
-        return exe
-    CACHE.mkdir(parents=True, exist_ok=True)
-    tmp = exe.with_name(f"{exe.name}.{os.getpid()}.tmp")
-    mod = modfile(minor)
-    cmd = [go() or "go", "build", f"-modfile={mod.name}",
-           f"-tags=k8s_{minor.replace('.', '_')}", "-o", str(tmp), "."]
-    print(f"building the kubelet harness for Kubernetes {minor} "
-          f"({releases().get(minor)}): {' '.join(cmd)}", file=sys.stderr, flush=True)
-    proc = subprocess.run(cmd, cwd=HERE, capture_output=True, text=True)
-    if proc.returncode:
-        tmp.unlink(missing_ok=True)
-        raise BuildError(f"{' '.join(cmd)} (in {HERE}) failed with exit code "
-                         f"{proc.returncode}:\n{proc.stdout}{proc.stderr}")
-    tmp.replace(exe)
-    stale = time.time() - 24 * 3600      # another checkout's test run may be using a newer one
-    for old in CACHE.glob(f"harness-{minor}-*"):
-        if old != exe and not old.name.endswith(".tmp") and old.stat().st_mtime < stale:
-            old.unlink(missing_ok=True)
-    return exe
+    return gobuild.build(program(minor))
 
 
 def main() -> None:
