@@ -1,4 +1,5 @@
-"""pytest hooks shared by the suite."""
+"""pytest hooks and fixtures shared by the suite."""
+import pytest
 
 
 def pytest_report_header(config):
@@ -6,3 +7,19 @@ def pytest_report_header(config):
     from tests.harness.seed import EXAMPLES, SEED
     return [f"kubelet differential cases: KRM_FN_DIFF_SEED={SEED} "
             f"KRM_FN_DIFF_EXAMPLES={EXAMPLES}"]
+
+
+@pytest.fixture(scope="session")
+def controlplane():
+    """One real control plane for the session (tests/controlplane/cluster.py: etcd,
+    kube-apiserver, the quota and service-account controllers, kube-scheduler on
+    127.0.0.1), with the CRDs of tests/controlplane/crds installed; stopped at the end.
+    Skips without Go, fails under CI=true."""
+    from tests.controlplane import cluster
+    cluster.require_go()
+    cp = cluster.ControlPlane().start()
+    try:
+        cp.install_crds(cluster.crd_files())
+        yield cp
+    finally:
+        cp.stop()

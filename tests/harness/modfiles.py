@@ -32,13 +32,14 @@ def release_gomod(version: str) -> str:
     return Path(json.loads(out)["GoMod"]).read_text()
 
 
-def modfile(version: str) -> str:
-    """The harness module file for Kubernetes `version` ("1.37.2")."""
+def modfile(version: str, module: str = MODULE) -> str:
+    """The module file of `module` (default: the harness) for Kubernetes `version`
+    ("1.37.2"); tests/controlplane uses it too."""
     _, minor, patch = version.split(".")
     text = release_gomod(version)
     staging = re.findall(r"^\s*(k8s\.io/[\w.-]+) => \./staging/src/", text, re.M)
     gover = re.search(r"^go (\S+)", text, re.M).group(1)
-    lines = [f"module {MODULE}", "", f"go {gover}", "",
+    lines = [f"module {module}", "", f"go {gover}", "",
              f"require k8s.io/kubernetes v{version}", "", "replace ("]
     lines += [f"\t{m} => {m} v0.{minor}.{patch}" for m in staging]
     lines += [")", ""]

@@ -124,4 +124,5 @@ class Harness:
         if self.proc is not None:
             self.proc.stdin.close()
             self.proc.wait(timeout=30)
+            self.proc.stdout.close()
             self.proc = None
