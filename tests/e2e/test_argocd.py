@@ -2,9 +2,10 @@
 own init and generate commands, read from deploy/argocd/plugin.yaml, run in a copy of each
 bundled overlay as argocd-cmp-server runs them (cwd = the Application's path, the whole
 repository beside it, the sidecar image's environment). What cannot run here: Argo CD
-itself, the images (no Docker engine) and standalone kustomize; generate's `kustomize`
-is tests/e2e/argocd/kustomize, which runs kubectl's embedded kustomize and refuses exec
-functions rather than skip them."""
+itself and the images (no Docker engine). generate's `kustomize` is each of two: standalone
+kustomize, built from tests/kustomize at the release its go.mod pins (the real command, exec
+functions included), and tests/e2e/argocd/kustomize, a shim that runs kubectl's embedded
+kustomize and refuses exec functions rather than skip them."""
 from __future__ import annotations
 
 import os
@@ -75,8 +76,32 @@ def kubectl() -> str:
     return require("kubectl")
 
 
+SHIM, STANDALONE = "shim over kubectl kustomize", "standalone kustomize"
+
+
 def cmp_env(kubectl: str) -> dict:
     return sidecar_env([str(KUSTOMIZE_SHIM), str(VENV_BIN), *SYSTEM_PATH], KUBECTL=kubectl)
+
+
+def standalone_env(kustomize_bin: Path, tmp_path: Path) -> dict:
+    """The sidecar's environment with standalone kustomize as its `kustomize`."""
+    bin_dir = tmp_path / "kustomize-bin"
+    bin_dir.mkdir()
+    (bin_dir / "kustomize").symlink_to(kustomize_bin)
+    return sidecar_env([str(bin_dir), str(VENV_BIN), *SYSTEM_PATH])
+
+
+@pytest.fixture(params=[SHIM, STANDALONE])
+def generate_env(request, tmp_path) -> dict:
+    """The sidecar's environment for generate, its `kustomize` the shim over kubectl's
+    kustomize or standalone kustomize (tests/kustomize)."""
+    if request.param == SHIM:
+        return cmp_env(request.getfixturevalue("kubectl"))
+    return standalone_env(request.getfixturevalue("kustomize_bin"), tmp_path)
+
+
+def standalone(env: dict) -> bool:
+    return str(KUSTOMIZE_SHIM) not in env["PATH"].split(os.pathsep)
 
 
 def test_plugin_yaml_fields():
@@ -100,9 +125,10 @@ def test_plugin_yaml_fields():
         "/tmp": "krm-fn-cmp-tmp"}
 
 
-def test_generate_on_the_legacy_plugin_overlay_gives_the_golden_output(kubectl, tmp_path):
+def test_generate_on_the_legacy_plugin_overlay_gives_the_golden_output(generate_env,
+                                                                       tmp_path):
     app = app_copy(tmp_path, "legacy-plugin")
-    env = cmp_env(kubectl)
+    env = generate_env
     init = run(argv("init"), env, cwd=app)
     assert init.stdout == b""
     assert init.stderr.decode().startswith("krm-fn plugin: krm-fn 0.1.0 ok: Python ")
@@ -112,40 +138,53 @@ def test_generate_on_the_legacy_plugin_overlay_gives_the_golden_output(kubectl, 
     assert_pinned(docs(out))
 
 
-def test_generate_on_the_container_fn_overlay_fails_loudly(kubectl, tmp_path):
+def test_generate_on_the_container_fn_overlay_fails_loudly(generate_env, tmp_path):
     """C20: the sidecar (like the repo-server) has no container runtime; the render fails
     with a non-zero exit, never an empty or unpinned success."""
     app = app_copy(tmp_path, "container-fn")
-    env = cmp_env(kubectl)
+    env = generate_env
     assert shutil.which("docker", path=env["PATH"]) is None
     run(argv("init"), env, cwd=app)
     proc = run(argv("generate"), env, cwd=app, check=False)
-    assert proc.returncode != 0
+    assert proc.returncode == 1
     assert proc.stdout == b""
     assert b"docker" in proc.stderr
+    if standalone(env):
+        assert proc.stderr == (b'Error: couldn\'t execute function: exec: "docker": '
+                               b'executable file not found in $PATH \n')
 
 
-def test_generate_on_the_kpt_package_fails_loudly(kubectl, tmp_path):
+def test_generate_on_the_kpt_package_fails_loudly(generate_env, tmp_path):
     """A kpt package is not a kustomization: render it in CI instead (deploy/flux)."""
     app = app_copy(tmp_path, "kpt")
-    proc = run(argv("generate"), cmp_env(kubectl), cwd=app, check=False)
-    assert proc.returncode != 0 and proc.stdout == b""
+    proc = run(argv("generate"), generate_env, cwd=app, check=False)
+    assert proc.returncode == 1 and proc.stdout == b""
     assert b"kustomization" in proc.stderr.lower()
+    if standalone(generate_env):
+        assert proc.stderr == (b"Error: unable to find one of 'kustomization.yaml', "
+                               b"'kustomization.yml' or 'Kustomization' in directory '"
+                               + str(app).encode() + b"'\n")
 
 
-def test_generate_refuses_an_exec_function_it_cannot_run_here(kubectl, tmp_path):
+def test_generate_on_the_exec_fn_overlay_gives_the_golden_output(kustomize_bin, tmp_path):
+    """Way (a)'s exec function, run by the real `kustomize build --enable-alpha-plugins
+    --enable-exec` of generate: krm-fn from PATH, nothing from the repository executable."""
+    app = app_copy(tmp_path, "exec-fn")
+    env = standalone_env(kustomize_bin, tmp_path)
+    run(argv("init"), env, cwd=app)
+    out = run(argv("generate"), env, cwd=app).stdout
+    check_golden(OVERLAYS / "exec-fn/expected.yaml", out, update=False)
+    assert_pinned(docs(out))
+
+
+def test_generate_shim_refuses_an_exec_function_it_cannot_run(kubectl, tmp_path):
     """The shim never stands in for --enable-exec: an exec-function overlay fails."""
-    app = app_copy(tmp_path, "legacy-plugin")
-    pin = app / "pin.yaml"
-    text = pin.read_text()
-    pin.write_text(text.replace("metadata:\n  name: pin-inference\n",
-                                "metadata:\n  name: pin-inference\n  annotations:\n"
-                                "    config.kubernetes.io/function: |\n      exec:\n"
-                                "        path: krm-fn\n", 1))
-    assert "exec:" in pin.read_text()
+    app = app_copy(tmp_path, "exec-fn")
+    assert "exec:" in (app / "pin.yaml").read_text()
     proc = run(argv("generate"), cmp_env(kubectl), cwd=app, check=False)
     assert proc.returncode == 125
-    assert b"declares an exec function" in proc.stderr
+    assert proc.stderr == b"kustomize shim (tests/e2e/argocd): ./pin.yaml declares an exec " \
+                          b"function, which kubectl kustomize cannot run\n"
 
 
 # --- C20: a missing tool, interpreter or module stops the sync at init, named ---------

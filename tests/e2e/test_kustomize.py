@@ -1,8 +1,12 @@
-"""`kubectl kustomize --enable-alpha-plugins` with krm-fn as a container function (through the
-tests/e2e/docker shim) and as a legacy exec plugin; golden output under overlays/."""
+"""kustomize with krm-fn, run for real by both kustomizes: kubectl's embedded one (`kubectl
+kustomize`) and standalone `kustomize build`, built from tests/kustomize at the release its
+go.mod pins. Routes: a container function (through the tests/e2e/docker shim), a legacy exec
+plugin (both tools) and a KRM exec function (`--enable-exec`: standalone only); golden output
+under overlays/, the same bytes from every route and tool, and each tool's refusals."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -11,13 +15,21 @@ from pathlib import Path
 import pytest
 
 from krm_e2e import (OVERLAYS, PLUGIN_HOME, PYTHON, REPO, SHIM_DIR, VENV_BIN, assert_pinned,
-                      check_golden, docs, find, require, run, tool_env)
+                     check_golden, docs, find, require, run, tool_env)
 
 pytestmark = pytest.mark.e2e
 
 PLUGIN = PLUGIN_HOME / "krm-fn.dev/v1alpha1/inferencetuning/InferenceTuning"
 LOCAL_CONFIG = "config.kubernetes.io/local-config"
 FUNCTION = "config.kubernetes.io/function"
+KUBECTL, STANDALONE = "kubectl kustomize", "kustomize build"
+ROUTES = ["container-fn", "legacy-plugin", "exec-fn"]     # overlays/<route>
+
+# The docker argv both kustomizes give a container function (checked by the shim too).
+GOOD_ARGV = ["run", "--rm", "-i", "-a", "STDIN", "-a", "STDOUT", "-a", "STDERR",
+             "--network", "none", "--user", "nobody", "--security-opt=no-new-privileges",
+             "-e", "LOG_TO_STDERR=true", "-e", "STRUCTURED_RESULTS=true",
+             "ghcr.io/krm-fn/krm-fn:0.1.0"]
 
 
 @pytest.fixture(scope="module")
@@ -25,11 +37,20 @@ def kubectl() -> str:
     return require("kubectl")
 
 
-def build(kubectl: str, target: Path, env: dict) -> bytes:
-    return run([kubectl, "kustomize", "--enable-alpha-plugins", target], env, cwd=REPO).stdout
+@pytest.fixture(params=[KUBECTL, STANDALONE])
+def tool(request) -> list:
+    """The argv that renders a kustomization with one of the two kustomizes."""
+    if request.param == KUBECTL:
+        return [request.getfixturevalue("kubectl"), "kustomize"]
+    return [request.getfixturevalue("kustomize_bin"), "build"]
 
 
-def rebuild(kubectl: str, first: bytes, overlay: Path, tmp_path: Path, env: dict) -> bytes:
+def build(tool: list, target: Path, env: dict, *flags: str) -> bytes:
+    return run([*tool, "--enable-alpha-plugins", *flags, target], env, cwd=REPO).stdout
+
+
+def rebuild(tool: list, first: bytes, overlay: Path, tmp_path: Path, env: dict,
+            *flags: str) -> bytes:
     """Feed the rendered output through the same transformer again."""
     d = tmp_path / "again"
     d.mkdir()
@@ -38,7 +59,7 @@ def rebuild(kubectl: str, first: bytes, overlay: Path, tmp_path: Path, env: dict
     (d / "kustomization.yaml").write_text(
         "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
         "resources:\n- rendered.yaml\ntransformers:\n- pin.yaml\n")
-    return build(kubectl, d, env)
+    return build(tool, d, env, *flags)
 
 
 def assert_companion_clean(objs: list) -> None:
@@ -54,30 +75,27 @@ def assert_companion_clean(objs: list) -> None:
         "the function config leaked into the build output"
 
 
-def test_container_function(kubectl, tmp_path):
-    log = tmp_path / "docker.log"
-    env = tool_env(DOCKER_SHIM_LOG=str(log))
-    overlay = OVERLAYS / "container-fn"
-    out = build(kubectl, overlay, env)
-
-    calls = log.read_text().splitlines()
-    assert len(calls) == 1, calls
-    argv = calls[0].split()
-    assert argv[0] == "run" and argv[-1] == "ghcr.io/krm-fn/krm-fn:0.1.0", argv
-    assert "--network none" in calls[0] and "--user nobody" in calls[0], argv
-
+def check_render(tool: list, overlay: Path, env: dict, tmp_path: Path, *flags: str) -> None:
+    """The golden output, pinned, and unchanged by a second render."""
+    out = build(tool, overlay, env, *flags)
     check_golden(overlay / "expected.yaml", out)
     assert b'cpu: "4"' in out
     objs = docs(out)
     assert_pinned(objs)
     assert_companion_clean(objs)
-
-    again = rebuild(kubectl, out, overlay, tmp_path, env)
+    again = rebuild(tool, out, overlay, tmp_path, env, *flags)
     assert again == out, "a second render changed the output (not idempotent)"
 
 
+def test_container_function(tool, tmp_path):
+    log = tmp_path / "docker.log"
+    check_render(tool, OVERLAYS / "container-fn", tool_env(DOCKER_SHIM_LOG=str(log)), tmp_path)
+    calls = log.read_text().splitlines()
+    assert calls == [" ".join(GOOD_ARGV)] * 2, calls      # the render and the second one
+
+
 @pytest.fixture(params=["krm-fn on PATH", "python3 -m krm_fn"])
-def plugin_env(request, tmp_path, kubectl) -> dict:
+def plugin_env(request, tmp_path, tool) -> dict:
     env = tool_env(KUSTOMIZE_PLUGIN_HOME=str(PLUGIN_HOME))
     if request.param == "python3 -m krm_fn":
         # No krm-fn anywhere on PATH; python3 is the venv's interpreter.
@@ -86,35 +104,99 @@ def plugin_env(request, tmp_path, kubectl) -> dict:
         # A wrapper, not a symlink: a symlinked venv interpreter loses its venv.
         (bin_dir / "python3").write_text(f'#!/bin/sh\nexec "{PYTHON}" "$@"\n')
         (bin_dir / "python3").chmod(0o755)
-        kubectl_dir = Path(kubectl).parent
-        env["PATH"] = os.pathsep.join([str(bin_dir), str(kubectl_dir), "/usr/bin", "/bin"])
+        tool_dir = Path(tool[0]).parent
+        env["PATH"] = os.pathsep.join([str(bin_dir), str(tool_dir), "/usr/bin", "/bin"])
         assert shutil.which("krm-fn", path=env["PATH"]) is None
     return env
 
 
-def test_legacy_exec_plugin(kubectl, plugin_env, tmp_path):
-    overlay = OVERLAYS / "legacy-plugin"
-    out = build(kubectl, overlay, plugin_env)
-    check_golden(overlay / "expected.yaml", out)
-    assert b'cpu: "4"' in out
-    objs = docs(out)
-    assert_pinned(objs)
-    assert_companion_clean(objs)
-
-    again = rebuild(kubectl, out, overlay, tmp_path, plugin_env)
-    assert again == out, "a second render changed the output (not idempotent)"
+def test_legacy_exec_plugin(tool, plugin_env, tmp_path):
+    check_render(tool, OVERLAYS / "legacy-plugin", plugin_env, tmp_path)
 
 
-def test_container_and_plugin_agree():
-    assert (OVERLAYS / "container-fn/expected.yaml").read_bytes() == \
-        (OVERLAYS / "legacy-plugin/expected.yaml").read_bytes()
+def test_exec_function(kustomize_bin, tmp_path):
+    """The route the README documents for standalone kustomize: `exec: {path: krm-fn}`, krm-fn
+    found on PATH, both flags."""
+    check_render([kustomize_bin, "build"], OVERLAYS / "exec-fn", tool_env(), tmp_path,
+                 "--enable-exec")
 
 
-def test_without_alpha_plugins_kustomize_refuses(kubectl):
-    proc = run([kubectl, "kustomize", OVERLAYS / "legacy-plugin"],
+def test_every_route_gives_the_same_output():
+    first, *rest = [(OVERLAYS / r / "expected.yaml").read_bytes() for r in ROUTES]
+    assert rest == [first] * len(rest)
+
+
+# --- refusals, with each tool's own message -------------------------------------------
+
+# kubectl's error line: `error: MSG` (kubectl's CheckErr) or, from a kubectl whose main
+# logs through component-base (the Google Cloud SDK's kubectl 1.32 here), a klog line.
+KUBECTL_ERROR = re.compile(rb'(?:error: (?P<plain>.*)|E\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ '
+                           rb'[\w.]+:\d+\] "command failed" err="(?P<klog>.*)")\n')
+
+
+def error_of(tool: list, proc) -> str:
+    """The one error message `tool` wrote, checked to be its whole standard error, and that
+    it failed with exit code 1 and wrote nothing on standard output."""
+    assert (proc.returncode, proc.stdout) == (1, b""), (proc.returncode, proc.stderr)
+    if tool[1] == "build":                                 # standalone: cobra's own line
+        m = re.fullmatch(rb"Error: (.*)\n", proc.stderr)
+    else:
+        m = KUBECTL_ERROR.fullmatch(proc.stderr)
+    assert m, proc.stderr
+    return next(g for g in m.groups() if g is not None).decode()
+
+
+@pytest.mark.parametrize("route", ROUTES)
+def test_without_alpha_plugins_kustomize_refuses(tool, route):
+    proc = run([*tool, OVERLAYS / route],
                tool_env(KUSTOMIZE_PLUGIN_HOME=str(PLUGIN_HOME)), cwd=REPO, check=False)
-    assert proc.returncode != 0
-    assert b"external plugins disabled" in proc.stderr
+    assert error_of(tool, proc) == \
+        "external plugins disabled; unable to load external plugin 'InferenceTuning'"
+
+
+def test_enable_exec_alone_refuses_too(kustomize_bin):
+    """--enable-exec does not imply --enable-alpha-plugins."""
+    tool = [kustomize_bin, "build"]
+    proc = run([*tool, "--enable-exec", OVERLAYS / "exec-fn"], tool_env(), cwd=REPO,
+               check=False)
+    assert error_of(tool, proc) == \
+        "external plugins disabled; unable to load external plugin 'InferenceTuning'"
+
+
+def test_kubectl_has_no_enable_exec(kubectl):
+    proc = run([kubectl, "kustomize", "--enable-alpha-plugins", "--enable-exec",
+                OVERLAYS / "exec-fn"], tool_env(), cwd=REPO, check=False)
+    assert (proc.returncode, proc.stdout) == (1, b"")
+    first, *hint = proc.stderr.decode().splitlines()
+    assert first.lower() == "error: unknown flag: --enable-exec", proc.stderr
+    assert len(hint) == 1 and hint[0].startswith("See 'kubectl kustomize -"), proc.stderr
+
+
+def test_an_exec_function_without_enable_exec_is_skipped_silently(tool, tmp_path):
+    """The trap the README warns of, in both kustomizes: with --enable-alpha-plugins alone
+    the exec function does not run, and the build succeeds, quietly, with the resources as
+    they were (the render of the bases without the transformer)."""
+    proc = run([*tool, "--enable-alpha-plugins", OVERLAYS / "exec-fn"], tool_env(), cwd=REPO)
+    assert proc.stderr == b""
+    root = tmp_path / "repo"
+    shutil.copytree(REPO / "bases", root / "bases")
+    bare = root / "overlays/bare"
+    bare.mkdir(parents=True)
+    (bare / "kustomization.yaml").write_text(
+        "resources:\n- ../../bases/vllm-cpu\n- ../../bases/kserve\n")
+    assert proc.stdout == run([*tool, bare], tool_env(), cwd=root).stdout
+    assert b'cpu: "4"' not in proc.stdout and b"InferenceTuning" not in proc.stdout
+
+
+def test_the_kustomizes_under_test(kubectl, kustomize_bin):
+    """Standalone: the release tests/kustomize/go.mod pins, which docs/gitops.md names;
+    kubectl: a kustomize v5 inside."""
+    from tests.kustomize import release
+    assert run([kustomize_bin, "version"], tool_env()).stdout.decode() == release() + "\n"
+    assert f"standalone kustomize {release()}" in \
+        " ".join((REPO / "docs/gitops.md").read_text().split())
+    out = run([kubectl, "version", "--client"], tool_env()).stdout.decode()
+    assert re.search(r"^Kustomize Version: v5\.\d+\.\d+$", out, re.M), out
 
 
 # --- the entry-point scripts on their own (no kubectl needed) --------------------------
@@ -148,12 +230,6 @@ def test_plugin_fails_clearly_without_krm_fn(tmp_path):
     assert proc.returncode == 1
     lines = proc.stderr.decode().splitlines()
     assert len(lines) == 1 and "No module named 'krm_fn'" in lines[0], lines
-
-
-GOOD_ARGV = ["run", "--rm", "-i", "-a", "STDIN", "-a", "STDOUT", "-a", "STDERR",
-             "--network", "none", "--user", "nobody", "--security-opt=no-new-privileges",
-             "-e", "LOG_TO_STDERR=true", "-e", "STRUCTURED_RESULTS=true",
-             "ghcr.io/krm-fn/krm-fn:0.1.0"]
 
 
 def _shim(argv: list, stdin: bytes = b""):
