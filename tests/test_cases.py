@@ -147,7 +147,7 @@ def test_c07_istio_sidecar_gets_equal_request_and_limit_annotations():
     p, out = run_case("c07-istio-sidecar")
     assert p.returncode == 0
     md = item(out, "Deployment", "infer")["spec"]["template"]["metadata"]
-    assert md["labels"] == {"sidecar.istio.io/inject": "true"}
+    assert md["labels"] == {"app": "infer", "sidecar.istio.io/inject": "true"}
     assert md["annotations"] == {"sidecar.istio.io/proxyCPU": "500m",
                                  "sidecar.istio.io/proxyCPULimit": "500m",
                                  "sidecar.istio.io/proxyMemory": "256Mi",
@@ -166,8 +166,9 @@ def test_c07_istio_sidecar_gets_equal_request_and_limit_annotations():
 
 def test_c07_user_value_is_kept_and_mirrored_to_its_pair():
     text = case_input("c07-istio-sidecar")
-    text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
-                        'metadata: {labels: {sidecar.istio.io/inject: "true"}, annotations: '
+    text = text.replace('metadata: {labels: {app: infer, sidecar.istio.io/inject: "true"}}',
+                        'metadata: {labels: {app: infer, sidecar.istio.io/inject: "true"}, '
+                        'annotations: '
                         '{sidecar.istio.io/proxyCPU: 750m, sidecar.istio.io/proxyMemoryLimit: '
                         '300Mi}}')
     p, out = run_case("", text)
@@ -198,8 +199,9 @@ def test_c07_whole_cpu_proxy_value_fails_closed_with_smt_alignment():
     2 threads per core the kubelet rejects the pod (SMTAlignmentError). The verdict says so
     and the render fails."""
     text = case_input("c07-istio-sidecar")
-    text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
-                        'metadata: {labels: {sidecar.istio.io/inject: "true"}, annotations: '
+    text = text.replace('metadata: {labels: {app: infer, sidecar.istio.io/inject: "true"}}',
+                        'metadata: {labels: {app: infer, sidecar.istio.io/inject: "true"}, '
+                        'annotations: '
                         '{sidecar.istio.io/proxyCPU: "1"}}')
     p, out = run_case("", text)
     assert p.returncode == 1
@@ -223,8 +225,9 @@ def test_c07_injection_false_adds_nothing_even_in_always_mode():
 
 def test_c07_annotation_opt_in_and_mode_never():
     text = case_input("c07-istio-sidecar")
-    text = text.replace('metadata: {labels: {sidecar.istio.io/inject: "true"}}',
-                        'metadata: {annotations: {sidecar.istio.io/inject: "true"}}')
+    text = text.replace('metadata: {labels: {app: infer, sidecar.istio.io/inject: "true"}}',
+                        'metadata: {labels: {app: infer}, '
+                        'annotations: {sidecar.istio.io/inject: "true"}}')
     p, out = run_case("", text)
     assert template_annotations(out)["sidecar.istio.io/proxyMemoryLimit"] == "256Mi"
     p, out = run_case("", text.replace("istio: {cpu: 500m, memory: 256Mi}",
@@ -246,7 +249,8 @@ def test_c08_linkerd_proxy_gets_equal_request_and_limit_annotations():
 
 def test_c08_always_mode_covers_namespace_level_injection():
     text = case_input("c08-linkerd-sidecar")
-    text = text.replace("      metadata: {annotations: {linkerd.io/inject: enabled}}\n", "")
+    text = text.replace("      metadata: {labels: {app: infer}, "
+                        "annotations: {linkerd.io/inject: enabled}}\n", "")
     p, out = run_case("", text)
     assert "metadata" not in item(out, "Deployment", "infer")["spec"]["template"]
     # nothing sized; only the info that the Namespace is not there to say otherwise
