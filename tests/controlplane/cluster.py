@@ -281,10 +281,20 @@ class ControlPlane:
         p = self.kubectl(*args)
         if p.returncode:
             raise ControlPlaneError(f"installing the CRDs failed:\n{p.stderr}")
-        p = self.kubectl("wait", "--for=condition=Established", "crd", "--all",
-                         "--timeout=120s")
-        if p.returncode:
-            raise ControlPlaneError(f"the CRDs are not Established:\n{p.stderr}")
+        # (kubectl wait --for=condition fails on a CRD whose status has no conditions yet)
+        deadline = time.monotonic() + 120
+        while True:
+            _, crds = self.request("GET", "/apis/apiextensions.k8s.io/v1/"
+                                          "customresourcedefinitions")
+            waiting = [c["metadata"]["name"] for c in crds["items"]
+                       if not any(cond["type"] == "Established" and cond["status"] == "True"
+                                  for cond in (c.get("status") or {}).get("conditions")
+                                  or [])]
+            if not waiting:
+                return
+            if time.monotonic() > deadline:
+                raise ControlPlaneError(f"CRDs not Established within 120 s: {waiting}")
+            time.sleep(0.2)
 
     def create_node(self, node: dict) -> dict:
         """Create Node `node` (a dict with its status: capacity, allocatable, conditions)
