@@ -223,13 +223,17 @@ def test_replicas_within_the_namespace_quota_are_an_info_that_other_pods_count_t
         "too, and krm-fn does not see them " + QSRC)]
 
 
-def test_a_quota_of_another_namespace_or_scope_is_not_applied():
+def test_a_quota_of_another_namespace_or_scope_is_not_applied_and_a_scope_is_said():
     other = _quota(cpu="1")
     other["metadata"]["namespace"] = "elsewhere"
     assert _quota_results(other) == (0, [])
     scoped = _quota(cpu="1")
     scoped["spec"]["scopes"] = ["BestEffort"]
-    assert _quota_results(scoped) == (0, [])
+    assert _quota_results(scoped) == (0, [("info",
+        "ResourceQuota team of namespace ai: krm-fn does not model scopes BestEffort (only "
+        "the scopes NotBestEffort and NotTerminating, which a pinned pod is in), so it "
+        "counts no pod of the render against it; the API server counts the pods it selects "
+        + QSRC)])
 
 
 def test_capacity_and_quota_messages_print_cpu_as_quantities():

@@ -54,17 +54,67 @@ def replicas(obj: dict, path: str) -> int:
 
 
 def _usage(pod: AdmittedPod) -> dict:
-    """{quota resource: one pod's usage} (cpu Fraction cores, memory int bytes)."""
+    """{quota resource: one pod's usage} (cpu Fraction cores, memory int bytes), as
+    pods.go PodUsageFunc counts it (component-helpers resource PodRequests / PodLimits):
+    the containers' peak (init containers and sidecars as the scheduler counts them), the
+    pod-level `spec.resources` in its place where set (PodLevelResources), plus the pod
+    overhead: on every request, on a limit only where the pod has one (a non-zero limit)."""
     over = pod.overhead or {}
     out = {}
     for key, (part, res) in RESOURCES.items():
         if part is None:
             out[key] = 1
             continue
-        amount = peak([(c.role, getattr(c, part).get(res, 0)) for c in pod.containers])
-        out[key] = (Fraction(amount) + Fraction(over.get(res, 0)) if res == "cpu"
-                    else int(amount) + int(over.get(res, 0)))
+        level = pod.pod_requests if part == "requests" else pod.pod_limits
+        if level and res in level:
+            amount = level[res]
+        else:
+            amount = peak([(c.role, getattr(c, part).get(res, 0)) for c in pod.containers])
+        extra = over.get(res, 0) if part == "requests" or amount else 0
+        out[key] = (Fraction(amount) + Fraction(extra) if res == "cpu"
+                    else int(amount) + int(extra))
     return out
+
+
+# Kinds whose pod count krm-fn knows from the manifest: {(group, kind): count field}
+# (spec.replicas, default 1; a Job's spec.parallelism, default 1, at most its completions)
+COUNTED = {("", "Pod"): None, ("", "ReplicationController"): "replicas",
+           ("apps", "Deployment"): "replicas", ("apps", "ReplicaSet"): "replicas",
+           ("apps", "StatefulSet"): "replicas", ("argoproj.io", "Rollout"): "replicas",
+           ("batch", "Job"): "parallelism"}
+# Kinds whose pod count the manifest does not give: why (for the info that says so)
+UNCOUNTED = {("apps", "DaemonSet"): "a DaemonSet runs one pod on every node it selects, "
+                                    "and the render does not list the nodes",
+             ("batch", "CronJob"): "a CronJob's pods exist only while a Job it started runs",
+             ("", "PodTemplate"): None}
+
+
+def pod_count(obj: dict) -> tuple:
+    """(pods the workload `obj` (plain data) keeps in its namespace at once, None when the
+    manifest does not say; why not, or None): COUNTED kinds from their count field;
+    PodTemplate (0, None): it creates no pod; others (None, why)."""
+    from krm_fn.workloads import group_of
+    key = (group_of(obj.get("apiVersion")), obj.get("kind"))
+    if key in UNCOUNTED and UNCOUNTED[key] is None:
+        return 0, None
+    if key not in COUNTED:
+        return None, UNCOUNTED.get(key, f"its controller decides how many pods a "
+                                        f"{key[1]} runs")
+    spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    field_name = COUNTED[key]
+    if field_name is None:
+        return 1, None
+    n = _count(spec.get(field_name), 1)
+    if field_name == "parallelism" and spec.get("completions") is not None:
+        n = min(n, _count(spec.get("completions"), n))
+    return n, None
+
+
+def _count(value, default: int) -> int:
+    if value is None:
+        return default
+    got = numbers.count(str(value).strip())
+    return got if got is not None else default
 
 
 def _hard(quota: dict) -> dict:
@@ -89,6 +139,9 @@ def _hard(quota: dict) -> dict:
 
 
 def _applies(quota: dict) -> bool:
+    """Whether krm-fn models `quota` for a pinned pod: no scopeSelector, and only the
+    scopes a pinned pod without activeDeadlineSeconds is in (NotBestEffort,
+    NotTerminating)."""
     spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
     scopes = spec.get("scopes") or []
     return not spec.get("scopeSelector") and all(s in _SCOPES_IN for s in scopes)

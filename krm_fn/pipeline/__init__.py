@@ -92,24 +92,25 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     run.aliased, run.set_path, run.retyped = aliased, set_path, retyped
     placement: dict = {}
     watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
-    if watch is not None:
-        from krm_fn.monitoring.targets import of_item
+    # with a ResourceQuota in the input, the namespace totals (pipeline/quota.py) are
+    # judged once every item's verdict is known, before any outcome is taken
+    done: list | None = [] if run.ictx.quotas else None
     for pick in select.picks(items, run, progress):
         if not pick.tune:
-            out.results.extend(pick.findings)
-            continue
-        item = tune.tune(pick, run)
-        outcome = verdict.judge(item, run)
-        if watch is not None:
-            watch.append(of_item(item, outcome.pool_index))
-        out.results.extend(outcome.results)
-        if outcome.changes:
-            out.changes[pick.index] = outcome.changes
-            if out.tuned is not None and outcome.work is not None:
-                out.tuned[pick.index] = outcome.work
-        if outcome.verdicts:
-            out.verdicts[pick.index] = outcome.verdicts
-        verdict.place(placement, outcome)
+            entry = (pick, None, None)
+        else:
+            item = tune.tune(pick, run)
+            entry = (pick, item, verdict.judge(item, run))
+        if done is None:
+            _take(out, entry, placement, watch)
+        else:
+            done.append(entry)
+    if done is not None:
+        from krm_fn.pipeline import quota
+        tail = quota.judge(items, done, run)
+        for entry in done:
+            _take(out, entry, placement, watch)
+        out.results.extend(tail)
     always = emit.always_emitted(run.cfg, placement)
     if not placement and not out.has_errors:
         out.results.append(_nothing_selected(run, always))
@@ -126,6 +127,26 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return Output(results=validate.results(items, out, run.fc_ref), pools=out.pools,
                       mode="validate")
     return out
+
+
+def _take(out: Output, entry: tuple, placement: dict, watch: list | None) -> None:
+    """Put one picked item's (Picked, TunedItem, Outcome) into `out` and its pool's
+    Placement (an item not tuned: its select findings)."""
+    pick, item, outcome = entry
+    if item is None:
+        out.results.extend(pick.findings)
+        return
+    if watch is not None:
+        from krm_fn.monitoring.targets import of_item
+        watch.append(of_item(item, outcome.pool_index))
+    out.results.extend(outcome.results)
+    if outcome.changes:
+        out.changes[pick.index] = outcome.changes
+        if out.tuned is not None and outcome.work is not None:
+            out.tuned[pick.index] = outcome.work
+    if outcome.verdicts:
+        out.verdicts[pick.index] = outcome.verdicts
+    verdict.place(placement, outcome)
 
 
 def _nothing_selected(run, always: list) -> Result:

@@ -1,0 +1,145 @@
+"""After every item's verdict, the render's pods together against the ResourceQuotas of their
+namespace (admission/quotatotal.py): a workload that loses pods to a quota because of the
+others (or because of krm-fn's edits to them) gets a result of its own, an error that
+leaves a tuned item unchanged like the verdict's other errors (pipeline/verdict.py).
+
+Only when the input holds a ResourceQuota (imported then). Each workload's pods as krm-fn
+writes them: the pods judged by the verdict when the item keeps its changes, else the pods
+of the input (an item left unchanged, not selected, or one krm-fn does not tune), with the
+containers the injectors add and the RuntimeClass overhead.
+"""
+from __future__ import annotations
+
+from krm_fn.admission import build, quotatotal
+from krm_fn.admission import resourcequota as rq
+from krm_fn.admission.model import ERROR
+from krm_fn.changes import results as file_results
+from krm_fn.pipeline.select import (VERDICT_ANNOTATION, annotations_of, is_local_config,
+                                    ref_of)
+from krm_fn.pipeline.tune import copy_item
+from krm_fn.pipeline.verdict import LEFT_UNCHANGED, VERDICT_TAGS
+from krm_fn.pod import Edits, ShapeError, build_views
+from krm_fn.results import INFO, WARNING, Result
+from krm_fn.workloads import locations
+
+TAGS = VERDICT_TAGS + (("part", "resourcequota"),)
+
+
+def judge(items: list, done: list, run) -> list:
+    """Judge the namespace totals; `done`: [(Picked, TunedItem or None, Outcome or None)]
+    in input order, the Outcomes changed in place (results added; an ERROR leaves the item
+    unchanged). Returns the results about items with no Outcome (after all items')."""
+    by_index = {p.index: (p, o) for p, _, o in done if o is not None}
+    spaces: dict = {}
+    tail: list = []
+    for i, obj in enumerate(items):
+        if not _creates_pods(obj, run):
+            continue
+        ns = str((obj.get("metadata") or {}).get("namespace") or "")
+        if ns not in run.ictx.quotas:
+            continue
+        count, why = rq.pod_count(obj)
+        if count == 0:
+            continue
+        pick, outcome = by_index.get(i, (None, None))
+        if count is None:
+            _add(tail, outcome, pick, Result(
+                f"{obj.get('kind')} {ref_of(obj).name} is not counted in the total of "
+                f"namespace {ns or 'default'} against its ResourceQuotas: {why}", INFO,
+                ref_of(obj), tags=TAGS))
+            continue
+        share = _share(i, obj, ns, count, outcome, run)
+        if share is not None:
+            spaces.setdefault(ns, []).append((i, obj, share))
+    for ns, quotas in run.ictx.quotas.items():
+        for q in quotas:
+            note = quotatotal.unmodelled(q)
+            if note is not None:
+                tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
+        rows = spaces.get(ns, [])
+        for r in quotatotal.judge(ns, quotas, [s for _, _, s in rows]):
+            i, obj, share = rows[r.index]
+            pick, outcome = by_index.get(i, (None, None))
+            sev = _severity(obj, run.cfg, outcome is not None or r.broken)
+            _add(tail, outcome, pick, Result(r.message, sev, share.ref,
+                                             _path(obj, run), tags=TAGS))
+    return tail
+
+
+def _creates_pods(obj, run) -> bool:
+    if not isinstance(obj, dict) or is_local_config(obj):
+        return False
+    api = str(obj.get("apiVersion") or "")
+    return not api.startswith("kpt.dev/") and bool(locations(obj, run.extra))
+
+
+def _path(obj: dict, run) -> str:
+    from krm_fn.pod import path_str
+    return path_str(locations(obj, run.extra)[0].spec)
+
+
+def _share(i: int, obj: dict, ns: str, count: int, outcome, run):
+    """The quotatotal.Share of item `i`, or None when its pod spec cannot be read."""
+    ref = ref_of(obj)
+    before = _input_pod(i, obj, ref, ns, run)
+    if before is None:
+        return None
+    judged = (outcome.verdicts[0][0] if outcome is not None and len(outcome.verdicts) == 1
+              else None)
+    kept = judged is not None and not any(r.severity == ERROR for r in outcome.results)
+    use = rq._usage(judged if kept else before)
+    # resourcequota.refused judged these very pods alone (same usage, same count)
+    alone = (judged is not None and rq.replicas(obj, judged.path) == count
+             and rq._usage(judged) == use)
+    return quotatotal.Share(ref, count, use, rq._usage(before), alone)
+
+
+def _input_pod(i: int, obj: dict, ref, ns: str, run):
+    """The AdmittedPod of the (only) pod spec of `obj` as the input writes it."""
+    at = locations(obj, run.extra)
+    if len(at) != 1:
+        return None
+    work = copy_item(obj)
+    try:
+        view = build_views(work, at[0], ref, Edits(work, index=i, ref=ref), [])
+    except ShapeError:
+        return None
+    if view is None:
+        return None
+    return build.admitted_pod(view, frozenset(), run.injections(view), ns,
+                              runtime_classes=run.ictx.runtime_classes)
+
+
+def _severity(obj: dict, cfg, strict: bool) -> str:
+    """ERROR, lowered to a WARNING by `krm-fn.dev/verdict: warning` on the workload or its
+    pod template, else by spec.verdict.onFailure (pipeline/verdict.severity_on_failure);
+    WARNING when not `strict` (a workload krm-fn does not tune, which the input's own
+    amounts already break: krm-fn makes it no worse)."""
+    if not strict:
+        return WARNING
+    template = annotations_of(obj, ("spec", "template", "metadata"))
+    for ann in (annotations_of(obj), template):
+        value = ann.get(VERDICT_ANNOTATION)
+        if value in ("warning", "error"):
+            return WARNING if value == "warning" else ERROR
+    return WARNING if cfg.verdict.onFailure == "warning" else ERROR
+
+
+def _add(tail: list, outcome, pick, result: Result) -> None:
+    """Add `result` to the item's Outcome (before its `left unchanged`; an ERROR leaves a
+    kept item unchanged), or to `tail` when the item has none."""
+    if outcome is None:
+        tail.append(result)
+        return
+    (result,) = file_results([result], pick.file)
+    res = outcome.results
+    at = len(res)
+    if res and res[-1].message == LEFT_UNCHANGED:
+        at -= 1
+    res.insert(at, result)
+    if result.severity != ERROR or at < len(res) - 1:
+        return
+    # the item is left unchanged: as pipeline/verdict._outcome does for the verdict's errors
+    outcome.results = [r for r in res if r.severity != INFO or r.tags[:1] == VERDICT_TAGS]
+    outcome.results.append(Result(LEFT_UNCHANGED, ERROR, pick.ref))
+    outcome.changes, outcome.pool_index, outcome.work = [], None, None
