@@ -5,8 +5,11 @@ import pytest
 def pytest_report_header(config):
     """The seed of the generated kubelet differential cases (tests/harness/seed.py)."""
     from tests.harness.seed import EXAMPLES, SEED
+    from tests import test_quota_differential as quota
     return [f"kubelet differential cases: KRM_FN_DIFF_SEED={SEED} "
-            f"KRM_FN_DIFF_EXAMPLES={EXAMPLES}"]
+            f"KRM_FN_DIFF_EXAMPLES={EXAMPLES}",
+            f"quota differential cases: KRM_FN_QUOTA_SEED={quota.SEED} "
+            f"KRM_FN_QUOTA_EXAMPLES={quota.EXAMPLES}"]
 
 
 @pytest.fixture(scope="session")
