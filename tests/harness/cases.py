@@ -126,6 +126,11 @@ def container(draw, name: str, role: str, guaranteed: bool) -> Container:
             req.pop("cpu", None)
     if not guaranteed and draw(st.booleans()):
         lim.pop("memory")
+    # as the API server stores it (SetDefaults_Pod: a limit without a request gives
+    # request = limit), which is what the kubelet and the scheduler see and what krm-fn's
+    # model takes (admission/build.py requests_limits)
+    for res, amount in lim.items():
+        req.setdefault(res, amount)
     return Container(name, role, req, lim)
 
 
