@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -42,6 +43,16 @@ class GoProgram:
     tags: tuple = ()
     what: str = ""
     ldflags: str = field(default="")
+
+
+def required(gomod: Path, module: str) -> str:
+    """The version of `module` that module file `gomod` requires ("v1.37.2"), from a
+    `require module v...` line or a line of a `require (...)` block. Raises ValueError
+    when it requires none."""
+    m = re.search(rf"^(?:require )?\s*{re.escape(module)} (v\S+)", gomod.read_text(), re.M)
+    if m is None:
+        raise ValueError(f"{gomod} requires no {module}")
+    return m.group(1)
 
 
 def go() -> str | None:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import secrets
 import shutil
 import signal
@@ -41,8 +40,7 @@ HERE = Path(__file__).resolve().parent
 
 def release() -> str:
     """The k8s.io/kubernetes release go.mod pins ("v1.37.2")."""
-    return re.search(r"^\s*k8s\.io/kubernetes (v\S+)$", (HERE / "go.mod").read_text(),
-                     re.M).group(1)
+    return gobuild.required(HERE / "go.mod", "k8s.io/kubernetes")
 
 
 def _version_ldflags() -> str:

@@ -12,7 +12,6 @@ a failure (`require_go`).
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 from pathlib import Path
 
@@ -29,9 +28,7 @@ def modfile(minor: str) -> Path:
 
 
 def _release(path: Path) -> str:
-    m = re.search(r"^require k8s\.io/kubernetes (v\S+)|^\tk8s\.io/kubernetes (v\S+)",
-                  path.read_text(), re.M)
-    return m.group(1) or m.group(2)
+    return gobuild.required(path, "k8s.io/kubernetes")
 
 
 def releases() -> dict[str, str]:

@@ -9,7 +9,6 @@ update docs/gitops.md.
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 from tests import gobuild
@@ -20,9 +19,7 @@ PACKAGE = "sigs.k8s.io/kustomize/kustomize/v5"
 
 def release() -> str:
     """The kustomize release go.mod requires ("v5.8.2")."""
-    m = re.search(rf"^\s*{re.escape(PACKAGE)} (v\S+)", (HERE / "go.mod").read_text(), re.M)
-    assert m, f"tests/kustomize/go.mod requires no {PACKAGE}"
-    return m.group(1)
+    return gobuild.required(HERE / "go.mod", PACKAGE)
 
 
 def program() -> gobuild.GoProgram:
