@@ -84,7 +84,6 @@ def _node(**kubelet):
 
 def _regressions() -> dict:
     """Disagreements the harness found, by name: (node, pods, repeat)."""
-    from krm_fn.admission.model import APP, SIDECAR
     from tests.admission.kit import GI, MI, ctr, pod
     one_cpu_2mi = pod(ctr("app0", 1, 1 / 16, **{"hugepages-2Mi": 4 * MI}))
     static_memory = dict(memoryManagerPolicy="Static", kubeReserved={"memory": "500Mi"},

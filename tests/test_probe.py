@@ -16,7 +16,7 @@ import time
 import pytest
 
 from krm_fn.probe import report, stats, target
-from tests.helpers import ROOT, run_cli
+from tests.helpers import ROOT
 from tests.probe.stub import Stub, cv, lognormal_delays
 
 pytest.importorskip("aiohttp")

@@ -38,7 +38,6 @@ import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
 
-from tests.test_verdict import render
 
 SEED = int(os.environ.get("KRM_FN_QUOTA_SEED") or random.SystemRandom().randrange(2**32))
 EXAMPLES = int(os.environ.get("KRM_FN_QUOTA_EXAMPLES") or 100)

@@ -101,7 +101,7 @@ def option_problems(config: dict, version, data, enabled: dict) -> list[tuple[st
         if opts and whole in data.gates and not enabled.get(whole):
             # cmd/kubelet/app/server.go run(): `%v` of a map prints its keys sorted
             said = "" if cpu else kubelet_says.says(
-                version, f"topology manager policy options map["
+                version, "topology manager policy options map["
                 + " ".join(f"{k}:{opts[k]}" for k in sorted(opts, key=str))
                 + f"] require feature gates \"{whole}\" enabled", kubelet_says.SERVER)
             out.append((f"featureGates.{whole}", f"{field} is set but the {whole} feature "

@@ -13,7 +13,6 @@ from krm_fn import config
 from krm_fn.node import formats
 from krm_fn.node import plan as node_plan
 from krm_fn.node.formats import FORMATS, RenderContext, render, render_with_results
-from krm_fn.node.formats import json6902 as json6902_format
 from krm_fn.results import ERROR, WARNING, Ref
 from krm_fn.yaml import emit
 
