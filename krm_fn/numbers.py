@@ -11,7 +11,7 @@ and the caller warns and leaves the value alone.
 """
 from __future__ import annotations
 
-from krm_fn.matching import LazyPattern, digits
+from krm_fn.matching import DIGITS, LazyPattern, digits
 
 # The largest count any value krm-fn reads means (threads, workers, CPUs, GiB): 2**20.
 # A bigger one is no real count and is reported like a non-number.
@@ -69,3 +69,187 @@ def brief(text: str, limit: int = 40) -> str:
             and text.isprintable():
         return text
     return shown(text, limit)
+
+
+# --- plain YAML scalars as kubectl, kustomize and the API server read them -------------------
+#
+# kubectl, Argo CD and Flux turn YAML into JSON with sigs.k8s.io/yaml (yaml.go YAMLToJSON:
+# go.yaml.in/yaml/v2 Unmarshal, then encoding/json); kustomize reads and rewrites numbers
+# with go.yaml.in/yaml/v3, whose resolve.go reads integers and floats the same way. Both
+# resolve.go (https://github.com/yaml/go-yaml/blob/v2.4.0/resolve.go,
+# .../v3.0.1/resolve.go) take a plain scalar that starts with a digit or a sign, drop every
+# `_`, and read it with Go's strconv.ParseInt(s, 0, 64) (a sign, then `0x`/`0X` hex, `0o`/`0O`
+# or a bare leading `0` octal, `0b`/`0B` binary, else decimal), then ParseUint (up to
+# 2^64-1), then as a float when it matches yamlStyleFloat; a scalar that starts with `.` is
+# read with ParseFloat; `.inf`, `.nan` and the booleans and nulls come from a table. So
+# `010` is 8 (YAML 1.1 octal: https://yaml.org/type/int.html), where YAML 1.2's core schema
+# reads 10.
+_GO_FLOAT = LazyPattern(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
+_GO_TABLE = {".nan": float("nan"), ".NaN": float("nan"), ".NAN": float("nan")}
+_GO_TABLE.update({s: float("inf") for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf",
+                                            "+.INF")})
+_GO_TABLE.update({s: float("-inf") for s in ("-.inf", "-.Inf", "-.INF")})
+_GO_NOT_NUMBERS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE "
+                            "on On ON off Off OFF null Null NULL ~".split())
+_BASES = {"x": (16, "0123456789abcdefABCDEF"), "o": (8, "01234567"), "b": (2, "01")}
+_INT64 = 1 << 63
+
+
+def _go_uint(s: str, base: int | None) -> int | None:
+    """strconv.ParseUint(s, base, 64) with base None for 0 (prefix decides); None where it
+    fails (no sign allowed, nothing but the base's digits, at most 2^64-1)."""
+    if base is None:
+        base, alphabet = 10, DIGITS
+        if s[:1] == "0":
+            if len(s) >= 3 and s[1].lower() in _BASES:
+                base, alphabet = _BASES[s[1].lower()]
+                s = s[2:]
+            else:
+                base, alphabet, s = 8, "01234567", s[1:]
+    else:
+        alphabet = _BASES["b"][1] if base == 2 else DIGITS
+    if s and not all(ch in alphabet for ch in s) or (not s and base != 8):
+        return None
+    if len(s) > 70:                     # beyond 2^64 in any base: and int() has a limit
+        return None
+    n = int(s, base) if s else 0
+    return n if n < (1 << 64) else None
+
+
+def _go_int(s: str, base: int | None) -> int | None:
+    """strconv.ParseInt(s, base, 64): an optional sign, then as _go_uint; int64 range."""
+    sign = -1 if s[:1] == "-" else 1
+    body = s[1:] if s[:1] in ("+", "-") else s
+    n = _go_uint(body, base) if body else None
+    if n is None:
+        return None
+    n *= sign
+    return n if -_INT64 <= n < _INT64 else None
+
+
+
+def yaml11(text: str) -> int | float | None:
+    """The number kubectl, kustomize and the API server read in the plain YAML scalar `text`
+    (str, as written, without quotes): an int (exact, -2^63 to 2^64-1) or a float (nan and
+    ±inf included); None when they read something else (a string, a boolean, null, a
+    timestamp). A port of go-yaml's resolve.go for numbers (see above); never raises."""
+    if not isinstance(text, str) or not text:
+        return None
+    first = text[0]
+    if first in DIGITS and digits(text) and (first != "0" or len(text) == 1):
+        return int(text) if len(text) <= 18 else _go_number(text)    # the usual case
+    if text in _GO_TABLE:
+        return _GO_TABLE[text]
+    if text in _GO_NOT_NUMBERS:
+        return None
+    if first == ".":
+        return _go_float(text)
+    if first in DIGITS or first in "+-":
+        return _go_number(text)
+    return None
+
+
+def _go_float(s: str) -> float | None:
+    """strconv.ParseFloat(s, 64) of a string yamlStyleFloat matches; None out of range."""
+    if len(s) > 400 or not _GO_FLOAT.fullmatch(s):
+        return None
+    f = float(s)
+    return None if f in (float("inf"), float("-inf")) else f
+
+
+def _go_number(text: str) -> int | float | None:
+    plain = text.replace("_", "")
+    n = _go_int(plain, None)
+    if n is None and plain[:1] != "+" and plain[:1] != "-":
+        n = _go_uint(plain, None)
+    if n is not None:
+        return n
+    f = _go_float(plain)
+    if f is not None:
+        return f
+    if plain.startswith("0b"):           # resolve.go: ParseInt(plain[2:], 2, 64), a sign
+        n = _go_int(plain[2:], 2)        # after the prefix allowed
+        return n if n is not None else _go_uint(plain[2:], 2)
+    if plain.startswith("-0b"):
+        return _go_int("-" + plain[3:], 2)
+    return None
+
+
+def octal_reading(text: str) -> tuple[int, int] | None:
+    """(what kubectl and the API server read, what YAML 1.2 and a reader of the manifest
+    read) when the plain scalar `text` is a whole number written with a leading zero whose
+    YAML 1.1 octal value differs from its decimal one (`010`: (8, 10)); else None
+    (`07`, `08` (no octal digit 8: a float 8.0 to go-yaml), `0`, `10`)."""
+    if not isinstance(text, str):
+        return None
+    plain = text.replace("_", "")
+    body = plain[1:] if plain[:1] in ("+", "-") else plain
+    if len(body) < 2 or body[0] != "0" or not digits(body) or text[:1] == "_":
+        return None
+    got = yaml11(text)
+    if not isinstance(got, int):
+        return None
+    decimal_value = int(body) * (-1 if plain[:1] == "-" else 1)
+    return (got, decimal_value) if got != decimal_value else None
+
+
+def api_json(text: str) -> str | None:
+    """The JSON number text the API server receives for the plain YAML scalar `text`
+    (sigs.k8s.io/yaml: go-yaml's number, then encoding/json: an integral float below 1e21
+    without a fraction, `8` for `08`; `1000` for `1e3`); None when it is no number or one
+    JSON cannot carry (nan, ±inf: kubectl refuses the file)."""
+    got = yaml11(text)
+    if got is None or isinstance(got, bool):
+        return None
+    if isinstance(got, int):
+        return str(got)
+    if got != got or got in (float("inf"), float("-inf")):
+        return None
+    return _go_json_float(got)
+
+
+def _go_json_float(f: float) -> str:
+    """encoding/json's text of the finite float `f` (encode.go floatEncoder): the shortest
+    digits that read back as `f` (Python's repr finds the same), written without an
+    exponent from 1e-6 to below 1e21 (`1000`, `-9223372036854776000`), else as `1e+21`,
+    `1e-7`."""
+    mant, _, exp = repr(f).partition("e")
+    sign = "-" if mant.startswith("-") else ""
+    mant = mant.lstrip("-")
+    if f != 0 and not 1e-6 <= abs(f) < 1e21:
+        return f"{sign}{mant.removesuffix('.0')}e{exp[0]}{exp[1:].lstrip('0') or '0'}"
+    whole, _, frac = mant.partition(".")
+    ds, p = whole + frac, len(whole) + int(exp or 0)     # digits, where the point goes
+    if p <= 0:
+        out = "0." + "0" * -p + ds
+    elif p >= len(ds):
+        out = ds + "0" * (p - len(ds))
+    else:
+        out = ds[:p] + "." + ds[p:]
+    if "." in out:
+        out = out.rstrip("0").rstrip(".")
+    out = out.lstrip("0") or "0"
+    if out.startswith("."):
+        out = "0" + out
+    return sign + out if out != "0" else "0"      # -0.0 is `-0` to Go; the same number
+
+
+def api_int(text: object) -> tuple[int | None, str | None]:
+    """(the integer the API server stores for an integer field written as the YAML scalar
+    `text` (an int, or str as written), None) or (None, why it cannot be used): a leading-zero
+    octal that a reader takes for another number (`010`: 8 to the API server, 10 in YAML 1.2;
+    "write 8 or 10"), or no whole number (`1.5`, `abc`, `1e21`: the API server refuses the
+    object). The input's scalars are strings whatever their quoting (krm_fn/yaml/load.py),
+    so a quoted `"3"`, which the API server refuses, reads as 3 here."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        return None, f"{shown(text)} is not a whole number: the API server refuses it"
+    s = str(text).strip(BLANKS)
+    two = octal_reading(s)
+    if two is not None:
+        return None, (f"`{s}` is {two[0]} to kubectl, kustomize and the API server (a YAML "
+                      f"1.1 octal number) but {two[1]} to a reader of the manifest (YAML 1.2); "
+                      f"write {two[0]} or {two[1]}")
+    j = api_json(s)
+    if j is None or not digits(j.lstrip("-")):
+        return None, f"{brief(s)} is not a whole number: the API server refuses it"
+    return int(j), None

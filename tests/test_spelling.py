@@ -330,25 +330,6 @@ def test_typed_yaml_scalars_read_as_before(v):
         assert (type(got), got) == (type(want), want), v
 
 
-# krm_fn/rules/facts.py read_pair: a cpu or memory quantity with a leading zero (`re.match`,
-# so `$` also matches before a final newline)
-LEADING_ZERO = r"^[+-]?0[0-9]+$"
-
-
-@_SETTINGS
-@given(st.one_of(_strings(LEADING_ZERO[1:-1]), st.text("+-0123456789\n٣ m", max_size=8)))
-@example("012\n")
-@example("012\n\n")
-@example("+0")
-@example("-00")
-@example("0")
-@example("0٣")
-@example("")
-def test_leading_zero_is_the_expression(s):
-    from krm_fn.rules.facts import leading_zero
-    assert leading_zero(s) == (re.match(LEADING_ZERO, s) is not None), s
-
-
 # krm_fn/rules/cmdline.py image_version: the version an image tag starts with (`re.match`)
 TAG_VERSION = r"v?([0-9]{1,6})\.([0-9]{1,6})(?:\.([0-9]{1,6}))?(?:\.([0-9]{1,6}))?(?![0-9])"
 

@@ -41,16 +41,13 @@ _SCOPES_IN = ("NotBestEffort", "NotTerminating")
 
 def replicas(obj: dict, path: str) -> int:
     """Replicas of the pod at field path `path` of workload `obj` (plain data):
-    `spec.replicas` (default 1; the input's scalars may be strings, read through
-    krm_fn.numbers) for a pod template at `spec.template.spec`, else 1."""
+    `spec.replicas` (default 1; read as the API server reads it, numbers.api_int; 1 where
+    it cannot be used: count_problem says why) for a pod template at `spec.template.spec`,
+    else 1."""
     spec = obj.get("spec") if isinstance(obj, dict) else None
     if path != "spec.template.spec" or not isinstance(spec, dict):
         return 1
-    n = spec.get("replicas")
-    if n is None:
-        return 1
-    got = numbers.count(str(n).strip())
-    return got if got is not None else 1
+    return _count(spec.get("replicas"), 1)
 
 
 def _usage(pod: AdmittedPod) -> dict:
@@ -111,10 +108,35 @@ def pod_count(obj: dict) -> tuple:
 
 
 def _count(value, default: int) -> int:
+    """The count field's value as the API server reads it (numbers.api_int), `default`
+    when it is absent or cannot be used (count_problem reports that)."""
     if value is None:
         return default
-    got = numbers.count(str(value).strip())
-    return got if got is not None else default
+    got, _ = numbers.api_int(value)
+    return got if got is not None and got >= 0 else default
+
+
+def count_problem(obj: dict) -> tuple[str, str] | None:
+    """(field path, message) of the first count field of a COUNTED workload `obj` whose
+    value krm-fn cannot take as the API server reads it (numbers.api_int: `replicas: 010`,
+    8 to the API server and 10 in YAML 1.2; `1.5`; a negative count); None when every one
+    reads as one whole number."""
+    from krm_fn.workloads import group_of
+    field_name = COUNTED.get((group_of(obj.get("apiVersion")), obj.get("kind")))
+    spec = obj.get("spec")
+    if field_name is None or not isinstance(spec, dict):
+        return None
+    for name in (field_name, "completions") if field_name == "parallelism" else (field_name,):
+        value = spec.get(name)
+        if value is None:
+            continue
+        got, why = numbers.api_int(value)
+        if why is None and got < 0:
+            why = f"{got} is negative: the API server refuses it"
+        if why is not None:
+            meta = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+            return (f"spec.{name}", f"{obj.get('kind')} {meta.get('name')} spec.{name}: {why}")
+    return None
 
 
 def _hard(quota: dict) -> dict:

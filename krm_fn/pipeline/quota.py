@@ -38,10 +38,15 @@ def judge(items: list, done: list, run) -> list:
         ns = str((obj.get("metadata") or {}).get("namespace") or "")
         if ns not in run.ictx.quotas:
             continue
+        pick, outcome = by_index.get(i, (None, None))
+        problem = rq.count_problem(obj)
+        if problem is not None:
+            _add(tail, outcome, pick, Result(problem[1], _severity(obj, run.cfg, True),
+                                             ref_of(obj), problem[0], tags=TAGS))
+            continue
         count, why = rq.pod_count(obj)
         if count == 0:
             continue
-        pick, outcome = by_index.get(i, (None, None))
         if count is None:
             _add(tail, outcome, pick, Result(
                 f"{obj.get('kind')} {ref_of(obj).name} is not counted in the total of "

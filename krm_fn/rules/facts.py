@@ -21,8 +21,7 @@ import math
 from krm_fn.record import dataclass
 from krm_fn.rational import Fraction
 
-from krm_fn import quantity
-from krm_fn.matching import digits
+from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR, WARNING
 from krm_fn.rules import engines as serving
@@ -102,14 +101,30 @@ def shape_note(c: ContainerView) -> tuple | None:
     return None
 
 
-def leading_zero(text: str) -> bool:
-    """Whether `text` is a whole number written with a leading zero, an optional sign and
-    a final newline allowed (the regular expression `^[+-]?0[0-9]+$` with `match`, as a
-    character test: nothing to compile at start-up)."""
-    s = text[:-1] if text.endswith("\n") else text
-    if s[:1] in ("+", "-"):
-        s = s[1:]
-    return s[:1] == "0" and digits(s[1:])
+def _read_otherwise(text: str) -> str | None:
+    """Why quantity `text` cannot be used as written, when the API server reads another
+    amount in it: kubectl and kustomize read a plain scalar that YAML 1.1 takes for a number
+    (numbers.api_json) as that number, so `010` is 8 (octal), `0x0A` 10; None when both
+    readings are one amount (`4`, `08`, `1e3`, `500m`)."""
+    seen = numbers.api_json(text)
+    if seen is None:
+        return None
+    two = numbers.octal_reading(text)
+    if two is not None:
+        return (f"is {two[0]} to kubectl, kustomize and the API server (a YAML 1.1 octal "
+                f"number) but {two[1]} as a Kubernetes quantity; write \"{two[0]}\" or "
+                f"\"{two[1]}\"")
+    try:
+        api = quantity.parse(seen).value
+    except quantity.QuantityError:
+        return None                     # no quantity either way: read_pair says why
+    try:
+        same = quantity.parse(text).value == api
+    except quantity.QuantityError:
+        same = False
+    return None if same else (f"is {seen} to kubectl, kustomize and the API server (a YAML "
+                              f"1.1 number) but not that quantity as written; write "
+                              f"\"{seen}\"")
 
 
 def read_pair(c: ContainerView, res: str, kind: str, notes: list):
@@ -123,11 +138,10 @@ def read_pair(c: ContainerView, res: str, kind: str, notes: list):
         if raw is None:
             out.append(None)
             continue
-        if leading_zero(str(raw)):
+        other = _read_otherwise(str(raw))
+        if other is not None:
             notes.append((ERROR, c.path + ("resources", part, res),
-                          f"container {c.name!r}: {res} {raw} has a leading zero: YAML 1.1 "
-                          f"readers (kubectl, kustomize) read it as an octal number, Kubernetes "
-                          f"quantities as decimal; write it without the leading zero, quoted"))
+                          f"container {c.name!r}: {res} {raw} {other}"))
             return None, None, False
         try:
             q = quantity.parse_cpu(raw) if kind == "cpu" else quantity.parse_memory(raw)
