@@ -31,7 +31,7 @@ from math import gcd
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak, reservation
 from krm_fn.admission.model import HUGEPAGES, INIT, AdmittedPod, NodeModel, node_memo
-from krm_fn.admission.qos import gate, pod_level_set, pod_qos
+from krm_fn.admission.qos import gate, pod_qos
 from krm_fn.admission.topology import AdmitPlan, NodeState, admit
 
 MAX_PODS_DEFAULT = 110

@@ -122,7 +122,8 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     for i, (name, alloc) in described.items():
         run.nodes[i] = record.replace(run.nodes[i], allocatable=alloc, from_node=name)
     # DaemonSets krm-fn does not tune run as written on every node they select: they take
-    # their share of each node before the fit per node is counted
+    # their share of each node before the fit per node is counted (the ones it tunes are
+    # added as it writes them: pipeline/daemons.py)
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
     run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
                  for n in run.nodes]
