@@ -166,3 +166,27 @@ def test_a_tuned_daemonset_takes_its_gpu_on_every_node():
     assert verdicts(results)[1] == (
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
         "3 per node (allocatable nvidia.com/gpu 4: 1 each)")
+
+
+def test_an_extended_resource_request_without_a_limit_is_refused_by_the_api_server():
+    res = {"cpu": "4", "memory": "8Gi"}
+    dep = deployment(spec={"containers": [{"name": "server", "image": "srv:1", "resources": {
+        "requests": {**res, "nvidia.com/gpu": "1"}, "limits": res}}]})
+    code, results, _ = render(config(pool=FROM_NODE), _node({"nvidia.com/gpu": "4"}), dep)
+    assert code == 1
+    assert errors(results)[0] == (
+        "container 'server' requests 1 nvidia.com/gpu without a limit: the API server "
+        "refuses the pod (\"Limit must be set for non overcommitable resources\"): an "
+        "extended resource or huge pages are never overcommitted, so requests must equal "
+        "limits; set limits.nvidia.com/gpu to 1 (kubernetes/kubernetes "
+        "pkg/apis/core/validation/validation.go validateResourceRequirements; "
+        "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/"
+        "#extended-resources)")
+    unequal = deployment(spec={"containers": [{"name": "server", "image": "srv:1",
+                                               "resources": {
+        "requests": {**res, "nvidia.com/gpu": "1"}, "limits": {**res, "nvidia.com/gpu": "2"}}}]})
+    code, results, _ = render(config(pool=FROM_NODE), _node({"nvidia.com/gpu": "4"}), unequal)
+    assert code == 1
+    assert errors(results)[0].startswith(
+        "container 'server' requests 1 nvidia.com/gpu but its limit is 2: the API server "
+        "refuses the pod (\"must be equal to nvidia.com/gpu limit of 2\")")

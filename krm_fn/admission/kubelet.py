@@ -7,8 +7,9 @@
 Built from qos.py (QoS class), cpumanager.py (exclusive CPUs, SMTAlignmentError),
 topology.py (Topology Manager admission, TopologyAffinityError), memorymanager.py (Memory
 Manager Static) and capacity.py (replicas per node). Every Finding's `rule` is one of
-qos, cpumanager, topology, memorymanager, capacity; its message names the kubelet's error,
-the fix and the upstream source.
+qos, cpumanager, topology, memorymanager, capacity, validation (an extended resource or huge
+pages whose request is not its limit: the API server refuses the pod); its message names
+the kubelet's error, the fix and the upstream source.
 """
 from __future__ import annotations
 
@@ -232,7 +233,7 @@ def _resource_findings(pod: AdmittedPod, node: NodeModel) -> list:
     naming the Node that says so for ephemeral-storage and extended resources; one DEPENDS
     finding naming the ephemeral-storage and extended resources the pod asks for when no
     `fromNode` Node says how much a node has (they do not limit the count then)."""
-    out = []
+    out = _overcommit_findings(pod)
     req, alloc, node_name = pod_requests(pod, node), allocatable(node), node.from_node
     for res, want, have in too_large(req, alloc, bool(node_name)):
         where = f"a node of pool {node.pool!r} has {_amount(res, have)} allocatable"
@@ -265,6 +266,37 @@ def _resource_findings(pod: AdmittedPod, node: NodeModel) -> list:
                            + ", ".join(f"Insufficient {r}" for r, _ in missing)
                            + f"); give topology.fromNode (kubectl get node NAME -o yaml) to "
                            f"count {it} ({FIT_SRC}; {anchors})", "capacity", pod.path))
+    return out
+
+
+VALIDATION_SRC = ("kubernetes/kubernetes pkg/apis/core/validation/validation.go "
+                  "validateResourceRequirements")
+
+
+def _overcommit_findings(pod: AdmittedPod) -> list:
+    """An ERROR per container resource that may not be overcommitted (an extended
+    resource, huge pages: helper.IsOvercommitAllowed is false) whose request has no limit
+    or differs from it: the API server refuses the pod ("Limit must be set for non
+    overcommitable resources", "must be equal to <resource> limit of <limit>"). A limit
+    without a request was already defaulted to request = limit."""
+    out = []
+    for c in pod.containers:
+        for res, want in c.requests.items():
+            if not (res.startswith(HUGEPAGES) or ("/" in res and "kubernetes.io/" not in res)):
+                continue
+            limit = c.limits.get(res)
+            if limit == want:
+                continue
+            said = ("Limit must be set for non overcommitable resources" if limit is None
+                    else f"must be equal to {res} limit of {_amount(res, limit)}")
+            out.append(Finding(ERROR, f"container {c.name!r} requests {_amount(res, want)} "
+                               f"{res} " + ("without a limit" if limit is None else
+                                            f"but its limit is {_amount(res, limit)}")
+                               + f": the API server refuses the pod (\"{said}\"): an "
+                               f"extended resource or huge pages are never overcommitted, "
+                               f"so requests must equal limits; set limits.{res} to "
+                               f"{_amount(res, want)} ({VALIDATION_SRC}; "
+                               f"{DOCS}#extended-resources)", "validation", pod.path))
     return out
 
 

@@ -161,7 +161,8 @@ class Finding:
     INFO or DEPENDS (the outcome depends on what else runs on the node at that moment);
     `message`: what happens, why, and the fix (where to change what), citing the kubelet
     source or KEP; `rule`: the model part that found it (`qos`, `cpumanager`, `topology`,
-    `memorymanager`, `scheduling`, `webhook`, `podlevel`, `injection`); `path`: field path
+    `memorymanager`, `scheduling`, `webhook`, `podlevel`, `injection`, `capacity`,
+    `validation`); `path`: field path
     in the workload or None."""
 
     severity: str
