@@ -9,7 +9,15 @@ Counted by simulation, pod after pod, not by dividing totals: each replica must 
   (KEP-688), summed over the pods within node allocatable
   `cpu` and `memory` (capacity minus kube/system reserved and the hard eviction threshold,
   https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/;
-  kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go, OutOfcpu / OutOfmemory);
+  kubernetes/kubernetes pkg/kubelet/lifecycle/predicate.go, OutOfcpu / OutOfmemory), then
+  ephemeral-storage and every other requested resource (huge pages, extended resources such
+  as nvidia.com/gpu) within node allocatable, in the order of the scheduler's
+  NodeResourcesFit (pkg/scheduler/framework/plugins/noderesources/fit.go fitsRequest: the
+  pod count, cpu, memory, ephemeral-storage, then the scalar resources; Go visits those in
+  map order, krm-fn by name). Ephemeral-storage and extended resources are known only
+  when a `fromNode` Node gives its status.allocatable (`NodeModel.from_node`); a resource
+  that Node does not list has 0 allocatable, as for the scheduler; without a Node they do
+  not limit the count (kubelet.py says so in a DEPENDS finding);
 - `maxPods` (default 110, pkg/kubelet/apis/config/v1beta1/defaults.go);
 - admission by the Topology, CPU and Memory Managers on the node as the earlier replicas left
   it (krm_fn.admission.topology.admit): exclusive CPUs per NUMA node under the policy and
@@ -23,7 +31,7 @@ from math import gcd
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak, reservation
 from krm_fn.admission.model import HUGEPAGES, INIT, AdmittedPod, NodeModel, node_memo
-from krm_fn.admission.qos import gate, pod_level_set, pod_qos
+from krm_fn.admission.qos import gate, pod_qos
 from krm_fn.admission.topology import AdmitPlan, NodeState, admit
 
 MAX_PODS_DEFAULT = 110
@@ -63,7 +71,9 @@ def allocatable(node: NodeModel) -> dict:
     minus the huge pages, None when the pool does not describe memory; huge pages = all
     those pre-allocated on the NUMA nodes (no reservation applies to them:
     cmd/kubelet/app/server.go parseResourceList), 0 for a page size the pool does not
-    declare (the kernel pre-allocates none unless configured). Memoised per node."""
+    declare (the kernel pre-allocates none unless configured); ephemeral-storage (bytes)
+    and extended resources (counts) as a `fromNode` Node's status.allocatable gives them
+    (`node.allocatable`, pipeline/load.py). Memoised per node."""
     memo = node_memo(node)
     out = memo.get("allocatable")
     if out is not None:
@@ -88,28 +98,74 @@ def allocatable(node: NodeModel) -> dict:
     return out
 
 
-def short_of(req: dict, alloc: dict, used: dict | None = None) -> str | None:
-    """The first resource after cpu (which callers check exactly first), in the scheduler's
-    order (noderesources fitsRequest: cpu, memory, then the others), of which `req` (pod_requests) is more than `alloc` (allocatable)
-    minus `used` holds; None when everything fits. Huge pages count against 0 when the pool
-    does not declare them; ephemeral-storage and extended resources are not modelled (krm-fn
-    does not know a node's disk or devices)."""
+FIRST = ("memory", "ephemeral-storage")   # checked in this order after cpu (fitsRequest)
+
+
+def fit_order(req: dict) -> list:
+    """The resources of `req` (pod_requests) the fit checks after cpu, in
+    fitsRequest's order: memory, ephemeral-storage, then every other (scalar) resource,
+    huge pages and extended resources, by name."""
+    return [*FIRST, *sorted(r for r in req if r != "cpu" and r not in FIRST)]
+
+
+def known(res: str, alloc: dict, described: bool):
+    """Node allocatable of `res` in `alloc` (allocatable), or None when krm-fn does not
+    know it: memory when the pool does not describe memory; ephemeral-storage and extended
+    resources when the pool is not `described` by a Node (NodeModel.from_node). Huge
+    pages the pool does not declare, and anything a describing Node does not list, are 0
+    (the scheduler's NodeInfo allocatable has none of them)."""
+    have = alloc.get(res)
+    if have is not None or res == "memory":
+        return have
+    return 0 if described or res.startswith(HUGEPAGES) else None
+
+
+def short_of(req: dict, alloc: dict, used: dict | None = None,
+             described: bool = False) -> str | None:
+    """The first resource after cpu (which callers check exactly first), in fit_order, of
+    which `req` (pod_requests) asks a non-zero amount that is more than `alloc`
+    (allocatable) minus `used` holds; None when everything fits. `described`: the pool is
+    described by a Node (known)."""
     used = used or {}
-    for res in ("memory", *sorted(r for r in req if r.startswith(HUGEPAGES))):
-        have = alloc.get(res, 0 if res.startswith(HUGEPAGES) else None)
-        if have is not None and req.get(res, 0) and req[res] + used.get(res, 0) > have:
+    for res in fit_order(req):
+        want = req.get(res, 0)
+        if not want:
+            continue
+        have = known(res, alloc, described)
+        if have is not None and want + used.get(res, 0) > have:
             return res
     return None
 
 
-def too_large(req: dict, alloc: dict) -> list:
+def too_large(req: dict, alloc: dict, described: bool = False) -> list:
     """[(resource, requested, allocatable)] of every resource of which one pod alone asks
-    more than a node has (cpu first, then short_of's order)."""
+    more than a node has (cpu first, then fit_order)."""
     out = [("cpu", req["cpu"], alloc["cpu"])] if req["cpu"] > alloc["cpu"] else []
-    for res in ("memory", *sorted(r for r in req if r.startswith(HUGEPAGES))):
-        if short_of({res: req[res]}, alloc) == res:
-            out.append((res, req[res], alloc.get(res, 0)))
+    for res in fit_order(req):
+        if short_of({res: req.get(res, 0)}, alloc, None, described) == res:
+            out.append((res, req[res], known(res, alloc, described)))
     return out
+
+
+def unknown(req: dict, alloc: dict, described: bool = False) -> list:
+    """[(resource, requested)] of the resources `req` asks a non-zero amount of whose node
+    allocatable krm-fn does not know (known is None), memory left out (the pool's
+    memory description is its own finding), in fit_order."""
+    return [(r, req[r]) for r in fit_order(req)
+            if r != "memory" and req.get(r, 0) and known(r, alloc, described) is None]
+
+
+def amount_text(res: str, value) -> str:
+    """`value` of `res` for a message: memory in Gi (4 significant digits), cpu in
+    cores, huge pages and ephemeral-storage as a binary quantity, an extended resource as
+    the count it is."""
+    if res == "memory":
+        return _gib(value)
+    if res == "cpu":
+        return quantity.format_cpu(value)
+    if res.startswith(HUGEPAGES) or res == "ephemeral-storage":
+        return quantity.format_binary_si(value)
+    return str(value)
 
 
 def each_cpu(pod: AdmittedPod, node: NodeModel, req: Fraction, qos: str) -> str:
@@ -159,7 +215,8 @@ class Packer:
         self.cpu_n, self.cpu_d = 0, 1
         self.alloc_n, self.alloc_d = self.alloc["cpu"].numerator, self.alloc["cpu"].denominator
         self.memory = 0
-        self.used: dict = {}      # hugepages-<size> placed so far, bytes
+        self.used: dict = {}      # every other resource placed so far (bytes, counts)
+        self.described = bool(node.from_node)
         self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
         self.count = self.total = 0
         self.why = self.limit = ""
@@ -183,11 +240,12 @@ class Packer:
                           f"{each_cpu(pod, self.node, req['cpu'], qos)} each")
             self.why = f"{self.limit} (OutOfcpu)"
             return False
-        short = short_of(req, self.alloc, {**self.used, "memory": self.memory})
+        short = short_of(req, self.alloc, {**self.used, "memory": self.memory},
+                         self.described)
         if short is not None:
-            amount = _gib if short == "memory" else quantity.format_binary_si
-            self.limit = (f"allocatable {short} {amount(self.alloc.get(short, 0))}: "
-                          f"{amount(req[short])} each")
+            have = known(short, self.alloc, self.described)
+            self.limit = (f"allocatable {short} {amount_text(short, have)}: "
+                          f"{amount_text(short, req[short])} each")
             self.why = f"{self.limit} (OutOf{short})"
             return False
         trial = self.state.copy()
@@ -201,7 +259,7 @@ class Packer:
         self.cpu_n, self.cpu_d = cpu_n // common, cpu_d // common
         self.memory += req["memory"]
         for res, amount in req.items():
-            if res.startswith(HUGEPAGES):
+            if res != "cpu" and res != "memory":
                 self.used[res] = self.used.get(res, 0) + amount
         self.count += 1
         self.total += 1

@@ -7,15 +7,16 @@
 Built from qos.py (QoS class), cpumanager.py (exclusive CPUs, SMTAlignmentError),
 topology.py (Topology Manager admission, TopologyAffinityError), memorymanager.py (Memory
 Manager Static) and capacity.py (replicas per node). Every Finding's `rule` is one of
-qos, cpumanager, topology, memorymanager, capacity; its message names the kubelet's error,
-the fix and the upstream source.
+qos, cpumanager, topology, memorymanager, capacity, validation (an extended resource or huge
+pages whose request is not its limit: the API server refuses the pod); its message names
+the kubelet's error, the fix and the upstream source.
 """
 from __future__ import annotations
 
 from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology
-from krm_fn.admission.capacity import (allocatable, fit, fit_mix, fit_one, pod_plan,
-                                       pod_requests, too_large)
+from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, fit_one,
+                                       pod_plan, pod_requests, too_large, unknown)
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, INFO, WARNING, AdmittedPod, Finding,
                                     NodeModel)
 from krm_fn.admission.qos import GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set
@@ -217,22 +218,95 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
                            f"running out of memory is not checked; describe "
                            f"topology.memory or topology.numaMemory "
                            f"({memorymanager.MM_DOCS})", "memorymanager", pod.path))
-    for res, want, have in too_large(pod_requests(pod, node), allocatable(node)):
-        undeclared = (" (the pool declares no such huge pages: spec.nodePools[].topology."
-                      "hugepages; the kernel pre-allocates none unless configured)"
-                      if res.startswith(HUGEPAGES) and not have else "")
-        out.append(Finding(ERROR, f"the pod requests {_amount(res, want)} {res} but a node of "
-                           f"pool {node.pool!r} has {_amount(res, have)} allocatable"
-                           f"{undeclared}: it never schedules (Insufficient {res}); lower the "
-                           f"requests or use larger nodes (https://kubernetes.io/docs/tasks/"
-                           f"administer-cluster/reserve-compute-resources/)", "capacity",
-                           pod.path))
+    out += _resource_findings(pod, node)
+    return out
+
+
+FIT_SRC = ("kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources/fit.go "
+           "fitsRequest")
+DOCS = "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/"
+
+
+def _resource_findings(pod: AdmittedPod, node: NodeModel) -> list:
+    """An ERROR per resource of which the pod alone asks more than a node of the pool has
+    allocatable (the scheduler never binds it: NodeResourcesFit, Insufficient <resource>),
+    naming the Node that says so for ephemeral-storage and extended resources; one DEPENDS
+    finding naming the ephemeral-storage and extended resources the pod asks for when no
+    `fromNode` Node says how much a node has (they do not limit the count then)."""
+    out = _overcommit_findings(pod)
+    req, alloc, node_name = pod_requests(pod, node), allocatable(node), node.from_node
+    for res, want, have in too_large(req, alloc, bool(node_name)):
+        where = f"a node of pool {node.pool!r} has {_amount(res, have)} allocatable"
+        source = "https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/"
+        if res.startswith(HUGEPAGES) and not have:
+            where += (" (the pool declares no such huge pages: spec.nodePools[].topology."
+                      "hugepages; the kernel pre-allocates none unless configured)")
+        elif res not in ("cpu", "memory") and not res.startswith(HUGEPAGES):
+            listed = f"has {amount_text(res, have)}" if res in alloc else "lists none"
+            where = (f"Node {node_name!r} (topology.fromNode of pool {node.pool!r}) {listed} "
+                     f"in status.allocatable")
+            anchor = "local-ephemeral-storage" if res == "ephemeral-storage" else (
+                "extended-resources")
+            source = f"{FIT_SRC}; {DOCS}#{anchor}"
+        out.append(Finding(ERROR, f"the pod requests {_amount(res, want)} {res} but {where}: "
+                           f"it never schedules (Insufficient {res}); lower the requests or "
+                           f"use larger nodes ({source})", "capacity", pod.path))
+    missing = unknown(req, alloc, bool(node_name))
+    if missing:
+        asked = ", ".join(f"{amount_text(r, v)} {r}" for r, v in missing)
+        it = "them" if len(missing) > 1 else "it"
+        anchors = ", ".join(f"{DOCS}#{a}" for a in (
+            ["extended-resources"] * any(r != "ephemeral-storage" for r, _ in missing)
+            + ["local-ephemeral-storage"] * any(r == "ephemeral-storage" for r, _ in missing)))
+        out.append(Finding(DEPENDS, f"the pod requests {asked}: node pool {node.pool!r} is "
+                           f"not described by a Node (topology.fromNode), so krm-fn does not "
+                           f"know how much of {it} a node has and does not count {it} in the "
+                           f"replicas per node; the scheduler binds the pod only to a node "
+                           f"whose status.allocatable has enough ("
+                           + ", ".join(f"Insufficient {r}" for r, _ in missing)
+                           + f"); give topology.fromNode (kubectl get node NAME -o yaml) to "
+                           f"count {it} ({FIT_SRC}; {anchors})", "capacity", pod.path))
+    return out
+
+
+VALIDATION_SRC = ("kubernetes/kubernetes pkg/apis/core/validation/validation.go "
+                  "validateResourceRequirements")
+
+
+def _overcommit_findings(pod: AdmittedPod) -> list:
+    """An ERROR per container resource that may not be overcommitted (an extended
+    resource, huge pages: helper.IsOvercommitAllowed is false) whose request has no limit
+    or differs from it: the API server refuses the pod ("Limit must be set for non
+    overcommitable resources", "must be equal to <resource> limit of <limit>"). A limit
+    without a request was already defaulted to request = limit."""
+    out = []
+    for c in pod.containers:
+        for res, want in c.requests.items():
+            if not (res.startswith(HUGEPAGES) or ("/" in res and "kubernetes.io/" not in res)):
+                continue
+            limit = c.limits.get(res)
+            if limit == want:
+                continue
+            said = ("Limit must be set for non overcommitable resources" if limit is None
+                    else f"must be equal to {res} limit of {_amount(res, limit)}")
+            out.append(Finding(ERROR, f"container {c.name!r} requests {_amount(res, want)} "
+                               f"{res} " + ("without a limit" if limit is None else
+                                            f"but its limit is {_amount(res, limit)}")
+                               + f": the API server refuses the pod (\"{said}\"): an "
+                               f"extended resource or huge pages are never overcommitted, "
+                               f"so requests must equal limits; set limits.{res} to "
+                               f"{_amount(res, want)} ({VALIDATION_SRC}; "
+                               f"{DOCS}#extended-resources)", "validation", pod.path))
     return out
 
 
 def _amount(res: str, value) -> str:
-    """`value` of `res` as the messages write it: cpu in cores, bytes canonically."""
-    return str(value) if res == "cpu" else quantity.format_binary_si(value)
+    """`value` of `res` as the messages write it: cpu in cores, an extended resource as
+    its count, bytes canonically."""
+    if res == "cpu" or not (res == "memory" or res == "ephemeral-storage"
+                            or res.startswith(HUGEPAGES)):
+        return str(value)
+    return quantity.format_binary_si(value)
 
 
 def judge(pod: AdmittedPod, node: NodeModel) -> tuple:

@@ -98,8 +98,14 @@ class NodeModel:
     `hugepages-<size>`), {} when the config does not describe memory; `allocatable`:
     node allocatable {resource: amount} where it is known otherwise than from this model
     (capacity.allocatable derives the rest: capacity minus kube/system reserved and the
-    hard eviction threshold), usually {}; `daemons`: AdmittedPods of the DaemonSets of
-    the input that run on every node of the pool, placed before anything else.
+    hard eviction threshold); with a `fromNode` Node, its status.allocatable of every
+    resource other than cpu, memory, hugepages and pods (ephemeral-storage in bytes,
+    extended resources such as nvidia.com/gpu as counts), else usually {}; `daemons`:
+    AdmittedPods of the DaemonSets of the input that run on every node of the pool (as
+    krm-fn writes them), placed before anything else; `from_node`: the name of the Node
+    (topology.fromNode) whose status.allocatable `allocatable` holds, "" when the pool is
+    not described by a Node (then ephemeral-storage and extended resources are unknown,
+    not 0).
     """
 
     pool: str
@@ -111,6 +117,7 @@ class NodeModel:
     numa_memory: dict = field(default_factory=dict)
     allocatable: dict = field(default_factory=dict)
     daemons: tuple = ()
+    from_node: str = ""
 
     @property
     def numa_nodes(self) -> list[int]:
@@ -154,7 +161,8 @@ class Finding:
     INFO or DEPENDS (the outcome depends on what else runs on the node at that moment);
     `message`: what happens, why, and the fix (where to change what), citing the kubelet
     source or KEP; `rule`: the model part that found it (`qos`, `cpumanager`, `topology`,
-    `memorymanager`, `scheduling`, `webhook`, `podlevel`, `injection`); `path`: field path
+    `memorymanager`, `scheduling`, `webhook`, `podlevel`, `injection`, `capacity`,
+    `validation`); `path`: field path
     in the workload or None."""
 
     severity: str

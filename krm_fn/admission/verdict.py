@@ -296,17 +296,20 @@ def pool_summary(node: NodeModel, judged: list) -> str:
     if node.daemons:
         head += (", less the pods of DaemonSet "
                  + ", ".join(d.ref.name for d in node.daemons) + " on every node")
-    parts = []
+    parts, rest = [], []
     for p, v in judged:
-        count, why, _ = fit_alone(p, node)
         need = sum(c for _, c in v.exclusive)
-        stop = f", limited by {why}" if why else ""
         what = f"needs {need} exclusive CPUs" if need else "gets no exclusive CPUs"
+        if any(d is p for d in node.daemons):     # a tuned DaemonSet's pod: one per node
+            parts.append(f"{p.ref.kind} {p.ref.name} {what} (one on every node)")
+            continue
+        rest.append(p)
+        count, why, _ = fit_alone(p, node)
+        stop = f", limited by {why}" if why else ""
         parts.append(f"{p.ref.kind} {p.ref.name} {what} ({count} per node{stop})")
     if not parts:
         return head + "; no pinned pod"
     text = head + "; " + "; ".join(parts)
-    if len(judged) > 1:
-        text += (f"; all {len(judged)} together: "
-                 f"{_together([p for p, _ in judged], node)} per node")
+    if len(rest) > 1:
+        text += f"; all {len(rest)} together: {_together(rest, node)} per node"
     return text

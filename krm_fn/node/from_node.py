@@ -135,6 +135,38 @@ def node_facts(node: dict, path: str) -> dict:
             "smt": {"true": True, "false": False}.get(smt)}
 
 
+# status.allocatable entries the pool's own model decides: cpu and memory are recomputed
+# from capacity under the kubelet config krm-fn emits, huge pages from topology.hugepages
+# (filled from the Node's capacity), pods from maxPods
+OWN_ALLOCATABLE = ("cpu", "memory", "pods")
+
+
+def allocatable(topo, items: list, path: str) -> tuple[str, dict] | None:
+    """(the Node's name, {resource: amount}) of the `fromNode` Node of the config Topology
+    `topo` (at `path`): its status.allocatable of every resource but cpu, memory, pods and
+    huge pages, as the scheduler's NodeResourcesFit reads it (ephemeral-storage in bytes,
+    an extended resource such as nvidia.com/gpu as a count, each rounded up to a whole
+    number as the API server does); None without `fromNode`. Raises SourceError for an
+    amount that is not a quantity."""
+    if topo.fromNode is None:
+        return None
+    p = f"{path}.fromNode"
+    node = resolve(topo.fromNode, NODE, items, p)
+    alloc = _get(node, "status", "allocatable")
+    out = {}
+    for key, value in (alloc.items() if isinstance(alloc, dict) else ()):
+        name = str(key)
+        if name in OWN_ALLOCATABLE or name.startswith(HUGEPAGES_PREFIX):
+            continue
+        try:
+            q = quantity.parse_memory(value).value
+        except (ValueError, TypeError) as e:
+            raise SourceError(f"{p}.status.allocatable.{name}",
+                              f"{value!r} is not a quantity: {e}") from None
+        out[name] = -(-q.numerator // q.denominator)
+    return str(_get(node, "metadata", "name") or "?"), out
+
+
 def nrt_zones(nrt: dict, path: str) -> list[dict]:
     """The NUMA zones of a NodeResourceTopology, by NUMA id: [{"id", "cpus", "memory" (bytes
     or None), "hugepages" ({size: bytes})}]. Raises SourceError."""

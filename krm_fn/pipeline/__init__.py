@@ -38,7 +38,8 @@ class Output:
     PodVerdict)], workloads placed), for the human report (krm_fn/report.py); `tuned[i]`:
     item i as krm-fn writes it (plain data), for the items with changes, when transform was
     asked to keep them (else None); `verdicts[i]`: [(admission.model.AdmittedPod,
-    PodVerdict)] of item i's pods placed in a pool."""
+    PodVerdict)] of item i's pods placed in a pool; `nodes[i]`: node pool i's NodeModel
+    as the verdicts judged it (its DaemonSet pods included)."""
 
     changes: dict = field(default_factory=dict)
     replace: dict = field(default_factory=dict)
@@ -48,6 +49,7 @@ class Output:
     mode: str = "mutate"        # "validate": nothing changed or emitted (krm_fn/validate.py)
     tuned: dict | None = None
     verdicts: dict = field(default_factory=dict)
+    nodes: list = field(default_factory=list)
 
     @property
     def ops(self) -> dict:
@@ -95,12 +97,15 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     # with a ResourceQuota in the input, the namespace totals (pipeline/quota.py) are
     # judged once every item's verdict is known, before any outcome is taken
     done: list | None = [] if run.ictx.quotas else None
-    for pick in select.picks(items, run, progress):
-        if not pick.tune:
-            entry = (pick, None, None)
-        else:
-            item = tune.tune(pick, run)
-            entry = (pick, item, verdict.judge(item, run))
+    picked = select.picks(items, run, progress)
+    if any(daemons_of(o) for o in items):
+        # a tuned DaemonSet takes its share of every node as krm-fn writes it: every item
+        # is tuned first, the DaemonSets judged before the rest (pipeline/daemons.py)
+        from krm_fn.pipeline import daemons
+        judged = daemons.judge(picked, run)
+    else:
+        judged = _judged(picked, run)
+    for entry in judged:
         if done is None:
             _take(out, entry, placement, watch)
         else:
@@ -117,6 +122,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     for pool_index in always:       # spec.nodePools[].emit: always, no workload placed
         placement[pool_index] = verdict.Placement()
     verdict.summarize(placement, run)
+    out.nodes = run.nodes
     by_name = emit.emit(items, run, placement, out)
     if watch:
         emit.emit_monitoring(items, run, [t for t in watch if t is not None], out, by_name)
@@ -127,6 +133,22 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return Output(results=validate.results(items, out, run.fc_ref), pools=out.pools,
                       mode="validate")
     return out
+
+
+def daemons_of(obj) -> bool:
+    """Whether `obj` is a DaemonSet (a cheap look before pipeline/daemons.py is used)."""
+    return obj.__class__ is dict and obj.get("kind") == "DaemonSet"
+
+
+def _judged(picked, run):
+    """(Picked, TunedItem or None, verdict.Outcome or None) of each pick, tuned and judged
+    one after another."""
+    for pick in picked:
+        if not pick.tune:
+            yield pick, None, None
+        else:
+            item = tune.tune(pick, run)
+            yield pick, item, verdict.judge(item, run)
 
 
 def _take(out: Output, entry: tuple, placement: dict, watch: list | None) -> None:

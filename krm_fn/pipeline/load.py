@@ -94,7 +94,8 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
         results.extend(Result(f"invalid function config: {message}", ERROR, fc_ref,
                               "kinds" if flat else path) for path, message in unknown)
         return None
-    if not _topologies_from_objects(cfg, items, fc_ref, results):
+    described: dict = {}        # pool index -> (Node name, its other allocatable)
+    if not _topologies_from_objects(cfg, items, fc_ref, results, described):
         return None
     plans, plan_results = [], []
     for pool_index, pool in enumerate(cfg.nodePools):
@@ -118,8 +119,11 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
               None, cluster, _defaults_note(cfg) if function_config is None else None)
     run.nodes = [node_model(plan, pool, cfg.kubernetesVersion)
                  for plan, pool in zip(plans, cfg.nodePools)]
+    for i, (name, alloc) in described.items():
+        run.nodes[i] = record.replace(run.nodes[i], allocatable=alloc, from_node=name)
     # DaemonSets krm-fn does not tune run as written on every node they select: they take
-    # their share of each node before the fit per node is counted
+    # their share of each node before the fit per node is counted (the ones it tunes are
+    # added as it writes them: pipeline/daemons.py)
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
     run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
                  for n in run.nodes]
@@ -181,10 +185,13 @@ def _as_rendered(items: list, is_tuned: list, octx) -> list:
     return out
 
 
-def _topologies_from_objects(cfg, items: list, fc_ref, results: list) -> bool:
+def _topologies_from_objects(cfg, items: list, fc_ref, results: list,
+                             described: dict) -> bool:
     """Fill each pool topology that names a Node or NodeResourceTopology
     (krm_fn.node.from_node) and check it again; an info per pool says what was read and
-    assumed. False (with error results) when one cannot be used."""
+    assumed; `described[pool index]` gets (the Node's name, its status.allocatable other
+    than cpu, memory, pods and huge pages: from_node.allocatable) of each pool with a
+    `fromNode`. False (with error results) when one cannot be used."""
     pools = [(i, p) for i, p in enumerate(cfg.nodePools)
              if p.topology.fromNode is not None or p.topology.fromNodeResourceTopology is not None]
     if not pools:
@@ -195,6 +202,9 @@ def _topologies_from_objects(cfg, items: list, fc_ref, results: list) -> bool:
         path = f"spec.nodePools[{i}].topology"
         try:
             notes = from_node.fill(pool.topology, items, path)
+            node_alloc = from_node.allocatable(pool.topology, items, path)
+            if node_alloc is not None:
+                described[i] = node_alloc
             pool.topology.check(path)
             pool.topology.check_memory(path)
         except from_node.SourceError as e:

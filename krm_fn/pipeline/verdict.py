@@ -56,7 +56,7 @@ def severity_on_failure(item: TunedItem, pod, cfg) -> str:
 # Findings that stand whatever the rules' error was: what an injector, a webhook, the
 # scheduler or the API server will do with the pod once the rules' error is fixed.
 INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "vpa",
-               "resourcequota")
+               "resourcequota", "validation")
 
 
 def _results(v, admitted, on_failure, rules_failed: bool) -> list:
