@@ -90,7 +90,11 @@ class AdmittedPod:
 class NodeModel:
     """One node of a pool, as its kubelet runs.
 
-    `pool`: pool name; `labels`: the pool's node labels (its nodeSelector); `kubelet`: the
+    `pool`: pool name; `labels`: the labels every node of the pool carries: the pool's
+    nodeSelector, then `kubernetes.io/os: linux` (the kubelet sets it from runtime.GOOS,
+    and krm-fn's kubelet configs are Linux ones) and the `kubernetes.io/os` /
+    `kubernetes.io/arch` of the pool's `topology.fromNode` Node, where the nodeSelector
+    does not name them (scheduling.known_labels); `kubelet`: the
     merged KubeletConfiguration (the emitted one on top of `spec.output.baseline`, plain
     data, kubelet field names); `version`: (major, minor); `cpus`: every logical CPU
     (topology.Cpu: cpu, core, socket, numa); `reserved_cpus`: reservedSystemCPUs ids;
@@ -99,7 +103,9 @@ class NodeModel:
     node allocatable {resource: amount} where it is known otherwise than from this model
     (capacity.allocatable derives the rest: capacity minus kube/system reserved and the
     hard eviction threshold), usually {}; `daemons`: AdmittedPods of the DaemonSets of
-    the input that run on every node of the pool, placed before anything else.
+    the input that run on every node of the pool, placed before anything else;
+    `taints`: the taints of the pool's nodes (taints.Taint, in the nodes' order: the
+    merged config's `registerWithTaints`, then the fromNode Node's own; taints.pool_taints).
     """
 
     pool: str
@@ -111,6 +117,7 @@ class NodeModel:
     numa_memory: dict = field(default_factory=dict)
     allocatable: dict = field(default_factory=dict)
     daemons: tuple = ()
+    taints: tuple = ()
 
     @property
     def numa_nodes(self) -> list[int]:
