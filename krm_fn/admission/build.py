@@ -132,11 +132,27 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
                    "whose scheduling.nodeSelector matches the node pool, or another pool "
                    "(https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling)",
             "scheduling", path_str(pod.at.spec) + ".nodeSelector"),)
+    from krm_fn.admission import scheduling
+    labels = pod.meta.get("labels") if isinstance(pod.meta, dict) else None
+    findings = tuple(findings) + scheduling.os_refusals(pod.spec, labels, path_str(pod.at.spec))
+    tol = (tol if isinstance(tol, list) else []) + _runtime_class_tolerations(
+        pod.spec, runtime_classes or {})
     return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,
                        pod_limits, tuple(injections), {**rc_sel, **selector},
-                       aff if isinstance(aff, dict) else None,
-                       tuple(tol) if isinstance(tol, list) else (), namespace, findings,
-                       overhead)
+                       aff if isinstance(aff, dict) else None, tuple(tol), namespace,
+                       findings, overhead)
+
+
+def _runtime_class_tolerations(pod_spec: dict, runtime_classes: dict) -> list:
+    """The `scheduling.tolerations` of the pod's RuntimeClass in `runtime_classes`, which
+    the RuntimeClass admission controller merges into the pod's tolerations
+    (https://kubernetes.io/docs/concepts/containers/runtime-class/#scheduling); [] when
+    none."""
+    name = pod_spec.get("runtimeClassName") if isinstance(pod_spec, dict) else None
+    rc = runtime_classes.get(str(name)) if name else None
+    sched = rc.get("scheduling") if isinstance(rc, dict) else None
+    tols = sched.get("tolerations") if isinstance(sched, dict) else None
+    return [t for t in tols if isinstance(t, dict)] if isinstance(tols, list) else []
 
 
 def numa_memory(topo_cfg, numa_ids: list[int]) -> dict:
@@ -184,24 +200,30 @@ def allocatable_memory(capacity: int, kubelet: dict) -> int:
     return max(0, capacity - used)
 
 
-def node_model(plan, pool_cfg, version: tuple) -> NodeModel:
+def node_model(plan, pool_cfg, version: tuple, node: dict | None = None) -> NodeModel:
     """The NodeModel of one node of a pool: `plan` its krm_fn.node.plan.NodePlan (the
     merged KubeletConfiguration, topology, reserved CPUs), `pool_cfg` the config's node
-    pool (memory of its topology), `version` (major, minor)."""
+    pool (memory of its topology), `version` (major, minor), `node` the pool's
+    `topology.fromNode` Node (plain) or None: its labels and taints count
+    (scheduling.known_labels, taints.pool_taints)."""
+    from krm_fn.admission import scheduling, taints
     cpus = tuple(plan.topology.cpus())
     numa_ids = sorted({c.numa for c in cpus})
     per_numa = numa_memory(pool_cfg.topology, numa_ids)
-    return NodeModel(plan.pool, dict(plan.node_selector), plan.merged, tuple(version), cpus,
-                     frozenset(plan.reserved_cpus), per_numa)
+    return NodeModel(plan.pool, scheduling.known_labels(dict(plan.node_selector), node),
+                     plan.merged, tuple(version), cpus, frozenset(plan.reserved_cpus),
+                     per_numa, taints=taints.pool_taints(plan.merged, plan.kubelet, node))
 
 
-def daemon_pods(items: list, labels: dict) -> tuple:
+def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
     """AdmittedPods of the DaemonSets (apps/v1) among `items` (plain objects) whose pods run
-    on every node with `labels`: their nodeSelector and required node affinity match them
-    (krm_fn.admission.scheduling.evaluate is True). Containers as written, API defaulting
-    applied (a limit without a request gives request = limit); none is designated. Taints
-    are not modelled (DaemonSets usually tolerate them)."""
-    from krm_fn.admission import scheduling
+    on every node with `labels` and `node_taints` (taints.Taint): their nodeSelector and
+    required node affinity match them (krm_fn.admission.scheduling.evaluate is True) and
+    their tolerations, with the DaemonSet controller's, tolerate every NoSchedule and
+    NoExecute taint (the controller's nodeShouldRunDaemonPod; taints.untolerated).
+    Containers as written, API defaulting applied (a limit without a request gives request
+    = limit); none is designated."""
+    from krm_fn.admission import scheduling, taints
     from krm_fn.admission.model import INIT, SIDECAR
     from krm_fn.results import Ref
     out = []
@@ -216,6 +238,10 @@ def daemon_pods(items: list, labels: dict) -> tuple:
         sel = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
         if scheduling.evaluate({str(k): str(v) for k, v in sel.items()},
                                spec.get("affinity"), labels)[0] is not True:
+            continue
+        tols = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
+        if node_taints and taints.untolerated(node_taints, taints.admitted(
+                tols, daemonset=True, host_network=taints.host_net(spec))):
             continue
         conts = []
         for key, role in (("initContainers", INIT), ("containers", APP)):

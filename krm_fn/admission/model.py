@@ -90,7 +90,11 @@ class AdmittedPod:
 class NodeModel:
     """One node of a pool, as its kubelet runs.
 
-    `pool`: pool name; `labels`: the pool's node labels (its nodeSelector); `kubelet`: the
+    `pool`: pool name; `labels`: the labels every node of the pool carries: the pool's
+    nodeSelector, then `kubernetes.io/os: linux` (the kubelet sets it from runtime.GOOS,
+    and krm-fn's kubelet configs are Linux ones) and the `kubernetes.io/os` /
+    `kubernetes.io/arch` of the pool's `topology.fromNode` Node, where the nodeSelector
+    does not name them (scheduling.known_labels); `kubelet`: the
     merged KubeletConfiguration (the emitted one on top of `spec.output.baseline`, plain
     data, kubelet field names); `version`: (major, minor); `cpus`: every logical CPU
     (topology.Cpu: cpu, core, socket, numa); `reserved_cpus`: reservedSystemCPUs ids;
@@ -105,7 +109,9 @@ class NodeModel:
     krm-fn writes them), placed before anything else; `from_node`: the name of the Node
     (topology.fromNode) whose status.allocatable `allocatable` holds, "" when the pool is
     not described by a Node (then ephemeral-storage and extended resources are unknown,
-    not 0).
+    not 0); `taints`: the taints of the pool's nodes (taints.Taint, in the nodes' order:
+    the merged config's `registerWithTaints`, then the fromNode Node's own;
+    taints.pool_taints).
     """
 
     pool: str
@@ -118,6 +124,7 @@ class NodeModel:
     allocatable: dict = field(default_factory=dict)
     daemons: tuple = ()
     from_node: str = ""
+    taints: tuple = ()
 
     @property
     def numa_nodes(self) -> list[int]:

@@ -11,8 +11,10 @@ less than the one integer given; anything else does not match). `matchFields` ca
 name `metadata.name` (`In` / `NotIn`, one value): which node that is cannot be told from
 labels.
 
-krm-fn knows of the pool's nodes only the pool's labels (its `nodeSelector`); any other
-label is unknown. So an expression on a label the pool does not list is DEPENDS (the pod
+krm-fn knows of the pool's nodes the pool's labels (its `nodeSelector`), their OS
+(`kubernetes.io/os: linux`: the kubelet sets the label from runtime.GOOS, and the kubelet
+configs krm-fn emits are Linux ones) and the OS and architecture of the pool's
+`topology.fromNode` Node (`known_labels`); any other label is unknown. So an expression on a label the pool does not list is DEPENDS (the pod
 lands only on those of the pool's nodes that carry it), while an expression on a pool
 label is decided exactly; ERROR only when no node of the pool can ever match.
 
@@ -20,6 +22,13 @@ Sources: k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go
 (`GetRequiredNodeAffinity`, `RequiredNodeAffinity.Match`, `nodeSelectorTerm.match`,
 `isEmptyNodeSelectorTerm`), k8s.io/apimachinery/pkg/labels/selector.go
 (`Requirement.Matches`, `NewRequirement`), https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/
+
+The kubelet of a Linux node also refuses, at admission, a pod whose `spec.os.name` is not
+`linux` (reason PodOSNotSupported) and a pod whose own label `kubernetes.io/os` is not
+`linux` (PodOSSelectorNodeLabelDoesNotMatch): `os_refusals`, after
+pkg/kubelet/lifecycle/predicate.go (`rejectPodAdmissionBasedOnOSField`,
+`rejectPodAdmissionBasedOnOSSelector`, v1.37.2); the API server refuses `spec.os.name`
+other than `linux` and `windows` (pkg/apis/core/validation/validation.go `validateOS`).
 """
 from __future__ import annotations
 
@@ -29,6 +38,54 @@ REQUIRED = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringEx
 _SOURCE = ("k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go, "
            "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/")
 _INT_OPS = ("Gt", "Lt")
+OS_LABEL, ARCH_LABEL = "kubernetes.io/os", "kubernetes.io/arch"
+NODE_OS = "linux"
+_OS_SOURCE = ("pkg/kubelet/lifecycle/predicate.go, "
+              "https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-os")
+
+
+def known_labels(selector: dict, node: dict | None = None) -> dict:
+    """The labels every node of a pool carries: `selector` (the pool's nodeSelector), then,
+    where it does not name them, `kubernetes.io/os: linux` and the `kubernetes.io/arch` of
+    `node` (the pool's fromNode Node, plain, or None)."""
+    out = dict(selector)
+    out.setdefault(OS_LABEL, NODE_OS)
+    md = node.get("metadata") if isinstance(node, dict) else None
+    labels = md.get("labels") if isinstance(md, dict) else None
+    if isinstance(labels, dict) and labels.get(ARCH_LABEL) is not None:
+        out.setdefault(ARCH_LABEL, str(labels[ARCH_LABEL]))
+    return out
+
+
+def os_refusals(spec: dict, labels: dict, path: str = "") -> tuple:
+    """Findings (ERROR, rule `scheduling`) for a pod (plain `spec`, its own metadata
+    `labels`) that the Linux kubelet of every pool refuses: `spec.os.name` other than
+    linux (PodOSNotSupported; the API server refuses names other than linux and windows),
+    label kubernetes.io/os other than linux (PodOSSelectorNodeLabelDoesNotMatch)."""
+    out = []
+    where = f"{path}." if path else ""
+    os_ = spec.get("os") if isinstance(spec, dict) else None
+    name = os_.get("name") if isinstance(os_, dict) else None
+    if name is not None and str(name) != NODE_OS:
+        api = ("" if str(name) == "windows" else
+               f"; the API server refuses it first (spec.os.name: Unsupported value "
+               f"{str(name)!r}: supported values: \"linux\", \"windows\")")
+        out.append(Finding(ERROR, f"spec.os.name is {name}, but the pool's nodes run a Linux "
+                                  f"kubelet, which refuses the pod (PodOSNotSupported: "
+                                  f"\"Failed to admit pod as the OS field doesn't match node "
+                                  f"OS\"){api}; set spec.os.name to linux or remove it "
+                                  f"({_OS_SOURCE})", "scheduling", f"{where}os.name"))
+    own = labels.get(OS_LABEL) if isinstance(labels, dict) else None
+    if own is not None and str(own) != NODE_OS:
+        out.append(Finding(ERROR, f"the pod's label {OS_LABEL}={own} does not match the "
+                                  f"pool's nodes ({OS_LABEL}={NODE_OS}): their kubelet "
+                                  f"refuses the pod (PodOSSelectorNodeLabelDoesNotMatch: "
+                                  f"\"Failed to admit pod as the `{OS_LABEL}` label doesn't "
+                                  f"match node label\"); set the label to {NODE_OS} or remove "
+                                  f"it ({_OS_SOURCE})", "scheduling",
+                           f"{path[:-len('spec')] if path.endswith('spec') else where}"
+                           f"metadata.labels"))
+    return tuple(out)
 
 
 def _int(text: object) -> int | None:

@@ -4,8 +4,9 @@
 upstream source: the injected containers that cannot be made Guaranteed (injectors/), the
 QoS class, exclusive CPUs, Topology and Memory Manager admission (kubelet.py and the
 modules it calls), pod-level resources against every container (podlevel below),
-nodeSelector / required node affinity against the pool's labels (scheduling.py), and what a
-platform's admission webhook refuses (knative.py). `line(verdict)` is the one-line summary
+nodeSelector / required node affinity against the pool's labels (scheduling.py), the
+pool's taints against the pod's tolerations (taints.py), and what a platform's admission
+webhook refuses (knative.py). `line(verdict)` is the one-line summary
 each pod gets as a result.
 """
 from __future__ import annotations
@@ -99,6 +100,8 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
     findings += found
     findings += scheduling.matches(pod, node)
+    if node.taints:
+        findings += _taint_findings(pod, node, features, spec)
     if features is not None:
         from krm_fn.admission import knative
         findings += knative.refused(pod, features, spec)
@@ -106,6 +109,19 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
                       tuple(sorted(numa_of.items())), limit)
+
+
+def _taint_findings(pod: AdmittedPod, node: NodeModel, features, spec) -> tuple:
+    """taints.check of the pod against its pool's taints (the module imported only for a
+    pool with taints); for a Knative revision's pod whose webhook refuses tolerations
+    (`features`, knative.Features), where to turn them on."""
+    from krm_fn.admission import taints
+    knative_fix = None
+    if features is not None:
+        from krm_fn.admission import knative
+        if not features.allows(knative.TOLERATIONS):
+            knative_fix = knative.fix(knative.TOLERATIONS, features)
+    return taints.check(pod, node, spec, knative_fix)
 
 
 def _api_findings(pod: AdmittedPod, limit_ranges: list, vpas: list, quotas: list,

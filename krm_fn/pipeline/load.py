@@ -117,7 +117,7 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
                         if t and objects.cluster_tag(o) is not None)
     run = Run(cfg, fc_ref, flat, plans, plan_results, config_mod.extra_registry(cfg),
               None, cluster, _defaults_note(cfg) if function_config is None else None)
-    run.nodes = [node_model(plan, pool, cfg.kubernetesVersion)
+    run.nodes = [node_model(plan, pool, cfg.kubernetesVersion, _from_node(pool, items))
                  for plan, pool in zip(plans, cfg.nodePools)]
     for i, (name, alloc) in described.items():
         run.nodes[i] = record.replace(run.nodes[i], allocatable=alloc, from_node=name)
@@ -125,7 +125,7 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     # their share of each node before the fit per node is counted (the ones it tunes are
     # added as it writes them: pipeline/daemons.py)
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
-    run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels))
+    run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels, n.taints))
                  for n in run.nodes]
     run.pools = [rules.PoolInfo.from_plan(pool, plan) for pool, plan in zip(cfg.nodePools, plans)]
     run.octx = objects.ObjectContext(cfg, run.pools, items, tuned)
@@ -134,6 +134,19 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
         untuned=lambda obj: untuned_because(obj, cfg.selector))
     run.namespaces = run.ictx.namespaces
     return run
+
+
+def _from_node(pool, items: list) -> dict | None:
+    """The pool's `topology.fromNode` Node (plain; checked by _topologies_from_objects
+    already), or None: its taints and OS / architecture labels are the pool's
+    (admission.build.node_model)."""
+    if pool.topology.fromNode is None:
+        return None
+    from krm_fn.node import from_node
+    try:
+        return from_node.resolve(pool.topology.fromNode, from_node.NODE, items, "fromNode")
+    except from_node.SourceError:
+        return None
 
 
 def known_kinds(cfg) -> set:
