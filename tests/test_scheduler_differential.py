@@ -1,0 +1,171 @@
+"""krm-fn's resource fit judged by the real kube-scheduler and the kubelet's allocatable
+(issue #31 part 3, first slice; docs/verdict.md "Checked against a real control plane").
+
+krm-fn counts how many pods fit on a node of a pool (admission/capacity.py Packer): the
+resource fit (the pod's effective requests against node allocatable and maxPods), then the
+kubelet's resource managers. The managers are judged by the kubelet's own code
+(tests/test_kubelet_differential.py); this judges the rest, on the same generated cases
+(tests/harness/cases.py: nodes of 1-8 NUMA nodes with reservations, memory, huge pages and
+maxPods; pods with init containers, sidecars, pod-level resources, huge pages):
+
+1. allocatable: krm-fn's capacity.allocatable(node) (cpu, memory when the pool describes
+   it, huge pages) and maxPods equal what the kubelet's nodestatus setter computes for that
+   node (the harness's `allocatable`);
+2. placement: a Node with that allocatable is created in the real control plane
+   (tests/controlplane), then the pool's DaemonSet pods, the pods and the copies of the last
+   one, one by one, each waited for until the scheduler binds it or marks it Unschedulable:
+   which pods are bound and, for the first that is not, the resource the scheduler names
+   ("Insufficient cpu", "Too many pods") must be what krm-fn's resource fit says.
+
+Deliberately not compared here: the resource managers' refusals (the kubelet harness's
+part; krm-fn's model runs with them off), and pods the API server refuses as invalid
+(counted: `API_INVALID`; krm-fn's own checks of pod-level resources are tested elsewhere).
+"""
+from __future__ import annotations
+
+import os
+import re
+
+import pytest
+from hypothesis import HealthCheck, given, seed, settings
+
+from krm_fn import record
+from krm_fn.admission import capacity
+from tests.controlplane import placement
+from tests.harness import cases, convert, runner
+from tests.harness.seed import SEED
+
+EXAMPLES = int(os.environ.get("KRM_FN_SCHED_EXAMPLES", "60"))
+MESSAGES: list = []     # the scheduler's messages, the last ones shown on a difference
+API_INVALID: dict = {}
+
+
+@pytest.fixture(scope="module")
+def harnesses():
+    runner.require_go()
+    built = {tuple(map(int, m.split("."))): runner.Harness(m) for m in runner.releases()}
+    yield built
+    for h in built.values():
+        h.close()
+
+
+def _amount(resource: str, text: str):
+    from krm_fn import quantity
+    if resource == "cpu":
+        return quantity.parse_cpu(text).value
+    return int(quantity.parse_memory(text).value)
+
+
+def kubelet_allocatable(harness, node) -> dict:
+    """{resource: amount} of the node's allocatable as the kubelet computes it."""
+    got = harness.call("admit", convert.admit_input(node, [], 0))
+    return got.get("allocatable"), got.get("startError")
+
+
+def model_fit(node, pods: list, repeat: int, alloc: dict) -> dict:
+    """krm-fn's resource fit: Packer on `node` with allocatable `alloc` and the resource
+    managers off."""
+    kubelet = {**(node.kubelet or {}), "cpuManagerPolicy": "none",
+               "topologyManagerPolicy": "none", "memoryManagerPolicy": "None"}
+    plain = record.replace(node, kubelet=kubelet, allocatable=alloc, daemons=())
+    packer = capacity.Packer(plain)
+    out = {"placed": [], "copies": 0, "stoppedBy": None}
+    for p in list(node.daemons) + list(pods):
+        ok = packer.place(p)
+        out["placed"].append(ok if ok else _reason(packer.why))
+    if repeat and pods:
+        for _ in range(repeat):
+            if not packer.place(pods[-1]):
+                out["stoppedBy"] = _reason(packer.why)
+                break
+            out["copies"] += 1
+    return out
+
+
+def _reason(why: str) -> str:
+    if why.startswith("maxPods"):
+        return "pods"
+    m = re.search(r"\(OutOf(\S+)\)$", why)
+    assert m, why
+    return m.group(1)
+
+
+def scheduler_fit(cp, index: int, node, pods: list, repeat: int, alloc: dict) -> dict:
+    """The same placement through the real scheduler."""
+    case = placement.OneNode(cp, f"sched-{index}", alloc, dict(node.labels))
+    try:
+        out = {"placed": [], "copies": 0, "stoppedBy": None}
+        listed = [(convert.pod(d, f"daemon-{i}"), f"daemon-{i}")
+                  for i, d in enumerate(node.daemons)]
+        listed += [(convert.pod(p, f"pod-{i}"), f"pod-{i}") for i, p in enumerate(pods)]
+        for pod, name in listed:
+            got = _decision(case.place(pod["spec"], name))
+            if isinstance(got, str) and got.startswith("invalid: "):
+                return {"invalid": got}
+            out["placed"].append(got)
+        if repeat and pods:
+            last = convert.pod(pods[-1], "copy")
+            for i in range(repeat):
+                got = _decision(case.place(last["spec"], f"copy-{i}"))
+                if got is not True:
+                    out["stoppedBy"] = got
+                    break
+                out["copies"] += 1
+        return out
+    finally:
+        case.close()
+
+
+def _decision(got):
+    """True (bound), "invalid: ..." (refused by the API server), else the first short
+    resource the scheduler names (AssertionError when it names none: only resources can
+    stop these pods)."""
+    if got is True or got.startswith("invalid: "):
+        return got
+    MESSAGES.append(got)
+    short = placement.first_short(got)
+    assert short, got
+    return short
+
+
+COUNTER = [0]
+
+
+def compare(controlplane, harnesses, node, pods, repeat) -> None:
+    alloc_text, start_error = kubelet_allocatable(harnesses[node.version], node)
+    if start_error:
+        return                  # tests/test_kubelet_differential.py judges start errors
+    kubelet = {k: _amount(k, v) for k, v in alloc_text.items()
+               if k in ("cpu", "memory", "pods") or k.startswith("hugepages-")}
+    ours = capacity.allocatable(node)
+    assert ours["cpu"] == kubelet["cpu"], (ours, alloc_text, f"KRM_FN_DIFF_SEED={SEED}")
+    if ours["memory"] is not None:
+        assert ours["memory"] == kubelet["memory"], (ours, alloc_text)
+    for res, v in kubelet.items():
+        if res.startswith("hugepages-"):
+            assert ours.get(res, 0) == v, (res, ours, alloc_text)
+    assert int((node.kubelet or {}).get("maxPods", capacity.MAX_PODS_DEFAULT)) == \
+        kubelet["pods"]
+    # the Node gets what the kubelet reports; memory AMPLE where the pool does not describe
+    # it, as the harness's machine has (convert.UNDESCRIBED_MEMORY)
+    COUNTER[0] += 1
+    got = scheduler_fit(controlplane, COUNTER[0], node, pods, min(repeat, 24), alloc_text)
+    if "invalid" in got:
+        # only the pod-level resources the generator draws independently of the containers
+        # (validatePodResourceConsistency: pod-level requests below the containers' sum);
+        # krm-fn refuses pod-level resources on a pinned pod anyway (rule podlevel)
+        assert "spec.resources." in got["invalid"], got["invalid"]
+        API_INVALID[got["invalid"][:80]] = API_INVALID.get(got["invalid"][:80], 0) + 1
+        return
+    model_alloc = {**kubelet}
+    want = model_fit(node, pods, min(repeat, 24), model_alloc)
+    assert want == got, (MESSAGES[-3:], f"krm-fn (left) and the scheduler (right) differ "
+                         f"(KRM_FN_DIFF_SEED={SEED})")
+
+
+@settings(max_examples=EXAMPLES, deadline=None, database=None,
+          suppress_health_check=list(HealthCheck))
+@seed(SEED)
+@given(cases.case())
+def test_generated(controlplane, harnesses, case):
+    compare(controlplane, harnesses, *case)
