@@ -1,12 +1,10 @@
 """krm-fn's fit of extended resources and ephemeral-storage (admission/capacity.py Packer)
 against the real kube-scheduler (tests/controlplane): for each case a Node with the given
 status.allocatable, then pods pinned to it by nodeSelector, created one by one until the
-scheduler leaves one Pending; the count bound and the resource the scheduler names
-("Insufficient nvidia.com/gpu") must be krm-fn's count and the resource its limit names
+scheduler leaves one Pending (tests/controlplane/placement.py OneNode); the count bound and
+the first resource the scheduler names ("Insufficient nvidia.com/gpu") must be krm-fn's count and the resource its limit names
 (pkg/scheduler/framework/plugins/noderesources/fit.go fitsRequest)."""
 from __future__ import annotations
-
-import time
 
 import pytest
 
@@ -15,6 +13,7 @@ from krm_fn.admission import capacity
 from krm_fn.admission.build import requests_limits
 from krm_fn.admission.model import Container
 from tests.admission.kit import node as model_node, pod as model_pod
+from tests.controlplane import placement
 
 BASE = {"cpu": "8", "memory": "16Gi", "pods": "110"}
 
@@ -35,17 +34,6 @@ CASES = {
     "cpu-before-gpu": ({"nvidia.com/gpu": "8"}, {"cpu": "3", "nvidia.com/gpu": "1"}, 2,
                        "cpu"),
 }
-
-
-def _wait(what: str, probe, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.1)
 
 
 def _resources(extra: dict) -> dict:
@@ -75,61 +63,25 @@ def test_krm_fn_table(name):
     assert krm_fn_fit(alloc, want) == (count, resource)
 
 
-def _scheduled(cp, path: str):
-    """"bound" once the pod has a node, its PodScheduled=False condition once the scheduler
-    found none, else None."""
-    pod = cp.request("GET", path)[1]
-    if pod["spec"].get("nodeName"):
-        return "bound"
-    for c in pod.get("status", {}).get("conditions") or []:
-        if c["type"] == "PodScheduled" and c["status"] == "False":
-            return c
-    return None
-
-
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_scheduler_places_what_krm_fn_counts(controlplane, name):
     alloc, want, count, resource = CASES[name]
-    ns = "sched-resources"
-    controlplane.ensure_namespace(ns)
-    _wait("the default ServiceAccount", lambda: controlplane.request(
-        "GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200)
-    node_name = f"res-{name}"
-    res = {**BASE, **alloc}
-    controlplane.create_node({
-        "apiVersion": "v1", "kind": "Node", "metadata": {"name": node_name, "labels": {
-            "kubernetes.io/hostname": node_name, "kubernetes.io/os": "linux"}},
-        "status": {"capacity": res, "allocatable": res,
-                   "conditions": [{"type": "Ready", "status": "True"}]}})
-    base = f"/api/v1/namespaces/{ns}/pods"
-    made = []
+    one = placement.OneNode(controlplane, f"res-{name}", {**BASE, **alloc},
+                            {"kubernetes.io/os": "linux"})
     try:
         bound, refused = 0, None
         for i in range(count + 1):
-            pod_name = f"{node_name}-{i}"
             r = _resources(want)
-            status, body = controlplane.request("POST", base, {
-                "apiVersion": "v1", "kind": "Pod", "metadata": {"name": pod_name},
-                "spec": {"nodeSelector": {"kubernetes.io/hostname": node_name},
-                         "containers": [{"name": "c", "image": "example/app:1",
-                                         "resources": {"requests": r, "limits": r}}]}})
-            assert status == 201, body
-            made.append(pod_name)
-            got = _wait(f"pod {pod_name} bound or unschedulable",
-                        lambda: _scheduled(controlplane, f"{base}/{pod_name}"))
-            if got != "bound":
+            got = one.place({"containers": [{"name": "c", "image": "example/app:1",
+                                             "resources": {"requests": r, "limits": r}}]},
+                            f"res-{name}-{i}")
+            assert not str(got).startswith("invalid: "), got
+            if got is not True:
                 refused = got
                 break
             bound += 1
-        assert refused is not None and refused["reason"] == "Unschedulable", refused
-        assert (bound, f"Insufficient {resource}" in refused["message"]) == (count, True), \
-            refused["message"]
+        assert refused is not None, f"all {count + 1} bound"
+        assert (bound, placement.first_short(refused)) == (count, resource), refused
         assert krm_fn_fit(alloc, want) == (bound, resource)
     finally:
-        for pod_name in made:
-            controlplane.request("DELETE", f"{base}/{pod_name}?gracePeriodSeconds=0")
-        _wait("the pods are gone", lambda: all(controlplane.request(
-            "GET", f"{base}/{p}")[0] == 404 for p in made))
-        controlplane.request("DELETE", f"/api/v1/nodes/{node_name}")
-        _wait("the node is gone", lambda: controlplane.request(
-            "GET", f"/api/v1/nodes/{node_name}")[0] == 404)
+        one.close()

@@ -34,6 +34,7 @@ from hypothesis import strategies as st
 
 from krm_fn.admission import taints as taints_mod
 from krm_fn.admission.taints import Taint
+from tests.controlplane import placement
 from tests.test_verdict import GUARANTEED_4, POOL, config, deployment, errors, render
 
 SEED = int(os.environ.get("KRM_FN_TAINT_SEED") or 20261205)
@@ -53,65 +54,33 @@ def _wait(what: str, probe, timeout: float = 60):
     raise AssertionError(f"{what} within {timeout:.0f} s")
 
 
-@pytest.fixture(scope="module")
-def namespace(controlplane):
-    name = "t-taints-differential"
-    controlplane.ensure_namespace(name)
-    _wait("the default ServiceAccount", lambda: controlplane.request(
-        "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
-    return name
-
-
 def _taint_dict(t: tuple) -> dict:
     key, value, effect = t
     return {"key": key, **({"value": value} if value else {}), "effect": effect}
 
 
-def scheduler_says(cp, namespace: str, node_taints: list, tolerations: list) -> tuple:
+def scheduler_says(cp, node_taints: list, tolerations: list) -> tuple:
     """(bound, the PodScheduled condition's message or "", the pod's tolerations as stored)
-    of one pod with `tolerations` whose nodeSelector matches only a new Node with
-    `node_taints` (dicts); both are deleted, and gone, before this returns."""
+    of one pod with `tolerations` on a new Node with `node_taints` (dicts), through
+    tests/controlplane/placement.py (which waits until the scheduler has seen the Node, and
+    until both are gone afterwards)."""
     name = f"taint-case-{next(_ids)}-{int(time.time() * 1000) % 100000}"
-    node = {"apiVersion": "v1", "kind": "Node",
-            "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name,
-                                                  "kubernetes.io/os": "linux",
-                                                  "taint-case": name}},
-            "spec": {"taints": node_taints},
-            "status": {"capacity": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                       "allocatable": {"cpu": "8", "memory": "16Gi", "pods": "110"},
-                       "conditions": [{"type": "Ready", "status": "True"}]}}
-    created = cp.create_node(node)
-    assert [t for t in created["spec"].get("taints") or []] == node_taints
-    pods = f"/api/v1/namespaces/{namespace}/pods"
-    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name},
-           "spec": {"nodeSelector": {"taint-case": name}, "tolerations": tolerations,
-                    "containers": [{"name": "c", "image": "example/app:1", "resources": {
-                        "requests": {"cpu": "1", "memory": "1Gi"},
-                        "limits": {"cpu": "1", "memory": "1Gi"}}}]}}
+    one = placement.OneNode(cp, name, {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                            {"kubernetes.io/os": "linux"}, node_taints)
     try:
-        status, body = cp.request("POST", pods, pod)
-        assert status == 201, body
-        stored = body["spec"].get("tolerations") or []
-
-        def decided():
-            got = cp.request("GET", f"{pods}/{name}")[1]
-            if got["spec"].get("nodeName"):
-                return True, "", got["spec"]["nodeName"]
-            cond = next((c for c in got["status"].get("conditions") or []
-                         if c["type"] == "PodScheduled" and c["status"] == "False"), None)
-            if cond is not None and cond.get("reason") == "Unschedulable":
-                return False, cond.get("message", ""), None
-            return None
-        bound, message, on = _wait(f"the scheduler decides pod {name}", decided)
-        assert on in (None, name)
-        return bound, message, stored
+        created = cp.request("GET", f"/api/v1/nodes/{name}")[1]
+        assert [t for t in created["spec"].get("taints") or []
+                if t != one.taint] == node_taints
+        got = one.place({"tolerations": tolerations,
+                         "containers": [{"name": "c", "image": "example/app:1", "resources": {
+                             "requests": {"cpu": "1", "memory": "1Gi"},
+                             "limits": {"cpu": "1", "memory": "1Gi"}}}]}, name)
+        assert not str(got).startswith("invalid: "), got
+        stored = [t for t in one.stored["spec"].get("tolerations") or []
+                  if t != one.toleration]
+        return got is True, "" if got is True else got, stored
     finally:
-        cp.request("DELETE", f"{pods}/{name}", {"gracePeriodSeconds": 0})
-        cp.request("DELETE", f"/api/v1/nodes/{name}")
-        _wait(f"pod {name} is gone",
-              lambda: cp.request("GET", f"{pods}/{name}")[0] == 404)
-        _wait(f"node {name} is gone",
-              lambda: cp.request("GET", f"/api/v1/nodes/{name}")[0] == 404)
+        one.close()
 
 
 def krm_fn_says(node_taints: list, tolerations: list) -> tuple:
@@ -131,8 +100,8 @@ def krm_fn_says(node_taints: list, tolerations: list) -> tuple:
     return missing, list(admitted), error
 
 
-def check(cp, namespace: str, node_taints: list, tolerations: list) -> None:
-    bound, message, stored = scheduler_says(cp, namespace, node_taints, tolerations)
+def check(cp, node_taints: list, tolerations: list) -> None:
+    bound, message, stored = scheduler_says(cp, node_taints, tolerations)
     missing, admitted, error = krm_fn_says(node_taints, tolerations)
     case = f"taints {node_taints}, tolerations {tolerations}"
     # the API server omits empty strings (omitempty)
@@ -176,9 +145,9 @@ TABLE = {
 
 
 @pytest.mark.parametrize("name", sorted(TABLE))
-def test_named_taint_cases_match_the_scheduler(controlplane, namespace, name):
+def test_named_taint_cases_match_the_scheduler(controlplane, name):
     node_taints, tolerations = TABLE[name]
-    check(controlplane, namespace, node_taints, tolerations)
+    check(controlplane, node_taints, tolerations)
 
 
 _KEYS = st.sampled_from(["a", "b", "example.com/c"])
@@ -214,6 +183,6 @@ _CASE = st.tuples(
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=_CASE)
-def test_generated_taint_cases_match_the_scheduler(controlplane, namespace, case):
+def test_generated_taint_cases_match_the_scheduler(controlplane, case):
     node_taints, tolerations = case
-    check(controlplane, namespace, node_taints, tolerations)
+    check(controlplane, node_taints, tolerations)

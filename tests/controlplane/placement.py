@@ -4,14 +4,20 @@ with the scheduler's (tests/test_scheduler_differential.py, tests/test_placement
 differential.py) share this.
 
 `OneNode(cp, name, allocatable, labels, taints)` creates a Ready Node with that allocatable
-(status.capacity = status.allocatable: the scheduler reads only allocatable) and a
-namespace of the same name; `place(spec, name)` creates a Pod with `spec`, confined to that
+(status.capacity = status.allocatable: the scheduler reads only allocatable), those
+taints and its own (below), and a namespace of the same name; `place(spec, name)` creates a Pod with `spec`, confined to that
 node by a nodeSelector on its `krm-fn.dev/case` label, and waits until the scheduler binds
 it (True) or marks it Unschedulable (its message); `close()` deletes the pods and the Node
 and waits until they are gone, so that no case sees another's objects.
 
-Races avoided by construction (each seen once as a flaky case):
+Races avoided by construction:
 
+- a pod another test left Pending would be bound to a new Node it fits (the scheduler
+  retries unschedulable pods when a Node is added), taking its capacity: seen as a first
+  pod refused "Too many pods", and as one replica fewer than krm-fn's count after the
+  API-server tests. So the Node carries the taint `krm-fn.dev/case=<name>:NoSchedule`,
+  which only the pods placed here tolerate (callers comparing a Node's taints or a pod's
+  tolerations leave `taint` and `toleration` out);
 - a Node is created with the `node.kubernetes.io/not-ready` taint (TaintNodesByCondition
   admission) that create_node removes; a pod the scheduler tries before it sees the update
   is Unschedulable for that taint and is tried again when the update arrives, so a
@@ -72,6 +78,10 @@ class OneNode:
                  taints: list | None = None):
         self.cp, self.name, self.ns = cp, name, name
         self.created: list = []
+        self.stored: dict = {}
+        self.taint = {"key": CASE_LABEL, "value": name, "effect": "NoSchedule"}
+        self.toleration = {"key": CASE_LABEL, "operator": "Equal", "value": name,
+                           "effect": "NoSchedule"}
         cp.ensure_namespace(self.ns)
         res = dict(allocatable)
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {
@@ -79,8 +89,7 @@ class OneNode:
                                      CASE_LABEL: name}},
             "status": {"capacity": res, "allocatable": res,
                        "conditions": [{"type": "Ready", "status": "True"}]}}
-        if taints:
-            node["spec"] = {"taints": list(taints)}
+        node["spec"] = {"taints": list(taints or []) + [self.taint]}
         cp.create_node(node)
         wait(lambda: cp.request("GET", f"/api/v1/namespaces/{self.ns}/serviceaccounts/"
                                        f"default")[0] == 200, "the default ServiceAccount")
@@ -109,6 +118,8 @@ class OneNode:
                 "metadata": {"name": name, "namespace": self.ns},
                 "spec": {**spec, "nodeSelector": {**(spec.get("nodeSelector") or {}),
                                                   CASE_LABEL: self.name},
+                         "tolerations": list(spec.get("tolerations") or [])
+                         + [self.toleration],
                          "terminationGracePeriodSeconds": 0}}
         status, got = self.cp.request("POST", f"/api/v1/namespaces/{self.ns}/pods", body)
         if status == 201:
@@ -134,10 +145,12 @@ class OneNode:
     def place(self, spec: dict, name: str):
         """Create a Pod `name` with pod spec `spec` on this node; True when the scheduler
         binds it, else the scheduler's Unschedulable message; "invalid: <message>" when
-        the API server refuses the pod."""
+        the API server refuses the pod. `stored` is then the Pod as the API server stored
+        it (after its admission plugins)."""
         status, got = self._create(spec, name)
         if status != 201:
             return f"invalid: {got.get('message') if isinstance(got, dict) else got}"
+        self.stored = got
 
         def decided():
             p = self._get(name)
