@@ -11,7 +11,7 @@ and the caller warns and leaves the value alone.
 """
 from __future__ import annotations
 
-from krm_fn.matching import DIGITS, LazyPattern, digits
+from krm_fn.matching import DIGITS, LazyPattern, digits, span
 
 # The largest count any value krm-fn reads means (threads, workers, CPUs, GiB): 2**20.
 # A bigger one is no real count and is reported like a non-number.
@@ -84,7 +84,6 @@ def brief(text: str, limit: int = 40) -> str:
 # read with ParseFloat; `.inf`, `.nan` and the booleans and nulls come from a table. So
 # `010` is 8 (YAML 1.1 octal: https://yaml.org/type/int.html), where YAML 1.2's core schema
 # reads 10.
-_GO_FLOAT = LazyPattern(r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?")
 _GO_TABLE = {".nan": float("nan"), ".NaN": float("nan"), ".NAN": float("nan")}
 _GO_TABLE.update({s: float("inf") for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf",
                                             "+.INF")})
@@ -149,9 +148,33 @@ def yaml11(text: str) -> int | float | None:
     return None
 
 
+def go_style_float(s: str) -> bool:
+    """Whether `s` is what go-yaml's yamlStyleFloat accepts (resolve.go: the expression
+    `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` on the whole string), as a
+    character test (tests/test_spelling.py proves them equal): a render checks quantities
+    with suffixes here and must compile no pattern (CONTRIBUTING.md)."""
+    i = 1 if s[:1] in ("+", "-") else 0
+    if s[i:i + 1] == ".":
+        j = span(s, i + 1, DIGITS)
+        if j == i + 1:
+            return False
+    else:
+        j = span(s, i, DIGITS)
+        if j == i:
+            return False
+        if s[j:j + 1] == ".":
+            j = span(s, j + 1, DIGITS)
+    if j < len(s) and s[j] in "eE":
+        k = j + 1 + (1 if s[j + 1:j + 2] in ("+", "-") else 0)
+        j = span(s, k, DIGITS)
+        if j == k:
+            return False
+    return j == len(s)
+
+
 def _go_float(s: str) -> float | None:
     """strconv.ParseFloat(s, 64) of a string yamlStyleFloat matches; None out of range."""
-    if len(s) > 400 or not _GO_FLOAT.fullmatch(s):
+    if len(s) > 400 or not go_style_float(s):
         return None
     f = float(s)
     return None if f in (float("inf"), float("-inf")) else f

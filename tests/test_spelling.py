@@ -78,6 +78,8 @@ GO_DURATION = r"[-+]?0|[-+]?(([0-9]+(\.[0-9]*)?|\.[0-9]+)(ns|us|µs|μs|ms|s|m|h
 _GO_UNIT_NS = {"ns": 1, "us": 10 ** 3, "µs": 10 ** 3, "μs": 10 ** 3, "ms": 10 ** 6,
                "s": 10 ** 9, "m": 60 * 10 ** 9, "h": 3600 * 10 ** 9}
 PLAIN_KEY = r"^[A-Za-z_][A-Za-z0-9_./-]*$"
+# go-yaml resolve.go yamlStyleFloat (krm_fn.numbers.go_style_float)
+GO_YAML_FLOAT = r"[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?"
 PLAIN_VALUE = r"^[A-Za-z][A-Za-z0-9_./-]*$"
 
 
@@ -364,3 +366,17 @@ def _tag_version_before(tag: str):
 def test_tag_version_is_the_expression(tag):
     from krm_fn.rules.cmdline import tag_version
     assert tag_version(tag) == _tag_version_before(tag), tag
+
+
+@_SETTINGS
+@given(_strings(GO_YAML_FLOAT))
+@example("1e3")
+@example("+.5")
+@example("5.")
+@example(".")
+@example("1e")
+@example("1e+")
+@example("-")
+@example("")
+def test_go_style_float(s):
+    _same(GO_YAML_FLOAT, numbers.go_style_float, s)
