@@ -292,6 +292,29 @@ def test_a_nodeselector_for_windows_never_schedules_on_a_pool_that_does_not_list
     assert code == 0 and errors(results) == []
 
 
+def test_the_beta_os_label_is_known_as_the_kubelet_sets_it():
+    # hostile review: beta.kubernetes.io/os: windows was "a label the pool does not list"
+    # (an info) while the kubelet registers every node with beta.kubernetes.io/os=linux too
+    # (pkg/kubelet/kubelet_node_status.go initialNode) and the scheduler never binds it
+    code, results, _ = render(config(), deployment(spec=_spec(nodeSelector={
+        "beta.kubernetes.io/os": "windows"})))
+    assert code == 1
+    assert errors(results)[0].startswith(
+        "the pod never schedules on node pool 'p' (node labels pool=p, kubernetes.io/os=linux):"
+        " nodeSelector beta.kubernetes.io/os=windows (the pool's nodes have "
+        "beta.kubernetes.io/os=linux)")
+    affinity = {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [
+            {"key": "beta.kubernetes.io/os", "operator": "In", "values": ["linux"]}]}]}}}
+    code, results, _ = render(config(), deployment(spec=_spec(
+        nodeSelector={"beta.kubernetes.io/os": "linux"}, affinity=affinity)))
+    assert code == 0 and errors(results) == []
+    assert not [m for _, m in results if "does not list" in m]
+    assert scheduling.with_twins({"kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64"}) \
+        == {"kubernetes.io/os": "linux", "kubernetes.io/arch": "arm64",
+            "beta.kubernetes.io/os": "linux", "beta.kubernetes.io/arch": "arm64"}
+
+
 def test_a_windows_pod_on_the_pool_fails_at_its_path():
     code, results, _ = render(config(), deployment(spec=_spec(os={"name": "windows"}),
                                                    labels={"kubernetes.io/os": "windows"}))

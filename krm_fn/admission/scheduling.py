@@ -12,7 +12,8 @@ name `metadata.name` (`In` / `NotIn`, one value): which node that is cannot be t
 labels.
 
 krm-fn knows of the pool's nodes the pool's labels (its `nodeSelector`), their OS
-(`kubernetes.io/os: linux`: the kubelet sets the label from runtime.GOOS, and the kubelet
+(`kubernetes.io/os: linux` and its twin `beta.kubernetes.io/os`, `with_twins`: the kubelet
+sets both from runtime.GOOS, and the kubelet
 configs krm-fn emits are Linux ones) and the OS and architecture of the pool's
 `topology.fromNode` Node (`known_labels`); any other label is unknown. So an expression on a label the pool does not list is DEPENDS (the pod
 lands only on those of the pool's nodes that carry it), while an expression on a pool
@@ -39,6 +40,9 @@ _SOURCE = ("k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity
            "https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/")
 _INT_OPS = ("Gt", "Lt")
 OS_LABEL, ARCH_LABEL = "kubernetes.io/os", "kubernetes.io/arch"
+# the deprecated twins the kubelet still sets to the same values (kubeletapis.LabelOS,
+# LabelArch: pkg/kubelet/kubelet_node_status.go initialNode, v1.37.2)
+_TWINS = (("beta.kubernetes.io/os", OS_LABEL), ("beta.kubernetes.io/arch", ARCH_LABEL))
 NODE_OS = "linux"
 _OS_SOURCE = ("pkg/kubelet/lifecycle/predicate.go, "
               "https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-os")
@@ -116,10 +120,21 @@ def _malformed(expr: object) -> str | None:
     return None
 
 
+def with_twins(labels: dict) -> dict:
+    """`labels` with `beta.kubernetes.io/os` and `beta.kubernetes.io/arch` where it gives
+    the stable label and not the twin: the kubelet registers every node with both, set
+    from runtime.GOOS and runtime.GOARCH (pkg/kubelet/kubelet_node_status.go initialNode);
+    `labels` itself when nothing is added."""
+    add = {twin: labels[stable] for twin, stable in _TWINS
+           if stable in labels and twin not in labels}
+    return {**labels, **add} if add else labels
+
+
 def expression(expr: dict, labels: dict) -> bool | None:
     """One well-formed matchExpressions entry against a node carrying `labels` (the pool's
     labels; other labels unknown): True, False, or None when it depends on a label the
     pool does not list (labels/selector.go `Requirement.Matches`)."""
+    labels = with_twins(labels)
     key, op = expr["key"], expr["operator"]
     values = [str(v) for v in expr.get("values") or []]
     if key not in labels:
@@ -189,6 +204,7 @@ def evaluate(node_selector: dict, affinity: object,
     """The pod's nodeSelector AND its required node affinity (terms ORed) against a node of
     a pool with `labels`: (True: every node of the pool matches; False: none can; None: it
     depends on labels krm-fn does not know or the node name, reasons)."""
+    labels = with_twins(labels)
     sel_results, failed, unknown = [], [], []
     for key, value in (node_selector or {}).items():
         if key not in labels:
