@@ -18,14 +18,17 @@ against `spec.hard`:
 - when they fit, an info: other pods of the namespace use the same quota, and the render
   does not see them.
 
-A quota with `scopes` or a `scopeSelector` other than NotBestEffort and NotTerminating (which
-a pinned pod without activeDeadlineSeconds is in) is not modelled.
+A quota counts the pod only when the pod, after admission, is in every one of its `scopes`
+and matches every expression of its `scopeSelector` (quotascope.matches): a quota that does
+not count it gets an info saying which scope it is not in; one whose scopes krm-fn cannot
+evaluate (quotascope.problem) is said once per quota by pipeline/quota.py.
 """
 from __future__ import annotations
 
 from krm_fn.rational import Fraction
 
 from krm_fn import numbers, quantity
+from krm_fn.admission import quotascope
 from krm_fn.admission.cpumanager import peak
 from krm_fn.admission.model import ERROR, INFO, AdmittedPod, Finding
 
@@ -36,7 +39,6 @@ RESOURCES = {"requests.cpu": ("requests", "cpu"), "cpu": ("requests", "cpu"),
              "limits.cpu": ("limits", "cpu"), "requests.memory": ("requests", "memory"),
              "memory": ("requests", "memory"), "limits.memory": ("limits", "memory"),
              "pods": (None, "pods")}
-_SCOPES_IN = ("NotBestEffort", "NotTerminating")
 
 
 def replicas(obj: dict, path: str) -> int:
@@ -160,13 +162,10 @@ def _hard(quota: dict) -> dict:
     return out
 
 
-def _applies(quota: dict) -> bool:
-    """Whether krm-fn models `quota` for a pinned pod: no scopeSelector, and only the
-    scopes a pinned pod without activeDeadlineSeconds is in (NotBestEffort,
-    NotTerminating)."""
-    spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
-    scopes = spec.get("scopes") or []
-    return not spec.get("scopeSelector") and all(s in _SCOPES_IN for s in scopes)
+def modelled(quota: dict) -> bool:
+    """Whether krm-fn counts pods against `quota` (plain data): a `spec.hard` of the
+    resources it models (RESOURCES) and scopes it can evaluate (quotascope.problem)."""
+    return bool(_hard(quota)) and quotascope.problem(quota) is None
 
 
 def _show(key: str, v) -> str:
@@ -183,18 +182,33 @@ def _list(keys: list, values: dict) -> str:
 
 def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
     """Findings (rule `resourcequota`) for each ResourceQuota of `quotas` (plain objects
-    of the pod's namespace): ERROR when one pod, or `count` replicas of it, use more than
-    its `spec.hard`; INFO when they fit (other pods of the namespace count too)."""
+    of the pod's namespace) that counts the pod (quotascope.matches): ERROR when one pod,
+    or `count` replicas of it, use more than its `spec.hard`; INFO when they fit (other
+    pods of the namespace count too). INFO for a quota that does not count the pod, and
+    for one krm-fn cannot tell it for (the pod is not checked against it)."""
     out: list = []
     if not quotas:
         return tuple(out)
     use = _usage(pod)
     for quota in quotas:
+        if not modelled(quota):
+            continue        # pipeline/quota.py says why, once per quota
         hard = _hard(quota)
-        if not hard or not _applies(quota):
-            continue
         name = (quota.get("metadata") or {}).get("name")
         where = f"ResourceQuota {name} of namespace {pod.namespace or 'default'}"
+        counts, why = quotascope.matches(quota, pod)
+        if counts is None:
+            out.append(Finding(INFO, f"{where}: krm-fn cannot tell whether it counts this "
+                               f"pod ({why}), so it does not check the pod against it; the "
+                               f"API server does ({quotascope.SOURCE})", "resourcequota",
+                               pod.path))
+            continue
+        if why:
+            out.append(Finding(INFO, f"{where} {'counts' if counts else 'does not count'} "
+                               f"this pod: {why} ({quotascope.SOURCE})", "resourcequota",
+                               pod.path))
+        if not counts:
+            continue
         keys = sorted(hard)
         over = [k for k in keys if use[k] > hard[k]]
         total = {k: use[k] * count for k in keys}
