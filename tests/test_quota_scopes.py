@@ -225,3 +225,35 @@ def test_a_terminating_quota_counts_only_the_pods_with_a_deadline():
     assert _quota_results(results)[2][1] == (
         "ResourceQuota t of namespace ai does not count this pod: scope Terminating does not "
         "match: the pod sets no activeDeadlineSeconds " + SCOPE_SRC)
+
+
+def test_a_quota_that_counts_the_pod_needs_every_container_to_state_what_it_limits():
+    from krm_fn.admission import resourcequota as rq
+    from krm_fn.admission.model import INIT
+    bare = record.replace(ctr("setup", 1, role=INIT), requests={}, limits={})
+    p = pod(bare, record.replace(ctr("app", 2), limits={}))
+    assert rq.unstated(p, _quota(hard={"requests.cpu": "4", "limits.memory": "1Gi",
+                                       "pods": "3"})) == (
+        "limits.memory for: app,setup; requests.cpu for: setup")
+    assert rq.unstated(p, _quota(hard={"pods": "3"})) is None
+    # pod-level resources take the place of the containers' (PodLevelResources)
+    level = record.replace(p, pod_requests={"cpu": 2})
+    assert rq.unstated(level, _quota(hard={"requests.cpu": "4"})) is None
+
+
+def test_a_best_effort_workload_is_refused_by_a_cpu_quota_that_counts_it():
+    bare = deployment("e", spec={"containers": [{"name": "app", "image": "a:1"}]},
+                      meta={"annotations": {"krm-fn.dev/skip": "true"}})
+    code, results, _ = render(config(), _quota("cpu", {"requests.cpu": "8"}), bare,
+                              _dep("a", "4"))
+    assert code == 0
+    assert _quota_results(results)[-1] == (
+        "warning", "ResourceQuota cpu of namespace ai: every pod is refused (\"failed quota: "
+                   "cpu: must specify requests.cpu for: app\"): a quota that counts the pod "
+                   "and limits cpu or memory needs every container to state them; set the "
+                   "requests and limits, or pod-level resources " + RQ_SRC
+                   + ", pkg/quota/v1/evaluator/core/pods.go Constraints)")
+    # a quota scoped to NotBestEffort does not count it
+    scoped = _quota("cpu", {"requests.cpu": "8"}, scopes=["NotBestEffort"])
+    code, results, _ = render(config(), scoped, bare, _dep("a", "4"))
+    assert [s for s, _ in _quota_results(results)] == ["info"]

@@ -33,7 +33,9 @@ class Share:
     `before`: one pod's usage as the input wrote it; `tuned`: krm-fn judged it (its own
     check, resourcequota.refused, has already named what it exceeds alone); `counted` /
     `counted_before`: the names of the quotas whose scopes count the pod as rendered / as
-    the input wrote it (quotascope.matches), None: every quota."""
+    the input wrote it (quotascope.matches), None: every quota; `refused`: the names of
+    the quotas that count it and refuse every pod as rendered, whatever the amounts
+    (resourcequota.unstated: said on its own)."""
 
     ref: object
     count: int
@@ -42,6 +44,7 @@ class Share:
     tuned: bool = False
     counted: frozenset | None = None
     counted_before: frozenset | None = None
+    refused: frozenset = frozenset()
 
 
 def _in(name: str, counted) -> bool:
@@ -81,6 +84,9 @@ def admitted(quotas: list, shares: list, usage: str = "use") -> list:
         counted = s.counted if usage == "use" else s.counted_before
         mine = [i for i, (name, _) in enumerate(quotas) if _in(name, counted)]
         n = min((_fits(used[i], quotas[i][1], use, s.count) for i in mine), default=s.count)
+        if usage == "use" and any(quotas[i][0] in s.refused for i in mine):
+            out.append((0, {}))
+            continue
         for i in mine:
             for k in quotas[i][1]:
                 used[i][k] += use[k] * n
@@ -103,7 +109,7 @@ def judge(namespace: str, quotas: list, shares: list) -> list:
     got = admitted(pairs, shares)
     out = []
     for i, (s, (n, stop)) in enumerate(zip(shares, got)):
-        if n == s.count:
+        if n == s.count or s.refused:
             continue
         alone = admitted(pairs, [s])[0][0]
         for qi in stop:

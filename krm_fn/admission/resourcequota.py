@@ -168,6 +168,50 @@ def modelled(quota: dict) -> bool:
     return bool(_hard(quota)) and quotascope.problem(quota) is None
 
 
+# pods.go validationSet: the quota resources every container must state when a quota
+# that counts the pod limits them
+_EXPLICIT = ("cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu",
+             "limits.memory")
+
+
+def unstated(pod: AdmittedPod, quota: dict) -> str | None:
+    """pods.go podEvaluator.Constraints for `quota` (which counts `pod`): "requests.cpu for:
+    app,setup; limits.memory for: app" for each resource of its `spec.hard` among
+    `_EXPLICIT` that a container (init containers and injected ones included) does not
+    state (a request of cpu gives cpu and requests.cpu, a limit limits.cpu; a limit without
+    a request gives the request too); None when every container states them, or the pod
+    sets pod-level cpu or memory resources (PodLevelResources)."""
+    spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
+    hard = spec.get("hard") if isinstance(spec.get("hard"), dict) else {}
+    required = sorted(str(k) for k in hard if str(k) in _EXPLICIT)
+    if not required or any(r in (pod.pod_requests or {}) or r in (pod.pod_limits or {})
+                           for r in ("cpu", "memory")):
+        return None
+    missing: dict = {}
+    for c in pod.containers:
+        have = {"pods"}
+        for res in ("cpu", "memory"):
+            if res in c.requests:
+                have.update((res, f"requests.{res}"))
+            if res in c.limits:
+                have.add(f"limits.{res}")
+        for r in required:
+            if r not in have:
+                missing.setdefault(r, set()).add(c.name)
+    if not missing:
+        return None
+    return "; ".join(f"{r} for: {','.join(sorted(missing[r]))}" for r in sorted(missing))
+
+
+def unstated_message(name: str, namespace: str, what: str) -> str:
+    """The error of a pod `unstated` finds for ResourceQuota `name`."""
+    return (f"ResourceQuota {name} of namespace {namespace or 'default'}: every pod is "
+            f"refused (\"failed quota: {name}: must specify {what}\"): a quota that counts the "
+            f"pod and limits cpu or memory needs every container to state them; set the "
+            f"requests and limits, or pod-level resources ({SOURCE}, "
+            f"pkg/quota/v1/evaluator/core/pods.go Constraints)")
+
+
 def _show(key: str, v) -> str:
     if key == "pods":
         return str(int(v))
@@ -208,6 +252,11 @@ def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
                                f"this pod: {why} ({quotascope.SOURCE})", "resourcequota",
                                pod.path))
         if not counts:
+            continue
+        what = unstated(pod, quota)
+        if what is not None:
+            out.append(Finding(ERROR, unstated_message(str(name), pod.namespace, what),
+                               "resourcequota", pod.path))
             continue
         keys = sorted(hard)
         over = [k for k in keys if use[k] > hard[k]]

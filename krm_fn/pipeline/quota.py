@@ -53,10 +53,14 @@ def judge(items: list, done: list, run) -> list:
                 f"namespace {ns or 'default'} against its ResourceQuotas: {why}", INFO,
                 ref_of(obj), tags=TAGS))
             continue
-        share, unknown = _share(i, obj, ns, count, outcome, run)
+        share, unknown, unstated = _share(i, obj, ns, count, outcome, run)
         if share is not None:
             spaces.setdefault(ns, []).append((i, obj, share))
         if outcome is None:     # else resourcequota.refused has said it on the item
+            for name, what in unstated:
+                _add(tail, outcome, pick, Result(
+                    rq.unstated_message(name, ns, what), _severity(obj, run.cfg, False),
+                    ref_of(obj), _path(obj, run), tags=TAGS))
             for why in unknown:
                 _add(tail, outcome, pick, Result(
                     f"{obj.get('kind')} {ref_of(obj).name} is not counted in the total of "
@@ -92,11 +96,13 @@ def _path(obj: dict, run) -> str:
 def _share(i: int, obj: dict, ns: str, count: int, outcome, run) -> tuple:
     """(the quotatotal.Share of item `i`, or None when its pod spec cannot be read;
     [ResourceQuota <name>: why] for each quota of the namespace krm-fn cannot tell counts
-    the pod as rendered or not (quotascope.matches): it is not counted against those)."""
+    the pod as rendered or not (quotascope.matches): it is not counted against those;
+    [(quota name, what the containers do not state)] for each quota that counts the pod
+    and refuses every one (resourcequota.unstated))."""
     ref = ref_of(obj)
     before = _input_pod(i, obj, ref, ns, run)
     if before is None:
-        return None, []
+        return None, [], []
     judged = (outcome.verdicts[0][0] if outcome is not None and len(outcome.verdicts) == 1
               else None)
     kept = judged is not None and not any(r.severity == ERROR for r in outcome.results)
@@ -107,8 +113,15 @@ def _share(i: int, obj: dict, ns: str, count: int, outcome, run) -> tuple:
              and rq._usage(judged) == use)
     quotas = [q for q in run.ictx.quotas.get(ns, ()) if rq.modelled(q)]
     counted, unknown = _counted(quotas, pod)
-    return quotatotal.Share(ref, count, use, rq._usage(before), alone, counted,
-                            _counted(quotas, before)[0]), unknown
+    unstated = []
+    for q in quotas:
+        name = str((q.get("metadata") or {}).get("name"))
+        what = rq.unstated(pod, q) if name in counted else None
+        if what is not None:
+            unstated.append((name, what))
+    share = quotatotal.Share(ref, count, use, rq._usage(before), alone, counted,
+                             _counted(quotas, before)[0], frozenset(n for n, _ in unstated))
+    return share, unknown, unstated
 
 
 def _counted(quotas: list, pod) -> tuple:
