@@ -223,17 +223,26 @@ def test_replicas_within_the_namespace_quota_are_an_info_that_other_pods_count_t
         "too, and krm-fn does not see them " + QSRC)]
 
 
-def test_a_quota_of_another_namespace_or_scope_is_not_applied_and_a_scope_is_said():
+def test_a_quota_of_another_namespace_or_scope_is_not_applied_and_said():
     other = _quota(cpu="1")
     other["metadata"]["namespace"] = "elsewhere"
     assert _quota_results(other) == (0, [])
     scoped = _quota(cpu="1")
+    scoped["spec"]["scopes"] = ["Terminating"]
+    assert _quota_results(scoped) == (0, [("info",
+        "ResourceQuota team of namespace ai does not count this pod: scope Terminating does "
+        "not match: the pod sets no activeDeadlineSeconds (https://kubernetes.io/docs/"
+        "concepts/policy/resource-quotas/#quota-scopes; kubernetes/kubernetes pkg/quota/v1/"
+        "evaluator/core/pods.go (podMatchesScopeFunc))")])
+    # a scope with a resource the API server does not allow with it: said once
     scoped["spec"]["scopes"] = ["BestEffort"]
     assert _quota_results(scoped) == (0, [("info",
-        "ResourceQuota team of namespace ai: krm-fn does not model scopes BestEffort (only "
-        "the scopes NotBestEffort and NotTerminating, which a pinned pod is in), so it "
-        "counts no pod of the render against it; the API server counts the pods it selects "
-        + QSRC)])
+        "ResourceQuota team of namespace ai: krm-fn cannot evaluate its scopes (scope "
+        "BestEffort does not apply to cpu: the API server allows only pods with it), so it "
+        "counts no pod of the render against it (https://kubernetes.io/docs/concepts/policy/"
+        "resource-quotas/#quota-scopes; kubernetes/kubernetes pkg/quota/v1/evaluator/core/"
+        "pods.go (podMatchesScopeFunc); pkg/apis/core/validation/validation.go "
+        "validateResourceQuotaScopes, validateScopedResourceSelectorRequirement)")])
 
 
 def test_capacity_and_quota_messages_print_cpu_as_quantities():

@@ -10,7 +10,8 @@ controller has filled in their status.hard, which the admission reads), then the
 rendered Deployments create, as Pods, `replicas` copies of each pod template, in render
 order. For every Deployment the number of pods the API server admits must be what krm-fn
 says (all, or the count its `resourcequota` result names), and a pod may be refused only
-with "exceeded quota".
+with "exceeded quota", or "failed quota: ...: must specify" (pods.go Constraints: a quota
+that counts the pod and limits cpu or memory needs every container to state them).
 
 Coarser on purpose, by name (krm_fn/admission/quotatotal.py):
 
@@ -20,6 +21,15 @@ Coarser on purpose, by name (krm_fn/admission/quotatotal.py):
   order.
 - `other-pods`: pods of the namespace that are not in the render count too; krm-fn does not
   see them. Each case has a fresh namespace.
+
+Quotas get scopes (`scopes`, or the same scope in a `scopeSelector` with Exists:
+Terminating, NotTerminating, BestEffort with `pods` only, NotBestEffort) or a PriorityClass
+scopeSelector (In, NotIn, Exists, DoesNotExist); Deployments a priorityClassName (`high`,
+`low` or none) and sometimes `activeDeadlineSeconds`; a case may add a BestEffort
+Deployment krm-fn does not tune (`krm-fn.dev/skip`). The PriorityClasses a case names are
+created in the control plane (cluster-scoped: names unique per case, deleted after it) and
+are in krm-fn's input too; the pods are created only once the Priority admission plugin
+sees them (a dry-run pod).
 
 Generated cases: `KRM_FN_QUOTA_EXAMPLES` (default 100) per run, `KRM_FN_QUOTA_SEED`
 (default random; printed in pytest's report header and with every failure) repeats a run.
@@ -61,9 +71,23 @@ KEYS = ("requests.cpu", "limits.cpu", "requests.memory", "limits.memory", "pods"
 _names = itertools.count()
 
 
-def _quota(name: str, hard: dict) -> dict:
+def _quota(name: str, hard: dict, scopes: list | None = None,
+           selector: list | None = None) -> dict:
+    spec: dict = {"hard": hard}
+    if scopes:
+        spec["scopes"] = scopes
+    if selector:
+        spec["scopeSelector"] = {"matchExpressions": selector}
     return {"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": name},
-            "spec": {"hard": hard}}
+            "spec": spec}
+
+
+def _priority_class(name: str, value: int, default: bool = False) -> dict:
+    return {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass",
+            "metadata": {"name": name}, "value": value, "globalDefault": default}
+
+
+CLASSES = {"high": 1000, "low": 10}
 
 
 def _ctr(name: str, cpu: str, memory: str, limits: bool = True, **extra) -> dict:
@@ -73,8 +97,9 @@ def _ctr(name: str, cpu: str, memory: str, limits: bool = True, **extra) -> dict
     return {"name": name, "image": "example/app:1", "resources": res, **extra}
 
 
-def _deployment(name: str, replicas: int, containers: list, init: list = ()) -> dict:
-    spec = {"containers": containers}
+def _deployment(name: str, replicas: int, containers: list, init: list = (),
+                **pod_spec) -> dict:
+    spec = {"containers": containers, **pod_spec}
     if init:
         spec["initContainers"] = list(init)
     return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name},
@@ -105,6 +130,30 @@ def _hard(draw) -> dict:
     return out
 
 
+SCOPES = ("NotTerminating", "Terminating", "NotBestEffort", "BestEffort")
+
+
+@st.composite
+def _scoped(draw, name: str) -> dict:
+    """A quota with no scope, a scope (in `scopes` or a scopeSelector) or a PriorityClass
+    scopeSelector."""
+    kind = draw(st.sampled_from((None, None, "scope", "PriorityClass")))
+    if kind == "scope":
+        scope = draw(st.sampled_from(SCOPES))
+        hard = ({"pods": str(draw(st.integers(1, 6)))} if scope == "BestEffort"
+                else draw(_hard()))
+        if draw(st.booleans()):
+            return _quota(name, hard, scopes=[scope])
+        return _quota(name, hard, selector=[{"scopeName": scope, "operator": "Exists"}])
+    if kind == "PriorityClass":
+        op = draw(st.sampled_from(("In", "NotIn", "Exists", "DoesNotExist")))
+        expr = {"scopeName": "PriorityClass", "operator": op}
+        if op in ("In", "NotIn"):
+            expr["values"] = draw(st.sampled_from((["high"], ["low"], ["high", "low"])))
+        return _quota(name, draw(_hard()), selector=[expr])
+    return _quota(name, draw(_hard()))
+
+
 @st.composite
 def _workload(draw, name: str) -> dict:
     app = _ctr("app", draw(st.sampled_from(CPUS)), draw(st.sampled_from(MEMS)),
@@ -117,19 +166,36 @@ def _workload(draw, name: str) -> dict:
                          draw(st.sampled_from(MEMS)), restartPolicy="Always"))
     if len(init) == 2 and draw(st.booleans()):
         init.reverse()          # the sidecar before the init container: it counts in its peak
-    return _deployment(name, draw(st.integers(1, 4)), [app], init)
+    extra = {}
+    priority = draw(st.sampled_from((None, "high", "low")))
+    if priority:
+        extra["priorityClassName"] = priority
+    if draw(st.integers(0, 3)) == 0:
+        extra["activeDeadlineSeconds"] = 600
+    return _deployment(name, draw(st.integers(1, 4)), [app], init, **extra)
+
+
+def _best_effort(name: str, replicas: int, **pod_spec) -> dict:
+    """A Deployment whose pods are BestEffort, which krm-fn does not tune."""
+    d = _deployment(name, replicas, [{"name": "app", "image": "example/app:1"}], **pod_spec)
+    d["metadata"]["annotations"] = {"krm-fn.dev/skip": "true"}
+    return d
 
 
 @st.composite
 def _case(draw) -> tuple:
-    quotas = [_quota(f"q{i}", draw(_hard())) for i in range(draw(st.integers(1, 2)))]
+    quotas = [draw(_scoped(f"q{i}")) for i in range(draw(st.integers(1, 2)))]
     names = ("a", "b", "c")[:draw(st.integers(1, 3))]
-    return quotas, [draw(_workload(n)) for n in names]
+    workloads = [draw(_workload(n)) for n in names]
+    if draw(st.integers(0, 3)) == 0:
+        workloads.append(_best_effort("e", draw(st.integers(1, 3))))
+    return quotas, workloads
 
 
 # --- one case through krm-fn and the API server -----------------------------------------
 
-_ONE = re.compile(r"^ResourceQuota (\S+) of namespace \S+: one pod needs ")
+_ONE = re.compile(r"^ResourceQuota (\S+) of namespace \S+: (one pod needs |every pod is "
+                  r"refused \(\"failed quota: )")
 _ALONE = re.compile(r"^ResourceQuota (\S+) of namespace \S+: \d+ replicas need .* refuses "
                     r"the pods after the first (\d+) ")
 _TOGETHER = re.compile(r"^ResourceQuota (\S+) of namespace \S+: the render's pods in the "
@@ -177,7 +243,8 @@ def _namespace(cp) -> str:
 
 def _admitted(cp, ns: str, quotas: list, rendered: list) -> dict:
     """{Deployment: pods the API server admits}: the quotas, then each rendered
-    Deployment's pods, in render order. Any refusal but "exceeded quota" fails."""
+    Deployment's pods, in render order. Any refusal but "exceeded quota" and "failed quota:
+    ...: must specify" (a container that does not state a resource the quota limits) fails."""
     base = f"/api/v1/namespaces/{ns}"
     for q in quotas:
         status, body = cp.request("POST", f"{base}/resourcequotas", q)
@@ -200,17 +267,88 @@ def _admitted(cp, ns: str, quotas: list, rendered: list) -> dict:
             if status == 201:
                 out[name] += 1
             else:
-                assert status == 403 and "exceeded quota" in body.get("message", ""), (
-                    status, body)
+                msg = body.get("message", "")
+                assert status == 403 and ("exceeded quota" in msg or re.search(
+                    r"failed quota: \S+: must specify ", msg)), (status, body)
     return out
 
 
-def check(cp, quotas: list, workloads: list, why: str = "") -> None:
-    """krm-fn's verdict on `workloads` under `quotas` equals what the API server admits."""
-    ns = _namespace(cp)
-    items = [copy.deepcopy(o) for o in quotas + workloads]
+def _uses_classes(quotas: list, workloads: list) -> bool:
+    return any("scopeSelector" in q["spec"] for q in quotas) or any(
+        "priorityClassName" in d["spec"]["template"]["spec"] for d in workloads)
+
+
+def _rename_classes(items: list, prefix: str) -> None:
+    """Prefix every PriorityClass name in `items` (the classes, the quotas' PriorityClass
+    values, the pods' priorityClassName) with `prefix`: unique names per case."""
     for o in items:
-        o["metadata"]["namespace"] = ns
+        if o["kind"] == "PriorityClass":
+            o["metadata"]["name"] = prefix + o["metadata"]["name"]
+        elif o["kind"] == "ResourceQuota":
+            for e in (o["spec"].get("scopeSelector") or {}).get("matchExpressions", []):
+                if e["scopeName"] == "PriorityClass" and "values" in e:
+                    e["values"] = [prefix + v for v in e["values"]]
+        elif o["kind"] == "Deployment":
+            spec = o["spec"]["template"]["spec"]
+            if "priorityClassName" in spec:
+                spec["priorityClassName"] = prefix + spec["priorityClassName"]
+
+
+def _dry_run_class(cp, ns: str, name: str | None) -> str | None:
+    """The priorityClassName the API server's Priority admission gives a pod naming `name`
+    (None: none), from a dry-run create; None when it refuses the pod."""
+    spec = {"containers": [{"name": "probe", "image": "example/app:1"}]}
+    if name:
+        spec["priorityClassName"] = name
+    status, body = cp.request("POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", {
+        "apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"}, "spec": spec})
+    return body["spec"].get("priorityClassName", "") if status == 201 else None
+
+
+def _create_classes(cp, ns: str, classes: list) -> None:
+    """Create `classes` and wait until the Priority admission plugin sees each of them."""
+    for c in classes:
+        status, body = cp.request("POST", "/apis/scheduling.k8s.io/v1/priorityclasses", c)
+        assert status == 201, body
+    for c in classes:
+        name = c["metadata"]["name"]
+        if c.get("globalDefault"):
+            _wait(f"globalDefault PriorityClass {name}",
+                  lambda: _dry_run_class(cp, ns, None) == name)
+        _wait(f"PriorityClass {name}", lambda: _dry_run_class(cp, ns, name) == name)
+
+
+def _delete_classes(cp, ns: str, classes: list) -> None:
+    for c in classes:
+        cp.request("DELETE", f"/apis/scheduling.k8s.io/v1/priorityclasses/"
+                             f"{c['metadata']['name']}")
+    if any(c.get("globalDefault") for c in classes):
+        # the next case's pods must not get it
+        _wait("the globalDefault PriorityClass gone", lambda: _dry_run_class(cp, ns, None) == "")
+
+
+def check(cp, quotas: list, workloads: list, why: str = "", classes: list | None = None) -> None:
+    """krm-fn's verdict on `workloads` under `quotas` equals what the API server admits;
+    `classes`: the PriorityClasses of the case (default: CLASSES when the case names a
+    PriorityClass)."""
+    ns = _namespace(cp)
+    if classes is None:
+        classes = ([_priority_class(n, v) for n, v in CLASSES.items()]
+                   if _uses_classes(quotas, workloads) else [])
+    items = [copy.deepcopy(o) for o in classes + quotas + workloads]
+    for o in items:
+        if o["kind"] != "PriorityClass":
+            o["metadata"]["namespace"] = ns
+    _rename_classes(items, f"{ns}-")
+    made = [o for o in items if o["kind"] == "PriorityClass"]
+    _create_classes(cp, ns, made)
+    try:
+        _check(cp, ns, items, quotas, why)
+    finally:
+        _delete_classes(cp, ns, made)
+
+
+def _check(cp, ns: str, items: list, quotas: list, why: str) -> None:
     raw = _render_raw(items)
     rendered = [o for o in raw["items"] if o.get("kind") == "Deployment"]
     replicas = {d["metadata"]["name"]: int(d["spec"].get("replicas", 1)) for d in rendered}
@@ -278,10 +416,55 @@ REGRESSIONS = {
                                          _ctr("proxy", "500m", "256Mi",
                                               restartPolicy="Always")]),
          _deployment("b", 2, _app("1"))]),
+    # krm-fn's raise breaks a PriorityClass-scoped quota; the low-priority pod is not counted
+    "priority-class-in": (
+        [_quota("high", {"requests.cpu": "7"},
+                selector=[{"scopeName": "PriorityClass", "operator": "In",
+                           "values": ["high"]}])],
+        [_deployment("a", 1, _app("3500m"), priorityClassName="high"),
+         _deployment("b", 1, _app("3500m"), priorityClassName="high"),
+         _deployment("c", 1, _app("4"), priorityClassName="low")]),
+    # a pod without priorityClassName matches DoesNotExist, and NotIn
+    "priority-class-none": (
+        [_quota("none", {"pods": "2"},
+                selector=[{"scopeName": "PriorityClass", "operator": "DoesNotExist"}]),
+         _quota("not-high", {"requests.cpu": "9"},
+                selector=[{"scopeName": "PriorityClass", "operator": "NotIn",
+                           "values": ["high"]}])],
+        [_deployment("a", 3, _app("2")), _deployment("b", 2, _app("2"),
+                                                    priorityClassName="low"),
+         _deployment("c", 2, _app("2"), priorityClassName="high")]),
+    # a Terminating quota counts the pods with activeDeadlineSeconds only
+    "terminating": (
+        [_quota("t", {"pods": "2"}, scopes=["Terminating"]),
+         _quota("n", {"limits.cpu": "6"}, scopes=["NotTerminating"])],
+        [_deployment("a", 3, _app("2"), activeDeadlineSeconds=600),
+         _deployment("b", 4, _app("2"))]),
+    # a BestEffort quota counts the pods krm-fn does not tune and leaves BestEffort
+    "best-effort": (
+        [_quota("be", {"pods": "2"}, scopes=["BestEffort"]),
+         _quota("nbe", {"pods": "3"}, selector=[{"scopeName": "NotBestEffort",
+                                                 "operator": "Exists"}])],
+        [_best_effort("e", 3), _deployment("a", 4, _app("1"))]),
 }
+
+# A globalDefault PriorityClass of the input names the pods without one (the Priority
+# admission plugin): the quota scoped to it counts them. Created only by this test and
+# deleted after it (every pod of the control plane would get its name).
+GLOBAL_DEFAULT = (
+    [_priority_class("std", 100, default=True), _priority_class("high", 1000)],
+    [_quota("std", {"requests.cpu": "6"},
+            selector=[{"scopeName": "PriorityClass", "operator": "In", "values": ["std"]}])],
+    [_deployment("a", 1, _app("3500m")), _deployment("b", 1, _app("3500m")),
+     _deployment("c", 2, _app("4"), priorityClassName="high")])
 
 
 @pytest.mark.parametrize("name", sorted(REGRESSIONS))
 def test_named_quota_cases_match_the_api_server(controlplane, name):
     quotas, workloads = REGRESSIONS[name]
     check(controlplane, quotas, workloads, name)
+
+
+def test_a_global_default_priority_class_matches_the_api_server(controlplane):
+    classes, quotas, workloads = GLOBAL_DEFAULT
+    check(controlplane, quotas, workloads, "global-default", classes=classes)

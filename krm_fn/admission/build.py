@@ -100,13 +100,16 @@ def runtime_class(pod_spec: dict, runtime_classes: dict) -> tuple[dict, dict]:
 
 
 def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str = "",
-                 findings: tuple = (), runtime_classes: dict | None = None) -> AdmittedPod:
+                 findings: tuple = (), runtime_classes: dict | None = None,
+                 priority_classes: dict | None = None) -> AdmittedPod:
     """The AdmittedPod of a tuned PodView `pod`: its init containers (in spec order) then
     its app containers, with the injectors' containers (`injections`, model.Injection)
     added where each injector puts them (init/sidecar containers before the pod's own,
     app containers after); `pinned`: names of the containers krm-fn pins; pod-level
     `spec.resources` when set; `runtime_classes` ({name: RuntimeClass}): the overhead and
-    node selector of the pod's RuntimeClass (`runtime_class`)."""
+    node selector of the pod's RuntimeClass (`runtime_class`); `priority_classes` ({name:
+    PriorityClass}): the globalDefault one names a pod without priorityClassName
+    (`priority_class_name`)."""
     own = [container(c, c.name in pinned) for c in pod.containers]
     init = [c for c in own if c.role != APP]
     app = [c for c in own if c.role == APP]
@@ -140,7 +143,28 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,
                        pod_limits, tuple(injections), {**rc_sel, **selector},
                        aff if isinstance(aff, dict) else None, tuple(tol), namespace,
-                       findings, overhead)
+                       findings, overhead, pod.spec.get("activeDeadlineSeconds"),
+                       priority_class_name(pod.spec, priority_classes or {}))
+
+
+def priority_class_name(pod_spec: dict, priority_classes: dict) -> str:
+    """The pod's priorityClassName after the Priority admission plugin
+    (plugin/pkg/admission/priority/admission.go admitPod, getDefaultPriorityClass): the
+    spec's when set, else the name of the PriorityClass of `priority_classes` ({name:
+    PriorityClass, plain data}) with `globalDefault: true` (the lowest `value` among
+    several, as the plugin picks), else "" (no globalDefault PriorityClass in the input)."""
+    from krm_fn import numbers
+    name = pod_spec.get("priorityClassName") if isinstance(pod_spec, dict) else None
+    if name:
+        return str(name)
+    best = None
+    for pc_name, pc in priority_classes.items():
+        if not isinstance(pc, dict) or str(pc.get("globalDefault")).lower() != "true":
+            continue
+        value = numbers.api_int(pc.get("value", 0))[0] or 0
+        if best is None or value < best[0]:
+            best = (value, pc_name)
+    return best[1] if best else ""
 
 
 def _runtime_class_tolerations(pod_spec: dict, runtime_classes: dict) -> list:

@@ -69,7 +69,13 @@ class AdmittedPod:
     `namespace`: the pod's namespace ("" unknown); `findings`: problems found while
     building the model (Finding), e.g. an injector whose resources cannot be known;
     `overhead`: {resource: amount} the RuntimeClass admission controller sets as
-    `spec.overhead` (the RuntimeClass's `overhead.podFixed`, KEP-688), {} when none.
+    `spec.overhead` (the RuntimeClass's `overhead.podFixed`, KEP-688), {} when none;
+    `active_deadline`: the pod's `spec.activeDeadlineSeconds` as written (plain data, None
+    when not set; the ResourceQuota scopes Terminating / NotTerminating read it);
+    `priority_class`: the pod's priorityClassName after the Priority admission plugin as
+    far as the input tells: the spec's, else the name of the input's globalDefault
+    PriorityClass (the lowest value among several), else "" (the ResourceQuota scope
+    PriorityClass reads it).
     """
 
     ref: Ref
@@ -84,6 +90,8 @@ class AdmittedPod:
     namespace: str = ""
     findings: tuple = ()
     overhead: dict = field(default_factory=dict)
+    active_deadline: object = None
+    priority_class: str = ""
 
 
 @dataclass(frozen=True)

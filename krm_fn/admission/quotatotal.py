@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from krm_fn.record import dataclass
 
+from krm_fn.admission import quotascope
 from krm_fn.admission import resourcequota as rq
 from krm_fn.admission.resourcequota import SOURCE
 
@@ -30,13 +31,24 @@ class Share:
     """One workload of the namespace: `ref` (results.Ref); `count`: its pods at once;
     `use`: one pod's usage as rendered ({quota resource: amount}, resourcequota._usage);
     `before`: one pod's usage as the input wrote it; `tuned`: krm-fn judged it (its own
-    check, resourcequota.refused, has already named what it exceeds alone)."""
+    check, resourcequota.refused, has already named what it exceeds alone); `counted` /
+    `counted_before`: the names of the quotas whose scopes count the pod as rendered / as
+    the input wrote it (quotascope.matches), None: every quota; `refused`: the names of
+    the quotas that count it and refuse every pod as rendered, whatever the amounts
+    (resourcequota.unstated: said on its own)."""
 
     ref: object
     count: int
     use: dict
     before: dict
     tuned: bool = False
+    counted: frozenset | None = None
+    counted_before: frozenset | None = None
+    refused: frozenset = frozenset()
+
+
+def _in(name: str, counted) -> bool:
+    return counted is None or name in counted
 
 
 @dataclass(frozen=True)
@@ -63,19 +75,25 @@ def _fits(used: dict, hard: dict, use: dict, count: int) -> int:
 def admitted(quotas: list, shares: list, usage: str = "use") -> list:
     """[(pods admitted, {quota index: True} of the quotas that refused one)] per share, the
     pods created in render order against `quotas` ((name, {resource: hard})) starting
-    from nothing used: each pod is admitted when it fits every quota."""
+    from nothing used: each pod is admitted when it fits every quota that counts it
+    (Share.counted, or Share.counted_before with `usage` "before")."""
     used = [{k: 0 for k in hard} for _, hard in quotas]
     out = []
     for s in shares:
         use = getattr(s, usage)
-        n = min(_fits(used[i], hard, use, s.count) for i, (_, hard) in enumerate(quotas))
-        for i, (_, hard) in enumerate(quotas):
-            for k in hard:
+        counted = s.counted if usage == "use" else s.counted_before
+        mine = [i for i, (name, _) in enumerate(quotas) if _in(name, counted)]
+        n = min((_fits(used[i], quotas[i][1], use, s.count) for i in mine), default=s.count)
+        if usage == "use" and any(quotas[i][0] in s.refused for i in mine):
+            out.append((0, {}))
+            continue
+        for i in mine:
+            for k in quotas[i][1]:
                 used[i][k] += use[k] * n
         stop = {}
         if n < s.count:
-            stop = {i: True for i, (_, hard) in enumerate(quotas)
-                    if any(used[i][k] + use[k] > hard[k] for k in hard)}
+            stop = {i: True for i in mine
+                    if any(used[i][k] + use[k] > quotas[i][1][k] for k in quotas[i][1])}
         out.append((n, stop))
     return out
 
@@ -83,15 +101,15 @@ def admitted(quotas: list, shares: list, usage: str = "use") -> list:
 def judge(namespace: str, quotas: list, shares: list) -> list:
     """The Refusals of `shares` (Share, in render order) against `quotas` (the namespace's
     ResourceQuota objects, plain data; the ones resourcequota does not model are left to
-    `unmodelled`)."""
-    modelled = [q for q in quotas if rq._applies(q) and rq._hard(q)]
+    `unmodelled`); a quota counts only the shares whose scopes it selects (Share.counted)."""
+    modelled = [q for q in quotas if rq.modelled(q)]
     pairs = [(str((q.get("metadata") or {}).get("name")), rq._hard(q)) for q in modelled]
     if not pairs or not shares:
         return []
     got = admitted(pairs, shares)
     out = []
     for i, (s, (n, stop)) in enumerate(zip(shares, got)):
-        if n == s.count:
+        if n == s.count or s.refused:
             continue
         alone = admitted(pairs, [s])[0][0]
         for qi in stop:
@@ -110,13 +128,14 @@ def _total(shares: list, keys: list, usage: str) -> dict:
 def _refusal(i: int, namespace: str, name: str, hard: dict, shares: list,
              fit: int) -> Refusal:
     s = shares[i]
-    total = _total(shares, list(hard), "use")
+    mine = [x for x in shares if _in(name, x.counted)]
+    total = _total(mine, list(hard), "use")
     keys = [k for k in sorted(hard) if total[k] > hard[k]]
-    before = _total(shares, keys, "before")
+    before = _total([x for x in shares if _in(name, x.counted_before)], keys, "before")
     broken = all(before[k] <= hard[k] for k in keys)
     where = f"ResourceQuota {name} of namespace {namespace or 'default'}"
     of = ", ".join(f"{x.ref.kind} {x.ref.name} {x.count} × {rq._list(keys, x.use)}"
-                   for x in shares if x.count)
+                   for x in mine if x.count)
     text = (f"{where}: the render's pods in the namespace need {rq._list(keys, total)} "
             f"together ({of}), above its hard {rq._list(keys, hard)}: created in render "
             f"order, the API server admits {fit} of the {_pods(s.count)} of {s.ref.kind} "
@@ -126,7 +145,7 @@ def _refusal(i: int, namespace: str, name: str, hard: dict, shares: list,
             f"namespace, which krm-fn does not see, count too")
     if broken:
         text += (f"; the input's own amounts fit ({rq._list(keys, before)}): krm-fn raised "
-                 f"{_raised(shares, keys)}, and that is what breaks it")
+                 f"{_raised(mine, keys)}, and that is what breaks it")
     grow = " and ".join(f"{k} by {rq._show(k, total[k] - hard[k])} (to "
                         f"{rq._show(k, total[k])})" for k in keys)
     text += (f"; raise its hard {grow}, or lower the replicas or the resources"
@@ -156,18 +175,16 @@ def _raised(shares: list, keys: list) -> str:
 
 
 def unmodelled(quota: dict) -> str | None:
-    """The info for a ResourceQuota krm-fn does not count against (scopes or a
-    scopeSelector it does not model: resourcequota._applies), else None."""
+    """The info for a ResourceQuota krm-fn does not count against: one with a `spec.hard`
+    krm-fn models whose scopes it cannot evaluate (quotascope.problem), else None."""
+    if not rq._hard(quota):
+        return None
+    why = quotascope.problem(quota)
+    if why is None:
+        return None
     name = (quota.get("metadata") or {}).get("name")
     ns = (quota.get("metadata") or {}).get("namespace") or "default"
-    spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
-    if not rq._applies(quota):
-        what = (f"scopes {', '.join(map(str, spec.get('scopes') or []))}"
-                if spec.get("scopes") else "")
-        if spec.get("scopeSelector"):
-            what = (what + " and " if what else "") + "a scopeSelector"
-        return (f"ResourceQuota {name} of namespace {ns}: krm-fn does not model {what} "
-                f"(only the scopes NotBestEffort and NotTerminating, which a pinned pod is "
-                f"in), so it counts no pod of the render against it; the API server counts "
-                f"the pods it selects ({SOURCE})")
-    return None
+    return (f"ResourceQuota {name} of namespace {ns}: krm-fn cannot evaluate its scopes "
+            f"({why}), so it counts no pod of the render against it ({quotascope.SOURCE}; "
+            f"pkg/apis/core/validation/validation.go validateResourceQuotaScopes, "
+            f"validateScopedResourceSelectorRequirement)")

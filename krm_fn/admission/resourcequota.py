@@ -18,14 +18,17 @@ against `spec.hard`:
 - when they fit, an info: other pods of the namespace use the same quota, and the render
   does not see them.
 
-A quota with `scopes` or a `scopeSelector` other than NotBestEffort and NotTerminating (which
-a pinned pod without activeDeadlineSeconds is in) is not modelled.
+A quota counts the pod only when the pod, after admission, is in every one of its `scopes`
+and matches every expression of its `scopeSelector` (quotascope.matches): a quota that does
+not count it gets an info saying which scope it is not in; one whose scopes krm-fn cannot
+evaluate (quotascope.problem) is said once per quota by pipeline/quota.py.
 """
 from __future__ import annotations
 
 from krm_fn.rational import Fraction
 
 from krm_fn import numbers, quantity
+from krm_fn.admission import quotascope
 from krm_fn.admission.cpumanager import peak
 from krm_fn.admission.model import ERROR, INFO, AdmittedPod, Finding
 
@@ -36,7 +39,6 @@ RESOURCES = {"requests.cpu": ("requests", "cpu"), "cpu": ("requests", "cpu"),
              "limits.cpu": ("limits", "cpu"), "requests.memory": ("requests", "memory"),
              "memory": ("requests", "memory"), "limits.memory": ("limits", "memory"),
              "pods": (None, "pods")}
-_SCOPES_IN = ("NotBestEffort", "NotTerminating")
 
 
 def replicas(obj: dict, path: str) -> int:
@@ -160,13 +162,54 @@ def _hard(quota: dict) -> dict:
     return out
 
 
-def _applies(quota: dict) -> bool:
-    """Whether krm-fn models `quota` for a pinned pod: no scopeSelector, and only the
-    scopes a pinned pod without activeDeadlineSeconds is in (NotBestEffort,
-    NotTerminating)."""
+def modelled(quota: dict) -> bool:
+    """Whether krm-fn counts pods against `quota` (plain data): a `spec.hard` of the
+    resources it models (RESOURCES) and scopes it can evaluate (quotascope.problem)."""
+    return bool(_hard(quota)) and quotascope.problem(quota) is None
+
+
+# pods.go validationSet: the quota resources every container must state when a quota
+# that counts the pod limits them
+_EXPLICIT = ("cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu",
+             "limits.memory")
+
+
+def unstated(pod: AdmittedPod, quota: dict) -> str | None:
+    """pods.go podEvaluator.Constraints for `quota` (which counts `pod`): "requests.cpu for:
+    app,setup; limits.memory for: app" for each resource of its `spec.hard` among
+    `_EXPLICIT` that a container (init containers and injected ones included) does not
+    state (a request of cpu gives cpu and requests.cpu, a limit limits.cpu; a limit without
+    a request gives the request too); None when every container states them, or the pod
+    sets pod-level cpu or memory resources (PodLevelResources)."""
     spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
-    scopes = spec.get("scopes") or []
-    return not spec.get("scopeSelector") and all(s in _SCOPES_IN for s in scopes)
+    hard = spec.get("hard") if isinstance(spec.get("hard"), dict) else {}
+    required = sorted(str(k) for k in hard if str(k) in _EXPLICIT)
+    if not required or any(r in (pod.pod_requests or {}) or r in (pod.pod_limits or {})
+                           for r in ("cpu", "memory")):
+        return None
+    missing: dict = {}
+    for c in pod.containers:
+        have = {"pods"}
+        for res in ("cpu", "memory"):
+            if res in c.requests:
+                have.update((res, f"requests.{res}"))
+            if res in c.limits:
+                have.add(f"limits.{res}")
+        for r in required:
+            if r not in have:
+                missing.setdefault(r, set()).add(c.name)
+    if not missing:
+        return None
+    return "; ".join(f"{r} for: {','.join(sorted(missing[r]))}" for r in sorted(missing))
+
+
+def unstated_message(name: str, namespace: str, what: str) -> str:
+    """The error of a pod `unstated` finds for ResourceQuota `name`."""
+    return (f"ResourceQuota {name} of namespace {namespace or 'default'}: every pod is "
+            f"refused (\"failed quota: {name}: must specify {what}\"): a quota that counts the "
+            f"pod and limits cpu or memory needs every container to state them; set the "
+            f"requests and limits, or pod-level resources ({SOURCE}, "
+            f"pkg/quota/v1/evaluator/core/pods.go Constraints)")
 
 
 def _show(key: str, v) -> str:
@@ -183,18 +226,38 @@ def _list(keys: list, values: dict) -> str:
 
 def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
     """Findings (rule `resourcequota`) for each ResourceQuota of `quotas` (plain objects
-    of the pod's namespace): ERROR when one pod, or `count` replicas of it, use more than
-    its `spec.hard`; INFO when they fit (other pods of the namespace count too)."""
+    of the pod's namespace) that counts the pod (quotascope.matches): ERROR when one pod,
+    or `count` replicas of it, use more than its `spec.hard`; INFO when they fit (other
+    pods of the namespace count too). INFO for a quota that does not count the pod, and
+    for one krm-fn cannot tell it for (the pod is not checked against it)."""
     out: list = []
     if not quotas:
         return tuple(out)
     use = _usage(pod)
     for quota in quotas:
+        if not modelled(quota):
+            continue        # pipeline/quota.py says why, once per quota
         hard = _hard(quota)
-        if not hard or not _applies(quota):
-            continue
         name = (quota.get("metadata") or {}).get("name")
         where = f"ResourceQuota {name} of namespace {pod.namespace or 'default'}"
+        counts, why = quotascope.matches(quota, pod)
+        if counts is None:
+            out.append(Finding(INFO, f"{where}: krm-fn cannot tell whether it counts this "
+                               f"pod ({why}), so it does not check the pod against it; the "
+                               f"API server does ({quotascope.SOURCE})", "resourcequota",
+                               pod.path))
+            continue
+        if why:
+            out.append(Finding(INFO, f"{where} {'counts' if counts else 'does not count'} "
+                               f"this pod: {why} ({quotascope.SOURCE})", "resourcequota",
+                               pod.path))
+        if not counts:
+            continue
+        what = unstated(pod, quota)
+        if what is not None:
+            out.append(Finding(ERROR, unstated_message(str(name), pod.namespace, what),
+                               "resourcequota", pod.path))
+            continue
         keys = sorted(hard)
         over = [k for k in keys if use[k] > hard[k]]
         total = {k: use[k] * count for k in keys}

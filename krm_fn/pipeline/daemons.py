@@ -63,7 +63,8 @@ def _as_tuned(item, run) -> list:
         if tp.pod is not None:
             out.append(build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
                                           item.pick.ref.namespace,
-                                          runtime_classes=run.ictx.runtime_classes))
+                                          runtime_classes=run.ictx.runtime_classes,
+                                          priority_classes=run.ictx.priority_classes))
     return out
 
 

@@ -10,7 +10,7 @@ containers the injectors add and the RuntimeClass overhead.
 """
 from __future__ import annotations
 
-from krm_fn.admission import build, quotatotal
+from krm_fn.admission import build, quotascope, quotatotal
 from krm_fn.admission import resourcequota as rq
 from krm_fn.admission.model import ERROR
 from krm_fn.changes import results as file_results
@@ -53,9 +53,19 @@ def judge(items: list, done: list, run) -> list:
                 f"namespace {ns or 'default'} against its ResourceQuotas: {why}", INFO,
                 ref_of(obj), tags=TAGS))
             continue
-        share = _share(i, obj, ns, count, outcome, run)
+        share, unknown, unstated = _share(i, obj, ns, count, outcome, run)
         if share is not None:
             spaces.setdefault(ns, []).append((i, obj, share))
+        if outcome is None:     # else resourcequota.refused has said it on the item
+            for name, what in unstated:
+                _add(tail, outcome, pick, Result(
+                    rq.unstated_message(name, ns, what), _severity(obj, run.cfg, False),
+                    ref_of(obj), _path(obj, run), tags=TAGS))
+            for why in unknown:
+                _add(tail, outcome, pick, Result(
+                    f"{obj.get('kind')} {ref_of(obj).name} is not counted in the total of "
+                    f"namespace {ns or 'default'} against {why}", INFO, ref_of(obj),
+                    tags=TAGS))
     for ns, quotas in run.ictx.quotas.items():
         for q in quotas:
             note = quotatotal.unmodelled(q)
@@ -83,20 +93,50 @@ def _path(obj: dict, run) -> str:
     return path_str(locations(obj, run.extra)[0].spec)
 
 
-def _share(i: int, obj: dict, ns: str, count: int, outcome, run):
-    """The quotatotal.Share of item `i`, or None when its pod spec cannot be read."""
+def _share(i: int, obj: dict, ns: str, count: int, outcome, run) -> tuple:
+    """(the quotatotal.Share of item `i`, or None when its pod spec cannot be read;
+    [ResourceQuota <name>: why] for each quota of the namespace krm-fn cannot tell counts
+    the pod as rendered or not (quotascope.matches): it is not counted against those;
+    [(quota name, what the containers do not state)] for each quota that counts the pod
+    and refuses every one (resourcequota.unstated))."""
     ref = ref_of(obj)
     before = _input_pod(i, obj, ref, ns, run)
     if before is None:
-        return None
+        return None, [], []
     judged = (outcome.verdicts[0][0] if outcome is not None and len(outcome.verdicts) == 1
               else None)
     kept = judged is not None and not any(r.severity == ERROR for r in outcome.results)
-    use = rq._usage(judged if kept else before)
+    pod = judged if kept else before
+    use = rq._usage(pod)
     # resourcequota.refused judged these very pods alone (same usage, same count)
     alone = (judged is not None and rq.replicas(obj, judged.path) == count
              and rq._usage(judged) == use)
-    return quotatotal.Share(ref, count, use, rq._usage(before), alone)
+    quotas = [q for q in run.ictx.quotas.get(ns, ()) if rq.modelled(q)]
+    counted, unknown = _counted(quotas, pod)
+    unstated = []
+    for q in quotas:
+        name = str((q.get("metadata") or {}).get("name"))
+        what = rq.unstated(pod, q) if name in counted else None
+        if what is not None:
+            unstated.append((name, what))
+    share = quotatotal.Share(ref, count, use, rq._usage(before), alone, counted,
+                             _counted(quotas, before)[0], frozenset(n for n, _ in unstated))
+    return share, unknown, unstated
+
+
+def _counted(quotas: list, pod) -> tuple:
+    """(frozenset of the names of `quotas` that count `pod`, [ResourceQuota <name>: why]
+    of those krm-fn cannot tell for)."""
+    names, unknown = [], []
+    for q in quotas:
+        name = str((q.get("metadata") or {}).get("name"))
+        counts, why = quotascope.matches(q, pod)
+        if counts:
+            names.append(name)
+        elif counts is None:
+            unknown.append(f"ResourceQuota {name}: krm-fn cannot tell whether it counts "
+                           f"its pods ({why}); the API server does ({quotascope.SOURCE})")
+    return frozenset(names), unknown
 
 
 def _input_pod(i: int, obj: dict, ref, ns: str, run):
@@ -112,7 +152,8 @@ def _input_pod(i: int, obj: dict, ref, ns: str, run):
     if view is None:
         return None
     return build.admitted_pod(view, frozenset(), run.injections(view), ns,
-                              runtime_classes=run.ictx.runtime_classes)
+                              runtime_classes=run.ictx.runtime_classes,
+                              priority_classes=run.ictx.priority_classes)
 
 
 def _severity(obj: dict, cfg, strict: bool) -> str:

@@ -95,7 +95,8 @@ def judge(item: TunedItem, run) -> Outcome:
                 continue
             admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
                                           pick.ref.namespace,
-                                          runtime_classes=run.ictx.runtime_classes)
+                                          runtime_classes=run.ictx.runtime_classes,
+                                          priority_classes=run.ictx.priority_classes)
             namespace = pick.ref.namespace or ""
             quotas = run.ictx.quotas.get(namespace, ())
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,

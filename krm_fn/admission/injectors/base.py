@@ -68,7 +68,9 @@ class InjectionContext:
     [LimitRange]}, which the API server validates every pod of that namespace against;
     `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
     admission; `quotas`: {namespace: [ResourceQuota]}, whose spec.hard the API server
-    checks every pod of that namespace against; `untuned(obj) -> list[str]`: what keeps a
+    checks every pod of that namespace against; `priority_classes`: {name: PriorityClass
+    (scheduling.k8s.io)}, whose globalDefault one the Priority admission plugin names in a
+    pod without priorityClassName; `untuned(obj) -> list[str]`: what keeps a
     plain object from being tuned in this render, as fixes (pipeline.select.untuned_because;
     [] when it is tuned; None: not known, every object counts as selected).
     All objects are plain data as read from the input.
@@ -85,11 +87,13 @@ class InjectionContext:
     vpas: tuple = ()
     quotas: dict = field(default_factory=dict)
     untuned: object = None
+    priority_classes: dict = field(default_factory=dict)
 
     @classmethod
     def from_items(cls, items: list, injection=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
         ns, cms, scs, insts, cols, rcs, lrs, vpas, rqs = {}, {}, [], {}, {}, {}, {}, [], {}
+        pcs: dict = {}
         for it in items:
             if not isinstance(it, dict):
                 continue
@@ -115,7 +119,10 @@ class InjectionContext:
                 vpas.append(it)
             elif kind == "ResourceQuota" and group == "":
                 rqs.setdefault(space, []).append(it)
-        return cls(ns, cms, tuple(scs), insts, cols, injection, rcs, lrs, tuple(vpas), rqs)
+            elif kind == "PriorityClass" and group == "scheduling.k8s.io":
+                pcs[name] = it
+        return cls(ns, cms, tuple(scs), insts, cols, injection, rcs, lrs, tuple(vpas), rqs,
+                   priority_classes=pcs)
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
