@@ -172,6 +172,12 @@ def go_style_float(s: str) -> bool:
     return j == len(s)
 
 
+def yaml11_typed(text: str) -> bool:
+    """True when kubectl and the API server read the plain YAML scalar `text` as no string:
+    a number (yaml11), a boolean or null (`yes`, `off`, `~`: go-yaml's resolve.go table)."""
+    return text in _GO_NOT_NUMBERS or text == "" or yaml11(text) is not None
+
+
 def _go_float(s: str) -> float | None:
     """strconv.ParseFloat(s, 64) of a string yamlStyleFloat matches; None out of range."""
     if len(s) > 400 or not go_style_float(s):
@@ -276,3 +282,82 @@ def api_int(text: object) -> tuple[int | None, str | None]:
     if j is None or not digits(j.lstrip("-")):
         return None, f"{brief(s)} is not a whole number: the API server refuses it"
     return int(j), None
+
+
+# --- quantities in the input, as the API server reads them -----------------------------------
+#
+# A quantity field (container and pod-level resources, a LimitRange's min / max / default /
+# defaultRequest / maxLimitRequestRatio, a ResourceQuota's spec.hard, a RuntimeClass's
+# overhead.podFixed, a Node's status.capacity / allocatable) is resource.Quantity, whose
+# UnmarshalJSON takes a JSON string or a JSON number and parses its text with ParseQuantity
+# (https://github.com/kubernetes/apimachinery/blob/v0.37.2/pkg/api/resource/quantity.go).
+# A quoted scalar reaches it as written: `"010"` is 10. A plain scalar that YAML 1.1 reads as
+# a number reaches it as that number's JSON text (api_json): `010` is 8, `0x0A` 10, `1e3`
+# 1000. krm-fn reads every scalar of the items as a string (krm_fn/yaml/load.py), so whether
+# one was plain comes from the YAML nodes (resourcelist.retyped): `plain` True / False, or
+# None when not known (an object krm-fn built itself, a direct call), where a spelling whose
+# two readings differ fails closed.
+
+# the last character of a quantity with a suffix (`500m`, `1Gi`, `2k`) that no YAML 1.1
+# number ends with (`E` does: `0x1E`)
+_UNIT_ENDS = frozenset("imnukMGTP")
+
+
+def api_quantity(text: object, plain: bool | None = None) -> tuple[str | None, str | None]:
+    """(the text resource.ParseQuantity reads for the quantity field written as the YAML
+    scalar `text`, None), or (None, why krm-fn cannot use it) when it was (or may have been,
+    `plain` None) a plain scalar the API server reads as another amount than the text says:
+    a leading-zero octal (`010`: 8, but 10 as a quantity; "write "8" or "10""), or a number
+    that is no quantity as written (`0x0A`: 10; "write "10""). `plain` False: the text as
+    written. The text returned is `text` itself wherever both readings are one amount (`4`,
+    `08`, `1e3`, `500m`), so the common case costs one character test."""
+    if isinstance(text, bool) or not isinstance(text, (str, int)):
+        return text, None               # the parser says why (None, a boolean) or reads it
+    s = str(text)
+    if plain is False or not s or (s[0] not in DIGITS and s[0] not in "+-.") or (
+            digits(s) and (s[0] != "0" or len(s) == 1)) or s[-1] in _UNIT_ENDS:
+        return s, None
+    whole, dot, frac = s.partition(".")
+    if dot and len(s) <= 16 and digits(whole) and digits(frac):
+        return s, None      # `1.5`: a float of at most 15 digits reads back as that decimal
+    seen = api_json(s)
+    if seen is None:
+        return s, None
+    two = octal_reading(s)
+    hint = "" if plain else " (when it is written unquoted)"
+    if two is not None:
+        return None, (f"`{s}` is {two[0]} to kubectl, kustomize and the API server{hint} (a "
+                      f"YAML 1.1 octal number) but {two[1]} as a Kubernetes quantity; write "
+                      f"\"{two[0]}\" or \"{two[1]}\"")
+    from krm_fn import quantity
+    try:
+        api = quantity.parse(seen).value
+    except quantity.QuantityError:
+        return s, None                  # no quantity either way: the parser says why
+    try:
+        same = quantity.parse(s).value == api
+    except quantity.QuantityError:
+        same = False
+    if same:
+        return s, None
+    return None, (f"`{s}` is {seen} to kubectl, kustomize and the API server{hint} (a YAML "
+                  f"1.1 number) but not that quantity as written; write \"{seen}\"")
+
+
+def input_quantity(text: object, res: str, plain: bool | None = None):
+    """The Quantity of resource `res` (cpu: quantity.parse_cpu, memory and ephemeral-storage
+    and hugepages-*: parse_memory, anything else: parse) the API server reads in the input's
+    quantity field written as `text` (api_quantity). Raises quantity.QuantityError with
+    api_quantity's reason when the two readings differ, or the parser's. `plain`: as
+    api_quantity's, or a function of no arguments giving it, asked only then."""
+    from krm_fn import quantity
+    s, why = api_quantity(text, None if callable(plain) else plain)
+    if why is not None and callable(plain):
+        s, why = api_quantity(text, plain())
+    if why is not None:
+        raise quantity.QuantityError(why)
+    if res == "cpu":
+        return quantity.parse_cpu(s)
+    if res == "memory" or res == "ephemeral-storage" or res.startswith("hugepages-"):
+        return quantity.parse_memory(s)
+    return quantity.parse(s)

@@ -50,6 +50,14 @@ class Edits:
         return (self.retyped is not None and self.index is not None
                 and self.retyped(self.index, tuple(path)))
 
+    def plain(self, path: tuple) -> bool | None:
+        """Whether the input writes the number-like value at `path` (from the item root)
+        unquoted, which kubectl and the API server read as a YAML 1.1 number
+        (krm_fn.numbers.api_quantity), or quoted (False); None when not known."""
+        if self.retyped is None or self.index is None:
+            return None
+        return self.retyped(self.index, tuple(path))
+
     def set(self, path: tuple, value: object, message: str | None = None,
             severity: str = INFO) -> Change:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key

@@ -23,7 +23,7 @@ CASES = {
                                       "splits items, so aliases cannot cross them"),
     "r11-alias-across-items.yaml": (1, "aliases cannot cross them"),
     "r12-shared-env-alias.yaml": (1, "uses YAML anchors and aliases, so krm-fn cannot change it"),
-    "r13-octal-cpu.yaml": (1, "cpu 016 is 14 to kubectl, kustomize and the API server"),
+    "r13-octal-cpu.yaml": (1, "cpu `016` is 14 to kubectl, kustomize and the API server"),
     "r14-cpu-overflow.yaml": (1, "exclusive CPUs but node pool 'inference' has 60 CPUs outside "
                                  "reservedSystemCPUs"),
     "r15-trailing-comment.yaml": (0, ""),

@@ -17,7 +17,7 @@ from __future__ import annotations
 from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn.pipeline import emit, load, select, tune, verdict
+from krm_fn.pipeline import emit, load, quantities, select, tune, verdict
 from krm_fn.pipeline.select import (CPUS_ANNOTATION, DEFAULT_CONTAINER, LOCAL_CONFIG,
                                     PINNED_ANNOTATION, POOL_ANNOTATION, SKIP_ANNOTATION,
                                     annotations_of, file_of, is_local_config, ref_of)
@@ -92,6 +92,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     if run is None:
         return out
     run.aliased, run.set_path, run.retyped = aliased, set_path, retyped
+    # the quantities of LimitRanges, ResourceQuotas, ... as the API server reads them
+    out.results.extend(quantities.check(items, retyped))
     placement: dict = {}
     watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
     # with a ResourceQuota in the input, the namespace totals (pipeline/quota.py) are

@@ -101,35 +101,12 @@ def shape_note(c: ContainerView) -> tuple | None:
     return None
 
 
-def _read_otherwise(text: str) -> str | None:
-    """Why quantity `text` cannot be used as written, when the API server reads another
-    amount in it: kubectl and kustomize read a plain scalar that YAML 1.1 takes for a number
-    (numbers.api_json) as that number, so `010` is 8 (octal), `0x0A` 10; None when both
-    readings are one amount (`4`, `08`, `1e3`, `500m`)."""
-    seen = numbers.api_json(text)
-    if seen is None:
-        return None
-    two = numbers.octal_reading(text)
-    if two is not None:
-        return (f"is {two[0]} to kubectl, kustomize and the API server (a YAML 1.1 octal "
-                f"number) but {two[1]} as a Kubernetes quantity; write \"{two[0]}\" or "
-                f"\"{two[1]}\"")
-    try:
-        api = quantity.parse(seen).value
-    except quantity.QuantityError:
-        return None                     # no quantity either way: read_pair says why
-    try:
-        same = quantity.parse(text).value == api
-    except quantity.QuantityError:
-        same = False
-    return None if same else (f"is {seen} to kubectl, kustomize and the API server (a YAML "
-                              f"1.1 number) but not that quantity as written; write "
-                              f"\"{seen}\"")
-
-
-def read_pair(c: ContainerView, res: str, kind: str, notes: list):
-    """(requests, limits, ok) of `res` as Quantity or None; problems go to `notes` as
-    errors and give ok False."""
+def read_pair(c: ContainerView, res: str, kind: str, notes: list, plain=None):
+    """(requests, limits, ok) of `res` as Quantity or None, read as the API server reads
+    them (numbers.api_quantity: `cpu: 010` unquoted is 8 there, 10 as written: an error
+    with both readings); problems go to `notes` as errors and give ok False. `plain`:
+    f(path from the item root) -> whether the value there is unquoted (Edits.plain;
+    None or f returning None: not known, such a spelling fails closed)."""
     out = []
     resources = c.data.get("resources")
     for part in ("requests", "limits"):
@@ -138,13 +115,15 @@ def read_pair(c: ContainerView, res: str, kind: str, notes: list):
         if raw is None:
             out.append(None)
             continue
-        other = _read_otherwise(str(raw))
+        where = c.path + ("resources", part, res)
+        text, other = numbers.api_quantity(raw)
+        if other is not None and plain is not None:     # look at the YAML only then
+            text, other = numbers.api_quantity(raw, plain(where))
         if other is not None:
-            notes.append((ERROR, c.path + ("resources", part, res),
-                          f"container {c.name!r}: {res} {raw} {other}"))
+            notes.append((ERROR, where, f"container {c.name!r}: {res} {other}"))
             return None, None, False
         try:
-            q = quantity.parse_cpu(raw) if kind == "cpu" else quantity.parse_memory(raw)
+            q = quantity.parse_cpu(text) if kind == "cpu" else quantity.parse_memory(text)
         except quantity.QuantityError as e:
             notes.append((ERROR, c.path + ("resources", part, res),
                           f"container {c.name!r}: {e}"))
@@ -260,11 +239,12 @@ def whole_cpus(n: int) -> tuple[str, Fraction]:
     return quantity.format_cpu(Fraction(n)), Fraction(n)
 
 
-def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, notes: list):
+def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, notes: list,
+               plain=None):
     """The cpu value to write, as (text, Fraction cores, reason), or None after an error
     note. `largest_app`: the largest whole app container so far (caps a pinned init
     container), None for an app container."""
-    req, lim, ok = read_pair(c, "cpu", "cpu", notes)
+    req, lim, ok = read_pair(c, "cpu", "cpu", notes, plain)
     if not ok:
         return None
     found = _requested(c, pinned, ctx, req, lim, notes)
@@ -340,7 +320,8 @@ def plan_cpus(pod: PodView, ctx) -> dict:
             plans[c.path] = CpuPlan((shape,), None, pinned, shaped=False)
             continue
         notes: list = []
-        target = cpu_target(c, pinned, ctx, largest_app if c.role != "app" else None, notes)
+        target = cpu_target(c, pinned, ctx, largest_app if c.role != "app" else None, notes,
+                            pod.edits.plain)
         if target is not None:
             value = target[1]
             if c.role == "app":

@@ -63,7 +63,7 @@ Behaviour, per injector and per pod template:
 """
 from __future__ import annotations
 
-from krm_fn import quantity
+from krm_fn import numbers, quantity
 from krm_fn.admission import injectors as registry
 from krm_fn.admission.injectors import base as injbase
 from krm_fn.pod import PodView, path_str
@@ -93,6 +93,21 @@ def _text(res: str, q: quantity.Quantity) -> str:
     return quantity.format_cpu(q.value) if res == "cpu" else q.text
 
 
+def _unquoted(raw: object) -> str:
+    """Why an unquoted annotation value is refused (krm-fn reads every scalar of the input
+    as a string; kubectl and the API server's YAML reader do not: metadata.annotations is
+    map[string]string, "cannot unmarshal number into Go struct field
+    ObjectMeta.metadata.annotations of type string")."""
+    seen = numbers.api_json(str(raw))
+    two = numbers.octal_reading(str(raw))
+    what = (f"the number {seen}" if seen is not None else "no string")
+    fix = (f"write \"{two[0]}\" or \"{two[1]}\" ({raw} is {two[0]} as a YAML 1.1 octal "
+           f"number, {two[1]} as a quantity)" if two is not None else f"write \"{raw}\"")
+    return (f": {raw} is written unquoted, which kubectl and the API server read as {what}, "
+            f"and the API server refuses the object (metadata.annotations holds strings); "
+            f"{fix}")
+
+
 def _pair(pod: PodView, inj, why: str, res: str, conf, ann: dict) -> bool:
     """Make the request/limit annotation pair of `res` equal. Returns False when the pair is
     missing and not configured (the caller warns)."""
@@ -104,8 +119,10 @@ def _pair(pod: PodView, inj, why: str, res: str, conf, ann: dict) -> bool:
         raw = ann.get(name)
         if raw is None or raw == "":
             continue
-        if not isinstance(raw, str):
-            pod.error(base + (name,), f"{inj.TITLE}: annotation {name} must be a string")
+        if not isinstance(raw, str) or (numbers.yaml11_typed(raw)
+                                        and pod.edits.unquoted(base + (name,))):
+            pod.error(base + (name,), f"{inj.TITLE}: annotation {name} must be a string"
+                      + _unquoted(raw))
             return True
         try:
             have[name] = (raw, parse(raw))

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from krm_fn.rational import Fraction
 
-from krm_fn import quantity
+from krm_fn import numbers, quantity
 from krm_fn.pod import PodView
 
 ID = "podlevel"
@@ -92,14 +92,14 @@ def apply(pod: PodView, ctx) -> None:
     added = (", injected " + ", ".join(c.name for c in injected) + " included"
              if injected else "")
     for r in ("cpu", "memory"):
-        parse = quantity.parse_cpu if r == "cpu" else quantity.parse_memory
         have = {}
         for part in ("requests", "limits"):
             raw = (res.get(part) or {}).get(r)
             if raw is None:
                 continue
             try:
-                have[part] = (raw, parse(raw))
+                have[part] = (raw, numbers.input_quantity(
+                    raw, r, lambda: pod.edits.plain(base + (part, r))))
             except quantity.QuantityError as e:
                 pod.error(base + (part, r), f"pod-level {part}.{r}: {e}")
                 return

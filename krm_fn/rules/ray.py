@@ -97,15 +97,20 @@ def _autoscaler(pod: PodView) -> None:
     if not isinstance(res, dict):
         return
     where = ".".join(str(p) for p in base)
-    for r, parse in (("cpu", quantity.parse_cpu), ("memory", quantity.parse_memory)):
+    for r in ("cpu", "memory"):
         have = {}
         for part in ("requests", "limits"):
             raw = get_path(res, (part, r))
             if raw is None:
                 continue
             try:
-                have[part] = (raw, parse(raw))
-            except (quantity.QuantityError, TypeError):
+                have[part] = (raw, numbers.input_quantity(
+                    raw, r, lambda: pod.edits.plain(base + (part, r))))
+            except quantity.QuantityError as e:
+                if numbers.api_quantity(raw)[1] is not None:   # read as another amount
+                    pod.error(base + (part, r), f"{where}.{part}.{r}: {e}")
+                return
+            except TypeError:
                 return
         if not have or (len(have) == 2 and have["requests"][1].value == have["limits"][1].value):
             continue

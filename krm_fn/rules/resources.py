@@ -75,7 +75,7 @@ def _check_shape(pod: PodView, c: ContainerView) -> bool:
 def _read(pod: PodView, c: ContainerView, res: str, kind: str):
     """(requests value, limits value, ok) as Quantity or None; errors are reported."""
     notes: list = []
-    out = facts.read_pair(c, res, kind, notes)
+    out = facts.read_pair(c, res, kind, notes, pod.edits.plain)
     _emit(pod, notes)
     return out
 
@@ -84,7 +84,7 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
     """The cpu value to write, as (text, Fraction cores, reason), or None after an error
     (facts.cpu_target, with its notes reported)."""
     notes: list = []
-    target = facts.cpu_target(c, pinned, ctx, largest_app, notes)
+    target = facts.cpu_target(c, pinned, ctx, largest_app, notes, pod.edits.plain)
     _emit(pod, notes)
     return target
 
