@@ -149,7 +149,7 @@ def yaml11(text: str) -> int | float | None:
 
 
 def go_style_float(s: str) -> bool:
-    """Whether `s` is what go-yaml's yamlStyleFloat accepts (resolve.go: the expression
+    r"""Whether `s` is what go-yaml's yamlStyleFloat accepts (resolve.go: the expression
     `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` on the whole string), as a
     character test (tests/test_spelling.py proves them equal): a render checks quantities
     with suffixes here and must compile no pattern (CONTRIBUTING.md)."""

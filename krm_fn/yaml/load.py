@@ -170,7 +170,7 @@ class Builder:
         """The full builder: every node checked, with its field path in messages."""
         if depth > MAX_DEPTH:
             raise InputError(f"{where.split('.')[0]}: nested more than {MAX_DEPTH} levels deep "
-                             f"(line {node.start_mark.line + 1})")
+                             f"(line {_line(node)})")
         key = id(node)
         if key in self.memo:
             if key not in self.size:         # still being built: the alias points into itself
@@ -189,7 +189,7 @@ class Builder:
         if not isinstance(node, yaml.ScalarNode) and node.tag in _SCALAR_ONLY_TAGS:
             raise InputError(f"{where}: tag !!{node.tag.rsplit(':', 1)[1]} on a "
                              f"{'list' if isinstance(node, yaml.SequenceNode) else 'mapping'}"
-                             f" (line {node.start_mark.line + 1}): YAML readers refuse it")
+                             f" (line {_line(node)}): YAML readers refuse it")
         if isinstance(node, yaml.ScalarNode):
             value = self.scalar(node, where)
         elif isinstance(node, yaml.SequenceNode):
@@ -233,6 +233,12 @@ _NULL_TAG = "tag:yaml.org,2002:null"
 _MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
+def _line(node) -> str:
+    """The 1-based line of `node`, "?" when it has no position (a node built in code)."""
+    mark = getattr(node, "start_mark", None)
+    return str(mark.line + 1) if mark is not None else "?"
+
+
 def _octal(v: str, node, where: str) -> None:
     """Raise InputError when the plain scalar `v` of a typed document (the function config,
     a baseline KubeletConfiguration) is a leading-zero octal to YAML 1.1, or a number to
@@ -244,12 +250,12 @@ def _octal(v: str, node, where: str) -> None:
     two = numbers.octal_reading(v)
     seen = numbers.api_json(v) if two is None and not _numbers()[1].match(v) else None
     if seen is not None and not _numbers()[0].match(v):
-        raise InputError(f"{where} (line {node.start_mark.line + 1}): `{v}` is the number "
+        raise InputError(f"{where} (line {_line(node)}): `{v}` is the number "
                          f"{seen} to kustomize, kubectl and the kubelet (YAML 1.1) but a "
                          f"string in YAML 1.2 (kpt passes it on as written); write {seen}, "
                          f"or quote it for a string")
     if two is not None:
-        raise InputError(f"{where} (line {node.start_mark.line + 1}): `{v}` is {two[0]} to "
+        raise InputError(f"{where} (line {_line(node)}): `{v}` is {two[0]} to "
                          f"kustomize, kubectl and the kubelet (a YAML 1.1 octal number) but "
                          f"{two[1]} in YAML 1.2 (kpt passes it on as written); write {two[0]} "
                          f"or {two[1]}")
