@@ -253,6 +253,20 @@ def test_a_daemonset_that_does_not_tolerate_the_pools_taint_takes_no_capacity():
         "4 exclusive CPUs (6 per node, limited by allocatable cpu 30: 4 each (OutOfcpu))"]
 
 
+def test_a_windows_daemonset_takes_no_capacity():
+    # hostile review: a DaemonSet of spec.os.name windows (no selector) took 8 CPUs of
+    # every node, though the Linux kubelet refuses its pod (PodOSNotSupported)
+    ds = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+          "metadata": {"name": "win", "namespace": "kube-system"},
+          "spec": {"template": {"spec": {"os": {"name": "windows"}, "containers": [
+              {"name": "agent", "image": "a:1", "resources": {
+                  "requests": {"cpu": "8", "memory": "1Gi"}}}]}}}}
+    cfg = config(selector={"kinds": ["Deployment"]})
+    alone = [m for _, m in render(cfg, deployment(spec=_spec()))[1] if "per node" in m]
+    both = [m for _, m in render(cfg, deployment(spec=_spec()), ds)[1] if "per node" in m]
+    assert alone == both and alone
+
+
 @pytest.mark.parametrize("spec, labels, expected", [
     ({"os": {"name": "linux"}}, None, []),
     ({"os": {"name": "windows"}}, None, [
@@ -324,3 +338,25 @@ def test_a_windows_pod_on_the_pool_fails_at_its_path():
     assert (os_field.path, label.path) == ("spec.template.spec.os.name",
                                            "spec.template.metadata.labels")
     assert len(errors(results)) == 3
+
+
+def test_a_pod_that_names_its_node_is_judged_on_noexecute_taints_only():
+    # hostile review: a pod with spec.nodeName bypasses the scheduler; the kubelet admits it
+    # despite a NoSchedule taint (pkg/kubelet/lifecycle/predicate.go generalFilter checks
+    # NoExecute taints only), so "never schedules" was a false error
+    pool = {**POOL, "kubelet": {"extra": {"registerWithTaints": [
+        {"key": "dedicated", "value": "inference", "effect": "NoSchedule"}]}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "direct"},
+           "spec": {**_spec(), "nodeName": "node-1"}}
+    code, results, _ = render(config(pool=pool), pod)
+    assert (code, errors(results)) == (0, [])
+    pool["kubelet"]["extra"]["registerWithTaints"][0]["effect"] = "NoExecute"
+    code, results, _ = render(config(pool=pool), pod)
+    assert code == 1
+    assert errors(results)[0].startswith(
+        "the pod is never admitted on node pool 'p': it names its node (spec.nodeName), "
+        "whose kubelet refuses a pod that does not tolerate its NoExecute taint(s) "
+        "dedicated=inference:NoExecute (registerWithTaints of the pool's kubelet.extra) "
+        "(TaintToleration: \"node(s) had untolerated taint(s)\"); add to the pod spec's "
+        "tolerations: [{key: dedicated, operator: Equal, value: \"inference\", effect: "
+        "NoExecute}]")

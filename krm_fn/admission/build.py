@@ -244,8 +244,9 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
     on every node with `labels` and `node_taints` (taints.Taint): their nodeSelector and
     required node affinity match them (krm_fn.admission.scheduling.evaluate is True) and
     their tolerations, with the DaemonSet controller's, tolerate every NoSchedule and
-    NoExecute taint (the controller's nodeShouldRunDaemonPod; taints.untolerated).
-    Containers as written, API defaulting applied (a limit without a request gives request
+    NoExecute taint (the controller's nodeShouldRunDaemonPod; taints.untolerated), and the
+    pool's Linux kubelet admits them (scheduling.os_refusals: a `spec.os.name: windows` pod
+    is refused, PodOSNotSupported, and takes nothing). Containers as written, API defaulting applied (a limit without a request gives request
     = limit); none is designated."""
     from krm_fn.admission import scheduling, taints
     from krm_fn.admission.model import INIT, SIDECAR
@@ -267,6 +268,10 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
         if node_taints and taints.untolerated(node_taints, taints.admitted(
                 tols, daemonset=True, host_network=taints.host_net(spec))):
             continue
+        meta = (obj["spec"].get("template") or {}).get("metadata")
+        if scheduling.os_refusals(spec, (meta or {}).get("labels") if isinstance(
+                meta, dict) else {}):
+            continue        # the Linux kubelet refuses the pod: it takes nothing there
         conts = []
         for key, role in (("initContainers", INIT), ("containers", APP)):
             for c in spec.get(key) or []:

@@ -222,13 +222,33 @@ def toleration_yaml(taint: Taint) -> str:
     return f"{{key: {taint.key}, operator: Exists, effect: {taint.effect}}}"
 
 
+def _bound(pod: AdmittedPod, node: NodeModel, tolerations, where: str) -> tuple:
+    """taints.check of a pod that names its node (`spec.nodeName`): the scheduler never
+    sees it, and the kubelet's admission checks only the NoExecute taints
+    (pkg/kubelet/lifecycle/predicate.go generalFilter: "Kubelet is only interested in the
+    NoExecute taint", v1.37.2), so a NoSchedule taint does not keep it off."""
+    missing = [t for t in untolerated(node.taints, tolerations) if t.effect == NO_EXECUTE]
+    if not missing:
+        return ()
+    named = "; ".join(f"{t.text} ({t.source})" for t in missing)
+    add = ", ".join(toleration_yaml(t) for t in missing)
+    return (Finding(ERROR, f"the pod is never admitted on node pool {node.pool!r}: it names "
+                           f"its node (spec.nodeName), whose kubelet refuses a pod that does "
+                           f"not tolerate its NoExecute taint(s) {named} (TaintToleration: "
+                           f"\"node(s) had untolerated taint(s)\"); add to the pod spec's "
+                           f"tolerations: [{add}] (pkg/kubelet/lifecycle/predicate.go "
+                           f"generalFilter, {SOURCE})", "scheduling", where),)
+
+
 def check(pod: AdmittedPod, node: NodeModel, spec: dict | None = None,
           knative_fix: str | None = None) -> tuple:
     """Findings (ERROR, rule `scheduling`) of `pod` against the taints of `node` (its
     pool): one when some NoSchedule / NoExecute taint is untolerated (the pod stays
     Pending), naming every such taint, where it comes from and the tolerations to add; one
     when a NoExecute taint is tolerated for `tolerationSeconds` only. `spec`: the plain pod
-    spec (hostNetwork, for a DaemonSet's pod); `knative_fix`: when the pod is a Knative
+    spec (hostNetwork, for a DaemonSet's pod; `nodeName`: a pod that names its node is
+    judged as the kubelet admits it, NoExecute taints only: `_bound`); `knative_fix`: when
+    the pod is a Knative
     revision's and Knative refuses tolerations, where to turn them on."""
     if not node.taints:
         return ()
@@ -236,7 +256,10 @@ def check(pod: AdmittedPod, node: NodeModel, spec: dict | None = None,
     host_network = isinstance(spec, dict) and host_net(spec)
     tolerations = admitted(pod.tolerations, daemonset, host_network)
     where = f"{pod.path}.tolerations" if pod.path else "tolerations"
-    missing = untolerated(node.taints, tolerations)
+    bound = isinstance(spec, dict) and bool(spec.get("nodeName"))
+    if bound and _bound(pod, node, tolerations, where):
+        return _bound(pod, node, tolerations, where)
+    missing = [] if bound else untolerated(node.taints, tolerations)
     if missing:
         named = "; ".join(f"{t.text} ({t.source})" for t in missing)
         add = ", ".join(toleration_yaml(t) for t in missing)
