@@ -468,3 +468,30 @@ def test_named_quota_cases_match_the_api_server(controlplane, name):
 def test_a_global_default_priority_class_matches_the_api_server(controlplane):
     classes, quotas, workloads = GLOBAL_DEFAULT
     check(controlplane, quotas, workloads, "global-default", classes=classes)
+
+
+def _golden_quota_cases() -> list:
+    """The golden cases whose input holds a ResourceQuota and Deployments: their quotas,
+    PriorityClasses and Deployments go through `check` (with this module's pool, which
+    fits each of their pods)."""
+    import yaml
+
+    from tests.helpers import TESTDATA, cases
+    out = []
+    for case in cases():
+        path = TESTDATA / case / "input.yaml"
+        if not path.exists() or "ResourceQuota" not in path.read_text("utf-8"):
+            continue
+        doc = yaml.safe_load(path.read_text("utf-8")) or {}
+        items = doc.get("items") if isinstance(doc, dict) and "items" in doc else []
+        by_kind = {k: [o for o in items if isinstance(o, dict) and o.get("kind") == k]
+                   for k in ("ResourceQuota", "Deployment", "PriorityClass")}
+        if by_kind["ResourceQuota"] and by_kind["Deployment"]:
+            out.append(pytest.param(by_kind, id=case))
+    return out
+
+
+@pytest.mark.parametrize("objects", _golden_quota_cases())
+def test_golden_quota_inputs_match_the_api_server(controlplane, objects):
+    check(controlplane, objects["ResourceQuota"], objects["Deployment"], "golden input",
+          classes=objects["PriorityClass"] or None)
