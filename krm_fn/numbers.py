@@ -222,6 +222,27 @@ def octal_reading(text: str) -> tuple[int, int] | None:
     return (got, decimal_value) if got != decimal_value else None
 
 
+def yaml_disagreement(text: str, yaml12_number: bool) -> str | None:
+    """Why krm-fn refuses the plain scalar `text` of the function config or a baseline
+    KubeletConfiguration, which it reads as YAML 1.2 (a number when `yaml12_number`), or
+    None: a leading-zero octal (`010`: 8 to go-yaml, as the kubelet reads its --config file
+    and drop-ins through sigs.k8s.io/yaml and kustomize rewrites it before krm-fn runs,
+    while kpt passes it on and YAML 1.2 takes 10), or a number to go-yaml that YAML 1.2
+    reads as a string (`1_000`, `-0o10`, `0b101`). krm-fn will not pick one reading
+    (krm_fn/yaml/load.py Builder calls this for typed documents)."""
+    two = octal_reading(text)
+    if two is not None:
+        return (f"`{text}` is {two[0]} to kustomize, kubectl and the kubelet (a YAML 1.1 "
+                f"octal number) but {two[1]} in YAML 1.2 (kpt passes it on as written); "
+                f"write {two[0]} or {two[1]}")
+    seen = None if yaml12_number else api_json(text)
+    if seen is not None:
+        return (f"`{text}` is the number {seen} to kustomize, kubectl and the kubelet (YAML "
+                f"1.1) but a string in YAML 1.2 (kpt passes it on as written); write {seen}, "
+                f"or quote it for a string")
+    return None
+
+
 def api_json(text: str) -> str | None:
     """The JSON number text the API server receives for the plain YAML scalar `text`
     (sigs.k8s.io/yaml: go-yaml's number, then encoding/json: an integral float below 1e21

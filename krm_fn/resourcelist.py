@@ -22,6 +22,7 @@ import yaml
 
 from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
+from krm_fn import numbers
 from krm_fn.yaml.safety import as_intended, check_editable, intended, surroundings
 from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child,
                                content_end, dash_column, item_edits, line_end, splice,
@@ -68,6 +69,13 @@ class Document:
     flow: bool = False
     api_version: str = "config.kubernetes.io/v1"
 
+
+
+def _typed() -> Builder:
+    """The Builder of typed documents (the function config, a config file): YAML 1.2 core
+    scalars, with the number spellings other readers take otherwise refused
+    (numbers.yaml_disagreement)."""
+    return Builder(typed=True, number_check=numbers.yaml_disagreement)
 
 def _span(text: str, node) -> Span:
     return Span(node.start_mark.index, line_end(text, content_end(node)),
@@ -132,7 +140,7 @@ def _parse_resource_list(text: str, root) -> Document:
         doc.flow = doc.flow or items_node.flow_style is True
     doc.aliased = builder.aliased
     if "functionConfig" in fields:
-        doc.function_config = Builder(typed=True).build(fields["functionConfig"][1],
+        doc.function_config = _typed().build(fields["functionConfig"][1],
                                                         "functionConfig")
     if "results" in fields:
         doc.results_node = fields["results"][1]
@@ -149,7 +157,7 @@ def load_config_file(text: str, what: str = "the config file") -> dict | None:
     nodes = documents(text)
     if len(nodes) != 1:
         raise InputError(f"{what} must hold exactly one YAML document, found {len(nodes)}")
-    obj = Builder(typed=True).build(nodes[0], "config" if what == "the config file" else what)
+    obj = _typed().build(nodes[0], "config" if what == "the config file" else what)
     if not isinstance(obj, dict):
         raise InputError(f"{what} must hold a mapping")
     return obj

@@ -104,8 +104,9 @@ class Builder:
     could not resolve it); `aliased` holds the indices (call numbers, from 0) of the items
     that use an alias inside themselves. `expanded` is the count of nodes so far."""
 
-    def __init__(self, typed: bool = False):
+    def __init__(self, typed: bool = False, number_check=None):
         self.typed = typed
+        self.number_check = number_check
         self.expanded = 0
         self.memo: dict[int, object] = {}
         self.size: dict[int, int] = {}
@@ -134,8 +135,8 @@ class Builder:
     def scalar(self, node, where: str = ""):
         """A scalar node's value: None for null, a string, or with `typed` the YAML 1.2
         core bool/int/float of a plain scalar. Raises InputError for an integer literal of
-        more than MAX_INT_DIGITS digits, and for one with a leading zero that YAML 1.1
-        reads as another number (`_octal`)."""
+        more than MAX_INT_DIGITS digits, and for a number spelling `number_check` refuses
+        (`_check_number`)."""
         v = node.value
         plain = not node.style and node.tag in _PLAIN_TAGS
         if node.tag == "tag:yaml.org,2002:null" or (plain and v in _NULL):
@@ -149,7 +150,7 @@ class Builder:
         int_re, float_re = _numbers()
         if int_re.match(v):
             if (v[0] == "0" or v[0] in "+-" and v[1:2] == "0") and len(v) > 2 - (v[0] == "0"):
-                _octal(v, node, where)
+                self._check_number(v, node, where, True)
             if len(v) > MAX_INT_DIGITS:     # int() refuses > 4300 digits; no field needs 100
                 raise InputError(f"a number of {len(v)} digits (line {node.start_mark.line + 1}"
                                  f"); at most {MAX_INT_DIGITS} are accepted")
@@ -157,8 +158,19 @@ class Builder:
         if float_re.match(v):
             return float(v.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
                          .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
-        _octal(v, node, where)      # a number to YAML 1.1 only (`1_000`, `-0o10`, `0b101`)?
+        self._check_number(v, node, where, False)   # a YAML 1.1-only number (`1_000`)?
         return v
+
+    def _check_number(self, v: str, node, where: str, yaml12_number: bool) -> None:
+        """Raise InputError with `number_check(v, yaml12_number)`'s reason, when it gives
+        one, for the plain scalar `v` of a typed document that YAML 1.2 (this reader)
+        reads as a number (`yaml12_number`) or as a string: the caller's judgement of
+        spellings other YAML readers take otherwise (krm_fn.numbers.yaml_disagreement:
+        the kubelet's and kubectl's YAML 1.1 reads `010` as 8)."""
+        if self.number_check is not None:
+            why = self.number_check(v, yaml12_number)
+            if why:
+                raise InputError(f"{where} (line {_line(node)}): {why}")
 
     def _count(self, n: int) -> None:
         self.expanded += n
@@ -237,28 +249,6 @@ def _line(node) -> str:
     """The 1-based line of `node`, "?" when it has no position (a node built in code)."""
     mark = getattr(node, "start_mark", None)
     return str(mark.line + 1) if mark is not None else "?"
-
-
-def _octal(v: str, node, where: str) -> None:
-    """Raise InputError when the plain scalar `v` of a typed document (the function config,
-    a baseline KubeletConfiguration) is a leading-zero octal to YAML 1.1, or a number to
-    YAML 1.1 that YAML 1.2 reads as a string (`1_000`, `-0o10`, `0b101`): the kubelet reads
-    its --config file and drop-ins with sigs.k8s.io/yaml (go-yaml's resolve.go: `010` is 8),
-    kustomize rewrites `010` to `8` before krm-fn runs while kpt passes `010` on, and YAML
-    1.2 (this reader) takes 10; krm-fn will not pick one (krm_fn/numbers.py octal_reading)."""
-    from krm_fn import numbers
-    two = numbers.octal_reading(v)
-    seen = numbers.api_json(v) if two is None and not _numbers()[1].match(v) else None
-    if seen is not None and not _numbers()[0].match(v):
-        raise InputError(f"{where} (line {_line(node)}): `{v}` is the number "
-                         f"{seen} to kustomize, kubectl and the kubelet (YAML 1.1) but a "
-                         f"string in YAML 1.2 (kpt passes it on as written); write {seen}, "
-                         f"or quote it for a string")
-    if two is not None:
-        raise InputError(f"{where} (line {_line(node)}): `{v}` is {two[0]} to "
-                         f"kustomize, kubectl and the kubelet (a YAML 1.1 octal number) but "
-                         f"{two[1]} in YAML 1.2 (kpt passes it on as written); write {two[0]} "
-                         f"or {two[1]}")
 
 
 def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
