@@ -50,6 +50,7 @@ import copy
 import re
 
 import pytest
+import yaml
 
 from krm_fn import pipeline, record, resourcelist
 from krm_fn.admission.model import DEPENDS
@@ -261,7 +262,8 @@ def test_golden_placement(controlplane, harnesses, case):
     if not judged:
         pytest.skip("no pod of this render is judged on a node pool")
     daemons = _daemon_specs(items, out)
-    made = _cluster_objects(controlplane, items,
+    typed = (yaml.safe_load(case_input(case)) or {}).get("items") or []   # ints as ints
+    made = _cluster_objects(controlplane, typed,
                             [j[3] for j in judged] + [s for _, s in daemons])
     try:
         for node, admitted, v, spec in judged:
