@@ -101,7 +101,8 @@ def runtime_class(pod_spec: dict, runtime_classes: dict) -> tuple[dict, dict]:
 
 def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str = "",
                  findings: tuple = (), runtime_classes: dict | None = None,
-                 priority_classes: dict | None = None) -> AdmittedPod:
+                 priority_classes: dict | None = None,
+                 limit_ranges: tuple = ()) -> AdmittedPod:
     """The AdmittedPod of a tuned PodView `pod`: its init containers (in spec order) then
     its app containers, with the injectors' containers (`injections`, model.Injection)
     added where each injector puts them (init/sidecar containers before the pod's own,
@@ -109,8 +110,13 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     `spec.resources` when set; `runtime_classes` ({name: RuntimeClass}): the overhead and
     node selector of the pod's RuntimeClass (`runtime_class`); `priority_classes` ({name:
     PriorityClass}): the globalDefault one names a pod without priorityClassName
-    (`priority_class_name`)."""
+    (`priority_class_name`); `limit_ranges`: the LimitRanges of the pod's namespace, whose
+    defaults the pod's own containers get where they set no amount (limitrange.defaults;
+    the injected containers come after the LimitRanger)."""
     own = [container(c, c.name in pinned) for c in pod.containers]
+    if limit_ranges:
+        from krm_fn.admission import limitrange
+        own = limitrange.with_defaults(own, limitrange.defaults(limit_ranges))
     init = [c for c in own if c.role != APP]
     app = [c for c in own if c.role == APP]
     for inj in injections:

@@ -16,6 +16,11 @@ https://kubernetes.io/docs/concepts/policy/limit-range/. Per item of
 
 Only `cpu` and `memory` are checked here (what pinning depends on). Messages quote the
 API server's ("maximum cpu usage per Container is 2, but limit is 4").
+
+Before that, the LimitRanger's mutating admission sets each LimitRange's `default` and
+`defaultRequest` (after the API server's defaulting of the LimitRange) on the pod's own
+containers that lack them (`defaults`, `with_defaults`; admission.build.admitted_pod
+applies them), which can change a container's QoS and what a quota counts.
 """
 from __future__ import annotations
 
@@ -77,6 +82,56 @@ def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
             out.append(f"{res} max limit to request ratio per {kind} is "
                        f"{quantity.format_cpu(ratio)}, but provided ratio is "
                        f"{float(Fraction(li) / Fraction(r)):f}")
+    return out
+
+
+def defaults(limit_ranges) -> tuple:
+    """((default requests, default limits), ...) per LimitRange of `limit_ranges` (plain
+    objects, in the order the LimitRanger sees them), each {resource: amount} as
+    admission.build.resource_map reads it: its `type: Container` items after the API
+    server's defaulting (pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem: a `max`
+    without a `default` is the default limit; a default limit without a `defaultRequest`
+    is the default request, else `min`), a later item's amount over an earlier one's
+    (plugin/pkg/admission/limitranger/admission.go defaultContainerResourceRequirements).
+    LimitRanges without a Container default are left out."""
+    from krm_fn.admission.build import resource_map
+    out = []
+    for lr in limit_ranges or ():
+        spec = lr.get("spec") if isinstance(lr, dict) and isinstance(lr.get("spec"), dict) \
+            else {}
+        requests, limits = {}, {}
+        for item in spec.get("limits") or []:
+            if not isinstance(item, dict) or item.get("type") != "Container":
+                continue
+            default = {**resource_map(item.get("max")), **resource_map(item.get("default"))}
+            request = {**resource_map(item.get("min")), **default,
+                       **resource_map(item.get("defaultRequest"))}
+            limits.update(default)
+            requests.update(request)
+        if requests or limits:
+            out.append((requests, limits))
+    return tuple(out)
+
+
+def with_defaults(containers, defaults_: tuple) -> list:
+    """`containers` (model.Container, the pod's own: the LimitRanger's mutating admission
+    runs before the webhooks that inject others) with each LimitRange's defaults (defaults)
+    set where the container does not set that request or limit, the first LimitRange's
+    first (mergeContainerResources fills only what is missing; app and init containers
+    alike)."""
+    if not defaults_:
+        return list(containers)
+    from krm_fn import record
+    out = []
+    for c in containers:
+        requests, limits = dict(c.requests), dict(c.limits)
+        for d_requests, d_limits in defaults_:
+            for res, v in d_limits.items():
+                limits.setdefault(res, v)
+            for res, v in d_requests.items():
+                requests.setdefault(res, v)
+        out.append(c if (requests, limits) == (c.requests, c.limits)
+                   else record.replace(c, requests=requests, limits=limits))
     return out
 
 

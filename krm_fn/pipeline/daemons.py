@@ -61,10 +61,12 @@ def _as_tuned(item, run) -> list:
     out = []
     for tp in item.pods:
         if tp.pod is not None:
-            out.append(build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
-                                          item.pick.ref.namespace,
+            ns = item.pick.ref.namespace
+            out.append(build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod), ns,
                                           runtime_classes=run.ictx.runtime_classes,
-                                          priority_classes=run.ictx.priority_classes))
+                                          priority_classes=run.ictx.priority_classes,
+                                          limit_ranges=tuple(
+                                              run.ictx.limit_ranges.get(ns or "", ()))))
     return out
 
 

@@ -153,7 +153,8 @@ def _input_pod(i: int, obj: dict, ref, ns: str, run):
         return None
     return build.admitted_pod(view, frozenset(), run.injections(view), ns,
                               runtime_classes=run.ictx.runtime_classes,
-                              priority_classes=run.ictx.priority_classes)
+                              priority_classes=run.ictx.priority_classes,
+                              limit_ranges=tuple(run.ictx.limit_ranges.get(ns, ())))
 
 
 def _severity(obj: dict, cfg, strict: bool) -> str:

@@ -93,11 +93,13 @@ def judge(item: TunedItem, run) -> Outcome:
             own, start = item.findings[start:tp.end], tp.end
             if tp.pod is None:
                 continue
+            namespace = pick.ref.namespace or ""
             admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
                                           pick.ref.namespace,
                                           runtime_classes=run.ictx.runtime_classes,
-                                          priority_classes=run.ictx.priority_classes)
-            namespace = pick.ref.namespace or ""
+                                          priority_classes=run.ictx.priority_classes,
+                                          limit_ranges=tuple(
+                                              run.ictx.limit_ranges.get(namespace, ())))
             quotas = run.ictx.quotas.get(namespace, ())
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
                               run.ictx.limit_ranges.get(namespace, ()),
