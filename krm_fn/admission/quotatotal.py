@@ -66,9 +66,9 @@ def _fits(used: dict, hard: dict, use: dict, count: int) -> int:
     """How many more pods of usage `use` (up to `count`) fit between `used` and `hard`."""
     n = count
     for k, h in hard.items():
-        if use[k]:
+        if rq.used(use, k):
             room = h - used[k]
-            n = min(n, max(0, int(room // use[k])))
+            n = min(n, max(0, int(room // rq.used(use, k))))
     return n
 
 
@@ -89,11 +89,12 @@ def admitted(quotas: list, shares: list, usage: str = "use") -> list:
             continue
         for i in mine:
             for k in quotas[i][1]:
-                used[i][k] += use[k] * n
+                used[i][k] += rq.used(use, k) * n
         stop = {}
         if n < s.count:
             stop = {i: True for i in mine
-                    if any(used[i][k] + use[k] > quotas[i][1][k] for k in quotas[i][1])}
+                    if any(used[i][k] + rq.used(use, k) > quotas[i][1][k]
+                           for k in quotas[i][1])}
         out.append((n, stop))
     return out
 
@@ -122,7 +123,7 @@ def judge(namespace: str, quotas: list, shares: list) -> list:
 
 
 def _total(shares: list, keys: list, usage: str) -> dict:
-    return {k: sum(getattr(s, usage)[k] * s.count for s in shares) for k in keys}
+    return {k: sum(rq.used(getattr(s, usage), k) * s.count for s in shares) for k in keys}
 
 
 def _refusal(i: int, namespace: str, name: str, hard: dict, shares: list,
@@ -165,9 +166,9 @@ def _raised(shares: list, keys: list) -> str:
     for x in shares:
         seen: dict = {}
         for k in keys:
-            if x.use[k] > x.before[k]:
-                res = rq.RESOURCES[k][1]
-                seen.setdefault((res, x.before[k], x.use[k]), []).append(k)
+            a, b = rq.used(x.before, k), rq.used(x.use, k)
+            if b > a:
+                seen.setdefault((rq.counted(k)[1], a, b), []).append(k)
         for (res, a, b), ks in seen.items():
             out.append(f"{x.ref.kind} {x.ref.name}'s {res} from {rq._show(ks[0], a)} to "
                        f"{rq._show(ks[0], b)} per pod ({', '.join(ks)})")
@@ -188,3 +189,39 @@ def unmodelled(quota: dict) -> str | None:
             f"({why}), so it counts no pod of the render against it ({quotascope.SOURCE}; "
             f"pkg/apis/core/validation/validation.go validateResourceQuotaScopes, "
             f"validateScopedResourceSelectorRequirement)")
+
+
+def unmodelled_names(quota: dict) -> list:
+    """The infos for the names of `quota`'s `spec.hard` krm-fn does not count the render's
+    pods against (resourcequota.quota_names): one the API server counts no pod against
+    (an extended resource without `requests.`; a name without a domain it does not know,
+    which its validation refuses), one krm-fn cannot tell for (DRA's device classes)."""
+    missed, unknown = rq.quota_names(quota)
+    name = (quota.get("metadata") or {}).get("name")
+    ns = (quota.get("metadata") or {}).get("namespace") or "default"
+    where = f"ResourceQuota {name} of namespace {ns}"
+    out = []
+    plain = [k for k in missed if "/" not in k]
+    domain = [k for k in missed if "/" in k]
+    if domain:
+        out.append(f"{where}: the API server counts no pod against {', '.join(domain)}: a "
+                   f"quota limits an extended resource only as requests.<name> (and "
+                   f"counts no name of the kubernetes.io domain), so krm-fn does not check the render's pods against "
+                   f"{'it' if len(domain) == 1 else 'them'} ({EXTENDED_SOURCE})")
+    if plain:
+        out.append(f"{where}: {', '.join(plain)} is no resource the API server knows for a "
+                   f"quota: its validation refuses the quota (\"must be a standard resource "
+                   f"type or fully qualified\"), and pods are counted against none of it "
+                   f"(pkg/apis/core/validation/validation.go ValidateResourceQuotaResourceName)")
+    if unknown:
+        out.append(f"{where}: krm-fn does not count the render's pods against "
+                   f"{', '.join(unknown)}: DRA's extended resources are counted from the "
+                   f"ResourceClaims the scheduler makes for a pod, which the render does not "
+                   f"hold; the API server counts them ({EXTENDED_SOURCE})")
+    return out
+
+
+EXTENDED_SOURCE = ("https://kubernetes.io/docs/concepts/policy/resource-quotas/"
+                   "#resource-quota-for-extended-resources; kubernetes/kubernetes "
+                   "pkg/quota/v1/evaluator/core/pods.go MatchingResources, "
+                   "isExtendedResourceNameForQuota")

@@ -71,6 +71,8 @@ def judge(items: list, done: list, run) -> list:
             note = quotatotal.unmodelled(q)
             if note is not None:
                 tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
+            for note in quotatotal.unmodelled_names(q):
+                tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
         rows = spaces.get(ns, [])
         for r in quotatotal.judge(ns, quotas, [s for _, _, s in rows]):
             i, obj, share = rows[r.index]
