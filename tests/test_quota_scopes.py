@@ -20,6 +20,9 @@ NO_DEFAULT = ("a pod without priorityClassName: the pod names none and the input
               "PriorityClass with globalDefault: true (the Priority admission plugin gives "
               "the pod the name of the cluster's globalDefault PriorityClass where there is "
               "one)")
+ROLL_SRC = ("(https://kubernetes.io/docs/concepts/workloads/controllers/deployment/"
+            "#rolling-update-deployment; kubernetes/kubernetes pkg/controller/deployment/"
+            "rolling.go, pkg/controller/deployment/util/deployment_util.go ResolveFenceposts)")
 
 
 def _quota(name="q", hard=None, scopes=None, sel=None) -> dict:
@@ -160,7 +163,24 @@ def test_a_priority_class_quota_counts_the_high_priority_workloads_only():
             f"requests.cpu=7; the other pods of the namespace count against it too, and "
             f"krm-fn does not see them {RQ_SRC})")
     assert _quota_results(results) == [
-        ("info", fits), ("info", fits),
+        ("info", fits),
+        # a keeps its changes, and its rollout needs its old pod and its new one at once,
+        # beside b's pod (b, left unchanged, keeps it)
+        ("error", "ResourceQuota high of namespace ai has no room for the rollout of "
+                  "Deployment a that krm-fn's edit starts (it changes the pod template): with "
+                  "RollingUpdate maxSurge 1 (25% of 1 replica, rounded up, the default) and "
+                  "maxUnavailable 0 (25% of 1 replica, rounded down, the default) the "
+                  "Deployment controller creates a new pod before it deletes an old one, and "
+                  "beside 1 old pod the next new pod makes requests.cpu=11, above its hard "
+                  "requests.cpu=7 (the render's other pods in the namespace use "
+                  "requests.cpu=3500m of it): the API server "
+                  "refuses it (\"exceeded quota: high\"), the rollout stops there for good "
+                  "(the Deployment reports ProgressDeadlineExceeded) and the cluster keeps "
+                  "running the old pods, which krm-fn's changes do not pin; raise its hard "
+                  "requests.cpu by 4 (to 11), or set spec.strategy.rollingUpdate.maxUnavailable to 1 or more (old "
+                  "pods go first), or spec.strategy.type: Recreate; other pods of the "
+                  "namespace, which krm-fn does not see, count too " + ROLL_SRC),
+        ("info", fits),
         ("error", "ResourceQuota high of namespace ai: the render's pods in the namespace "
                   "need requests.cpu=8 together (Deployment a 1 × requests.cpu=4, Deployment "
                   "b 1 × requests.cpu=4), above its hard requests.cpu=7: created in render "
@@ -182,8 +202,10 @@ def test_the_input_global_default_class_names_a_pod_without_one():
     std = {**_class("100", "true"), "metadata": {"name": "high"}}
     code, results, _ = render(config(), std, HIGH, _dep("a", "4"), _dep("b", "4"))
     assert code == 1
-    assert [s for s, m in _quota_results(results)] == ["info", "info", "error"]
-    assert "need requests.cpu=8 together" in _quota_results(results)[2][1]
+    assert [s for s, m in _quota_results(results)] == ["info", "error", "info", "error"]
+    # a's rollout: its old pod and its new one, 4 each, under 7
+    assert "the next new pod makes requests.cpu=8" in _quota_results(results)[1][1]
+    assert "need requests.cpu=8 together" in _quota_results(results)[3][1]
 
 
 def test_a_pod_whose_scope_krm_fn_cannot_tell_is_said_and_not_counted():

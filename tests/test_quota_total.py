@@ -78,7 +78,11 @@ def test_on_failure_warning_lowers_it_and_keeps_the_changes():
 
 def test_a_workload_krm_fn_does_not_tune_counts_and_loses_pods_as_a_warning():
     skipped = _dep("c", "3", meta={"annotations": {"krm-fn.dev/skip": "true"}})
-    code, results, _ = render(config(), _quota(**{"requests.cpu": "8"}), _dep("a", "4"),
+    a = _dep("a", "4")
+    # Recreate: the rollout krm-fn's edit starts deletes the old pod first (a RollingUpdate
+    # would need room for 4 more: tests/test_quota_rollout.py)
+    a["spec"]["strategy"] = {"type": "Recreate"}
+    code, results, _ = render(config(), _quota(**{"requests.cpu": "8"}), a,
                               _dep("b", "2"), skipped)
     (found,) = _total(results)
     assert found[0] == "warning"        # the input's own amounts (4 + 2 + 3) break it

@@ -80,7 +80,36 @@ def judge(items: list, done: list, run) -> list:
             sev = _severity(obj, run.cfg, outcome is not None or r.broken)
             _add(tail, outcome, pick, Result(r.message, sev, share.ref,
                                              _path(obj, run), tags=TAGS))
+        _rollouts(ns, quotas, rows, by_index, run, tail)
     return tail
+
+
+def _rollouts(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list) -> None:
+    """The rollout each kept edit starts, against the namespace's quotas (admission/
+    rollout.py): an item whose changes are kept after the steady-state checks; every
+    workload's pods as many as the quotas admit at steady state, as the input writes them
+    and as rendered (quotatotal.admitted)."""
+    from krm_fn.admission import rollout
+    pairs = [(str((q.get("metadata") or {}).get("name")), rq._hard(q))
+             for q in quotas if rq.modelled(q)]
+    shares = [s for _, _, s in rows]
+    if not pairs or not shares:
+        return
+    rolls = [bool(o is not None and o.changes)
+             for o in (by_index.get(i, (None, None))[1] for i, _, _ in rows)]
+    counts = tuple([n for n, _ in quotatotal.admitted(pairs, shares, usage)]
+                   for usage in ("before", "use")) + (rolls,)
+    for index, (i, obj, share) in enumerate(rows):
+        pick, outcome = by_index.get(i, (None, None))
+        if not rolls[index]:
+            continue
+        got = rollout.check(obj, ns, pairs, shares, index, counts)
+        if got is None:
+            continue
+        certain, message = got
+        sev = _severity(obj, run.cfg, True) if certain else INFO
+        _add(tail, outcome, pick, Result(message, sev, share.ref, _path(obj, run),
+                                         tags=TAGS))
 
 
 def _creates_pods(obj, run) -> bool:
