@@ -20,9 +20,6 @@ NO_DEFAULT = ("a pod without priorityClassName: the pod names none and the input
               "PriorityClass with globalDefault: true (the Priority admission plugin gives "
               "the pod the name of the cluster's globalDefault PriorityClass where there is "
               "one)")
-ROLL_SRC = ("(https://kubernetes.io/docs/concepts/workloads/controllers/deployment/"
-            "#rolling-update-deployment; kubernetes/kubernetes pkg/controller/deployment/"
-            "rolling.go, pkg/controller/deployment/util/deployment_util.go ResolveFenceposts)")
 
 
 def _quota(name="q", hard=None, scopes=None, sel=None) -> dict:
@@ -164,22 +161,21 @@ def test_a_priority_class_quota_counts_the_high_priority_workloads_only():
             f"krm-fn does not see them {RQ_SRC})")
     assert _quota_results(results) == [
         ("info", fits),
-        # a keeps its changes, and its rollout needs its old pod and its new one at once,
-        # beside b's pod (b, left unchanged, keeps it)
-        ("error", "ResourceQuota high of namespace ai has no room for the rollout of "
-                  "Deployment a that krm-fn's edit starts (it changes the pod template): with "
-                  "RollingUpdate maxSurge 1 (25% of 1 replica, rounded up, the default) and "
-                  "maxUnavailable 0 (25% of 1 replica, rounded down, the default) the "
-                  "Deployment controller creates a new pod before it deletes an old one, and "
-                  "beside 1 old pod the next new pod makes requests.cpu=11, above its hard "
-                  "requests.cpu=7 (the render's other pods in the namespace use "
-                  "requests.cpu=3500m of it): the API server "
-                  "refuses it (\"exceeded quota: high\"), the rollout stops there for good "
-                  "(the Deployment reports ProgressDeadlineExceeded) and the cluster keeps "
-                  "running the old pods, which krm-fn's changes do not pin; raise its hard "
-                  "requests.cpu by 4 (to 11), or set spec.strategy.rollingUpdate.maxUnavailable to 1 or more (old "
-                  "pods go first), or spec.strategy.type: Recreate; other pods of the "
-                  "namespace, which krm-fn does not see, count too " + ROLL_SRC),
+        # b is left unchanged (below), so a's pod runs beside b's as the input writes it
+        ("error", "ResourceQuota high of namespace ai: the render's pods in the namespace "
+                  "need requests.cpu=7500m together (Deployment b 1 × requests.cpu=3500m, "
+                  "Deployment a 1 × requests.cpu=4), above its hard requests.cpu=7: with "
+                  "Deployment b left unchanged (the pods the input writes, which run already) "
+                  "and the others' pods created after them, the API server admits 0 of the 1 "
+                  "pod of Deployment a and refuses the rest (\"exceeded quota: high\"; its "
+                  "controller reports FailedCreate); the controllers of the workloads create "
+                  "their pods side by side, so which workload loses pods is a race, and other "
+                  "pods of the namespace, which krm-fn does not see, count too; the input's "
+                  "own amounts fit (requests.cpu=7): krm-fn raised Deployment a's cpu from "
+                  "3500m to 4 per pod (requests.cpu), and that is what breaks it; raise its "
+                  "hard requests.cpu by 500m (to 7500m), or lower the replicas or the "
+                  "resources (krm-fn.dev/cpus: N on a workload pins N whole CPUs per pod) "
+                  + RQ_SRC + ", pkg/quota/v1/evaluator/core/pods.go)"),
         ("info", fits),
         ("error", "ResourceQuota high of namespace ai: the render's pods in the namespace "
                   "need requests.cpu=8 together (Deployment a 1 × requests.cpu=4, Deployment "

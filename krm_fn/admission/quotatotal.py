@@ -99,10 +99,11 @@ def admitted(quotas: list, shares: list, usage: str = "use") -> list:
     return out
 
 
-def judge(namespace: str, quotas: list, shares: list) -> list:
+def judge(namespace: str, quotas: list, shares: list, order: str = "") -> list:
     """The Refusals of `shares` (Share, in render order) against `quotas` (the namespace's
     ResourceQuota objects, plain data; the ones resourcequota does not model are left to
-    `unmodelled`); a quota counts only the shares whose scopes it selects (Share.counted)."""
+    `unmodelled`); a quota counts only the shares whose scopes it selects (Share.counted);
+    `order`: how the shares' order is said, when it is not the render's."""
     modelled = [q for q in quotas if rq.modelled(q)]
     pairs = [(str((q.get("metadata") or {}).get("name")), rq._hard(q)) for q in modelled]
     if not pairs or not shares:
@@ -115,7 +116,7 @@ def judge(namespace: str, quotas: list, shares: list) -> list:
         alone = admitted(pairs, [s])[0][0]
         for qi in stop:
             name, hard = pairs[qi]
-            r = _refusal(i, namespace, name, hard, shares, n)
+            r = _refusal(i, namespace, name, hard, shares, n, order)
             if s.tuned and alone == n and not r.broken:
                 continue    # resourcequota.refused already says it, with this count
             out.append(r)
@@ -127,7 +128,7 @@ def _total(shares: list, keys: list, usage: str) -> dict:
 
 
 def _refusal(i: int, namespace: str, name: str, hard: dict, shares: list,
-             fit: int) -> Refusal:
+             fit: int, order: str = "") -> Refusal:
     s = shares[i]
     mine = [x for x in shares if _in(name, x.counted)]
     total = _total(mine, list(hard), "use")
@@ -138,8 +139,8 @@ def _refusal(i: int, namespace: str, name: str, hard: dict, shares: list,
     of = ", ".join(f"{x.ref.kind} {x.ref.name} {x.count} × {rq._list(keys, x.use)}"
                    for x in mine if x.count)
     text = (f"{where}: the render's pods in the namespace need {rq._list(keys, total)} "
-            f"together ({of}), above its hard {rq._list(keys, hard)}: created in render "
-            f"order, the API server admits {fit} of the {_pods(s.count)} of {s.ref.kind} "
+            f"together ({of}), above its hard {rq._list(keys, hard)}: "
+            f"{order or 'created in render order'}, the API server admits {fit} of the {_pods(s.count)} of {s.ref.kind} "
             f"{s.ref.name} and refuses the rest (\"exceeded quota: {name}\"; its controller "
             f"reports FailedCreate); the controllers of the workloads create their pods side "
             f"by side, so which workload loses pods is a race, and other pods of the "

@@ -250,8 +250,8 @@ def _stuck(who: str, namespace: str, pairs: list, base: list, shares: list, inde
                 f"stops there for good (the Deployment reports ProgressDeadlineExceeded) and "
                 f"the cluster keeps running the old pods, which krm-fn's changes do not pin")
     else:
-        msg += (f": whether the rollout stalls there depends on the order the workloads "
-                f"roll out, which krm-fn does not know")
+        msg += (": whether the rollout stalls there depends on the order the workloads "
+                "roll out, which krm-fn does not know")
     msg += (f"; {'raise its hard ' + grow + ', or ' if grow else ''}set "
             f"spec.strategy.rollingUpdate.maxUnavailable to 1 or more (old pods go first), or "
             f"spec.strategy.type: Recreate; other pods of "
