@@ -231,7 +231,7 @@ def _stuck(who: str, namespace: str, pairs: list, base: list, shares: list, inde
     others = {k: base[qi][k] for k in keys if base[qi][k]}
     beside = f"{_pods(old, 'old')}" + (f" and {_pods(new, 'new')}" if new else "")
     lead = "" if certain else (", with the render's other workloads of the namespace at the "
-                               "larger of their usages before and after their own rollouts")
+                               "larger of their usages before and after their own rollouts,")
     msg = (f"{where} {'has' if certain else 'may have'} no room for the rollout of {who} "
            f"that krm-fn's edit starts (it changes the pod template): with RollingUpdate "
            f"{text} the Deployment controller creates a new pod before it deletes an old one, "
