@@ -22,8 +22,10 @@ Coarser on purpose, by name (krm_fn/admission/quotatotal.py):
 - `other-pods`: pods of the namespace that are not in the render count too; krm-fn does not
   see them. Each case has a fresh namespace.
 
-Quotas get scopes (`scopes`, or the same scope in a `scopeSelector` with Exists:
-Terminating, NotTerminating, BestEffort with `pods` only, NotBestEffort) or a PriorityClass
+Quotas limit cpu, memory and pods, and the other names pods.go counts (ephemeral-storage,
+hugepages-2Mi, the extended resource example.com/foo as requests., count/pods; containers
+draw them; a scoped quota only the names its scope allows). They get scopes (`scopes`, or
+the same scope in a `scopeSelector` with Exists: Terminating, NotTerminating, BestEffort with `pods` only, NotBestEffort) or a PriorityClass
 scopeSelector (In, NotIn, Exists, DoesNotExist); Deployments a priorityClassName (`high`,
 `low` or none) and sometimes `activeDeadlineSeconds`; a case may add a BestEffort
 Deployment krm-fn does not tune (`krm-fn.dev/skip`). The PriorityClasses a case names are
@@ -68,6 +70,12 @@ CONFIG = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
                                   "reserved": {"cores": 2}}]}}
 KEYS = ("requests.cpu", "limits.cpu", "requests.memory", "limits.memory", "pods", "cpu",
         "memory")
+# the other names pods.go counts; a scoped quota allows only KEYS of the standard names
+# (helpers.go IsResourceQuotaScopeValidForResource), and names with a domain
+EXT = "example.com/foo"
+MORE_SCOPED = ("requests." + EXT, "count/pods")
+MORE = MORE_SCOPED + ("requests.ephemeral-storage", "limits.ephemeral-storage",
+                      "ephemeral-storage", "hugepages-2Mi", "requests.hugepages-2Mi")
 _names = itertools.count()
 
 
@@ -90,10 +98,12 @@ def _priority_class(name: str, value: int, default: bool = False) -> dict:
 CLASSES = {"high": 1000, "low": 10}
 
 
-def _ctr(name: str, cpu: str, memory: str, limits: bool = True, **extra) -> dict:
-    res = {"requests": {"cpu": cpu, "memory": memory}}
+def _ctr(name: str, cpu: str, memory: str, limits: bool = True, _extra: dict = (),
+         **extra) -> dict:
+    """A container; `_extra`: more resources, in its requests and limits."""
+    res = {"requests": {"cpu": cpu, "memory": memory, **dict(_extra)}}
     if limits:
-        res["limits"] = {"cpu": cpu, "memory": memory}
+        res["limits"] = {"cpu": cpu, "memory": memory, **dict(_extra)}
     return {"name": name, "image": "example/app:1", "resources": res, **extra}
 
 
@@ -115,12 +125,19 @@ MEMS = ("256Mi", "512Mi", "1Gi", "2Gi")
 
 
 @st.composite
-def _hard(draw) -> dict:
-    keys = draw(st.lists(st.sampled_from(KEYS), min_size=1, max_size=4, unique=True))
+def _hard(draw, scoped: bool = False) -> dict:
+    names = KEYS + (MORE_SCOPED if scoped else MORE)
+    keys = draw(st.lists(st.sampled_from(names), min_size=1, max_size=4, unique=True))
     out = {}
     for k in keys:
-        if k == "pods":
+        if k in ("pods", "count/pods"):
             out[k] = str(draw(st.integers(1, 10)))
+        elif k.endswith(EXT):
+            out[k] = str(draw(st.integers(0, 6)))
+        elif "hugepages" in k:
+            out[k] = draw(st.sampled_from(("64Mi", "128Mi", "256Mi")))
+        elif "ephemeral" in k:
+            out[k] = draw(st.sampled_from(("1Gi", "2Gi", "3Gi", "5Gi")))
         elif k.endswith("cpu") or k == "cpu":
             out[k] = draw(st.sampled_from(("2", "3", "4", "5", "6", "7", "7500m", "8", "10",
                                            "12", "16")))
@@ -141,7 +158,7 @@ def _scoped(draw, name: str) -> dict:
     if kind == "scope":
         scope = draw(st.sampled_from(SCOPES))
         hard = ({"pods": str(draw(st.integers(1, 6)))} if scope == "BestEffort"
-                else draw(_hard()))
+                else draw(_hard(scoped=True)))
         if draw(st.booleans()):
             return _quota(name, hard, scopes=[scope])
         return _quota(name, hard, selector=[{"scopeName": scope, "operator": "Exists"}])
@@ -150,7 +167,7 @@ def _scoped(draw, name: str) -> dict:
         expr = {"scopeName": "PriorityClass", "operator": op}
         if op in ("In", "NotIn"):
             expr["values"] = draw(st.sampled_from((["high"], ["low"], ["high", "low"])))
-        return _quota(name, draw(_hard()), selector=[expr])
+        return _quota(name, draw(_hard(scoped=True)), selector=[expr])
     return _quota(name, draw(_hard()))
 
 
@@ -158,9 +175,11 @@ def _scoped(draw, name: str) -> dict:
 def _workload(draw, name: str) -> dict:
     app = _ctr("app", draw(st.sampled_from(CPUS)), draw(st.sampled_from(MEMS)),
                limits=draw(st.booleans()))
+    _more(draw, app)
     init = []
     if draw(st.booleans()):
-        init.append(_ctr("setup", draw(st.sampled_from(CPUS)), draw(st.sampled_from(MEMS))))
+        init.append(_more(draw, _ctr("setup", draw(st.sampled_from(CPUS)),
+                                     draw(st.sampled_from(MEMS)))))
     if draw(st.booleans()):
         init.append(_ctr("proxy", draw(st.sampled_from(SMALL_CPUS)),
                          draw(st.sampled_from(MEMS)), restartPolicy="Always"))
@@ -173,6 +192,23 @@ def _workload(draw, name: str) -> dict:
     if draw(st.integers(0, 3)) == 0:
         extra["activeDeadlineSeconds"] = 600
     return _deployment(name, draw(st.integers(1, 4)), [app], init, **extra)
+
+
+def _more(draw, ctr: dict) -> dict:
+    """Some of ephemeral-storage (a request, a limit or both), the extended resource EXT and
+    hugepages-2Mi (both in limits, as the API server's validation wants) on `ctr`."""
+    res = ctr["resources"]
+    if draw(st.integers(0, 2)) == 0:
+        size = draw(st.sampled_from(("512Mi", "1Gi", "2Gi")))
+        for part in draw(st.sampled_from((("requests",), ("limits",),
+                                          ("requests", "limits")))):
+            res.setdefault(part, {})["ephemeral-storage"] = size
+    for name, sizes in ((EXT, ("1", "2")), ("hugepages-2Mi", ("32Mi", "64Mi"))):
+        if draw(st.integers(0, 2)) == 0:
+            size = draw(st.sampled_from(sizes))
+            res.setdefault("limits", {})[name] = size
+            res["requests"][name] = size
+    return ctr
 
 
 def _best_effort(name: str, replicas: int, **pod_spec) -> dict:
@@ -384,6 +420,11 @@ def test_generated_quota_cases_match_the_api_server(controlplane, case):
 
 # --- named regressions -------------------------------------------------------------------
 
+def _res(extra: dict) -> dict:
+    """Marker for _ctr: `extra` resources in requests and limits."""
+    return {"_extra": extra}
+
+
 def _app(cpu: str, memory: str = "1Gi") -> list:
     return [_ctr("app", cpu, memory)]
 
@@ -446,6 +487,24 @@ REGRESSIONS = {
          _quota("nbe", {"pods": "3"}, selector=[{"scopeName": "NotBestEffort",
                                                  "operator": "Exists"}])],
         [_best_effort("e", 3), _deployment("a", 4, _app("1"))]),
+    # the other names pods.go counts: an extended resource as requests.<name>, count/pods,
+    # ephemeral-storage (no "must specify": a container without it uses none), hugepages
+    "extended-resource": (
+        [_quota("gpu", {"requests." + EXT: "3"})],
+        [_deployment("a", 2, [_ctr("app", "2", "1Gi", **_res({EXT: "1"}))]),
+         _deployment("b", 2, [_ctr("app", "2", "1Gi", **_res({EXT: "1"}))])]),
+    "count-pods": (
+        [_quota("count", {"count/pods": "3"})],
+        [_deployment("a", 2, _app("1")), _deployment("b", 2, _app("1"))]),
+    "ephemeral-storage": (
+        [_quota("eph", {"requests.ephemeral-storage": "3Gi", "limits.ephemeral-storage": "4Gi"})],
+        [_deployment("a", 2, [_ctr("app", "1", "1Gi", **_res({"ephemeral-storage": "1Gi"}))]),
+         _deployment("b", 2, _app("1")),
+         _deployment("c", 2, [_ctr("app", "1", "1Gi", **_res({"ephemeral-storage": "1Gi"}))])]),
+    "hugepages": (
+        [_quota("huge", {"hugepages-2Mi": "128Mi"}),
+         _quota("huge-req", {"requests.hugepages-2Mi": "256Mi"})],
+        [_deployment("a", 3, [_ctr("app", "1", "1Gi", **_res({"hugepages-2Mi": "64Mi"}))])]),
 }
 
 # A globalDefault PriorityClass of the input names the pods without one (the Priority

@@ -160,7 +160,23 @@ def test_a_priority_class_quota_counts_the_high_priority_workloads_only():
             f"requests.cpu=7; the other pods of the namespace count against it too, and "
             f"krm-fn does not see them {RQ_SRC})")
     assert _quota_results(results) == [
-        ("info", fits), ("info", fits),
+        ("info", fits),
+        # b is left unchanged (below), so a's pod runs beside b's as the input writes it
+        ("error", "ResourceQuota high of namespace ai: the render's pods in the namespace "
+                  "need requests.cpu=7500m together (Deployment b 1 × requests.cpu=3500m, "
+                  "Deployment a 1 × requests.cpu=4), above its hard requests.cpu=7: with "
+                  "Deployment b left unchanged (the pods the input writes, which run already) "
+                  "and the others' pods created after them, the API server admits 0 of the 1 "
+                  "pod of Deployment a and refuses the rest (\"exceeded quota: high\"; its "
+                  "controller reports FailedCreate); the controllers of the workloads create "
+                  "their pods side by side, so which workload loses pods is a race, and other "
+                  "pods of the namespace, which krm-fn does not see, count too; the input's "
+                  "own amounts fit (requests.cpu=7): krm-fn raised Deployment a's cpu from "
+                  "3500m to 4 per pod (requests.cpu), and that is what breaks it; raise its "
+                  "hard requests.cpu by 500m (to 7500m), or lower the replicas or the "
+                  "resources (krm-fn.dev/cpus: N on a workload pins N whole CPUs per pod) "
+                  + RQ_SRC + ", pkg/quota/v1/evaluator/core/pods.go)"),
+        ("info", fits),
         ("error", "ResourceQuota high of namespace ai: the render's pods in the namespace "
                   "need requests.cpu=8 together (Deployment a 1 × requests.cpu=4, Deployment "
                   "b 1 × requests.cpu=4), above its hard requests.cpu=7: created in render "
@@ -182,8 +198,10 @@ def test_the_input_global_default_class_names_a_pod_without_one():
     std = {**_class("100", "true"), "metadata": {"name": "high"}}
     code, results, _ = render(config(), std, HIGH, _dep("a", "4"), _dep("b", "4"))
     assert code == 1
-    assert [s for s, m in _quota_results(results)] == ["info", "info", "error"]
-    assert "need requests.cpu=8 together" in _quota_results(results)[2][1]
+    assert [s for s, m in _quota_results(results)] == ["info", "error", "info", "error"]
+    # a's rollout: its old pod and its new one, 4 each, under 7
+    assert "the next new pod makes requests.cpu=8" in _quota_results(results)[1][1]
+    assert "need requests.cpu=8 together" in _quota_results(results)[3][1]
 
 
 def test_a_pod_whose_scope_krm_fn_cannot_tell_is_said_and_not_counted():

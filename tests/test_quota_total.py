@@ -54,7 +54,21 @@ def test_krm_fns_smt_raise_breaks_a_quota_the_input_fits():
     code, results, _ = render(config(), _quota(**{"requests.cpu": "7", "limits.cpu": "7"}),
                               _dep("a", "3500m"), _dep("b", "3500m"))
     assert code == 1
-    (found,) = _total(results)
+    again, found = _total(results)
+    # b is left unchanged, so a's pod runs beside b's as the input writes it: 7500m
+    assert again == ("error",
+        "ResourceQuota team of namespace ai: the render's pods in the namespace need "
+        "limits.cpu=7500m,requests.cpu=7500m together (Deployment b 1 × "
+        "limits.cpu=3500m,requests.cpu=3500m, Deployment a 1 × limits.cpu=4,requests.cpu=4), "
+        "above its hard limits.cpu=7,requests.cpu=7: with Deployment b left unchanged (the "
+        "pods the input writes, which run already) and the others' pods created after them, "
+        "the API server admits 0 of the 1 pod of Deployment a and refuses the rest "
+        "(\"exceeded quota: team\"; its controller reports FailedCreate); " + RACE + "; the "
+        "input's own amounts fit (limits.cpu=7,requests.cpu=7): krm-fn raised Deployment a's "
+        "cpu from 3500m to 4 per pod (limits.cpu, requests.cpu), and that is what breaks it; "
+        "raise its hard limits.cpu by 500m (to 7500m) and requests.cpu by 500m (to 7500m), or "
+        "lower the replicas or the resources (krm-fn.dev/cpus: N on a workload pins N whole "
+        "CPUs per pod) " + SRC)
     assert found[0] == "error"
     assert ("the input's own amounts fit (limits.cpu=7,requests.cpu=7): krm-fn raised "
             "Deployment a's cpu from 3500m to 4 per pod (limits.cpu, requests.cpu), "
@@ -78,7 +92,11 @@ def test_on_failure_warning_lowers_it_and_keeps_the_changes():
 
 def test_a_workload_krm_fn_does_not_tune_counts_and_loses_pods_as_a_warning():
     skipped = _dep("c", "3", meta={"annotations": {"krm-fn.dev/skip": "true"}})
-    code, results, _ = render(config(), _quota(**{"requests.cpu": "8"}), _dep("a", "4"),
+    a = _dep("a", "4")
+    # Recreate: the rollout krm-fn's edit starts deletes the old pod first (a RollingUpdate
+    # would need room for 4 more: tests/test_quota_rollout.py)
+    a["spec"]["strategy"] = {"type": "Recreate"}
+    code, results, _ = render(config(), _quota(**{"requests.cpu": "8"}), a,
                               _dep("b", "2"), skipped)
     (found,) = _total(results)
     assert found[0] == "warning"        # the input's own amounts (4 + 2 + 3) break it

@@ -38,7 +38,8 @@ _POD = ("pods", "cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu"
         "limits.memory")
 _ALLOWED = {"BestEffort": ("pods",), "VolumeAttributesClass": ("persistentvolumeclaims",
                                                                "requests.storage")}
-# helpers.go standardQuotaResources (and requests.hugepages-<size>)
+# helpers.go standardQuotaResources (and IsQuotaHugePageResourceName: hugepages-<size>,
+# requests.hugepages-<size>)
 _STANDARD = _POD + ("ephemeral-storage", "requests.storage", "requests.ephemeral-storage",
                     "limits.ephemeral-storage", "resourcequotas", "services",
                     "replicationcontrollers", "secrets", "persistentvolumeclaims",
@@ -113,7 +114,7 @@ def problem(quota: dict) -> str | None:
 
 
 def _standard(resource: str) -> bool:
-    return resource in _STANDARD or resource.startswith("requests.hugepages-")
+    return resource in _STANDARD or resource.startswith(("requests.hugepages-", "hugepages-"))
 
 
 def _label_value(v: str) -> bool:

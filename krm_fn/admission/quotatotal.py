@@ -66,9 +66,9 @@ def _fits(used: dict, hard: dict, use: dict, count: int) -> int:
     """How many more pods of usage `use` (up to `count`) fit between `used` and `hard`."""
     n = count
     for k, h in hard.items():
-        if use[k]:
+        if rq.used(use, k):
             room = h - used[k]
-            n = min(n, max(0, int(room // use[k])))
+            n = min(n, max(0, int(room // rq.used(use, k))))
     return n
 
 
@@ -89,19 +89,21 @@ def admitted(quotas: list, shares: list, usage: str = "use") -> list:
             continue
         for i in mine:
             for k in quotas[i][1]:
-                used[i][k] += use[k] * n
+                used[i][k] += rq.used(use, k) * n
         stop = {}
         if n < s.count:
             stop = {i: True for i in mine
-                    if any(used[i][k] + use[k] > quotas[i][1][k] for k in quotas[i][1])}
+                    if any(used[i][k] + rq.used(use, k) > quotas[i][1][k]
+                           for k in quotas[i][1])}
         out.append((n, stop))
     return out
 
 
-def judge(namespace: str, quotas: list, shares: list) -> list:
+def judge(namespace: str, quotas: list, shares: list, order: str = "") -> list:
     """The Refusals of `shares` (Share, in render order) against `quotas` (the namespace's
     ResourceQuota objects, plain data; the ones resourcequota does not model are left to
-    `unmodelled`); a quota counts only the shares whose scopes it selects (Share.counted)."""
+    `unmodelled`); a quota counts only the shares whose scopes it selects (Share.counted);
+    `order`: how the shares' order is said, when it is not the render's."""
     modelled = [q for q in quotas if rq.modelled(q)]
     pairs = [(str((q.get("metadata") or {}).get("name")), rq._hard(q)) for q in modelled]
     if not pairs or not shares:
@@ -114,7 +116,7 @@ def judge(namespace: str, quotas: list, shares: list) -> list:
         alone = admitted(pairs, [s])[0][0]
         for qi in stop:
             name, hard = pairs[qi]
-            r = _refusal(i, namespace, name, hard, shares, n)
+            r = _refusal(i, namespace, name, hard, shares, n, order)
             if s.tuned and alone == n and not r.broken:
                 continue    # resourcequota.refused already says it, with this count
             out.append(r)
@@ -122,11 +124,11 @@ def judge(namespace: str, quotas: list, shares: list) -> list:
 
 
 def _total(shares: list, keys: list, usage: str) -> dict:
-    return {k: sum(getattr(s, usage)[k] * s.count for s in shares) for k in keys}
+    return {k: sum(rq.used(getattr(s, usage), k) * s.count for s in shares) for k in keys}
 
 
 def _refusal(i: int, namespace: str, name: str, hard: dict, shares: list,
-             fit: int) -> Refusal:
+             fit: int, order: str = "") -> Refusal:
     s = shares[i]
     mine = [x for x in shares if _in(name, x.counted)]
     total = _total(mine, list(hard), "use")
@@ -137,8 +139,8 @@ def _refusal(i: int, namespace: str, name: str, hard: dict, shares: list,
     of = ", ".join(f"{x.ref.kind} {x.ref.name} {x.count} × {rq._list(keys, x.use)}"
                    for x in mine if x.count)
     text = (f"{where}: the render's pods in the namespace need {rq._list(keys, total)} "
-            f"together ({of}), above its hard {rq._list(keys, hard)}: created in render "
-            f"order, the API server admits {fit} of the {_pods(s.count)} of {s.ref.kind} "
+            f"together ({of}), above its hard {rq._list(keys, hard)}: "
+            f"{order or 'created in render order'}, the API server admits {fit} of the {_pods(s.count)} of {s.ref.kind} "
             f"{s.ref.name} and refuses the rest (\"exceeded quota: {name}\"; its controller "
             f"reports FailedCreate); the controllers of the workloads create their pods side "
             f"by side, so which workload loses pods is a race, and other pods of the "
@@ -165,9 +167,9 @@ def _raised(shares: list, keys: list) -> str:
     for x in shares:
         seen: dict = {}
         for k in keys:
-            if x.use[k] > x.before[k]:
-                res = rq.RESOURCES[k][1]
-                seen.setdefault((res, x.before[k], x.use[k]), []).append(k)
+            a, b = rq.used(x.before, k), rq.used(x.use, k)
+            if b > a:
+                seen.setdefault((rq.counted(k)[1], a, b), []).append(k)
         for (res, a, b), ks in seen.items():
             out.append(f"{x.ref.kind} {x.ref.name}'s {res} from {rq._show(ks[0], a)} to "
                        f"{rq._show(ks[0], b)} per pod ({', '.join(ks)})")
@@ -188,3 +190,39 @@ def unmodelled(quota: dict) -> str | None:
             f"({why}), so it counts no pod of the render against it ({quotascope.SOURCE}; "
             f"pkg/apis/core/validation/validation.go validateResourceQuotaScopes, "
             f"validateScopedResourceSelectorRequirement)")
+
+
+def unmodelled_names(quota: dict) -> list:
+    """The infos for the names of `quota`'s `spec.hard` krm-fn does not count the render's
+    pods against (resourcequota.quota_names): one the API server counts no pod against
+    (an extended resource without `requests.`; a name without a domain it does not know,
+    which its validation refuses), one krm-fn cannot tell for (DRA's device classes)."""
+    missed, unknown = rq.quota_names(quota)
+    name = (quota.get("metadata") or {}).get("name")
+    ns = (quota.get("metadata") or {}).get("namespace") or "default"
+    where = f"ResourceQuota {name} of namespace {ns}"
+    out = []
+    plain = [k for k in missed if "/" not in k]
+    domain = [k for k in missed if "/" in k]
+    if domain:
+        out.append(f"{where}: the API server counts no pod against {', '.join(domain)}: a "
+                   f"quota limits an extended resource only as requests.<name> (and "
+                   f"counts no name of the kubernetes.io domain), so krm-fn does not check the render's pods against "
+                   f"{'it' if len(domain) == 1 else 'them'} ({EXTENDED_SOURCE})")
+    if plain:
+        out.append(f"{where}: {', '.join(plain)} is no resource the API server knows for a "
+                   f"quota: its validation refuses the quota (\"must be a standard resource "
+                   f"type or fully qualified\"), and pods are counted against none of it "
+                   f"(pkg/apis/core/validation/validation.go ValidateResourceQuotaResourceName)")
+    if unknown:
+        out.append(f"{where}: krm-fn does not count the render's pods against "
+                   f"{', '.join(unknown)}: DRA's extended resources are counted from the "
+                   f"ResourceClaims the scheduler makes for a pod, which the render does not "
+                   f"hold; the API server counts them ({EXTENDED_SOURCE})")
+    return out
+
+
+EXTENDED_SOURCE = ("https://kubernetes.io/docs/concepts/policy/resource-quotas/"
+                   "#resource-quota-for-extended-resources; kubernetes/kubernetes "
+                   "pkg/quota/v1/evaluator/core/pods.go MatchingResources, "
+                   "isExtendedResourceNameForQuota")

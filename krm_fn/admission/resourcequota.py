@@ -3,10 +3,16 @@ take its namespace above a quota's `spec.hard` ("exceeded quota").
 
 Source: https://kubernetes.io/docs/concepts/policy/resource-quotas/ and kubernetes/kubernetes
 staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go (CheckRequest),
-pkg/quota/v1/evaluator/core/pods.go (PodUsageFunc: `requests.cpu` and its alias `cpu`,
-`limits.cpu`, `requests.memory` / `memory`, `limits.memory`, `pods`; the pod's effective
-requests and limits, init containers and sidecars counted as the scheduler counts them,
-plus the RuntimeClass's pod overhead).
+pkg/quota/v1/evaluator/core/pods.go (PodUsageFunc and podComputeUsageHelper: `pods` and
+`count/pods` (1 per pod); `requests.cpu` and its alias `cpu`, `limits.cpu`,
+`requests.memory` / `memory`, `limits.memory`, `requests.ephemeral-storage` /
+`ephemeral-storage`, `limits.ephemeral-storage`; `requests.hugepages-<size>` /
+`hugepages-<size>`; an extended resource as `requests.<name>` only (isExtendedResourceNameForQuota,
+the quota docs' "Resource quota for extended resources"); the pod's effective requests and
+limits, init containers and sidecars counted as the scheduler counts them, plus the
+RuntimeClass's pod overhead). Every other name of `spec.hard` is not counted for pods
+(MatchingResources): `quota_names` tells a name about other objects (ignored) from one a
+pod's author may mean for pods (an info).
 
 Modelled, per ResourceQuota of the pod's namespace in the input: those resources, after
 admission (injected containers included: quota admission runs after the mutating webhooks),
@@ -34,11 +40,61 @@ from krm_fn.admission.model import ERROR, INFO, AdmittedPod, Finding
 
 SOURCE = ("https://kubernetes.io/docs/concepts/policy/resource-quotas/; kubernetes/kubernetes "
           "staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go")
-# quota resource name -> (part of the pod, resource)
+# quota resource name -> (part of the pod, resource): pods.go podResources
 RESOURCES = {"requests.cpu": ("requests", "cpu"), "cpu": ("requests", "cpu"),
              "limits.cpu": ("limits", "cpu"), "requests.memory": ("requests", "memory"),
              "memory": ("requests", "memory"), "limits.memory": ("limits", "memory"),
-             "pods": (None, "pods")}
+             "requests.ephemeral-storage": ("requests", "ephemeral-storage"),
+             "ephemeral-storage": ("requests", "ephemeral-storage"),
+             "limits.ephemeral-storage": ("limits", "ephemeral-storage"),
+             "pods": (None, "pods"), "count/pods": (None, "count/pods")}
+_NATIVE = "kubernetes.io/"
+# k8s.io/api resource.ResourceDeviceClassPrefix: DRA's implicit extended resources
+_DEVICE_CLASS = "deviceclass.resource.kubernetes.io/"
+# quota names about other objects than pods: helpers.go standardQuotaResources, the object
+# counts (count/<resource>[.<group>]) and storage classes' <class>.storageclass.storage.k8s.io/
+_OTHER = ("requests.storage", "resourcequotas", "services", "replicationcontrollers",
+          "secrets", "persistentvolumeclaims", "configmaps", "services.nodeports",
+          "services.loadbalancers")
+
+
+def counted(key: str) -> tuple | None:
+    """(part of the pod, resource) that pods.go counts for quota resource `key`
+    (MatchingResources, podComputeUsageHelper), None when the pod evaluator does not count
+    it: RESOURCES; `hugepages-<size>` and `requests.hugepages-<size>` (podResourcePrefixes);
+    `requests.<extended resource>` (isExtendedResourceNameForQuota: a name with a domain
+    outside kubernetes.io; the pod's requests of it, helper.IsExtendedResourceName)."""
+    if key in RESOURCES:
+        return RESOURCES[key]
+    if key.startswith("hugepages-"):
+        return "requests", key
+    if key.startswith("requests.hugepages-"):
+        return "requests", key[len("requests."):]
+    if key.startswith("requests.") and "/" in key:
+        res = key[len("requests."):]
+        if _NATIVE not in res:
+            return "requests", res
+    return None
+
+
+def quota_names(quota: dict) -> tuple:
+    """([names of `quota`'s `spec.hard` the API server does not count pods against but a
+    pod's author may mean for them (an extended resource without `requests.`, a limits.
+    of hugepages), [names krm-fn cannot tell for (DRA's
+    requests.deviceclass.resource.kubernetes.io/<class>)]); names about other objects
+    (_OTHER, count/<resource> but count/pods, storage classes) are in neither."""
+    spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
+    hard = spec.get("hard") if isinstance(spec.get("hard"), dict) else {}
+    missed, unknown = [], []
+    for key in map(str, hard):
+        if key.startswith("requests." + _DEVICE_CLASS):
+            unknown.append(key)
+        elif (counted(key) is not None or key in _OTHER or key.startswith("count/")
+              or ".storageclass.storage.k8s.io/" in key):
+            continue
+        else:
+            missed.append(key)
+    return missed, unknown
 
 
 def replicas(obj: dict, path: str) -> int:
@@ -53,14 +109,23 @@ def replicas(obj: dict, path: str) -> int:
 
 
 def _usage(pod: AdmittedPod) -> dict:
-    """{quota resource: one pod's usage} (cpu Fraction cores, memory int bytes), as
-    pods.go PodUsageFunc counts it (component-helpers resource PodRequests / PodLimits):
-    the containers' peak (init containers and sidecars as the scheduler counts them), the
-    pod-level `spec.resources` in its place where set (PodLevelResources), plus the pod
-    overhead: on every request, on a limit only where the pod has one (a non-zero limit)."""
+    """{quota resource: one pod's usage} (cpu Fraction cores, anything else int: bytes,
+    pods, devices), as pods.go PodUsageFunc counts it (component-helpers resource
+    PodRequests / PodLimits): the containers' peak (init containers and sidecars as the
+    scheduler counts them), the pod-level `spec.resources` in its place where set
+    (PodLevelResources), plus the pod overhead: on every request, on a limit only where the
+    pod has one (a non-zero limit). RESOURCES, and the hugepages and extended resources the
+    pod requests (`counted`); a quota resource not in it is 0 (`used`)."""
     over = pod.overhead or {}
+    keys = dict(RESOURCES)
+    for level in [c.requests for c in pod.containers] + [pod.pod_requests or {}, over]:
+        for res in level:
+            if res.startswith("hugepages-"):
+                keys[res] = keys["requests." + res] = ("requests", res)
+            elif "/" in res and _NATIVE not in res and not res.startswith("requests."):
+                keys["requests." + res] = ("requests", res)
     out = {}
-    for key, (part, res) in RESOURCES.items():
+    for key, (part, res) in keys.items():
         if part is None:
             out[key] = 1
             continue
@@ -147,12 +212,12 @@ def _hard(quota: dict) -> dict:
     hard = spec.get("hard") if isinstance(spec.get("hard"), dict) else {}
     out = {}
     for key, text in hard.items():
-        if key not in RESOURCES:
+        if not isinstance(key, str) or counted(key) is None:
             continue
         try:
-            if key == "pods":
+            if key in ("pods", "count/pods"):
                 q = quantity.parse_cpu(str(text)).value
-            elif RESOURCES[key][1] == "cpu":
+            elif counted(key)[1] == "cpu":
                 q = quantity.parse_cpu(str(text)).value
             else:
                 q = quantity.parse_memory(str(text)).value
@@ -213,15 +278,21 @@ def unstated_message(name: str, namespace: str, what: str) -> str:
 
 
 def _show(key: str, v) -> str:
-    if key == "pods":
-        return str(int(v))
-    if RESOURCES[key][1] == "cpu":
+    res = counted(key)[1]
+    if res == "cpu":
         return quantity.format_cpu_rounded(v)
-    return quantity.format_binary_si(int(v))
+    if res in ("memory", "ephemeral-storage") or res.startswith("hugepages-"):
+        return quantity.format_binary_si(int(v))
+    return str(int(v))         # pods, count/pods, extended resources: whole numbers
+
+
+def used(use: dict, key: str):
+    """One pod's usage (`_usage`) of quota resource `key`: 0 when the pod has none."""
+    return use.get(key, 0)
 
 
 def _list(keys: list, values: dict) -> str:
-    return ",".join(f"{k}={_show(k, values[k])}" for k in keys)
+    return ",".join(f"{k}={_show(k, used(values, k))}" for k in keys)
 
 
 def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
@@ -259,8 +330,8 @@ def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
                                "resourcequota", pod.path))
             continue
         keys = sorted(hard)
-        over = [k for k in keys if use[k] > hard[k]]
-        total = {k: use[k] * count for k in keys}
+        over = [k for k in keys if used(use, k) > hard[k]]
+        total = {k: used(use, k) * count for k in keys}
         if over:
             out.append(Finding(ERROR, f"{where}: one pod needs {_list(over, use)}, above its "
                                f"hard {_list(over, hard)}: the API server refuses every pod "
@@ -271,7 +342,8 @@ def refused(pod: AdmittedPod, quotas: list, count: int = 1) -> tuple:
             continue
         many = [k for k in keys if total[k] > hard[k]]
         if many:
-            fit = min((int(hard[k] // use[k]) for k in keys if use[k]), default=0)
+            fit = min((int(hard[k] // used(use, k)) for k in keys if used(use, k)),
+                      default=0)
             out.append(Finding(ERROR, f"{where}: {count} replicas need {_list(many, total)}, "
                                f"above its hard {_list(many, hard)}: the API server refuses "
                                f"the pods after the first {fit} (\"exceeded quota\"; the "

@@ -71,6 +71,8 @@ def judge(items: list, done: list, run) -> list:
             note = quotatotal.unmodelled(q)
             if note is not None:
                 tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
+            for note in quotatotal.unmodelled_names(q):
+                tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
         rows = spaces.get(ns, [])
         for r in quotatotal.judge(ns, quotas, [s for _, _, s in rows]):
             i, obj, share = rows[r.index]
@@ -78,7 +80,74 @@ def judge(items: list, done: list, run) -> list:
             sev = _severity(obj, run.cfg, outcome is not None or r.broken)
             _add(tail, outcome, pick, Result(r.message, sev, share.ref,
                                              _path(obj, run), tags=TAGS))
+        rows = _reverted(ns, quotas, rows, by_index, run, tail)
+        _rollouts(ns, quotas, rows, by_index, run, tail)
     return tail
+
+
+def _reverted(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list) -> list:
+    """The namespace total again while an error leaves items unchanged: such an item runs
+    the input's pods, not the ones judged, so the others are judged beside those (a
+    workload left unchanged at 3500m under a 7-CPU quota leaves no room for another raised
+    to 4); a refusal found now goes to an item that still keeps its changes (and leaves it
+    unchanged in turn), their pods created after those of the items left unchanged, which
+    run already. Returns the rows with the shares of the items left unchanged as
+    the input writes them."""
+    done: set = set()
+    while True:
+        gone = [k for k, (i, _, s) in enumerate(rows) if k not in done and s.use != s.before
+                and not _keeps(by_index.get(i, (None, None))[1])]
+        if not gone:
+            return rows
+        done.update(gone)
+        rows = [(i, obj, quotatotal.Share(s.ref, s.count, s.before, s.before, False,
+                                          s.counted_before, s.counted_before, s.refused))
+                if k in gone else (i, obj, s) for k, (i, obj, s) in enumerate(rows)]
+        # the pods of the items left unchanged run already: the kept ones' pods come after
+        order = sorted(range(len(rows)), key=lambda k: _keeps(by_index.get(
+            rows[k][0], (None, None))[1]))
+        left = [rows[k][2].ref for k in order if not _keeps(by_index.get(
+            rows[k][0], (None, None))[1])]
+        said = (f"with {', '.join(f'{x.kind} {x.name}' for x in left)} left unchanged "
+                f"(the pods the input writes, which run already) and the others' pods "
+                f"created after them")
+        for r in quotatotal.judge(ns, quotas, [rows[k][2] for k in order], said):
+            i, obj, share = rows[order[r.index]]
+            pick, outcome = by_index.get(i, (None, None))
+            if _keeps(outcome):
+                _add(tail, outcome, pick, Result(r.message, _severity(obj, run.cfg, True),
+                                                 share.ref, _path(obj, run), tags=TAGS))
+
+
+def _keeps(outcome) -> bool:
+    return outcome is not None and bool(outcome.changes)
+
+
+def _rollouts(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list) -> None:
+    """The rollout each kept edit starts, against the namespace's quotas (admission/
+    rollout.py): an item whose changes are kept after the steady-state checks; every
+    workload's pods as many as the quotas admit at steady state, as the input writes them
+    and as rendered (quotatotal.admitted)."""
+    from krm_fn.admission import rollout
+    pairs = [(str((q.get("metadata") or {}).get("name")), rq._hard(q))
+             for q in quotas if rq.modelled(q)]
+    shares = [s for _, _, s in rows]
+    if not pairs or not shares:
+        return
+    rolls = [_keeps(by_index.get(i, (None, None))[1]) for i, _, _ in rows]
+    counts = tuple([n for n, _ in quotatotal.admitted(pairs, shares, usage)]
+                   for usage in ("before", "use")) + (rolls,)
+    for index, (i, obj, share) in enumerate(rows):
+        pick, outcome = by_index.get(i, (None, None))
+        if not rolls[index]:
+            continue
+        got = rollout.check(obj, ns, pairs, shares, index, counts)
+        if got is None:
+            continue
+        certain, message = got
+        sev = _severity(obj, run.cfg, True) if certain else INFO
+        _add(tail, outcome, pick, Result(message, sev, share.ref, _path(obj, run),
+                                         tags=TAGS))
 
 
 def _creates_pods(obj, run) -> bool:

@@ -16,7 +16,9 @@ Why the controller manager: the API server's ResourceQuota admission refuses pod
 namespace whose quota has no status yet ("status unknown for quota"), and its ServiceAccount
 admission refuses pods of a namespace without its `default` ServiceAccount; the
 resourcequota and serviceaccount controllers are what fills both in a cluster. No other
-controller runs: the tests create the pods a workload would create themselves.
+controller runs by default (`controllers`): the tests create the pods a workload would
+create themselves; tests/test_quota_rollout_apiserver.py starts one with the deployment and
+replicaset controllers too.
 """
 from __future__ import annotations
 
@@ -89,10 +91,13 @@ def _free_port() -> int:
 
 class ControlPlane:
     """One control plane on 127.0.0.1: `server` (https URL), `token`, `ca` (the API
-    server's certificate file), `kubeconfig` (file), `dir` (its working directory)."""
+    server's certificate file), `kubeconfig` (file), `dir` (its working directory);
+    `controllers`: the kube-controller-manager controllers it runs."""
 
-    def __init__(self, exe: Path | None = None, timeout: float = 60):
+    def __init__(self, exe: Path | None = None, timeout: float = 60,
+                 controllers: tuple = ("serviceaccount", "resourcequota")):
         self.exe = exe or binary()
+        self.controllers = controllers
         self.timeout = timeout
         self.dir = Path(tempfile.mkdtemp(prefix="krm-fn-controlplane."))
         self.procs: list[tuple[str, subprocess.Popen, Path]] = []
@@ -184,7 +189,7 @@ class ControlPlane:
             f"--authorization-kubeconfig={self.kubeconfig}",
             "--authentication-skip-lookup=true",      # no client CA to look up
             "--bind-address=127.0.0.1", f"--secure-port={kcm_port}",
-            "--controllers=serviceaccount,resourcequota", "--leader-elect=false",
+            f"--controllers={','.join(self.controllers)}", "--leader-elect=false",
             "--use-service-account-credentials=false", "--profiling=false")
         # the controller manager serves /healthz, no /readyz
         self._wait("kube-controller-manager", kcm,
