@@ -530,7 +530,8 @@ def test_a_global_default_priority_class_matches_the_api_server(controlplane):
 
 
 def _golden_quota_cases() -> list:
-    """The golden cases whose input holds a ResourceQuota and Deployments: their quotas,
+    """The golden cases whose input holds a ResourceQuota and Deployments, in one namespace
+    (check makes one fresh namespace per case): their quotas,
     PriorityClasses and Deployments go through `check` (with this module's pool, which
     fits each of their pods)."""
     import yaml
@@ -545,7 +546,10 @@ def _golden_quota_cases() -> list:
         items = doc.get("items") if isinstance(doc, dict) and "items" in doc else []
         by_kind = {k: [o for o in items if isinstance(o, dict) and o.get("kind") == k]
                    for k in ("ResourceQuota", "Deployment", "PriorityClass")}
-        if by_kind["ResourceQuota"] and by_kind["Deployment"]:
+        spaces = {(o.get("metadata") or {}).get("namespace") for k in ("ResourceQuota",
+                  "Deployment") for o in by_kind[k]}
+        # one namespace: `check` puts the case's objects into one fresh namespace
+        if by_kind["ResourceQuota"] and by_kind["Deployment"] and len(spaces) == 1:
             out.append(pytest.param(by_kind, id=case))
     return out
 
