@@ -44,16 +44,6 @@ UNTOLERATED = "node(s) had untolerated taint(s)"
 _ids = itertools.count()
 
 
-def _wait(what: str, probe, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = probe()
-        if got:
-            return got
-        time.sleep(0.1)
-    raise AssertionError(f"{what} within {timeout:.0f} s")
-
-
 def _taint_dict(t: tuple) -> dict:
     key, value, effect = t
     return {"key": key, **({"value": value} if value else {}), "effect": effect}
