@@ -32,6 +32,10 @@ from krm_fn.admission import rollout
 from tests.test_quota_differential import CONFIG, _ctr, _deployment, _quota, _render_raw, _wait
 
 _names = itertools.count()
+# seconds a refusal must hold, old pods settled, before it is the answer: the ReplicaSet
+# controller retries a refused create with backoff from 5 ms, so the few retries made
+# before the old pods go leave its next retry well inside this
+QUIET = 15
 # (quota hard, replicas, cpu as written, strategy): krm-fn raises the cpu to whole CPUs
 CASES = {
     "surge-refused": ({"requests.cpu": "8"}, 2, "3500m", None),
@@ -114,18 +118,37 @@ def test_the_first_surge_pod_as_the_deployment_controller_makes_it(workload_cont
             "resources"] == out["spec"]["template"]["spec"]["containers"][0]["resources"]]
         return rss[0] if rss and rss[0]["spec"].get("replicas") else None
 
+    refused_since = []
+
     def settled():
+        """("admitted", pods) once the new ReplicaSet has a pod; ("refused", 0) once its
+        ReplicaFailure "exceeded quota" has held for QUIET seconds with the old pods scaled
+        down as far as the controller goes. A refusal alone is not the answer: rolling.go
+        scales the new ReplicaSet up before the old one down in separate syncs, so with
+        maxUnavailable > 0 the first create is refused beside all old pods and the
+        ReplicaSet controller's retry is admitted once one is deleted."""
         rs = new_rs()
         if rs is None:
             return None
         hash_ = rs["metadata"]["labels"]["pod-template-hash"]
-        made = [p for p in _pods(cp, ns)
+        pods = _pods(cp, ns)
+        made = [p for p in pods
                 if p["metadata"].get("labels", {}).get("pod-template-hash") == hash_]
+        if made:
+            return ("admitted", len(made))
         failed = [c for c in (rs.get("status") or {}).get("conditions") or []
                   if c["type"] == "ReplicaFailure" and "exceeded quota" in c["message"]]
-        return ("admitted", len(made)) if made else ("refused", 0) if failed else None
+        old_rs = [r for r in cp.request(
+            "GET", f"/apis/apps/v1/namespaces/{ns}/replicasets")[1]["items"]
+            if r["metadata"]["name"] != rs["metadata"]["name"]]
+        old_still = sum((r["spec"].get("replicas") or 0) for r in old_rs)
+        if not failed or len(pods) != old_still:
+            refused_since.clear()
+            return None
+        refused_since[:] = refused_since or [time.monotonic()]
+        return ("refused", 0) if time.monotonic() - refused_since[0] > QUIET else None
 
-    got = _wait("the new ReplicaSet's first pod or its FailedCreate", settled, timeout=60)
+    got = _wait("the new ReplicaSet's first pod or its FailedCreate", settled, timeout=90)
     assert (got[0] == "refused") == first_refused, (name, got, said)
 
 
