@@ -3,6 +3,10 @@ container names and ephemeral containers, through the whole function; and quanti
 messages printed as Kubernetes quantities, never as Python fractions."""
 from __future__ import annotations
 
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from krm_fn.rational import Fraction
 
 from krm_fn.admission.kubelet import judge
@@ -241,3 +245,177 @@ def test_capacity_and_quota_messages_print_cpu_as_quantities():
     from krm_fn.quantity import format_cpu_rounded as cores
     assert (cores(Fraction(30)), cores(Fraction(3, 2)), _show("cpu", Fraction(1, 2))) == (
         "30", "1500m", "500m")
+
+
+# --- tolerations: validation.go ValidateTolerations (krm_fn/apivalidation.py) ---------------
+
+TOL_SRC = (" (" + SRC + " ValidateTolerations; "
+           "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/)")
+_NAME_PART = ("name part must consist of alphanumeric characters, '-', '_' or '.', and must "
+              "start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or "
+              "'123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?"
+              "[A-Za-z0-9]')")
+# toleration -> [(field, the API server's words)] (tests/test_api_refusals.py's differential
+# sends each to the real API server)
+TOLERATIONS = {
+    "exists-with-value": ({"key": "dedicated", "operator": "Exists", "value": "inference",
+                           "effect": "NoSchedule"},
+                          [("operator", "Invalid value: \"inference\": value must be empty when "
+                                        "`operator` is 'Exists'")]),
+    "empty-key-equal": ({"operator": "Equal", "value": "inference", "effect": "NoSchedule"},
+                        [("operator", "Invalid value: \"Equal\": operator must be Exists when "
+                                      "`key` is empty, which means \"match all values and all "
+                                      "keys\"")]),
+    "empty-key-no-operator": ({"effect": "NoSchedule"},
+                              [("operator", "Invalid value: \"\": operator must be Exists when "
+                                            "`key` is empty, which means \"match all values "
+                                            "and all keys\"")]),
+    "seconds-on-noschedule": ({"key": "a", "operator": "Exists", "effect": "NoSchedule",
+                               "tolerationSeconds": 30},
+                              [("effect", "Invalid value: \"NoSchedule\": effect must be "
+                                          "'NoExecute' when `tolerationSeconds` is set")]),
+    "seconds-without-effect": ({"key": "a", "operator": "Exists", "tolerationSeconds": 30},
+                               [("effect", "Invalid value: \"\": effect must be 'NoExecute' "
+                                           "when `tolerationSeconds` is set")]),
+    "lowercase-operator": ({"key": "a", "operator": "exists"},
+                           [("operator", "Unsupported value: \"exists\": supported values: "
+                                         "\"Equal\", \"Exists\"")]),
+    "lt-without-gate": ({"key": "a", "operator": "Lt", "value": "5"},
+                        [("operator", "Unsupported value: \"Lt\": supported values: \"Equal\", "
+                                      "\"Exists\", \"Lt\", \"Gt\"")]),
+    "bad-effect": ({"key": "a", "operator": "Exists", "effect": "NoExec"},
+                   [("effect", "Unsupported value: \"NoExec\": supported values: "
+                               "\"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")]),
+    "bad-key": ({"key": "-gpu", "operator": "Exists"},
+                [("key", "Invalid value: \"-gpu\": " + _NAME_PART)]),
+    "bad-value": ({"key": "a", "value": "in ference"},
+                  [("operator", "Invalid value: \"in ference\": a valid label must be an empty "
+                                "string or consist of alphanumeric characters, '-', '_' or "
+                                "'.', and must start and end with an alphanumeric character "
+                                "(e.g. 'MyValue',  or 'my_value',  or '12345', "
+                                "regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')")]),
+    "two-errors": ({"operator": "Equal", "value": "x", "effect": "Sometimes"},
+                   [("operator", "Invalid value: \"Equal\": operator must be Exists when `key` "
+                                 "is empty, which means \"match all values and all keys\""),
+                    ("effect", "Unsupported value: \"Sometimes\": supported values: "
+                               "\"NoSchedule\", \"PreferNoSchedule\", \"NoExecute\"")]),
+}
+VALID_TOLERATIONS = {
+    "exists-any": {"operator": "Exists"},
+    "exists-key": {"key": "example.com/gpu", "operator": "Exists", "effect": "NoExecute",
+                   "tolerationSeconds": 60},
+    "no-operator": {"key": "a", "value": "b", "effect": "PreferNoSchedule"},
+    "equal-empty-value": {"key": "a", "operator": "Equal"},
+}
+
+
+def test_toleration_errors_are_the_api_servers_words():
+    from krm_fn import apivalidation
+    for name, (tol, want) in TOLERATIONS.items():
+        got = [(f, said) for f, said, _ in apivalidation.toleration_errors(tol)]
+        assert got == want, name
+    for name, tol in VALID_TOLERATIONS.items():
+        assert apivalidation.toleration_errors(tol) == [], name
+
+
+def test_label_key_errors_name_each_part():
+    from krm_fn import apivalidation
+    assert apivalidation.label_key_errors("example.com/gpu") == []
+    assert apivalidation.label_key_errors("a/b/c")[0].startswith(
+        "a valid label key must consist of alphanumeric characters")
+    assert apivalidation.label_key_errors("/gpu") == ["prefix part must be non-empty"]
+    assert apivalidation.label_key_errors("Example.com/") == [
+        "prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric "
+        "characters, '-' or '.', and must start and end with an alphanumeric character (e.g. "
+        "'example.com', regex used for validation is "
+        "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')",
+        "name part must be non-empty", _NAME_PART]
+    assert apivalidation.label_key_errors("a" * 64) == [
+        "name part must be no more than 63 bytes"]
+
+
+def test_an_exists_toleration_with_a_value_fails_closed_before_any_rule():
+    tol, _ = TOLERATIONS["exists-with-value"]
+    code, results, _ = render(config(), deployment(spec={
+        "tolerations": [{"operator": "Exists"}, tol],
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}]}))
+    assert code == 1
+    assert errors(results) == [
+        "Invalid value: \"inference\": value must be empty when `operator` is 'Exists': the "
+        "API server refuses the workload; Exists tolerates every value of the key: remove the "
+        "value, or write operator: Equal" + TOL_SRC,
+        "left unchanged because of the errors above"]
+
+
+def test_every_refused_toleration_of_a_pod_is_named():
+    code, results, _ = render(config(), _pod({
+        "tolerations": [TOLERATIONS["seconds-on-noschedule"][0],
+                        TOLERATIONS["lowercase-operator"][0]],
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}]}))
+    assert code == 1
+    assert errors(results)[0] == (
+        "Invalid value: \"NoSchedule\": effect must be 'NoExecute' when `tolerationSeconds` "
+        "is set; spec.tolerations[1].operator: Unsupported value: \"exists\": supported "
+        "values: \"Equal\", \"Exists\": the API server refuses the pod; tolerationSeconds "
+        "only bounds how long a NoExecute taint is tolerated: remove it, or write effect: "
+        "NoExecute; write Equal or Exists (the case matters)" + TOL_SRC)
+
+
+# --- the real API server (`controlplane`, tests/conftest.py) ---------------------------------
+# Each case rendered by krm-fn and sent as written to kube-apiserver v1.37.2 (kubectl apply
+# --server-side --dry-run=server --validate=strict, tests/test_apiserver.py refusals):
+# krm-fn fails closed exactly when the API server refuses, with the API server's words.
+
+def _valid(obj: dict) -> dict:
+    """`obj` (a tests.test_verdict deployment) with the selector and labels the API server
+    needs."""
+    obj["spec"]["selector"] = {"matchLabels": {"app": obj["metadata"]["name"]}}
+    obj["spec"]["template"]["metadata"] = {"labels": {"app": obj["metadata"]["name"]}}
+    return obj
+
+
+def _tol_deployment(tols: list) -> dict:
+    return _valid(deployment(name="tol", spec={
+        "tolerations": tols,
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}]}))
+
+
+def _api_lines(controlplane, obj: dict, tmp_path) -> list:
+    from tests.test_apiserver import refusals
+    return refusals(controlplane, [obj], tmp_path)
+
+
+@pytest.mark.parametrize("name", list(TOLERATIONS) + list(VALID_TOLERATIONS))
+def test_tolerations_against_the_api_server(controlplane, name, tmp_path):
+    tol, want = TOLERATIONS.get(name, (VALID_TOLERATIONS.get(name), []))
+    obj = _tol_deployment([tol])
+    code, results, _ = render(config(), obj)
+    lines = _api_lines(controlplane, obj, tmp_path)
+    assert (code == 1) == bool(lines) == bool(want), (results, lines)
+    text = "\n".join(lines)
+    for field, said in want:
+        assert f"spec.template.spec.tolerations[0].{field}: {said}" in text, text
+
+
+_TOL_KEYS = st.sampled_from(["", "gpu", "example.com/gpu", "-gpu", "a/b/c", "Example.com/x"])
+_TOL_VALUES = st.sampled_from(["", "x", "inference", "in ference", "1", "-a", "a" * 64])
+_TOLERATION = st.fixed_dictionaries(
+    {}, optional={"key": _TOL_KEYS,
+                  "operator": st.sampled_from(["Exists", "Equal", "", "exists", "Gt"]),
+                  "value": _TOL_VALUES,
+                  "effect": st.sampled_from(["", "NoSchedule", "PreferNoSchedule",
+                                             "NoExecute", "noexecute"]),
+                  "tolerationSeconds": st.integers(0, 600)})
+
+
+@settings(max_examples=25, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tol=_TOLERATION)
+def test_generated_tolerations_against_the_api_server(controlplane, tol, tmp_path_factory):
+    from krm_fn import apivalidation
+    found = apivalidation.toleration_errors(tol)
+    lines = _api_lines(controlplane, _tol_deployment([tol]), tmp_path_factory.mktemp("tol"))
+    assert bool(found) == bool(lines), (tol, found, lines)
+    text = "\n".join(lines)
+    for field, said, _ in found:
+        assert f"spec.template.spec.tolerations[0].{field}: {said}" in text, (tol, text)
