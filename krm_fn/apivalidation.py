@@ -175,3 +175,131 @@ def tolerations(spec: dict, at: tuple, what: str) -> tuple | None:
     fixes = "; ".join(dict.fromkeys(fix for _, _, fix in found))
     return found[0][0], (f"{said}: the API server refuses the {what}; {fixes} ({SOURCE}; "
                          f"{TAINT_DOCS})")
+
+
+# --- JSON types ------------------------------------------------------------------------------
+# the API type of a field: (JSON type, Go type, server-side apply's word for it, in words)
+STRING = ("string", "string", "string", "a string")
+INT32 = ("number", "int32", "numeric (int or float)", "an integer (int32)")
+INT64 = ("number", "int64", "numeric (int or float)", "an integer (int64)")
+BOOL = ("boolean", "bool", "boolean", "a boolean")
+_CONTAINER = (("name", STRING), ("image", STRING), ("restartPolicy", STRING))
+_TOLERATION = (("key", STRING), ("operator", STRING), ("value", STRING), ("effect", STRING),
+               ("tolerationSeconds", INT64))
+TYPES_SRC = ("https://github.com/kubernetes-sigs/yaml (YAML 1.1: https://yaml.org/type/); "
+             "https://kubernetes.io/docs/reference/using-api/api-concepts/")
+
+
+def _map_values(m, at: tuple, api: tuple) -> list:
+    return [(at + (k,), api) for k in m] if isinstance(m, dict) else []
+
+
+def _list_items(lst, at: tuple, fields: tuple) -> list:
+    out = []
+    for i, x in enumerate(lst if isinstance(lst, list) else ()):
+        if isinstance(x, dict):
+            out += [(at + (i, f), api) for f, api in fields if f in x]
+    return out
+
+
+def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None) -> list:
+    """[(path, API type)] of the scalars of pod spec `spec` (at `at`) and its metadata
+    `meta` (at `at_meta`) that krm-fn reads: labels, annotations, nodeSelector values,
+    runtimeClassName, hostNetwork, os.name, tolerations, and each container's name,
+    image, restartPolicy, command, args and env names and values."""
+    out = []
+    if isinstance(meta, dict) and at_meta is not None:
+        for part in ("labels", "annotations"):
+            out += _map_values(meta.get(part), at_meta + (part,), STRING)
+    out += _map_values(spec.get("nodeSelector"), at + ("nodeSelector",), STRING)
+    out += [(at + (f,), api) for f, api in (("runtimeClassName", STRING),
+                                            ("hostNetwork", BOOL)) if f in spec]
+    if isinstance(spec.get("os"), dict) and "name" in spec["os"]:
+        out.append((at + ("os", "name"), STRING))
+    out += _list_items(spec.get("tolerations"), at + ("tolerations",), _TOLERATION)
+    for key in ("initContainers", "containers"):
+        lst = spec.get(key)
+        out += _list_items(lst, at + (key,), _CONTAINER)
+        for i, c in enumerate(lst if isinstance(lst, list) else ()):
+            if not isinstance(c, dict):
+                continue
+            for part in ("command", "args"):
+                items = c.get(part)
+                out += [(at + (key, i, part, j), STRING)
+                        for j in range(len(items) if isinstance(items, list) else 0)]
+            out += _list_items(c.get("env"), at + (key, i, "env"),
+                               (("name", STRING), ("value", STRING)))
+    return out
+
+
+# the workload's count fields and their Go struct (the decoder's message names it)
+COUNTS = ("replicas", "parallelism", "completions")
+
+
+def workload_fields(obj: dict) -> list:
+    """[(path, API type)] of the workload's own scalars krm-fn reads: its labels and
+    annotations, and `spec.replicas`, `spec.parallelism`, `spec.completions`."""
+    meta, spec = obj.get("metadata"), obj.get("spec")
+    out = []
+    if isinstance(meta, dict):
+        for part in ("labels", "annotations"):
+            out += _map_values(meta.get(part), ("metadata", part), STRING)
+    if isinstance(spec, dict):
+        out += [(("spec", f), INT32) for f in COUNTS if f in spec]
+    return out
+
+
+def _written(path: tuple, written: set) -> bool:
+    """True when krm-fn wrote `path` or a field on the way to it."""
+    for n in range(len(path), 0, -1):
+        if path[:n] in written:
+            return True
+    return False
+
+
+def type_errors(fields: list, data: dict, yaml_type, written: set, what: str) -> list:
+    """[(path, message)] of `fields` ((path, API type) in item `data`) whose scalar, as
+    written, has another JSON type than the field (`yaml_type(path)`: the scalar's, None
+    when unknown); null is any type's empty value. `written`: the paths krm-fn wrote (with
+    their right types); `what`: "pod" or "workload"."""
+    out = []
+    for path, api in fields:
+        if _written(path, written):
+            continue
+        got = yaml_type(path)
+        if got is None or got == "null" or got == api[0]:
+            continue
+        out.append((path, _type_message(path, _value_at(data, path), got, api, what)))
+    return out
+
+
+def _value_at(data, path: tuple):
+    for key in path:
+        data = data[key] if isinstance(data, (dict, list)) else None
+    return data
+
+
+_GO_JSON = {"boolean": "bool"}      # encoding/json's UnmarshalTypeError names
+
+
+def _type_message(path: tuple, value, got: str, api: tuple, what: str) -> str:
+    from krm_fn import numbers
+    text = str(value)
+    key = path[-1] if isinstance(path[-1], str) else f"{path[-2]}[{path[-1]}]"
+    how = ("quoted, which makes it a string to kubectl and the API server" if got == "string" else
+           f"unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a {got}")
+    if api is STRING:
+        fix = f"write it quoted: {key}: {go_quote(text)}"
+    elif api is BOOL:
+        fix = (f"write {key}: {text.lower()} without quotes" if text.lower() in
+               ("true", "false") else f"write {key}: true or false without quotes")
+    else:
+        n = numbers.api_int(text)[0]
+        fix = (f"write {key}: {n} without quotes" if n is not None
+               else f"write {key} as a whole number without quotes")
+    shown = go_quote(text) if got == "string" else numbers.brief(text)
+    return (f"{shown} is {how}, but {path_str(path)} is {api[3]}: "
+            f"the API server refuses the {what} (server-side apply: \"expected {api[2]}, "
+            f"got ...\"; kubectl apply: \"json: cannot unmarshal {_GO_JSON.get(got, got)} "
+            f"into Go struct field "
+            f"... of type {api[1]}\"); {fix} ({TYPES_SRC})")
