@@ -11,7 +11,7 @@ from krm_fn.rational import Fraction
 
 from krm_fn.admission.kubelet import judge
 from tests.admission.kit import ctr, node, pod
-from tests.test_verdict import GUARANTEED_4, config, deployment, errors, render
+from tests.test_verdict import GUARANTEED_4, POOL, config, deployment, errors, render
 
 SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
 DUP = ("container names must be unique across initContainers, containers and "
@@ -419,3 +419,172 @@ def test_generated_tolerations_against_the_api_server(controlplane, tol, tmp_pat
     text = "\n".join(lines)
     for field, said, _ in found:
         assert f"spec.template.spec.tolerations[0].{field}: {said}" in text, (tol, text)
+
+
+# --- JSON types: a scalar written with another YAML type than its field's -----------------
+# (krm_fn/apivalidation.py json_types; render() writes a Python int unquoted and a str that
+# a YAML reader would retype quoted, as kustomize passes them on)
+
+TYPES_SRC = ("(https://github.com/kubernetes-sigs/yaml (YAML 1.1: https://yaml.org/type/); "
+             "https://kubernetes.io/docs/reference/using-api/api-concepts/)")
+
+
+def _typed(**over) -> dict:
+    """A Deployment the API server accepts, with `over` put in: replicas, tolerations,
+    env, args, node_selector, labels (the pod template's)."""
+    obj = _valid(deployment(name="typed", spec={
+        "tolerations": over.get("tolerations", [{"key": "a", "operator": "Exists"}]),
+        "nodeSelector": over.get("node_selector", {"zone": "a"}),
+        "containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4,
+                        "args": over.get("args", ["--port", "8000"]),
+                        "env": over.get("env", [{"name": "MODE", "value": "fast"}])}]}))
+    if "replicas" in over:
+        obj["spec"]["replicas"] = over["replicas"]
+    obj["spec"]["template"]["metadata"]["labels"].update(over.get("labels", {}))
+    return obj
+
+
+# case -> (the Deployment's changes, the error krm-fn gives, or None when both accept it)
+TYPED = {
+    "replicas-quoted": ({"replicas": "3"}, (
+        "\"3\" is quoted, which makes it a string to kubectl and the API server, but "
+        "spec.replicas is an integer (int32): the API server refuses the workload "
+        "(server-side apply: \"expected numeric (int or float), got ...\"; kubectl apply: "
+        "\"json: cannot unmarshal string into Go struct field ... of type int32\"); write "
+        "replicas: 3 without quotes " + TYPES_SRC)),
+    "replicas-plain": ({"replicas": 3}, None),
+    "toleration-value-number": ({"tolerations": [{"key": "gpu", "operator": "Equal",
+                                                  "value": 1, "effect": "NoSchedule"}]}, (
+        "1 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a "
+        "number, but spec.template.spec.tolerations[0].value is a string: the API server "
+        "refuses the workload (server-side apply: \"expected string, got ...\"; kubectl "
+        "apply: \"json: cannot unmarshal number into Go struct field ... of type string\"); "
+        "write it quoted: value: \"1\" " + TYPES_SRC)),
+    "toleration-value-quoted": ({"tolerations": [{"key": "gpu", "operator": "Equal",
+                                                  "value": "1", "effect": "NoSchedule"}]},
+                                None),
+    "toleration-seconds-quoted": ({"tolerations": [{"key": "gpu", "operator": "Exists",
+                                                    "effect": "NoExecute",
+                                                    "tolerationSeconds": "30"}]}, (
+        "\"30\" is quoted, which makes it a string to kubectl and the API server, but "
+        "spec.template.spec.tolerations[0].tolerationSeconds is an integer (int64): the API "
+        "server refuses the workload (server-side apply: \"expected numeric (int or float), "
+        "got ...\"; kubectl apply: \"json: cannot unmarshal string into Go struct field ... "
+        "of type int64\"); write tolerationSeconds: 30 without quotes " + TYPES_SRC)),
+    "env-value-boolean": ({"env": [{"name": "MODE", "value": True}]}, (
+        "true is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a "
+        "boolean, but spec.template.spec.containers[0].env[0].value is a string: the API "
+        "server refuses the workload (server-side apply: \"expected string, got ...\"; "
+        "kubectl apply: \"json: cannot unmarshal bool into Go struct field ... of type "
+        "string\"); write it quoted: value: \"true\" " + TYPES_SRC)),
+    "env-value-null": ({"env": [{"name": "MODE", "value": None}]}, None),
+    "arg-number": ({"args": ["--port", 8000]}, (
+        "8000 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a "
+        "number, but spec.template.spec.containers[0].args[1] is a string: the API server "
+        "refuses the workload (server-side apply: \"expected string, got ...\"; kubectl "
+        "apply: \"json: cannot unmarshal number into Go struct field ... of type string\"); "
+        "write it quoted: args[1]: \"8000\" " + TYPES_SRC)),
+    "node-selector-number": ({"node_selector": {"zone": 1}}, (
+        "1 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a "
+        "number, but spec.template.spec.nodeSelector.zone is a string: the API server "
+        "refuses the workload (server-side apply: \"expected string, got ...\"; kubectl "
+        "apply: \"json: cannot unmarshal number into Go struct field ... of type string\"); "
+        "write it quoted: zone: \"1\" " + TYPES_SRC)),
+    "label-float": ({"labels": {"v": 1.5}}, (
+        "1.5 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a "
+        "number, but spec.template.metadata.labels.v is a string: the API server refuses "
+        "the workload (server-side apply: \"expected string, got ...\"; kubectl apply: "
+        "\"json: cannot unmarshal number into Go struct field ... of type string\"); write "
+        "it quoted: v: \"1.5\" " + TYPES_SRC)),
+}
+
+
+@pytest.mark.parametrize("name", list(TYPED))
+def test_a_scalar_of_another_json_type_fails_closed_naming_the_field(name):
+    over, want = TYPED[name]
+    code, results, _ = render(config(), _typed(**over))
+    assert code == (1 if want else 0), results
+    assert errors(results) == ([want, "left unchanged because of the errors above"]
+                               if want else [])
+
+
+@pytest.mark.parametrize("name", list(TYPED))
+def test_json_types_against_the_api_server(controlplane, name, tmp_path):
+    over, want = TYPED[name]
+    obj = _typed(**over)
+    code, results, _ = render(config(), obj)
+    lines = _api_lines(controlplane, obj, tmp_path)
+    assert (code == 1) == bool(lines) == bool(want), (errors(results), lines)
+
+
+def test_what_krm_fn_writes_is_not_judged_by_the_input_type():
+    # an unquoted value krm-fn rewrites (the pool's nodeSelector value, quoted by placement)
+    # is written with its right type: no error
+    pool = {**POOL, "nodeSelector": {"pool": "1"}}
+    obj = _typed(node_selector={"pool": 1})
+    code, results, items = render(config(pool=pool), obj)
+    assert code == 0, errors(results)
+    assert items[0]["spec"]["template"]["spec"]["nodeSelector"]["pool"] == "1"
+
+
+# --- resources: validation.go validateResourceRequirements ---------------------------------
+
+RES_SRC = ("(" + SRC + " validateResourceRequirements, ValidateResourceQuantityValue; "
+           "https://kubernetes.io/docs/concepts/configuration/manage-resources-containers/)")
+_C0 = "spec.template.spec.containers[0].resources"
+# resources -> the API server's words (the first of them), or None when it accepts them
+RESOURCES = {
+    "gpu-fraction": ({"requests": {"cpu": "4", "memory": "1Gi", "nvidia.com/gpu": "500m"},
+                      "limits": {"cpu": "4", "memory": "1Gi", "nvidia.com/gpu": "500m"}},
+                     _C0 + ".limits[nvidia.com/gpu]: Invalid value: \"500m\": must be an "
+                           "integer"),
+    "extended-decimal": ({"requests": {"cpu": "4", "memory": "1Gi", "example.com/foo": "1.5"},
+                          "limits": {"cpu": "4", "memory": "1Gi", "example.com/foo": "1.5"}},
+                         _C0 + ".limits[example.com/foo]: Invalid value: \"1500m\": must be "
+                               "an integer"),
+    "gpu-whole": ({"requests": {"cpu": "4", "memory": "1Gi", "nvidia.com/gpu": "1"},
+                   "limits": {"cpu": "4", "memory": "1Gi", "nvidia.com/gpu": "1"}}, None),
+    "negative-storage": ({"requests": {"cpu": "4", "memory": "1Gi",
+                                       "ephemeral-storage": "-1Gi"},
+                          "limits": {"cpu": "4", "memory": "1Gi"}},
+                         _C0 + ".requests[ephemeral-storage]: Invalid value: \"-1Gi\": must be "
+                               "greater than or equal to 0"),
+    "storage-above-limit": ({"requests": {"cpu": "4", "memory": "1Gi",
+                                          "ephemeral-storage": "2Gi"},
+                             "limits": {"cpu": "4", "memory": "1Gi",
+                                        "ephemeral-storage": "1Gi"}},
+                            _C0 + ".requests: Invalid value: \"2Gi\": must be less than or "
+                                  "equal to ephemeral-storage limit of 1Gi"),
+    "hugepages-alone": ({"requests": {"hugepages-2Mi": "2Mi"},
+                         "limits": {"hugepages-2Mi": "2Mi"}},
+                        _C0 + ": Forbidden: HugePages require cpu or memory"),
+}
+
+
+def test_resource_refusals_in_the_api_servers_words():
+    from krm_fn.admission.kubelet import resource_refusals
+    for name, (res, want) in RESOURCES.items():
+        spec = {"containers": [{"name": "app", "image": "a:1", "resources": res}]}
+        got = [f.message for f in resource_refusals(spec, "spec.template.spec")]
+        assert [m.split(": the API server")[0] for m in got][:1] == ([want] if want else []), \
+            name
+    spec = {"containers": [{"name": "app", "resources": RESOURCES["gpu-fraction"][0]}]}
+    assert resource_refusals(spec, "spec.template.spec")[1].message == (
+        _C0 + ".requests[nvidia.com/gpu]: Invalid value: \"500m\": must be an integer: the "
+        "API server refuses the pod's container 'app'; an extended resource is counted in "
+        "whole units: request a whole number of nvidia.com/gpu " + RES_SRC)
+
+
+@pytest.mark.parametrize("name", list(RESOURCES))
+def test_resources_against_the_api_server(controlplane, name, tmp_path):
+    res, want = RESOURCES[name]
+    obj = _valid(deployment(name="res", spec={"containers": [
+        {"name": "app", "image": "a:1", "resources": res}]}))
+    code, results, _ = render(config(), obj)
+    lines = _api_lines(controlplane, obj, tmp_path)
+    assert bool(lines) == bool(want), lines
+    if want:
+        assert code == 1 and any(m.startswith(want) for m in errors(results)), errors(results)
+        assert any(want in line for line in lines), lines
+    else:
+        assert not any(f"{_C0}" in m for m in errors(results)), errors(results)
