@@ -8,7 +8,7 @@ container checks of krm_fn/pod.py, with the API server's own words.
   PreferNoSchedule, NoExecute or empty; tolerationSeconds only with NoExecute), with
   apimachinery's pkg/api/validate/content IsLabelKey / IsLabelValue / IsDNS1123Subdomain
   messages. Checked before any rule (krm_fn.pod.build_views raises its ShapeError).
-- `json_types`: a scalar of a field krm-fn reads written with a YAML type its API type is
+- `type_errors` (of `pod_fields`, `workload_fields`): a scalar of a field krm-fn reads written with a YAML type its API type is
   not (`replicas: "3"`, a toleration's `value: 1`): kubectl sends the JSON sigs.k8s.io/yaml
   makes of it (YAML 1.1, krm_fn.resourcelist.yaml_type) and the API server's decoder
   refuses the object ("json: cannot unmarshal string into Go struct field
@@ -236,12 +236,13 @@ def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None) 
 COUNTS = ("replicas", "parallelism", "completions")
 
 
-def workload_fields(obj: dict) -> list:
+def workload_fields(obj: dict, metadata: bool = True) -> list:
     """[(path, API type)] of the workload's own scalars krm-fn reads: its labels and
-    annotations, and `spec.replicas`, `spec.parallelism`, `spec.completions`."""
+    annotations (unless not `metadata`: a Pod's are its pod spec's, pod_fields), and
+    `spec.replicas`, `spec.parallelism`, `spec.completions`."""
     meta, spec = obj.get("metadata"), obj.get("spec")
     out = []
-    if isinstance(meta, dict):
+    if isinstance(meta, dict) and metadata:
         for part in ("labels", "annotations"):
             out += _map_values(meta.get(part), ("metadata", part), STRING)
     if isinstance(spec, dict):

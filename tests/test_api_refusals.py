@@ -422,7 +422,7 @@ def test_generated_tolerations_against_the_api_server(controlplane, tol, tmp_pat
 
 
 # --- JSON types: a scalar written with another YAML type than its field's -----------------
-# (krm_fn/apivalidation.py json_types; render() writes a Python int unquoted and a str that
+# (krm_fn/apivalidation.py type_errors; render() writes a Python int unquoted and a str that
 # a YAML reader would retype quoted, as kustomize passes them on)
 
 TYPES_SRC = ("(https://github.com/kubernetes-sigs/yaml (YAML 1.1: https://yaml.org/type/); "
@@ -588,3 +588,13 @@ def test_resources_against_the_api_server(controlplane, name, tmp_path):
         assert any(want in line for line in lines), lines
     else:
         assert not any(f"{_C0}" in m for m in errors(results)), errors(results)
+
+
+def test_a_pods_own_label_of_another_type_is_named_once():
+    obj = _pod({"containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}]})
+    obj["metadata"]["labels"] = {"v": 1}
+    code, results, _ = render(config(), obj)
+    assert code == 1
+    assert [m.split(" is unquoted")[0] for m in errors(results)] == [
+        "1", "left unchanged because of the errors above"]
+    assert "the API server refuses the pod" in errors(results)[0]

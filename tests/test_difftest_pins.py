@@ -168,7 +168,7 @@ def test_config_table_covers_every_changed_check():
 # re-pinned since: rawtext-26, whose scheduling error lists the pool's known node labels,
 # `kubernetes.io/os=linux` included once every pool node was known to be a Linux one;
 # rawtext-25 and rawtext-26, whose `image: 1e3`, `name: on` and `image: yes` the API server
-# refuses (a number or a boolean where a string goes: krm_fn/apivalidation.py json_types).
+# refuses (a number or a boolean where a string goes: krm_fn/apivalidation.py type_errors).
 CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
 
 
