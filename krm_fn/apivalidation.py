@@ -268,10 +268,38 @@ def type_errors(fields: list, data: dict, yaml_type, written: set, what: str) ->
         if _written(path, written):
             continue
         got = yaml_type(path)
-        if got is None or got == "null" or got == api[0]:
+        if got is None or got == "null":
             continue
-        out.append((path, _type_message(path, _value_at(data, path), got, api, what)))
+        value = _value_at(data, path)
+        if got == api[0]:
+            if got == "number" and not _in_range(str(value), api):
+                out.append((path, _range_message(path, str(value), api, what)))
+            continue
+        out.append((path, _type_message(path, value, got, api, what)))
     return out
+
+
+_BITS = {"int32": 31, "int64": 63}
+
+
+def _in_range(text: str, api: tuple) -> bool:
+    """True when the plain number `text` reaches the API server as a whole number (the
+    JSON number sigs.k8s.io/yaml writes: numbers.api_json) within the Go integer type."""
+    from krm_fn import numbers
+    from krm_fn.matching import digits
+    j = numbers.api_json(text)
+    if j is None or not digits(j.lstrip("-")):
+        return False
+    bits = _BITS[api[1]]
+    return -(2 ** bits) <= int(j) < 2 ** bits
+
+
+def _range_message(path: tuple, text: str, api: tuple, what: str) -> str:
+    from krm_fn import numbers
+    return (f"{numbers.brief(text)} is no whole number the API server can hold in "
+            f"{path_str(path)}, {api[3]}: it refuses the {what} (\"json: cannot unmarshal "
+            f"number {numbers.brief(text)} into Go struct field ... of type {api[1]}\"); "
+            f"write a whole number ({TYPES_SRC})")
 
 
 def _value_at(data, path: tuple):

@@ -453,6 +453,15 @@ TYPED = {
         "\"json: cannot unmarshal string into Go struct field ... of type int32\"); write "
         "replicas: 3 without quotes " + TYPES_SRC)),
     "replicas-plain": ({"replicas": 3}, None),
+    "replicas-whole-float": ({"replicas": 3.0}, None),
+    "replicas-fraction": ({"replicas": 1.5}, (
+        "1.5 is no whole number the API server can hold in spec.replicas, an integer "
+        "(int32): it refuses the workload (\"json: cannot unmarshal number 1.5 into Go "
+        "struct field ... of type int32\"); write a whole number " + TYPES_SRC)),
+    "replicas-above-int32": ({"replicas": 3000000000}, (
+        "3000000000 is no whole number the API server can hold in spec.replicas, an integer "
+        "(int32): it refuses the workload (\"json: cannot unmarshal number 3000000000 into "
+        "Go struct field ... of type int32\"); write a whole number " + TYPES_SRC)),
     "toleration-value-number": ({"tolerations": [{"key": "gpu", "operator": "Equal",
                                                   "value": 1, "effect": "NoSchedule"}]}, (
         "1 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a "
