@@ -191,19 +191,19 @@ TYPES_SRC = ("https://github.com/kubernetes-sigs/yaml (YAML 1.1: https://yaml.or
 
 
 def _map_values(m, at: tuple, api: tuple) -> list:
-    return [(at + (k,), api) for k in m] if isinstance(m, dict) else []
+    return [(at + (k,), api, v) for k, v in m.items()] if isinstance(m, dict) else []
 
 
 def _list_items(lst, at: tuple, fields: tuple) -> list:
     out = []
     for i, x in enumerate(lst if isinstance(lst, list) else ()):
         if isinstance(x, dict):
-            out += [(at + (i, f), api) for f, api in fields if f in x]
+            out += [(at + (i, f), api, x[f]) for f, api in fields if f in x]
     return out
 
 
 def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None) -> list:
-    """[(path, API type)] of the scalars of pod spec `spec` (at `at`) and its metadata
+    """[(path, API type, value)] of the scalars of pod spec `spec` (at `at`) and its metadata
     `meta` (at `at_meta`) that krm-fn reads: labels, annotations, nodeSelector values,
     runtimeClassName, hostNetwork, os.name, tolerations, and each container's name,
     image, restartPolicy, command, args and env names and values."""
@@ -212,10 +212,10 @@ def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None) 
         for part in ("labels", "annotations"):
             out += _map_values(meta.get(part), at_meta + (part,), STRING)
     out += _map_values(spec.get("nodeSelector"), at + ("nodeSelector",), STRING)
-    out += [(at + (f,), api) for f, api in (("runtimeClassName", STRING),
-                                            ("hostNetwork", BOOL)) if f in spec]
+    out += [(at + (f,), api, spec[f]) for f, api in (("runtimeClassName", STRING),
+                                                     ("hostNetwork", BOOL)) if f in spec]
     if isinstance(spec.get("os"), dict) and "name" in spec["os"]:
-        out.append((at + ("os", "name"), STRING))
+        out.append((at + ("os", "name"), STRING, spec["os"]["name"]))
     out += _list_items(spec.get("tolerations"), at + ("tolerations",), _TOLERATION)
     for key in ("initContainers", "containers"):
         lst = spec.get(key)
@@ -225,8 +225,8 @@ def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None) 
                 continue
             for part in ("command", "args"):
                 items = c.get(part)
-                out += [(at + (key, i, part, j), STRING)
-                        for j in range(len(items) if isinstance(items, list) else 0)]
+                out += [(at + (key, i, part, j), STRING, x)
+                        for j, x in enumerate(items if isinstance(items, list) else ())]
             out += _list_items(c.get("env"), at + (key, i, "env"),
                                (("name", STRING), ("value", STRING)))
     return out
@@ -237,7 +237,7 @@ COUNTS = ("replicas", "parallelism", "completions")
 
 
 def workload_fields(obj: dict, metadata: bool = True) -> list:
-    """[(path, API type)] of the workload's own scalars krm-fn reads: its labels and
+    """[(path, API type, value)] of the workload's own scalars krm-fn reads: its labels and
     annotations (unless not `metadata`: a Pod's are its pod spec's, pod_fields), and
     `spec.replicas`, `spec.parallelism`, `spec.completions`."""
     meta, spec = obj.get("metadata"), obj.get("spec")
@@ -246,7 +246,7 @@ def workload_fields(obj: dict, metadata: bool = True) -> list:
         for part in ("labels", "annotations"):
             out += _map_values(meta.get(part), ("metadata", part), STRING)
     if isinstance(spec, dict):
-        out += [(("spec", f), INT32) for f in COUNTS if f in spec]
+        out += [(("spec", f), INT32, spec[f]) for f in COUNTS if f in spec]
     return out
 
 
@@ -258,27 +258,39 @@ def _written(path: tuple, written: set) -> bool:
     return False
 
 
-def type_errors(fields: list, data: dict, yaml_type, written: set, what: str) -> list:
-    """[(path, message)] of `fields` ((path, API type) in item `data`) whose scalar, as
-    written, has another JSON type than the field (`yaml_type(path)`: the scalar's, None
-    when unknown); null is any type's empty value. `written`: the paths krm-fn wrote (with
-    their right types); `what`: "pod" or "workload"."""
+def type_errors(fields: list, yaml_type, written: set, what: str) -> list:
+    """[(path, message)] of `fields` ((path, API type, value) of the input's item) whose
+    scalar, as written, has another JSON type than the field (`yaml_type(path)`: the
+    scalar's, None when unknown); null is any type's empty value. `written`: the paths
+    krm-fn wrote (with their right types), judged by what krm-fn writes instead; `what`:
+    "pod" or "workload"."""
+    from krm_fn.resourcelist import BOOLS_NULLS, yaml_type as resolve
     out = []
-    for path, api in fields:
-        if _written(path, written):
+    for path, api, value in fields:
+        if value.__class__ is not str:
+            continue            # null, or no scalar (the decoder's business)
+        if (api is STRING and value and value[0] not in _NUMBER_STARTS
+                and value not in BOOLS_NULLS):
+            continue            # a string however it is written: no lookup
+        if written and _written(path, written):
             continue
-        got = yaml_type(path)
+        plain = resolve(value, None, _STR_TAG)      # its type if written plain
+        if plain == "string" and api is STRING:
+            continue
+        got = "string" if plain == "string" else yaml_type(path)
         if got is None or got == "null":
             continue
-        value = _value_at(data, path)
         if got == api[0]:
-            if got == "number" and not _in_range(str(value), api):
-                out.append((path, _range_message(path, str(value), api, what)))
+            if got == "number" and not _in_range(value, api):
+                out.append((path, _range_message(path, value, api, what)))
             continue
         out.append((path, _type_message(path, value, got, api, what)))
     return out
 
 
+_STR_TAG = "tag:yaml.org,2002:str"
+# the first characters of go-yaml's numbers (digits, a sign, `.inf`, `.5`)
+_NUMBER_STARTS = frozenset("0123456789+-.")
 _BITS = {"int32": 31, "int64": 63}
 
 
@@ -300,12 +312,6 @@ def _range_message(path: tuple, text: str, api: tuple, what: str) -> str:
             f"{path_str(path)}, {api[3]}: it refuses the {what} (\"json: cannot unmarshal "
             f"number {numbers.brief(text)} into Go struct field ... of type {api[1]}\"); "
             f"write a whole number ({TYPES_SRC})")
-
-
-def _value_at(data, path: tuple):
-    for key in path:
-        data = data[key] if isinstance(data, (dict, list)) else None
-    return data
 
 
 _GO_JSON = {"boolean": "bool"}      # encoding/json's UnmarshalTypeError names

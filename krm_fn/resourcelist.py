@@ -171,16 +171,20 @@ class Retyped:
 
     def __init__(self, doc: Document):
         self.doc = doc
+        self._parents: dict = {}        # (i, path) -> node, for the parents of those asked
 
     def _node(self, i: int, path: tuple):
+        """The node of items[i] at `path`, None when absent; the nodes on the way are
+        cached (the fields type_of is asked about share their parents)."""
         from krm_fn.yaml.spans import child
-        node = self.doc.nodes[i] if i < len(self.doc.nodes) else None
-        for key in path:
-            found = child(node, key) if node is not None else None
-            if found is None:
-                return None
-            node = found[1]
-        return node
+        if not path:
+            return self.doc.nodes[i] if i < len(self.doc.nodes) else None
+        key = (i, path[:-1])
+        parent = self._parents.get(key, self)
+        if parent is self:
+            parent = self._parents[key] = self._node(i, path[:-1])
+        found = child(parent, path[-1]) if parent is not None else None
+        return None if found is None else found[1]
 
     def __call__(self, i: int, path: tuple) -> bool:
         from krm_fn.yaml.emit import is_plain_safe
@@ -199,6 +203,8 @@ class Retyped:
 _YAML11_BOOLS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE "
                           "on On ON off Off OFF".split())
 _YAML11_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+# the plain scalars go-yaml types as no string without reading them as numbers
+BOOLS_NULLS = _YAML11_BOOLS | _YAML11_NULLS
 _TAGGED = {"tag:yaml.org,2002:int": "number", "tag:yaml.org,2002:float": "number",
            "tag:yaml.org,2002:bool": "boolean", "tag:yaml.org,2002:null": "null",
            "tag:yaml.org,2002:str": "string"}

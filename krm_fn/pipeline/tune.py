@@ -136,7 +136,7 @@ def _json_types(fields: list, item: TunedItem, edits: Edits, out: list) -> None:
         return
     pick = item.pick
     what = "pod" if pick.ref.kind == "Pod" else "workload"
-    for path, message in apivalidation.type_errors(fields, item.work, edits.yaml_type,
+    for path, message in apivalidation.type_errors(fields, edits.yaml_type,
                                                    {c.path for c in edits.changes}, what):
         out.append(Result(message, ERROR, pick.ref, path_str(path)))
 
