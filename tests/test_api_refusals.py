@@ -607,3 +607,37 @@ def test_a_pods_own_label_of_another_type_is_named_once():
     assert [m.split(" is unquoted")[0] for m in errors(results)] == [
         "1", "left unchanged because of the errors above"]
     assert "the API server refuses the pod" in errors(results)[0]
+
+
+def test_yaml_types_as_sigs_k8s_io_yaml_reads_them():
+    from krm_fn.resourcelist import yaml_type
+    plain = {"1": "number", "0x1F": "number", "1e3": "number", ".inf": "number",
+             "1.5": "number", "yes": "boolean", "N": "boolean", "Off": "boolean",
+             "~": "null", "": "null", "NULL": "null", "yEs": "string", "1:30": "string",
+             "2001-12-14": "string", "x:1": "string", "--a": "string"}
+    for text, want in plain.items():
+        assert yaml_type(text, None, "tag:yaml.org,2002:str") == want, text
+    assert yaml_type("1", '"', "tag:yaml.org,2002:str") == "string"
+    assert yaml_type("yes", "|", "tag:yaml.org,2002:str") == "string"
+    assert yaml_type("3", None, "tag:yaml.org,2002:int") == "number"
+
+
+# a toleration whose scalars may be of any YAML type (an int value, a quoted
+# tolerationSeconds): the whole render against the API server
+_ANY_TOLERATION = st.fixed_dictionaries(
+    {"key": st.sampled_from(["gpu", "", "a/b/c"])},
+    optional={"operator": st.sampled_from(["Exists", "Equal"]),
+              "value": st.sampled_from(["x", 1, "1", True, "yes", 1.5]),
+              "effect": st.sampled_from(["NoExecute", "NoSchedule"]),
+              "tolerationSeconds": st.sampled_from([30, "30", 1.5])})
+
+
+@settings(max_examples=15, deadline=None, database=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(tol=_ANY_TOLERATION)
+def test_generated_typed_tolerations_against_the_api_server(controlplane, tol,
+                                                            tmp_path_factory):
+    obj = _tol_deployment([tol])
+    code, results, _ = render(config(), obj)
+    lines = _api_lines(controlplane, obj, tmp_path_factory.mktemp("tol"))
+    assert (code == 1) == bool(lines), (tol, errors(results), lines)
