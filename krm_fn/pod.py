@@ -58,6 +58,15 @@ class Edits:
             return None
         return self.retyped(self.index, tuple(path))
 
+    def yaml_type(self, path: tuple) -> str | None:
+        """The JSON type ("string", "number", "boolean", "null") kubectl and the API server
+        give the input's scalar at `path` (from the item root) as written
+        (krm_fn.resourcelist.yaml_type); None when not known or not a scalar."""
+        type_of = getattr(self.retyped, "type_of", None)
+        if type_of is None or self.index is None:
+            return None
+        return type_of(self.index, tuple(path))
+
     def set(self, path: tuple, value: object, message: str | None = None,
             severity: str = INFO) -> Change:
         """Set `path` to `value` in the plain data (creating missing mappings; an int key
@@ -243,6 +252,16 @@ def _no_ephemeral(spec: dict, at: PodSpecAt, ref: Ref) -> None:
                      f"https://kubernetes.io/docs/concepts/workloads/pods/ephemeral-containers/)")
 
 
+def _tolerations(spec: dict, at: PodSpecAt, ref: Ref) -> None:
+    """Raise ShapeError when the API server refuses the pod spec's tolerations
+    (krm_fn.apivalidation.tolerations: validation.go ValidateTolerations)."""
+    from krm_fn import apivalidation
+    pod = ref.kind == "Pod" and tuple(at.spec) == ("spec",)
+    refused = apivalidation.tolerations(spec, tuple(at.spec), "pod" if pod else "workload")
+    if refused is not None:
+        raise ShapeError(*refused)
+
+
 def _unique(containers: list, name: str, path: tuple) -> None:
     """Raise ShapeError at `path` + name when `name` is already the name of one of
     `containers`: container names are one namespace across containers, initContainers
@@ -280,6 +299,8 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
     spec = cur
     meta = get_path(obj, at.meta) if at.meta is not None else None
     _no_ephemeral(spec, at, ref)
+    if spec.get("tolerations"):
+        _tolerations(spec, at, ref)
     containers: list[ContainerView] = []
     for list_key in ("containers", "initContainers"):
         lst = spec.get(list_key)

@@ -169,20 +169,72 @@ def retyped(doc: Document):
     other than a string (`true`, `yes`, `on`, `8`, `1e3`, `~`...): krm-fn reads items with
     every scalar as a string, but kubectl and the API server's YAML decoder
     (sigs.k8s.io/yaml) type it, and a string field given a boolean or a number is refused
-    ("cannot unmarshal bool into Go struct field ... of type string")."""
-    from krm_fn.yaml.emit import is_plain_safe
-    from krm_fn.yaml.spans import child
+    ("cannot unmarshal bool into Go struct field ... of type string"). `f.type_of(i, path)`:
+    that scalar's JSON type as kubectl sends it (yaml_type)."""
+    return Retyped(doc)
 
-    def f(i: int, path: tuple) -> bool:
-        node = doc.nodes[i] if i < len(doc.nodes) else None
-        for key in path:
-            found = child(node, key) if node is not None else None
-            if found is None:
-                return False
-            node = found[1]
+
+class Retyped:
+    """resourcelist.retyped: the YAML types of the items' scalars, read from their nodes."""
+
+    def __init__(self, doc: Document):
+        self.doc = doc
+        self._parents: dict = {}        # (i, path) -> node, for the parents of those asked
+
+    def _node(self, i: int, path: tuple):
+        """The node of items[i] at `path`, None when absent; the nodes on the way are
+        cached (the fields type_of is asked about share their parents)."""
+        from krm_fn.yaml.spans import child
+        if not path:
+            return self.doc.nodes[i] if i < len(self.doc.nodes) else None
+        key = (i, path[:-1])
+        parent = self._parents.get(key, self)
+        if parent is self:
+            parent = self._parents[key] = self._node(i, path[:-1])
+        found = child(parent, path[-1]) if parent is not None else None
+        return None if found is None else found[1]
+
+    def __call__(self, i: int, path: tuple) -> bool:
+        from krm_fn.yaml.emit import is_plain_safe
+        node = self._node(i, path)
         return (isinstance(node, yaml.ScalarNode) and not node.style
                 and node.tag == "tag:yaml.org,2002:str" and not is_plain_safe(node.value))
-    return f
+
+    def type_of(self, i: int, path: tuple) -> str | None:
+        """yaml_type of the scalar of items[i] at `path`; None when there is none."""
+        node = self._node(i, path)
+        if not isinstance(node, yaml.ScalarNode):
+            return None
+        return yaml_type(node.value, node.style, node.tag)
+
+
+_YAML11_BOOLS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE "
+                          "on On ON off Off OFF".split())
+_YAML11_NULLS = frozenset(("", "~", "null", "Null", "NULL"))
+# the plain scalars go-yaml types as no string without reading them as numbers
+BOOLS_NULLS = _YAML11_BOOLS | _YAML11_NULLS
+_TAGGED = {"tag:yaml.org,2002:int": "number", "tag:yaml.org,2002:float": "number",
+           "tag:yaml.org,2002:bool": "boolean", "tag:yaml.org,2002:null": "null",
+           "tag:yaml.org,2002:str": "string"}
+
+
+def yaml_type(value: str, style: str | None, tag: str) -> str | None:
+    """The JSON type ("string", "number", "boolean", "null") kubectl and the API server's
+    YAML decoder (sigs.k8s.io/yaml: go-yaml v2 resolve.go, YAML 1.1) give a scalar written
+    as `value` in `style` (None: plain) with `tag` (the loader tags every untagged scalar
+    str); None for another explicit tag. A quoted or block scalar is a string; a plain one
+    is a boolean (`yes`, `on`, `N`, ...), null (`~`, `null`, empty), a number
+    (numbers.yaml11: `8`, `0x0A`, `1e3`, `.inf`) or else a string."""
+    if tag != "tag:yaml.org,2002:str":
+        return _TAGGED.get(tag)
+    if style:
+        return "string"
+    if value in _YAML11_BOOLS:
+        return "boolean"
+    if value in _YAML11_NULLS:
+        return "null"
+    from krm_fn import numbers
+    return "number" if numbers.yaml11(value) is not None else "string"
 
 
 def has_path_annotations(doc: Document) -> bool:

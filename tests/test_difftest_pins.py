@@ -166,7 +166,9 @@ def test_config_table_covers_every_changed_check():
 # ResourceLists made by tools/difftest_gen.py (seed 424242, three per category) with the
 # stdout, stderr and exit code the tree of commit 5873913 gave for each, byte for byte;
 # re-pinned since: rawtext-26, whose scheduling error lists the pool's known node labels,
-# `kubernetes.io/os=linux` included once every pool node was known to be a Linux one.
+# `kubernetes.io/os=linux` included once every pool node was known to be a Linux one;
+# rawtext-25 and rawtext-26, whose `image: 1e3`, `name: on` and `image: yes` the API server
+# refuses (a number or a boolean where a string goes: krm_fn/apivalidation.py type_errors).
 CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
 
 

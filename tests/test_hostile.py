@@ -152,7 +152,7 @@ def test_untouched_scalars_of_a_changed_item_stay_byte_for_byte():
     for line in ['      esc: "caf\\u00e9"', "      date: 2001-12-14t21:59:43.10-05:00",
                  "      multi: first\n        second", "      args: [--a, # why\n        --b]",
                  "      command: ['a\tb']", "      - {name: A, value: ~}",
-                 "      - {name: B, value: 12_3}"]:
+                 "      - {name: B, value: 1:20}"]:
         assert line in out
 
 
@@ -348,7 +348,7 @@ def test_a_comment_after_a_flow_mapping_stays_on_its_line():
     out = run_cli([], (HOSTILE / "r83-comment-after-flow-mapping.yaml").read_text()).stdout
     assert "      resources:  # sized by hand\n        limits: {cpu: \"2\", memory: 1Gi}\n" \
            "        requests:\n" in out
-    assert "    - name: i  # fetches the model\n      image: y\n      resources:\n" in out
+    assert "    - name: i  # fetches the model\n      image: w\n      resources:\n" in out
 
 
 def test_every_quantity_of_a_changed_container_is_canonical():

@@ -158,7 +158,7 @@ def test_a_pod_with_the_tolerations_runs_pinned():
 
 def test_a_noexecute_toleration_with_seconds_fails_closed():
     tols = [{"operator": "Exists", "effect": NS},
-            {"key": "gpu", "operator": "Exists", "tolerationSeconds": 600}]
+            {"key": "gpu", "operator": "Exists", "effect": NE, "tolerationSeconds": 600}]
     code, results, _ = render(config(pool=TAINTED), deployment(spec=_spec(tolerations=tols)))
     assert code == 1
     assert errors(results)[0] == (

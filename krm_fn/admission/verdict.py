@@ -96,6 +96,7 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     """
     findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
+    findings += kubelet.resource_refusals(spec, pod.path)
     shape, named = _signatures(pod)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
     findings += found

@@ -10,7 +10,7 @@ from __future__ import annotations
 import marshal
 from krm_fn.record import dataclass, field
 
-from krm_fn import objects, rules
+from krm_fn import apivalidation, objects, rules
 from krm_fn.pipeline.select import (DEFAULT_CONTAINER, PINNED_ANNOTATION, Picked,
                                     overrides)
 from krm_fn.pod import Edits, Findings, ShapeError, build_views, path_str
@@ -84,9 +84,13 @@ def _tune_pods(item: TunedItem, run) -> None:
     # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
     listed_at: dict = {"path": None, "matched": False, "names": []}
     findings = item.findings
+    metas = []
     for at in locations(pick.obj, run.extra):
         tuned, chosen = _tune_pod(item, at, edits, info, listed_at, run)
         item.pods.append(TunedPod(len(findings), tuned, chosen))
+        metas.append(tuple(at.meta or ()))
+    _json_types(apivalidation.workload_fields(pick.obj, ("metadata",) not in metas), item,
+                edits, item.tail)
     if listed_at["path"] is not None and not listed_at["matched"]:
         item.tail.append(Result(f"annotation {PINNED_ANNOTATION} names no container of the "
                                 f"workload (containers: {', '.join(listed_at['names'])})",
@@ -119,7 +123,22 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
                             namespaces=run.namespaces,
                             knative_features=run.features_for(pod), ictx=run.ictx)
     ctx = rules.run(pod, ctx)
+    _json_types(apivalidation.pod_fields(pod.spec, tuple(at.spec), pod.meta, at.meta),
+                item, edits, findings)
     return pod, rules.pinned_whole(pod, ctx)
+
+
+def _json_types(fields: list, item: TunedItem, edits: Edits, out: list) -> None:
+    """An ERROR result in `out` per field of `fields` whose scalar the input writes with
+    another JSON type than the API's (apivalidation.type_errors), unless krm-fn wrote it;
+    nothing when the input's scalar types are not known (Edits.yaml_type)."""
+    if getattr(edits.retyped, "type_of", None) is None or edits.index is None:
+        return
+    pick = item.pick
+    what = "pod" if pick.ref.kind == "Pod" else "workload"
+    for path, message in apivalidation.type_errors(fields, edits.yaml_type,
+                                                   {c.path for c in edits.changes}, what):
+        out.append(Result(message, ERROR, pick.ref, path_str(path)))
 
 
 def _listed_ok(pod, listed, lpath, listed_at: dict, findings: list) -> bool:
