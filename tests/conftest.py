@@ -26,3 +26,18 @@ def controlplane():
         yield cp
     finally:
         cp.stop()
+
+
+@pytest.fixture(scope="session")
+def harnesses():
+    """{(1, minor): tests.harness.runner.Harness}: the kubelet harness's serve process of
+    every minor it is built for (tests/harness, runner.releases()), closed at the end.
+    Skips without Go, fails under CI=true."""
+    from tests.harness import runner
+    runner.require_go()
+    built = {tuple(map(int, m.split("."))): runner.Harness(m) for m in runner.releases()}
+    try:
+        yield built
+    finally:
+        for h in built.values():
+            h.close()

@@ -7,21 +7,10 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
 
 import pytest
 
 from tests.controlplane import cluster
-
-
-def _wait(what: str, probe, timeout: float = 60):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = probe()
-        if got:
-            return got
-        time.sleep(0.2)
-    raise AssertionError(f"{what} within {timeout:.0f} s")
 
 
 def test_the_components_are_the_pinned_releases(controlplane):
@@ -83,11 +72,7 @@ def _pod(name: str, cpu: str) -> dict:
 @pytest.fixture
 def namespace(controlplane, request):
     name = "t-" + request.node.name.replace("_", "-")[:50].lower().strip("-")
-    controlplane.ensure_namespace(name)
-    # pods need the namespace's default ServiceAccount (the serviceaccount controller)
-    _wait("the default ServiceAccount", lambda: controlplane.request(
-        "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
-    return name
+    return controlplane.pod_namespace(name)
 
 
 def test_the_scheduler_binds_what_fits_and_leaves_the_rest_pending(controlplane, namespace):
@@ -95,7 +80,7 @@ def test_the_scheduler_binds_what_fits_and_leaves_the_rest_pending(controlplane,
     assert node["spec"].get("taints") in (None, [])
     base = f"/api/v1/namespaces/{namespace}/pods"
     assert controlplane.request("POST", base, _pod("fits", "3"))[0] == 201
-    bound = _wait("the pod that fits is bound", lambda: controlplane.request(
+    bound = cluster.wait("the pod that fits is bound", lambda: controlplane.request(
         "GET", f"{base}/fits")[1]["spec"].get("nodeName"))
     assert bound == "cp-node-a"
     assert controlplane.request("POST", base, _pod("too-big", "2"))[0] == 201
@@ -104,7 +89,7 @@ def test_the_scheduler_binds_what_fits_and_leaves_the_rest_pending(controlplane,
         conds = controlplane.request("GET", f"{base}/too-big")[1]["status"].get("conditions")
         return next((c for c in conds or [] if c["type"] == "PodScheduled"
                      and c["status"] == "False"), None)
-    cond = _wait("the pod that does not fit is marked unschedulable", unschedulable)
+    cond = cluster.wait("the pod that does not fit is marked unschedulable", unschedulable)
     assert cond["reason"] == "Unschedulable"
     assert "Insufficient cpu" in cond["message"], cond
     controlplane.request("DELETE", "/api/v1/nodes/cp-node-a")
@@ -115,7 +100,7 @@ def test_quota_admission_counts_requests(controlplane, namespace):
              "spec": {"hard": {"requests.cpu": "4", "limits.cpu": "4"}}}
     base = f"/api/v1/namespaces/{namespace}"
     assert controlplane.request("POST", f"{base}/resourcequotas", quota)[0] == 201
-    _wait("the quota controller fills in the status", lambda: controlplane.request(
+    cluster.wait("the quota controller fills in the status", lambda: controlplane.request(
         "GET", f"{base}/resourcequotas/cpu")[1].get("status", {}).get("hard"))
     assert controlplane.request("POST", f"{base}/pods", _pod("three", "3"))[0] == 201
     status, body = controlplane.request("POST", f"{base}/pods", _pod("two", "2"))

@@ -22,16 +22,6 @@ from tests.harness import cases, differential, runner
 from tests.harness.seed import EXAMPLES, SEED
 
 
-@pytest.fixture(scope="session")
-def harnesses():
-    """{(1, minor): runner.Harness} for every minor the harness is built for."""
-    runner.require_go()
-    built = {tuple(map(int, m.split("."))): runner.Harness(m) for m in runner.releases()}
-    yield built
-    for h in built.values():
-        h.close()
-
-
 def compare(harnesses, node, pods, repeat, open_ok: bool = False) -> None:
     """Assert krm-fn's model and the kubelet agree on `pods` (then `repeat` copies of the
     last) arriving on an empty node of `node`'s pool. `open_ok`: a difference that falls

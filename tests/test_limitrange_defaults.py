@@ -62,11 +62,7 @@ def test_defaults_follow_the_limitrange_defaulting():
 def test_the_api_server_stores_what_krm_fn_models(controlplane, name):
     lrs, resources = CASES[name]
     ns = f"lr-defaults-{next(_names)}"
-    controlplane.ensure_namespace(ns)
-    from tests.controlplane.placement import wait
-    wait(lambda: controlplane.request(
-        "GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200,
-        "the default ServiceAccount")
+    controlplane.pod_namespace(ns)
     for lr in lrs:
         status, got = controlplane.request("POST", f"/api/v1/namespaces/{ns}/limitranges", lr)
         assert status == 201, got
@@ -81,7 +77,8 @@ def test_the_api_server_stores_what_krm_fn_models(controlplane, name):
         res = got["spec"]["containers"][0].get("resources") or {}
         return (res,) if "kubernetes.io/limit-ranger" in (
             got["metadata"].get("annotations") or {}) else None
-    [res] = wait(stored, "the LimitRanger's defaults")
+    from tests.controlplane.cluster import wait
+    [res] = wait("the LimitRanger's defaults", stored)
     want = (resource_map(res.get("requests")), resource_map(res.get("limits")))
     assert _krm_fn(lrs, resources) == want, res
     controlplane.request("DELETE", f"/api/v1/namespaces/{ns}")

@@ -56,7 +56,7 @@ from krm_fn import pipeline, record, resourcelist
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline import load, select
 from tests.controlplane import placement
-from tests.harness import convert, runner
+from tests.harness import convert
 from tests.helpers import TESTDATA, case_input, cases
 
 COARSER = {
@@ -79,22 +79,10 @@ SCHEDULING_FIELDS = ("nodeSelector", "affinity", "tolerations", "runtimeClassNam
                      "priorityClassName", "os", "hostNetwork")
 
 
-@pytest.fixture(scope="module")
-def harnesses():
-    runner.require_go()
-    built = {m: runner.Harness(m) for m in runner.releases()}
-    yield built
-    for h in built.values():
-        h.close()
-
-
 def _harness(harnesses: dict, version: tuple):
     """The kubelet harness of `version` ((major, minor)), else the oldest one
     (`allocatable-release`)."""
-    minor = f"{version[0]}.{version[1]}"
-    if minor in harnesses:
-        return harnesses[minor]
-    return harnesses[min(harnesses, key=lambda m: tuple(map(int, m.split("."))))]
+    return harnesses.get(tuple(version)) or harnesses[min(harnesses)]
 
 
 def _at(obj, path: str):

@@ -44,11 +44,12 @@ import itertools
 import os
 import random
 import re
-import time
 
 import pytest
 from hypothesis import HealthCheck, given, seed, settings
 from hypothesis import strategies as st
+
+from tests.controlplane import cluster
 
 
 SEED = int(os.environ.get("KRM_FN_QUOTA_SEED") or random.SystemRandom().randrange(2**32))
@@ -258,23 +259,9 @@ def _predicted(results: list, names: list, replicas: dict) -> dict:
     return out
 
 
-def _wait(what: str, probe, timeout: float = 30):
-    deadline = time.monotonic() + timeout
-    while True:
-        got = probe()
-        if got:
-            return got
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def _namespace(cp) -> str:
     name = f"quota-{os.getpid()}-{next(_names)}"
-    cp.ensure_namespace(name)
-    _wait("the default ServiceAccount", lambda: cp.request(
-        "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
-    return name
+    return cp.pod_namespace(name)
 
 
 def _admitted(cp, ns: str, quotas: list, rendered: list) -> dict:
@@ -287,7 +274,7 @@ def _admitted(cp, ns: str, quotas: list, rendered: list) -> dict:
         assert status == 201, body
     for q in quotas:
         name = q["metadata"]["name"]
-        _wait(f"the status of ResourceQuota {name}", lambda: (cp.request(
+        cluster.wait(f"the status of ResourceQuota {name}", lambda: (cp.request(
             "GET", f"{base}/resourcequotas/{name}")[1].get("status") or {}).get("hard"))
     out = {}
     for d in rendered:
@@ -349,9 +336,9 @@ def _create_classes(cp, ns: str, classes: list) -> None:
     for c in classes:
         name = c["metadata"]["name"]
         if c.get("globalDefault"):
-            _wait(f"globalDefault PriorityClass {name}",
+            cluster.wait(f"globalDefault PriorityClass {name}",
                   lambda: _dry_run_class(cp, ns, None) == name)
-        _wait(f"PriorityClass {name}", lambda: _dry_run_class(cp, ns, name) == name)
+        cluster.wait(f"PriorityClass {name}", lambda: _dry_run_class(cp, ns, name) == name)
 
 
 def _delete_classes(cp, ns: str, classes: list) -> None:
@@ -360,7 +347,7 @@ def _delete_classes(cp, ns: str, classes: list) -> None:
                              f"{c['metadata']['name']}")
     if any(c.get("globalDefault") for c in classes):
         # the next case's pods must not get it
-        _wait("the globalDefault PriorityClass gone", lambda: _dry_run_class(cp, ns, None) == "")
+        cluster.wait("the globalDefault PriorityClass gone", lambda: _dry_run_class(cp, ns, None) == "")
 
 
 def check(cp, quotas: list, workloads: list, why: str = "", classes: list | None = None) -> None:

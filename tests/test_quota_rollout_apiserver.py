@@ -29,7 +29,8 @@ import time
 import pytest
 
 from krm_fn.admission import rollout
-from tests.test_quota_differential import CONFIG, _ctr, _deployment, _quota, _render_raw, _wait
+from tests.controlplane import cluster
+from tests.test_quota_differential import CONFIG, _ctr, _deployment, _quota, _render_raw
 
 _names = itertools.count()
 # seconds a refusal must hold, old pods settled, before it is the answer: the ReplicaSet
@@ -67,10 +68,17 @@ def _case(name: str, ns: str) -> tuple:
     return q, d, out, (said[0] if said else None)
 
 
-def _quota_ready(cp, ns: str) -> None:
-    _wait("the quota's status", lambda: (cp.request(
+def _start(cp, name: str, prefix: str) -> tuple:
+    """Case `name` in a new namespace of `cp` whose quota is created and counted by the
+    quota controller: (namespace, input Deployment, rendered Deployment, krm-fn's rollout
+    message or None)."""
+    ns = cp.pod_namespace(f"{prefix}-{os.getpid()}-{next(_names)}")
+    q, d, out, said = _case(name, ns)
+    assert cp.request("POST", f"/api/v1/namespaces/{ns}/resourcequotas", q)[0] == 201
+    cluster.wait("the quota's status", lambda: (cp.request(
         "GET", f"/api/v1/namespaces/{ns}/resourcequotas/q")[1].get("status") or {}).get(
         "hard"))
+    return ns, d, out, said
 
 
 def _pods(cp, ns: str) -> list:
@@ -81,7 +89,6 @@ def _pods(cp, ns: str) -> list:
 
 @pytest.fixture(scope="module")
 def workload_controllers():
-    from tests.controlplane import cluster
     cluster.require_go()
     cp = cluster.ControlPlane(controllers=("serviceaccount", "resourcequota", "deployment",
                                            "replicaset")).start()
@@ -94,22 +101,22 @@ def workload_controllers():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_first_surge_pod_as_the_deployment_controller_makes_it(workload_controllers, name):
     cp = workload_controllers
-    ns = f"roll-{os.getpid()}-{next(_names)}"
-    cp.ensure_namespace(ns)
-    _wait("the default ServiceAccount", lambda: cp.request(
-        "GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200)
-    q, d, out, said = _case(name, ns)
-    base = f"/api/v1/namespaces/{ns}"
-    assert cp.request("POST", f"{base}/resourcequotas", q)[0] == 201
-    _quota_ready(cp, ns)
+    ns, d, out, said = _start(cp, name, "roll")
     apps = f"/apis/apps/v1/namespaces/{ns}/deployments"
     assert cp.request("POST", apps, d)[0] == 201
     n = d["spec"]["replicas"]
-    _wait("the input's pods", lambda: len(_pods(cp, ns)) == n)
-    cur = cp.request("GET", f"{apps}/a")[1]
-    cur["spec"]["template"] = out["spec"]["template"]
-    status, body = cp.request("PUT", f"{apps}/a", cur)
-    assert status == 200, body
+    cluster.wait("the input's pods", lambda: len(_pods(cp, ns)) == n)
+
+    def replaced():
+        """The template replaced with krm-fn's; None on a conflict (the controllers
+        write the Deployment's status meanwhile), to read it again and retry."""
+        cur = cp.request("GET", f"{apps}/a")[1]
+        cur["spec"]["template"] = out["spec"]["template"]
+        status, body = cp.request("PUT", f"{apps}/a", cur)
+        assert status in (200, 409), body
+        return status == 200
+
+    cluster.wait("the template replaced", replaced)
     first_refused = said is not None and f"beside {n} old pods the next new pod" in said
 
     def new_rs():
@@ -148,7 +155,7 @@ def test_the_first_surge_pod_as_the_deployment_controller_makes_it(workload_cont
         refused_since[:] = refused_since or [time.monotonic()]
         return ("refused", 0) if time.monotonic() - refused_since[0] > QUIET else None
 
-    got = _wait("the new ReplicaSet's first pod or its FailedCreate", settled, timeout=90)
+    got = cluster.wait("the new ReplicaSet's first pod or its FailedCreate", settled, timeout=90)
     assert (got[0] == "refused") == first_refused, (name, got, said)
 
 
@@ -157,14 +164,8 @@ def test_the_first_surge_pod_as_the_deployment_controller_makes_it(workload_cont
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_every_step_as_rollout_simulate_orders_them(controlplane, name):
     cp = controlplane
-    ns = f"rollsim-{os.getpid()}-{next(_names)}"
-    cp.ensure_namespace(ns)
-    _wait("the default ServiceAccount", lambda: cp.request(
-        "GET", f"/api/v1/namespaces/{ns}/serviceaccounts/default")[0] == 200)
-    q, d, out, said = _case(name, ns)
+    ns, d, out, said = _start(cp, name, "rollsim")
     base = f"/api/v1/namespaces/{ns}"
-    assert cp.request("POST", f"{base}/resourcequotas", q)[0] == 201
-    _quota_ready(cp, ns)
     n = d["spec"]["replicas"]
 
     def pod(tmpl, name_):

@@ -26,27 +26,17 @@ from __future__ import annotations
 import os
 import re
 
-import pytest
 from hypothesis import HealthCheck, given, seed, settings
 
 from krm_fn import record
 from krm_fn.admission import capacity
 from tests.controlplane import placement
-from tests.harness import cases, convert, runner
+from tests.harness import cases, convert
 from tests.harness.seed import SEED
 
 EXAMPLES = int(os.environ.get("KRM_FN_SCHED_EXAMPLES", "60"))
 MESSAGES: list = []     # the scheduler's messages, the last ones shown on a difference
 API_INVALID: dict = {}
-
-
-@pytest.fixture(scope="module")
-def harnesses():
-    runner.require_go()
-    built = {tuple(map(int, m.split("."))): runner.Harness(m) for m in runner.releases()}
-    yield built
-    for h in built.values():
-        h.close()
 
 
 def _amount(resource: str, text: str):

@@ -222,6 +222,13 @@ def toleration_yaml(taint: Taint) -> str:
     return f"{{key: {taint.key}, operator: Exists, effect: {taint.effect}}}"
 
 
+def _named(missing: list) -> tuple:
+    """(the untolerated taints `missing` as "text (source); ...", the tolerations that
+    tolerate them as one YAML flow list's items) for a finding's message."""
+    return ("; ".join(f"{t.text} ({t.source})" for t in missing),
+            ", ".join(toleration_yaml(t) for t in missing))
+
+
 def _bound(pod: AdmittedPod, node: NodeModel, tolerations, where: str) -> tuple:
     """taints.check of a pod that names its node (`spec.nodeName`): the scheduler never
     sees it, and the kubelet's admission checks only the NoExecute taints
@@ -230,8 +237,7 @@ def _bound(pod: AdmittedPod, node: NodeModel, tolerations, where: str) -> tuple:
     missing = [t for t in untolerated(node.taints, tolerations) if t.effect == NO_EXECUTE]
     if not missing:
         return ()
-    named = "; ".join(f"{t.text} ({t.source})" for t in missing)
-    add = ", ".join(toleration_yaml(t) for t in missing)
+    named, add = _named(missing)
     return (Finding(ERROR, f"the pod is never admitted on node pool {node.pool!r}: it names "
                            f"its node (spec.nodeName), whose kubelet refuses a pod that does "
                            f"not tolerate its NoExecute taint(s) {named} (TaintToleration: "
@@ -257,12 +263,12 @@ def check(pod: AdmittedPod, node: NodeModel, spec: dict | None = None,
     tolerations = admitted(pod.tolerations, daemonset, host_network)
     where = f"{pod.path}.tolerations" if pod.path else "tolerations"
     bound = isinstance(spec, dict) and bool(spec.get("nodeName"))
-    if bound and _bound(pod, node, tolerations, where):
-        return _bound(pod, node, tolerations, where)
+    refused = _bound(pod, node, tolerations, where) if bound else ()
+    if refused:
+        return refused
     missing = [] if bound else untolerated(node.taints, tolerations)
     if missing:
-        named = "; ".join(f"{t.text} ({t.source})" for t in missing)
-        add = ", ".join(toleration_yaml(t) for t in missing)
+        named, add = _named(missing)
         knative = (f"; Knative refuses tolerations unless they are turned on: {knative_fix}"
                    if knative_fix else "")
         return (Finding(ERROR, f"the pod never schedules on node pool {node.pool!r}: its "

@@ -79,6 +79,19 @@ def binary() -> Path:
     return gobuild.build(PROGRAM)
 
 
+def wait(what: str, probe, timeout: float = 60):
+    """probe() until it returns something true, which is returned; AssertionError naming
+    `what` after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = probe()
+        if got:
+            return got
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what} ({timeout:.0f} s)")
+        time.sleep(0.02)
+
+
 class ControlPlaneError(RuntimeError):
     """A component did not start or stopped; the message holds its log's end."""
 
@@ -261,6 +274,15 @@ class ControlPlane:
                 return e.code, json.loads(raw)
             except ValueError:
                 return e.code, raw.decode(errors="replace")
+
+    def pod_namespace(self, name: str) -> str:
+        """Create Namespace `name` unless it exists and wait until its default
+        ServiceAccount exists (the serviceaccount controller makes it; the API server's
+        ServiceAccount admission refuses pods until then); returns `name`."""
+        self.ensure_namespace(name)
+        wait(f"the default ServiceAccount of {name}", lambda: self.request(
+            "GET", f"/api/v1/namespaces/{name}/serviceaccounts/default")[0] == 200)
+        return name
 
     def ensure_namespace(self, name: str) -> None:
         """Create Namespace `name` unless it exists. Raises ControlPlaneError when the API

@@ -30,22 +30,11 @@ Races avoided by construction:
 from __future__ import annotations
 
 import re
-import time
+
+from tests.controlplane.cluster import wait
 
 CASE_LABEL = "krm-fn.dev/case"
 PROBE_RESOURCE = "krm-fn.dev/never"     # an extended resource no Node offers
-
-
-def wait(probe, what: str, timeout: float = 30):
-    """probe() until it returns something true, which is returned; AssertionError after
-    `timeout` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        got = probe()
-        if got:
-            return got
-        time.sleep(0.02)
-    raise AssertionError(f"{what}: nothing within {timeout:.0f} s")
 
 
 # The order the scheduler's NodeResourcesFit checks in (noderesources fit.go fitsRequest:
@@ -82,7 +71,6 @@ class OneNode:
         self.taint = {"key": CASE_LABEL, "value": name, "effect": "NoSchedule"}
         self.toleration = {"key": CASE_LABEL, "operator": "Equal", "value": name,
                            "effect": "NoSchedule"}
-        cp.ensure_namespace(self.ns)
         res = dict(allocatable)
         node = {"apiVersion": "v1", "kind": "Node", "metadata": {
             "name": name, "labels": {**(labels or {}), "kubernetes.io/hostname": name,
@@ -91,8 +79,7 @@ class OneNode:
                        "conditions": [{"type": "Ready", "status": "True"}]}}
         node["spec"] = {"taints": list(taints or []) + [self.taint]}
         cp.create_node(node)
-        wait(lambda: cp.request("GET", f"/api/v1/namespaces/{self.ns}/serviceaccounts/"
-                                       f"default")[0] == 200, "the default ServiceAccount")
+        cp.pod_namespace(self.ns)
         self._seen()
 
     def _seen(self) -> None:
@@ -108,10 +95,10 @@ class OneNode:
             msg = self._unschedulable(name)
             return bool(msg) and f"Insufficient {PROBE_RESOURCE}" in msg and \
                 "not-ready" not in msg
-        wait(known, f"the scheduler sees node {self.name}")
+        wait(f"the scheduler sees node {self.name}", known)
         self._delete(name)
         self.created.remove(name)
-        wait(lambda: self._gone(name), f"probe pod {name} deleted")
+        wait(f"probe pod {name} deleted", lambda: self._gone(name))
 
     def _create(self, spec: dict, name: str) -> tuple:
         body = {"apiVersion": "v1", "kind": "Pod",
@@ -160,15 +147,15 @@ class OneNode:
             if msg and "node.kubernetes.io/not-ready" not in msg:
                 return msg
             return None
-        return wait(decided, f"the scheduler decides on pod {name}")
+        return wait(f"the scheduler decides on pod {name}", decided)
 
     def close(self) -> None:
         """Delete the pods and the Node; wait until they are gone."""
         for name in self.created:
             self._delete(name)
         for name in self.created:
-            wait(lambda name=name: self._gone(name), f"pod {name} deleted")
+            wait(f"pod {name} deleted", lambda name=name: self._gone(name))
         self.created = []
         self.cp.request("DELETE", f"/api/v1/nodes/{self.name}")
-        wait(lambda: self.cp.request("GET", f"/api/v1/nodes/{self.name}")[0] == 404,
-             f"node {self.name} deleted")
+        wait(f"node {self.name} deleted",
+             lambda: self.cp.request("GET", f"/api/v1/nodes/{self.name}")[0] == 404)
