@@ -17,7 +17,7 @@ from krm_fn import record
 from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn.admission import build, injectors
+from krm_fn.admission import build, injectors, unmodelled
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
@@ -101,15 +101,16 @@ def judge(item: TunedItem, run) -> Outcome:
                                           limit_ranges=tuple(
                                               run.ictx.limit_ranges.get(namespace, ())))
             quotas = run.ictx.quotas.get(namespace, ())
+            meta = injectors.meta_of(tp.pod, ctx=run.ictx)
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
                               run.ictx.limit_ranges.get(namespace, ()),
                               _vpas_of(run, pick.ref), quotas,
-                              _replicas(pick.obj, admitted.path) if quotas else 1)
+                              _replicas(pick.obj, admitted.path) if quotas else 1,
+                              unmodelled.fired(meta))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
                 item, tp.pod, run.cfg), _has_error(own))
-            unseen = injectors.unseen_namespace(injectors.meta_of(tp.pod, ctx=run.ictx),
-                                                run.ictx, run.flat)
+            unseen = injectors.unseen_namespace(meta, run.ictx, run.flat)
             if unseen:
                 tp.verdict.append(Result(unseen, INFO, admitted.ref, admitted.path,
                                          tags=VERDICT_TAGS + (("part", "injection"),)))
