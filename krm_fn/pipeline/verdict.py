@@ -17,7 +17,7 @@ from krm_fn import record
 from krm_fn.record import dataclass, field
 
 from krm_fn import changes as changes_mod
-from krm_fn.admission import build, injectors, unmodelled
+from krm_fn.admission import build, injectors
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
@@ -106,7 +106,7 @@ def judge(item: TunedItem, run) -> Outcome:
                               run.ictx.limit_ranges.get(namespace, ()),
                               _vpas_of(run, pick.ref), quotas,
                               _replicas(pick.obj, admitted.path) if quotas else 1,
-                              unmodelled.fired(meta))
+                              _unmodelled(meta))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
                 item, tp.pod, run.cfg), _has_error(own))
@@ -117,6 +117,16 @@ def judge(item: TunedItem, run) -> Outcome:
     outcome = _outcome(item, run)
     outcome.verdicts = verdicts
     return outcome
+
+
+def _unmodelled(meta) -> tuple:
+    """admission.unmodelled.fired(meta): the injecting webhooks krm-fn does not model that
+    fire for the pod; () without importing that table when the pod and its Namespace carry
+    no annotation or label (no trigger can hold)."""
+    if not (meta.annotations or meta.labels or meta.ns_labels or meta.ns_annotations):
+        return ()
+    from krm_fn.admission import unmodelled
+    return unmodelled.fired(meta)
 
 
 def _vpas_of(run, ref) -> list:

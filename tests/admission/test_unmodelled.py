@@ -107,3 +107,13 @@ def test_the_docs_table_is_the_registry():
     from pathlib import Path
     docs = (Path(__file__).parents[2] / "docs" / "verdict.md").read_text()
     assert unmodelled.table() in docs
+
+
+def test_the_pipeline_asks_the_table_only_for_a_pod_with_metadata():
+    from krm_fn.pipeline.verdict import _unmodelled
+    assert _unmodelled(Meta()) == ()
+    assert _unmodelled(Meta(ns_annotations={})) == ()
+    got = _unmodelled(Meta(ns_annotations={"openservicemesh.io/sidecar-injection": "enabled"}))
+    assert [(w.name, why) for w, why in got] == [
+        ("Open Service Mesh sidecar injector",
+         "namespace annotation openservicemesh.io/sidecar-injection=enabled")]
