@@ -211,13 +211,17 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
                            "(https://kubernetes.io/docs/reference/command-line-tools-reference/"
                            "feature-gates/)", "cpumanager", pod.path))
     if memorymanager.is_static(node) and not node.numa_memory and qos == GUARANTEED:
-        out.append(Finding(INFO, f"memoryManagerPolicy Static on pool {node.pool!r}: memory "
-                           f"per NUMA node is not described, so krm-fn counts it as ample: "
-                           f"the Memory Manager's hints (the fewest NUMA nodes that hold a "
-                           f"container's memory) still decide admission, but a NUMA node "
-                           f"running out of memory is not checked; describe "
-                           f"topology.memory or topology.numaMemory "
-                           f"({memorymanager.MM_DOCS})", "memorymanager", pod.path))
+        out.append(Finding(WARNING, f"memoryManagerPolicy Static on pool {node.pool!r}: "
+                           f"memory admission per NUMA node is not modelled, because the "
+                           f"pool's memory per NUMA node is not declared: krm-fn counts it "
+                           f"as ample, so the Memory Manager's hints (the fewest NUMA nodes "
+                           f"that hold a container's memory) still decide admission, but a "
+                           f"NUMA node running out of memory is not checked; declare it in "
+                           f"the pool's topology: memory (one node's capacity, split evenly "
+                           f"over its NUMA nodes), numaMemory (per NUMA node id, e.g. "
+                           f"{{\"0\": 96Gi, \"1\": 64Gi}}), or fromNode / "
+                           f"fromNodeResourceTopology ({memorymanager.MM_DOCS})",
+                           "memorymanager", pod.path))
     out += _resource_findings(pod, node)
     return out
 

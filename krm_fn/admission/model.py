@@ -197,7 +197,10 @@ class PodVerdict:
     `fit`: replicas of this pod that fit on one empty node (None: not computed);
     `findings`: Finding tuple; `numa_of`: ((container name, NUMA ids), ...) of the
     containers in `exclusive`; `fit_limit`: what stops one more replica, in short
-    (capacity.Packer.limit, e.g. `allocatable cpu 28: 4 + 50m each`; "" when unknown).
+    (capacity.Packer.limit, e.g. `allocatable cpu 28: 4 + 50m each`; "" when unknown);
+    `unless`: what an injecting webhook krm-fn does not model may do to a Guaranteed pod
+    (unmodelled.unless, e.g. ` unless Kuma sidecar injector injects ... without equal
+    requests and limits`; "" when none fires).
     """
 
     qos: str
@@ -208,6 +211,7 @@ class PodVerdict:
     findings: tuple = ()
     numa_of: tuple = ()
     fit_limit: str = ""
+    unless: str = ""
 
     @property
     def pinned(self) -> bool:

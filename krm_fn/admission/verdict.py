@@ -85,18 +85,25 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
 
 def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
           spec: dict | None = None, limit_ranges: list = (), vpas: list = (),
-          quotas: list = (), replicas: int = 1) -> PodVerdict:
+          quotas: list = (), replicas: int = 1, unmodelled: tuple = ()) -> PodVerdict:
     """The PodVerdict of `pod` on one empty node `node` of its pool; `features`: the
     Knative feature flags (knative.features) when the pod is a Knative pod, else None;
     `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model);
     `limit_ranges`: the LimitRanges of the pod's namespace in the input; `vpas`: the
     VerticalPodAutoscalers of the input that target the pod's workload; `quotas`: the
     ResourceQuotas of the pod's namespace in the input; `replicas`: the workload's replicas
-    of this pod.
+    of this pod; `unmodelled`: ((Webhook, why), ...) of the injecting webhooks krm-fn does
+    not model that fire for the pod (unmodelled.fired): a WARNING each, and a Guaranteed
+    verdict says what they may change.
     """
     findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
     findings += kubelet.resource_refusals(spec, pod.path)
+    unless = ""
+    if unmodelled:
+        from krm_fn.admission import unmodelled as webhooks
+        findings += [webhooks.finding(w, why, pod.path) for w, why in unmodelled]
+        unless = webhooks.unless(unmodelled)
     shape, named = _signatures(pod)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
     findings += found
@@ -109,7 +116,8 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     fit, _, limit = fit_alone(pod, node, shape, named)
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
-                      tuple(sorted(numa_of.items())), limit)
+                      tuple(sorted(numa_of.items())), limit,
+                      unless if qos == "Guaranteed" else "")
 
 
 def _taint_findings(pod: AdmittedPod, node: NodeModel, features, spec) -> tuple:
@@ -146,9 +154,11 @@ def _api_findings(pod: AdmittedPod, limit_ranges: list, vpas: list, quotas: list
 
 def line(v: PodVerdict, failed: bool = False) -> str:
     """The one-line summary of a verdict, e.g. `Guaranteed after admission; exclusive CPUs
-    server 4 on NUMA 0; injected istio-init, istio-proxy; 7 per node`; `failed`: an error
+    server 4 on NUMA 0; injected istio-init, istio-proxy; 7 per node` (`Guaranteed unless
+    <webhook> injects <containers> without equal requests and limits; ...` when a webhook
+    krm-fn does not model fires: PodVerdict.unless); `failed`: an error
     outside the verdict (a rule's) keeps the pod from running pinned too."""
-    parts = [f"{v.qos} after admission"]
+    parts = [f"{v.qos}{v.unless}" if v.unless else f"{v.qos} after admission"]
     if v.exclusive:
         parts.append("exclusive CPUs " + _exclusive_text(v))
     else:

@@ -18,7 +18,7 @@ from krm_fn.matching import LazyPattern
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
 from krm_fn.record import dataclass, field
-from krm_fn.results import ERROR, INFO, Ref, Result
+from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.workloads import get_path, locations, registered
 
 SKIP_ANNOTATION = "krm-fn.dev/skip"
@@ -272,7 +272,9 @@ def _pick(i: int, obj: dict, ref: Ref, run) -> Picked | None:
     kind_known = registered(obj, run.extra)
     handled = objects.handles(obj)
     if not (kind_known or handled) or not selected(obj, run.cfg.selector):
-        return None
+        if kind_known or handled or not selected(obj, run.cfg.selector) or skipped(obj):
+            return None
+        return _unknown_kind(i, obj, ref)
     if skipped(obj):
         return Picked(i, obj, ref, [Result(f"skipped: annotation {SKIP_ANNOTATION} is "
                                            f"\"true\"", INFO, ref)])
@@ -352,3 +354,59 @@ def overrides(obj: dict, at, ref: Ref, results: list):
         else:
             listed = parts
     return cpus, listed, lpath if listed is not None else None
+
+
+EXTRA_KINDS_DOCS = "https://github.com/krm-fn/krm-fn/blob/main/docs/configuration.md"
+_MAX_DEPTH, _MAX_TEMPLATES = 12, 4
+
+
+def pod_spec_paths(obj: dict) -> list[str]:
+    """Field paths (`spec.template.spec`, `spec.replicaSpecs.Worker.template.spec`,
+    `spec.workers[*].template.spec`) of the mappings in `obj` that look like a pod spec:
+    a `containers` list of mappings that each carry `name` and `image` (PodSpec's required
+    container fields: kubernetes pkg/apis/core/validation/validation.go
+    validateContainerCommon). Found by shape, not by kind; `metadata` and `status` are not
+    searched; at most _MAX_TEMPLATES paths, _MAX_DEPTH levels deep."""
+    out: list[str] = []
+
+    def walk(node: object, path: tuple, depth: int) -> None:
+        if len(out) >= _MAX_TEMPLATES or depth > _MAX_DEPTH:
+            return
+        if isinstance(node, list):
+            for item in node:
+                walk(item, path[:-1] + (path[-1] + "[*]",) if path else ("[*]",), depth + 1)
+            return
+        if not isinstance(node, dict):
+            return
+        ctrs = node.get("containers")
+        if (isinstance(ctrs, list) and ctrs and all(
+                isinstance(c, dict) and "name" in c and "image" in c for c in ctrs)):
+            text = ".".join(path)
+            if text not in out:
+                out.append(text)
+            return
+        for key, value in node.items():
+            if isinstance(value, (dict, list)) and not (depth == 0 and key in (
+                    "metadata", "status")):
+                walk(value, path + (str(key),), depth + 1)
+
+    walk(obj, (), 0)
+    return out
+
+
+def _unknown_kind(i: int, obj: dict, ref: Ref) -> Picked | None:
+    """A WARNING for a selected item of a kind krm-fn neither tunes nor checks that holds
+    pod specs (pod_spec_paths): krm-fn leaves it untouched, and says how to declare it;
+    None when it holds none."""
+    paths = pod_spec_paths(obj)
+    if not paths:
+        return None
+    group = ref.api_version.rpartition("/")[0]
+    shown_paths = ", ".join(paths)
+    return Picked(i, obj, ref, [Result(
+        f"{ref.kind} ({ref.api_version}) has pod specs at {shown_paths}, but krm-fn does not "
+        f"support the kind {ref.kind}, so it left it untouched: no exclusive CPUs, thread "
+        f"counts or verdict for its pods. To have them tuned, declare the kind in "
+        f"spec.extraKinds: {{group: {group or chr(34) * 2}, kind: {ref.kind}, podSpecs: "
+        f"[{shown_paths}]}} ({EXTRA_KINDS_DOCS})", WARNING, ref,
+        paths[0].replace("[*]", "[0]"))])

@@ -101,21 +101,32 @@ def judge(item: TunedItem, run) -> Outcome:
                                           limit_ranges=tuple(
                                               run.ictx.limit_ranges.get(namespace, ())))
             quotas = run.ictx.quotas.get(namespace, ())
+            meta = injectors.meta_of(tp.pod, ctx=run.ictx)
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
                               run.ictx.limit_ranges.get(namespace, ()),
                               _vpas_of(run, pick.ref), quotas,
-                              _replicas(pick.obj, admitted.path) if quotas else 1)
+                              _replicas(pick.obj, admitted.path) if quotas else 1,
+                              _unmodelled(meta))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
                 item, tp.pod, run.cfg), _has_error(own))
-            unseen = injectors.unseen_namespace(injectors.meta_of(tp.pod, ctx=run.ictx),
-                                                run.ictx, run.flat)
+            unseen = injectors.unseen_namespace(meta, run.ictx, run.flat)
             if unseen:
                 tp.verdict.append(Result(unseen, INFO, admitted.ref, admitted.path,
                                          tags=VERDICT_TAGS + (("part", "injection"),)))
     outcome = _outcome(item, run)
     outcome.verdicts = verdicts
     return outcome
+
+
+def _unmodelled(meta) -> tuple:
+    """admission.unmodelled.fired(meta): the injecting webhooks krm-fn does not model that
+    fire for the pod; () without importing that table when the pod and its Namespace carry
+    no annotation or label (no trigger can hold)."""
+    if not (meta.annotations or meta.labels or meta.ns_labels or meta.ns_annotations):
+        return ()
+    from krm_fn.admission import unmodelled
+    return unmodelled.fired(meta)
 
 
 def _vpas_of(run, ref) -> list:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from krm_fn.admission.capacity import fit_one
 from krm_fn.admission.kubelet import judge
-from krm_fn.admission.memorymanager import MemState, pod_requested, reserved_memory
-from krm_fn.admission.model import ERROR, INFO, INIT
+from krm_fn.admission.memorymanager import MM_DOCS, MemState, pod_requested, reserved_memory
+from krm_fn.admission.model import ERROR, INIT, WARNING
 from tests.admission.kit import GI, MI, ctr, node, pod
 
 NUMA_MEM = {0: {"memory": 96 * GI, "hugepages-1Gi": 8 * GI},
@@ -79,8 +79,16 @@ def test_pod_peak_memory_counts_init_containers_against_app_containers():
 def test_memory_is_not_modelled_without_per_numa_memory():
     n = node(memoryManagerPolicy="Static", topologyManagerPolicy="restricted", reserved={0, 32})
     findings = judge(pod(ctr("server", 4, 8)), n)[3]
-    assert [(f.severity, f.rule) for f in findings][0] == (INFO, "memorymanager")
-    assert "memory per NUMA node is not described" in findings[0].message
+    assert [(f.severity, f.rule) for f in findings][0] == (WARNING, "memorymanager")
+    assert findings[0].message == (
+        "memoryManagerPolicy Static on pool 'pinned': memory admission per NUMA node is not "
+        "modelled, because the pool's memory per NUMA node is not declared: krm-fn counts "
+        "it as ample, so the Memory Manager's hints (the fewest NUMA nodes that hold a "
+        "container's memory) still decide admission, but a NUMA node running out of memory "
+        "is not checked; declare it in the pool's topology: memory (one node's capacity, "
+        "split evenly over its NUMA nodes), numaMemory (per NUMA node id, e.g. "
+        "{\"0\": 96Gi, \"1\": 64Gi}), or fromNode / fromNodeResourceTopology "
+        f"({MM_DOCS})")
 
 
 def test_a_burstable_pod_gets_no_numa_memory():
