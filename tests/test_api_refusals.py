@@ -76,7 +76,10 @@ def test_a_fractional_cpu_request_is_printed_as_millicores():
     assert [f.message for f in findings if "whole number" in f.message] == [
         "container 'app' is to be pinned but its cpu request 500m is not a whole number: it "
         "runs in the shared pool; request a whole number of CPUs (kubernetes/kubernetes "
-        "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
+        "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs), or pin another "
+        "container instead: annotate the workload or its pod template with "
+        "krm-fn.dev/pinned-containers: \"NAME\" (or list it in "
+        "spec.workloads.pinnedContainers)"]
 
 
 # --- native sidecars (KEP-753): every supported version has them --------------------------

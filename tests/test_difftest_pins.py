@@ -168,7 +168,9 @@ def test_config_table_covers_every_changed_check():
 # re-pinned since: rawtext-26, whose scheduling error lists the pool's known node labels,
 # `kubernetes.io/os=linux` included once every pool node was known to be a Linux one;
 # rawtext-25 and rawtext-26, whose `image: 1e3`, `name: on` and `image: yes` the API server
-# refuses (a number or a boolean where a string goes: krm_fn/apivalidation.py type_errors).
+# refuses (a number or a boolean where a string goes: krm_fn/apivalidation.py type_errors);
+# engines-13, whose two containers both run a serving engine, so both are pinned (issue
+# #32: the second no longer gets the warning of a container krm-fn does not pin).
 CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
 
 

@@ -484,14 +484,18 @@ def _containers(spec: dict, at) -> list[tuple[str, str, dict]]:
 
 
 def expected_pinned(obj: dict, at, spec: dict, meta, cfg_pinned: list) -> str | None:
-    """The container README says is pinned: pinnedContainers, else the default-container
-    annotation, else the platform's model container, else the first app container."""
+    """The container docs/workloads.md says is pinned: pinnedContainers, else the first app
+    container running a serving engine (the generated images are `registry.example/app:1`
+    with no command, so none here: asserted), else the default-container annotation, else
+    the platform's model container, else the first app container."""
     cs = _containers(spec, at)
     names = [n for n, _, _ in cs]
     apps = [n for n, role, _ in cs if role == "app"]
     for n in cfg_pinned:
         if n in apps:
             return n
+    assert all(c.get("image") in (None, "registry.example/app:1") and "command" not in c
+               and "args" not in c for _, role, c in cs if role == "app"), cs
     m = _at(obj, meta) if meta is not None else None
     ann = (m.get("annotations") or {}) if isinstance(m, dict) else {}
     if ann.get(krm_pipeline.DEFAULT_CONTAINER) in names:

@@ -48,7 +48,7 @@ metadata: {name: other}
 """
 
 WORKLOADS = """\
-krm-fn report: 3 items, 1 changed, 2 errors, 3 warnings
+krm-fn report: 3 items, 1 changed, 2 errors, 4 warnings
 
 Workloads (2):
   WORKLOAD / CONTAINER                    CPU req/lim         MEMORY req/lim     THREADS
@@ -180,7 +180,7 @@ def test_progress_line_on_a_large_input(tmp_path):
     assert plain.returncode == rep.returncode == 0
     assert rep.stdout == plain.stdout
     assert rep.stderr.startswith("krm-fn: 520/520 items\n" + plain.stderr)
-    assert "krm-fn report: 520 items, 520 changed, 0 errors, 1560 warnings\n" in rep.stderr
+    assert "krm-fn report: 520 items, 520 changed, 0 errors, 2080 warnings\n" in rep.stderr
     assert "/520 items" not in plain.stderr
 
 

@@ -16,7 +16,8 @@ RULES_DIR = ROOT / "krm_fn" / "rules"
 ALL = (merged, *RULES)
 RULE_MODULES = {m.__name__ for m in ALL}
 # Shared helpers that are not rules: any rule may import them.
-HELPERS = {"krm_fn.rules.facts", "krm_fn.rules.cmdline", "krm_fn.rules.envvars",
+HELPERS = {"krm_fn.rules.facts", "krm_fn.rules.choice", "krm_fn.rules.cmdline",
+           "krm_fn.rules.envvars",
            "krm_fn.rules.engines", "krm_fn.rules.engines.base",
            "krm_fn.rules.engines.recognition"}
 

@@ -70,12 +70,13 @@ def _cpu_findings(pod: AdmittedPod, node: NodeModel, qos: str, exclusive: tuple)
         return out
     for c in designated:
         if not cpumanager.guaranteed_cpus(c, qos):
+            from krm_fn.rules.choice import another     # only for this finding
             out.append(Finding(ERROR, f"container {c.name!r} is to be pinned but its cpu "
                                f"request {quantity.format_cpu(c.requests.get('cpu', 0))} "
                                f"is not a whole number: "
                                f"it runs in the shared pool; request a whole number of CPUs "
-                               f"({cpumanager.STATIC_SRC} guaranteedCPUs)", "cpumanager",
-                               pod.path))
+                               f"({cpumanager.STATIC_SRC} guaranteedCPUs), {another()}",
+                               "cpumanager", pod.path))
     got = dict(exclusive)
     for c in pod.containers:
         if not c.designated and got.get(c.name):

@@ -232,9 +232,13 @@ WORKLOADS = Object(Workloads, (
     Field("cpuRounding", Enum("up", "down", "keep", "error"), "up", "Fractional CPU on a "
           "pinned container: round `up`, round `down` (minimum 1), `keep` it (not pinned; "
           "thread vars get the value rounded down), or `error` (also for SMT rounding)."),
-    Field("pinnedContainers", List(), [], "Names of the containers to pin. Default: the "
-          "`kubectl.kubernetes.io/default-container` annotation, else the KServe model "
-          "container, else the first entry of `containers`."),
+    Field("pinnedContainers", List(), [], "Names of the containers to pin (the "
+          "`krm-fn.dev/pinned-containers` annotation wins); a container running a serving "
+          "engine left out stays shared (info). Default: every app container running a "
+          "serving engine krm-fn recognises (not the JVM or uvicorn-gunicorn images), else "
+          "the `kubectl.kubernetes.io/default-container` annotation, else the KServe model "
+          "container, else the first entry of `containers` (a warning when there are "
+          "several)."),
     Field("defaultCpus", Cpu(), None, "CPU for a pinned container that declares none "
           "(null = error)."),
     Field("defaultMemory", Memory(), None, "Memory for a pinned container that declares "

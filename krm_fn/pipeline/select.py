@@ -19,15 +19,14 @@ from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
 from krm_fn.record import dataclass, field
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
+from krm_fn.rules.choice import DEFAULT_CONTAINER, PINNED_ANNOTATION  # noqa: F401
 from krm_fn.workloads import get_path, locations, registered
 
 SKIP_ANNOTATION = "krm-fn.dev/skip"
 POOL_ANNOTATION = "krm-fn.dev/node-pool"
 CPUS_ANNOTATION = "krm-fn.dev/cpus"
-PINNED_ANNOTATION = "krm-fn.dev/pinned-containers"
 VERDICT_ANNOTATION = "krm-fn.dev/verdict"
 LOCAL_CONFIG = LOCAL_CONFIG_ANNOTATION
-DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 _CPUS = LazyPattern(r"[1-9][0-9]{0,3}")
 
 

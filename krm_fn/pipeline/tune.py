@@ -11,11 +11,11 @@ import marshal
 from krm_fn.record import dataclass, field
 
 from krm_fn import apivalidation, objects, rules
-from krm_fn.pipeline.select import (DEFAULT_CONTAINER, PINNED_ANNOTATION, Picked,
-                                    overrides)
+from krm_fn.pipeline.select import PINNED_ANNOTATION, Picked, overrides
 from krm_fn.pod import Edits, Findings, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, Result
-from krm_fn.workloads import locations, model_names
+from krm_fn.rules import choice
+from krm_fn.workloads import locations
 
 
 @dataclass
@@ -118,8 +118,9 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     names = [c.name for c in pod.containers]
     explicit = frozenset(n for n in (listed if listed is not None
                                      else cfg.workloads.pinnedContainers) if n in names)
-    ctx = rules.RuleContext(cfg, info, pinned(pod, cfg, listed), cpus=cpus,
-                            explicit=explicit, cluster=run.cluster,
+    chosen, how = choice.choose(pod, cfg, listed)
+    ctx = rules.RuleContext(cfg, info, chosen, cpus=cpus, explicit=explicit, chosen_by=how,
+                            cluster=run.cluster,
                             namespaces=run.namespaces,
                             knative_features=run.features_for(pod), ictx=run.ictx)
     ctx = rules.run(pod, ctx)
@@ -163,22 +164,3 @@ def _listed_ok(pod, listed, lpath, listed_at: dict, findings: list) -> bool:
                            path_str(lpath)))
     return False
 
-
-def pinned(pod, cfg, listed: list | None = None) -> frozenset:
-    """Names of the containers to pin: `listed` (the krm-fn.dev/pinned-containers
-    annotation) when given, else spec.workloads.pinnedContainers, else the
-    default-container annotation, else the kind's model container, else the first app
-    container."""
-    names = [c.name for c in pod.containers]
-    wanted = listed if listed is not None else cfg.workloads.pinnedContainers
-    chosen = [n for n in wanted if n in names]
-    if chosen:
-        return frozenset(chosen)
-    default = pod.annotations.get(DEFAULT_CONTAINER)
-    if default in names:
-        return frozenset([default])
-    for model in model_names(pod.at):
-        if model in names:
-            return frozenset([model])
-    apps = [c.name for c in pod.containers if c.role == "app"]
-    return frozenset(apps[:1])

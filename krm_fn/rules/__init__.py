@@ -83,6 +83,9 @@ class RuleContext:
     # annotations: krm_fn/admission/injectors)
     cpus: int | None = None
     explicit: frozenset = frozenset()
+    # how `pinned` was chosen (rules/choice.py: LISTED, CONFIG, ENGINE, DEFAULT, MODEL,
+    # FIRST; "" when nothing was)
+    chosen_by: str = ""
     cluster: frozenset = frozenset()
     facts: dict = field(default_factory=dict)
     namespaces: dict = field(default_factory=dict)

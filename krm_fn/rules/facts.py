@@ -25,6 +25,7 @@ from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR, WARNING
 from krm_fn.rules import engines as serving
+from krm_fn.rules.choice import another
 from krm_fn.rules.engines.base import Workers
 
 CPUS_ANNOTATION = "krm-fn.dev/cpus"
@@ -137,7 +138,10 @@ def read_pair(c: ContainerView, res: str, kind: str, notes: list, plain=None):
     return out[0], out[1], True
 
 
-def _smt(c: ContainerView, n: int, ctx, why: str, notes: list) -> int:
+def _smt(c: ContainerView, n: int, ctx, why: str, notes: list, pinned: bool = False) -> int:
+    """`n` CPUs raised to a multiple of the pool's threads per core under full-pcpus-only
+    (a warning note), or kept after an error note (cpuRounding error; for a `pinned`
+    container it also says how to pin another)."""
     pool = ctx.pool
     if pool is None or not pool.full_pcpus_only or pool.threads_per_core <= 1:
         return n
@@ -150,7 +154,8 @@ def _smt(c: ContainerView, n: int, ctx, why: str, notes: list) -> int:
                       f"container {c.name!r}: cpu {n} is not a multiple of {t}: node pool "
                       f"{pool.name!r} uses full-pcpus-only with {t} threads per core, so the "
                       f"kubelet would fail the pod with SMTAlignmentError; set {m} "
-                      f"(spec.workloads.cpuRounding is error)"))
+                      f"(spec.workloads.cpuRounding is error)"
+                      + (f"; {another()}" if pinned else "")))
         return n
     notes.append((WARNING, c.path + _LIMIT,
                   f"container {c.name!r}: cpu {n} raised to {m}: node pool {pool.name!r} uses "
@@ -159,14 +164,16 @@ def _smt(c: ContainerView, n: int, ctx, why: str, notes: list) -> int:
     return m
 
 
-def _beyond_pool(c: ContainerView, n: int, ctx, what: str, notes: list) -> bool:
-    """An error note (and True) when `n` exclusive CPUs exceed what the pool can give."""
+def _beyond_pool(c: ContainerView, n: int, ctx, what: str, notes: list,
+                 pinned: bool = False) -> bool:
+    """An error note (and True) when `n` exclusive CPUs exceed what the pool can give (for
+    a `pinned` container it also says how to pin another)."""
     if ctx.pool is None or n <= ctx.pool.exclusive_cpus:
         return False
     notes.append((ERROR, c.path + _LIMIT,
                   f"container {c.name!r} {what.format(n=n)} but node pool {ctx.pool.name!r} "
                   f"has {ctx.pool.exclusive_cpus} CPUs outside reservedSystemCPUs: the kubelet "
-                  f"could never admit the pod"))
+                  f"could never admit the pod" + (f"; {another()}" if pinned else "")))
     return True
 
 
@@ -186,7 +193,7 @@ def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
             notes.append((ERROR, c.path + _LIMIT,
                           f"container {c.name!r} is pinned but sets no cpu; set "
                           f"resources.limits.cpu to a whole number of CPUs (or "
-                          f"spec.workloads.defaultCpus)"))
+                          f"spec.workloads.defaultCpus); {another()}"))
             return None
         base, why = default, "spec.workloads.defaultCpus"
     else:
@@ -211,7 +218,7 @@ def _pinned_target(c: ContainerView, value: Fraction, override: bool, ctx,
             notes.append((ERROR, c.path + _LIMIT,
                           f"container {c.name!r} is pinned but asks for {old} CPUs; the "
                           f"static CPU Manager pins only whole CPUs: set a whole number "
-                          f"(spec.workloads.cpuRounding is error)"))
+                          f"(spec.workloads.cpuRounding is error); {another()}"))
             return None
         n = math.ceil(value) if mode == "up" else max(1, math.floor(value))
         notes.append((WARNING, c.path + _LIMIT,
@@ -219,8 +226,8 @@ def _pinned_target(c: ContainerView, value: Fraction, override: bool, ctx,
                       f"CPU Manager gives exclusive CPUs only to whole-number requests"))
     else:
         n = int(value)
-    n = _smt(c, n, ctx, "the CPUs of a pinned container", notes)
-    if _beyond_pool(c, n, ctx, "would need {n} exclusive CPUs", notes):
+    n = _smt(c, n, ctx, "the CPUs of a pinned container", notes, pinned=True)
+    if _beyond_pool(c, n, ctx, "would need {n} exclusive CPUs", notes, pinned=True):
         return None
     if c.role != "app" and largest_app is not None and n > largest_app:
         notes.append((WARNING, c.path + _LIMIT,

@@ -10,12 +10,18 @@ pkg/kubelet/cm/cpumanager/policy_static.go; docs: "CPU Management Policies"):
 
 What the rule does, per container:
 
-- Pinned containers (the `krm-fn.dev/pinned-containers` annotation, else
-  `spec.workloads.pinnedContainers`, else the `kubectl.kubernetes.io/default-container`
-  annotation, else the model container of the kind, else the first container): cpu becomes
-  the `krm-fn.dev/cpus` annotation of the workload when set, else the larger of request and
-  limit, rounded per
-  `cpuRounding` (warning with old and new value), then up to a multiple of the node pool's
+- Pinned containers: the `krm-fn.dev/pinned-containers` annotation, else
+  `spec.workloads.pinnedContainers`, else every app container running a serving engine
+  krm-fn recognises (by image, command or args, `krm-fn explain rule engines`; a
+  general-purpose runtime, the JVM or a uvicorn-gunicorn image, does not count), else the
+  `kubectl.kubernetes.io/default-container` annotation, else the model container of the
+  kind, else the first app container (a warning, when there are several, names it and the
+  annotation that pins another). A container running a serving engine that would stay
+  in the shared pool (not pinned, a fractional cpu) is an error, unless the annotation or `pinnedContainers` named the
+  containers to pin without it (info). Every error that asks a pinned container for whole
+  CPUs or memory also says how to pin another container instead.
+  A pinned container's cpu becomes the `krm-fn.dev/cpus` annotation of the workload when
+  set, else the larger of request and limit, rounded per `cpuRounding` (warning with old and new value), then up to a multiple of the node pool's
   threads-per-core when `full-pcpus-only` is on (warning; else SMTAlignmentError).
   `cpuRounding: keep` leaves a fractional value as it is (the container then runs in
   the shared pool and its thread vars get the value rounded down, at least 1).
@@ -45,7 +51,7 @@ from krm_fn.rational import Fraction
 from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR
-from krm_fn.rules import facts
+from krm_fn.rules import choice, facts
 from krm_fn.rules.facts import GUARANTEED as _GUARANTEED
 
 ID = "resources"
@@ -118,7 +124,7 @@ def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
                           f"container {c.name!r} is pinned but sets no memory; set "
                           f"resources.limits.memory (or spec.workloads.defaultMemory): "
                           f"{_GUARANTEED}, and krm-fn never invents memory for a pinned "
-                          f"container")
+                          f"container; {choice.another()}")
                 return False
             chosen, why = default, "spec.workloads.defaultMemory"
         else:
@@ -135,7 +141,10 @@ def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
 
 def apply(pod: PodView, ctx) -> None:
     """Make every container of `pod` Guaranteed: report and write the cpu decisions of
-    `ctx.facts` (krm_fn/rules/facts.py), then memory; see the module docstring."""
+    `ctx.facts` (krm_fn/rules/facts.py), then memory; see the module docstring. First
+    what rules/choice.py says of the choice of the pinned containers."""
+    for severity, path, message in choice.notes(pod, ctx):
+        pod.note(severity, path, message)
     for c in facts.resource_order(pod):
         plan = ctx.facts[c.path].cpu
         _emit(pod, plan.notes)

@@ -66,10 +66,24 @@ def always(threads) -> tuple:
 def detect(c: ContainerView) -> list[Engine]:
     """The engines recognised in container `c`, in recognition.TABLE order (see
     recognition.Recognition); imports the modules of those only."""
+    return [module(name).ENGINE for name in _detect(*_inputs(c))]
+
+
+def serving_names(c: ContainerView) -> tuple[str, ...]:
+    """The names (recognition.Recognition.name, such as "vLLM CPU") of the model-serving
+    engines recognised in container `c`, in recognition.TABLE order: those of `detect`
+    whose Recognition has `serving` set (not a general-purpose runtime such as the JVM).
+    Imports no engine module."""
+    found = _detect(*_inputs(c))
+    return tuple(r.name for r in (recognition.BY_MODULE[m] for m in found) if r.serving)
+
+
+def _inputs(c: ContainerView) -> tuple:
+    """What recognition reads of container `c`: (lowercased image, "" when longer than
+    MAX_IMAGE_TEXT; command line; KServe framework key or None; env var names)."""
     image = str(c.data.get("image") or "").lower()
     image = image if len(image) <= MAX_IMAGE_TEXT else ""
-    return [module(name).ENGINE
-            for name in _detect(image, text(tokens(c)), _framework_key(c), env_names(c))]
+    return image, text(tokens(c)), _framework_key(c), env_names(c)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -45,7 +45,10 @@ class Recognition:
     Pattern of `commands` matches command+args joined by spaces (and, when `needs` is
     given, one of `needs` matches too), the container is the KServe framework key of
     `kserve`, or an env var of `env_names` is present — unless an engine named in
-    `not_with` is recognised in it too."""
+    `not_with` is recognised in it too. `serving`: the engine serves models, so a
+    container running it is the one to pin (krm_fn/rules/choice.py); False for a
+    general-purpose runtime (a JVM, a Python web server image), which a metrics exporter
+    or a proxy runs as well."""
 
     name: str
     module: str
@@ -55,6 +58,7 @@ class Recognition:
     kserve: tuple = ()
     env_names: tuple = ()
     not_with: tuple = ()
+    serving: bool = True
 
     def matches(self, image: str, line: str, key: str | None, names: frozenset) -> bool:
         """Whether the container with lowercased `image`, command line `line`, KServe
@@ -120,10 +124,12 @@ TABLE: tuple[Recognition, ...] = (
                 images=(Pattern(r"(^|/)(" + "|".join(_JVM_IMAGES) + r")(:|@|$)",
                                 tuple(n.partition("[")[0] for n in _JVM_IMAGES)),),
                 commands=(_p(r"^(\S*/)?java(\s|$)", "java"),),
-                env_names=("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS")),
+                env_names=("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS"),
+                serving=False),
     Recognition("uvicorn-gunicorn images", "python_web",
                 images=(_p(r"(^|/)tiangolo/uvicorn-gunicorn[\w-]*(:|@|$)",
-                           "tiangolo/uvicorn-gunicorn"),)),
+                           "tiangolo/uvicorn-gunicorn"),),
+                serving=False),
     Recognition("Intel Xeon launcher (ipexrun)", "xeon_launcher",
                 commands=(_p(r"(^|[\s/])ipexrun(\s|$)", "ipexrun"),
                           _p(r"\bintel_extension_for_pytorch\.cpu\.launch\b",
