@@ -75,7 +75,10 @@ def test_designated_container_with_a_fractional_cpu_stays_shared_and_is_an_error
     assert _msgs(findings, ERROR) == [
         "container 'server' is to be pinned but its cpu request 1500m is not a whole number: it "
         "runs in the shared pool; request a whole number of CPUs (kubernetes/kubernetes "
-        "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs)"]
+        "pkg/kubelet/cm/cpumanager/policy_static.go guaranteedCPUs), or pin another "
+        "container instead: annotate the workload or its pod template with "
+        "krm-fn.dev/pinned-containers: \"NAME\" (or list it in "
+        "spec.workloads.pinnedContainers)"]
 
 
 def test_pod_level_resources_disable_exclusive_cpus_unless_their_gate_is_off():
