@@ -90,7 +90,8 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     Knative feature flags (knative.features) when the pod is a Knative pod, else None;
     `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model);
     `limit_ranges`: the LimitRanges of the pod's namespace in the input; `vpas`: the
-    VerticalPodAutoscalers of the input that target the pod's workload; `quotas`: the
+    VerticalPodAutoscalers of the input that target the pod's workload (the QoS class and
+    exclusive CPUs are the pod's once they patched it: vpa.after); `quotas`: the
     ResourceQuotas of the pod's namespace in the input; `replicas`: the workload's replicas
     of this pod.
     """
@@ -99,6 +100,10 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     findings += kubelet.resource_refusals(spec, pod.path)
     shape, named = _signatures(pod)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
+    if vpas:
+        from krm_fn.admission import vpa
+        qos, exclusive = vpa.after(pod, list(vpas), qos, tuple(exclusive))
+        numa = numa if exclusive else ()
     findings += found
     findings += scheduling.matches(pod, node)
     if node.taints:
