@@ -428,12 +428,12 @@ def test_a_render_imports_the_injector_a_pod_triggers():
 
 
 _API_REFUSAL_MODULES = ("krm_fn.admission.limitrange", "krm_fn.admission.resourcequota",
-                        "krm_fn.admission.vpa")
+                        "krm_fn.admission.vpa", "krm_fn.admission.hpa")
 
 
 def test_a_render_imports_the_api_refusal_checks_only_for_their_objects():
-    """LimitRange, ResourceQuota and VerticalPodAutoscaler checks (admission/verdict.py
-    _api_findings) are imported only when the input holds such an object."""
+    """LimitRange, ResourceQuota, VerticalPodAutoscaler and HorizontalPodAutoscaler checks
+    (admission/verdict.py) are imported only when the input holds such an object."""
     assert _loaded(_imported([], _ten_items()) - _started_with(), _API_REFUSAL_MODULES) == []
     quota = ("- apiVersion: v1\n  kind: ResourceQuota\n  metadata: {name: q}\n"
              "  spec:\n    hard: {limits.cpu: \"1000\"}\n")
@@ -441,6 +441,12 @@ def test_a_render_imports_the_api_refusal_checks_only_for_their_objects():
     assert text.count("kind: ResourceQuota") == 1
     mods = _imported([], text) - _started_with()
     assert _loaded(mods, _API_REFUSAL_MODULES) == ["krm_fn.admission.resourcequota"]
+    hpa = ("- apiVersion: autoscaling/v2\n  kind: HorizontalPodAutoscaler\n  metadata: "
+           "{name: h}\n  spec:\n    scaleTargetRef: {kind: Deployment, name: nowhere}\n"
+           "    maxReplicas: 3\n")
+    text = _ten_items().replace("items:\n", "items:\n" + hpa.replace("nowhere", "llm-0"), 1)
+    mods = _imported([], text) - _started_with()
+    assert _loaded(mods, _API_REFUSAL_MODULES) == ["krm_fn.admission.hpa"]
 
 
 def test_a_render_imports_knatives_webhook_tables_only_for_a_knative_pod():

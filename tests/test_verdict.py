@@ -451,17 +451,41 @@ VPA = {"apiVersion": "autoscaling.k8s.io/v1", "kind": "VerticalPodAutoscaler",
 def test_a_vertical_pod_autoscaler_on_the_workload_rewrites_the_pinned_cpus():
     code, results, _ = render(config(), VPA, deployment())
     assert code == 1
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; no exclusive CPUs; 7 per node (allocatable cpu "
+        "30: 4 each); will not run pinned (see the errors)"]
     assert errors(results) == [
-        "VerticalPodAutoscaler srv-vpa (updateMode Auto) sets container 'server''s cpu "
-        "request to its recommendation when each pod is created, and the limit scales with "
-        "it, to a value that is almost never a whole number, so the static CPU Manager gives "
-        "no exclusive CPUs; keep cpu out of its control for this container: "
-        "spec.resourcePolicy.containerPolicies entry {containerName: server, "
-        "controlledResources: [memory]} (or mode: \"Off\"), or updateMode: \"Off\" "
-        "(kubernetes/autoscaler vertical-pod-autoscaler pkg/apis/autoscaling.k8s.io/v1 "
-        "types.go, https://github.com/kubernetes/autoscaler/tree/master/"
-        "vertical-pod-autoscaler)",
+        "VerticalPodAutoscaler srv-vpa (updateMode Recreate) sets pinned container 'server''s "
+        "cpu request and limit to its recommendation (controlledValues RequestsAndLimits; no "
+        "containerPolicies entry, so the defaults) instead of the 4 krm-fn wrote: a value "
+        "that is almost never a whole number, so the static CPU Manager gives it no "
+        "exclusive CPUs; keep it as written: spec.resourcePolicy.containerPolicies entry "
+        "{containerName: server, mode: \"Off\"}, or {containerName: server, "
+        "controlledResources: [memory], controlledValues: RequestsAndLimits}, or "
+        "minAllowed.cpu and maxAllowed.cpu both 4, or updateMode: \"Off\" "
+        "(https://github.com/kubernetes/autoscaler/tree/vertical-pod-autoscaler/v1.7.1/"
+        "vertical-pod-autoscaler/pkg/utils/vpa capping.go, limit_and_request_scaling.go)",
         "left unchanged because of the errors above"]
+
+
+def test_a_vertical_pod_autoscaler_requests_only_on_a_shared_pool_container_fails_closed():
+    sidecar = {**VPA, "spec": {**VPA["spec"], "resourcePolicy": {"containerPolicies": [
+        {"containerName": "server", "mode": "Off"},
+        {"containerName": "*", "controlledValues": "RequestsOnly"}]}}}
+    spec = {"containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4},
+                           {"name": "metrics", "image": "m:1", "resources": {
+                               "requests": {"cpu": "100m", "memory": "64Mi"},
+                               "limits": {"cpu": "100m", "memory": "64Mi"}}}]}
+    code, results, _ = render(config(), sidecar, deployment(spec=spec))
+    assert code == 1
+    assert errors(results)[0].startswith(
+        "VerticalPodAutoscaler srv-vpa (updateMode Recreate) sets container 'metrics''s cpu "
+        "and memory request to its recommendation and keeps the limit (controlledValues "
+        "RequestsOnly; its containerPolicies entry '*'): a recommendation below the limit "
+        "(cpu 100m, memory 64Mi) makes request != limit, so the pod is Burstable")
+    assert len(errors(results)) == 2
+    assert verdicts(results)[0].startswith("verdict: Burstable after admission; no exclusive "
+                                           "CPUs; ")
 
 
 def test_a_vertical_pod_autoscaler_that_leaves_cpu_alone_keeps_the_pin():

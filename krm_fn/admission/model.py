@@ -177,7 +177,7 @@ class Finding:
     `message`: what happens, why, and the fix (where to change what), citing the kubelet
     source or KEP; `rule`: the model part that found it (`qos`, `cpumanager`, `topology`,
     `memorymanager`, `scheduling`, `webhook`, `podlevel`, `injection`, `capacity`,
-    `validation`); `path`: field path
+    `validation`, `vpa`, `hpa`, `resourcequota`, `limitrange`); `path`: field path
     in the workload or None."""
 
     severity: str

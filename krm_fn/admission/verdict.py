@@ -85,16 +85,19 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
 
 def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
           spec: dict | None = None, limit_ranges: list = (), vpas: list = (),
-          quotas: list = (), replicas: int = 1, unmodelled: tuple = ()) -> PodVerdict:
+          quotas: list = (), replicas: int = 1, unmodelled: tuple = (),
+          hpas: list = ()) -> PodVerdict:
     """The PodVerdict of `pod` on one empty node `node` of its pool; `features`: the
     Knative feature flags (knative.features) when the pod is a Knative pod, else None;
     `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model);
     `limit_ranges`: the LimitRanges of the pod's namespace in the input; `vpas`: the
-    VerticalPodAutoscalers of the input that target the pod's workload; `quotas`: the
+    VerticalPodAutoscalers of the input that target the pod's workload (the QoS class and
+    exclusive CPUs are the pod's once they patched it: vpa.after); `quotas`: the
     ResourceQuotas of the pod's namespace in the input; `replicas`: the workload's replicas
     of this pod; `unmodelled`: ((Webhook, why), ...) of the injecting webhooks krm-fn does
     not model that fire for the pod (unmodelled.fired): a WARNING each, and a Guaranteed
-    verdict says what they may change.
+    verdict says what they may change; `hpas`: the HorizontalPodAutoscalers of the input
+    that scale it (hpa.py: maxReplicas against the quotas and the fit per node).
     """
     findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
@@ -106,6 +109,10 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
         unless = webhooks.unless(unmodelled)
     shape, named = _signatures(pod)
     qos, exclusive, numa, found, numa_of = _kubelet(pod, node, named)
+    if vpas:
+        from krm_fn.admission import vpa
+        qos, exclusive = vpa.after(pod, list(vpas), qos, tuple(exclusive))
+        numa = numa if exclusive else ()
     findings += found
     findings += scheduling.matches(pod, node)
     if node.taints:
@@ -114,6 +121,9 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
         from krm_fn.admission import knative
         findings += knative.refused(pod, features, spec)
     fit, _, limit = fit_alone(pod, node, shape, named)
+    if hpas:
+        from krm_fn.admission import hpa
+        findings += hpa.findings(pod, list(hpas), list(quotas), fit, node.pool)
     injected = tuple(c.name for c in pod.containers if c.source != "manifest")
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
                       tuple(sorted(numa_of.items())), limit,

@@ -74,15 +74,55 @@ def judge(items: list, done: list, run) -> list:
             for note in quotatotal.unmodelled_names(q):
                 tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
         rows = spaces.get(ns, [])
+        said: set = set()
         for r in quotatotal.judge(ns, quotas, [s for _, _, s in rows]):
+            said.add(r.index)
             i, obj, share = rows[r.index]
             pick, outcome = by_index.get(i, (None, None))
             sev = _severity(obj, run.cfg, outcome is not None or r.broken)
             _add(tail, outcome, pick, Result(r.message, sev, share.ref,
                                              _path(obj, run), tags=TAGS))
+        _at_max(ns, quotas, rows, by_index, run, tail, said)
         rows = _reverted(ns, quotas, rows, by_index, run, tail)
         _rollouts(ns, quotas, rows, by_index, run, tail)
     return tail
+
+
+def _at_max(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list,
+            said: set) -> None:
+    """The namespace total again with each workload a HorizontalPodAutoscaler of the input
+    scales (admission/hpa.py) at its maxReplicas where that is above its replicas (the
+    largest of several HPAs'): a workload that loses pods only then (not in `said`, the
+    rows refused at their replicas) gets the refusal, which names the maxReplicas (which
+    workload loses the pods is a race, as at the replicas)."""
+    if not run.ictx.hpas or not rows:
+        return
+    from krm_fn import record
+    from krm_fn.admission import hpa
+    scaled, names = {}, []
+    for k, (_, _, s) in enumerate(rows):
+        tops = [(hpa.bounds(h)[1], hpa.name_of(h)) for h in run.ictx.hpas
+                if hpa.targets(h, s.ref.kind, s.ref.name, s.ref.namespace or "")]
+        tops = [(m, n) for m, n in tops if m is not None and m > s.count]
+        if tops:
+            m, n = max(tops)
+            scaled[k] = m
+            names.append(f"{s.ref.kind} {s.ref.name} at HorizontalPodAutoscaler {n}'s "
+                         f"maxReplicas {m}")
+    if not scaled:
+        return
+    shares = [record.replace(s, count=scaled.get(k, s.count))
+              for k, (_, _, s) in enumerate(rows)]
+    order = f"created in render order with {', '.join(names)}"
+    for r in quotatotal.judge(ns, quotas, shares, order):
+        if r.index in said:
+            continue
+        said.add(r.index)
+        i, obj, share = rows[r.index]
+        pick, outcome = by_index.get(i, (None, None))
+        sev = _severity(obj, run.cfg, outcome is not None or r.broken)
+        _add(tail, outcome, pick, Result(r.message, sev, share.ref, _path(obj, run),
+                                         tags=TAGS))
 
 
 def _reverted(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list) -> list:

@@ -56,7 +56,7 @@ def severity_on_failure(item: TunedItem, pod, cfg) -> str:
 # Findings that stand whatever the rules' error was: what an injector, a webhook, the
 # scheduler or the API server will do with the pod once the rules' error is fixed.
 INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "vpa",
-               "resourcequota", "validation")
+               "resourcequota", "validation", "hpa")
 
 
 def _results(v, admitted, on_failure, rules_failed: bool) -> list:
@@ -106,7 +106,8 @@ def judge(item: TunedItem, run) -> Outcome:
                               run.ictx.limit_ranges.get(namespace, ()),
                               _vpas_of(run, pick.ref), quotas,
                               _replicas(pick.obj, admitted.path) if quotas else 1,
-                              _unmodelled(meta))
+                              _unmodelled(meta),
+                              hpas=_hpas_of(run, pick.ref, admitted.path))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
                 item, tp.pod, run.cfg), _has_error(own))
@@ -137,6 +138,17 @@ def _vpas_of(run, ref) -> list:
     from krm_fn.admission import vpa
     return [x for x in run.ictx.vpas
             if vpa.targets(x, ref.kind, ref.name, ref.namespace or "")]
+
+
+def _hpas_of(run, ref, path: str) -> list:
+    """The HorizontalPodAutoscalers of the input that scale workload `ref`, for its pod
+    template at `path` when that is the one its replicas count (`spec.template.spec`, as
+    resourcequota.replicas); admission/hpa.py is imported only when the input holds one."""
+    if not run.ictx.hpas or path != "spec.template.spec":
+        return []
+    from krm_fn.admission import hpa
+    return [x for x in run.ictx.hpas
+            if hpa.targets(x, ref.kind, ref.name, ref.namespace or "")]
 
 
 def _replicas(obj: dict, path: str) -> int:

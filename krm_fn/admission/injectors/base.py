@@ -67,7 +67,8 @@ class InjectionContext:
     overhead and node selector the pods that name them get; `limit_ranges`: {namespace:
     [LimitRange]}, which the API server validates every pod of that namespace against;
     `vpas`: VerticalPodAutoscaler objects (autoscaling.k8s.io), which rewrite resources at
-    admission; `quotas`: {namespace: [ResourceQuota]}, whose spec.hard the API server
+    admission; `hpas`: HorizontalPodAutoscaler objects (autoscaling, v1 and v2), which set
+    their target's replicas; `quotas`: {namespace: [ResourceQuota]}, whose spec.hard the API server
     checks every pod of that namespace against; `priority_classes`: {name: PriorityClass
     (scheduling.k8s.io)}, whose globalDefault one the Priority admission plugin names in a
     pod without priorityClassName; `untuned(obj) -> list[str]`: what keeps a
@@ -88,12 +89,14 @@ class InjectionContext:
     quotas: dict = field(default_factory=dict)
     untuned: object = None
     priority_classes: dict = field(default_factory=dict)
+    hpas: tuple = ()
 
     @classmethod
     def from_items(cls, items: list, injection=None):
         """Collect the objects above from the input `items` (plain dicts; others ignored)."""
         ns, cms, scs, insts, cols, rcs, lrs, vpas, rqs = {}, {}, [], {}, {}, {}, {}, [], {}
         pcs: dict = {}
+        hpas: list = []
         for it in items:
             if not isinstance(it, dict):
                 continue
@@ -121,8 +124,10 @@ class InjectionContext:
                 rqs.setdefault(space, []).append(it)
             elif kind == "PriorityClass" and group == "scheduling.k8s.io":
                 pcs[name] = it
+            elif kind == "HorizontalPodAutoscaler" and group == "autoscaling":
+                hpas.append(it)
         return cls(ns, cms, tuple(scs), insts, cols, injection, rcs, lrs, tuple(vpas), rqs,
-                   priority_classes=pcs)
+                   priority_classes=pcs, hpas=tuple(hpas))
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
