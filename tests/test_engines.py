@@ -137,6 +137,55 @@ def test_docs_engine_table_is_generated_from_the_registry():
     assert len(table.splitlines()) == 2 + len(engines.ENGINES) + 1
 
 
+_GITHUB = "https://github.com/"
+
+
+def _pinned(url: str) -> bool:
+    """A GitHub link names the file at a tag or a commit (`/blob/v0.30.0/...`,
+    `/blob/b3683/...`, `/blob/<40 hex digits>/...`), or is a pull request, issue or
+    release; never a branch (`master`, `main`, `r26.02`) or a repository's front page,
+    which change after the claim was read."""
+    import re
+    parts = url[len(_GITHUB):].split("/")
+    if len(parts) >= 4 and parts[2] in ("pull", "issues", "releases", "commit"):
+        return True
+    if len(parts) < 5 or parts[2] not in ("blob", "tree"):
+        return False
+    ref = parts[3]
+    return bool(re.fullmatch(r"[0-9a-f]{40}|v?[0-9]+(\.[0-9]+)+[0-9a-z.+-]*|b[0-9]+", ref))
+
+
+@pytest.mark.parametrize("url, pinned", [
+    ("https://github.com/ollama/ollama/blob/v0.30.0/llm/llama_server.go", True),
+    ("https://github.com/ggml-org/llama.cpp/blob/b3683/common/arg.cpp", True),
+    ("https://github.com/x/y/blob/" + "ab" * 20 + "/a.cc", True),
+    ("https://github.com/openvinotoolkit/model_server/blob/v2026.3/src/modelinstance.cpp", True),
+    ("https://github.com/ggml-org/llama.cpp/pull/9105", True),
+    ("https://github.com/ggml-org/llama.cpp/blob/master/common/common.cpp", False),
+    ("https://github.com/pytorch/pytorch/blob/main/torch/backends/xeon/run_cpu.py", False),
+    ("https://github.com/triton-inference-server/backend/blob/r26.02/src/a.cc", False),
+    ("https://github.com/triton-inference-server/onnxruntime_backend", False),
+])
+def test_pinned_link(url, pinned):
+    assert _pinned(url) is pinned
+
+
+def test_every_engine_claim_cites_its_source_at_a_tag_or_commit():
+    """Each engine's sources, Release sources, per_core_source and the GitHub links of its
+    module docstring name the upstream file at the tag or commit it was read from."""
+    import importlib
+    import re
+    for e in engines.ENGINES:
+        urls = [url for _, url in e.sources] + [r.source for r in e.releases]
+        urls += [e.per_core_source] if e.per_core_source else []
+        doc = importlib.import_module(e.check.__module__).__doc__
+        urls += re.findall(r"https://github\.com/[^\s)`'\"]+", doc)
+        bad = [u for u in urls if u.startswith(_GITHUB) and not _pinned(u)]
+        assert bad == [], f"{e.name}: {bad}"
+        if e.per_core == "physical":
+            assert e.per_core_source.startswith("https://"), e.name
+
+
 def test_the_docs_name_each_engine_that_counts_physical_cores_with_its_source():
     """docs/workloads.md (Threads per core) names every engine whose Engine.per_core is
     physical, with the source it comes from, and no other."""

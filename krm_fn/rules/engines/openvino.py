@@ -104,6 +104,7 @@ ENGINE = Engine(
               "https://github.com/openvinotoolkit/model_server/blob/v2026.3/src/"
               "modelinstance.cpp"),
              ("openvino properties.hpp (inference_num_threads)",
-              "https://github.com/openvinotoolkit/openvino/blob/master/src/inference/include/"
-              "openvino/runtime/properties.hpp")),
+              "https://github.com/openvinotoolkit/openvino/blob/"
+              "dd9eda0c28d0ad1e9f26bf4490b23213a86137db/src/inference/include/openvino/runtime/"
+              "properties.hpp")),
 )
