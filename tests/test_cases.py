@@ -365,14 +365,16 @@ def test_c12_kserve_framework_container_gets_thread_env():
     assert p.returncode == 0
     pred = item(out, "InferenceService", "torchscript")["spec"]["predictor"]
     env = env_of(pred["pytorch"])
-    assert env["OMP_NUM_THREADS"] == "2"        # lower value kept
-    assert env["MKL_NUM_THREADS"] == "4"        # higher value replaced, warned
+    # KServe pytorch is TorchServe, whose workers' torch pools default to one thread per
+    # physical core: 4 CPUs with 2 threads per core -> 2 (threads.perCore engine-default)
+    assert env["OMP_NUM_THREADS"] == "2"        # the value already there, kept
+    assert env["MKL_NUM_THREADS"] == "2"        # higher value replaced, warned
     for v in ("OPENBLAS_NUM_THREADS", "NUMEXPR_NUM_THREADS", "PYTHON_CPU_COUNT"):
-        assert env[v] == "4"
+        assert env[v] == "2"
     assert pred["nodeSelector"] == {"krm-fn.dev/cpu-pinning": "true"}
     warn = {r["field"]["path"]: r["message"] for r in results(out, "warning") if "field" in r}
     assert warn["spec.predictor.pytorch.env[1].value"].startswith(
-        "container 'kserve-container': MKL_NUM_THREADS 40 -> 4")
+        "container 'kserve-container': MKL_NUM_THREADS 40 -> 2")
     # the ClusterStorageContainer in the input sizes the storage-initializer, the config the
     # queue-proxy: the pod stays Guaranteed after admission
     (line,) = [r["message"] for r in results(out, "info") if r["message"].startswith("verdict:")]
@@ -401,7 +403,8 @@ ORT_WARNING = (
     "1.29 on), so the variables krm-fn sets may not bound it; pass 2 to "
     "SessionOptions.intra_op_num_threads in the app, e.g. from annotation krm-fn.dev/threads "
     "via the downward API (env valueFrom fieldRef metadata.annotations['krm-fn.dev/threads']); "
-    "under Triton add --backend-config=onnxruntime,intra_op_thread_count=2 to args")
+    "under Triton add --backend-config=onnxruntime,enable-global-threadpool=1 and "
+    "--backend-config=onnxruntime,intra_op_thread_count=2 to args")
 
 
 def test_c14_onnxruntime_gets_an_annotation_and_a_warning_never_a_bound_claim():
@@ -430,10 +433,22 @@ def test_c14_triton_serving_onnx_gets_the_backend_config_advice():
     p, out = run_case("", text)
     pod = item(out, "Pod", "ort")
     assert "annotations" not in pod["metadata"]
+    # Triton's backends (ONNX Runtime, PyTorch) default to one thread per physical core:
+    # 4 CPUs, 2 per core -> 2 under threads.perCore engine-default
+    assert env_of(pod["spec"]["containers"][0])["OMP_NUM_THREADS"] == "2"
     assert [r["message"] for r in results(out, "warning")] == [
+        "container 'ort': OMP_NUM_THREADS 4 -> 2: 4 is more threads than the 4 pinned CPUs as "
+        "2 physical cores (2 threads per core), since Triton runs one thread per physical core "
+        "by itself and would oversubscribe them",
         "container 'ort' runs Triton: the thread env vars reach its PyTorch and Python "
-        "backends, but the ONNX Runtime backend sizes its pools from the cores; if it serves "
-        "ONNX models add --backend-config=onnxruntime,intra_op_thread_count=4 to args"]
+        "backends, but its ONNX Runtime backend gives each ONNX model its own pool of one "
+        "thread per physical core unless told; if it serves ONNX models add "
+        "--backend-config=onnxruntime,enable-global-threadpool=1 and "
+        "--backend-config=onnxruntime,intra_op_thread_count=2 to args (one pool of 2 threads "
+        "shared by those models; intra_op_thread_count without enable-global-threadpool is "
+        "ignored), or set parameters { key: \"intra_op_thread_count\" value: { string_value: "
+        "\"2\" } } in each ONNX model's config.pbtxt (the model repository, which krm-fn does "
+        "not see)"]
 
 
 def test_c16_multi_worker_divides_threads_and_warns_about_the_oom_group():

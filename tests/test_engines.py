@@ -137,6 +137,70 @@ def test_docs_engine_table_is_generated_from_the_registry():
     assert len(table.splitlines()) == 2 + len(engines.ENGINES) + 1
 
 
+_GITHUB = "https://github.com/"
+
+
+def _pinned(url: str) -> bool:
+    """A GitHub link names the file at a tag or a commit (`/blob/v0.30.0/...`,
+    `/blob/b3683/...`, `/blob/<40 hex digits>/...`), or is a pull request, issue or
+    release; never a branch (`master`, `main`, `r26.02`) or a repository's front page,
+    which change after the claim was read."""
+    import re
+    parts = url[len(_GITHUB):].split("/")
+    if len(parts) >= 4 and parts[2] in ("pull", "issues", "releases", "commit"):
+        return True
+    if len(parts) < 5 or parts[2] not in ("blob", "tree"):
+        return False
+    ref = parts[3]
+    return bool(re.fullmatch(r"[0-9a-f]{40}|v?[0-9]+(\.[0-9]+)+[0-9a-z.+-]*|b[0-9]+", ref))
+
+
+@pytest.mark.parametrize("url, pinned", [
+    ("https://github.com/ollama/ollama/blob/v0.30.0/llm/llama_server.go", True),
+    ("https://github.com/ggml-org/llama.cpp/blob/b3683/common/arg.cpp", True),
+    ("https://github.com/x/y/blob/" + "ab" * 20 + "/a.cc", True),
+    ("https://github.com/openvinotoolkit/model_server/blob/v2026.3/src/modelinstance.cpp", True),
+    ("https://github.com/ggml-org/llama.cpp/pull/9105", True),
+    ("https://github.com/ggml-org/llama.cpp/blob/master/common/common.cpp", False),
+    ("https://github.com/pytorch/pytorch/blob/main/torch/backends/xeon/run_cpu.py", False),
+    ("https://github.com/triton-inference-server/backend/blob/r26.02/src/a.cc", False),
+    ("https://github.com/triton-inference-server/onnxruntime_backend", False),
+])
+def test_pinned_link(url, pinned):
+    assert _pinned(url) is pinned
+
+
+def test_every_engine_claim_cites_its_source_at_a_tag_or_commit():
+    """Each engine's sources, Release sources, per_core_source and the GitHub links of its
+    module docstring name the upstream file at the tag or commit it was read from."""
+    import importlib
+    import re
+    for e in engines.ENGINES:
+        urls = [url for _, url in e.sources] + [r.source for r in e.releases]
+        urls += [e.per_core_source] if e.per_core_source else []
+        doc = importlib.import_module(e.check.__module__).__doc__
+        urls += re.findall(r"https://github\.com/[^\s)`'\"]+", doc)
+        bad = [u for u in urls if u.startswith(_GITHUB) and not _pinned(u)]
+        assert bad == [], f"{e.name}: {bad}"
+        if e.per_core == "physical":
+            assert e.per_core_source.startswith("https://"), e.name
+
+
+def test_the_docs_name_each_engine_that_counts_physical_cores_with_its_source():
+    """docs/workloads.md (Threads per core) names every engine whose Engine.per_core is
+    physical, with the source it comes from, and no other."""
+    import re
+    from tests.helpers import ROOT
+    page = (ROOT / "docs" / "workloads.md").read_text()
+    start = page.index("**Threads per core.**")
+    para = page[start:page.index("\n\n", start)]
+    for e in engines.ENGINES:
+        named = re.search(re.escape(e.name) + r"\s\(", para) is not None
+        assert named is (e.per_core == "physical"), e.name
+        if e.per_core == "physical":
+            assert f"({e.per_core_source})" in para, e.name
+
+
 def test_every_engine_is_data_with_its_check_and_upstream_sources():
     """One module per engine under krm_fn/rules/engines/, each with its ENGINE (recognition
     patterns, documentation row, at least one upstream https source) and its check."""
@@ -664,14 +728,112 @@ def test_bind_writes_omp_places_and_keeps_a_value_already_set():
 # -- Ollama, OpenVINO Model Server, the uvicorn-gunicorn images ------------------------------
 
 
-def test_ollama_warns_that_num_thread_is_per_model():
-    c = {"name": "o", "image": "ollama/ollama:0.12.3", "resources": res()}
+_NUM_THREAD = ('set PARAMETER num_thread {n} in the Modelfile (or "options": '
+               '{{"num_thread": {n}}} in each request)')
+
+
+@pytest.mark.parametrize("image, mode, env, warning", [
+    # up to 0.12: the server counts the node's physical cores (discover/types.go, v0.12.0)
+    ("ollama/ollama:0.12.3", "logical", {"OMP_NUM_THREADS": "4"},
+     "container 'o' runs Ollama 0.12.3, which reads no thread-count env var: each model "
+     "runner uses num_thread from the request options or the Modelfile, and its default 0 "
+     "lets the server count the node's physical cores, not the pinned CPUs; "
+     + _NUM_THREAD.format(n=4)),
+    # 0.13 to 0.24: the CPU quota, the pinned CPUs (discover/cpu_linux.go, v0.13.0)
+    ("ollama/ollama:0.13.0", "logical", {"OMP_NUM_THREADS": "4"}, None),
+    ("ollama/ollama:0.24.0", "logical", {"OMP_NUM_THREADS": "4"}, None),
+    ("ollama/ollama:0.24.0", "physical", {"OMP_NUM_THREADS": "2"},
+     "container 'o' runs Ollama 0.24.0, which reads no thread-count env var: a model runner "
+     "without num_thread uses the container's CPU quota, 4 threads, not 2 (the 4 pinned CPUs "
+     "as 2 physical cores (2 threads per core), since spec.workloads.threads.perCore is "
+     "physical); " + _NUM_THREAD.format(n=2)),
+    # from 0.30: llama-server children inherit the env (llm/llama_server.go, v0.30.0)
+    ("ollama/ollama:0.30.0", "logical", {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"},
+     None),
+    ("ollama/ollama:0.32.15-rocm", "physical",
+     {"OMP_NUM_THREADS": "2", "LLAMA_ARG_THREADS": "2"}, None),
+    ("ollama/ollama:latest", "logical", {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"},
+     "container 'o' runs Ollama of a version its image tag does not name: from 0.30 its "
+     "llama-server runners read LLAMA_ARG_THREADS (set), but before 0.30 no thread-count env "
+     "var is read and a runner without num_thread uses the node's physical cores or the CPU "
+     "quota, not 4; on those " + _NUM_THREAD.format(n=4)),
+    ("ollama/ollama:0.11.0", "logical", {"OMP_NUM_THREADS": "4"},
+     "container 'o' runs Ollama 0.11.0, older than 0.12, the first release krm-fn has read: "
+     "it reads no thread-count env var and a model runner without num_thread sizes itself, "
+     "not to the pinned CPUs; " + _NUM_THREAD.format(n=4)),
+])
+def test_ollama_threads_by_release(image, mode, env, warning):
+    c = {"name": "o", "image": image, "resources": res()}
+    p, out, after = run(c, {"threadsPerCoreMode": mode})
+    assert env_of(after) == env
+    assert messages(out, "warning") == ([warning] if warning else [])
+
+
+def test_ollama_counts_physical_cores_under_engine_default():
+    c = {"name": "o", "image": "ollama/ollama:0.30.0", "resources": res("8")}
+    p, out, after = run(c, {"threadsPerCoreMode": "engine-default"})
+    assert env_of(after) == {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"}
+
+
+_TRITON = "nvcr.io/nvidia/tritonserver:24.05-py3"
+_GLOBAL = "--backend-config=onnxruntime,enable-global-threadpool="
+_INTRA = "--backend-config=onnxruntime,intra_op_thread_count="
+_PBTXT = ('set parameters { key: "intra_op_thread_count" value: { string_value: "4" } } in '
+          "each ONNX model's config.pbtxt")
+
+
+@pytest.mark.parametrize("image, args, path, warning", [
+    (_TRITON, [], "spec.containers[0].args",
+     "container 't' runs Triton: the thread env vars reach its PyTorch and Python backends, "
+     "but its ONNX Runtime backend gives each ONNX model its own pool of one thread per "
+     "physical core unless told; if it serves ONNX models add " + _GLOBAL + "1 and " + _INTRA
+     + "4 to args (one pool of 4 threads shared by those models; intra_op_thread_count "
+     "without enable-global-threadpool is ignored), or " + _PBTXT + " (the model repository, "
+     "which krm-fn does not see)"),
+    # the count alone is ignored: onnxruntime_loader.cc reads it with the global pool only
+    (_TRITON, [_INTRA + "4"], "spec.containers[0].args[0]",
+     "container 't': Triton reads onnxruntime,intra_op_thread_count from the command line "
+     "only with onnxruntime,enable-global-threadpool=1, so it is ignored here; add "
+     + _GLOBAL + "1 to args"),
+    (_TRITON, [_INTRA + "8", _GLOBAL + "0"], "spec.containers[0].args[0]",
+     "container 't': Triton reads onnxruntime,intra_op_thread_count from the command line "
+     "only with onnxruntime,enable-global-threadpool=1, so it is ignored here; add "
+     + _GLOBAL + "1 to args, and set onnxruntime,intra_op_thread_count to 4"),
+    (_TRITON, [_GLOBAL + "1"], "spec.containers[0].args[0]",
+     "container 't': Triton onnxruntime,enable-global-threadpool=1 shares one ONNX Runtime "
+     "pool among the ONNX models and ignores their config.pbtxt intra_op_thread_count, but "
+     "without onnxruntime,intra_op_thread_count that pool is one thread per physical core; "
+     "add " + _INTRA + "4 to args"),
+    (_TRITON, [_GLOBAL + "On", _INTRA + "4"], None, None),
+    (_TRITON, ["--backend-config", "onnxruntime,enable-global-threadpool=true",
+               "--backend-config", "onnxruntime,intra_op_thread_count=3"], None, None),
+    (_TRITON, [_GLOBAL + "1", _INTRA + "8"], "spec.containers[0].args[1]",
+     "container 't': Triton onnxruntime,intra_op_thread_count=8 is more threads than the 4 "
+     "pinned CPUs; set it to 4"),
+    (_TRITON, [_GLOBAL + "yes", _INTRA + "4"], "spec.containers[0].args[0]",
+     "container 't': Triton onnxruntime,enable-global-threadpool=yes is not a boolean "
+     "(true/on/1, false/off/0), so the ONNX Runtime backend fails to load; set it to 1 (with "
+     "onnxruntime,intra_op_thread_count=4)"),
+    # before 21.12 (branch r21.11) only the models' config.pbtxt sizes the pools
+    ("nvcr.io/nvidia/tritonserver:21.11-py3", [], "spec.containers[0].args",
+     "container 't' runs Triton: the thread env vars reach its PyTorch and Python backends, "
+     "but its ONNX Runtime backend gives each ONNX model its own pool of one thread per "
+     "physical core unless told; if it serves ONNX models " + _PBTXT + " (Triton 21.11 has "
+     "no command-line thread setting)"),
+    ("nvcr.io/nvidia/tritonserver:21.11-py3", [_GLOBAL + "1", _INTRA + "4"],
+     "spec.containers[0].args[1]",
+     "container 't': Triton 21.11 reads no ONNX Runtime thread count from the command line "
+     "(enable-global-threadpool came with 21.12), so onnxruntime,intra_op_thread_count is "
+     "ignored; " + _PBTXT),
+    ("nvcr.io/nvidia/tritonserver:21.12-py3", [_GLOBAL + "1", _INTRA + "4"], None, None),
+])
+def test_triton_onnxruntime_backend_thread_settings(image, args, path, warning):
+    c = {"name": "t", "image": image, "args": args, "resources": res()}
     p, out, after = run(c)
-    assert messages(out, "warning") == [
-        "container 'o' runs Ollama, which reads no thread-count env var: each model runner "
-        "uses num_thread from the request options or the Modelfile, and its default 0 lets the "
-        "runner count the node's physical cores, not the pinned CPUs; set PARAMETER num_thread "
-        "4 in the Modelfile (or \"options\": {\"num_thread\": 4} in each request)"]
+    warns = results(out, "warning")
+    assert [r["message"] for r in warns] == ([warning] if warning else [])
+    if warning:
+        assert warns[0]["field"]["path"] == path
 
 
 @pytest.mark.parametrize("image, args, want", [

@@ -137,8 +137,9 @@ TOKEN_CASES = {
                    f"number (ASCII digits) and is left alone; set --num-cpus=4"), None),
     "Triton intra_op_thread_count": (
         {"image": "nvcr.io/nvidia/tritonserver:24.01-py3"},
-        lambda v: {"args": [f"--backend-config=onnxruntime,intra_op_thread_count={v}"]},
-        "args[0]",
+        lambda v: {"args": ["--backend-config=onnxruntime,enable-global-threadpool=1",
+                            f"--backend-config=onnxruntime,intra_op_thread_count={v}"]},
+        "args[1]",
         lambda v: (f"container 'c': Triton onnxruntime,intra_op_thread_count="
                    f"{numbers.brief(v)} is not a whole number (ASCII digits) and is left "
                    f"alone; set it to 4"), None),

@@ -204,7 +204,8 @@ THREADS = Object(Threads, (
           "Threads per pinned core: `physical` = one per physical core (the CPUs minus "
           "reservedCpus, divided by the pool's threadsPerCore), `logical` = one per logical "
           "CPU, `engine-default` = what the recognised engine does by itself (physical for "
-          "vLLM's automatic binding and llama.cpp, logical otherwise).",
+          "the engines whose own default is one thread per physical core, as "
+          "`krm-fn explain rule engines` lists; logical otherwise).",
           flat="threadsPerCoreMode"),
     Field("bind", Bool(), False, "Also bind the threads: `OMP_PROC_BIND=close` and "
           "`OMP_PLACES` (`cores` with one thread per physical core, else `threads`) on "

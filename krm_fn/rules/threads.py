@@ -41,7 +41,8 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
   minus reservedCpus divided by the pool's threads per core, floor, at least 1), `logical`
   one per logical CPU; `engine-default` (the default) is physical where the recognised
   engine runs one thread per physical core by itself (vLLM's automatic binding,
-  llama.cpp's default thread count: see the engines rule) and logical elsewhere. A JVM's
+  llama.cpp, Ollama, TGI, TorchServe, Triton, ONNX Runtime, OpenVINO Model Server, the
+  Xeon launcher: see the engines rule) and logical elsewhere. A JVM's
   processor count and Ray's num-cpus stay logical CPUs.
 - `threads.bind` (off by default) also writes `OMP_PROC_BIND=close` and `OMP_PLACES`
   (`cores` when one thread per physical core, else `threads`) unless set: each OpenMP

@@ -108,7 +108,7 @@ ENGINE = Engine(
     check=check,
     releases=RELEASES,
     per_core="physical",
-    per_core_source="https://github.com/ggml-org/llama.cpp/blob/master/common/common.cpp",
+    per_core_source=_SRC + "17fce9be15411587700cda558a626e9f53e54a0b/common/common.cpp",
     recognised="`llama-server` in command/args; image `ghcr.io/ggml-org/llama.cpp:server*`; "
                "the build is the `-bNNNN` of a llama.cpp image tag",
     sets="`LLAMA_ARG_THREADS` = N, unless `--threads`/`-t` is in args (an arg wins over the "
@@ -117,7 +117,7 @@ ENGINE = Engine(
     warns="`-t`/`-tb` above N; a build before b3683 (add `--threads N`); no build in the "
           "tag (env var set, `--threads N` named as the setting every build reads)",
     sources=(("llama-server README",
-              "https://github.com/ggml-org/llama.cpp/blob/master/tools/server/README.md"),
+              _SRC + "25d5b0c53f9a146f3d7a99a18610d9d623b5041e/tools/server/README.md"),
              ("PR #9105: LLAMA_ARG_* env vars",
               "https://github.com/ggml-org/llama.cpp/pull/9105")),
 )

@@ -1,36 +1,120 @@
-"""Ollama (`ollama serve`, image `ollama/ollama`): it reads no thread-count env var (none
-among the variables of its envconfig/config.go); each model runner takes `num_thread`
-from the request's options or the Modelfile (`PARAMETER num_thread N`, api/types.go
-`Options.NumThread`), and 0, the default, lets the runner decide (llama.cpp's count of the
-node's physical cores, not the pinned CPUs). So: a warning naming the setting, never
-reported as bound.
+"""Ollama (`ollama serve`, image `ollama/ollama`): no `OLLAMA_*` variable of its
+envconfig/config.go is a thread count; each model's runner uses `num_thread` from the
+request's options or the Modelfile (`PARAMETER num_thread N`, api/types.go
+`Options.NumThread`) when it is above 0 (the default, 0, "lets the runtime decide"). What
+decides without it depends on the release (the image tag names it, `ollama/ollama:0.30.0`):
+
+- up to 0.12 the server counts the node's physical cores in /proc/cpuinfo
+  (discover/types.go `GetOptimalThreadCount`), not the pinned CPUs: a warning naming
+  `num_thread`;
+- 0.13 to 0.24 it counts the container's CPU quota, whole CPUs of cgroup v2
+  `/sys/fs/cgroup/cpu.max` (discover/cpu_linux.go `overwriteThreadCountByLinuxCgroups`; on
+  a cgroup v1 node, with no such file, the node's physical cores): the pinned CPUs, so a
+  warning naming `num_thread` only when the thread count differs from them
+  (`threads.reservedCpus`, one thread per physical core);
+- from 0.30 (no 0.25 to 0.29 was released) each model runs in a llama.cpp `llama-server`
+  child process started with the server's environment (llm/llama_server.go
+  `SetupLlamaServerCommandEnv`: `os.Environ()`) and `-t` only when `num_thread` is above 0,
+  so krm-fn sets `LLAMA_ARG_THREADS` = N, which llama-server reads when no `-t` is given
+  (its default is the node's physical cores); a `num_thread` in a Modelfile or request
+  still wins.
+
+An image whose tag names no version gets `LLAMA_ARG_THREADS` (ignored before 0.30) and a
+warning naming `num_thread` for older releases; a release before 0.12 (the first krm-fn
+has read) gets nothing set and a warning naming `num_thread`. Its own default being one thread per
+physical core (llama.cpp's, and the server's before 0.13), `threads.perCore:
+engine-default` counts physical cores.
 """
 from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
+from krm_fn.rules.cmdline import image_version
 from krm_fn.rules.engines import recognition
-from krm_fn.rules.engines.base import Engine
+from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
+from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
 
-_SRC = "https://github.com/ollama/ollama/blob/v0.32.15/"
+_SRC = "https://github.com/ollama/ollama/blob/"
+ENV = "LLAMA_ARG_THREADS"
+RELEASES = (
+    Release((0, 12, 0), {"default": "node"}, _SRC + "v0.12.0/discover/types.go",
+            "without `num_thread` the node's physical cores (/proc/cpuinfo), not the "
+            "pinned CPUs", label="0.12"),
+    Release((0, 13, 0), {"default": "quota"}, _SRC + "v0.13.0/discover/cpu_linux.go",
+            "without `num_thread` the container's CPU quota (cgroup v2 `cpu.max`, whole "
+            "CPUs; on cgroup v1 the node's physical cores)"),
+    Release((0, 30, 0), {"env": ENV}, _SRC + "v0.30.0/llm/llama_server.go",
+            f"each model in a `llama-server` child that inherits the environment and gets "
+            f"`-t` only from `num_thread`: `{ENV}` = N set"),
+)
+
+
+def version(c: ContainerView) -> tuple | None:
+    """The Ollama release an `ollama/ollama:0.30.0` image names, else None (unknown)."""
+    image = str(c.data.get("image") or "")
+    return image_version(c) if "ollama" in image.rsplit(":", 1)[0].lower() else None
+
+
+def _advice(want: int) -> str:
+    return (f"set PARAMETER num_thread {want} in the Modelfile (or \"options\": "
+            f"{{\"num_thread\": {want}}} in each request)")
 
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
-    """Warn that the thread count must be set per model."""
-    want = f.count.count
-    pod.warn(c.path, f"container {c.name!r} runs Ollama, which reads no thread-count env var: "
-                     f"each model runner uses num_thread from the request options or the "
-                     f"Modelfile, and its default 0 lets the runner count the node's physical "
-                     f"cores, not the pinned CPUs; set PARAMETER num_thread {want} in the "
-                     f"Modelfile (or \"options\": {{\"num_thread\": {want}}} in each request)")
+    """Set LLAMA_ARG_THREADS for the llama-server runners (0.30+ or an unknown release);
+    warn naming num_thread where the release sizes its runners otherwise (module
+    docstring)."""
+    cnt, cfg = f.count, ctx.cfg
+    want = cnt.count
+    v = version(c)
+    rel = release_for(RELEASES, v)
+    if rel is None and v is not None:
+        pod.warn(c.path, f"container {c.name!r} runs Ollama {version_text(v)}, older than "
+                         f"{RELEASES[0].label}, the first release krm-fn has read: it reads no "
+                         f"thread-count env var and a model runner without num_thread sizes "
+                         f"itself, not to the pinned CPUs; {_advice(want)}")
+        return
+    if rel is None or "env" in rel.facts:
+        set_env(pod, c, ENV, str(want), f"{ENGINE.name} 0.30+ llama-server runners: "
+                                        f"{cnt.why}", cfg,
+                downward=downward_ok(cnt, cfg) and downward_refused(pod, ctx) is None)
+        if rel is None:
+            pod.warn(c.path, f"container {c.name!r} runs Ollama of a version its image tag "
+                             f"does not name: from 0.30 its llama-server "
+                             f"runners read {ENV} (set), but before 0.30 no thread-count env "
+                             f"var is read and a runner without num_thread uses the node's "
+                             f"physical cores or the CPU quota, not {want}; on those "
+                             f"{_advice(want)}")
+        return
+    if rel.facts["default"] == "quota":
+        if want == cnt.cpus:
+            return                  # the quota it counts is the pinned CPUs
+        pod.warn(c.path, f"container {c.name!r} runs Ollama {version_text(v)}, which reads no "
+                         f"thread-count env var: a model runner without num_thread uses the "
+                         f"container's CPU quota, {cnt.cpus} threads, not {want} "
+                         f"({cnt.why}); {_advice(want)}")
+        return
+    pod.warn(c.path, f"container {c.name!r} runs Ollama {version_text(v)}, which reads no "
+                     f"thread-count env var: each model runner uses num_thread from the "
+                     f"request options or the Modelfile, and its default 0 lets the server "
+                     f"count the node's physical cores, not the pinned CPUs; {_advice(want)}")
 
 
 ENGINE = Engine(
     recognition.of(__name__),
     check=check,
-    recognised="image `ollama/ollama`; `ollama serve` in command/args",
-    sets="the thread vars (harmless; no Ollama setting is an env var)",
-    warns="always: Ollama reads no thread-count env var; `num_thread` (Modelfile `PARAMETER "
-          "num_thread N` or request options) defaults to the node's physical cores",
-    sources=(("ollama envconfig/config.go", _SRC + "envconfig/config.go"),
-             ("ollama api/types.go (Options.NumThread)", _SRC + "api/types.go")),
+    releases=RELEASES,
+    per_core="physical",
+    per_core_source=_SRC + "v0.12.0/discover/types.go",
+    recognised="image `ollama/ollama`; `ollama serve` in command/args; the release is the "
+               "image tag",
+    sets=f"the thread vars; from 0.30 (or no version in the tag) `{ENV}` = N, read by its "
+         f"`llama-server` runners",
+    warns="before 0.13: always (`num_thread`, Modelfile `PARAMETER num_thread N` or request "
+          "options, defaults to the node's physical cores); 0.13-0.24: when N is not the "
+          "pinned CPUs (the default is the CPU quota); no version in the tag",
+    sources=(("ollama envconfig/config.go (no thread variable)",
+              _SRC + "v0.32.15/envconfig/config.go"),
+             ("ollama api/types.go (Options.NumThread)", _SRC + "v0.32.15/api/types.go"),
+             ("ollama llm/llama_server.go (llama-server env and -t)",
+              _SRC + "v0.32.15/llm/llama_server.go")),
 )

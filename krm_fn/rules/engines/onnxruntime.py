@@ -87,6 +87,7 @@ def _warning(pod: PodView, c: ContainerView, want: str, v: tuple | None,
                      f"set, is read from 1.29 on), so the variables krm-fn sets may not bound "
                      f"it; pass {want} to SessionOptions.intra_op_num_threads in the app"
                      f"{source}; under Triton add "
+                     f"--backend-config=onnxruntime,enable-global-threadpool=1 and "
                      f"--backend-config=onnxruntime,intra_op_thread_count={want} to args")
 
 

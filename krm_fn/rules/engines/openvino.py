@@ -3,7 +3,11 @@ thread-count env var (its CPU plugin sizes its pool itself); the count is the pl
 property `INFERENCE_NUM_THREADS` (`CPU_THREADS_NUM` in the 2021 API), passed to OVMS as
 `--plugin_config '{"INFERENCE_NUM_THREADS": N}'` (or the model's `plugin_config` in
 config.json). A warning when args do not set it or set more than N; the image tag names
-the release (`:2024.4`).
+the release (`:2024.4`). A model whose plugin config sets neither `NUM_STREAMS` nor
+`PERFORMANCE_HINT` gets `PERFORMANCE_HINT: LATENCY` from OVMS (src/modelinstance.cpp
+`prepareDefaultPluginConfig`), under which the CPU plugin uses one logical processor per
+physical core (`enable_hyper_threading` off), so `threads.perCore: engine-default` counts
+physical cores.
 """
 from __future__ import annotations
 
@@ -87,13 +91,20 @@ ENGINE = Engine(
     recognition.of(__name__),
     check=check,
     releases=RELEASES,
+    per_core="physical",
+    per_core_source=_DOCS + "2024/openvino-workflow/running-inference/inference-devices-and-"
+                            "modes/cpu-device/performance-hint-and-thread-scheduling.html",
     recognised="image `openvino/model_server`; `ovms` in command/args",
     sets="the thread vars (OpenVINO reads none of them)",
     warns="`--plugin_config` without `INFERENCE_NUM_THREADS` (`CPU_THREADS_NUM` in the 2021 "
           "API), or with more than N",
     sources=(("OVMS performance tuning (--plugin_config)",
               _DOCS + "2024/ovms_docs_performance_tuning.html"),
+             ("OVMS src/modelinstance.cpp (default PERFORMANCE_HINT LATENCY)",
+              "https://github.com/openvinotoolkit/model_server/blob/v2026.3/src/"
+              "modelinstance.cpp"),
              ("openvino properties.hpp (inference_num_threads)",
-              "https://github.com/openvinotoolkit/openvino/blob/master/src/inference/include/"
-              "openvino/runtime/properties.hpp")),
+              "https://github.com/openvinotoolkit/openvino/blob/"
+              "dd9eda0c28d0ad1e9f26bf4490b23213a86137db/src/inference/include/openvino/runtime/"
+              "properties.hpp")),
 )

@@ -19,8 +19,8 @@ from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
 _PYTHON = re.compile(r":python([0-9]{1,2})\.([0-9]{1,3})(?![0-9])")
-_CONF = "https://github.com/tiangolo/uvicorn-gunicorn-docker/blob/master/docker-images/" \
-        "gunicorn_conf.py"
+_CONF = "https://github.com/tiangolo/uvicorn-gunicorn-docker/blob/" \
+        "3db56dd6f929f827b3c84d360ed87fb2b3b9a569/docker-images/gunicorn_conf.py"
 
 
 def python_version(c: ContainerView) -> tuple | None:

@@ -77,7 +77,8 @@ ENGINE = Engine(
           "(`containers[0]`) gets no thread vars either: its `rayStartParams.num-cpus` "
           "follows the pinned CPUs (the ray rule)",
     sources=(("Ray: set_omp_num_threads_if_unset",
-              "https://github.com/ray-project/ray/blob/master/python/ray/_private/utils.py"),
+              "https://github.com/ray-project/ray/blob/f0cfdad9e9d7823676609c680034903201203304/"
+              "python/ray/_private/utils.py"),
              ("Ray resources",
               "https://docs.ray.io/en/latest/ray-core/scheduling/resources.html")),
 )

@@ -1,12 +1,18 @@
 """TorchServe: each worker is a Python process with its own torch thread pool, so the
 thread vars are divided by `TS_DEFAULT_WORKERS_PER_MODEL` (a worker source, see
 workers.py); without it a warning, since TorchServe starts one worker per CPU by default.
+Each worker's torch pool defaults to one thread per physical core (ATen
+`intraop_default_num_threads`: `OMP_NUM_THREADS`, `MKL_NUM_THREADS`, else c10
+`TaskThreadPoolBase::defaultNumThreads`, the physical cores), so `threads.perCore:
+engine-default` counts physical cores before dividing by the workers.
 """
 from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
+
+_TORCH = "https://github.com/pytorch/pytorch/blob/"
 
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
@@ -36,10 +42,15 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 ENGINE = Engine(
     recognition.of(__name__),
     check=check,
+    per_core="physical",
+    per_core_source=_TORCH + "4f6f90c7c6d4c8dffbaacd764f75a782b976d19e/c10/core/thread_pool.cpp",
     recognised="`torchserve` in command/args or image; KServe `pytorch`",
     sets="thread vars = N ÷ `TS_DEFAULT_WORKERS_PER_MODEL`",
     warns="no worker count: each worker is a Python process with its own pool (default one "
           "worker per CPU); `TS_*` env is read only with `enable_envvars_config=true`",
-    sources=(("TorchServe configuration",
-              "https://github.com/pytorch/serve/blob/master/docs/configuration.md"),),
+    sources=(("TorchServe configuration (default_workers_per_model, enable_envvars_config)",
+              "https://github.com/pytorch/serve/blob/v0.12.0/docs/configuration.md"),
+             ("ATen ParallelCommon.cpp (intraop_default_num_threads)",
+              _TORCH + "ab331383f8f956b817ae12866b4b1fb5d84d0564/aten/src/ATen/"
+                       "ParallelCommon.cpp")),
 )

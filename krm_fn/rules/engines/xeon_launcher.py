@@ -14,7 +14,8 @@ from krm_fn.rules.cmdline import tokens
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
-_SRC = "https://github.com/pytorch/pytorch/blob/main/torch/backends/xeon/run_cpu.py"
+_SRC = ("https://github.com/pytorch/pytorch/blob/334032797f2b9ce73b8268d3f4d4609def4c1e69/"
+        "torch/backends/xeon/run_cpu.py")
 _OFF = (("--disable-numactl", "--disable_numactl"), ("--disable-taskset", "--disable_taskset"))
 
 
