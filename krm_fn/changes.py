@@ -93,9 +93,9 @@ def severity(finding) -> str:
     - a write to, or a note about, a shared object that every pod of a kind reads (KServe's
       `inferenceservice-config` and ClusterStorageContainer, Knative's `config-deployment`:
       krm_fn.objects.CLUSTER, told by `shared`);
-    - a Change that lowers a cpu request or limit of any container (`lowers_cpu`:
-      cpuRounding down, sidecarResources, a shared object's container), which takes CPU
-      time away from it.
+    - a Change that lowers a cpu request or limit of a container or a pod (`lowers_cpu`:
+      cpuRounding down, an init container capped or moved to the shared pool), which takes
+      CPU time away from it.
     """
     sev = finding.severity
     if sev != INFO:
@@ -106,9 +106,10 @@ def severity(finding) -> str:
 
 
 def lowers_cpu(change: Change) -> bool:
-    """True when `change` writes a container's `resources.requests.cpu` or
-    `resources.limits.cpu` (the path's last three keys) to a quantity below the one there
-    before; False for a new value, or one of the two that does not parse."""
+    """True when `change` writes `resources.requests.cpu` or `resources.limits.cpu` (the
+    path's last three keys: a container's, or a pod's `spec.resources`) to a quantity below
+    the one there before (quantities compared as krm_fn.quantity.parse_cpu reads them);
+    False for a new value, or one of the two that does not parse."""
     path = change.path
     if len(path) < 3 or path[-1] != "cpu" or tuple(path[-3:]) not in _CPU_FIELDS \
             or change.old is None:
