@@ -21,7 +21,7 @@ import functools
 from collections.abc import Iterable
 
 from krm_fn.record import dataclass
-from krm_fn.results import INFO, Ref, Result, value_text
+from krm_fn.results import INFO, WARNING, Ref, Result, value_text
 from krm_fn.workloads import get_path
 
 
@@ -81,31 +81,87 @@ def value_shown(value: object) -> str | None:
     return json.dumps(value)
 
 
+_CPU_FIELDS = (("resources", "requests", "cpu"), ("resources", "limits", "cpu"))
+
+
+def severity(finding) -> str:
+    """The severity of a finding's result (`finding`: a Change, or a plain Result): the one
+    it was made with, raised from info to warning when it is one a kustomize user must see
+    (kustomize prints no info result; warnings reach stderr with some runners,
+    functions-spec.md):
+
+    - a write to, or a note about, a shared object that every pod of a kind reads (KServe's
+      `inferenceservice-config` and ClusterStorageContainer, Knative's `config-deployment`:
+      krm_fn.objects.CLUSTER, told by `shared`);
+    - a Change that lowers a cpu request or limit of a container or a pod (`lowers_cpu`:
+      cpuRounding down, an init container capped or moved to the shared pool), which takes
+      CPU time away from it.
+    """
+    sev = finding.severity
+    if sev != INFO:
+        return sev
+    if (finding.__class__ is Change and lowers_cpu(finding)) or shared(finding.ref):
+        return WARNING
+    return INFO
+
+
+def lowers_cpu(change: Change) -> bool:
+    """True when `change` writes `resources.requests.cpu` or `resources.limits.cpu` (the
+    path's last three keys: a container's, or a pod's `spec.resources`) to a quantity below
+    the one there before (quantities compared as krm_fn.quantity.parse_cpu reads them);
+    False for a new value, or one of the two that does not parse."""
+    path = change.path
+    if len(path) < 3 or path[-1] != "cpu" or tuple(path[-3:]) not in _CPU_FIELDS \
+            or change.old is None:
+        return False
+    from krm_fn import quantity
+    try:
+        return quantity.parse_cpu(change.new).value < quantity.parse_cpu(change.old).value
+    except (ValueError, TypeError):
+        return False
+
+
+def shared(ref: Ref | None) -> bool:
+    """True when `ref` names a shared cluster object krm-fn fixes (krm_fn.objects.CLUSTER:
+    recognised by kind, name and namespace, `objects.cluster_tag`)."""
+    from krm_fn import objects
+    if ref is None or ref.kind not in objects.CLUSTER_KINDS:
+        return False
+    md = {"name": ref.name}
+    if ref.namespace:
+        md["namespace"] = ref.namespace
+    return objects.cluster_tag({"apiVersion": ref.api_version, "kind": ref.kind,
+                                "metadata": md}) is not None
+
+
 def result(change: Change, file: dict | None = None) -> Result:
-    """The KRM result of `change` (which must have a message): its message and severity,
-    the item's ref, the field path with the value before (`currentValue`, when there was
-    one) and after (`proposedValue`), and `file` ({path, index?}) when given."""
-    return Result(change.message, change.severity, change.ref, path_str(change.path),
+    """The KRM result of `change` (which must have a message): its message and severity
+    (`severity`: info raised to warning for a shared object or a lower cpu), the item's
+    ref, the field path with the value before (`currentValue`, when there was one) and
+    after (`proposedValue`), and `file` ({path, index?}) when given."""
+    return Result(change.message, severity(change), change.ref, path_str(change.path),
                   None if change.old is None else value_text(change.old), value_shown(change.new),
                   file, rule_tags(change.rule))
 
 
 def results(findings: Iterable, file: dict | None = None) -> list[Result]:
     """KRM results of `findings` (Changes and Results, in order): a Change with a message
-    becomes its result (`result`), a Change without one none; a Result stays as it is. Every
-    result gets `file` when given."""
+    becomes its result (`result`), a Change without one none; a Result stays as it is but
+    for its severity (`severity`). Every result gets `file` when given."""
     out: list[Result] = []
     for f in findings:
         if isinstance(f, Change):
             if f.message is not None:
                 out.append(result(f, file))
         else:
-            out.append(f if file is None else _with_file(f, file))
+            sev = severity(f)
+            out.append(f if file is None and sev == f.severity else
+                       _with_file(f, f.file if file is None else file, sev))
     return out
 
 
-def _with_file(r: Result, file: dict) -> Result:
-    return Result(r.message, r.severity, r.ref, r.path, r.current, r.proposed, file, r.tags)
+def _with_file(r: Result, file: dict | None, sev: str) -> Result:
+    return Result(r.message, sev, r.ref, r.path, r.current, r.proposed, file, r.tags)
 
 
 def rule_tags(rule: str | None) -> tuple:

@@ -251,16 +251,23 @@ def has_path_annotations(doc: Document) -> bool:
 # --- output ------------------------------------------------------------------------------
 
 def render(doc: Document, ops: dict, emitted: list, results: list,
-           replace: dict | None = None) -> str:
+           replace: dict | None = None, drop: frozenset = frozenset()) -> str:
     """The output text: the input with the changes `ops[i]` ((path, value) pairs) applied to
     item i, items in `replace` (index -> plain object) rewritten whole, `emitted` objects
     appended to the items and `results` (plain dicts) written (ResourceList mode only). A
     ResourceList whose items or results the span editor cannot extend (e.g. entries that
-    are aliases) is rewritten whole by ruamel.yaml. Raises InputError when even that
-    cannot write it."""
+    are aliases) is rewritten whole by ruamel.yaml. `drop`: indices of items left out of a
+    multi-document output, each with the `---` line before it (`drop_edits`). Raises
+    InputError when even that cannot write it, or when `drop` is given for a ResourceList."""
     replace = replace or {}
+    if drop:
+        if doc.mode != "multidoc":
+            raise InputError("only plain multi-document YAML can have items left out; a "
+                             "ResourceList keeps its items")
+        ops = {i: v for i, v in ops.items() if i not in drop}
+        replace = {i: v for i, v in replace.items() if i not in drop}
     try:
-        return _render(doc, ops, emitted, results, replace)
+        return _render(doc, ops, emitted, results, replace, drop)
     except Unsupported as e:
         if doc.mode != "resourcelist":
             raise InputError(f"cannot edit this input in place ({e}); write it in block "
@@ -268,12 +275,13 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
         return _render_full(doc, ops, emitted, results, replace)
 
 
-def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dict) -> str:
+def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dict,
+            drop: frozenset = frozenset()) -> str:
     text = doc.text
     nl = "\r\n" if "\r\n" in text else "\n"
     if doc.mode == "resourcelist" and doc.flow:
         return _render_full(doc, ops, emitted, results, replace)
-    edits = _item_edits(doc, ops, replace, nl)
+    edits = _item_edits(doc, ops, replace, nl) + drop_edits(doc, drop)
     if doc.mode == "multidoc":
         new_text = splice(text, edits)
         if emitted:
@@ -290,6 +298,13 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
             return _render_full(doc, ops, emitted, results, replace)
         edits.append(edit)
     return splice(text, edits)
+
+
+def drop_edits(doc: Document, drop) -> list:
+    """Text edits that delete the multi-document items `drop` (indices): item i's text from
+    the end of item i-1 (the start of the text for the first item), so the `---` line and
+    the comments before it go with it, and the documents around it stay apart."""
+    return [(doc.spans[i - 1].end if i else 0, doc.spans[i].end, "") for i in sorted(drop)]
 
 
 def _where(doc: Document, i: int) -> str:

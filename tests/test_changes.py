@@ -103,3 +103,52 @@ def test_validate_errors_carry_the_rule_of_the_change():
     out = pipeline.transform([POD], fc)
     r = next(r for r in out.results if r.path == "spec.containers[0].resources.requests.cpu")
     assert r.as_dict()["tags"] == {"rule": "resources"}
+
+
+CPU = ("spec", "containers", 0, "resources", "limits", "cpu")
+
+
+def test_a_lower_cpu_is_a_warning_a_higher_one_stays_info():
+    def sev(path, old, new, severity=INFO):
+        return changes.results([Change(0, REF, path, old, new, "resources", severity,
+                                       "m")])[0].severity
+    assert sev(CPU, "1500m", "1") == WARNING
+    assert sev(CPU[:-2] + ("requests", "cpu"), "2", "1900m") == WARNING
+    assert sev(CPU, "1500m", "2") == INFO
+    assert sev(CPU, "2", "2000m") == INFO           # the same amount
+    assert sev(CPU, None, "1") == INFO               # set where there was none
+    assert sev(CPU, "x", "1") == INFO                # an old value that does not parse
+    assert sev(CPU[:-1] + ("memory",), "2Gi", "1Gi") == INFO
+    assert sev(("spec", "cpu"), "2", "1") == INFO    # not a container's resources
+    assert sev(CPU, "2", "1", "error") == "error"    # a severity above info stays
+
+
+def test_every_info_about_a_shared_object_is_a_warning():
+    storage = Ref("serving.kserve.io/v1alpha1", "ClusterStorageContainer", "default")
+    isvc_config = Ref("v1", "ConfigMap", "inferenceservice-config", "kserve")
+    knative = Ref("v1", "ConfigMap", "config-deployment", "knative-serving")
+    other_cm = Ref("v1", "ConfigMap", "config-deployment", "default")
+    assert [changes.shared(r) for r in (storage, isvc_config, knative, other_cm, REF, None)] \
+        == [True, True, True, False, False, False]
+    out = changes.results([Change(None, knative, ("data", "queue-sidecar-cpu-request"), "25m",
+                                  "250m", None, INFO, "raised"),
+                           Result("noted", INFO, isvc_config, "data.agent"),
+                           Result("noted", INFO, other_cm)])
+    assert [r.severity for r in out] == [WARNING, WARNING, INFO]
+
+
+def test_an_item_left_unchanged_reports_no_lowered_cpu():
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ml"},
+           "spec": {"containers": [{"name": "s", "image": "s:1",
+                                    "resources": {"limits": {"cpu": "1500m"}}}]}}
+    fc = {**FC, "spec": {**FC["spec"], "workloads": {"cpuRounding": "down"}}}
+    out = pipeline.transform([pod], fc)
+    # the write limits.cpu 1500m -> 1 (a warning had it been made) is not reported; the
+    # rule's own warning about the rounding stays
+    assert [(r.severity, r.path, r.message[:40]) for r in out.results
+            if not r.message.startswith("verdict")] == [
+        ("warning", "spec.containers[0].resources.limits.cpu",
+         "container 's': cpu 1500m rounded down to"),
+        ("error", "spec.containers[0].resources.limits.memory",
+         "container 's' is pinned but sets no memo"),
+        ("error", None, "left unchanged because of the errors abo")]

@@ -170,8 +170,68 @@ def test_run_says_when_it_writes_back_a_function_config(tmp_path):
     p = run_cli(["run", "--config", "pin.yaml", "pod.yaml", "pin.yaml"], cwd=tmp_path)
     assert p.returncode == 0
     assert p.stderr == ("krm-fn: document 2 (InferenceTuning pin): a krm-fn function config, "
-                        "written back unchanged; kustomize would drop it and kubectl apply "
-                        "would reject it: leave it out of FILES\n")
+                        "written back unchanged; kubectl apply would reject it (the cluster "
+                        "has no InferenceTuning kind): leave it out of FILES and pass it "
+                        "with --config\n")
+
+
+NODE = """\
+# the Node topology.fromNode reads (kubectl get node n1 -o yaml)
+apiVersion: v1
+kind: Node
+metadata:
+  name: n1
+  labels: {krm-fn.dev/cpu-pinning: "true"}
+  annotations: {config.kubernetes.io/local-config: "true"}
+status:
+  capacity: {cpu: "8", memory: 32Gi, pods: "110"}
+  allocatable: {cpu: "8", memory: 32Gi, pods: "110"}
+"""
+FROM_NODE = CONFIG.replace("nodeSelector: {krm-fn.dev/cpu-pinning: \"true\"}}",
+                           "nodeSelector: {krm-fn.dev/cpu-pinning: \"true\"},\n"
+                           "     topology: {fromNode: n1, sockets: 1, threadsPerCore: 1}}")
+
+
+def test_run_writes_a_local_config_node_back_and_says_what_kubectl_apply_does(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "pin.yaml").write_text(FROM_NODE)
+    p = run_cli(["run", "--config", "pin.yaml", "node.yaml", "pod.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.startswith(NODE + "---\napiVersion: v1\nkind: Pod\n")
+    assert p.stderr == ("krm-fn: document 1 (Node n1): local-config, written back unchanged: "
+                        "kustomize and kpt leave it out of their output, but kubectl apply "
+                        "-f of this output would create or update it in the cluster; "
+                        "--drop-local-config leaves it out\n")
+
+
+def test_run_drop_local_config_leaves_the_local_config_documents_out(tmp_path):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "node.yaml").write_text(NODE)
+    (tmp_path / "pin.yaml").write_text(FROM_NODE)
+    (tmp_path / "pod2.yaml").write_text(POD.replace("name: p}", "name: p2}"))
+    kept = run_cli(["run", "--config", "pin.yaml", "node.yaml", "pod.yaml"], cwd=tmp_path)
+    # first, between and last: the documents around each stay apart
+    for files, want in ((["node.yaml", "pod.yaml"], "---\n" + kept.stdout[len(NODE) + 4:]),
+                        (["pod.yaml", "node.yaml"], kept.stdout[len(NODE) + 4:]),
+                        (["pod.yaml", "node.yaml", "pod2.yaml"], None)):
+        p = run_cli(["run", "--drop-local-config", "--config", "pin.yaml", *files],
+                    cwd=tmp_path)
+        assert (p.returncode, p.stderr) == (0, ""), files
+        assert "kind: Node" not in p.stdout and "fromNode" not in p.stdout
+        if want is not None:
+            assert p.stdout == want, files
+    assert p.stdout.count("kind: Pod\n") == 2
+    assert p.stdout.startswith("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
+    assert "\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p2}\n" in p.stdout
+    assert "---\n---" not in p.stdout
+
+
+def test_run_help_names_drop_local_config():
+    p = run_cli(["run", "--help"])
+    assert p.returncode == 0
+    assert "--drop-local-config" in p.stdout
+    assert "config.kubernetes.io/local-config" in " ".join(p.stdout.split())
 
 
 def test_validate_mode_prints_no_manifests_even_when_the_config_is_invalid(tmp_path):
@@ -532,3 +592,14 @@ def test_plugin_usage_errors_still_come_from_click(tmp_path):
     assert p.returncode == 2
     assert p.stderr.startswith("Usage: krm-fn plugin [OPTIONS] CONFIG_FILE [ARGS]...\n")
     assert "Error: Invalid value for 'CONFIG_FILE': File " in p.stderr
+
+
+def test_run_drop_local_config_refuses_a_resource_list():
+    rl = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
+          + "".join("- " + line + "\n" if i == 0 else "  " + line + "\n"
+                    for i, line in enumerate(NODE.splitlines()[1:])))
+    p = run_cli(["run", "--drop-local-config", "-"], stdin=rl)
+    assert (p.returncode, p.stdout) == (1, "")
+    assert p.stderr == ("krm-fn: --drop-local-config: the input is a ResourceList, whose "
+                        "items krm-fn keeps (kustomize and kpt leave local-config items out "
+                        "of their own output)\n")

@@ -256,7 +256,7 @@ def test_knative_config_deployment_in_the_input_gets_the_configured_queue_proxy_
         "queue-sidecar-image": "queue:1", "queue-sidecar-cpu-request": "250m",
         "queue-sidecar-memory-limit": "256Mi", "queue-sidecar-cpu-limit": "250m",
         "queue-sidecar-memory-request": "256Mi"}
-    assert ("info", "queue-sidecar-cpu-request 25m -> 250m (spec.workloads.injection."
+    assert ("warning", "queue-sidecar-cpu-request 25m -> 250m (spec.workloads.injection."
             "knativeQueueProxy.cpu is 250m): Knative sizes every revision's queue-proxy from "
             "this key when its pod template has no queue.sidecar.serving.knative.dev "
             "annotation (and always before knative-v1.11.0); request != limit makes the pod "

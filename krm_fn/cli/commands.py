@@ -82,10 +82,15 @@ def cli(ctx: click.Context) -> None:
               help="As kustomize's: LoadRestrictionsRootOnly refuses a file inside the "
                    "current directory that is a symbolic link to one outside it; "
                    "LoadRestrictionsNone follows links anywhere.")
+@click.option("--drop-local-config", is_flag=True,
+              help="Leave the documents annotated config.kubernetes.io/local-config (any "
+                   "value but \"false\") out of the output, as kustomize and kpt do: "
+                   "`kubectl apply -f` would create them (e.g. the Node that "
+                   "topology.fromNode reads).")
 @click.argument("files", nargs=-1, required=True,
                 type=click.Path(exists=True, dir_okay=False, allow_dash=True))
 def run(config_file, report, mode, output, fail_on_change, baseline_file, restriction,
-        files) -> None:
+        drop_local_config, files) -> None:
     """Tune plain multi-document YAML FILES (or - for stdin) and print the result.
 
     For CI render steps without kustomize plugins (Flux). Errors and warnings go to
@@ -99,7 +104,7 @@ def run(config_file, report, mode, output, fail_on_change, baseline_file, restri
         _check_output(output, [config_file, baseline_file, *files])
     from krm_fn.cli import render
     render.run_files(config_file, baseline_file, files, report, mode, output, fail_on_change,
-                     restriction)
+                     restriction, drop_local_config)
 
 
 @cli.command()

@@ -37,14 +37,17 @@ def _cyclic_gc_paused(fn):
 @_cyclic_gc_paused
 def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
            report: bool = False, mode: str | None = None, output: str | None = None,
-           run_cmd: bool = False, fail_on_change: bool = False) -> None:
+           run_cmd: bool = False, fail_on_change: bool = False,
+           drop_local_config: bool = False) -> None:
     """Parse, transform, render, write; exit 1 on error results. `report`: the progress
     line and the human report (krm_fn/report.py) on stderr; stdout is the same. `mode`
     overrides spec.mode. `run_cmd` (krm-fn run): in validate mode no manifests are written,
     only the findings on stderr. `output`: write to that file instead of stdout, only when
     its content changes and never after an error (the file is left as it was). A UTF-8
     byte-order mark that starts `text` starts the output too;
-    `fail_on_change`: exit 1 when it was created or rewritten (pre-commit)."""
+    `fail_on_change`: exit 1 when it was created or rewritten (pre-commit);
+    `drop_local_config` (krm-fn run --drop-local-config): the local-config items are left
+    out of the output, as kustomize and kpt leave them out of theirs."""
     from krm_fn import pipeline, resourcelist
     bom = BOM if text.startswith(BOM) else ""
     doc = resourcelist.parse(text[len(bom):], require_resource_list=require_rl)
@@ -60,10 +63,17 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
     if progress is not None:
         progress.done()
     results = [r.as_dict() for r in out.results] if doc.mode == "resourcelist" else []
-    rendered = bom + resourcelist.render(doc, out.ops, out.emitted, results, out.replace)
+    if drop_local_config and doc.mode != "multidoc":
+        raise resourcelist.InputError("--drop-local-config: the input is a ResourceList, "
+                                      "whose items krm-fn keeps (kustomize and kpt leave "
+                                      "local-config items out of their own output)")
+    drop = frozenset(i for i, o in enumerate(doc.items) if isinstance(o, dict)
+                     and pipeline.is_local_config(o)) if drop_local_config else frozenset()
+    rendered = bom + resourcelist.render(doc, out.ops, out.emitted, results, out.replace,
+                                         drop)
     changed = False
     if run_cmd:
-        _warn_local_config(doc.items)
+        _warn_local_config(doc.items, drop)
     if run_cmd and out.mode == "validate":
         pass                      # a check: the findings below are the whole output
     elif output is not None:
@@ -119,21 +129,32 @@ def with_baseline(fc, baseline: dict, source: str) -> dict:
     return fc
 
 
-def _warn_local_config(items: list) -> None:
-    """`krm-fn run` writes every input document back; kustomize would drop local-config
-    objects (KustTarget.IgnoreLocal, kubernetes-sigs/kustomize#4124), and `kubectl apply`
-    rejects a function config: say so on stderr."""
+def _warn_local_config(items: list, dropped: frozenset) -> None:
+    """`krm-fn run` writes every input document back (but those in `dropped`, with
+    --drop-local-config): say on stderr what would happen to a local-config object or a
+    function config. kustomize and kpt leave local-config objects out of their output
+    (KustTarget.IgnoreLocal, kubernetes-sigs/kustomize#4124; kpt's local-config
+    annotation, https://kpt.dev/reference/annotations/local-config/), but `kubectl apply -f`
+    sends every object it reads to the API server: the annotation marks an object "that
+    should not be submitted to the Kubernetes API" for the client-side tools that read it
+    (https://kubernetes.io/docs/reference/labels-annotations-taints/
+    #config-kubernetes-io-local-config). A function config that is not local-config is
+    refused by `kubectl apply` (no InferenceTuning resource in the cluster)."""
     from krm_fn.pipeline import is_local_config, ref_of
     for i, obj in enumerate(items):
-        if not isinstance(obj, dict):
+        if not isinstance(obj, dict) or i in dropped:
             continue
-        local = is_local_config(obj)
-        if local or obj.get("kind") == "InferenceTuning":
-            what = "a local-config object" if local else "a krm-fn function config"
-            ref = ref_of(obj)
-            echo_err(f"krm-fn: document {i + 1} ({ref.kind} {ref.name}): "
-                     f"{what}, written back unchanged; kustomize would drop it and kubectl "
-                     f"apply would reject it: leave it out of FILES")
+        ref = ref_of(obj)
+        where = f"krm-fn: document {i + 1} ({ref.kind} {ref.name}): "
+        if is_local_config(obj):
+            echo_err(f"{where}local-config, written back unchanged: kustomize and kpt leave "
+                     f"it out of their output, but kubectl apply -f of this output would "
+                     f"create or update it in the cluster; --drop-local-config leaves it "
+                     f"out")
+        elif obj.get("kind") == "InferenceTuning":
+            echo_err(f"{where}a krm-fn function config, written back unchanged; kubectl "
+                     f"apply would reject it (the cluster has no InferenceTuning kind): "
+                     f"leave it out of FILES and pass it with --config")
 
 
 def _write_if_changed(path: str, text: str) -> bool:
@@ -231,21 +252,23 @@ def plugin(config_file: str) -> None:
 
 
 def _run_files(config_file, baseline_file, files, report, mode, output, fail_on_change,
-               restriction):
+               restriction, drop_local_config=False):
     fc = _read_config(config_file, None, restriction) if config_file else None
     if baseline_file:
         fc = with_baseline(fc, _read_config(baseline_file, f"--baseline {baseline_file}",
                                             restriction), baseline_file)
     render(read_inputs(files, restriction), fc, False, True, report, mode, output,
-           run_cmd=True, fail_on_change=fail_on_change)
+           run_cmd=True, fail_on_change=fail_on_change, drop_local_config=drop_local_config)
 
 
 def run_files(config_file: str | None, baseline_file: str | None, files, report: bool,
               mode: str | None, output: str | None, fail_on_change: bool,
-              restriction: str = "LoadRestrictionsRootOnly") -> None:
+              restriction: str = "LoadRestrictionsRootOnly",
+              drop_local_config: bool = False) -> None:
     """`krm-fn run` once its options are checked: the config (None: defaults) and baseline
     files, then `files` (paths, `-` for stdin) rendered as by `render`; every file read by
-    krm_fn.cli.files under `restriction` (its load restriction). Exits 1 on unusable
-    input, an error result, or (with `fail_on_change`) a rewritten `output`."""
+    krm_fn.cli.files under `restriction` (its load restriction); `drop_local_config`: the
+    local-config documents left out of the output. Exits 1 on unusable input, an error
+    result, or (with `fail_on_change`) a rewritten `output`."""
     guard(_run_files, config_file, baseline_file, files, report, mode, output,
-          fail_on_change, restriction)
+          fail_on_change, restriction, drop_local_config)

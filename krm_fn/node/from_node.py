@@ -85,7 +85,8 @@ def resolve(value: Any, kind: tuple, items: list, path: str) -> dict:
         raise SourceError(path, f"the {k} {value!r} in the input is not marked {LOCAL_CONFIG}: "
                           f"\"true\": it is written back to the output, and kubectl apply or "
                           f"a GitOps sync would apply it to the cluster; add the annotation "
-                          f"(kustomize and kpt then drop it from their output)")
+                          f"(kustomize, kpt and krm-fn run --drop-local-config then leave it "
+                          f"out of their output)")
     return found[0]
 
 

@@ -70,6 +70,7 @@ CLUSTER = (
 )
 _CLUSTER_BY_TAG = {c.tag: c for c in CLUSTER}
 _CLUSTER_KEYS = frozenset(c.key for c in CLUSTER)
+CLUSTER_KINDS = frozenset(kind for _, kind in _CLUSTER_KEYS)
 
 # (API group, kind) -> the function of passthrough.py that checks it (findings only)
 HANDLERS = {

@@ -183,8 +183,8 @@ def untuned_because(obj: dict, sel) -> list[str]:
     `spec.selector` (`sel`) is asked on its own through `selected`, so the answer follows
     it."""
     if is_local_config(obj):
-        return [f"it is local-config ({LOCAL_CONFIG}), so it is never applied: drop that "
-                f"annotation"]
+        return [f"it is local-config ({LOCAL_CONFIG}), which krm-fn leaves unchanged and "
+                f"kustomize and kpt leave out of their output: drop that annotation"]
     out = []
     md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     for f in type(sel).FIELDS:

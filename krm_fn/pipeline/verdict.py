@@ -199,11 +199,13 @@ def _outcome(item: TunedItem, run) -> Outcome:
                                "the aliases (kustomize does this before running functions)"
                                " and run again; left unchanged", ERROR, pick.ref))
         changes, pool_index = [], None
-    results = changes_mod.results(findings, pick.file)
-    if _has_error(results):
+    if _has_error(findings):
         # the item is left unchanged: drop the infos that describe changes not made (the
-        # verdict's stay: they say what the pod would have been)
-        results = [r for r in results if r.severity != INFO or r.tags[:1] == VERDICT_TAGS]
+        # verdict's stay: they say what the pod would have been), before changes.results
+        # raises some infos to warnings
+        findings = [f for f in findings if f.severity != INFO or (
+            f.__class__ is not changes_mod.Change and f.tags[:1] == VERDICT_TAGS)]
+    results = changes_mod.results(findings, pick.file)
     changes = [c if c.index == pick.index else _indexed(c, pick.index) for c in changes]
     return Outcome(changes, results, pool_index, work if changes else None)
 

@@ -418,6 +418,11 @@ def test_untuned_because_asks_each_part_of_the_selector():
         "remove its krm-fn.dev/skip annotation"]
     assert untuned_because({"apiVersion": "v1", "kind": "ConfigMap",
                             "metadata": {"name": "c"}}, _selector()) == []
+    local = {**cm, "metadata": {**cm["metadata"], "annotations": {
+        "config.kubernetes.io/local-config": "true"}}}
+    assert untuned_because(local, sel) == [
+        "it is local-config (config.kubernetes.io/local-config), which krm-fn leaves "
+        "unchanged and kustomize and kpt leave out of their output: drop that annotation"]
 
 
 def test_storage_initializer_configmap_and_storage_container_on_top():

@@ -99,9 +99,12 @@ def test_validator_without_the_mutator_fails_and_changes_nothing(kpt, tmp_path):
     assert proc.returncode == 1
     assert tree(pkg) == before, "a failed validation changed the package"
     out = (proc.stdout + proc.stderr).decode()
+    # overlays/README.md quotes these two lines (tests/test_docs_quotes.py)
     assert ("[error] apps/v1/Deployment/serving/vllm-cpu "
             "spec.template.spec.containers[0].resources.requests.cpu: not pinned: would "
-            "change from \"3500m\" to \"4\"") in out
+            "change from \"3500m\" to \"4\"; ") in out
+    assert ("[error] krm-fn.dev/v1alpha1/InferenceTuning/check-pinned: validate mode: 35 "
+            "field(s) of 2 item(s) would change; 1 object(s) would be emitted. ") in out
     report = yaml.safe_load((results / "results.yaml").read_text())
     assert report["exitCode"] == 1
     errors = [r for r in report["items"][0]["results"] if r["severity"] == "error"]

@@ -146,5 +146,6 @@ def test_node_in_the_input_must_be_local_config():
         "invalid function config: the Node 'worker-1' in the input is not marked "
         "config.kubernetes.io/local-config: \"true\": it is written back to the output, and "
         "kubectl apply or a GitOps sync would apply it to the cluster; add the annotation "
-        "(kustomize and kpt then drop it from their output)")
+        "(kustomize, kpt and krm-fn run --drop-local-config then leave it out of their "
+        "output)")
     assert out.emitted == []
