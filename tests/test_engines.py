@@ -246,7 +246,7 @@ def test_vllm_unknown_version_warns_naming_the_better_value():
      "v0.5.4/vllm/worker/cpu_worker.py"),
     ("vllm/vllm-openai-cpu:v0.8.5", "auto", "all",      # no auto before 0.9.1
      "v0.5.4/vllm/worker/cpu_worker.py"),
-    ("vllm/vllm-openai-cpu:v0.10.0", "nobind", "all", "v0.9.1/vllm/envs.py"),
+    ("vllm/vllm-openai-cpu:v0.10.0", "nobind", "all", "v0.10.0/vllm/v1/worker/cpu_worker.py"),
     ("vllm/vllm-openai-cpu:v0.12.0", "all", "nobind", "v0.11.1/vllm/v1/worker/cpu_worker.py"),
 ])
 def test_vllm_spelling_the_release_does_not_accept_is_replaced(image, have, want, source):

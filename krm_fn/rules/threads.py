@@ -47,7 +47,8 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
   (`cores` when one thread per physical core, else `threads`) unless set: each OpenMP
   thread then stays on one place of the container's cpuset. It helps only when the
   container really gets exclusive CPUs; on shared CPUs a bound thread cannot move away
-  from a busy one.
+  from a busy one. Not with more than one worker or rank process: they share the cpuset,
+  and every process would bind its threads to the same first places.
 - New variables are appended at the end of `env`.
 """
 from __future__ import annotations
@@ -134,6 +135,13 @@ def _bind(pod: PodView, c: ContainerView, cnt) -> None:
     core) or threads, unless set: OpenMP then keeps each thread on one place of the
     container's affinity mask (https://gcc.gnu.org/onlinedocs/libgomp/OMP_005fPLACES.html,
     https://gcc.gnu.org/onlinedocs/libgomp/OMP_005fPROC_005fBIND.html)."""
+    if cnt.workers is not None and cnt.workers.count > 1:
+        pod.results.append(Result(
+            f"container {c.name!r}: spec.workloads.threads.bind not applied: its "
+            f"{cnt.workers.count} processes ({cnt.workers.what}) share one cpuset, and "
+            f"OMP_PROC_BIND/OMP_PLACES would bind the threads of every process to the same "
+            f"first {cnt.count} places", INFO, pod.ref, path_str(c.path + ("env",))))
+        return
     places = "cores" if cnt.physical else "threads"
     for var, value in (("OMP_PROC_BIND", "close"), ("OMP_PLACES", places)):
         if env_entry(c, var) is None:
