@@ -35,9 +35,11 @@ def vllm(version: str, args: list, cpu: str = "8", env: list | None = None) -> d
     ("v0.11.1", ["-tp", "2", "-pp", "2"], "16", "3", "nobind"),
     ("v0.11.1", ["-dp", "4", "-dpl", "2"], "8", "3", "nobind"),      # the local ranks
     ("v0.11.1", ["-tp", "1"], "8", "8", "nobind"),                   # one process: none kept
-    # 0.20.0 keeps 1 core whatever the ranks; 0.31.0 one per rank
-    ("v0.20.0", [], "8", "7", "nobind"),
-    ("v0.20.0", ["-tp", "2"], "8", "3", "nobind"),
+    # 0.20.0 keeps 1 core per engine whatever the ranks (0.21.0: nobind works again);
+    # 0.31.0 one per rank
+    ("v0.21.0", [], "8", "7", "nobind"),
+    ("v0.21.0", ["-tp", "2"], "8", "3", "nobind"),
+    ("v0.21.0", ["-dp", "2"], "8", "3", "nobind"),
     ("v0.31.0", ["-dp", "2"], "8", "3", "nobind"),
     ("v0.31.0", ["-tp", "2", "-dp", "2"], "12", "2", "nobind"),
     # before 0.9.1 `all` is tested whole: one value for every rank
@@ -54,8 +56,8 @@ def test_vllm_threads_and_bind_per_rank(version, args, cpu, threads, bind):
 def test_the_info_says_the_division():
     p, out, after = run(vllm("v0.10.1", ["-tp", "2"]))
     assert [m for m in messages(out, "info") if m.startswith("container 'vllm': OMP_")] == [
-        "container 'vllm': OMP_NUM_THREADS set to 3 (the 8 pinned CPUs minus 1 kept by vLLM "
-        "0.10.1 for its scheduler process (what its own binding keeps: "
+        "container 'vllm': OMP_NUM_THREADS set to 3 (the 8 pinned CPUs minus 2 kept by vLLM "
+        "0.10.1 for its other processes (what its own binding keeps: "
         "https://github.com/vllm-project/vllm/blob/v0.10.0/vllm/v1/worker/cpu_worker.py), "
         "divided by 2 worker processes (vLLM -tp 2); runtimes size thread pools from the host "
         "CPU count otherwise)"]
@@ -80,9 +82,9 @@ def test_a_no_binding_value_every_rank_reads_is_kept(version, have):
     assert not [m for m in messages(out, "warning") if "VLLM_CPU_OMP_THREADS_BIND" in m]
 
 
-def test_nobind_per_rank_is_one_nobind_from_0_20():
-    """0.20.0 tests `nobind` whole and parses anything else as CPU lists."""
-    p, out, after = run(vllm("v0.20.0", ["-tp", "2"], env=[
+def test_nobind_per_rank_is_one_nobind_from_0_21():
+    """0.21.0 tests `nobind` whole and parses anything else as CPU lists."""
+    p, out, after = run(vllm("v0.21.0", ["-tp", "2"], env=[
         {"name": "VLLM_CPU_OMP_THREADS_BIND", "value": "nobind|nobind"}]))
     assert env_of(after)["VLLM_CPU_OMP_THREADS_BIND"] == "nobind"
 
@@ -98,7 +100,7 @@ def test_a_cpu_list_with_fewer_entries_than_ranks_is_an_error():
 
 
 def test_more_ranks_than_cpus_is_an_error():
-    p, out, after = run(vllm("v0.20.0", ["-tp", "2"], cpu="2"))
+    p, out, after = run(vllm("v0.21.0", ["-tp", "2"], cpu="2"))
     assert p.returncode == 1
     assert messages(out, "error")[0] == (
         "container 'vllm' runs 2 processes (vLLM -tp 2), each with its own thread pool, on 1 "
@@ -200,3 +202,41 @@ def test_torchrun_processes_win_over_the_engine_sizes():
     p, out, after = run(c)
     assert env_of(after)["OMP_NUM_THREADS"] == "4"
     assert env_of(after)["VLLM_CPU_OMP_THREADS_BIND"] == "all|all"   # one rank each
+
+
+V020_SRC = "https://github.com/vllm-project/vllm/blob/v0.20.0/vllm/utils/ompmultiprocessing.py"
+
+
+def test_0_20_has_no_no_binding_value_one_rank_is_left_to_auto():
+    p, out, after = run(vllm("v0.20.2", []))
+    assert p.returncode == 0
+    env = env_of(after)
+    assert "VLLM_CPU_OMP_THREADS_BIND" not in env and env["OMP_NUM_THREADS"] == "7"
+    assert [m for m in messages(out, "warning") if "VLLM_CPU" in m] == [
+        "container 'vllm': vLLM 0.20.2 has no value that turns its binding off (nobind stops "
+        f"it at start with an IndexError: {V020_SRC}), so VLLM_CPU_OMP_THREADS_BIND is left to "
+        "auto: one OpenMP thread per physical core of the CPUs the container may use, less 1 "
+        "for the scheduler, right only if the kubelet really pins it; OMP_NUM_THREADS=7 is not "
+        "read; use vLLM 0.21.0 or later to set nobind"]
+
+
+def test_0_20_with_ranks_is_an_error():
+    p, out, after = run(vllm("v0.20.0", ["-tp", "2"]))
+    assert p.returncode == 1
+    assert messages(out, "error")[0] == (
+        "container 'vllm': vLLM 0.20.0 has no value that turns its binding off (nobind stops "
+        f"it at start with an IndexError: {V020_SRC}), so VLLM_CPU_OMP_THREADS_BIND is left to "
+        "auto, which puts each of its 2 rank processes on a NUMA node of its own and stops when "
+        "the container's CPUs span fewer, which the kubelet does not promise; use vLLM 0.21.0 "
+        "or later (nobind), or one rank")
+
+
+def test_nobind_set_by_hand_on_0_20_is_an_error():
+    p, out, after = run(vllm("v0.20.1", [], env=[
+        {"name": "VLLM_CPU_OMP_THREADS_BIND", "value": "nobind"}]))
+    assert p.returncode == 1
+    assert messages(out, "error")[0] == (
+        "container 'vllm': VLLM_CPU_OMP_THREADS_BIND=nobind stops vLLM 0.20.1 at start: it has "
+        f"no no-binding value ({V020_SRC}: with nobind its log loop indexes the empty CPU lists, "
+        "IndexError, and anything else is read as CPU lists); remove it (auto) or use vLLM "
+        "0.21.0 or later")

@@ -76,13 +76,31 @@ def _elsewhere(toks: list, line: str, names: set) -> bool:
     return backend is not None and backend[0] == "ray"
 
 
-def _vllm(toks: list):
-    """vLLM's local processes: tp × pp × local data-parallel ranks (sizes not written: 1)."""
+def _vllm_flags(toks: list) -> list:
+    """The flag() of each vLLM size written: tp, pp, then the local data-parallel ranks
+    (`-dpl`, else `-dp`)."""
     sizes = []
     for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
         found = flag(toks, names)
         if found is not None:
             sizes.append(found)
+    return sizes
+
+
+def vllm_sizes(toks: list) -> tuple[int, int]:
+    """(tp × pp, local data-parallel ranks) of vLLM's command words `toks`; a size not
+    written or not a whole number above 0 counts 1."""
+    found = []
+    for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
+        x = flag(toks, names)
+        k = count_text(x[0]) if x is not None else None
+        found.append(k if k is not None and k >= 1 else 1)
+    return found[0] * found[1], found[2]
+
+
+def _vllm(toks: list):
+    """vLLM's local processes: tp × pp × local data-parallel ranks (sizes not written: 1)."""
+    sizes = _vllm_flags(toks)
     if not sizes:
         return
     what = "vLLM " + " × ".join(numbers.brief(s[2]) for s in sizes)

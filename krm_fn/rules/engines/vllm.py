@@ -11,6 +11,11 @@ accept (`nobind` before 0.11.1, `all` from 0.11.1, `auto` before 0.9.1: read as 
 the worker fails to start) is replaced, with a warning; `auto` or a CPU list already set is
 left alone with a warning (a fixed list cannot match the cpuset the kubelet picks);
 `VLLM_CPU_NUM_OF_RESERVED_CPU` only works with `auto` and from 0.9.1 (a warning otherwise).
+vLLM 0.20.0 to 0.20.2 have no working no-binding value: `nobind` stops them at start (the
+OMPProcessManager's log loop indexes its empty CPU lists, v0.20.0
+vllm/utils/ompmultiprocessing.py; fixed in 0.21.0) and anything else is read as CPU lists,
+so `auto` is left with a warning for one rank, an error for more, and `nobind` set by hand
+is an error.
 `VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an error; leaving less than
 1Gi for weights, Python and `/dev/shm` a warning.
 
@@ -30,17 +35,18 @@ of the container's CPUs and stops when they span fewer nodes than ranks ("Not en
 allowed NUMA nodes"), which the kubelet does not promise.
 The cores vLLM's own `auto` binding keeps for its other processes (the engine core's
 scheduler, which polls) are kept out of the division too, as that release keeps them by
-default (x86): none before 0.10.0; 1 when tp × pp > 1 from 0.10.0 (v0.10.0
-cpu_worker.py), or more than one local data-parallel rank from 0.10.2; 1 always from
-0.20.0 (ompmultiprocessing.py `reserve_cpu_num = 1`; Arm keeps one per rank); 1 per local
-rank from 0.31.0. The larger of that and `threads.reservedCpus` is taken off.
+default (x86): none before 0.10.0; from 0.10.0 1 of every rank's CPUs when tp × pp > 1
+(v0.10.0 cpu_worker.py), from 0.10.2 also with more than one local data-parallel rank; from
+0.20.0 1 per engine, i.e. per data-parallel rank, even with one rank
+(ompmultiprocessing.py `reserve_cpu_num = 1`; Arm keeps one per rank); from 0.31.0 1 per
+rank. The larger of that and `threads.reservedCpus` is taken off.
 """
 from __future__ import annotations
 
 from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, WARNING, Result
-from krm_fn.rules.cmdline import count_text, env_entry, flag, image_version, tokens
+from krm_fn.rules.cmdline import env_entry, image_version, tokens
 from krm_fn.rules.engines import ranks, recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import add_env
@@ -52,8 +58,9 @@ _SRC = "https://github.com/vllm-project/vllm/blob/"
 # off: the value that leaves OMP_NUM_THREADS in charge; default: what an unset variable
 # means; auto: `auto` is accepted; reserved: VLLM_CPU_NUM_OF_RESERVED_CPU is read;
 # per_rank: `off` is read per rank (split on `|`, one entry per rank); keep: the cores its
-# automatic binding keeps for vLLM's other processes by default ("none"; "world": 1 when
-# tp × pp > 1; "multi": 1 when more than one local process; "one": 1; "rank": 1 per rank)
+# automatic binding keeps for vLLM's other processes by default ("none"; "world": 1 per
+# rank when tp × pp > 1; "multi": 1 per rank when more than one local process; "one": 1
+# per data-parallel engine; "rank": 1 per rank)
 RELEASES = (
     Release((0, 5, 4), {"off": "all", "default": "all", "auto": False, "reserved": False,
                         "per_rank": False, "keep": "none"},
@@ -68,7 +75,7 @@ RELEASES = (
     Release((0, 10, 0), {"off": "all", "default": "auto", "auto": True, "reserved": True,
                          "per_rank": True, "keep": "world"},
             _SRC + "v0.10.0/vllm/v1/worker/cpu_worker.py",
-            "`auto` keeps 1 core for vLLM's other processes when tp × pp > 1"),
+            "`auto` keeps 1 core of each rank for vLLM's other processes when tp × pp > 1"),
     Release((0, 10, 2), {"off": "all", "default": "auto", "auto": True, "reserved": True,
                          "per_rank": True, "keep": "multi"},
             _SRC + "v0.10.2/vllm/v1/worker/cpu_worker.py",
@@ -78,17 +85,22 @@ RELEASES = (
             _SRC + "v0.11.1/vllm/v1/worker/cpu_worker.py",
             "`nobind` replaces `all` (`all` is then read as a CPU list and fails); `nobind` "
             "is read whole, for every rank"),
-    Release((0, 20, 0), {"off": "nobind", "default": "auto", "auto": True, "reserved": True,
+    Release((0, 20, 0), {"off": None, "default": "auto", "auto": True, "reserved": True,
                          "per_rank": False, "keep": "one"},
             _SRC + "v0.20.0/vllm/utils/ompmultiprocessing.py",
-            "binding moves to `OMPProcessManager`, which keeps 1 core for the scheduler "
-            "process (x86; 1 per rank on Arm)"),
+            "binding moves to `OMPProcessManager`, which keeps 1 core per engine "
+            "(data-parallel rank) for its scheduler process (x86; 1 per rank on Arm); "
+            "`nobind` stops every start (its log loop indexes the empty CPU lists: "
+            "IndexError), so no value turns binding off"),
+    Release((0, 21, 0), {"off": "nobind", "default": "auto", "auto": True, "reserved": True,
+                         "per_rank": False, "keep": "one"},
+            _SRC + "v0.21.0/vllm/utils/ompmultiprocessing.py", "`nobind` works again"),
     Release((0, 31, 0), {"off": "nobind", "default": "auto", "auto": True, "reserved": True,
                          "per_rank": False, "keep": "rank"},
             _SRC + "v0.31.0/vllm/utils/ompmultiprocessing.py",
             "keeps 1 core per local rank on x86 too"),
 )
-_OFF = {r.facts["off"] for r in RELEASES}
+_OFF = {r.facts["off"] for r in RELEASES if r.facts["off"]}
 
 
 def processes(f) -> int:
@@ -103,30 +115,27 @@ def off_value(rel: Release, n: int) -> str:
     """The no-binding value of release `rel` for `n` rank processes: one `|`-separated
     entry per rank where the release splits the variable per rank, else the value."""
     off = rel.facts["off"]
-    return "|".join([off] * n) if rel.facts["per_rank"] and n > 1 else off
+    return "|".join([off] * n) if off and rel.facts["per_rank"] and n > 1 else off
 
 
 def reserve(c: ContainerView, n: int) -> tuple | None:
     """(cores, why) vLLM's automatic binding keeps for its other processes (the engine
-    core's scheduler) by default at the image's release, for `n` local rank processes;
-    None for none or an unknown release. The x86 defaults: v0.10.0
-    vllm/v1/worker/cpu_worker.py `1 if world_size > 1`, v0.10.2 `... or
-    data_parallel_size_local > 1`, v0.20.0 vllm/utils/ompmultiprocessing.py
-    `reserve_cpu_num = 1`, v0.31.0 `local_world_size`."""
+    cores' schedulers) by default at the image's release, for `n` local rank processes
+    (tp × pp × local dp); None for none or an unknown release. The x86 defaults: v0.10.0
+    vllm/v1/worker/cpu_worker.py `reserve_cpu_num = 1 if world_size > 1`, taken off the CPU
+    list of every rank; v0.10.2 `... or data_parallel_size_local > 1`; v0.20.0
+    vllm/utils/ompmultiprocessing.py `reserve_cpu_num = 1` per engine (data-parallel rank),
+    split over its ranks; v0.31.0 `local_world_size` per engine."""
     rel = release_for(RELEASES, version(c))
     if rel is None:
         return None
+    world, dpl = ranks.vllm_sizes(tokens(c))
     keep = rel.facts["keep"]
-    if keep == "world":
-        toks = tokens(c)
-        found = [count_text(x[0]) for x in (flag(toks, ranks.TP), flag(toks, ranks.PP))
-                 if x is not None]
-        cores = 1 if any(k is not None and k > 1 for k in found) else 0
-    else:
-        cores = {"none": 0, "multi": 1 if n > 1 else 0, "one": 1, "rank": n}[keep]
+    cores = {"none": 0, "world": n if world > 1 else 0, "multi": n if n > 1 else 0,
+             "one": dpl, "rank": n}[keep]
     if not cores:
         return None
-    return cores, (f"vLLM {version_text(version(c))} for its scheduler process (what its own "
+    return cores, (f"vLLM {version_text(version(c))} for its other processes (what its own "
                    f"binding keeps: {rel.source})")
 
 
@@ -183,12 +192,15 @@ def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False,
                  f"every release (the default is `all`, no binding, before 0.9.1 and `auto` "
                  f"from 0.9.1, one OpenMP thread per physical core of a NUMA node, right only "
                  f"when the kubelet really pins the container); better: {BIND}=nobind for "
-                 f"vLLM >= 0.11.1, or all for 0.9.1 to 0.11.0, so that OMP_NUM_THREADS="
-                 f"{cnt.count} decides the count — or use a versioned image tag")
+                 f"vLLM 0.11.1 to 0.19 and from 0.21.0, or all for 0.9.1 to 0.11.0, so that "
+                 f"OMP_NUM_THREADS={cnt.count} decides the count — or use a versioned image "
+                 f"tag")
         return None
     off = off_value(rel, n)
     if rel.facts["default"] == rel.facts["off"]:
         return off                  # the default already leaves OMP_NUM_THREADS in charge
+    if off is None:
+        return _no_off(pod, c, cnt, v, rel, n, c.path + ("env",))
     if bind and n > 1:
         pod.results.append(Result(
             f"container {c.name!r}: spec.workloads.threads.bind not applied to vLLM's "
@@ -215,6 +227,31 @@ def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False,
     return off
 
 
+def _better(rel) -> str:
+    """The no-binding value to suggest for release `rel` (None: unknown)."""
+    if rel is None:
+        return "nobind (vLLM 0.11.1 to 0.19 and from 0.21.0; all before)"
+    return rel.facts["off"] or "nothing: vLLM 0.20.x has no no-binding value (0.21.0 has nobind)"
+
+
+def _no_off(pod: PodView, c: ContainerView, cnt, v, rel, n: int, path: tuple) -> str | None:
+    """A release with no working no-binding value (0.20.x): `auto` is left, with a warning
+    for one rank and an error for more (each rank needs a NUMA node of its own)."""
+    why = (f"vLLM {version_text(v)} has no value that turns its binding off (nobind stops it "
+           f"at start with an IndexError: {rel.source}), so {BIND} is left to auto")
+    if n > 1:
+        pod.error(path, f"container {c.name!r}: {why}, which puts each of its {n} rank "
+                        f"processes on a NUMA node of its own and stops when the container's "
+                        f"CPUs span fewer, which the kubelet does not promise; use vLLM 0.21.0 "
+                        f"or later (nobind), or one rank")
+        return None
+    pod.warn(path, f"container {c.name!r}: {why}: one OpenMP thread per physical core of the "
+                   f"CPUs the container may use, less 1 for the scheduler, right only if the "
+                   f"kubelet really pins it; OMP_NUM_THREADS={cnt.count} is not read; use vLLM "
+                   f"0.21.0 or later to set nobind")
+    return "auto"
+
+
 def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel,
               n: int = 1) -> str | None:
     """VLLM_CPU_OMP_THREADS_BIND set: a no-binding spelling the release does not accept,
@@ -232,6 +269,14 @@ def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel,
     have = str(e.get("value") or "").strip(numbers.BLANKS)
     shown = numbers.brief(have) if have else "(empty)"
     entries = have.split("|")
+    if rel is not None and set(entries) <= _OFF and rel.facts["off"] is None:
+        pod.error(path + ("value",),
+                  f"container {c.name!r}: {BIND}={numbers.brief(have)} stops vLLM "
+                  f"{version_text(v)} at start: it has no no-binding value ({rel.source}: "
+                  f"with nobind its log loop indexes the empty CPU lists, IndexError, and "
+                  f"anything else is read as CPU lists); remove it (auto) or use vLLM 0.21.0 "
+                  f"or later")
+        return None
     if rel is not None and (set(entries) <= _OFF or have == "auto" and not rel.facts["auto"]):
         off = off_value(rel, n)
         short = rel.facts["per_rank"] and set(entries) == {rel.facts["off"]} and \
@@ -255,7 +300,7 @@ def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel,
                  f"core of a whole NUMA node, filtered by the CPUs the container may use: "
                  f"right only if the kubelet really pins it (static CPU Manager on the node, "
                  f"pod still Guaranteed after admission); left alone — set it to "
-                 f"{rel.facts['off'] if rel else 'nobind (vLLM >= 0.11.1; all before)'} so "
+                 f"{_better(rel)} so "
                  f"that OMP_NUM_THREADS={cnt.count} decides the count")
         return "auto"
     if n > 1 and len(entries) < n:
@@ -270,7 +315,7 @@ def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel,
              f"container {c.name!r}: {BIND}={shown} binds fixed CPU ids, but the kubelet "
              f"chooses the exclusive CPUs at admission, so the ids cannot be known to match "
              f"the container's cpuset; left alone — set it to "
-             f"{rel.facts['off'] if rel else 'nobind (vLLM >= 0.11.1; all before)'} "
+             f"{_better(rel)} "
              f"(OMP_NUM_THREADS={cnt.count} then decides the count)")
     return have
 
@@ -324,7 +369,8 @@ ENGINE = Engine(
                "`python -m vllm.entrypoints…` with `--device cpu`; the version is the tag of "
                "an image whose name mentions vllm",
     sets="`VLLM_CPU_OMP_THREADS_BIND` = the release's no-binding value unless set (`nobind` "
-         "from 0.11.1, `all` for 0.9.1–0.11.0, one `|`-separated entry per rank there: "
+         "from 0.11.1 except 0.20.x, which has none: `auto` is left, an error with more than "
+         "one rank; `all` for 0.9.1–0.11.0, one `|`-separated entry per rank there: "
          "`all|all` with `-tp 2`; nothing before 0.9.1, whose default `all` does not bind), "
          "so that `OMP_NUM_THREADS` decides; a no-binding spelling the release does not "
          "accept, or too few per-rank entries, is replaced; thread vars = (N − the cores "
