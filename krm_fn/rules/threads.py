@@ -13,9 +13,10 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
 - A pinned container kept fractional (`cpuRounding: keep`) gets the value rounded down,
   at least 1: never a `resourceFieldRef`, which rounds up (1500m -> 2).
 - With `threads.engines` on (the default), a known worker count divides the value
-  (floor, at least 1): gunicorn/uvicorn `--workers N` (or `WEB_CONCURRENCY`), any
-  `--workers N` argument, TorchServe `TS_DEFAULT_WORKERS_PER_MODEL` — each worker is a
-  process with its own pool (C12, C16). A container that runs `ray start` gets none of
+  (floor, at least 1): the rank processes of vLLM (tp × pp × local dp), Text Generation
+  Inference (`--num-shard`) and torchrun (`--nproc-per-node`), then gunicorn/uvicorn
+  `--workers N` (or `WEB_CONCURRENCY`), any `--workers N` argument, TorchServe
+  `TS_DEFAULT_WORKERS_PER_MODEL` — each worker is a process with its own pool (C12, C16). A container that runs `ray start` gets none of
   the variables: Ray sets `OMP_NUM_THREADS` per worker process from the task's
   `num_cpus` when it is unset, and a pod-wide value would give every worker the whole
   count (see the engines rule).
