@@ -10,8 +10,10 @@ among them (engines/workers.py reads these first, then the worker counts).
 - vLLM: `--tensor-parallel-size`/`-tp` × `--pipeline-parallel-size`/`-pp` worker processes
   per data-parallel rank, times `--data-parallel-size-local`/`-dpl` (else
   `--data-parallel-size`/`-dp`) data-parallel ranks in this pod (vllm/engine/arg_utils.py;
-  FlexibleArgumentParser also takes `_` for `-`); vLLM reads none of them from env
-  (vllm/envs.py). Not read when the ranks run on other pods too: the Ray executor
+  FlexibleArgumentParser also takes `_` for `-`); none of them is read from env
+  (vllm/envs.py has only `VLLM_DP_SIZE`, read for offline SPMD data parallelism, where each
+  data-parallel rank is a process launched by someone else: vllm/config/parallel.py at
+  v0.34.0, so not counted here). Not read when the ranks run on other pods too: the Ray executor
   (`--distributed-executor-backend ray`, `ray start` or the multi-node-serving.sh of
   vLLM's LeaderWorkerSet example in the container), `--nnodes` or `--headless`.
 - Text Generation Inference: `--num-shard`, or its env `NUM_SHARD` (launcher/src/main.rs,
