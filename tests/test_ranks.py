@@ -176,6 +176,11 @@ TGI = "ghcr.io/huggingface/text-generation-inference:3.3.7-intel-cpu"
     ([], [], "8"),
 ])
 def test_tgi_threads_per_shard(args, env, threads):
+    """TGI's launcher reads `--num-shard` / NUM_SHARD (launcher/src/main.rs:611-612 at
+    v3.3.7, `#[clap(long, env)] num_shard`) and starts one shard per rank (main.rs:1596);
+    each sets torch's threads from OMP_NUM_THREADS (server/text_generation_server/models/
+    flash_causal_lm.py:90-96 at v2.3.0). TGI's server is not on PyPI, so its code is not run
+    here as vLLM's is (tests/engines/test_vllm_binding.py)."""
     c = {"name": "tgi", "image": TGI, "args": ["--model-id", "m", *args], "env": env,
          "resources": res("8")}
     p, out, after = run(c)
