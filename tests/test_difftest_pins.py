@@ -170,7 +170,8 @@ def test_config_table_covers_every_changed_check():
 # rawtext-25 and rawtext-26, whose `image: 1e3`, `name: on` and `image: yes` the API server
 # refuses (a number or a boolean where a string goes: krm_fn/apivalidation.py type_errors);
 # engines-13, whose two containers both run a serving engine, so both are pinned (issue
-# #32: the second no longer gets the warning of a container krm-fn does not pin);
+# #32: the second no longer gets the warning of a container krm-fn does not pin; and the
+# vLLM hint naming the releases nobind suits, 0.20.x having none);
 # engines-12, engines-14 and version-17, whose Ollama and Triton messages and thread counts
 # are those read at the engines' tags (issue #32: Ollama 0.30's LLAMA_ARG_THREADS, per
 # physical core; Triton's enable-global-threadpool with intra_op_thread_count).

@@ -178,8 +178,8 @@ def test_detect_imports_only_the_engines_it_recognises():
             "c = ContainerView('c', 'app', ('spec', 'containers', 0), {'image': %r})\n"
             "print([e.name for e in engines.detect(c)])\n"
             "print(sorted(m for m in sys.modules if m.startswith('krm_fn.rules.engines.')))\n")
-    base = ["krm_fn.rules.engines.base", "krm_fn.rules.engines.recognition",
-            "krm_fn.rules.engines.workers"]
+    base = ["krm_fn.rules.engines.base", "krm_fn.rules.engines.ranks",
+            "krm_fn.rules.engines.recognition", "krm_fn.rules.engines.workers"]
     for image, names, mods in (
             ("busybox", [], []),
             ("vllm/vllm-openai-cpu:v0.11.1", ["vLLM CPU"], ["vllm"]),

@@ -300,9 +300,9 @@ def test_vllm_unknown_version_warns_naming_the_better_value():
         "VLLM_CPU_OMP_THREADS_BIND is left unset: no value but the default is accepted by "
         "every release (the default is `all`, no binding, before 0.9.1 and `auto` from 0.9.1, "
         "one OpenMP thread per physical core of a NUMA node, right only when the kubelet "
-        "really pins the container); better: VLLM_CPU_OMP_THREADS_BIND=nobind for vLLM >= "
-        "0.11.1, or all for 0.9.1 to 0.11.0, so that OMP_NUM_THREADS=4 decides the count — or "
-        "use a versioned image tag"]
+        "really pins the container); better: VLLM_CPU_OMP_THREADS_BIND=nobind for vLLM 0.11.1 "
+        "to 0.19 and from 0.21.0, or all for 0.9.1 to 0.11.0, so that OMP_NUM_THREADS=4 decides "
+        "the count — or use a versioned image tag"]
 
 
 @pytest.mark.parametrize("image, have, want, source", [
@@ -310,7 +310,7 @@ def test_vllm_unknown_version_warns_naming_the_better_value():
      "v0.5.4/vllm/worker/cpu_worker.py"),
     ("vllm/vllm-openai-cpu:v0.8.5", "auto", "all",      # no auto before 0.9.1
      "v0.5.4/vllm/worker/cpu_worker.py"),
-    ("vllm/vllm-openai-cpu:v0.10.0", "nobind", "all", "v0.9.1/vllm/envs.py"),
+    ("vllm/vllm-openai-cpu:v0.10.0", "nobind", "all", "v0.10.0/vllm/v1/worker/cpu_worker.py"),
     ("vllm/vllm-openai-cpu:v0.12.0", "all", "nobind", "v0.11.1/vllm/v1/worker/cpu_worker.py"),
 ])
 def test_vllm_spelling_the_release_does_not_accept_is_replaced(image, have, want, source):

@@ -209,7 +209,8 @@ THREADS = Object(Threads, (
           flat="threadsPerCoreMode"),
     Field("bind", Bool(), False, "Also bind the threads: `OMP_PROC_BIND=close` and "
           "`OMP_PLACES` (`cores` with one thread per physical core, else `threads`) on "
-          "containers that get thread env, and vLLM left to its own `auto` binding (0.9.1+). "
+          "containers that get thread env, and vLLM left to its own `auto` binding (0.9.1+); "
+          "neither with more than one worker or rank process. "
           "Helps only when the container really gets an exclusive cpuset; on shared CPUs "
           "bound threads cannot move away from busy ones.", flat="threadsBind"),
     Field("existing", Enum("keep-lower", "replace"), "keep-lower", "A value already set: "

@@ -50,12 +50,13 @@ class CpuPlan:
 @dataclass(frozen=True)
 class Count:
     """The thread count of one container. `cpus`: its whole CPUs (rounded down when kept
-    fractional); `base`: cpus - reservedCpus, at least 1 (what one process may use);
+    fractional); `base`: cpus - kept, at least 1 (what one process may use);
     `count`: base divided by the worker processes, at least 1 (what each pool gets);
     `whole`: the cpu limit is a whole number; `workers`: the Workers found or None;
     `why` / `base_why`: the reason for count / base, for messages; `physical`: count is one
     thread per physical core (base divided by the pool's threads per core, before the
-    workers; threads.perCore)."""
+    workers; threads.perCore); `kept`: the pinned CPUs no thread pool gets (the larger of
+    threads.reservedCpus and the cores the engine keeps for its own other processes)."""
 
     cpus: int
     base: int
@@ -65,6 +66,7 @@ class Count:
     why: str
     base_why: str
     physical: bool = False
+    kept: int = 0
 
 
 @dataclass(frozen=True)
@@ -356,13 +358,15 @@ def _limit(c: ContainerView, plan: CpuPlan | None) -> Fraction | None:
 
 
 def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
-              workers: Workers | None, per_core: tuple | None = None) -> Count | None:
+              workers: Workers | None, per_core: tuple | None = None,
+              keep: tuple | None = None) -> Count | None:
     """The Count of a container whose cpu limit is `limit` (cores), or None when it gets
     no thread env: no positive limit, or a fractional one on a container krm-fn does not
     pin (a pinned one kept fractional gets the value rounded down, at least 1: a
     resourceFieldRef would round up). `per_core`: (threads per core, why) when the count
     is one thread per physical core (floor, at least 1); `workers` then divide it
-    (threads.engines on)."""
+    (threads.engines on). `keep`: (cores, why) the engine keeps for its own other
+    processes (Engine.reserve); the larger of it and threads.reservedCpus is taken off."""
     if limit is None or limit.numerator <= 0:       # a Fraction's sign is its numerator's
         return None
     whole = limit.denominator == 1
@@ -373,10 +377,15 @@ def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
     else:
         return None
     threads = cfg.workloads.threads
-    base = max(1, cpus - threads.reservedCpus)
+    kept = threads.reservedCpus
     why = (f"the {cpus} pinned CPUs" if whole else
-           "its fractional CPU rounded down, at least 1") + (
-        f" minus {threads.reservedCpus} reserved" if threads.reservedCpus else "")
+           "its fractional CPU rounded down, at least 1")
+    if keep is not None and keep[0] > kept:
+        kept = keep[0]
+        why += f" minus {kept} kept by {keep[1]}"
+    elif kept:
+        why += f" minus {kept} reserved"
+    base = max(1, cpus - kept)
     base_why = why
     count = base
     if per_core is not None and per_core[0] > 1:
@@ -387,7 +396,18 @@ def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
         count = max(1, count // workers.count)
         why += f", divided by {workers.count} worker processes ({workers.what})"
     return Count(cpus, base, count, whole, workers, why, base_why,
-                 per_core is not None and per_core[0] > 1)
+                 per_core is not None and per_core[0] > 1, kept)
+
+
+def engine_keep(c: ContainerView, engines: tuple, workers: Workers | None) -> tuple | None:
+    """(cores, why) the first of `engines` with a `reserve` keeps for its own other
+    processes when it runs `workers` processes (1 when None), else None."""
+    for e in engines:
+        if e.reserve is not None:
+            found = e.reserve(c, workers.count if workers is not None else 1)
+            if found is not None:
+                return found
+    return None
 
 
 def per_core(engines: tuple, ctx) -> tuple | None:
@@ -425,8 +445,9 @@ def compute(pod: PodView, ctx) -> dict:
             found = tuple(serving.detect(c))
             workers, unread = serving.workers_read(c, found)
             cores = per_core(found, ctx)
-            if workers is not None or cores is not None:
-                count = count_for(c, limit, cfg, pinned, workers, cores)
+            keep = engine_keep(c, found, workers)
+            if workers is not None or cores is not None or keep is not None:
+                count = count_for(c, limit, cfg, pinned, workers, cores, keep)
         elif count is not None and cfg.workloads.threads.perCore == "physical":
             count = count_for(c, limit, cfg, pinned, None, per_core((), ctx))
         out[c.path] = ContainerFacts(plan, limit, count, tuple(found), unread)

@@ -13,9 +13,10 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
 - A pinned container kept fractional (`cpuRounding: keep`) gets the value rounded down,
   at least 1: never a `resourceFieldRef`, which rounds up (1500m -> 2).
 - With `threads.engines` on (the default), a known worker count divides the value
-  (floor, at least 1): gunicorn/uvicorn `--workers N` (or `WEB_CONCURRENCY`), any
-  `--workers N` argument, TorchServe `TS_DEFAULT_WORKERS_PER_MODEL` — each worker is a
-  process with its own pool (C12, C16). A container that runs `ray start` gets none of
+  (floor, at least 1): the rank processes of vLLM (tp × pp × local dp), Text Generation
+  Inference (`--num-shard`) and torchrun (`--nproc-per-node`), then gunicorn/uvicorn
+  `--workers N` (or `WEB_CONCURRENCY`), any `--workers N` argument, TorchServe
+  `TS_DEFAULT_WORKERS_PER_MODEL` — each worker is a process with its own pool (C12, C16). A container that runs `ray start` gets none of
   the variables: Ray sets `OMP_NUM_THREADS` per worker process from the task's
   `num_cpus` when it is unset, and a pod-wide value would give every worker the whole
   count (see the engines rule).
@@ -48,7 +49,8 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
   (`cores` when one thread per physical core, else `threads`) unless set: each OpenMP
   thread then stays on one place of the container's cpuset. It helps only when the
   container really gets exclusive CPUs; on shared CPUs a bound thread cannot move away
-  from a busy one.
+  from a busy one. Not with more than one worker or rank process: they share the cpuset,
+  and every process would bind its threads to the same first places.
 - New variables are appended at the end of `env`.
 """
 from __future__ import annotations
@@ -135,6 +137,13 @@ def _bind(pod: PodView, c: ContainerView, cnt) -> None:
     core) or threads, unless set: OpenMP then keeps each thread on one place of the
     container's affinity mask (https://gcc.gnu.org/onlinedocs/libgomp/OMP_005fPLACES.html,
     https://gcc.gnu.org/onlinedocs/libgomp/OMP_005fPROC_005fBIND.html)."""
+    if cnt.workers is not None and cnt.workers.count > 1:
+        pod.results.append(Result(
+            f"container {c.name!r}: spec.workloads.threads.bind not applied: its "
+            f"{cnt.workers.count} processes ({cnt.workers.what}) share one cpuset, and "
+            f"OMP_PROC_BIND/OMP_PLACES would bind the threads of every process to the same "
+            f"first {cnt.count} places", INFO, pod.ref, path_str(c.path + ("env",))))
+        return
     places = "cores" if cnt.physical else "threads"
     for var, value in (("OMP_PROC_BIND", "close"), ("OMP_PLACES", places)):
         if env_entry(c, var) is None:

@@ -36,7 +36,9 @@ class Engine:
     settings that appeared, changed or went away (the docs list each with its source);
     `per_core`: how many threads the engine runs per pinned core by its own default,
     "physical" (one per physical core) or "logical" (one per logical CPU), with the
-    upstream `per_core_source` it comes from (`threads.perCore: engine-default`)."""
+    upstream `per_core_source` it comes from (`threads.perCore: engine-default`);
+    `reserve(c, processes)`: (cores, why) the engine keeps free of its thread pools for its
+    own other processes when container `c` runs `processes` rank processes, or None."""
 
     recognition: object
     env: tuple = ()
@@ -49,6 +51,7 @@ class Engine:
     releases: tuple = ()
     per_core: str = "logical"
     per_core_source: str = ""
+    reserve: Callable | None = None
 
     @property
     def name(self) -> str:

@@ -6,6 +6,13 @@ server/text_generation_server/models/flash_causal_lm.py) sets torch's threads fr
 affinity mask covers every CPU of the node (not pinned) it binds the threads itself. So
 `OMP_NUM_THREADS` must be among the thread vars (a warning when it is not); one thread per
 physical core is its own default (`threads.perCore: engine-default`).
+
+Shards. `--num-shard N` (or its env `NUM_SHARD`: launcher/src/main.rs `#[clap(long, env)]
+num_shard`, the flag winning) makes the launcher start N shard processes (`for rank in
+0..num_shard`), and each sets torch's threads from `OMP_NUM_THREADS` on its own
+(`num_cpus_per_rank = int(os.getenv("OMP_NUM_THREADS"))`, v2.3.0 flash_causal_lm.py), so
+the thread vars are the pinned cores divided among the shards (floor; more shards than
+cores is an error).
 """
 from __future__ import annotations
 
@@ -18,7 +25,8 @@ _SRC = "https://github.com/huggingface/text-generation-inference/blob/"
 _FILE = "server/text_generation_server/models/flash_causal_lm.py"
 RELEASES = (
     Release((2, 3, 0), {"omp": True}, _SRC + "v2.3.0/" + _FILE,
-            "CPU path reads `OMP_NUM_THREADS` (default: the node's physical cores per rank)"),
+            "CPU path reads `OMP_NUM_THREADS` in each shard process (default: the node's "
+            "physical cores per rank)"),
 )
 
 
@@ -41,10 +49,12 @@ ENGINE = Engine(
     per_core="physical",
     per_core_source=_SRC + "v3.3.7/" + _FILE,
     recognised="image `ghcr.io/huggingface/text-generation-inference:*-intel-cpu`",
-    sets="the thread vars (its CPU path reads `OMP_NUM_THREADS`)",
+    sets="the thread vars (its CPU path reads `OMP_NUM_THREADS`), N ÷ `--num-shard` / "
+         "`NUM_SHARD` (one process per shard)",
     warns="`OMP_NUM_THREADS` neither in `threads.env` nor set: the default is the node's "
           "physical cores",
     sources=(("TGI flash_causal_lm.py init_cpu_threads_env", _SRC + "v3.3.7/" + _FILE),
+             ("TGI launcher num_shard", _SRC + "v3.3.7/launcher/src/main.rs"),
              ("TGI on Intel CPUs",
               "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/docs/"
               "source/installation_intel.md")),

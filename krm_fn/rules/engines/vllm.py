@@ -11,16 +11,43 @@ accept (`nobind` before 0.11.1, `all` from 0.11.1, `auto` before 0.9.1: read as 
 the worker fails to start) is replaced, with a warning; `auto` or a CPU list already set is
 left alone with a warning (a fixed list cannot match the cpuset the kubelet picks);
 `VLLM_CPU_NUM_OF_RESERVED_CPU` only works with `auto` and from 0.9.1 (a warning otherwise).
+vLLM 0.20.0 to 0.20.2 have no working no-binding value: `nobind` stops them at start (the
+OMPProcessManager's log loop indexes its empty CPU lists, v0.20.0
+vllm/utils/ompmultiprocessing.py; fixed in 0.21.0) and anything else is read as CPU lists,
+so `auto` is left with a warning for one rank, an error for more, and `nobind` set by hand
+is an error.
 `VLLM_CPU_KVCACHE_SPACE` (GiB) larger than the memory limit is an error; leaving less than
 1Gi for weights, Python and `/dev/shm` a warning.
+
+Ranks. With tensor, pipeline or data parallelism every rank is a worker process of its
+own with its own OpenMP pool (`--tensor-parallel-size`/`-tp` × `--pipeline-parallel-size`/
+`-pp` × the local data-parallel ranks, engines/ranks.py), and each inherits the pod's
+`OMP_NUM_THREADS`, so the thread vars are the pinned cores divided among them (floor; more
+ranks than cores is an error). From 0.9.1 to 0.11.0 any value but `auto` is split on `|`
+and rank i reads entry i (v0.9.1 vllm/v1/worker/cpu_worker.py `omp_cpuids.split("|")
+[self.rank]`): the no-binding value is written once per rank (`all|all` for `-tp 2`; a
+single `all` stops rank 1 with an IndexError, and is replaced). Before 0.9.1 `all` is
+tested whole, and from 0.11.1 `nobind` is (v0.11.1 cpu_worker.py; from 0.20.0
+vllm/utils/ompmultiprocessing.py `skip_setup = vllm_mask == "nobind"`): one value serves
+every rank. krm-fn writes the no-binding value rather than leaving `auto` even with
+`threads.bind` when there is more than one rank: `auto` puts rank i on the i-th NUMA node
+of the container's CPUs and stops when they span fewer nodes than ranks ("Not enough
+allowed NUMA nodes"), which the kubelet does not promise.
+The cores vLLM's own `auto` binding keeps for its other processes (the engine core's
+scheduler, which polls) are kept out of the division too, as that release keeps them by
+default (x86): none before 0.10.0; from 0.10.0 1 of every rank's CPUs when tp × pp > 1
+(v0.10.0 cpu_worker.py), from 0.10.2 also with more than one local data-parallel rank; from
+0.20.0 1 per engine, i.e. per data-parallel rank, even with one rank
+(ompmultiprocessing.py `reserve_cpu_num = 1`; Arm keeps one per rank); from 0.31.0 1 per
+rank. The larger of that and `threads.reservedCpus` is taken off.
 """
 from __future__ import annotations
 
 from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, WARNING, Result
-from krm_fn.rules.cmdline import env_entry, image_version
-from krm_fn.rules.engines import recognition
+from krm_fn.rules.cmdline import env_entry, image_version, tokens
+from krm_fn.rules.engines import ranks, recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import add_env
 
@@ -29,20 +56,87 @@ BIND = "VLLM_CPU_OMP_THREADS_BIND"
 RESERVED = "VLLM_CPU_NUM_OF_RESERVED_CPU"
 _SRC = "https://github.com/vllm-project/vllm/blob/"
 # off: the value that leaves OMP_NUM_THREADS in charge; default: what an unset variable
-# means; auto: `auto` is accepted; reserved: VLLM_CPU_NUM_OF_RESERVED_CPU is read
+# means; auto: `auto` is accepted; reserved: VLLM_CPU_NUM_OF_RESERVED_CPU is read;
+# per_rank: `off` is read per rank (split on `|`, one entry per rank); keep: the cores its
+# automatic binding keeps for vLLM's other processes by default ("none"; "world": 1 per
+# rank when tp × pp > 1; "multi": 1 per rank when more than one local process; "one": 1
+# per data-parallel engine; "rank": 1 per rank)
 RELEASES = (
-    Release((0, 5, 4), {"off": "all", "default": "all", "auto": False, "reserved": False},
+    Release((0, 5, 4), {"off": "all", "default": "all", "auto": False, "reserved": False,
+                        "per_rank": False, "keep": "none"},
             _SRC + "v0.5.4/vllm/worker/cpu_worker.py",
-            f"{BIND} appears: `all` (default: no binding) or a CPU list"),
-    Release((0, 9, 1), {"off": "all", "default": "auto", "auto": True, "reserved": True},
+            f"{BIND} appears: `all` (default: no binding) or a CPU list per rank"),
+    Release((0, 9, 1), {"off": "all", "default": "auto", "auto": True, "reserved": True,
+                        "per_rank": True, "keep": "none"},
             _SRC + "v0.9.1/vllm/envs.py",
             f"default `auto` (one thread per physical core of a NUMA node); {RESERVED} "
-            f"appears (read with `auto` only)"),
-    Release((0, 11, 1), {"off": "nobind", "default": "auto", "auto": True, "reserved": True},
+            f"appears (read with `auto` only); anything but `auto` is split on `|`, one "
+            f"entry per rank (`all` with 2 ranks: rank 1 stops with IndexError)"),
+    Release((0, 10, 0), {"off": "all", "default": "auto", "auto": True, "reserved": True,
+                         "per_rank": True, "keep": "world"},
+            _SRC + "v0.10.0/vllm/v1/worker/cpu_worker.py",
+            "`auto` keeps 1 core of each rank for vLLM's other processes when tp × pp > 1"),
+    Release((0, 10, 2), {"off": "all", "default": "auto", "auto": True, "reserved": True,
+                         "per_rank": True, "keep": "multi"},
+            _SRC + "v0.10.2/vllm/v1/worker/cpu_worker.py",
+            "... or with more than one local data-parallel rank"),
+    Release((0, 11, 1), {"off": "nobind", "default": "auto", "auto": True, "reserved": True,
+                         "per_rank": False, "keep": "multi"},
             _SRC + "v0.11.1/vllm/v1/worker/cpu_worker.py",
-            "`nobind` replaces `all` (`all` is then read as a CPU list and fails)"),
+            "`nobind` replaces `all` (`all` is then read as a CPU list and fails); `nobind` "
+            "is read whole, for every rank"),
+    Release((0, 20, 0), {"off": None, "default": "auto", "auto": True, "reserved": True,
+                         "per_rank": False, "keep": "one"},
+            _SRC + "v0.20.0/vllm/utils/ompmultiprocessing.py",
+            "binding moves to `OMPProcessManager`, which keeps 1 core per engine "
+            "(data-parallel rank) for its scheduler process (x86; 1 per rank on Arm); "
+            "`nobind` stops every start (its log loop indexes the empty CPU lists: "
+            "IndexError), so no value turns binding off"),
+    Release((0, 21, 0), {"off": "nobind", "default": "auto", "auto": True, "reserved": True,
+                         "per_rank": False, "keep": "one"},
+            _SRC + "v0.21.0/vllm/utils/ompmultiprocessing.py", "`nobind` works again"),
+    Release((0, 31, 0), {"off": "nobind", "default": "auto", "auto": True, "reserved": True,
+                         "per_rank": False, "keep": "rank"},
+            _SRC + "v0.31.0/vllm/utils/ompmultiprocessing.py",
+            "keeps 1 core per local rank on x86 too"),
 )
-_OFF = {r.facts["off"] for r in RELEASES}
+_OFF = {r.facts["off"] for r in RELEASES if r.facts["off"]}
+
+
+def processes(f) -> int:
+    """The rank processes of the container (its Count's workers when they are ranks,
+    engines/ranks.py: vLLM's own sizes, or torchrun's processes each running one rank),
+    1 when none are written."""
+    w = f.count.workers if f.count is not None else None
+    return w.count if w is not None and w.server in ranks.SERVERS and w.count > 1 else 1
+
+
+def off_value(rel: Release, n: int) -> str:
+    """The no-binding value of release `rel` for `n` rank processes: one `|`-separated
+    entry per rank where the release splits the variable per rank, else the value."""
+    off = rel.facts["off"]
+    return "|".join([off] * n) if off and rel.facts["per_rank"] and n > 1 else off
+
+
+def reserve(c: ContainerView, n: int) -> tuple | None:
+    """(cores, why) vLLM's automatic binding keeps for its other processes (the engine
+    cores' schedulers) by default at the image's release, for `n` local rank processes
+    (tp × pp × local dp); None for none or an unknown release. The x86 defaults: v0.10.0
+    vllm/v1/worker/cpu_worker.py `reserve_cpu_num = 1 if world_size > 1`, taken off the CPU
+    list of every rank; v0.10.2 `... or data_parallel_size_local > 1`; v0.20.0
+    vllm/utils/ompmultiprocessing.py `reserve_cpu_num = 1` per engine (data-parallel rank),
+    split over its ranks; v0.31.0 `local_world_size` per engine."""
+    rel = release_for(RELEASES, version(c))
+    if rel is None:
+        return None
+    world, dpl = ranks.vllm_sizes(tokens(c))
+    keep = rel.facts["keep"]
+    cores = {"none": 0, "world": n if world > 1 else 0, "multi": n if n > 1 else 0,
+             "one": dpl, "rank": n}[keep]
+    if not cores:
+        return None
+    return cores, (f"vLLM {version_text(version(c))} for its other processes (what its own "
+                   f"binding keeps: {rel.source})")
 
 
 def version(c: ContainerView) -> tuple | None:
@@ -67,9 +161,10 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                      f"appeared in {version_text(RELEASES[0].since)}): OMP_NUM_THREADS="
                      f"{f.count.count} decides the thread count; remove it")
     elif bind is None:
-        effective = _unset(pod, c, f.count, v, rel, ctx.cfg.workloads.threads.bind)
+        effective = _unset(pod, c, f.count, v, rel, ctx.cfg.workloads.threads.bind,
+                           processes(f))
     else:
-        effective = _existing(pod, c, f.count, bind, v, rel)
+        effective = _existing(pod, c, f.count, bind, v, rel, processes(f))
     reserved = env_entry(c, RESERVED)
     if reserved is not None:
         if rel is not None and not rel.facts["reserved"] or v is not None and rel is None:
@@ -77,7 +172,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                      f"container {c.name!r}: vLLM {version_text(v)} does not read {RESERVED} "
                      f"(it appeared in 0.9.1); remove it, and set spec.workloads.threads."
                      f"reservedCpus to leave pinned CPUs to vLLM's own threads")
-        elif effective in _OFF:
+        elif effective is not None and set(effective.split("|")) <= _OFF:
             pod.warn(c.path + ("env", reserved[0]),
                      f"container {c.name!r}: {RESERVED} is only used with {BIND}=auto and is "
                      f"ignored with {effective}; remove it, and set spec.workloads.threads."
@@ -85,10 +180,11 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     _kvcache(pod, c)
 
 
-def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False) -> str | None:
-    """VLLM_CPU_OMP_THREADS_BIND absent: write the release's no-binding value when its
-    default binds; warn when the release is unknown. Returns the value in effect (None:
-    unknown)."""
+def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False,
+           n: int = 1) -> str | None:
+    """VLLM_CPU_OMP_THREADS_BIND absent: write the release's no-binding value (one entry
+    per rank where the release splits it, `n` rank processes) when its default binds;
+    warn when the release is unknown. Returns the value in effect (None: unknown)."""
     if rel is None:
         pod.warn(c.path + ("env",),
                  f"container {c.name!r}: the image {c.data.get('image')!r} names no vLLM "
@@ -96,32 +192,72 @@ def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False) -> s
                  f"every release (the default is `all`, no binding, before 0.9.1 and `auto` "
                  f"from 0.9.1, one OpenMP thread per physical core of a NUMA node, right only "
                  f"when the kubelet really pins the container); better: {BIND}=nobind for "
-                 f"vLLM >= 0.11.1, or all for 0.9.1 to 0.11.0, so that OMP_NUM_THREADS="
-                 f"{cnt.count} decides the count — or use a versioned image tag")
+                 f"vLLM 0.11.1 to 0.19 and from 0.21.0, or all for 0.9.1 to 0.11.0, so that "
+                 f"OMP_NUM_THREADS={cnt.count} decides the count — or use a versioned image "
+                 f"tag")
         return None
-    off = rel.facts["off"]
-    if rel.facts["default"] == off:
+    off = off_value(rel, n)
+    if rel.facts["default"] == rel.facts["off"]:
         return off                  # the default already leaves OMP_NUM_THREADS in charge
-    if bind:
+    if off is None:
+        return _no_off(pod, c, cnt, v, rel, n, c.path + ("env",))
+    if bind and n > 1:
+        pod.results.append(Result(
+            f"container {c.name!r}: spec.workloads.threads.bind not applied to vLLM's "
+            f"{n} rank processes: its auto binding puts each rank on a NUMA node of its own "
+            f"and stops when the container's CPUs span fewer than {n} nodes, which the "
+            f"kubelet does not promise; {BIND} is set to no binding instead", INFO,
+            pod.ref, path_str(c.path + ("env",))))
+    elif bind:
         pod.results.append(Result(
             f"container {c.name!r}: {BIND} left to vLLM {version_text(v)}'s default auto "
             f"(spec.workloads.threads.bind): vLLM binds one OpenMP thread per physical core "
             f"of the CPUs the container may use, right when the kubelet pins it", INFO,
             pod.ref, path_str(c.path + ("env",))))
         return "auto"
+    per_rank = (f"; one entry per rank: vLLM splits it on | and rank i reads entry i, so a "
+                f"single {rel.facts['off']} stops rank 1 with an IndexError ({rel.source})"
+                if off != rel.facts["off"] else "")
     add_env(pod, c, {"name": BIND, "value": off},
             f"container {c.name!r}: {BIND} set to {off} (vLLM {version_text(v)} CPU backend): "
             f"with the default auto vLLM binds one OpenMP thread per physical core of a whole "
             f"NUMA node, and whether the kubelet gives this container an exclusive cpuset is "
-            f"not certain at render time; with {off} OMP_NUM_THREADS={cnt.count} decides the "
-            f"count either way")
+            f"not certain at render time; with {rel.facts['off']} OMP_NUM_THREADS={cnt.count} "
+            f"decides the count either way{per_rank}")
     return off
 
 
-def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel) -> str | None:
-    """VLLM_CPU_OMP_THREADS_BIND set: a no-binding spelling the release does not accept
-    is replaced by the one it does; `auto` and CPU lists are left alone with a warning.
-    Returns the value in effect (None: unknown)."""
+def _better(rel) -> str:
+    """The no-binding value to suggest for release `rel` (None: unknown)."""
+    if rel is None:
+        return "nobind (vLLM 0.11.1 to 0.19 and from 0.21.0; all before)"
+    return rel.facts["off"] or "nothing: vLLM 0.20.x has no no-binding value (0.21.0 has nobind)"
+
+
+def _no_off(pod: PodView, c: ContainerView, cnt, v, rel, n: int, path: tuple) -> str | None:
+    """A release with no working no-binding value (0.20.x): `auto` is left, with a warning
+    for one rank and an error for more (each rank needs a NUMA node of its own)."""
+    why = (f"vLLM {version_text(v)} has no value that turns its binding off (nobind stops it "
+           f"at start with an IndexError: {rel.source}), so {BIND} is left to auto")
+    if n > 1:
+        pod.error(path, f"container {c.name!r}: {why}, which puts each of its {n} rank "
+                        f"processes on a NUMA node of its own and stops when the container's "
+                        f"CPUs span fewer, which the kubelet does not promise; use vLLM 0.21.0 "
+                        f"or later (nobind), or one rank")
+        return None
+    pod.warn(path, f"container {c.name!r}: {why}: one OpenMP thread per physical core of the "
+                   f"CPUs the container may use, less 1 for the scheduler, right only if the "
+                   f"kubelet really pins it; OMP_NUM_THREADS={cnt.count} is not read; use vLLM "
+                   f"0.21.0 or later to set nobind")
+    return "auto"
+
+
+def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel,
+              n: int = 1) -> str | None:
+    """VLLM_CPU_OMP_THREADS_BIND set: a no-binding spelling the release does not accept,
+    or too few per-rank entries of it for `n` rank processes, is replaced by the value it
+    accepts; `auto` and CPU lists are left alone with a warning, CPU lists with fewer
+    entries than ranks with an error. Returns the value in effect (None: unknown)."""
     i, e = bind
     path = c.path + ("env", i)
     if "valueFrom" in e:
@@ -132,16 +268,31 @@ def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel) -> str |
         return None
     have = str(e.get("value") or "").strip(numbers.BLANKS)
     shown = numbers.brief(have) if have else "(empty)"
-    if rel is not None and (have in _OFF or have == "auto" and not rel.facts["auto"]) \
-            and have != rel.facts["off"]:
-        off = rel.facts["off"]
-        pod.set(path + ("value",), off,
-                f"container {c.name!r}: {BIND} {have} -> {off}: vLLM {version_text(v)} does "
-                f"not accept {have} (it reads it as a CPU list and the worker fails to "
-                f"start); {off} is its value for no binding ({rel.source})", e.get("value"),
-                severity=WARNING)
-        return off
-    if have in _OFF:
+    entries = have.split("|")
+    if rel is not None and set(entries) <= _OFF and rel.facts["off"] is None:
+        pod.error(path + ("value",),
+                  f"container {c.name!r}: {BIND}={numbers.brief(have)} stops vLLM "
+                  f"{version_text(v)} at start: it has no no-binding value ({rel.source}: "
+                  f"with nobind its log loop indexes the empty CPU lists, IndexError, and "
+                  f"anything else is read as CPU lists); remove it (auto) or use vLLM 0.21.0 "
+                  f"or later")
+        return None
+    if rel is not None and (set(entries) <= _OFF or have == "auto" and not rel.facts["auto"]):
+        off = off_value(rel, n)
+        short = rel.facts["per_rank"] and set(entries) == {rel.facts["off"]} and \
+            len(entries) < n
+        if short or set(entries) != {rel.facts["off"]} or "|" in have and "|" not in off:
+            why = (f"vLLM {version_text(v)} splits it on | and rank i reads entry i, so "
+                   f"{len(entries)} entr{'y' if len(entries) == 1 else 'ies'} for {n} rank "
+                   f"processes stops rank {len(entries)} with an IndexError" if short else
+                   f"vLLM {version_text(v)} does not accept {have} (it reads it as a CPU "
+                   f"list and the worker fails to start)")
+            pod.set(path + ("value",), off,
+                    f"container {c.name!r}: {BIND} {numbers.brief(have)} -> {off}: {why}; "
+                    f"{off} is its value for no binding ({rel.source})", e.get("value"),
+                    severity=WARNING)
+            return off
+    if set(entries) <= _OFF:
         return have
     if have in ("auto", ""):
         pod.warn(path + ("value",),
@@ -149,14 +300,22 @@ def _existing(pod: PodView, c: ContainerView, cnt, bind: tuple, v, rel) -> str |
                  f"core of a whole NUMA node, filtered by the CPUs the container may use: "
                  f"right only if the kubelet really pins it (static CPU Manager on the node, "
                  f"pod still Guaranteed after admission); left alone — set it to "
-                 f"{rel.facts['off'] if rel else 'nobind (vLLM >= 0.11.1; all before)'} so "
+                 f"{_better(rel)} so "
                  f"that OMP_NUM_THREADS={cnt.count} decides the count")
         return "auto"
+    if n > 1 and len(entries) < n:
+        pod.error(path + ("value",),
+                  f"container {c.name!r}: {BIND}={shown} has {len(entries)} CPU "
+                  f"list{'s' if len(entries) != 1 else ''} (split on |, one per rank) for "
+                  f"{n} rank processes: rank {len(entries)} stops (IndexError; from vLLM "
+                  f"0.20.0 an assertion); give one list per rank, or set it to "
+                  f"{off_value(rel, n) if rel else 'nobind (vLLM >= 0.11.1)'}")
+        return have
     pod.warn(path + ("value",),
              f"container {c.name!r}: {BIND}={shown} binds fixed CPU ids, but the kubelet "
              f"chooses the exclusive CPUs at admission, so the ids cannot be known to match "
              f"the container's cpuset; left alone — set it to "
-             f"{rel.facts['off'] if rel else 'nobind (vLLM >= 0.11.1; all before)'} "
+             f"{_better(rel)} "
              f"(OMP_NUM_THREADS={cnt.count} then decides the count)")
     return have
 
@@ -204,18 +363,23 @@ ENGINE = Engine(
     releases=RELEASES,
     per_core="physical",
     per_core_source=_SRC + "v0.11.1/vllm/v1/worker/cpu_worker.py",
+    reserve=reserve,
     recognised="image `*vllm*-cpu*` (`public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo`, "
                "`vllm/vllm-openai-cpu`, a vLLM image with a `cpu` tag); `vllm serve` / "
                "`python -m vllm.entrypoints…` with `--device cpu`; the version is the tag of "
                "an image whose name mentions vllm",
     sets="`VLLM_CPU_OMP_THREADS_BIND` = the release's no-binding value unless set (`nobind` "
-         "from 0.11.1, `all` for 0.9.1–0.11.0; nothing before 0.9.1, whose default `all` "
-         "does not bind), so that `OMP_NUM_THREADS` decides; a no-binding spelling the "
-         "release does not accept is replaced",
+         "from 0.11.1 except 0.20.x, which has none: `auto` is left, an error with more than "
+         "one rank; `all` for 0.9.1–0.11.0, one `|`-separated entry per rank there: "
+         "`all|all` with `-tp 2`; nothing before 0.9.1, whose default `all` does not bind), "
+         "so that `OMP_NUM_THREADS` decides; a no-binding spelling the release does not "
+         "accept, or too few per-rank entries, is replaced; thread vars = (N − the cores "
+         "vLLM's own binding keeps for its scheduler) ÷ (tp × pp × local dp) rank processes",
     warns="no version tag (nothing set: only the default is valid in every release); bind "
           "`auto` or a CPU list; `VLLM_CPU_NUM_OF_RESERVED_CPU` with no binding (read with "
           "`auto` only: use `reservedCpus`) or before 0.9.1; `VLLM_CPU_KVCACHE_SPACE` (GiB) "
-          "above the memory limit is an **error**, leaving < 1Gi a warning",
+          "above the memory limit is an **error**, leaving < 1Gi a warning; a CPU list with "
+          "fewer entries than ranks, or more ranks than CPUs, is an **error**",
     sources=(("vLLM CPU installation",
               "https://docs.vllm.ai/en/latest/getting_started/installation/cpu.html"),),
 )

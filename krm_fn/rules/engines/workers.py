@@ -9,6 +9,7 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, text,
                                   tokens, words)
+from krm_fn.rules.engines import ranks
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
 from krm_fn.rules.engines.recognition import Pattern, Recognition
 
@@ -28,11 +29,13 @@ SOURCES: tuple[WorkerSource, ...] = (
 
 
 def _read(c: ContainerView, engines: tuple):
-    """Every worker count the container writes, in SOURCES order, as (server, what, field
-    path, the text found, the count or None when it is not a whole number)."""
+    """Every worker count the container writes, its rank processes first (ranks.py), then
+    in SOURCES order, as (server, what, field path, the text found, the count or None when
+    it is not a whole number)."""
     toks = tokens(c)
     line = text(toks)
     names = {e.name for e in engines}
+    yield from ranks.read(c, toks, line, names)
     for src in SOURCES:
         if src.engine is not None:
             if src.engine not in names:
@@ -91,8 +94,10 @@ def scan(c: ContainerView, engines: tuple) -> tuple:
 
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
-    """Warn that one worker's OOM kills all of them (cgroup v2, Kubernetes 1.28 and later:
-    every supported version)."""
+    """Error when rank processes (ranks.py) outnumber the CPUs left to their pools (each
+    runs at least one thread: oversubscription is certain; web workers only share the
+    thread count, floor at least 1); warn that one worker's OOM kills all of them
+    (cgroup v2, Kubernetes 1.28 and later: every supported version)."""
     cnt = f.count
     w = cnt.workers
     if w is None:
@@ -105,6 +110,13 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
         return
     if w.count <= 1:
         return
+    free = cnt.cpus - cnt.kept
+    if w.server in ranks.SERVERS and w.count > free:
+        kept = f" ({cnt.cpus} minus {cnt.kept} kept)" if cnt.kept else ""
+        pod.error(w.path, f"container {c.name!r} runs {w.count} processes ({w.what}), each with "
+                          f"its own thread pool, on {max(free, 0)} CPUs{kept}: at least 1 "
+                          f"thread each oversubscribes the CPUs for certain; give it at least "
+                          f"{w.count + cnt.kept} CPUs or run fewer processes")
     if ctx.pool is not None and ctx.pool.single_process_oom_kill:
         return                      # an OOM kills only the offending worker
     from krm_fn.node import fields
@@ -125,16 +137,22 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 ROW = Engine(
     Recognition("multi-worker servers", "workers"),
     check=check,
-    recognised="gunicorn `--workers`/`-w`, uvicorn `--workers`, their `WEB_CONCURRENCY` "
+    recognised="rank processes first: torchrun `--nproc-per-node`/`--nproc_per_node` "
+               "(`PET_NPROC_PER_NODE`), vLLM "
+               "tp × pp × local dp, TGI `--num-shard`/`NUM_SHARD`; then gunicorn "
+               "`--workers`/`-w`, uvicorn `--workers`, their `WEB_CONCURRENCY` "
                "(gunicorn also `GUNICORN_CMD_ARGS`); hypercorn `--workers`/`-w`; any "
                "`--workers N` arg",
-    sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`",
+    sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`; "
+         "more rank processes than CPUs is an **error** (each runs at least one thread)",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
           "(`memory.oom.group`): the memory limit must cover every worker, or set "
           "`spec.nodePools[].kubelet.singleProcessOOMKill: true` (then no warning)",
     sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
              ("hypercorn __main__.py (-w/--workers)",
               "https://github.com/pgjones/hypercorn/blob/main/src/hypercorn/__main__.py"),
+             ("torch.distributed.run (--nproc-per-node)",
+              "https://github.com/pytorch/pytorch/blob/main/torch/distributed/run.py"),
              ("kubernetes/kubernetes#117793 (memory.oom.group)",
               "https://github.com/kubernetes/kubernetes/pull/117793"),
              ("kubernetes/kubernetes#126096 (singleProcessOOMKill)",

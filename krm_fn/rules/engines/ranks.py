@@ -1,0 +1,116 @@
+"""Ranks: the processes one serving container runs for its model's parallel ranks, each a
+process with its own OpenMP pool, so that the thread vars are the pinned cores divided
+among them (engines/workers.py reads these first, then the worker counts).
+
+- torchrun (`torchrun`, `python -m torch.distributed.run`): `--nproc-per-node` /
+  `--nproc_per_node` processes, or its env `PET_NPROC_PER_NODE` (torch/distributed/run.py,
+  `action=env`: torch/distributed/argparse_util.py reads `PET_{dest}`; the flag wins;
+  `auto`/`cpu`/`gpu` are not whole numbers and are not read); each is one rank of whatever
+  it launches, so the engine's own parallel sizes are not multiplied in.
+- vLLM: `--tensor-parallel-size`/`-tp` × `--pipeline-parallel-size`/`-pp` worker processes
+  per data-parallel rank, times `--data-parallel-size-local`/`-dpl` (else
+  `--data-parallel-size`/`-dp`) data-parallel ranks in this pod (vllm/engine/arg_utils.py;
+  FlexibleArgumentParser also takes `_` for `-`); none of them is read from env
+  (vllm/envs.py has only `VLLM_DP_SIZE`, read for offline SPMD data parallelism, where each
+  data-parallel rank is a process launched by someone else: vllm/config/parallel.py at
+  v0.34.0, so not counted here). Not read when the ranks run on other pods too: the Ray executor
+  (`--distributed-executor-backend ray`, `ray start` or the multi-node-serving.sh of
+  vLLM's LeaderWorkerSet example in the container), `--nnodes` or `--headless`.
+- Text Generation Inference: `--num-shard`, or its env `NUM_SHARD` (launcher/src/main.rs,
+  `#[clap(long, env)] num_shard`; the flag wins): the launcher starts one shard process per
+  rank, each sizing torch's threads from `OMP_NUM_THREADS`.
+"""
+from __future__ import annotations
+
+from krm_fn import numbers
+from krm_fn.rules.cmdline import count_text, env_path, env_value, flag
+from krm_fn.rules.engines.recognition import Pattern
+
+VLLM = "vLLM CPU"
+TGI = "Text Generation Inference (CPU)"
+SERVERS = ("torchrun", VLLM, TGI)      # the `server` of the Workers read here
+TORCHRUN = Pattern(r"(^|[\s/])torchrun(\s|$)|\btorch\.distributed\.run\b",
+                   ("torchrun", "torch.distributed.run"))
+NPROC = ("--nproc-per-node", "--nproc_per_node")
+TP = ("--tensor-parallel-size", "-tp", "--tensor_parallel_size")
+PP = ("--pipeline-parallel-size", "-pp", "--pipeline_parallel_size")
+DP = ("--data-parallel-size", "-dp", "--data_parallel_size")
+DPL = ("--data-parallel-size-local", "-dpl", "--data_parallel_size_local")
+ELSEWHERE = ("--nnodes", "--headless", "multi-node-serving.sh", "--ray_cluster_size")
+BACKEND = ("--distributed-executor-backend", "--distributed_executor_backend")
+
+
+def read(c, toks: list, line: str, names: set):
+    """The rank process count of the container as (server, what, field path, the text
+    found, the count or None when a size is not a whole number), at most one; nothing when
+    no rank size is written. `toks`/`line`: its command words and their text; `names`:
+    the names of the engines recognised in it."""
+    if TORCHRUN.search(line):
+        found = flag(toks, NPROC)
+        if found is not None:
+            yield ("torchrun", f"torchrun {numbers.brief(found[2])}", found[1].path, found[0],
+                   count_text(found[0]))
+            return
+        value = env_value(c, "PET_NPROC_PER_NODE")
+        if value is not None:
+            yield ("torchrun", f"torchrun PET_NPROC_PER_NODE={numbers.brief(value)}",
+                   env_path(c, "PET_NPROC_PER_NODE"), value, count_text(value))
+            return
+    if VLLM in names and not _elsewhere(toks, line, names):
+        yield from _vllm(toks)
+    if TGI in names:
+        found = flag(toks, ("--num-shard",))
+        if found is not None:
+            yield (TGI, f"TGI {numbers.brief(found[2])}", found[1].path, found[0],
+                   count_text(found[0]))
+            return
+        value = env_value(c, "NUM_SHARD")
+        if value is not None:
+            yield (TGI, f"TGI NUM_SHARD={numbers.brief(value)}", env_path(c, "NUM_SHARD"),
+                   value, count_text(value))
+
+
+def _elsewhere(toks: list, line: str, names: set) -> bool:
+    """Whether vLLM's ranks may run on other pods too (see the module docstring)."""
+    if "Ray" in names or any(w in line for w in ELSEWHERE):
+        return True
+    backend = flag(toks, BACKEND)
+    return backend is not None and backend[0] == "ray"
+
+
+def _vllm_flags(toks: list) -> list:
+    """The flag() of each vLLM size written: tp, pp, then the local data-parallel ranks
+    (`-dpl`, else `-dp`)."""
+    sizes = []
+    for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
+        found = flag(toks, names)
+        if found is not None:
+            sizes.append(found)
+    return sizes
+
+
+def vllm_sizes(toks: list) -> tuple[int, int]:
+    """(tp × pp, local data-parallel ranks) of vLLM's command words `toks`; a size not
+    written or not a whole number above 0 counts 1."""
+    found = []
+    for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
+        x = flag(toks, names)
+        k = count_text(x[0]) if x is not None else None
+        found.append(k if k is not None and k >= 1 else 1)
+    return found[0] * found[1], found[2]
+
+
+def _vllm(toks: list):
+    """vLLM's local processes: tp × pp × local data-parallel ranks (sizes not written: 1)."""
+    sizes = _vllm_flags(toks)
+    if not sizes:
+        return
+    what = "vLLM " + " × ".join(numbers.brief(s[2]) for s in sizes)
+    n = 1
+    for value, _, _ in sizes:
+        k = count_text(value)
+        if k is None or k < 1:
+            yield VLLM, what, sizes[0][1].path, value, None
+            return
+        n *= k
+    yield VLLM, what, sizes[0][1].path, " × ".join(s[0] for s in sizes), n
