@@ -120,7 +120,9 @@ def test_corpus_manifest(path: Path, tmp_path):
                 assert spec["nodeSelector"]["krm-fn.dev/cpu-pinning"] == "true"
                 continue
             assert 1 <= int(env["OMP_NUM_THREADS"]) <= int(cpu)
-            assert env["PYTHON_CPU_COUNT"] == str(int(cpu))
+            # the same count as the other thread vars: the pinned CPUs, or their physical
+            # cores for an engine that runs one thread per core by itself (perCore)
+            assert env["PYTHON_CPU_COUNT"] == env["OMP_NUM_THREADS"]
             assert spec["nodeSelector"]["krm-fn.dev/cpu-pinning"] == "true"
     if not tuned:
         assert p.stdout == src   # nothing selected: byte for byte

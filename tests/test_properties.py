@@ -496,6 +496,13 @@ def expected_pinned(obj: dict, at, spec: dict, meta, cfg_pinned: list) -> str | 
             return n
     assert all(c.get("image") in (None, "registry.example/app:1") and "command" not in c
                and "args" not in c for _, role, c in cs if role == "app"), cs
+    # a KServe framework key that names a serving engine (pytorch: TorchServe, triton, ...)
+    # makes its model container the engine's, which comes before the default-container
+    from krm_fn.rules.engines import recognition
+    serving_keys = {k for r in recognition.TABLE if r.serving for k in r.kserve}
+    model = next(iter(workloads.model_names(at)), None)
+    if model in names and any(k in spec for k in serving_keys):
+        return model
     m = _at(obj, meta) if meta is not None else None
     ann = (m.get("annotations") or {}) if isinstance(m, dict) else {}
     if ann.get(krm_pipeline.DEFAULT_CONTAINER) in names:

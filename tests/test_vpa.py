@@ -182,3 +182,26 @@ def test_the_pod_after_the_vpa_acted():
     assert vpa.after(POD, [_vpa(mode="Off")], "Guaranteed", ex) == ("Guaranteed", ex)
     # a pod already Burstable stays so
     assert vpa.after(POD, [only], "BestEffort", ()) == ("BestEffort", ())
+
+
+def test_a_whole_cpu_container_krm_fn_does_not_pin_loses_its_exclusive_cpus_too():
+    """Hostile review: the kubelet pins any container of a Guaranteed pod whose cpu is a
+    whole number (policy_static.go guaranteedCPUs), so a VPA moving it is judged as for a
+    pinned one: an error, and the verdict's exclusive CPUs lose it."""
+    tok = Container("tokenizer", APP, {"cpu": Fraction(2), "memory": GI},
+                    {"cpu": Fraction(2), "memory": GI})
+    pod = AdmittedPod(None, "spec.template.spec", containers=(SERVER, tok))
+    spec = [_vpa([{"containerName": "server", "mode": "Off"}])]
+    (found,) = vpa.refused(pod, spec)
+    assert found.message == (
+        "VerticalPodAutoscaler v (updateMode Recreate) sets the cpu request and limit of "
+        "container 'tokenizer' (not one krm-fn pins, but its whole cpu gets exclusive CPUs "
+        "from the kubelet) to its recommendation (controlledValues RequestsAndLimits; no "
+        "containerPolicies entry, so the defaults) instead of the 2 it has: a value that is "
+        "almost never a whole number, so the static CPU Manager gives it no exclusive CPUs; "
+        "keep it as written: spec.resourcePolicy.containerPolicies entry {containerName: "
+        "tokenizer, mode: \"Off\"}, or {containerName: tokenizer, controlledResources: "
+        "[memory], controlledValues: RequestsAndLimits}, or minAllowed.cpu and maxAllowed.cpu "
+        f"both 2, or updateMode: \"Off\" ({SRC})")
+    assert vpa.after(pod, spec, "Guaranteed", (("server", 4), ("tokenizer", 2))) == (
+        "Guaranteed", (("server", 4),))

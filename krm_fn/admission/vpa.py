@@ -121,14 +121,25 @@ def effect(policy: dict, container) -> tuple:
         if only:
             if low is None or low < lim:
                 broken.append(res)
-        elif res == "cpu" and container.designated and not (low == high == req):
+        elif res == "cpu" and _exclusive(container) and not (low == high == req):
             moved = True
     return tuple(broken), moved
 
 
+def _exclusive(container) -> bool:
+    """Whether `container` is one whose cpu stays a whole number of exclusive CPUs unless a
+    VPA moves it: one krm-fn pins, or any app container whose cpu request == limit is a
+    whole number, which the static CPU Manager pins too (policy_static.go
+    guaranteedCPUs)."""
+    if container.designated:
+        return True
+    cpu = container.requests.get("cpu")
+    return cpu is not None and cpu > 0 and cpu == int(cpu)
+
+
 def _fix(c, broken: tuple, moved: bool) -> str:
     """The containerPolicies entry that keeps `c` as krm-fn wrote it."""
-    if c.designated and ("cpu" in broken or moved):
+    if _exclusive(c) and ("cpu" in broken or moved):
         whole = ("" if "memory" in broken else f", or minAllowed.cpu and maxAllowed.cpu "
                  f"both {quantity.format_cpu(c.requests['cpu'])}")
         return (f"spec.resourcePolicy.containerPolicies entry {{containerName: {c.name}, "
@@ -202,9 +213,13 @@ def _message(name, mode: str, c, policy: dict, entry, broken: tuple, moved: bool
     if moved:
         bounds = "" if not (policy.get("minAllowed") or policy.get("maxAllowed")) else (
             " within its minAllowed / maxAllowed")
-        what.append(f"sets pinned container {c.name!r}'s cpu request and limit to its "
+        whose = (f"pinned container {c.name!r}'s cpu request and limit" if c.designated
+                 else f"the cpu request and limit of container {c.name!r} (not one krm-fn "
+                      f"pins, but its whole cpu gets exclusive CPUs from the kubelet)")
+        wrote = "krm-fn wrote" if c.designated else "it has"
+        what.append(f"sets {whose} to its "
                     f"recommendation{bounds} (controlledValues RequestsAndLimits; {by}) "
-                    f"instead of the {_show('cpu', c.requests['cpu'])} krm-fn wrote: a "
+                    f"instead of the {_show('cpu', c.requests['cpu'])} {wrote}: a "
                     f"value that is almost never a whole number, so the static CPU Manager "
                     f"gives it no exclusive CPUs")
     return (f"VerticalPodAutoscaler {name} (updateMode {mode}) "
