@@ -176,6 +176,26 @@ def test_else_the_first_container_with_a_warning_naming_how_to_choose_another():
          "comma-separated) or list it in spec.workloads.pinnedContainers")]
 
 
+def test_a_default_container_naming_an_init_container_is_passed_over_and_said():
+    """Hostile review: kubectl.kubernetes.io/default-container naming an init container
+    pinned nothing, silently; it is passed over (rule 3 reads app containers, as rules 2
+    and 5 do) and the first-container warning says what it named."""
+    fetch = '{name: fetch, image: "registry.example/fetch:1", resources: {limits: {cpu: 500m, memory: 64Mi}}}'
+    code, out = _render([EXPORTER, OTHER], "kubectl.kubernetes.io/default-container: fetch",
+                        init=[fetch])
+    assert code == 0
+    assert _cpu(_containers(out)["exporter"]) == "2"
+    assert _about_choice(out) == [
+        ("warning", "spec.template.spec.containers[0]",
+         "container 'exporter' is pinned because it is the first container: no container "
+         "runs a serving engine krm-fn recognises, and neither krm-fn.dev/pinned-containers, "
+         "spec.workloads.pinnedContainers nor kubectl.kubernetes.io/default-container names "
+         "one (kubectl.kubernetes.io/default-container names 'fetch', which is no app "
+         "container); to pin another, annotate the workload or its pod template with "
+         "krm-fn.dev/pinned-containers: \"NAME\" (one or more of exporter, other, "
+         "comma-separated) or list it in spec.workloads.pinnedContainers")]
+
+
 def test_a_single_app_container_gets_no_warning():
     code, out = _render([OTHER])
     assert code == 0 and _cpu(_containers(out)["other"]) == "2"

@@ -22,7 +22,13 @@ from krm_fn.admission.model import WARNING, Finding
 
 ANNOTATION, LABEL = "annotation", "label"
 NS_LABEL, NS_ANNOTATION = "namespace label", "namespace annotation"
-_TRUE = ("true", "True", "TRUE")
+# what Go's strconv.ParseBool reads as true / false (these webhooks parse their annotation
+# with it, or accept at least these spellings: warning on more is the fail-closed side)
+_TRUE = ("1", "t", "T", "true", "True", "TRUE")
+_FALSE = ("0", "f", "F", "false", "False", "FALSE")
+# Kuma's metadata.GetEnabled (pkg/plugins/runtime/k8s/metadata/annotations.go): enabled,
+# true or yes; disabled, false or no
+_KUMA_ON, _KUMA_OFF = ("enabled", "true", "yes"), ("disabled", "false", "no")
 
 
 @dataclass(frozen=True)
@@ -58,17 +64,16 @@ WEBHOOKS = (
             "the Envoy sidecar and its init container",
             "https://aws.github.io/aws-app-mesh-controller-for-k8s/reference/injector/"),
     Webhook("Kuma sidecar injector",
-            (_t(NS_LABEL, "kuma.io/sidecar-injection", "enabled"),
-             _t(LABEL, "kuma.io/sidecar-injection", "enabled"),
-             _t(ANNOTATION, "kuma.io/sidecar-injection", "enabled")),
-            (_t(LABEL, "kuma.io/sidecar-injection", "disabled"),
-             _t(ANNOTATION, "kuma.io/sidecar-injection", "disabled")),
+            (_t(NS_LABEL, "kuma.io/sidecar-injection", *_KUMA_ON),
+             _t(LABEL, "kuma.io/sidecar-injection", *_KUMA_ON),
+             _t(ANNOTATION, "kuma.io/sidecar-injection", *_KUMA_ON)),
+            (_t(LABEL, "kuma.io/sidecar-injection", *_KUMA_OFF),
+             _t(ANNOTATION, "kuma.io/sidecar-injection", *_KUMA_OFF)),
             "kuma-sidecar and kuma-init (kuma-init only without the Kuma CNI)",
             "https://kuma.io/docs/2.9.x/production/dp-config/dpp-on-kubernetes/"),
     Webhook("Consul connect injector",
             (_t(ANNOTATION, "consul.hashicorp.com/connect-inject", *_TRUE),),
-            (_t(ANNOTATION, "consul.hashicorp.com/connect-inject", "false", "False",
-                "FALSE"),),
+            (_t(ANNOTATION, "consul.hashicorp.com/connect-inject", *_FALSE),),
             "the Consul dataplane sidecar and its init container",
             "https://developer.hashicorp.com/consul/docs/k8s/annotations-and-labels"),
     Webhook("Open Service Mesh sidecar injector",

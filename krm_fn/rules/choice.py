@@ -50,7 +50,7 @@ def choose(pod, cfg, listed: list | None = None) -> tuple[frozenset, str]:
     if serving:
         return frozenset(serving), ENGINE
     default = pod.annotations.get(DEFAULT_CONTAINER)
-    if default in names:
+    if default in [c.name for c in apps]:     # an init container named there is passed over
         return frozenset([default]), DEFAULT
     for model in model_names(pod.at):
         if model in names:
@@ -82,11 +82,14 @@ def notes(pod, ctx) -> list:
     apps = [c for c in pod.containers if c.role == "app"]
     if ctx.chosen_by == FIRST and len(apps) > 1:
         first = apps[0]
+        default = pod.annotations.get(DEFAULT_CONTAINER)
+        other = (f" ({DEFAULT_CONTAINER} names {default!r}, which is no app container)"
+                 if default in order else "")
         out.append((WARNING, first.path,
                     f"container {first.name!r} is pinned because it is the first container: "
                     f"no container runs a serving engine krm-fn recognises, and neither "
                     f"{PINNED_ANNOTATION}, spec.workloads.pinnedContainers nor "
-                    f"{DEFAULT_CONTAINER} names one; to pin another, annotate the workload "
+                    f"{DEFAULT_CONTAINER} names one{other}; to pin another, annotate the workload "
                     f"or its pod template with {PINNED_ANNOTATION}: \"NAME\" (one or more of "
                     f"{', '.join(c.name for c in apps)}, comma-separated) or list it in "
                     f"spec.workloads.pinnedContainers"))

@@ -44,6 +44,17 @@ def _names(m: Meta) -> list:
      ["OpenBao agent injector"]),
     (Meta(annotations={"operator.1password.io/inject": "server"}),
      ["1Password secrets injector"]),
+    # hostile review: the spellings the webhooks themselves accept (Kuma's GetEnabled:
+    # enabled, true, yes; consul-k8s's strconv.ParseBool: 1, t, T, true, True, TRUE)
+    (Meta(ns_labels={"kuma.io/sidecar-injection": "true"}), ["Kuma sidecar injector"]),
+    (Meta(annotations={"kuma.io/sidecar-injection": "yes"}), ["Kuma sidecar injector"]),
+    (Meta(labels={"kuma.io/sidecar-injection": "no"},
+          ns_labels={"kuma.io/sidecar-injection": "enabled"}), []),
+    (Meta(annotations={"consul.hashicorp.com/connect-inject": "1"}),
+     ["Consul connect injector"]),
+    (Meta(annotations={"consul.hashicorp.com/connect-inject": "T"}),
+     ["Consul connect injector"]),
+    (Meta(annotations={"consul.hashicorp.com/connect-inject": "0"}), []),
     (Meta(annotations={"org.infisical.com/inject": "false"}), []),
     (Meta(annotations={"org.infisical.com/inject": "true",
                        "consul.hashicorp.com/connect-inject": "true"}),
