@@ -205,3 +205,59 @@ def test_a_whole_cpu_container_krm_fn_does_not_pin_loses_its_exclusive_cpus_too(
         f"both 2, or updateMode: \"Off\" ({SRC})")
     assert vpa.after(pod, spec, "Guaranteed", (("server", 4), ("tokenizer", 2))) == (
         "Guaranteed", (("server", 4),))
+
+
+@pytest.mark.parametrize("path, predictor_name, want", [
+    ("spec.predictor", None, ("tor-predictor",)),
+    ("spec.predictor", "main", ("tor-main-predictor",)),
+    ("spec.predictor.workerSpec", None, ("tor-predictor-worker",)),
+    ("spec.transformer", None, ("tor-transformer",)),
+    ("spec.explainer", None, ("tor-explainer",)),
+    ("spec.canary[0].predictor", None, ("tor-predictor",)),
+    ("spec.other", None, ()),
+])
+def test_the_deployments_kserve_makes_for_each_pod_spec(path, predictor_name, want):
+    """kserve pkg/constants/constants.go v0.20.0 PredictorServiceName and friends."""
+    pred = {"name": predictor_name} if predictor_name else {}
+    isvc = {"metadata": {"name": "tor"}, "spec": {"predictor": pred, "canary": [
+        {"predictor": {}}]}}
+    assert vpa.kserve_deployments(isvc, path) == want
+
+
+def test_a_vpa_on_the_predictor_deployment_kserve_makes_is_judged():
+    """Hostile review: a VPA whose targetRef is the `<isvc>-predictor` Deployment of a raw
+    deployment InferenceService was ignored, and the verdict said exclusive CPUs."""
+    import yaml
+
+    from tests.helpers import run_fn
+    text = """apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+items:
+- apiVersion: autoscaling.k8s.io/v1
+  kind: VerticalPodAutoscaler
+  metadata: {name: tor-vpa, namespace: ml}
+  spec:
+    targetRef: {apiVersion: apps/v1, kind: Deployment, name: tor-predictor}
+    updatePolicy: {updateMode: Recreate}
+- apiVersion: serving.kserve.io/v1beta1
+  kind: InferenceService
+  metadata:
+    name: tor
+    namespace: ml
+    annotations: {serving.kserve.io/deploymentMode: RawDeployment}
+  spec:
+    predictor:
+      pytorch:
+        storageUri: pvc://models/x
+        resources: {requests: {cpu: "4", memory: 8Gi}, limits: {cpu: "4", memory: 8Gi}}
+"""
+    p = run_fn([], text)
+    msgs = [r["message"] for r in yaml.safe_load(p.stdout).get("results") or []]
+    assert p.returncode == 1
+    assert [m.split(" (controlledValues")[0] for m in msgs
+            if m.startswith("VerticalPodAutoscaler")] == [
+        "VerticalPodAutoscaler tor-vpa (updateMode Recreate) sets pinned container "
+        "'kserve-container''s cpu request and limit to its recommendation"]
+    assert [m.split(";")[0] for m in msgs if m.startswith("verdict:")] == [
+        "verdict: Guaranteed after admission"]
+    assert "no exclusive CPUs" in [m for m in msgs if m.startswith("verdict:")][0]

@@ -55,6 +55,36 @@ def targets(vpa: dict, kind: str, name: str, namespace: str) -> bool:
             and str(md.get("namespace") or "") == (namespace or ""))
 
 
+def kserve_deployments(isvc: dict, path: str) -> tuple:
+    """Names of the Deployments KServe's controller makes (raw deployment mode) for the pod
+    spec of InferenceService `isvc` (plain object) at `path` ("spec.predictor",
+    "spec.predictor.workerSpec", "spec.transformer", "spec.explainer",
+    "spec.canary[0].predictor"), which a VPA targets by name: kserve pkg/constants
+    constants.go v0.20.0 PredictorServiceName (`<isvc>[-<predictor name>]-predictor`),
+    PredictorWorkerServiceName, TransformerServiceName, ExplainerServiceName."""
+    name = str((isvc.get("metadata") or {}).get("name") or "")
+    spec = isvc.get("spec") if isinstance(isvc.get("spec"), dict) else {}
+
+    def predictor(p) -> str:
+        own = p.get("name") if isinstance(p, dict) else None
+        return f"{name}-{own}-predictor" if own else f"{name}-predictor"
+
+    if path.startswith("spec.predictor.workerSpec"):
+        return (f"{name}-predictor-worker",)
+    if path.startswith("spec.predictor"):
+        return (predictor(spec.get("predictor")),)
+    for component in ("transformer", "explainer"):
+        if path.startswith(f"spec.{component}"):
+            return (f"{name}-{component}",)
+    if path.startswith("spec.canary["):
+        i = path[len("spec.canary["):].split("]", 1)[0]
+        canary = spec.get("canary")
+        if i.isdigit() and isinstance(canary, list) and int(i) < len(canary) \
+                and isinstance(canary[int(i)], dict) and ".workerSpec" not in path:
+            return (predictor(canary[int(i)].get("predictor")),)
+    return ()
+
+
 def update_mode(spec: dict) -> str:
     """`spec.updatePolicy.updateMode` of a VPA spec (plain data), DEFAULT_MODE when unset
     (api.go GetUpdateMode)."""

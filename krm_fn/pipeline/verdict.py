@@ -104,7 +104,7 @@ def judge(item: TunedItem, run) -> Outcome:
             meta = injectors.meta_of(tp.pod, ctx=run.ictx)
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
                               run.ictx.limit_ranges.get(namespace, ()),
-                              _vpas_of(run, pick.ref), quotas,
+                              _vpas_of(run, pick.ref, pick.obj, admitted.path), quotas,
                               _replicas(pick.obj, admitted.path) if quotas else 1,
                               _unmodelled(meta),
                               hpas=_hpas_of(run, pick.ref, admitted.path))
@@ -130,14 +130,19 @@ def _unmodelled(meta) -> tuple:
     return unmodelled.fired(meta)
 
 
-def _vpas_of(run, ref) -> list:
-    """The VerticalPodAutoscalers of the input that target workload `ref` (admission/vpa.py,
-    imported only when the input holds one)."""
+def _vpas_of(run, ref, obj=None, path: str = "") -> list:
+    """The VerticalPodAutoscalers of the input that target workload `ref`, or for an
+    InferenceService `obj` the Deployment KServe makes for its pod spec at `path`
+    (vpa.kserve_deployments) (admission/vpa.py, imported only when the input holds one)."""
     if not run.ictx.vpas:
         return []
     from krm_fn.admission import vpa
+    ns = ref.namespace or ""
+    made = (vpa.kserve_deployments(obj, path)
+            if ref.kind == "InferenceService" and isinstance(obj, dict) else ())
     return [x for x in run.ictx.vpas
-            if vpa.targets(x, ref.kind, ref.name, ref.namespace or "")]
+            if vpa.targets(x, ref.kind, ref.name, ns)
+            or any(vpa.targets(x, "Deployment", n, ns) for n in made)]
 
 
 def _hpas_of(run, ref, path: str) -> list:
