@@ -1,6 +1,7 @@
 """The command line: modes, exit codes, messages on stderr, no tracebacks."""
 import re
 
+import pytest
 
 from krm_fn import __version__
 from tests.helpers import ROOT, TESTDATA, load, run_cli
@@ -225,6 +226,22 @@ def test_run_drop_local_config_leaves_the_local_config_documents_out(tmp_path):
     assert p.stdout.startswith("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n")
     assert "\n---\napiVersion: v1\nkind: Pod\nmetadata: {name: p2}\n" in p.stdout
     assert "---\n---" not in p.stdout
+
+
+@pytest.mark.parametrize("end", ["", "...\n"])
+def test_run_drop_local_config_keeps_what_follows_a_kept_document(tmp_path, end):
+    """Hostile review: the trailing comment (and `...` end marker) of the document before a
+    dropped one went with it; a kept document comes out byte for byte, the dropped one's
+    own trailing comment goes."""
+    kept = ("apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: kept\ndata:\n  a: \"1\"\n"
+            "# about kept: keep me\n" + end)
+    local = ("---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: local\n  annotations: "
+             "{config.kubernetes.io/local-config: \"true\"}\n# about local\n")
+    (tmp_path / "in.yaml").write_text(kept + local + "---\n" + kept.replace("kept", "last"))
+    p = run_cli(["run", "--drop-local-config", "in.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "Traceback" not in p.stderr
+    assert p.stdout == kept + "---\n" + kept.replace("kept", "last")
 
 
 def test_run_help_names_drop_local_config():
