@@ -24,6 +24,9 @@ _POD = {"containers": [{"name": "server", "image": "vllm/vllm-openai:v0.8.0"}]}
     # metadata and status are not searched
     ({"metadata": {"x": _POD}, "status": {"y": _POD}}, []),
     ({"data": {"containers": "none"}}, []),
+    # a key with a dot is shown quoted: no spec.extraKinds path names it
+    ({"spec": {"groups": {"x.y": {"template": {"spec": _POD}}}}},
+     ['spec.groups."x.y".template.spec']),
 ])
 def test_pod_spec_paths_by_shape(obj, want):
     assert pod_spec_paths(obj) == want
@@ -64,3 +67,35 @@ def test_an_unknown_kind_the_selector_would_not_choose_gets_nothing():
               "  metadata: {name: pin}\n  spec:\n    selector: {matchLabels: {app: other}}\n")
     out = run_fn([], _list(_CLONESET, config=config))
     assert "CloneSet (apps.kruise.io/v1alpha1)" not in out.stdout
+
+
+def test_a_pod_spec_under_a_dotted_key_is_not_offered_as_an_extra_kinds_path():
+    """Hostile review: the suggested podSpecs path `spec.groups.x.y.template.spec` named
+    nothing (and a quoted key is refused): such a pod spec is said to be undeclarable."""
+    dotted = """- apiVersion: example.com/v1
+  kind: Multi
+  metadata: {name: m}
+  spec:
+    roles:
+    - template:
+        spec:
+          containers:
+          - {name: server, image: vllm/vllm-openai:v0.8.0}
+    groups:
+      x.y:
+        template:
+          spec:
+            containers:
+            - {name: server, image: vllm/vllm-openai:v0.8.0}
+"""
+    out = run_fn([], _list(dotted))
+    assert out.returncode == 0
+    assert ("To have them tuned, declare the kind in spec.extraKinds: {group: example.com, "
+            "kind: Multi, podSpecs: [spec.roles[*].template.spec]} "
+            "(spec.groups.\\\"x.y\\\".template.spec cannot be declared: a key with a dot in "
+            "it cannot be named in a spec.extraKinds path) (https://") in out.stdout
+    only = dotted.replace("    roles:\n    - template:\n        spec:\n          containers:\n"
+                          "          - {name: server, image: vllm/vllm-openai:v0.8.0}\n", "")
+    out = run_fn([], _list(only))
+    assert ("a key with a dot in it cannot be named in a spec.extraKinds path, so these pod "
+            "specs cannot be declared either") in out.stdout

@@ -365,7 +365,9 @@ def pod_spec_paths(obj: dict) -> list[str]:
     a `containers` list of mappings that each carry `name` and `image` (PodSpec's required
     container fields: kubernetes pkg/apis/core/validation/validation.go
     validateContainerCommon). Found by shape, not by kind; `metadata` and `status` are not
-    searched; at most _MAX_TEMPLATES paths, _MAX_DEPTH levels deep."""
+    searched; at most _MAX_TEMPLATES paths, _MAX_DEPTH levels deep. A key holding a dot is
+    shown quoted (`spec.groups."x.y".template.spec`): no spec.extraKinds path can name
+    it."""
     out: list[str] = []
 
     def walk(node: object, path: tuple, depth: int) -> None:
@@ -387,7 +389,8 @@ def pod_spec_paths(obj: dict) -> list[str]:
         for key, value in node.items():
             if isinstance(value, (dict, list)) and not (depth == 0 and key in (
                     "metadata", "status")):
-                walk(value, path + (str(key),), depth + 1)
+                key = str(key)
+                walk(value, path + (f'"{key}"' if "." in key else key,), depth + 1)
 
     walk(obj, (), 0)
     return out
@@ -402,10 +405,21 @@ def _unknown_kind(i: int, obj: dict, ref: Ref) -> Picked | None:
         return None
     group = ref.api_version.rpartition("/")[0]
     shown_paths = ", ".join(paths)
+    named = [p for p in paths if '"' not in p]
+    if not named:
+        return Picked(i, obj, ref, [Result(
+            f"{ref.kind} ({ref.api_version}) has pod specs at {shown_paths}, but krm-fn does "
+            f"not support the kind {ref.kind}, so it left it untouched: no exclusive CPUs, "
+            f"thread counts or verdict for its pods; a key with a dot in it cannot be named "
+            f"in a spec.extraKinds path, so these pod specs cannot be declared either "
+            f"({EXTRA_KINDS_DOCS})", WARNING, ref, None)])
+    unnamed = [p for p in paths if p not in named]
+    left = (f" ({', '.join(unnamed)} cannot be declared: a key with a dot in it cannot be "
+            f"named in a spec.extraKinds path)" if unnamed else "")
     return Picked(i, obj, ref, [Result(
         f"{ref.kind} ({ref.api_version}) has pod specs at {shown_paths}, but krm-fn does not "
         f"support the kind {ref.kind}, so it left it untouched: no exclusive CPUs, thread "
         f"counts or verdict for its pods. To have them tuned, declare the kind in "
         f"spec.extraKinds: {{group: {group or chr(34) * 2}, kind: {ref.kind}, podSpecs: "
-        f"[{shown_paths}]}} ({EXTRA_KINDS_DOCS})", WARNING, ref,
-        paths[0].replace("[*]", "[0]"))])
+        f"[{', '.join(named)}]}}{left} ({EXTRA_KINDS_DOCS})", WARNING, ref,
+        named[0].replace("[*]", "[0]"))])
