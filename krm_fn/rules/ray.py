@@ -67,7 +67,11 @@ def apply(pod: PodView, ctx) -> None:
         pod.error(pod.at.ray_params, "rayStartParams must be a mapping of strings")
         return
     have = (params or {}).get(KEY)
-    why = (f"the Ray container {name!r} has {n} pinned CPUs; Ray schedules "
+    limit = ctx.facts[pod.spec_path("containers", 0)].limit
+    has = (f"has {n} pinned CPUs" if limit.denominator == 1 else
+           f"has a cpu limit of {quantity.format_cpu(limit)}, not a whole number, so it runs "
+           f"in the shared pool, {n} CPUs of it counted")
+    why = (f"the Ray container {name!r} {has}; Ray schedules "
            f"tasks and sizes each worker's OMP_NUM_THREADS by num-cpus")
     if have is None:
         pod.set(path, want, f"rayStartParams.num-cpus set to {want}: {why}")
