@@ -170,7 +170,7 @@ def test_run_says_when_it_writes_back_a_function_config(tmp_path):
     (tmp_path / "pin.yaml").write_text(CONFIG)
     p = run_cli(["run", "--config", "pin.yaml", "pod.yaml", "pin.yaml"], cwd=tmp_path)
     assert p.returncode == 0
-    assert p.stderr == ("krm-fn: document 2 (InferenceTuning pin): a krm-fn function config, "
+    assert p.stderr == ("krm-fn: warning: document 2 (InferenceTuning pin): a krm-fn function config, "
                         "written back unchanged; kubectl apply would reject it (the cluster "
                         "has no InferenceTuning kind): leave it out of FILES and pass it "
                         "with --config\n")
@@ -200,7 +200,7 @@ def test_run_writes_a_local_config_node_back_and_says_what_kubectl_apply_does(tm
     p = run_cli(["run", "--config", "pin.yaml", "node.yaml", "pod.yaml"], cwd=tmp_path)
     assert p.returncode == 0, p.stderr
     assert p.stdout.startswith(NODE + "---\napiVersion: v1\nkind: Pod\n")
-    assert p.stderr == ("krm-fn: document 1 (Node n1): local-config, written back unchanged: "
+    assert p.stderr == ("krm-fn: warning: document 1 (Node n1): local-config, written back unchanged: "
                         "kustomize and kpt leave it out of their output, but kubectl apply "
                         "-f of this output would create or update it in the cluster; "
                         "--drop-local-config leaves it out\n")

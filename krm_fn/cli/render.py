@@ -145,7 +145,7 @@ def _warn_local_config(items: list, dropped: frozenset) -> None:
         if not isinstance(obj, dict) or i in dropped:
             continue
         ref = ref_of(obj)
-        where = f"krm-fn: document {i + 1} ({ref.kind} {ref.name}): "
+        where = f"krm-fn: warning: document {i + 1} ({ref.kind} {ref.name}): "
         if is_local_config(obj):
             echo_err(f"{where}local-config, written back unchanged: kustomize and kpt leave "
                      f"it out of their output, but kubectl apply -f of this output would "
