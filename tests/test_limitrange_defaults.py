@@ -36,8 +36,9 @@ CASES = {
     "requests-only-get-limits": ([_lr("a", default={"memory": "4Gi"},
                                       defaultRequest={"memory": "1Gi"})],
                                  {"requests": {"cpu": "1", "memory": "2Gi"}}),
-    "first-limitrange-wins": ([_lr("a", default={"cpu": "1"}),
-                               _lr("b", default={"cpu": "3", "memory": "1Gi"})], {}),
+    # two defaults for cpu: the LimitRanger's order is a Go map's, so either (undetermined)
+    "two-limitranges-disagree": ([_lr("a", default={"cpu": "1"}),
+                                  _lr("b", default={"cpu": "3", "memory": "1Gi"})], {}),
     "ephemeral-storage": ([_lr("a", default={"ephemeral-storage": "2Gi"})],
                           {"limits": {"cpu": "1", "memory": "1Gi"}}),
 }
@@ -80,7 +81,12 @@ def test_the_api_server_stores_what_krm_fn_models(controlplane, name):
     from tests.controlplane.cluster import wait
     [res] = wait("the LimitRanger's defaults", stored)
     want = (resource_map(res.get("requests")), resource_map(res.get("limits")))
-    assert _krm_fn(lrs, resources) == want, res
+    req, lim = requests_limits(resources)
+    if limitrange.undetermined([Container("app", requests=req, limits=lim)], lrs):
+        # krm-fn says the outcome is not fixed: the API server's is one of the orders'
+        assert want in (_krm_fn(lrs, resources), _krm_fn(lrs[::-1], resources)), res
+    else:
+        assert _krm_fn(lrs, resources) == want, res
     controlplane.request("DELETE", f"/api/v1/namespaces/{ns}")
 
 
@@ -114,3 +120,24 @@ def test_a_limitrange_default_counts_in_the_namespace_total():
         "ResourceQuota q of namespace ml: the render's pods in the namespace need "
         "requests.cpu=6 together (Deployment srv 1 × requests.cpu=4, Deployment web 2 × "
         "requests.cpu=1), above its hard"]
+
+
+def test_two_limitranges_with_different_defaults_are_an_error():
+    """The LimitRanger lists a namespace's LimitRanges from its informer's index, a Go map
+    (client-go thread_safe_store.go ByIndex), so which default a container gets when two
+    disagree is not fixed: found in the real API server (the case above gave the second
+    LimitRange's cpu once)."""
+    lrs, _ = CASES["two-limitranges-disagree"]
+    req, f = limitrange.undetermined([Container("app")], lrs, "spec")
+    assert (f.severity, f.rule, f.path) == ("error", "limitrange", "spec")
+    assert req.message.startswith("container 'app' sets no cpu request, and ")
+    assert f.message.startswith(
+        "container 'app' sets no cpu limit, and the LimitRanges of its namespace default it "
+        "to 1 (LimitRange a) or 3 (LimitRange b): the LimitRanger takes them in an order that "
+        "is not fixed (a Go map's), so the pod gets either; set the cpu limit on the "
+        "container, or keep one default per resource")
+    # set on the container, or the same default in both: nothing to say
+    assert limitrange.undetermined([Container("app", requests={"cpu": 2},
+                                              limits={"cpu": 2})], lrs) == ()
+    same = [_lr("a", default={"cpu": "1"}), _lr("b", default={"cpu": "1"})]
+    assert limitrange.undetermined([Container("app")], same) == ()

@@ -116,6 +116,8 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     own = [container(c, c.name in pinned) for c in pod.containers]
     if limit_ranges:
         from krm_fn.admission import limitrange
+        findings = tuple(findings) + limitrange.undetermined(own, limit_ranges,
+                                                             path_str(pod.at.spec))
         own = limitrange.with_defaults(own, limitrange.defaults(limit_ranges))
     init = [c for c in own if c.role != APP]
     app = [c for c in own if c.role == APP]

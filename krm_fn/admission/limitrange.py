@@ -118,7 +118,7 @@ def with_defaults(containers, defaults_: tuple) -> list:
     runs before the webhooks that inject others) with each LimitRange's defaults (defaults)
     set where the container does not set that request or limit, the first LimitRange's
     first (mergeContainerResources fills only what is missing; app and init containers
-    alike)."""
+    alike). The real order is not fixed: where it matters, `undetermined` says so."""
     if not defaults_:
         return list(containers)
     from krm_fn import record
@@ -133,6 +133,46 @@ def with_defaults(containers, defaults_: tuple) -> list:
         out.append(c if (requests, limits) == (c.requests, c.limits)
                    else record.replace(c, requests=requests, limits=limits))
     return out
+
+
+def undetermined(containers, limit_ranges, where: str | None = None) -> tuple:
+    """ERROR Findings (rule `limitrange`) where two LimitRanges of `limit_ranges` (plain
+    objects of the pod's namespace) give a container of `containers` (model.Container, as
+    written, before defaults) different defaults for a request or limit it does not set:
+    the LimitRanger takes the LimitRanges in its informer's order, the iteration order of
+    a Go map (plugin/pkg/admission/limitranger/admission.go GetLimitRanges, client-go
+    tools/cache thread_safe_store.go ByIndex, v1.37.2), which is not fixed, and the first
+    default wins (mergeContainerResources), so the container gets either one. `where`: the
+    pod spec's field path, for the findings."""
+    named = [(str((lr.get("metadata") or {}).get("name") or f"#{i}"), d)
+             for i, lr in enumerate(limit_ranges or ()) if isinstance(lr, dict)
+             for d in defaults([lr])]
+    if len(named) < 2:
+        return ()
+    out = []
+    for c in containers:
+        for kind, own, at in (("request", c.requests, 0), ("limit", c.limits, 1)):
+            seen: dict = {}
+            for name, d in named:
+                for res, v in d[at].items():
+                    if res not in own:
+                        seen.setdefault(res, {}).setdefault(v, name)
+            for res, values in sorted(seen.items()):
+                if len(values) > 1:
+                    shown = " or ".join(f"{_show(res, v)} (LimitRange {n})"
+                                        for v, n in values.items())
+                    out.append(Finding(ERROR, f"container {c.name!r} sets no {res} {kind}, "
+                                              f"and the LimitRanges of its namespace default "
+                                              f"it to {shown}: the LimitRanger takes them in "
+                                              f"an order that is not fixed (a Go map's), so "
+                                              f"the pod gets either; set the {res} {kind} on "
+                                              f"the container, or keep one default per "
+                                              f"resource (kubernetes/kubernetes "
+                                              f"plugin/pkg/admission/limitranger/admission.go "
+                                              f"GetLimitRanges, staging/src/k8s.io/client-go/"
+                                              f"tools/cache/thread_safe_store.go ByIndex)",
+                                       "limitrange", where))
+    return tuple(out)
 
 
 def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
