@@ -162,18 +162,22 @@ def test_without_an_engine_or_default_the_kind_s_model_container_is_pinned():
     assert not [r for r in results(out) if "is pinned because" in r["message"]]
 
 
+def _first_exporter(why: str = "") -> tuple:
+    """The warning of container 'exporter' pinned as the first of exporter, other."""
+    return ("warning", "spec.template.spec.containers[0]",
+            "container 'exporter' is pinned because it is the first container: no container "
+            "runs a serving engine krm-fn recognises, and neither krm-fn.dev/pinned-containers, "
+            "spec.workloads.pinnedContainers nor kubectl.kubernetes.io/default-container names "
+            f"one{why}; to pin another, annotate the workload or its pod template with "
+            "krm-fn.dev/pinned-containers: \"NAME\" (one or more of exporter, other, "
+            "comma-separated) or list it in spec.workloads.pinnedContainers")
+
+
 def test_else_the_first_container_with_a_warning_naming_how_to_choose_another():
     code, out = _render([EXPORTER, OTHER])
     assert code == 0
     assert _cpu(_containers(out)["exporter"]) == "2"
-    assert _about_choice(out) == [
-        ("warning", "spec.template.spec.containers[0]",
-         "container 'exporter' is pinned because it is the first container: no container "
-         "runs a serving engine krm-fn recognises, and neither krm-fn.dev/pinned-containers, "
-         "spec.workloads.pinnedContainers nor kubectl.kubernetes.io/default-container names "
-         "one; to pin another, annotate the workload or its pod template with "
-         "krm-fn.dev/pinned-containers: \"NAME\" (one or more of exporter, other, "
-         "comma-separated) or list it in spec.workloads.pinnedContainers")]
+    assert _about_choice(out) == [_first_exporter()]
 
 
 def test_a_default_container_naming_an_init_container_is_passed_over_and_said():
@@ -185,15 +189,8 @@ def test_a_default_container_naming_an_init_container_is_passed_over_and_said():
                         init=[fetch])
     assert code == 0
     assert _cpu(_containers(out)["exporter"]) == "2"
-    assert _about_choice(out) == [
-        ("warning", "spec.template.spec.containers[0]",
-         "container 'exporter' is pinned because it is the first container: no container "
-         "runs a serving engine krm-fn recognises, and neither krm-fn.dev/pinned-containers, "
-         "spec.workloads.pinnedContainers nor kubectl.kubernetes.io/default-container names "
-         "one (kubectl.kubernetes.io/default-container names 'fetch', which is no app "
-         "container); to pin another, annotate the workload or its pod template with "
-         "krm-fn.dev/pinned-containers: \"NAME\" (one or more of exporter, other, "
-         "comma-separated) or list it in spec.workloads.pinnedContainers")]
+    assert _about_choice(out) == [_first_exporter(
+        " (kubectl.kubernetes.io/default-container names 'fetch', which is no app container)")]
 
 
 def test_a_single_app_container_gets_no_warning():
