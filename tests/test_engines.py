@@ -358,12 +358,70 @@ def test_llama_threads_arg_at_most_the_count_is_kept_and_batch_follows_it():
 
 def test_llama_batch_threads_arg_only():
     c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321",
-         "args": ["-m", "/models/m.gguf", "-tb=16"], "resources": res()}
+         "args": ["-m", "/models/m.gguf", "-tb", "16"], "resources": res()}
     p, out, after = run(c)
     assert env_of(after) == {"OMP_NUM_THREADS": "4", "LLAMA_ARG_THREADS": "4"}
     assert messages(out, "warning") == [
-        "container 'llama': llama.cpp -tb=16 asks for more threads than the 4 pinned CPUs "
+        "container 'llama': llama.cpp -tb 16 asks for more threads than the 4 pinned CPUs "
         "and wins over LLAMA_ARG_THREADS, which -tb otherwise follows; set it to 4"]
+
+
+@pytest.mark.parametrize("args, path, refused, name", [
+    (["--threads=4"], "args[2]", "error: invalid argument: --threads=4", "--threads"),
+    (["-t4"], "args[2]", "error: invalid argument: -t4", "--threads"),
+    (["-tb=4"], "args[2]", "error: invalid argument: -tb=4", "--threads-batch"),
+    (["--threads_batch=4"], "args[2]", "error: invalid argument: --threads-batch=4",
+     "--threads-batch"),
+    (["-t", "four"], "args[3]", "std::stoi refuses 'four'", "--threads"),
+    (["-t", "99999999999"], "args[3]", "std::stoi refuses '99999999999'", "--threads"),
+    (["-t"], "args[2]", "expected value for argument", "--threads"),
+])
+def test_llama_thread_flags_llama_server_refuses_are_errors(args, path, refused, name):
+    """llama-server's parser (common/arg.cpp) takes a flag's value as the next word only:
+    the glued forms stop the server at start-up, so the render fails closed."""
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321",
+         "args": ["-m", "/models/m.gguf"] + args, "resources": res()}
+    p, out, after = run(c)
+    written = " ".join(args[-2:]) if len(args) == 2 else args[0]
+    assert [(r["field"]["path"], r["message"]) for r in results(out, "error")
+            if "field" in r] == [(
+        f"spec.containers[0].{path}",
+        f"container 'llama': llama-server stops at start-up on {written} ({refused}; its "
+        f"parser, common/arg.cpp, takes the value as the next word, read by std::stoi): "
+        f"write {name} 4 (https://github.com/ggml-org/llama.cpp/blob/b3683/common/arg.cpp)")]
+
+
+_EVERY = ("is <= 0, which llama.cpp reads as std::thread::hardware_concurrency(), every CPU "
+          "of the node rather than the 4 pinned CPUs; it wins over LLAMA_ARG_THREADS: set "
+          "it to 4")
+
+
+@pytest.mark.parametrize("args, warned", [
+    (["-t", "8x"], "-t 8x asks for more threads than the 4 pinned CPUs and wins over "
+                   "LLAMA_ARG_THREADS; set it to 4"),                     # std::stoi: 8
+    (["-t", "0"], "-t 0 " + _EVERY),
+    (["-t", "-1"], "-t -1 " + _EVERY),
+    (["-t", "9", "-t", "3"], None),                    # the last one wins
+    (["-t", "+4"], None),
+    (["-t", " 4"], None),
+])
+def test_llama_thread_values_are_read_as_std_stoi_reads_them(args, warned):
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321",
+         "args": ["-m", "/models/m.gguf"] + args, "resources": res()}
+    p, out, after = run(c)
+    assert results(out, "error") == []
+    assert messages(out, "warning") == ([] if warned is None else
+                                        ["container 'llama': llama.cpp " + warned])
+
+
+def test_llama_underscored_long_flags_are_read_with_dashes():
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321",
+         "args": ["-m", "/models/m.gguf", "--threads_batch", "9"], "resources": res()}
+    p, out, after = run(c)
+    assert messages(out, "warning") == [
+        "container 'llama': llama.cpp --threads_batch 9 asks for more threads than the 4 "
+        "pinned CPUs and wins over LLAMA_ARG_THREADS, which -tb otherwise follows; set it "
+        "to 4"]
 
 
 @pytest.mark.parametrize("image, want", [
@@ -767,6 +825,27 @@ def test_ollama_threads_by_release(image, mode, env, warning):
     p, out, after = run(c, {"threadsPerCoreMode": mode})
     assert env_of(after) == env
     assert messages(out, "warning") == ([warning] if warning else [])
+
+
+@pytest.mark.parametrize("value, many", [
+    ("1", None), (" '1' ", None),
+    ("2", "2"), ("0", "3 (the CPU default its value 0 stands for)"),
+    ("-1", "3 (Ollama does not read '-1' as a count)"),
+])
+def test_ollama_several_loaded_models_are_warned(value, many):
+    """server/sched.go: each loaded model is its own runner; OLLAMA_MAX_LOADED_MODELS
+    unset or 0 allows 3 on a CPU node, a value envconfig.Uint cannot parse too."""
+    c = {"name": "o", "image": "ollama/ollama:0.30.0", "resources": res(),
+         "env": [{"name": "OLLAMA_MAX_LOADED_MODELS", "value": value}]}
+    p, out, after = run(c)
+    want = [] if many is None else [
+        f"container 'o': OLLAMA_MAX_LOADED_MODELS={value} lets Ollama keep {many} models "
+        f"loaded at once, each in its own runner process with 4 threads: requests to "
+        f"different models at once run that many thread pools on the 4 pinned CPUs and "
+        f"queue for them; set OLLAMA_MAX_LOADED_MODELS=1 to serve one model at a time, or "
+        f"give each model its own Deployment (https://github.com/ollama/ollama/blob/"
+        f"000ce02098f6bfea486601b5cae35ba38f8824fc/server/sched.go)"]
+    assert messages(out, "warning") == want
 
 
 def test_ollama_counts_physical_cores_under_engine_default():

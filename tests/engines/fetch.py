@@ -31,6 +31,9 @@ PINNED = {
     ("vllm", "0.21.0"): "05ff89c3e926b88b77d7878e317a659ffba678afc21c1d48952037aa5457f058",
     ("vllm", "0.31.0"): "dde46f1efbe846e5bd0c5c4ec6ec71842c42254c7ff3d9bebb2a57028715d380",
     ("vllm", "0.34.0"): "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113",
+    # llama.cpp as llama-cpp-python vendors it (vendor/llama.cpp): tests/engines/llama.py
+    ("llama-cpp-python", "0.3.36"):
+        "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
 }
 
 
@@ -38,10 +41,17 @@ class Unavailable(RuntimeError):
     """The sdist could not be had (no network, not on the index, a wrong hash)."""
 
 
-def _sdist(package: str, version: str) -> Path:
-    """The sdist of package==version in CACHE, downloaded when absent."""
+def stem(package: str, version: str) -> str:
+    """The sdist's file name without `.tar.gz`, also its top directory: the project name
+    normalised with `_` (https://peps.python.org/pep-0625/), `llama_cpp_python-0.3.36`."""
+    return f"{package.replace('-', '_')}-{version}"
+
+
+def sdist(package: str, version: str) -> Path:
+    """The sdist of package==version in CACHE, downloaded when absent; raises
+    Unavailable."""
     want = PINNED[(package, version)]
-    name = f"{package}-{version}.tar.gz"
+    name = f"{stem(package, version)}.tar.gz"
     path = CACHE / name
     if path.is_file() and _sha256(path) == want:
         return path
@@ -87,8 +97,8 @@ def source(package: str, version: str, path: str) -> str:
     kept = CACHE / f"{package}-{version}" / path
     if kept.is_file():
         return kept.read_text()
-    with tarfile.open(_sdist(package, version)) as tar:
-        member = tar.getmember(f"{package}-{version}/{path}")
+    with tarfile.open(sdist(package, version)) as tar:
+        member = tar.getmember(f"{stem(package, version)}/{path}")
         text = tar.extractfile(member).read().decode()
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(text)
@@ -108,4 +118,4 @@ def require(package: str, version: str, path: str) -> str:
 
 if __name__ == "__main__":
     for package, version in PINNED:
-        print(_sdist(package, version))
+        print(sdist(package, version))

@@ -2,6 +2,15 @@
 is in args (an arg wins over the env var from b3683); `--threads-batch`/`-tb` defaults to
 `-t`. An arg above the count is warned about.
 
+The args are read as llama.cpp's own parser reads them (common/arg.cpp,
+`common_params_parse_ex`, the same since b3683; tests/engines/test_llama_args.py runs that
+parser on the same argv): a flag is a whole word, a word starting with `--` has `_` read as
+`-` (`--threads_batch`), and the value is the next word, read by `std::stoi` (leading blanks
+and a sign allowed, trailing text ignored: `8x` is 8); a value <= 0 means
+`std::thread::hardware_concurrency()`, every CPU the node has online. `--threads=8`, `-t8`,
+a missing value or a value `std::stoi` refuses stop llama-server at start-up ("error:
+invalid argument"), so they are errors.
+
 By build (the image tag's `bNNNN`, ggml-org/llama.cpp release tags): llama-server reads
 `LLAMA_ARG_*` env vars since PR #9105 (August 2024; then an env var won over the arg);
 PR #9308 (b3683, common/arg.cpp) kept `LLAMA_ARG_THREADS` and made the arg win. b3683 is
@@ -14,10 +23,11 @@ and a warning saying so.
 from __future__ import annotations
 
 import re
+from typing import NamedTuple
 
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import count_text, env_entry, flag, tokens
+from krm_fn.rules.cmdline import Token, env_entry, tokens
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, EnvSpec, Release, release_for
 from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
@@ -51,17 +61,86 @@ def build(c: ContainerView) -> tuple | None:
     return (int(m.group(1)),) if m else None
 
 
+_INT32 = 2 ** 31
+# std::stoi: strtol's leading white space, an optional sign, decimal digits; the rest ignored
+_STOI = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
+
+
+class Arg(NamedTuple):
+    """One thread flag as llama-server's parser reads it: `threads` is what it sets (None
+    when the node's CPU count is meant: a value <= 0), `refused` the start-up error when the
+    parser stops instead, `token` the word to point at, `written` the flag as written."""
+
+    threads: int | None
+    refused: str | None
+    token: Token
+    written: str
+
+
+def stoi(text: str) -> int | None:
+    """`std::stoi(text)` as llama.cpp calls it: the int it gives, None where it throws
+    (no digits: std::invalid_argument; outside int32: std::out_of_range)."""
+    m = _STOI.match(text)
+    if m is None:
+        return None
+    text = m.group(1)
+    if len(text.lstrip("+-").lstrip("0")) > 10:   # past int32 whatever the digits
+        return None
+    n = int(text)
+    return n if -_INT32 <= n < _INT32 else None
+
+
+def read_args(toks: list[Token], names: tuple) -> list[Arg]:
+    """Every occurrence of the flags `names` (e.g. ("--threads", "-t")) in `toks`, read as
+    common/arg.cpp does (module docstring): the last one with a value is the setting, and
+    any refused one stops the server."""
+    out: list[Arg] = []
+    i = 0
+    while i < len(toks):
+        t = toks[i]
+        word = t.text.replace("_", "-") if t.text.startswith("--") else t.text
+        if word in names:
+            if i + 1 >= len(toks) or toks[i + 1].text == ";":
+                out.append(Arg(None, "expected value for argument", t, t.text))
+            else:
+                v = toks[i + 1]
+                n = stoi(v.text)
+                written = f"{t.text} {v.text}"
+                out.append(Arg(n if n is None or n > 0 else None,
+                               None if n is not None else f"std::stoi refuses {v.text!r}",
+                               v, written))
+                i += 1
+        elif any(word.startswith(n) and (word[len(n):][:1] == "=" or
+                                          (len(n) <= 3 and word[len(n):].isdigit()))
+                 for n in names):
+            out.append(Arg(None, f"error: invalid argument: {word}", t, t.text))
+        i += 1
+    return out
+
+
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     """Set LLAMA_ARG_THREADS to the count unless -t is in command/args (by build, see the
-    module docstring); warn about -t or -tb above the count."""
+    module docstring); warn about -t or -tb above the count or meaning every node CPU; an
+    error for a thread flag llama-server refuses at start-up."""
     cnt, cfg = f.count, ctx.cfg
     toks = tokens(c)
     want = str(cnt.count)
     spec = ENGINE.env[0]
-    _flag_above(pod, c, cnt, flag(toks, spec.flags), spec.name, want)
-    _flag_above(pod, c, cnt, flag(toks, BATCH_FLAGS),
-                f"{spec.name}, which -tb otherwise follows", want)
-    if flag(toks, spec.flags) is not None:
+    threads = read_args(toks, spec.flags)
+    batch = read_args(toks, BATCH_FLAGS)
+    for name, args in (("--threads", threads), ("--threads-batch", batch)):
+        for a in (a for a in args if a.refused is not None):
+            pod.error(a.token.path,
+                      f"container {c.name!r}: llama-server stops at start-up on "
+                      f"{numbers.brief(a.written)} ({a.refused}; its parser, common/arg.cpp, "
+                      f"takes the value as the next word, read by std::stoi): write "
+                      f"{name} {want} ({_SRC}b3683/common/arg.cpp)")
+    set_ = [a for a in threads if a.refused is None]
+    _above(pod, c, cnt, set_[-1] if set_ else None, spec.name, want)
+    set_b = [a for a in batch if a.refused is None]
+    _above(pod, c, cnt, set_b[-1] if set_b else None,
+           f"{spec.name}, which -tb otherwise follows", want)
+    if threads:
         return
     v = build(c)
     image = c.data.get("image")
@@ -86,20 +165,22 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                  f" or later")
 
 
-def _flag_above(pod: PodView, c: ContainerView, cnt, found, over: str, want: str) -> None:
-    """Warn when the flag `found` (cmdline.flag) is not a whole number or above the count."""
-    if found is None:
+def _above(pod: PodView, c: ContainerView, cnt, a: Arg | None, over: str,
+           want: str) -> None:
+    """Warn when the flag `a` (read_args) sets more threads than the count, or a value <= 0
+    (every CPU of the node)."""
+    if a is None:
         return
-    n = count_text(found[0])
-    if n is None:
-        pod.warn(found[1].path, f"container {c.name!r}: {ENGINE.name} "
-                                f"{numbers.brief(found[2])} is not a whole number "
-                                f"(ASCII digits) and is left alone; it wins over "
-                                f"{over}: set it to {want}")
-    elif n > cnt.count:
-        pod.warn(found[1].path, f"container {c.name!r}: {ENGINE.name} {found[2]} "
-                                f"asks for more threads than {cnt.why} and wins over "
-                                f"{over}; set it to {want}")
+    if a.threads is None:
+        pod.warn(a.token.path, f"container {c.name!r}: {ENGINE.name} "
+                               f"{numbers.brief(a.written)} is <= 0, which llama.cpp reads "
+                               f"as std::thread::hardware_concurrency(), every CPU of the "
+                               f"node rather than {cnt.why}; it wins over {over}: set it to "
+                               f"{want}")
+    elif a.threads > cnt.count:
+        pod.warn(a.token.path, f"container {c.name!r}: {ENGINE.name} "
+                               f"{numbers.brief(a.written)} asks for more threads than "
+                               f"{cnt.why} and wins over {over}; set it to {want}")
 
 
 ENGINE = Engine(
@@ -114,8 +195,11 @@ ENGINE = Engine(
     sets="`LLAMA_ARG_THREADS` = N, unless `--threads`/`-t` is in args (an arg wins over the "
          "env var; `--threads-batch`/`-tb` defaults to `-t` and has no env var); nothing "
          "for builds before b3683",
-    warns="`-t`/`-tb` above N; a build before b3683 (add `--threads N`); no build in the "
-          "tag (env var set, `--threads N` named as the setting every build reads)",
+    warns="`-t`/`-tb` above N, or <= 0 (every node CPU); a build before b3683 (add "
+          "`--threads N`); no build in the tag (env var set, `--threads N` named as the "
+          "setting every build reads); `--threads=N`, `-tN`, a missing value or one "
+          "`std::stoi` refuses stop llama-server at start-up: an **error** (args read as "
+          "common/arg.cpp reads them, `_` as `-` in long flags)",
     sources=(("llama-server README",
               _SRC + "25d5b0c53f9a146f3d7a99a18610d9d623b5041e/tools/server/README.md"),
              ("PR #9105: LLAMA_ARG_* env vars",
