@@ -27,8 +27,9 @@ engine-default` counts physical cores.
 """
 from __future__ import annotations
 
+from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import image_version
+from krm_fn.rules.cmdline import count_text, env_entry, image_version
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
@@ -59,12 +60,40 @@ def _advice(want: int) -> str:
             f"{{\"num_thread\": {want}}} in each request)")
 
 
+_SCHED = _SRC + "000ce02098f6bfea486601b5cae35ba38f8824fc/server/sched.go"
+MAX_LOADED = "OLLAMA_MAX_LOADED_MODELS"
+
+
+def _loaded_models(pod: PodView, c: ContainerView, want: int) -> None:
+    """Warn when OLLAMA_MAX_LOADED_MODELS asks for more than one model loaded at once: each
+    loaded model is its own runner process sized to `want` threads, so requests to several
+    models at once run that many pools on the pinned CPUs. Unset, the server allows 3 on a
+    CPU node (server/sched.go: `defaultModelsPerGPU` 3 × the device list, one CPU entry):
+    not warned, since one served model loads one runner (docs/workloads.md)."""
+    found = env_entry(c, MAX_LOADED)
+    if found is None or not isinstance(found[1].get("value"), str):
+        return
+    text = found[1]["value"]
+    n = count_text(text.strip().strip("\"'"))     # envconfig Var: blanks, then quotes trimmed
+    if n == 1:
+        return
+    many = "3 (the CPU default its value 0 stands for)" if n == 0 else (
+        str(n) if n is not None else f"3 (Ollama does not read {text!r} as a count)")
+    pod.warn(c.path + ("env", found[0], "value"),
+             f"container {c.name!r}: {MAX_LOADED}={numbers.brief(text)} lets Ollama keep "
+             f"{many} models loaded at once, each in its own runner process with {want} "
+             f"threads: requests to different models at once run that many thread pools on "
+             f"the {want} pinned CPUs and queue for them; set {MAX_LOADED}=1 to serve one "
+             f"model at a time, or give each model its own Deployment ({_SCHED})")
+
+
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     """Set LLAMA_ARG_THREADS for the llama-server runners (0.30+ or an unknown release);
     warn naming num_thread where the release sizes its runners otherwise (module
-    docstring)."""
+    docstring), and about several models loaded at once (_loaded_models)."""
     cnt, cfg = f.count, ctx.cfg
     want = cnt.count
+    _loaded_models(pod, c, want)
     v = version(c)
     rel = release_for(RELEASES, v)
     if rel is None and v is not None:
@@ -109,7 +138,9 @@ ENGINE = Engine(
                "image tag",
     sets=f"the thread vars; from 0.30 (or no version in the tag) `{ENV}` = N, read by its "
          f"`llama-server` runners",
-    warns="before 0.13: always (`num_thread`, Modelfile `PARAMETER num_thread N` or request "
+    warns=f"`{MAX_LOADED}` set to anything but 1 (each loaded model is a runner with N "
+          f"threads; unset, a CPU node allows 3 at once, not warned); "
+          "before 0.13: always (`num_thread`, Modelfile `PARAMETER num_thread N` or request "
           "options, defaults to the node's physical cores); 0.13-0.24: when N is not the "
           "pinned CPUs (the default is the CPU quota); no version in the tag",
     sources=(("ollama envconfig/config.go (no thread variable)",
