@@ -193,3 +193,35 @@ def test_a_canary_without_room_for_a_new_pod_is_an_info():
         "old ones, and krm-fn's edit starts a canary rollout; krm-fn does not model a "
         "canary's steps (maxSurge, setWeight), so it cannot tell whether the rollout stalls "
         "(https://argoproj.github.io/argo-rollouts/features/canary/)")]
+
+
+def _hpa(low: int, high: int, name="a") -> dict:
+    return {"apiVersion": "autoscaling/v2", "kind": "HorizontalPodAutoscaler",
+            "metadata": {"name": f"{name}-hpa", "namespace": "ai"},
+            "spec": {"scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment",
+                                        "name": name},
+                     "minReplicas": low, "maxReplicas": high}}
+
+
+def test_a_workload_an_hpa_scales_rolls_out_at_its_min_replicas_certainly():
+    # spec.replicas 1 says nothing: the HPA keeps 3 pods, and 3 + 1 surge > pods=3
+    code, results, _ = render(config(), _quota(pods="3"), _dep(replicas=1), _hpa(3, 3))
+    assert code == 1
+    (found,) = _rollout(results)
+    assert found[0] == "error"
+    assert found[1].startswith(
+        "at HorizontalPodAutoscaler a-hpa's minReplicas 3, the fewest pods it keeps: "
+        "ResourceQuota q of namespace ai has no room for the rollout of Deployment a")
+    assert "beside 3 old pods the next new pod makes pods=4, above its hard pods=3" in found[1]
+
+
+def test_a_rollout_stuck_only_at_max_replicas_is_an_info():
+    # at minReplicas 1 the rollout has room; at maxReplicas 3 (which fits pods=3 at steady
+    # state) the surge pod does not: whether it stalls depends on where the HPA is
+    code, results, _ = render(config(), _quota(pods="3"), _dep(replicas=2), _hpa(1, 3))
+    assert code == 0, errors(results)
+    (found,) = _rollout(results)
+    assert found[0] == "info"
+    assert found[1].startswith(
+        "when HorizontalPodAutoscaler a-hpa has scaled it to its maxReplicas 3: "
+        "ResourceQuota q of namespace ai has no room for the rollout of Deployment a")

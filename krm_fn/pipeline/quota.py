@@ -171,23 +171,63 @@ def _rollouts(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list
     from krm_fn.admission import rollout
     pairs = [(str((q.get("metadata") or {}).get("name")), rq._hard(q))
              for q in quotas if rq.modelled(q)]
-    shares = [s for _, _, s in rows]
-    if not pairs or not shares:
+    if not pairs or not rows:
         return
     rolls = [_keeps(by_index.get(i, (None, None))[1]) for i, _, _ in rows]
-    counts = tuple([n for n, _ in quotatotal.admitted(pairs, shares, usage)]
-                   for usage in ("before", "use")) + (rolls,)
-    for index, (i, obj, share) in enumerate(rows):
-        pick, outcome = by_index.get(i, (None, None))
-        if not rolls[index]:
-            continue
-        got = rollout.check(obj, ns, pairs, shares, index, counts)
-        if got is None:
-            continue
-        certain, message = got
-        sev = _severity(obj, run.cfg, True) if certain else INFO
-        _add(tail, outcome, pick, Result(message, sev, share.ref, _path(obj, run),
-                                         tags=TAGS))
+    said: set = set()
+    for shares, scaled in _hpa_counts(rows, run):
+        counts = tuple([n for n, _ in quotatotal.admitted(pairs, shares, usage)]
+                       for usage in ("before", "use")) + (rolls,)
+        for index, (i, obj, share) in enumerate(rows):
+            pick, outcome = by_index.get(i, (None, None))
+            if not rolls[index] or index in said or (scaled.get("only") and
+                                                     index not in scaled):
+                continue
+            got = rollout.check(obj, ns, pairs, shares, index, counts)
+            if got is None:
+                continue
+            said.add(index)
+            certain, message = got
+            if scaled:
+                certain = certain and scaled.get(index, (True,))[0]
+                message = f"{scaled[index][1]}: {message}" if index in scaled else message
+            sev = _severity(obj, run.cfg, True) if certain else INFO
+            _add(tail, outcome, pick, Result(message, sev, share.ref, _path(obj, run),
+                                             tags=TAGS))
+
+
+def _hpa_counts(rows: list, run):
+    """The namespace's shares to judge rollouts with, each with {row index: (certain,
+    what is said first)} for the rows a HorizontalPodAutoscaler of the input scales
+    (admission/hpa.py): first at the replicas the HPA keeps at least (its minReplicas,
+    whatever spec.replicas says: certain), then at its maxReplicas (where it may have
+    scaled the workload when the rollout starts: not certain; only those rows, "only")."""
+    shares = [s for _, _, s in rows]
+    if not run.ictx.hpas:
+        yield shares, {}
+        return
+    from krm_fn import record
+    from krm_fn.admission import hpa
+    low, high = {}, {}
+    for k, s in enumerate(shares):
+        found = [(hpa.bounds(h), hpa.name_of(h)) for h in run.ictx.hpas
+                 if hpa.targets(h, s.ref.kind, s.ref.name, s.ref.namespace or "")]
+        found = [((lo, hi), n) for (lo, hi), n in found if hi is not None]
+        if found:
+            (lo, _), n = max(found, key=lambda f: f[0][0])
+            low[k] = (lo, n)
+            (_, hi), n2 = max(found, key=lambda f: f[0][1])
+            high[k] = (hi, n2)
+    yield ([record.replace(s, count=low[k][0]) if k in low else s
+            for k, s in enumerate(shares)],
+           {k: (True, f"at HorizontalPodAutoscaler {n}'s minReplicas {m}, the fewest pods "
+                      f"it keeps") for k, (m, n) in low.items()})
+    if high:
+        yield ([record.replace(s, count=high[k][0]) if k in high else s
+                for k, s in enumerate(shares)],
+               {"only": True, **{k: (False, f"when HorizontalPodAutoscaler {n} has scaled "
+                                            f"it to its maxReplicas {m}")
+                                 for k, (m, n) in high.items()}})
 
 
 def _creates_pods(obj, run) -> bool:
