@@ -24,7 +24,8 @@ def _hpa(max_replicas=10, min_replicas=None, name="srv", kind="Deployment", ns="
     if min_replicas is not None:
         spec["minReplicas"] = min_replicas
     return {"apiVersion": api, "kind": "HorizontalPodAutoscaler",
-            "metadata": {"name": "srv-hpa", "namespace": ns}, "spec": spec}
+            "metadata": {"name": "srv-hpa", **({"namespace": ns} if ns else {})},
+            "spec": spec}
 
 
 def _quota(hard: dict, name="team", scopes=None) -> dict:
@@ -38,6 +39,9 @@ def _quota(hard: dict, name="team", scopes=None) -> dict:
 def test_targets_and_bounds():
     assert hpa.targets(_hpa(), "Deployment", "srv", "ai")
     assert not hpa.targets(_hpa(), "Deployment", "srv", "other")
+    # no namespace on either side: the tool that applies it decides, so it counts
+    assert hpa.targets(_hpa(ns=None), "Deployment", "srv", "ai")
+    assert hpa.targets(_hpa(), "Deployment", "srv", "")
     assert not hpa.targets(_hpa(kind="StatefulSet"), "Deployment", "srv", "ai")
     assert not hpa.targets(_hpa(name="x"), "Deployment", "srv", "ai")
     assert hpa.bounds(_hpa(10)) == (1, 10)              # minReplicas defaults to 1

@@ -261,3 +261,14 @@ items:
     assert [m.split(";")[0] for m in msgs if m.startswith("verdict:")] == [
         "verdict: Guaranteed after admission"]
     assert "no exclusive CPUs" in [m for m in msgs if m.startswith("verdict:")][0]
+
+
+def test_a_vpa_without_a_namespace_counts_for_a_namespaced_workload():
+    """kubectl -n, Argo CD's destination namespace or Flux's targetNamespace decide where an
+    object without a namespace goes: the VPA may act on the workload, so it counts."""
+    from krm_fn.admission import vpa
+    bare = _vpa()
+    del bare["metadata"]["namespace"]
+    assert vpa.targets(bare, "Deployment", "srv", "ai")
+    assert vpa.targets(_vpa(), "Deployment", "srv", "")
+    assert not vpa.targets(_vpa(), "Deployment", "srv", "other")

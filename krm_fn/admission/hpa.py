@@ -27,16 +27,26 @@ SOURCE = ("https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autos
           "kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go")
 
 
+def same_namespace(obj: dict, namespace: str) -> bool:
+    """An autoscaler `obj` (plain object) may sit in the workload's `namespace`: the same
+    metadata.namespace, or either one unset. An object without a namespace lands where the
+    tool that applies it puts it (`kubectl apply -n`, Argo CD's destination namespace,
+    Flux's targetNamespace), which is where an Application's workloads go too, so krm-fn
+    counts it (failing closed) rather than assuming another namespace."""
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    mine = str(md.get("namespace") or "")
+    return not mine or not namespace or mine == namespace
+
+
 def targets(hpa: dict, kind: str, name: str, namespace: str) -> bool:
     """`hpa` (plain object) scales the workload `kind`/`name` in `namespace` (its
-    spec.scaleTargetRef, in the HPA's namespace)."""
-    md = hpa.get("metadata") if isinstance(hpa.get("metadata"), dict) else {}
+    spec.scaleTargetRef, in the HPA's namespace: same_namespace)."""
     spec = hpa.get("spec") if isinstance(hpa.get("spec"), dict) else {}
     ref = spec.get("scaleTargetRef")
     if not isinstance(ref, dict):
         return False
     return (str(ref.get("kind")) == kind and str(ref.get("name")) == name
-            and str(md.get("namespace") or "") == (namespace or ""))
+            and same_namespace(hpa, namespace))
 
 
 def bounds(hpa: dict) -> tuple:

@@ -46,13 +46,14 @@ _DEFAULT_RESOURCES = ("cpu", "memory")
 
 
 def targets(vpa: dict, kind: str, name: str, namespace: str) -> bool:
-    """`vpa` (plain object) targets the workload `kind`/`name` in `namespace`."""
-    md = vpa.get("metadata") if isinstance(vpa.get("metadata"), dict) else {}
+    """`vpa` (plain object) targets the workload `kind`/`name` in `namespace` (its
+    namespace as hpa.same_namespace reads it: either one unset counts)."""
+    from krm_fn.admission.hpa import same_namespace
     ref = (vpa.get("spec") or {}).get("targetRef") if isinstance(vpa.get("spec"), dict) else None
     if not isinstance(ref, dict):
         return False
     return (str(ref.get("kind")) == kind and str(ref.get("name")) == name
-            and str(md.get("namespace") or "") == (namespace or ""))
+            and same_namespace(vpa, namespace))
 
 
 def kserve_deployments(isvc: dict, path: str) -> tuple:
