@@ -78,10 +78,10 @@ def resolve(value: Any, kind: tuple, items: list, path: str) -> dict:
                           f"in the input (add `kubectl get {k.lower()} {value} -o yaml`, "
                           f"marked {LOCAL_CONFIG}: \"true\", or give the "
                           f"object itself)")
-    # kustomize drops an item whose local-config annotation is anything but "false"
-    # (pipeline.select.is_local_config); any other item reaches the cluster
-    local = _get(found[0], "metadata", "annotations", LOCAL_CONFIG)
-    if local is None or str(local) == "false":
+    # kustomize drops a local-config item (pipeline.select.is_local_config); any other
+    # item reaches the cluster
+    from krm_fn.pipeline.select import is_local_config
+    if not is_local_config(found[0]):
         raise SourceError(path, f"the {k} {value!r} in the input is not marked {LOCAL_CONFIG}: "
                           f"\"true\": it is written back to the output, and kubectl apply or "
                           f"a GitOps sync would apply it to the cluster; add the annotation "

@@ -70,9 +70,16 @@ def is_local_config(obj: dict) -> bool:
     """True when `obj` carries config.kubernetes.io/local-config with any value but "false":
     kustomize drops such objects from its output (`KustTarget.IgnoreLocal`,
     https://github.com/kubernetes-sigs/kustomize/blob/master/api/internal/target/kusttarget.go,
-    kubernetes-sigs/kustomize#4124)."""
-    v = annotations_of(obj).get(LOCAL_CONFIG)
-    return v is not None and str(v) != "false"
+    api/resource/factory.go `DropLocalNodes`: kept only when the key is absent or its value
+    is the string "false"; kubernetes-sigs/kustomize#4124). Items are read untyped (every
+    scalar a string, krm_fn/yaml/load.py), as kustomize reads annotations: `null`, `~`,
+    `""`, `1`, `no`, `False` or a list mark the object local, a `false` in any quoting does
+    not (tests/test_local_config.py runs the real kustomize on each spelling)."""
+    ann = annotations_of(obj)
+    if LOCAL_CONFIG not in ann:
+        return False
+    v = ann[LOCAL_CONFIG]
+    return v != "false"
 
 
 def file_of(obj: dict) -> dict | None:
