@@ -118,11 +118,6 @@ TOKEN_CASES = {
     "torchrun --nproc-per-node": ({}, lambda v: {"command": ["torchrun", f"--nproc-per-node={v}",
                                                              "s.py"]}, "command[1]",
                                   lambda v: _workers("torchrun ")("--nproc-per-node=" + v), None),
-    "llama.cpp -t": ({"image": "ghcr.io/ggml-org/llama.cpp:server"},
-                     lambda v: {"args": ["-t", v]}, "args[1]",
-                     lambda v: (f"container 'c': llama.cpp {numbers.brief('-t ' + v)} is not a "
-                                f"whole number (ASCII digits) and is left alone; it wins over "
-                                f"LLAMA_ARG_THREADS: set it to 4"), None),
     "JAVA_TOOL_OPTIONS -XX:ActiveProcessorCount": (
         {"image": "eclipse-temurin:21"},
         lambda v: env("JAVA_TOOL_OPTIONS", "-XX:ActiveProcessorCount=" + v), "env[0].value",
@@ -181,6 +176,55 @@ def test_hostile_value_is_left_alone_with_one_warning_naming_it(name, value):
     for e in c.get("env", []):
         assert e in after["env"], e           # the entry is still there, value unchanged
     assert warns[f"spec.containers[0].{field}"] == [message(value)]
+
+
+# llama.cpp -t is read as llama-server's parser reads it (common/arg.cpp: std::stoi on the
+# next word; tests/engines/test_llama_args.py runs that parser): what it refuses stops the
+# server (an error), what it reads in part is named with the number it reads
+_LLAMA_STOP = ("container 'c': llama-server stops at start-up on {w} (std::stoi refuses {v!r}; "
+               "its parser, common/arg.cpp, takes the value as the next word, read by "
+               "std::stoi): write --threads 4 "
+               "(https://github.com/ggml-org/llama.cpp/blob/b3683/common/arg.cpp)")
+_LLAMA_ALL = ("container 'c': llama.cpp -t {v} is <= 0, which llama.cpp reads as "
+              "std::thread::hardware_concurrency(), every CPU of the node rather than the 4 "
+              "pinned CPUs; it wins over LLAMA_ARG_THREADS: set it to 4")
+_LLAMA_PART = ("container 'c': llama.cpp -t {v} is read as {n}: std::stoi stops at {rest!r}; "
+               "it wins over LLAMA_ARG_THREADS: set it to 4")
+LLAMA_T = {"²": ("error", _LLAMA_STOP), "٢": ("error", _LLAMA_STOP),
+           "४": ("error", _LLAMA_STOP), "５": ("error", _LLAMA_STOP),
+           "9" * 5000: ("error", _LLAMA_STOP),
+           "-1": ("warning", _LLAMA_ALL), "-0": ("warning", _LLAMA_ALL),
+           "+4": (None, None),       # std::stoi takes the sign: 4, the pinned count
+           "4.0": ("warning", _LLAMA_PART.replace("{n}", "4").replace("{rest!r}", "'.0'")),
+           "0x4": ("warning", _LLAMA_PART.replace("{n}", "<= 0, every CPU of the node,")
+                   .replace("{rest!r}", "'x4'")),
+           "1e3": ("warning", _LLAMA_PART.replace("{n}", "1").replace("{rest!r}", "'e3'")),
+           "4_0": ("warning", _LLAMA_PART.replace("{n}", "4").replace("{rest!r}", "'_0'"))}
+
+
+def test_llama_cpp_table_covers_every_hostile_value():
+    assert list(LLAMA_T) == HOSTILE
+
+
+@pytest.mark.parametrize("value", HOSTILE, ids=_short)
+def test_hostile_llama_cpp_threads_read_as_llama_server_reads_them(value):
+    c = {"name": "c", "image": "ghcr.io/ggml-org/llama.cpp:server", "resources": res(),
+         "args": ["-t", value]}
+    code, stderr, items, warns = run(c)
+    kind, text = LLAMA_T[value]
+    if kind == "error":
+        w = numbers.brief("-t " + value)
+        assert code == 1 and items[0]["spec"]["containers"][0] == c
+        assert stderr == (f"krm-fn: error: Pod p spec.containers[0].args[1]: "
+                          f"{text.format(w=w, v=value)}\n"
+                          f"krm-fn: error: Pod p: left unchanged because of the errors above\n")
+        return
+    assert stderr == "" and code == 0
+    after = items[0]["spec"]["containers"][0]
+    assert after["args"] == ["-t", value]
+    assert "LLAMA_ARG_THREADS" not in [e["name"] for e in after["env"]]   # -t wins over it
+    assert warns == ({} if kind is None else
+                     {"spec.containers[0].args[1]": [text.format(v=value)]})
 
 
 @pytest.mark.parametrize("value", HOSTILE + BLANK, ids=_short)

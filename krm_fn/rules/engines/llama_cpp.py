@@ -69,21 +69,34 @@ _STOI = re.compile(r"[ \t\n\v\f\r]*([+-]?[0-9]+)")
 class Arg(NamedTuple):
     """One thread flag as llama-server's parser reads it: `threads` is what it sets (None
     when the node's CPU count is meant: a value <= 0), `refused` the start-up error when the
-    parser stops instead, `token` the word to point at, `written` the flag as written."""
+    parser stops instead, `token` the word to point at, `written` the flag as written,
+    `ignored` what std::stoi left unread after the digits (e.g. ".0" of "4.0")."""
 
     threads: int | None
     refused: str | None
     token: Token
     written: str
+    ignored: str = ""
 
 
 def stoi(text: str) -> int | None:
     """`std::stoi(text)` as llama.cpp calls it: the int it gives, None where it throws
     (no digits: std::invalid_argument; outside int32: std::out_of_range)."""
+    return _stoi(text)[0]
+
+
+def _stoi(text: str) -> tuple[int | None, str]:
+    """(stoi(text), the text it left unread)."""
     m = _STOI.match(text)
     if m is None:
-        return None
-    text = m.group(1)
+        return None, ""
+    rest = text[m.end():]
+    n = _int32(m.group(1))
+    return n, rest if n is not None else ""
+
+
+def _int32(text: str) -> int | None:
+    """The int32 `text` (sign and ASCII digits) is, None when out of range."""
     if len(text.lstrip("+-").lstrip("0")) > 10:   # past int32 whatever the digits
         return None
     n = int(text)
@@ -104,11 +117,11 @@ def read_args(toks: list[Token], names: tuple) -> list[Arg]:
                 out.append(Arg(None, "expected value for argument", t, t.text))
             else:
                 v = toks[i + 1]
-                n = stoi(v.text)
+                n, rest = _stoi(v.text)
                 written = f"{t.text} {v.text}"
                 out.append(Arg(n if n is None or n > 0 else None,
                                None if n is not None else f"std::stoi refuses {v.text!r}",
-                               v, written))
+                               v, written, rest))
                 i += 1
         elif any(word.startswith(n) and (word[len(n):][:1] == "=" or
                                           (len(n) <= 3 and word[len(n):].isdigit()))
@@ -167,11 +180,17 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 
 def _above(pod: PodView, c: ContainerView, cnt, a: Arg | None, over: str,
            want: str) -> None:
-    """Warn when the flag `a` (read_args) sets more threads than the count, or a value <= 0
-    (every CPU of the node)."""
+    """Warn when the flag `a` (read_args) sets more threads than the count, a value <= 0
+    (every CPU of the node), or one std::stoi reads only in part ("1e3" is 1)."""
     if a is None:
         return
-    if a.threads is None:
+    if a.ignored and (a.threads or 0) <= cnt.count:
+        shown = "<= 0, every CPU of the node," if a.threads is None else a.threads
+        pod.warn(a.token.path, f"container {c.name!r}: {ENGINE.name} "
+                               f"{numbers.brief(a.written)} is read as {shown}: std::stoi "
+                               f"stops at {numbers.brief(a.ignored)!r}; it wins over {over}: "
+                               f"set it to {want}")
+    elif a.threads is None:
         pod.warn(a.token.path, f"container {c.name!r}: {ENGINE.name} "
                                f"{numbers.brief(a.written)} is <= 0, which llama.cpp reads "
                                f"as std::thread::hardware_concurrency(), every CPU of the "
@@ -195,7 +214,8 @@ ENGINE = Engine(
     sets="`LLAMA_ARG_THREADS` = N, unless `--threads`/`-t` is in args (an arg wins over the "
          "env var; `--threads-batch`/`-tb` defaults to `-t` and has no env var); nothing "
          "for builds before b3683",
-    warns="`-t`/`-tb` above N, or <= 0 (every node CPU); a build before b3683 (add "
+    warns="`-t`/`-tb` above N, <= 0 (every node CPU), or read by `std::stoi` only in part "
+          "(`1e3` is 1); a build before b3683 (add "
           "`--threads N`); no build in the tag (env var set, `--threads N` named as the "
           "setting every build reads); `--threads=N`, `-tN`, a missing value or one "
           "`std::stoi` refuses stop llama-server at start-up: an **error** (args read as "
