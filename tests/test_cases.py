@@ -653,8 +653,9 @@ def test_c05_policy_change_against_the_baseline_gets_a_rollout_note_and_steps():
         "<node>; 2. Drain the node: kubectl drain <node> --ignore-daemonsets "
         "--delete-emptydir-data; 3. Stop the kubelet; 4. Delete "
         "/var/lib/kubelet/cpu_manager_state; 5. Delete /var/lib/kubelet/memory_manager_state; "
-        "6. Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir "
-        "drop-in directory, or as a kubeadm kubeletconfiguration patch); 7. Start the kubelet; "
+        "6. Put kubelet-config.yaml in place as a *.conf file in the kubelet's --config-dir "
+        "drop-in directory (read after --config, files in alphanumeric order; maps merge per "
+        "key, lists replace), or as a kubeadm kubeletconfiguration patch; 7. Start the kubelet; "
         "8. Uncordon the node: kubectl uncordon <node>")
     # reservedMemory counts what the node runs with: kubeReserved 500Mi (krm-fn default, the
     # baseline has none) + the baseline's systemReserved 384Mi (Talos) + its eviction 200Mi
@@ -685,9 +686,11 @@ def test_c05_same_settings_spelled_differently_need_no_state_reset():
     cm = item(out, "ConfigMap", "kubelet-config-inference")
     assert "annotations" not in cm["metadata"]
     assert not [r for r in results(out, "warning") if "checkpoint" in r["message"]]
-    assert cm["data"]["rollout.txt"].splitlines()[-1] == (
+    assert cm["data"]["rollout.txt"].splitlines()[3] == (
         "3. Restart the kubelet (the CPU and Memory Manager settings are unchanged: no drain, "
         "the state files stay)")
+    assert cm["data"]["rollout.txt"].splitlines()[4].startswith(
+        "4. Keep the node's own processes on the reserved CPUs 0,8: ")
 
 
 def test_c15_memory_qos_never_enabled_request_raised_and_warned():

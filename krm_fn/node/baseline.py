@@ -143,7 +143,7 @@ def _memory_text(v: object) -> str:
 def _change(f: fields.Field, base: dict, kubelet: dict) -> StateChange | None:
     """The StateChange of field `f` between `base` and `kubelet`, compared by its shape:
     policies as text with the kubelet default for an absent value, cpusets as CPU sets,
-    memory reservations per NUMA node and type in bytes (only when the plan writes them)."""
+    memory reservations per NUMA node and type in bytes."""
     old_raw, new_raw = base.get(f.name), kubelet.get(f.name)
     if f.shape == "cpuset":
         old_set, new_set = _cpuset(old_raw), _cpuset(new_raw)
@@ -154,30 +154,143 @@ def _change(f: fields.Field, base: dict, kubelet: dict) -> StateChange | None:
         return StateChange(f.name, _shown(old_raw), _shown(new_raw), f.state) if changed \
             else None
     if f.shape == "memory-reservations":
-        if f.name not in kubelet or _memory_list(old_raw) == _memory_list(new_raw):
+        if _memory_list(old_raw) == _memory_list(new_raw):
             return None
         return StateChange(f.name, _memory_text(old_raw), _memory_text(new_raw), f.state)
     old, new = str(old_raw or f.default), str(new_raw or f.default)
     return StateChange(f.name, old, new, f.state) if old != new else None
 
 
-def state_changes(base: dict, kubelet: dict) -> list[StateChange]:
-    """The checkpoint-relevant settings (krm_fn.node.fields.STATE_FIELDS: cpuManagerPolicy
-    and reservedSystemCPUs need CPU_STATE deleted, memoryManagerPolicy and reservedMemory
-    MEMORY_STATE) that differ between the baseline `base` and the plan's `kubelet` (both
-    KubeletConfiguration dicts), in that order. Source:
+STRICT = "strict-cpu-reservation"
+RESERVED_COUNT = "ceil(kubeReserved.cpu + systemReserved.cpu)"
+
+
+def _option(config: dict) -> object:
+    """cpuManagerPolicyOptions strict-cpu-reservation as written (None when absent)."""
+    opts = config.get("cpuManagerPolicyOptions")
+    return opts.get(STRICT) if isinstance(opts, dict) else None
+
+
+def _strict(config: dict) -> bool | None:
+    """cpuManagerPolicyOptions strict-cpu-reservation as the kubelet reads it (Go's
+    strconv.ParseBool; absent is false), None when it does not read it."""
+    value = _option(config)
+    return {None: False, "1": True, "t": True, "T": True, "TRUE": True, "true": True,
+            "True": True, "0": False, "f": False, "F": False, "FALSE": False, "false": False,
+            "False": False}.get(value if value is None else str(value))
+
+
+def _reserved_count(config: dict) -> int | None:
+    """ceil(kubeReserved.cpu + systemReserved.cpu) in CPUs: how many CPUs the static policy
+    reserves when reservedSystemCPUs is unset (policy_static.go NewStaticPolicy;
+    krm_fn.node.kubelet_start.reserved_millis; None when a value is unreadable)."""
+    from krm_fn.node import kubelet_start
+    millis = kubelet_start.reserved_millis(config)
+    return None if millis is None else -(-millis // 1000)
+
+
+def _static_changes(base: dict, new: dict) -> list[StateChange]:
+    """What the static policy's checkpoint depends on besides its name, between two
+    configurations running the static policy (policy_static.go validateState): its
+    reserved CPUs must all be in the checkpoint's default set, or with
+    strict-cpu-reservation none of them, and the default set plus the assigned CPUs must be
+    every CPU but (strict) the reserved ones. So a change of strict-cpu-reservation, and a
+    change of the reserved CPUs (reservedSystemCPUs, or their count from kubeReserved +
+    systemReserved when neither sets it) need the checkpoint deleted; without strict
+    reservation, fewer reserved CPUs named by reservedSystemCPUs (a subset) do not: the old
+    ones were never given to a pod. Reserved CPUs that grow or move are a change even when
+    the node's pods do not hold them today: krm-fn cannot know which CPUs they hold."""
+    out: list[StateChange] = []
+    strict = _strict(new)
+    if _strict(base) != strict:
+        out.append(StateChange(f"cpuManagerPolicyOptions.{STRICT}", _shown(_option(base)),
+                               _shown(_option(new)), CPU_STATE))
+    field = next(f for f in fields.STATE_FIELDS if f.state == CPU_STATE and f.shape == "cpuset")
+    old_set, new_set = _cpuset(base.get(field.name)), _cpuset(new.get(field.name))
+    if old_set and new_set and strict is False and set(new_set) <= set(old_set):
+        return out
+    change = _change(field, base, new)
+    if change is not None:
+        out.append(change)
+    elif not base.get(field.name) and not new.get(field.name):
+        old_n, new_n = _reserved_count(base), _reserved_count(new)
+        if old_n != new_n:
+            out.append(StateChange(RESERVED_COUNT, _shown(old_n), _shown(new_n), CPU_STATE))
+    return out
+
+
+def state_changes(base: dict, new: dict) -> list[StateChange]:
+    """The changes between the node's configuration `base` and the one the kubelet will run,
+    `new` (both KubeletConfiguration dicts: the baseline and the plan merged onto it), that
+    make the kubelet refuse the checkpoint it wrote under `base`; CPU_STATE's first.
+
+    Each manager's checkpoint records its policy name, and the kubelet refuses one written
+    under another policy (pkg/kubelet/cm/cpumanager/state/state_checkpoint.go and
+    pkg/kubelet/cm/memorymanager/state/state_checkpoint.go: "configured policy %q differs
+    from state checkpoint policy %q"): a change of cpuManagerPolicy or memoryManagerPolicy.
+    Under the same policy only the static ones check more (policy_static.go validateState
+    of each): the CPU Manager's reserved CPUs and strict-cpu-reservation (`_static_changes`),
+    the Memory Manager's machine state, built from reservedMemory ("the expected machine
+    state is different from the real one"). Under `none`/`None` nothing else is read.
+    Fields and checkpoints: krm_fn.node.fields.STATE_FIELDS. The kubelet's own managers
+    judge these rules at every minor the tests build them for
+    (tests/test_rollout_kubelet.py); documented at
     https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/ ("Changing
     the CPU Manager Policy") and
     https://kubernetes.io/docs/tasks/administer-cluster/memory-manager/."""
-    return [c for f in fields.STATE_FIELDS for c in [_change(f, base, kubelet)] if c]
+    out: list[StateChange] = []
+    for state in (CPU_STATE, MEMORY_STATE):
+        policy = next(f for f in fields.STATE_FIELDS if f.state == state and f.shape == "text")
+        changed = _change(policy, base, new)
+        if changed is not None:             # the file goes: every change of it is named
+            out += [c for f in fields.STATE_FIELDS if f.state == state
+                    for c in [_change(f, base, new)] if c]
+        elif str(new.get(policy.name) or policy.default) == str(policy.default):
+            continue                        # none / None: nothing else is checked
+        elif state == CPU_STATE:
+            out += _static_changes(base, new)
+        else:
+            out += [c for f in fields.STATE_FIELDS if f.state == state and f is not policy
+                    for c in [_change(f, base, new)] if c]
+    return out
 
 
-def rollout_steps(changes: list[StateChange] | None) -> list[str]:
-    """Imperative steps to apply the plan on one node. `changes` None (no baseline): the
-    full procedure, deleting both state files. Otherwise only the state files the changes
-    need; with no changes, a plain kubelet restart."""
-    put = ("Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet "
-           "--config-dir drop-in directory, or as a kubeadm kubeletconfiguration patch)")
+# The kubelet's --config-dir drop-in directory (KEP-3983, https://kep.k8s.io/3983;
+# https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/#kubelet-conf-d):
+# the first minor of each stage. Alpha needs the environment variable on the kubelet
+# process (any value), or the kubelet refuses to start when --config-dir is set.
+DROP_IN = (((1, 28), "alpha"), ((1, 30), "beta"), ((1, 35), "GA"))
+DROP_IN_ENV = "KUBELET_CONFIG_DROPIN_DIR_ALPHA"
+DROP_IN_DOC = "https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/#kubelet-conf-d"
+
+
+def put_step(version: tuple[int, int]) -> str:
+    """The step that puts the plan's KubeletConfiguration on a node running kubelet
+    `version` ((1, minor)): as a drop-in where that kubelet reads --config-dir (DROP_IN),
+    with the alpha environment variable it needs on 1.28-1.29; else merged into --config."""
+    stage = next((st for since, st in reversed(DROP_IN) if version >= since), None)
+    patch = "or as a kubeadm kubeletconfiguration patch"
+    if stage is None:
+        return (f"Put kubelet-config.yaml in place: merge its fields into the file the kubelet's "
+                f"--config names (kubelet {version[0]}.{version[1]} has no --config-dir, which "
+                f"came in 1.28: {DROP_IN_DOC}), {patch}")
+    where = ("Put kubelet-config.yaml in place as a *.conf file in the kubelet's --config-dir "
+             "drop-in directory (read after --config, files in alphanumeric order; maps merge "
+             f"per key, lists replace), {patch}")
+    if stage == "alpha":
+        return (f"{where}. Kubelet {version[0]}.{version[1]} reads --config-dir only with the "
+                f"environment variable {DROP_IN_ENV} set on the kubelet process (any value, "
+                f"e.g. in a systemd drop-in: Environment={DROP_IN_ENV}=on); without it the "
+                f"kubelet refuses to start ({DROP_IN_DOC})")
+    return where
+
+
+def rollout_steps(changes: list[StateChange] | None,
+                  version: tuple[int, int] = upstream.FIRST) -> list[str]:
+    """Imperative steps to apply the plan on one node running kubelet `version`. `changes`
+    None (no baseline): the full procedure, deleting both state files. Otherwise only the
+    state files the changes need; with no changes, a plain kubelet restart."""
+    put = put_step(version)
     if changes is None:
         return ["Cordon the node: kubectl cordon <node>",
                 "Drain the node: kubectl drain <node> --ignore-daemonsets "
@@ -224,9 +337,9 @@ def reconcile(kubelet: dict, base: dict, where: str, version: tuple[int, int]
     _merged_options(kubelet, base, merged, version, add)
     _baseline_switches(base, version, add)
 
-    changes = state_changes(base, kubelet)
+    changes = state_changes(base, merged)
     if changes:
-        steps = rollout_steps(changes)
+        steps = rollout_steps(changes, version)
         first = changes[0].field
         add(WARNING, first, "the node's resource-manager checkpoint was written under other "
             "settings (" + "; ".join(c.text() for c in changes) + "): the kubelet refuses to "

@@ -181,7 +181,7 @@ def resource_managers(config: dict, version, enabled: dict, defaults: dict,
         out.append(("cpuManagerPolicyOptions", f"new none policy error: None policy: "
                     f"received unsupported options=map[{shown}]", kubelet_says.CPU_POLICY_NONE))
     elif policy == "static":
-        millis = _cpu_millis(config)
+        millis = reserved_millis(config)
         needed = -(-millis // 1000) if millis else 0    # math.Ceil of the reservation
         if millis == 0:     # GetNodeAllocatableReservation keeps no zero sum
             out.append(("cpuManagerPolicy", "[cpumanager] unable to determine reserved CPU "
@@ -215,7 +215,7 @@ def _reservation_maps() -> list[str]:
     return sorted((f.name for f in fields.FIELDS if f.shape == "quantity-map"), reverse=True)
 
 
-def _cpu_millis(config: dict) -> int | None:
+def reserved_millis(config: dict) -> int | None:
     """The CPU of the kubelet's Node Allocatable reservation in millicores when
     reservedSystemCPUs is not set: systemReserved.cpu + kubeReserved.cpu, each rounded to
     whole millicores as parseResourceList rounds it; None with reservedSystemCPUs (run()

@@ -166,7 +166,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: ob
                     node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},
                     topology=topo, reserved_cpus=reserved,
                     exclusive_cpus=topo.total_cpus - len(reserved),
-                    kubelet=kubelet, rollout=_rollout(kubelet, changes),
+                    kubelet=kubelet, rollout=_rollout(kubelet, version, changes),
                     state_changes=list(changes or []),
                     merged=merged)
     return plan, results
@@ -419,14 +419,41 @@ def _check_numa_limit(kubelet: dict, topo: Topology, res) -> None:
         f"\"{topo.numa_nodes}\" or topologyManagerPolicy to none", current=policy)
 
 
-def _rollout(kubelet: dict, changes=None) -> list[str]:
-    """The rollout steps (krm_fn.node.baseline.rollout_steps: the full procedure without a
-    baseline, else only what the StateChanges need), with a first check when the config
-    refuses cgroup v1 (failCgroupV1 true on a cgroup v1 host stops the kubelet;
-    https://kubernetes.io/docs/concepts/architecture/cgroups/)."""
-    steps = baseline_mod.rollout_steps(changes)
+def _rollout(kubelet: dict, version, changes=None) -> list[str]:
+    """The rollout steps for a node running kubelet `version`
+    (krm_fn.node.baseline.rollout_steps: the full procedure without a baseline, else only
+    what the StateChanges need), with a first check when the config refuses cgroup v1
+    (failCgroupV1 true on a cgroup v1 host stops the kubelet;
+    https://kubernetes.io/docs/concepts/architecture/cgroups/), and, with
+    reservedSystemCPUs, what it leaves to the node (RESERVED_CPUS_STEP)."""
+    steps = baseline_mod.rollout_steps(changes, version)
     if kubelet.get("failCgroupV1") is True:
         steps.insert(0, "Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` prints "
                         "cgroup2fs): failCgroupV1 is true, so the kubelet refuses to start on "
                         "cgroup v1")
+    cpus = kubelet.get("reservedSystemCPUs")
+    if cpus:
+        strict = baseline_mod._strict(kubelet)
+        steps.append(RESERVED_CPUS_STEP.format(cpus=cpus) + (
+            "" if strict else RESERVED_CPUS_SHARED))
     return steps
+
+
+# reservedSystemCPUs only takes CPUs out of what the CPU Manager hands out: "To move the
+# system daemon, kubernetes daemons and interrupts/timers to the explicit cpuset defined by
+# this option, other mechanism outside Kubernetes should be used"
+# (https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/#explicitly-reserved-cpu-list)
+RESERVED_CPUS_STEP = (
+    "Keep the node's own processes on the reserved CPUs {cpus}: reservedSystemCPUs keeps "
+    "pinned containers off them, but the kubelet, the container runtime, other system "
+    "services and interrupts still run on any CPU until a mechanism outside Kubernetes "
+    "moves them: CPUAffinity={cpus} in /etc/systemd/system.conf (every service systemd "
+    "starts inherits it; reboot to apply) or the tuned profile cpu-partitioning, which "
+    "moves interrupts too "
+    "(https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/"
+    "#explicitly-reserved-cpu-list)")
+RESERVED_CPUS_SHARED = (
+    "; Burstable and BestEffort pods also run on them unless cpuManagerPolicyOptions "
+    "strict-cpu-reservation is \"true\" "
+    "(https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/"
+    "#strict-cpu-reservation)")

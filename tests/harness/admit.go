@@ -13,8 +13,13 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -36,6 +41,10 @@ type admitInput struct {
 	// Repeat: after Pods, admit copies of the last pod until one is refused or Repeat
 	// copies were tried (0: none).
 	Repeat int `json:"repeat"`
+	// Checkpoints: files put in the kubelet's state directory before it starts, by base
+	// name ("cpu_manager_state", "memory_manager_state"): a node's state from an earlier
+	// configuration.
+	Checkpoints map[string]string `json:"checkpoints"`
 }
 
 type containerResult struct {
@@ -68,6 +77,9 @@ type admitOutput struct {
 	StoppedBy *podResult `json:"stoppedBy,omitempty"`
 	// Allocatable: the node's allocatable as the kubelet reports it.
 	Allocatable map[string]string `json:"allocatable,omitempty"`
+	// Checkpoints: the files of the state directory once the pods were admitted, by base
+	// name (what the next start of the node finds).
+	Checkpoints map[string]string `json:"checkpoints,omitempty"`
 }
 
 func admitCommand(input []byte) (any, error) {
@@ -91,6 +103,14 @@ func admitCommand(input []byte) (any, error) {
 		return nil, err
 	}
 	defer cleanup()
+	for name, content := range in.Checkpoints {
+		if filepath.Base(name) != name {
+			return nil, fmt.Errorf("checkpoints: %q is not a file name", name)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(content), 0o600); err != nil {
+			return nil, err
+		}
+	}
 	k, err := start(dec.config, machine, dir)
 	if err != nil {
 		if _, ok := err.(*startError); ok {
@@ -161,6 +181,24 @@ func admitCommand(input []byte) (any, error) {
 			}
 			out.Copies++
 		}
+	}
+	files, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	out.Checkpoints = map[string]string{}
+	for _, f := range files {
+		if strings.HasPrefix(f.Name(), ".") {
+			continue // a checkpoint being written (its temporary file)
+		}
+		content, err := os.ReadFile(filepath.Join(dir, f.Name()))
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		out.Checkpoints[f.Name()] = string(content)
 	}
 	return out, nil
 }

@@ -5,6 +5,7 @@ import copy
 from krm_fn import config
 from krm_fn.node import baseline as bl
 from krm_fn.node import plan as node_plan
+from krm_fn.node import upstream
 from krm_fn.results import ERROR, WARNING
 from tests.node.test_plan import REF, pool
 
@@ -107,6 +108,31 @@ def test_state_changes_compare_cpusets_and_memory_in_bytes():
         ("reservedMemory", bl.MEMORY_STATE)]
 
 
+def test_state_changes_follow_what_each_policy_checks():
+    """Judged by the kubelet's own managers in tests/test_rollout_kubelet.py; the texts."""
+    static = {"cpuManagerPolicy": "static", "reservedSystemCPUs": "0-1,32-33"}
+    texts = lambda old, new: [c.text() for c in bl.state_changes(old, new)]  # noqa: E731
+    # policy none reads nothing else
+    assert texts({"reservedSystemCPUs": "0"}, {"reservedSystemCPUs": "0-3"}) == []
+    assert texts({"reservedMemory": [{"numaNode": 0, "limits": {"memory": "1Gi"}}]}, {}) == []
+    # fewer reserved CPUs without strict reservation: they were never given to a pod
+    assert texts(static, {**static, "reservedSystemCPUs": "0,32"}) == []
+    assert texts({**static, "reservedSystemCPUs": "0,32"}, static) == [
+        "reservedSystemCPUs 0,32 -> 0-1,32-33"]
+    strict = {**static, "cpuManagerPolicyOptions": {"strict-cpu-reservation": "true"}}
+    assert texts(static, strict) == ["cpuManagerPolicyOptions.strict-cpu-reservation "
+                                     "(unset) -> true"]
+    assert texts(strict, {**strict, "reservedSystemCPUs": "0,32"}) == [
+        "reservedSystemCPUs 0-1,32-33 -> 0,32"]
+    assert texts(strict, {**strict, "cpuManagerPolicyOptions": {
+        "strict-cpu-reservation": "T", "full-pcpus-only": "true"}}) == []
+    # the count the static policy reserves when reservedSystemCPUs is unset
+    counted = {"cpuManagerPolicy": "static", "kubeReserved": {"cpu": "1500m"}}
+    assert texts(counted, {**counted, "systemReserved": {"cpu": "500m"}}) == []
+    assert texts(counted, {**counted, "systemReserved": {"cpu": "600m"}}) == [
+        "ceil(kubeReserved.cpu + systemReserved.cpu) 2 -> 3"]
+
+
 def test_rollout_steps_follow_the_changes():
     assert bl.rollout_steps(None) == list(node_plan.ROLLOUT_STEPS)
     cpu = [bl.StateChange("cpuManagerPolicy", "none", "static", bl.CPU_STATE)]
@@ -160,7 +186,17 @@ def test_no_baseline_no_state_changes():
     assert plan.state_changes == [] and results == []
     assert plan.rollout == ["Check the node runs cgroup v2 (`stat -fc %T /sys/fs/cgroup` "
                             "prints cgroup2fs): failCgroupV1 is true, so the kubelet refuses "
-                            "to start on cgroup v1"] + list(node_plan.ROLLOUT_STEPS)
+                            "to start on cgroup v1"] + list(node_plan.ROLLOUT_STEPS) + [
+        "Keep the node's own processes on the reserved CPUs 0-1,32-33: reservedSystemCPUs "
+        "keeps pinned containers off them, but the kubelet, the container runtime, other "
+        "system services and interrupts still run on any CPU until a mechanism outside "
+        "Kubernetes moves them: CPUAffinity=0-1,32-33 in /etc/systemd/system.conf (every "
+        "service systemd starts inherits it; reboot to apply) or the tuned profile "
+        "cpu-partitioning, which moves interrupts too (https://kubernetes.io/docs/tasks/"
+        "administer-cluster/reserve-compute-resources/#explicitly-reserved-cpu-list); "
+        "Burstable and BestEffort pods also run on them unless cpuManagerPolicyOptions "
+        "strict-cpu-reservation is \"true\" (https://kubernetes.io/docs/tasks/"
+        "administer-cluster/cpu-management-policies/#strict-cpu-reservation)"]
 
 
 def test_engine_builds_the_plan_against_the_baseline():
@@ -174,3 +210,28 @@ def test_engine_builds_the_plan_against_the_baseline():
     assert [r.path for r in out.results if r.severity == ERROR] == [
         B + "kubeletconfig.cpuManagerPolicyOptions", None]
     assert config.load(fc).output.baseline["kubeletconfig"]["cpuManagerPolicy"] == "static"
+
+
+def test_put_step_follows_the_kubelet_release():
+    """--config-dir: none before 1.28, alpha with KUBELET_CONFIG_DROPIN_DIR_ALPHA on
+    1.28-1.29, beta 1.30, GA 1.35 (KEP-3983; kubelet-config-file/#kubelet-conf-d)."""
+    dropin = ("Put kubelet-config.yaml in place as a *.conf file in the kubelet's --config-dir "
+              "drop-in directory (read after --config, files in alphanumeric order; maps merge "
+              "per key, lists replace), or as a kubeadm kubeletconfiguration patch")
+    assert bl.put_step((1, 27)) == (
+        "Put kubelet-config.yaml in place: merge its fields into the file the kubelet's "
+        "--config names (kubelet 1.27 has no --config-dir, which came in 1.28: "
+        "https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/"
+        "#kubelet-conf-d), or as a kubeadm kubeletconfiguration patch")
+    for minor in (28, 29):
+        assert bl.put_step((1, minor)) == (
+            f"{dropin}. Kubelet 1.{minor} reads --config-dir only with the environment "
+            f"variable KUBELET_CONFIG_DROPIN_DIR_ALPHA set on the kubelet process (any value, "
+            f"e.g. in a systemd drop-in: Environment=KUBELET_CONFIG_DROPIN_DIR_ALPHA=on); "
+            f"without it the kubelet refuses to start (https://kubernetes.io/docs/tasks/"
+            f"administer-cluster/kubelet-config-file/#kubelet-conf-d)")
+    for minor in range(30, 38):
+        assert bl.put_step((1, minor)) == dropin
+    for version in upstream.VERSIONS:      # every supported release: the steps carry it
+        assert bl.put_step(version) in bl.rollout_steps(None, version)
+        assert bl.put_step(version) in bl.rollout_steps([], version)

@@ -86,9 +86,10 @@ CONFIGMAP_YAML = """\
       4. Stop the kubelet
       5. Delete /var/lib/kubelet/cpu_manager_state
       6. Delete /var/lib/kubelet/memory_manager_state when memoryManagerPolicy changes
-      7. Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir drop-in directory, or as a kubeadm kubeletconfiguration patch)
+      7. Put kubelet-config.yaml in place as a *.conf file in the kubelet's --config-dir drop-in directory (read after --config, files in alphanumeric order; maps merge per key, lists replace), or as a kubeadm kubeletconfiguration patch
       8. Start the kubelet
       9. Uncordon the node: kubectl uncordon <node>
+      10. Keep the node's own processes on the reserved CPUs 0-1,32-33: reservedSystemCPUs keeps pinned containers off them, but the kubelet, the container runtime, other system services and interrupts still run on any CPU until a mechanism outside Kubernetes moves them: CPUAffinity=0-1,32-33 in /etc/systemd/system.conf (every service systemd starts inherits it; reboot to apply) or the tuned profile cpu-partitioning, which moves interrupts too (https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/#explicitly-reserved-cpu-list); Burstable and BestEffort pods also run on them unless cpuManagerPolicyOptions strict-cpu-reservation is "true" (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#strict-cpu-reservation)
 """
 
 CONFIGMAP_KPT_METADATA = """\

@@ -62,10 +62,12 @@ def test_defaults_full_plan():
         "Stop the kubelet",
         "Delete /var/lib/kubelet/cpu_manager_state",
         "Delete /var/lib/kubelet/memory_manager_state when memoryManagerPolicy changes",
-        "Put kubelet-config.yaml in place (e.g. as a *.conf file in the kubelet --config-dir "
-        "drop-in directory, or as a kubeadm kubeletconfiguration patch)",
+        "Put kubelet-config.yaml in place as a *.conf file in the kubelet's --config-dir "
+        "drop-in directory (read after --config, files in alphanumeric order; maps merge per "
+        "key, lists replace), or as a kubeadm kubeletconfiguration patch",
         "Start the kubelet",
         "Uncordon the node: kubectl uncordon <node>",
+        node_plan.RESERVED_CPUS_STEP.format(cpus="0-1,32-33") + node_plan.RESERVED_CPUS_SHARED,
     ]
 
 
