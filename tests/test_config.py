@@ -30,7 +30,7 @@ def test_defaults_match_design():
     k = pool.kubelet
     assert k.cpuManagerPolicyOptions == {"full-pcpus-only": "true"}
     assert (k.cpuManagerReconcilePeriod, k.topologyManagerPolicy, k.topologyManagerScope,
-            k.memoryManagerPolicy) == ("30s", "best-effort", "pod", "None")
+            k.memoryManagerPolicy) == ("5s", "best-effort", "pod", "None")
     assert (k.podPidsLimit, k.failCgroupV1) == (4096, True)
     assert cfg.output.formats == ["configmap"] and cfg.output.namespace == "kube-system"
 

@@ -87,8 +87,11 @@ KUBELET = Object(Kubelet, (
     Field("cpuManagerPolicyOptions", StrMap(), {"full-pcpus-only": "true"},
           "Static CPU Manager options. `full-pcpus-only` (default) allocates whole "
           "physical cores so no other pod shares an SMT sibling's L1/L2."),
-    Field("cpuManagerReconcilePeriod", Duration(), "30s",
-          "How often the CPU Manager reconciles cpusets (kubelet default 10s)."),
+    Field("cpuManagerReconcilePeriod", Duration(), "5s",
+          "How often the CPU Manager's reconcile loop runs (kubelet default 10s). Only that "
+          "loop moves running shared-pool containers off the CPUs a newly pinned container "
+          "gets, so a new pinned pod shares its CPUs for up to one period; 5s is the Node "
+          "Tuning Operator's value (docs/node-plan.md, \"CPU Manager reconcile period\")."),
     Field("topologyManagerPolicy", Enum("none", "best-effort", "restricted",
                                         "single-numa-node"), "best-effort",
           "Topology Manager policy. best-effort always admits; restricted and "

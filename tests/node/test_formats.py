@@ -26,7 +26,7 @@ kind: KubeletConfiguration
 cpuManagerPolicy: static
 cpuManagerPolicyOptions:
   full-pcpus-only: "true"
-cpuManagerReconcilePeriod: "30s"
+cpuManagerReconcilePeriod: "5s"
 topologyManagerPolicy: best-effort
 topologyManagerScope: pod
 memoryManagerPolicy: None
@@ -61,7 +61,7 @@ CONFIGMAP_YAML = """\
       cpuManagerPolicy: static
       cpuManagerPolicyOptions:
         full-pcpus-only: "true"
-      cpuManagerReconcilePeriod: "30s"
+      cpuManagerReconcilePeriod: "5s"
       topologyManagerPolicy: best-effort
       topologyManagerScope: pod
       memoryManagerPolicy: None
@@ -117,7 +117,7 @@ KUBELET_CONFIG_YAML = """\
   cpuManagerPolicy: static
   cpuManagerPolicyOptions:
     full-pcpus-only: "true"
-  cpuManagerReconcilePeriod: "30s"
+  cpuManagerReconcilePeriod: "5s"
   topologyManagerPolicy: best-effort
   topologyManagerScope: pod
   memoryManagerPolicy: None
@@ -153,7 +153,7 @@ OPENSHIFT_YAML = """\
       cpuManagerPolicy: static
       cpuManagerPolicyOptions:
         full-pcpus-only: "true"
-      cpuManagerReconcilePeriod: "30s"
+      cpuManagerReconcilePeriod: "5s"
       topologyManagerPolicy: best-effort
       topologyManagerScope: pod
       memoryManagerPolicy: None
@@ -188,7 +188,7 @@ KUBEADM_YAML = """\
       cpuManagerPolicy: static
       cpuManagerPolicyOptions:
         full-pcpus-only: "true"
-      cpuManagerReconcilePeriod: "30s"
+      cpuManagerReconcilePeriod: "5s"
       topologyManagerPolicy: best-effort
       topologyManagerScope: pod
       memoryManagerPolicy: None
@@ -265,7 +265,7 @@ EKS_YAML = """\
             cpuManagerPolicy: static
             cpuManagerPolicyOptions:
               full-pcpus-only: "true"
-            cpuManagerReconcilePeriod: "30s"
+            cpuManagerReconcilePeriod: "5s"
             topologyManagerPolicy: best-effort
             topologyManagerScope: pod
             memoryManagerPolicy: None
@@ -303,7 +303,7 @@ TALOS_YAML = """\
             cpuManagerPolicy: static
             cpuManagerPolicyOptions:
               full-pcpus-only: "true"
-            cpuManagerReconcilePeriod: "30s"
+            cpuManagerReconcilePeriod: "5s"
             topologyManagerPolicy: best-effort
             topologyManagerScope: pod
             memoryManagerPolicy: None
@@ -351,7 +351,7 @@ JSON6902_YAML = """\
         {"op": "move", "from": "/kubeletconfig/maxPods", "path": "/maxPods"},
         {"op": "remove", "path": "/kubeletconfig"},
         {"op": "replace", "path": "/cpuManagerPolicy", "value": "static"},
-        {"op": "replace", "path": "/cpuManagerReconcilePeriod", "value": "30s"},
+        {"op": "replace", "path": "/cpuManagerReconcilePeriod", "value": "5s"},
         {"op": "add", "path": "/evictionHard/imagefs.inodesFree", "value": "5%"},
         {"op": "replace", "path": "/podPidsLimit", "value": 4096},
         {"op": "add", "path": "/cpuManagerPolicyOptions", "value": {"full-pcpus-only": "true"}},

@@ -40,6 +40,12 @@ def test_performance_profile_from_the_default_pool():
                        "evictionHard": snippet["evictionHard"], "podPidsLimit": 4096,
                        "failCgroupV1": True}
     assert snippet["evictionHard"]["memory.available"] == "100Mi"
+    assert results == []        # krm-fn's default period is the NTO's own 5s
+
+
+def test_performance_profile_warns_of_a_period_the_nto_overrides():
+    [obj], results = _render({"name": "inference",
+                              "kubelet": {"cpuManagerReconcilePeriod": "30s"}})
     [r] = results
     assert (r.severity, r.path, r.current) == (
         WARNING, "spec.nodePools[0].kubelet.cpuManagerReconcilePeriod", "30s")

@@ -19,7 +19,7 @@ DEFAULT_KUBELET = {
     "kind": "KubeletConfiguration",
     "cpuManagerPolicy": "static",
     "cpuManagerPolicyOptions": {"full-pcpus-only": "true"},
-    "cpuManagerReconcilePeriod": "30s",
+    "cpuManagerReconcilePeriod": "5s",
     "topologyManagerPolicy": "best-effort",
     "topologyManagerScope": "pod",
     "memoryManagerPolicy": "None",
