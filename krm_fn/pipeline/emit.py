@@ -9,6 +9,7 @@ from __future__ import annotations
 from krm_fn.record import replace
 
 from krm_fn.node.formats import MANAGED_BY_LABEL, POOL_LABEL, RenderContext, render_with_results
+from krm_fn.node.formats._common import cluster_gates
 from krm_fn.pipeline.load import flat_paths
 from krm_fn.pipeline.select import annotations_of, ref_of
 from krm_fn.results import ERROR, INFO, WARNING, Result
@@ -36,7 +37,8 @@ def emit(items: list, run, placement: dict, out) -> dict:
     Returns the index of the input items by name it placed them by (_by_name), for
     emit_monitoring."""
     cfg = run.cfg
-    ctx = RenderContext(cfg.output.namespace, run.set_path, baseline=cfg.output.baseline)
+    ctx = RenderContext(cfg.output.namespace, run.set_path, baseline=cfg.output.baseline,
+                        version=cfg.kubernetesVersion, cluster_gates=cluster_gates(items))
     by_name = _by_name(items)
     emitted_by: dict = {}        # emitted object key -> (pool name, format)
     if (cfg.output.verifyJob or cfg.output.nodeAuditJob) and placement:

@@ -37,7 +37,11 @@ class RenderContext:
     `index` the pool's index in `spec.nodePools` (result paths), both set by
     render_with_results; `pool` the config's node pool (`spec.nodePools[index]`, a
     krm_fn.config NodePool) for formats that need more of it than the plan holds (the
-    PerformanceProfile's name and hugepages), None when rendered without a config."""
+    PerformanceProfile's name and hugepages), None when rendered without a config;
+    `version` the nodes' Kubernetes (major, minor) (spec.kubernetesVersion; None: the oldest
+    supported); `cluster_gates` the feature gates the input's OpenShift FeatureGate
+    `cluster` enables for every node (krm_fn.node.formats._common.cluster_gates), empty
+    without one."""
 
     namespace: str
     set_path: bool = False
@@ -45,6 +49,8 @@ class RenderContext:
     ref: object = None
     index: int = 0
     pool: object = None
+    version: object = None
+    cluster_gates: frozenset = frozenset()
 
 
 # format name -> module name under krm_fn.node.formats, in the documented order

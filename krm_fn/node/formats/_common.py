@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from krm_fn.record import dataclass, field
 
-from krm_fn.node import fields
-from krm_fn.results import WARNING, Result, value_text
+from krm_fn.node import fields, upstream
+from krm_fn.results import ERROR, WARNING, Result, value_text
 
 PATH_ANNOTATION = "internal.config.kubernetes.io/path"
 LOCAL_CONFIG_ANNOTATION = "config.kubernetes.io/local-config"
@@ -128,3 +128,60 @@ class Report:
         self.add(WARNING, name, f"{name} {text(value)} is left out of the {platform} output: "
                  f"{platform} cannot set it{detail}" + (f"; {why}" if why else ""),
                  current=value)
+
+
+# OpenShift's cluster-wide feature gates (config.openshift.io/v1 FeatureGate `cluster`,
+# https://docs.redhat.com/en/documentation/openshift_container_platform/4.20/html/config_apis/featuregate-config-openshift-io-v1):
+# with spec.featureSet CustomNoUpgrade, spec.customNoUpgrade.enabled turns gates on for
+# every node's kubelet.
+FEATURE_GATE = ("config.openshift.io/v1", "FeatureGate", "cluster")
+
+
+def cluster_gates(items: list) -> frozenset:
+    """The gates an OpenShift FeatureGate `cluster` among `items` (plain dicts) enables:
+    spec.customNoUpgrade.enabled less .disabled when spec.featureSet is CustomNoUpgrade;
+    empty otherwise (the gates of the named feature sets are OpenShift's own list, which
+    krm-fn does not carry)."""
+    for obj in items:
+        md = obj.get("metadata") if isinstance(obj, dict) else None
+        if (obj.get("apiVersion"), obj.get("kind"),
+                md.get("name") if isinstance(md, dict) else None) != FEATURE_GATE:
+            continue
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        custom = spec.get("customNoUpgrade")
+        if spec.get("featureSet") != "CustomNoUpgrade" or not isinstance(custom, dict):
+            return frozenset()
+        names = lambda key: {str(g) for g in custom.get(key) or [] if isinstance(g, str)} \
+            if isinstance(custom.get(key), list) else set()  # noqa: E731
+        return frozenset(names("enabled") - names("disabled"))
+    return frozenset()
+
+
+def refused_gates(rep: "Report", key: str, value: object, where: str, ctx) -> bool:
+    """For a feature-gate map `key` the Machine Config Operator refuses, removed from
+    `where` (e.g. "OpenShift KubeletConfig krm-fn-inference"): an error, and True, when it
+    turns on gates that are off by default in the nodes' version (ctx.version) and that the
+    cluster does not enable (ctx.cluster_gates): without them the kubelet refuses the
+    options that need them and does not start (the option gates,
+    https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#cpu-policy-static--options).
+    False (nothing added) otherwise: the caller warns as for any refused field."""
+    f = fields.get(key)
+    if f is None or f.shape != "bool-map" or not isinstance(value, dict):
+        return False
+    data = upstream.load(getattr(ctx, "version", None) or upstream.FIRST)
+    on = getattr(ctx, "cluster_gates", frozenset())
+    needed = [str(g) for g, v in value.items()
+              if v is True and data.gate_default(str(g)) is not True and g not in on]
+    if not needed:
+        return False
+    gates, them = ", ".join(needed), "it" if len(needed) == 1 else "them"
+    rep.add(ERROR, key, f"{key} {text(value)} cannot be carried by {where}: the Machine Config "
+            f"Operator refuses a KubeletConfig that sets {key}, and "
+            f"{'; '.join(f'{g} is {data.gate_text(g)}' for g in needed)}: the kubelet would "
+            f"run without {them}, refuse the CPU or Topology Manager options that need {them} "
+            f"and not start. Enable {gates} for the whole cluster in the FeatureGate `cluster` "
+            f"(config.openshift.io/v1: spec.featureSet: CustomNoUpgrade, "
+            f"spec.customNoUpgrade.enabled: [{gates}]; CustomNoUpgrade cannot be undone and "
+            f"blocks minor upgrades) and put that FeatureGate in the input so krm-fn sees it, "
+            f"or leave out the options that need {them}", current=value)
+    return True

@@ -24,7 +24,8 @@ one warning says so.
 from __future__ import annotations
 
 from krm_fn.node import fields
-from krm_fn.node.formats._common import Rendered, Report, body, metadata, path_of, text
+from krm_fn.node.formats._common import (Rendered, Report, body, metadata, path_of,
+                                         refused_gates, text)
 from krm_fn.results import WARNING
 
 API_VERSION = "machineconfiguration.openshift.io/v1"
@@ -53,6 +54,8 @@ def render(plan, ctx) -> Rendered:
         off = REJECTED.get(key)
         if off is not None and not (off.unless_empty and isinstance(value, dict)
                                     and not value.get(off.unless_empty)):
+            if refused_gates(rep, key, value, f"{PLATFORM} KubeletConfig {name}", ctx):
+                continue
             rep.add(WARNING, key, f"{key} {text(value)} is removed from {PLATFORM} KubeletConfig "
                     f"{name}: the Machine Config Operator refuses a KubeletConfig that sets "
                     f"{key} (\"KubeletConfiguration: {key} is not allowed to be set\") and "

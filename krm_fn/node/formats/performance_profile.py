@@ -39,7 +39,8 @@ from __future__ import annotations
 import json
 
 from krm_fn.node import fields
-from krm_fn.node.formats._common import Rendered, Report, body, metadata, path_of, text
+from krm_fn.node.formats._common import (Rendered, Report, body, metadata, path_of,
+                                         refused_gates, text)
 from krm_fn.node.topology import format_cpuset
 from krm_fn.quantity import parse_memory
 from krm_fn.results import ERROR, WARNING
@@ -98,7 +99,7 @@ def hugepages(pool) -> dict | None:
     return {"defaultHugepagesSize": pages[0][1]["size"], "pages": [p for _, p in pages]}
 
 
-def _snippet(kubelet: dict, policy: str, name: str, rep: Report) -> dict:
+def _snippet(kubelet: dict, policy: str, name: str, rep: Report, ctx) -> dict:
     """The annotation's KubeletConfiguration fields: the plan's fields except the spec
     fields and the ones the MCO refuses (warned), with a warning for each value the NTO
     overrides."""
@@ -121,6 +122,8 @@ def _snippet(kubelet: dict, policy: str, name: str, rep: Report) -> dict:
         off = REJECTED.get(key)
         if off is not None and not (off.unless_empty and isinstance(value, dict)
                                     and not value.get(off.unless_empty)):
+            if refused_gates(rep, key, value, f"PerformanceProfile {name}", ctx):
+                continue
             rep.add(WARNING, key, f"{key} {text(value)} is removed from PerformanceProfile "
                     f"{name}: its KubeletConfig goes through the Machine Config Operator, "
                     f"which refuses {key}; {off.reason}", current=value)
@@ -154,7 +157,7 @@ def render(plan, ctx) -> Rendered:
     name = profile_name(pool) if pool is not None else str(plan.pool)
     kubelet = body(plan)
     policy = str(kubelet.get("topologyManagerPolicy", "none"))
-    annotation = _snippet(kubelet, policy, name, rep)
+    annotation = _snippet(kubelet, policy, name, rep, ctx)
     reserved = set(plan.reserved_cpus)
     spec: dict = {"cpu": {
         "reserved": format_cpuset(sorted(reserved)),
