@@ -320,7 +320,7 @@ class Monitoring(Record):
 class Output(Record):
     """`spec.output`, what the node plan is emitted as: formats (list[str]), namespace
     (str), baseline (a KubeletConfiguration mapping or None), verifyJob (bool),
-    verifyImage (str), nodeAuditJob (bool), monitoring (Monitoring)."""
+    verifyImage (str), nodeAuditJob (bool), monitoring (Monitoring), stalePlans (str)."""
 
     def check(self, path: str) -> None:
         """The namespace is a DNS label, verifyImage an image reference."""

@@ -336,6 +336,12 @@ OUTPUT = Object(Output, (
           "topology mounted read-only) against the pool's plan; image verifyImage."),
     Field("monitoring", MONITORING, None, "Prometheus rules that watch the latency jitter "
           "and the pinning health of the selected workloads."),
+    Field("stalePlans", Enum("error", "warning"), "error", "An input item krm-fn emitted on "
+          "an earlier render (labels app.kubernetes.io/managed-by: krm-fn and "
+          "krm-fn.dev/node-pool) that this render does not emit again: its node pool is no "
+          "longer in spec.nodePools, or the pool no longer has that output. `error` fails "
+          "the render until the item is deleted (a renamed pool must not leave its old "
+          "kubelet configuration applied); `warning` reports it and keeps it."),
 ))
 
 SCHEMA = (

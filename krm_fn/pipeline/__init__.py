@@ -39,7 +39,8 @@ class Output:
     item i as krm-fn writes it (plain data), for the items with changes, when transform was
     asked to keep them (else None); `verdicts[i]`: [(admission.model.AdmittedPod,
     PodVerdict)] of item i's pods placed in a pool; `nodes[i]`: node pool i's NodeModel
-    as the verdicts judged it (its DaemonSet pods included)."""
+    as the verdicts judged it (its DaemonSet pods included); `regenerated`: indices of the
+    input items krm-fn generated earlier and emitted again this render (pipeline/emit.py)."""
 
     changes: dict = field(default_factory=dict)
     replace: dict = field(default_factory=dict)
@@ -50,6 +51,7 @@ class Output:
     tuned: dict | None = None
     verdicts: dict = field(default_factory=dict)
     nodes: list = field(default_factory=list)
+    regenerated: set = field(default_factory=set)
 
     @property
     def ops(self) -> dict:
@@ -128,6 +130,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     by_name = emit.emit(items, run, placement, out)
     if watch:
         emit.emit_monitoring(items, run, [t for t in watch if t is not None], out, by_name)
+    emit.stale_plans(items, run, placement, out)
     if run.defaults_note is not None:
         out.results.append(run.defaults_note)
     if (mode or run.cfg.mode) == "validate":

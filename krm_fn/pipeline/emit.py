@@ -176,6 +176,7 @@ def _place(obj: dict, items: list, by_name: dict, run, pool: str, fmt: str, plac
             f"left unchanged and the {fmt} output is not emitted; rename the item, or change "
             f"spec.output.namespace or the pool name", ERROR, r))
     else:
+        out.regenerated.add(existing)
         new, changed = _replacement(items[existing], obj)
         if new is not None:
             out.replace[existing] = new
@@ -252,3 +253,40 @@ def _strip_orchestrator(obj: dict) -> dict:
     if isinstance(obj.get("metadata"), dict) and "annotations" in obj["metadata"] and not ann:
         del obj["metadata"]["annotations"]
     return obj
+
+
+def stale_plans(items: list, run, placement: dict, out) -> None:
+    """spec.output.stalePlans: a result (error or warning) for each input item krm-fn
+    generated on an earlier render (both labels, `_generated`) that this render did not
+    emit again (`out.regenerated`): its node pool is no longer in spec.nodePools, or the
+    pool was emitted this time without that object (a format, Job or rule it no longer
+    has). Items of a pool in the config that received no workload this time are left
+    alone: that render may simply not include its workloads."""
+    cfg = run.cfg
+    names = {str(p.name) for p in cfg.nodePools}
+    emitted = {str(cfg.nodePools[i].name) for i in placement}
+    severity = ERROR if cfg.output.stalePlans == "error" else WARNING
+    where = "spec.output.stalePlans"
+    for i, obj in enumerate(items):
+        if i in out.regenerated or not isinstance(obj, dict):
+            continue
+        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        lab = md.get("labels") if isinstance(md.get("labels"), dict) else {}
+        pool = lab.get(POOL_LABEL)
+        if lab.get(MANAGED_BY_LABEL) != "krm-fn" or not isinstance(pool, str):
+            continue
+        if pool not in names:
+            why = (f"node pool {pool!r} is no longer in spec.nodePools (renamed or removed), "
+                   f"so its kubelet configuration would stay applied to nodes no pool "
+                   f"describes")
+        elif pool in emitted:
+            why = (f"node pool {pool!r} no longer has this output (spec.output.formats, "
+                   f"namespace, verifyJob, nodeAuditJob or monitoring changed)")
+        else:
+            continue
+        fix = ("delete it from the input (kpt: its file)" if severity == ERROR else
+               "it is kept; delete it from the input (kpt: its file)")
+        out.results.append(Result(
+            f"stale node plan: krm-fn emitted this object on an earlier render, but {why}; "
+            f"{fix}" + (f", or set {where}: warning to keep it" if severity == ERROR else ""),
+            severity, ref_of(obj)))

@@ -105,3 +105,25 @@ def test_eval(kpt, tmp_path, config):
     before = tree(res)
     run(cmd, env, cwd="/")
     assert tree(res) == before, "a second eval changed the files (not idempotent)"
+
+
+def test_a_renamed_pool_leaves_no_plan_behind_silently(kpt, tmp_path):
+    """Issue #33 part 6: render, rename the pool, render again: kpt fails with the stale
+    plan named and the package unchanged; deleting that file makes the render pass and
+    write the new pool's plan."""
+    pkg = copy_package(tmp_path / "pkg")
+    env = tool_env()
+    run([kpt, "fn", "render", "--allow-exec", pkg], env, cwd=tmp_path)
+    old = pkg / COMPANION
+    assert old.exists()
+    pin = pkg / "pin.yaml"
+    pin.write_text(pin.read_text().replace("- name: cpu-inference", "- name: cpu-serving"))
+    before = tree(pkg)
+    proc = run([kpt, "fn", "render", "--allow-exec", pkg], env, cwd=tmp_path, check=False)
+    assert proc.returncode != 0
+    said = (proc.stdout + proc.stderr).decode()
+    assert "stale node plan" in said and "'cpu-inference' is no longer in spec.nodePools" in said
+    assert tree(pkg) == before
+    old.unlink()
+    run([kpt, "fn", "render", "--allow-exec", pkg], env, cwd=tmp_path)
+    assert (pkg / "node/kubelet-cpu-serving.yaml").exists() and not old.exists()

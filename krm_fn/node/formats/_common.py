@@ -143,7 +143,9 @@ def cluster_gates(items: list) -> frozenset:
     empty otherwise (the gates of the named feature sets are OpenShift's own list, which
     krm-fn does not carry)."""
     for obj in items:
-        md = obj.get("metadata") if isinstance(obj, dict) else None
+        if not isinstance(obj, dict):
+            continue
+        md = obj.get("metadata")
         if (obj.get("apiVersion"), obj.get("kind"),
                 md.get("name") if isinstance(md, dict) else None) != FEATURE_GATE:
             continue
