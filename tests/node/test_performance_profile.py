@@ -65,11 +65,27 @@ def test_performance_profile_name_hugepages_and_static_memory_override():
         {"size": "2M", "count": 256}, {"size": "1G", "count": 8}]}
     assert obj["spec"]["numa"] == {"topologyPolicy": "restricted"}
     [r] = results
-    assert (r.severity, r.path) == (WARNING, "spec.nodePools[0].kubelet.memoryManagerPolicy")
-    assert r.message == ("memoryManagerPolicy None is overridden by PerformanceProfile "
-                         "cpu-inference: with topologyPolicy restricted the Node Tuning "
-                         "Operator sets Static (reservedMemory on NUMA node 0 when none is "
-                         "given)")
+    assert (r.severity, r.path, r.current, r.proposed) == (
+        ERROR, "spec.nodePools[0].kubelet.memoryManagerPolicy", "None", "Static")
+    assert r.message == (
+        "memoryManagerPolicy None would be overridden by PerformanceProfile cpu-inference: "
+        "with topologyPolicy restricted the Node Tuning Operator sets Static (reservedMemory "
+        "on NUMA node 0 when none is given; https://github.com/openshift/"
+        "cluster-node-tuning-operator/blob/master/pkg/performanceprofile/controller/"
+        "performanceprofile/components/kubeletconfig/kubeletconfig.go), whose kubelet "
+        "admits a Guaranteed pod only where its memory fits the NUMA nodes it is aligned to, "
+        "and krm-fn judged admission with None: set kubelet.memoryManagerPolicy: Static, and "
+        "krm-fn computes reservedMemory and judges memory admission as that kubelet will")
+
+
+@pytest.mark.parametrize("policy", ["restricted", "single-numa-node"])
+def test_performance_profile_with_static_memory_as_the_nto_sets_it(policy):
+    [obj], results = _render({
+        "name": "inference", "nodeSelector": {"node-role.kubernetes.io/inference": ""},
+        "kubelet": {"topologyManagerPolicy": policy, "memoryManagerPolicy": "Static"}})
+    assert results == []
+    snippet = json.loads(obj["metadata"]["annotations"]["kubeletconfig.experimental"])
+    assert snippet["memoryManagerPolicy"] == "Static" and snippet["reservedMemory"]
 
 
 def test_performance_profile_refuses_more_than_one_node_selector_label():

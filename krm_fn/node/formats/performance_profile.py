@@ -26,7 +26,8 @@ performanceprofile_validation.go).
   fields (components/kubeletconfig/kubeletconfig.go): cpuManagerPolicy `static`,
   cpuManagerReconcilePeriod `5s` (a warning when the plan asks for another period),
   topologyManagerPolicy and reservedSystemCPUs from the spec, and for `restricted` /
-  `single-numa-node` memoryManagerPolicy `Static` (a warning when the plan has another).
+  `single-numa-node` memoryManagerPolicy `Static` (an error when the plan has another: the
+  verdict would judge a kubelet the node does not run).
   Fields the Machine Config Operator refuses in any KubeletConfig (krm_fn.node.fields, as
   for format `openshift`) are removed with a warning: the profile's KubeletConfig goes
   through the MCO too.
@@ -53,7 +54,11 @@ EXPERIMENTAL_ANNOTATION = "kubeletconfig.experimental"
 ROLE_LABEL = "machineconfiguration.openshift.io/role"
 POOL_LABEL_PREFIX = "pools.operator.machineconfiguration.openshift.io/"
 # topologyPolicy values for which the NTO sets memoryManagerPolicy Static
+# (setKubeletConfigForCPUAndMemoryManagers in NTO_SOURCE)
 NTO_STATIC_MEMORY_POLICIES = ("restricted", "single-numa-node")
+NTO_SOURCE = ("https://github.com/openshift/cluster-node-tuning-operator/blob/master/pkg/"
+              "performanceprofile/controller/performanceprofile/components/kubeletconfig/"
+              "kubeletconfig.go")
 # the field table's entries for this format: plan fields carried at a spec path, and the
 # fields the NTO writes itself whatever the annotation says (On.platform_default)
 NAMES = fields.platform_names(FORMAT)
@@ -111,10 +116,14 @@ def _snippet(kubelet: dict, policy: str, name: str, rep: Report, ctx) -> dict:
                     f"KubeletConfig", current=value)
     memory = kubelet.get("memoryManagerPolicy", "None")
     if policy in NTO_STATIC_MEMORY_POLICIES and memory != "Static":
-        rep.add(WARNING, "memoryManagerPolicy", f"memoryManagerPolicy {memory} is overridden "
-                f"by PerformanceProfile {name}: with topologyPolicy {policy} the Node Tuning "
-                f"Operator sets Static (reservedMemory on NUMA node 0 when none is given)",
-                current=memory)
+        rep.add(ERROR, "memoryManagerPolicy", f"memoryManagerPolicy {memory} would be "
+                f"overridden by PerformanceProfile {name}: with topologyPolicy {policy} the "
+                f"Node Tuning Operator sets Static (reservedMemory on NUMA node 0 when none "
+                f"is given; {NTO_SOURCE}), whose kubelet admits a Guaranteed pod only where "
+                f"its memory fits the NUMA nodes it is aligned to, and krm-fn judged "
+                f"admission with {memory}: set kubelet.memoryManagerPolicy: Static, and krm-fn "
+                f"computes reservedMemory and judges memory admission as that kubelet will",
+                current=memory, proposed="Static")
     out: dict = {}
     for key, value in kubelet.items():
         if key in SPEC_FIELDS or key in NTO_SETS:
