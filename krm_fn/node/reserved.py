@@ -46,8 +46,37 @@ def reservation_maps(k, base: dict, res) -> dict[str, dict[str, str]]:
                 f"reservation with reserved.cores or kubelet.reservedSystemCPUs instead",
                 current=m["cpu"])
             del m["cpu"]
+        if getattr(k, name) is not None:
+            _replaced(name, m, base.get(name), res)
         reserved_maps[name] = m
     return reserved_maps
+
+
+def _replaced(name: str, mine: dict, theirs: object, res) -> None:
+    """A warning per entry of the config's map `name` that replaces a different value of the
+    node's own (`theirs`, the baseline's map: the drop-in merges per key,
+    https://kubernetes.io/docs/tasks/administer-cluster/kubelet-config-file/#kubelet-conf-d)."""
+    if not isinstance(theirs, dict):
+        return
+    for key, value in mine.items():
+        old = theirs.get(key)
+        if old is None or _same(key, value, old):
+            continue
+        res(WARNING, f"kubelet.{name}.{key}",
+            f"{name}.{key} {value} replaces the node's own {old} "
+            f"(spec.output.baseline): the platform sized that reservation for its daemons "
+            f"(a smaller one leaves them less before the kubelet evicts pods); keep "
+            f"{old} unless you mean to change it", current=str(old), proposed=value)
+
+
+def _same(key: str, a: object, b: object) -> bool:
+    """Whether two reservation quantities are equal (as quantities; as text when either is
+    not one)."""
+    from krm_fn import quantity
+    try:
+        return quantity.parse(str(a)).value == quantity.parse(str(b)).value
+    except quantity.QuantityError:
+        return str(a) == str(b)
 
 
 def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res, version=(1, 0)) -> list[int]:

@@ -44,6 +44,24 @@ def test_unset_reservations_come_from_the_baseline():
     assert plan.kubelet["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "2604Mi"}}]
 
 
+def test_a_reservation_that_replaces_the_nodes_own_is_warned():
+    base = {**CURRENT, "kubeReserved": {"memory": "1Gi", "ephemeral-storage": "1Gi"},
+            "systemReserved": {"memory": "512Mi"}}
+    p = pool(kubeReserved={"memory": "500Mi", "ephemeral-storage": "1024Mi"},
+             systemReserved={"memory": "0.5Gi"})        # the same 512Mi: not warned
+    plan, results = build(p, base)
+    warned = [r for r in results if r.path.startswith("spec.nodePools[0].kubelet.kube")]
+    assert [(r.severity, r.path, r.current, r.proposed, r.message) for r in warned] == [
+        (WARNING, "spec.nodePools[0].kubelet.kubeReserved.memory", "1Gi", "500Mi",
+         "kubeReserved.memory 500Mi replaces the node's own 1Gi (spec.output.baseline): the "
+         "platform sized that reservation for its daemons (a smaller one leaves them less "
+         "before the kubelet evicts pods); keep 1Gi unless you mean to change it")]
+    assert not [r for r in results if "systemReserved" in r.path]
+    # unset in the config: the baseline's own, nothing replaced
+    plan, results = build(pool(), base)
+    assert not [r for r in results if "replaces the node's own" in r.message]
+
+
 def test_baseline_hugepages_reservation_must_be_in_reserved_memory():
     base = {**CURRENT, "systemReserved": {"memory": "500Mi", "hugepages-2Mi": "64Mi"}}
     p = pool(memoryManagerPolicy="Static", systemReserved={"memory": "500Mi"})
