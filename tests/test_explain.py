@@ -48,11 +48,14 @@ def test_int_field_with_range_and_flat_key():
 FIELD:         spec.nodePools[].reserved.cores
 TYPE:          integer <int>
 DEFAULT:       2
-RANGE:         1..1024
+RANGE:         0..1024
 CONFIGMAP KEY: reservedCores (sets the first node pool)
 
 DESCRIPTION:
-    Whole physical cores reserved (all SMT siblings); the seed advice is 2-4.
+    Whole physical cores reserved (all SMT siblings) as reservedSystemCPUs; the seed
+    advice is 2-4. 0: no reservedSystemCPUs, the CPU reservation is kubeReserved.cpu +
+    systemReserved.cpu (the static policy holds back their ceiling in CPUs, lowest cores
+    first), as on GKE and AKS, which cannot set reservedSystemCPUs.
 """
 
 

@@ -24,8 +24,8 @@ CASES = {
     "r11-alias-across-items.yaml": (1, "aliases cannot cross them"),
     "r12-shared-env-alias.yaml": (1, "uses YAML anchors and aliases, so krm-fn cannot change it"),
     "r13-octal-cpu.yaml": (1, "cpu `016` is 14 to kubectl, kustomize and the API server"),
-    "r14-cpu-overflow.yaml": (1, "exclusive CPUs but node pool 'inference' has 60 CPUs outside "
-                                 "reservedSystemCPUs"),
+    "r14-cpu-overflow.yaml": (1, "exclusive CPUs but node pool 'inference' has 60 CPUs outside its "
+                                 "reserved CPUs"),
     "r15-trailing-comment.yaml": (0, ""),
     "r16-comment-between.yaml": (0, ""),
     "r17-crlf.yaml": (0, ""),

@@ -147,7 +147,7 @@ REJECTED = [
     ("bad list enum", typed({"output": {"formats": ["configmap", "yaml"]}})),
     ("bad cpuRounding", typed({"workloads": {"cpuRounding": "nearest"}})),
     ("above maximum", typed({"nodePools": [{**POOL, "topology": {"threadsPerCore": 9}}]})),
-    ("below minimum", typed({"nodePools": [{**POOL, "reserved": {"cores": 0}}]})),
+    ("below minimum", typed({"nodePools": [{**POOL, "reserved": {"cores": -1}}]})),
     ("quoted above maximum", typed({"nodePools": [{**POOL, "topology": {
         "threadsPerCore": "16"}}]})),
     ("old version", typed({"kubernetesVersion": "1.21"})),

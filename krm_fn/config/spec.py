@@ -72,8 +72,11 @@ TOPOLOGY = Object(Topology, (
 ))
 
 RESERVED = Object(Reserved, (
-    Field("cores", Int(1, 1024), 2, "Whole physical cores reserved (all SMT siblings); the "
-          "seed advice is 2-4.", flat="reservedCores"),
+    Field("cores", Int(0, 1024), 2, "Whole physical cores reserved (all SMT siblings) as "
+          "reservedSystemCPUs; the seed advice is 2-4. 0: no reservedSystemCPUs, the CPU "
+          "reservation is kubeReserved.cpu + systemReserved.cpu (the static policy holds back "
+          "their ceiling in CPUs, lowest cores first), as on GKE and AKS, which cannot set "
+          "reservedSystemCPUs.", flat="reservedCores"),
     Field("spreadAcrossNuma", Bool(), False, "Split the reserved cores evenly across NUMA "
           "nodes instead of taking the lowest cores of NUMA node 0.",
           flat="spreadReservedAcrossNuma"),

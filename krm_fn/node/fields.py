@@ -109,7 +109,10 @@ class Field:
     enforceNodeAllocatable entries that need this (cgroup) field set; `consequence`: what
     happens when a platform cannot set it; `platforms`: format name -> On / Off;
     `source`: upstream reference; `baseline`: krm-fn reads the field from the node's current
-    configuration (`spec.output.baseline`), so a baseline check must verify its shape.
+    configuration (`spec.output.baseline`), so a baseline check must verify its shape;
+    `judged`: the verdict (krm_fn.admission) reads the field, so a platform that cannot set
+    it runs another value than the one the pods were judged with (an error in that format,
+    krm_fn.node.formats._common.Report.unsupported).
     """
 
     name: str
@@ -129,6 +132,7 @@ class Field:
     platforms: dict = field(default_factory=dict)
     source: str = REFERENCE
     baseline: bool = False
+    judged: bool = False
 
     def default_for(self, version: Version) -> object:
         """The kubelet default on Kubernetes `version` (major, minor)."""
@@ -190,11 +194,13 @@ FIELDS: tuple[Field, ...] = (
                                    ".enabled; CustomNoUpgrade cannot be undone and blocks minor "
                                    "upgrades)")}),
     _b("cpuManagerPolicy", "string", "text", "none", state=CPU_STATE, managed=True,
+       judged=True,
        source=CPU_MANAGER_DOC,
        platforms={"gke": On("cpuManagerPolicy"), "aks": On("cpuManagerPolicy"),
                   "openshift": On("cpuManagerPolicy", owner=_NTO),
                   "performance-profile": On("spec.cpu", owner=_NTO, platform_default="static")}),
     _b("cpuManagerPolicyOptions", "map[string]string", "string-map", managed=True,
+       judged=True,
        typed="cpuManagerPolicyOptions", source=CPU_MANAGER_DOC,
        consequence="the static CPU Manager runs without these options (without "
                    "full-pcpus-only a pinned container can get half a physical core and "
@@ -206,16 +212,19 @@ FIELDS: tuple[Field, ...] = (
        platforms={"openshift": On("cpuManagerReconcilePeriod", owner=_NTO),
                   "performance-profile": On("spec.cpu", owner=_NTO, platform_default="5s")}),
     _b("topologyManagerPolicy", "string", "text", "none", managed=True,
+       judged=True,
        typed="topologyManagerPolicy", omit_at_default=True, source=TOPOLOGY_DOC,
        consequence="the kubelet default `none` applies: no NUMA alignment",
        platforms={"gke": On("topologyManager.policy"), "aks": On("topologyManagerPolicy"),
                   "openshift": On("topologyManagerPolicy", owner=_NTO),
                   "performance-profile": On("spec.numa.topologyPolicy")}),
     _b("topologyManagerPolicyOptions", "map[string]string", "string-map", managed=True,
+       judged=True,
        typed="topologyManagerPolicyOptions", source=TOPOLOGY_DOC,
        consequence="the Topology Manager runs without these options (on nodes with more "
                    "than 8 NUMA nodes a policy other than none then stops the kubelet)"),
     _b("topologyManagerScope", "string", "text", "container", managed=True,
+       judged=True,
        typed="topologyManagerScope", omit_at_default=True, source=TOPOLOGY_DOC,
        consequence="the kubelet default scope `container` applies: the containers of a pod "
                    "can be aligned to different NUMA nodes",
@@ -228,6 +237,7 @@ FIELDS: tuple[Field, ...] = (
        platforms={"openshift": On("reservedSystemCPUs", owner=_NTO),
                   "performance-profile": On("spec.cpu.reserved")}),
     _b("memoryManagerPolicy", "string", "text", "None", state=MEMORY_STATE, managed=True,
+       judged=True,
        typed="memoryManagerPolicy", omit_at_default=True, source=MEMORY_MANAGER_DOC,
        consequence="the kubelet default `None` applies: memory is not NUMA-aligned",
        platforms={"gke": On("memoryManager.policy", omit_default=True),
@@ -385,6 +395,11 @@ COMPUTED: dict[str, tuple[str, tuple[str, ...]]] = {
 # KubeletConfiguration fields whose change needs a checkpoint deleted, CPU state first.
 STATE_FIELDS: tuple[Field, ...] = tuple(
     sorted((f for f in FIELDS if f.state), key=lambda f: (f.state != CPU_STATE,)))
+# kubeReserved and systemReserved: the quantity maps node allocatable subtracts.
+RESERVATIONS: tuple[str, ...] = tuple(f.name for f in FIELDS if f.shape == "quantity-map")
+# The fields that set a node's reservation, which GKE and AKS size themselves
+# (krm_fn.node.platform_reserved).
+PLATFORM_SIZED: tuple[str, ...] = ("reservedSystemCPUs", *RESERVATIONS, "evictionHard")
 # Fields the kubelet refuses next to reservedSystemCPUs.
 RESERVED_CGROUP_FIELDS: tuple[str, ...] = tuple(
     f.name for f in FIELDS if "reservedSystemCPUs" in f.excludes)

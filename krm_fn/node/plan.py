@@ -46,8 +46,8 @@ class NodePlan:
     `pool`: pool name; `node_selector`: the pool's node labels (str -> str); `topology`:
     the nodes' CPU topology; `reserved_cpus`: sorted logical CPU ids of `reservedSystemCPUs`
     (empty when the configured set is invalid); `exclusive_cpus`: logical CPUs not reserved
-    (capacity left for pods' exclusive CPUs: allocatable = capacity −
-    count(reservedSystemCPUs), reserve-compute-resources); `kubelet`: the
+    (capacity left for pods' exclusive CPUs: capacity − count(reservedSystemCPUs), or
+    without them − the ceiling of kubeReserved.cpu + systemReserved.cpu, reserve-compute-resources); `kubelet`: the
     KubeletConfiguration as a plain,
     insertion-ordered dict (str/int/bool/list/dict only); `rollout`: imperative steps to
     apply it on a node; `state_changes`: krm_fn.node.baseline.StateChange list, the
@@ -129,7 +129,7 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: ob
     base, base_path = baseline_mod.unwrap(baseline)
     kubelet: dict[str, object] = {"apiVersion": KUBELET_API_VERSION, "kind": KUBELET_KIND}
     opts = _managers(kubelet, k, version, res)
-    reserved_maps = reserved_mod.reservation_maps(k, base, res)
+    reserved_maps = reserved_mod.reservation_maps(k, base, res, pool)
     evictions = fields.BY_NAME["evictionHard"]
     eviction = dict(evictions.default_for(version))     # setting it replaces the defaults
     eviction.update(baseline_mod.string_map(base.get(evictions.name)))
@@ -165,11 +165,24 @@ def build(pool, version: tuple[int, int], ref: Ref, index: int = 0, baseline: ob
     plan = NodePlan(pool=str(pool.name),
                     node_selector={str(a): str(b) for a, b in (pool.nodeSelector or {}).items()},
                     topology=topo, reserved_cpus=reserved,
-                    exclusive_cpus=topo.total_cpus - len(reserved),
+                    exclusive_cpus=topo.total_cpus - _held_back(reserved, merged),
                     kubelet=kubelet, rollout=_rollout(kubelet, version, changes),
                     state_changes=list(changes or []),
                     merged=merged)
     return plan, results
+
+
+def _held_back(reserved: list[int], merged: dict) -> int:
+    """Logical CPUs the static CPU Manager holds back from exclusive allocation: the
+    reservedSystemCPUs, else the ceiling of kubeReserved.cpu + systemReserved.cpu of the
+    `merged` configuration (cpumanager policy_static.go NewStaticPolicy takes that many by
+    topology); 0 for another policy or a reservation krm-fn cannot read (an error says
+    why)."""
+    if reserved or merged.get("cpuManagerPolicy") != "static":
+        return len(reserved)
+    from krm_fn.node.kubelet_start import reserved_millis
+    millis = reserved_millis(merged) or 0
+    return -(-millis // 1000)
 
 
 def _merged(kubelet: dict, base: dict | None) -> dict:

@@ -28,17 +28,25 @@ DEFAULT_RESERVED = {"memory": "500Mi"}
 RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
 
 
-def reservation_maps(k, base: dict, res) -> dict[str, dict[str, str]]:
+def uses_reserved_cpus(k, pool) -> bool:
+    """Whether the plan writes reservedSystemCPUs: the pool sets kubelet.reservedSystemCPUs,
+    or reserved.cores is not 0."""
+    return k.reservedSystemCPUs is not None or pool.reserved.cores != 0
+
+
+def reservation_maps(k, base: dict, res, pool=None) -> dict[str, dict[str, str]]:
     """kubeReserved and systemReserved of the pool's kubelet settings `k` (str -> str), the
-    cpu entries dropped with a warning (reservedSystemCPUs replaces them); unset: {} when the
-    baseline `base` has its own map, else DEFAULT_RESERVED."""
+    cpu entries dropped with a warning when the plan writes reservedSystemCPUs (it replaces
+    them; `pool` None counts as writing it); unset: {} when the baseline `base` has its own
+    map, else DEFAULT_RESERVED."""
     reserved_maps: dict[str, dict[str, str]] = {}
+    drop_cpu = pool is None or uses_reserved_cpus(k, pool)
     for name in RESERVATIONS:
         given = getattr(k, name)
         if given is None:   # unset: the baseline's own map, else krm-fn's default
             given = {} if isinstance(base.get(name), dict) else DEFAULT_RESERVED
         m = {str(a): str(b) for a, b in given.items()}
-        if "cpu" in m:
+        if "cpu" in m and drop_cpu:
             res(WARNING, f"kubelet.{name}.cpu",
                 f"{name}.cpu {m['cpu']!r} dropped: reservedSystemCPUs replaces it (with "
                 f"reservedSystemCPUs set the kubelet deletes kubeReserved.cpu and sets "
@@ -82,7 +90,7 @@ def _same(key: str, a: object, b: object) -> bool:
 def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res, version=(1, 0)) -> list[int]:
     """Set kubelet["reservedSystemCPUs"]: the explicit cpuset `k.reservedSystemCPUs`
     (checked against `topo`), or whole cores chosen from the topology
-    (`pool.reserved.cores`, spread across NUMA nodes on request). Returns the sorted reserved
+    (`pool.reserved.cores`, spread across NUMA nodes on request; none when it is 0). Returns the sorted reserved
     CPU ids, [] when the set is invalid (an error result names it). From 1.35 (`version`)
     a set outside the node quotes the kubelet (cmd/kubelet/app/server.go getReservedCPUs);
     one it cannot parse is quoted by krm_fn.node.kubelet_check (validation)."""
@@ -127,7 +135,7 @@ def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res, version=(1, 0)) -
                         f"get those cores whole (full-pcpus-only counts the siblings as used); "
                         f"reserve whole cores, e.g. {format_cpuset(whole)!r}",
                         current=text, proposed=format_cpuset(whole))
-    else:
+    elif pool.reserved.cores:
         try:
             reserved = reserve_cores(topo, pool.reserved.cores,
                                      bool(pool.reserved.spreadAcrossNuma))

@@ -174,7 +174,7 @@ def _beyond_pool(c: ContainerView, n: int, ctx, what: str, notes: list,
         return False
     notes.append((ERROR, c.path + _LIMIT,
                   f"container {c.name!r} {what.format(n=n)} but node pool {ctx.pool.name!r} "
-                  f"has {ctx.pool.exclusive_cpus} CPUs outside reservedSystemCPUs: the kubelet "
+                  f"has {ctx.pool.exclusive_cpus} CPUs outside its reserved CPUs: the kubelet "
                   f"could never admit the pod" + (f"; {another()}" if pinned else "")))
     return True
 

@@ -478,7 +478,7 @@ def file_of(objs, key):
 
 
 def by_path(results):
-    """{field.path: result} of warnings (each path once)."""
+    """{field.path: result} of warnings (each path once; no other result)."""
     out = {}
     for r in results:
         assert r.severity == WARNING and r.ref == REF, r
@@ -510,7 +510,8 @@ def test_render_with_results_unknown_format(plan):
 
 def test_result_paths_use_the_pool_index(plan):
     _, results = run("gke", plan, index=2)
-    assert "spec.nodePools[2].kubelet.cpuManagerPolicyOptions" in by_path(results)
+    assert {"spec.nodePools[2].kubelet.cpuManagerPolicyOptions",
+            "spec.nodePools[2].reserved.cores"} <= {r.path for r in results}
 
 
 # openshift
@@ -523,6 +524,68 @@ def test_openshift_yaml(plan):
     assert (nto.severity, nto.ref, nto.path) == (WARNING, REF, "spec.nodePools[0].kubelet")
     assert "PerformanceProfile" in nto.message and "performance-<profile>" in nto.message
     assert "OpenShift" in nto.message and "reservedSystemCPUs" in nto.message
+
+
+MCO = "https://github.com/openshift/machine-config-operator/blob/main/pkg/controller/" \
+      "kubelet-config/helpers.go"
+
+
+def test_openshift_kubelet_config_without_system_reserved_keeps_the_node_s_sizing():
+    # the MCO moves systemReserved cpu/memory/ephemeral-storage to node-sizing-enabled.env;
+    # with none of them the node keeps its own (auto-)sizing, which krm-fn cannot know
+    objs, results = platform_run("openshift", {"systemReserved": {}})
+    [r] = [r for r in results if r.severity == ERROR]
+    assert r.path == P + "systemReserved.memory"
+    assert r.message == (
+        "OpenShift KubeletConfig krm-fn-inference sets no systemReserved cpu, memory or "
+        "ephemeral-storage, so the Machine Config Operator leaves the node's own sizing in "
+        f"place ({MCO}: SYSTEM_RESERVED_* in /etc/node-sizing.env, auto-sized from the node's "
+        "memory and CPUs on workers from OpenShift 4.21, else memory 1Gi and cpu 500m), which "
+        "krm-fn cannot know; set kubelet.systemReserved.memory (the MCO then writes it with "
+        "NODE_SIZING_ENABLED=false), or give spec.output.baseline from a node's configz so "
+        "krm-fn judges what the node runs")
+    assert "systemReserved" not in objs[0]["spec"]["kubeletConfig"]
+
+
+def test_openshift_system_reserved_from_the_baseline_is_the_node_s_own():
+    spec = {"nodePools": [{"name": "inference", "kubelet": {"systemReserved": {}}}]}
+    cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                       "metadata": {"name": "pin-inference"}, "spec": spec})
+    base = {"systemReserved": {"cpu": "500m", "memory": "1Gi"}}
+    p, _ = node_plan.build(cfg.nodePools[0], (1, 35), REF, baseline=base)
+    _, results = run("openshift", p, baseline=base)
+    assert [r for r in results if r.severity == ERROR] == []
+
+
+def test_openshift_system_reserved_without_cpu_gets_the_mco_s_500m():
+    objs, results = platform_run("openshift", {"systemReserved": {"memory": "1Gi"},
+                                               "kubeReserved": {"cpu": "1"}},
+                                 reserved={"cores": 0})
+    [r] = [r for r in results if r.severity == ERROR]
+    assert (r.path, r.proposed) == (P + "systemReserved.cpu", "500m")
+    assert "SYSTEM_RESERVED_CPU=500m" in r.message
+    # with reservedSystemCPUs the kubelet replaces the cpu: nothing to say
+    _, results = platform_run("openshift", {"systemReserved": {"memory": "1Gi"}})
+    assert [r for r in results if r.severity == ERROR] == []
+
+
+def test_openshift_system_reserved_without_memory_gets_the_mco_s_1gi():
+    _, results = platform_run("openshift", {"systemReserved": {"ephemeral-storage": "2Gi"}})
+    [r] = [r for r in results if r.severity == ERROR]
+    assert (r.path, r.proposed) == (P + "systemReserved.memory", "1Gi")
+    assert "SYSTEM_RESERVED_MEMORY=1Gi" in r.message
+
+
+@pytest.mark.parametrize("kubelet, path", [
+    ({"kubeReserved": {}}, "kubeReserved.memory"),
+    ({"systemReserved": {"pid": "100"}}, "systemReserved.memory"),
+])
+def test_performance_profile_nto_memory_defaults_the_plan_lacks(kubelet, path):
+    _, results = platform_run("performance-profile", kubelet,
+                              nodeSelector={"node-role.kubernetes.io/inference": ""})
+    [r] = [r for r in results if r.severity == ERROR]
+    assert (r.path, r.current, r.proposed) == (P + path, None, "500Mi")
+    assert "PerformanceProfile inference's KubeletConfig sets 500Mi" in r.message
 
 
 def test_openshift_under_kpt_has_path(plan):
@@ -578,28 +641,112 @@ def test_kubeadm_yaml(plan):
 
 # gke
 
-GKE_UNSUPPORTED = ["cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "reservedSystemCPUs",
-                   "kubeReserved", "systemReserved", "evictionHard"]
+def platform_run(fmt, kubelet=None, version=(1, 35), **pool):
+    """Render `fmt` for a pool built from typed settings, with the pool in the context (its
+    topology.memory sizes the platform's reservation)."""
+    spec = {"nodePools": [{"name": "inference", **pool, "kubelet": kubelet or {}}]}
+    cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                       "metadata": {"name": "pin-inference"}, "spec": spec})
+    p, results = node_plan.build(cfg.nodePools[0], version, REF)
+    assert [r for r in results if r.severity == ERROR] == []
+    return render_with_results(fmt, p, RenderContext("kube-system", pool=cfg.nodePools[0],
+                                                     version=version), REF, 0)
+
+
+def kinds(results):
+    """[(severity, path)] of `results`, in order."""
+    return [(r.severity, r.path) for r in results]
+
+
+# a 64-CPU, 64Gi pool as GKE sizes it: 6% + 1% + 2 x 0.5% + 60 x 0.25% of a core = 230m;
+# 25% of 4Gi + 20% of 4Gi + 10% of 8Gi + 6% of 48Gi = 5.48Gi = 5611Mi (rounded down)
+GKE_POOL = {"reserved": {"cores": 0}, "topology": {"memory": "64Gi"}}
+GKE_KUBELET = {"cpuManagerPolicyOptions": {}, "systemReserved": {},
+               "kubeReserved": {"cpu": "230m", "memory": "5611Mi"}}
 
 
 def test_gke_yaml(plan):
     objs, results = run("gke", plan)
     assert emit.to_yaml(objs) == GKE_YAML
-    assert list(by_path(results)) == [P + k for k in GKE_UNSUPPORTED]
+    # krm-fn's own reservation and full-pcpus-only are not what GKE's kubelet runs: errors;
+    # the memory reservations cannot be judged without the pool's memory: warnings
+    assert kinds(results) == [
+        (ERROR, "spec.nodePools[0].reserved.cores"),
+        (ERROR, P + "cpuManagerPolicyOptions"),
+        (WARNING, P + "cpuManagerReconcilePeriod"),
+        (WARNING, P + "kubeReserved"),
+        (WARNING, P + "systemReserved")]
+    cpus, options = results[:2]
+    assert cpus.message == (
+        "reservedSystemCPUs 0-1,32-33 cannot be set on GKE: its kubelet reserves CPU as "
+        "kubeReserved.cpu 230m on a 64-CPU node "
+        "(https://cloud.google.com/kubernetes-engine/docs/concepts/plan-node-sizes), so the "
+        "static CPU Manager holds back 1 CPU of its own choosing (the lowest cores) and leaves "
+        "every other CPU to pods, and krm-fn judged exclusive CPUs and NUMA admission with "
+        "these CPUs reserved instead; set reserved.cores: 0 (no kubelet.reservedSystemCPUs) "
+        "and kubelet.kubeReserved.cpu: 230m so krm-fn judges what GKE runs")
+    assert (cpus.current, cpus.proposed) == ("0-1,32-33", "230m")
+    assert options.message == (
+        'cpuManagerPolicyOptions {"full-pcpus-only":"true"} cannot be set on GKE: its kubelet '
+        "runs cpuManagerPolicyOptions {} (the static CPU Manager runs without these options "
+        "(without full-pcpus-only a pinned container can get half a physical core and share "
+        "its L1/L2 with another pod)), and krm-fn judged the pods with "
+        '{"full-pcpus-only":"true"}; set kubelet.cpuManagerPolicyOptions: {} so krm-fn judges '
+        "what GKE runs")
+    assert (options.current, options.proposed) == ('{"full-pcpus-only":"true"}', "{}")
+    assert "GKE cannot set it; the kubelet default (10s) applies" in results[2].message
 
 
-@pytest.mark.parametrize("key", GKE_UNSUPPORTED)
-def test_gke_warns_each_field_it_cannot_set(plan, key):
-    r = by_path(run("gke", plan)[1])[P + key]
-    assert r.message.startswith(f"{key} ")
-    assert "left out of the GKE output: GKE cannot set it" in r.message
-    assert r.current == (plan.kubelet[key] if isinstance(plan.kubelet[key], str)
-                         else json.dumps(plan.kubelet[key], separators=(",", ":")))
+def test_gke_plan_with_gke_reservation_is_clean():
+    objs, results = platform_run("gke", GKE_KUBELET, **GKE_POOL)
+    assert file_of(objs, "system-config.yaml") == """\
+kubeletConfig:
+  cpuManagerPolicy: static
+  topologyManager:
+    policy: best-effort
+    scope: pod
+  podPidsLimit: 4096
+linuxConfig:
+  cgroupMode: CGROUP_MODE_V2
+"""
+    assert kinds(results) == [(WARNING, P + "cpuManagerReconcilePeriod")]
+
+
+@pytest.mark.parametrize("kubelet, path, current, proposed", [
+    ({"kubeReserved": {"cpu": "1", "memory": "5611Mi"}}, "kubeReserved.cpu", "1000m", "230m"),
+    ({"kubeReserved": {"cpu": "200m", "memory": "5611Mi"}, "systemReserved": {"cpu": "30m"}},
+     "kubeReserved.cpu", "230m", "230m"),
+    ({"kubeReserved": {"cpu": "230m", "memory": "5Gi"}}, "kubeReserved.memory", "5120Mi",
+     "5611Mi"),
+    ({"kubeReserved": {"cpu": "230m", "memory": "5111Mi"}, "systemReserved": {"memory": "500Mi"}},
+     "kubeReserved.memory", "5611Mi", "5611Mi"),
+    ({"kubeReserved": {"cpu": "230m", "memory": "5611Mi"},
+      "evictionHard": {"memory.available": "200Mi"}},
+     "evictionHard.memory.available", "200Mi", "100Mi"),
+])
+def test_gke_reservation_that_is_not_gke_s_is_an_error(kubelet, path, current, proposed):
+    objs, results = platform_run("gke", {**GKE_KUBELET, "systemReserved": {}, **kubelet},
+                                 **GKE_POOL)
+    errors = [r for r in results if r.severity == ERROR]
+    if current == proposed:         # split between kube and system: the sum is GKE's
+        assert errors == []
+        return
+    [r] = errors
+    assert (r.path, r.current, r.proposed) == (P + path, current, proposed)
+    assert "GKE" in r.message and "plan-node-sizes" in r.message
+    assert "kubeReserved" not in yaml.safe_load(file_of(objs, "system-config.yaml"))
+
+
+def test_gke_pool_with_more_than_110_pods_reserves_400m_more():
+    objs, results = platform_run("gke", {**GKE_KUBELET, "extra": {"maxPods": 256}},
+                                 **GKE_POOL)
+    [r] = [r for r in results if r.severity == ERROR]
+    assert (r.path, r.current, r.proposed) == (P + "kubeReserved.cpu", "230m", "630m")
 
 
 @pytest.mark.parametrize("pids", [1, 1023, 4194304])
 def test_gke_pod_pids_limit_out_of_bounds(pids):
-    objs, results = run("gke", make_plan({"podPidsLimit": pids}))
+    objs, results = platform_run("gke", {**GKE_KUBELET, "podPidsLimit": pids}, **GKE_POOL)
     gke = yaml.safe_load(file_of(objs, "system-config.yaml"))["kubeletConfig"]
     assert "podPidsLimit" not in gke
     r = by_path(results)[P + "podPidsLimit"]
@@ -608,7 +755,7 @@ def test_gke_pod_pids_limit_out_of_bounds(pids):
 
 @pytest.mark.parametrize("pids", [1024, 4194303])
 def test_gke_pod_pids_limit_bounds_are_inclusive(pids):
-    objs, results = run("gke", make_plan({"podPidsLimit": pids}))
+    objs, results = platform_run("gke", {**GKE_KUBELET, "podPidsLimit": pids}, **GKE_POOL)
     gke = yaml.safe_load(file_of(objs, "system-config.yaml"))["kubeletConfig"]
     assert gke["podPidsLimit"] == pids
     assert P + "podPidsLimit" not in by_path(results)
@@ -617,14 +764,14 @@ def test_gke_pod_pids_limit_bounds_are_inclusive(pids):
 def test_gke_memory_manager_static_and_renamed_fields():
     # 1.36: CustomCPUCFSQuotaPeriod is on (the kubelet of 1.35 refuses 50ms without it);
     # the low threshold below the high one (the kubelet refuses 80 over the default 80)
-    p = make_plan({"memoryManagerPolicy": "Static", "singleProcessOOMKill": True, "extra": {
-        "cpuCFSQuotaPeriod": "50ms", "imageGCHighThresholdPercent": 80,
-        "imageGCLowThresholdPercent": 70,
-        "evictionMaxPodGracePeriod": 60,
-        "evictionSoft": {"memory.available": "200Mi", "nodefs.available": "15%"},
-        "evictionSoftGracePeriod": {"memory.available": "1m", "nodefs.available": "2m"}}},
-        version=(1, 36))
-    objs, results = run("gke", p)
+    objs, results = platform_run("gke", {
+        **GKE_KUBELET, "memoryManagerPolicy": "Static", "singleProcessOOMKill": True, "extra": {
+            "cpuCFSQuotaPeriod": "50ms", "imageGCHighThresholdPercent": 80,
+            "imageGCLowThresholdPercent": 70,
+            "evictionMaxPodGracePeriod": 60,
+            "evictionSoft": {"memory.available": "200Mi", "nodefs.available": "15%"},
+            "evictionSoftGracePeriod": {"memory.available": "1m", "nodefs.available": "2m"}}},
+        version=(1, 36), **GKE_POOL)
     assert file_of(objs, "system-config.yaml") == """\
 kubeletConfig:
   cpuManagerPolicy: static
@@ -653,45 +800,68 @@ linuxConfig:
 
 
 def test_gke_eviction_map_with_a_signal_gke_lacks():
-    p = make_plan({"extra": {"evictionSoft": {"allocatableMemory.available": "1Gi"},
-                             "evictionSoftGracePeriod": {"allocatableMemory.available": "1m"}}})
-    objs, results = run("gke", p)
+    objs, results = platform_run("gke", {**GKE_KUBELET, "extra": {
+        "evictionSoft": {"allocatableMemory.available": "1Gi"},
+        "evictionSoftGracePeriod": {"allocatableMemory.available": "1m"}}}, **GKE_POOL)
     gke = yaml.safe_load(file_of(objs, "system-config.yaml"))["kubeletConfig"]
     assert "evictionSoft" not in gke
     assert "allocatableMemory.available" in by_path(results)[P + "extra.evictionSoft"].message
 
 
 def test_gke_fail_cgroup_v1_false_is_warned():
-    objs, results = run("gke", make_plan({"failCgroupV1": False}))
+    objs, results = platform_run("gke", {**GKE_KUBELET, "failCgroupV1": False}, **GKE_POOL)
     assert "linuxConfig" not in yaml.safe_load(file_of(objs, "system-config.yaml"))
     assert "cgroup v2" in by_path(results)[P + "failCgroupV1"].message
 
 
 # aks
 
-AKS_UNSUPPORTED = ["cpuManagerPolicyOptions", "cpuManagerReconcilePeriod", "topologyManagerScope",
-                   "reservedSystemCPUs", "kubeReserved", "systemReserved", "evictionHard",
-                   "failCgroupV1"]
+# a 64-CPU, 64Gi pool as AKS sizes it from 1.29: 6% + 4% + 2 x 2% + 60 x 1% of a core = 740m
+# (the documented 740m for 64 cores); memory the lesser of 20Mi x 110 pods + 50Mi and 16Gi
+AKS_KUBELET = {"cpuManagerPolicyOptions": {}, "topologyManagerScope": "container",
+               "systemReserved": {}, "kubeReserved": {"cpu": "740m", "memory": "2250Mi"}}
 
 
 def test_aks_yaml(plan):
     objs, results = run("aks", plan)
     assert emit.to_yaml(objs) == AKS_YAML
-    assert list(by_path(results)) == [P + k for k in AKS_UNSUPPORTED]
+    assert kinds(results) == [
+        (ERROR, "spec.nodePools[0].reserved.cores"),
+        (ERROR, P + "cpuManagerPolicyOptions"),
+        (WARNING, P + "cpuManagerReconcilePeriod"),
+        (ERROR, P + "topologyManagerScope"),
+        (WARNING, P + "kubeReserved"),
+        (WARNING, P + "systemReserved"),
+        (WARNING, P + "failCgroupV1")]
+    scope = results[3]
+    assert scope.message == (
+        "topologyManagerScope pod cannot be set on AKS: its kubelet runs topologyManagerScope "
+        "container (the kubelet default scope `container` applies: the containers of a pod "
+        "can be aligned to different NUMA nodes), and krm-fn judged the pods with pod; set "
+        "kubelet.topologyManagerScope: container so krm-fn judges what AKS runs")
+    assert "740m" in results[0].message
 
 
-@pytest.mark.parametrize("key", AKS_UNSUPPORTED)
-def test_aks_warns_each_field_it_cannot_set(plan, key):
-    r = by_path(run("aks", plan)[1])[P + key]
-    assert r.message.startswith(f"{key} ")
-    assert "left out of the AKS output: AKS cannot set it" in r.message
+def test_aks_plan_with_aks_reservation_is_clean():
+    objs, results = platform_run("aks", AKS_KUBELET, **GKE_POOL)
+    assert json.loads(file_of(objs, "kubelet-config.json")) == {
+        "cpuManagerPolicy": "static", "topologyManagerPolicy": "best-effort", "podMaxPids": 4096}
+    assert kinds(results) == [(WARNING, P + "cpuManagerReconcilePeriod"),
+                              (WARNING, P + "failCgroupV1")]
+
+
+def test_aks_before_1_29_sizes_memory_by_brackets_and_evicts_at_750mi():
+    # 1.28 is older than every supported version: the sizer itself
+    from krm_fn.node import platform_reserved as pr
+    r = pr.aks(64, 64 * pr.GIB, 110, (1, 28))
+    assert (r.kube, r.eviction_memory) == ({"cpu": 740, "memory": 5611 * pr.MIB}, "750Mi")
 
 
 def test_aks_renames_and_defaults():
-    p = make_plan({"topologyManagerScope": "container", "extra": {
+    objs, results = platform_run("aks", {**AKS_KUBELET, "extra": {
         "cpuCFSQuota": True, "imageGCLowThresholdPercent": 70, "containerLogMaxSize": "20Mi",
-        "containerLogMaxFiles": 3, "failSwapOn": False, "allowedUnsafeSysctls": ["net.*"]}})
-    objs, results = run("aks", p)
+        "containerLogMaxFiles": 3, "failSwapOn": False, "allowedUnsafeSysctls": ["net.*"]}},
+        **GKE_POOL)
     assert json.loads(file_of(objs, "kubelet-config.json")) == {
         "cpuManagerPolicy": "static", "topologyManagerPolicy": "best-effort", "podMaxPids": 4096,
         "cpuCfsQuota": True, "imageGcLowThreshold": 70, "containerLogMaxSizeMB": 20,
@@ -705,15 +875,48 @@ def test_aks_renames_and_defaults():
     ({"containerLogMaxSize": "1500Ki"}, "containerLogMaxSize", "whole number of MiB"),
 ])
 def test_aks_values_it_cannot_take(extra, key, text):
-    objs, results = run("aks", make_plan({"extra": extra}))
+    objs, results = platform_run("aks", {**AKS_KUBELET, "extra": extra}, **GKE_POOL)
     assert text in by_path(results)[P + "extra." + key].message
     assert len(json.loads(file_of(objs, "kubelet-config.json"))) == 3
 
 
-def test_aks_memory_manager_static_is_warned():
-    _, results = run("aks", make_plan({"memoryManagerPolicy": "Static"}))
-    mine = [r.message.split(" ")[0] for r in results if r.path == P + "memoryManagerPolicy"]
-    assert mine == ["memoryManagerPolicy", "reservedMemory"]
+def test_aks_memory_manager_static_is_an_error():
+    _, results = platform_run("aks", {**AKS_KUBELET, "memoryManagerPolicy": "Static"},
+                              **GKE_POOL)
+    mine = [(r.severity, r.message.split(" ")[0]) for r in results
+            if r.path == P + "memoryManagerPolicy"]
+    assert mine == [(ERROR, "memoryManagerPolicy"), (WARNING, "reservedMemory")]
+
+
+# The platforms' own numbers: GKE's page gives the brackets; AKS's gives these CPU points
+# (1, 2, 4, 8, 16, 32, 64 cores) and the 1.29+ memory rule with worked examples.
+@pytest.mark.parametrize("cpus, millis", [(1, 60), (2, 100), (4, 140), (8, 180), (16, 260),
+                                          (32, 420), (64, 740)])
+def test_aks_cpu_reservation_is_the_documented_table(cpus, millis):
+    from krm_fn.node import platform_reserved as pr
+    assert pr.aks(cpus, None).kube == {"cpu": millis}
+
+
+@pytest.mark.parametrize("memory, pods, mib", [(8, 30, 650), (4, 70, 1024), (64, 250, 5050)])
+def test_aks_memory_reservation_from_1_29(memory, pods, mib):
+    from krm_fn.node import platform_reserved as pr
+    r = pr.aks(8, memory * pr.GIB, pods, (1, 29))
+    assert (r.kube["memory"], r.eviction_memory) == (mib * pr.MIB, "100Mi")
+
+
+@pytest.mark.parametrize("cpus, memory, pods, millis, mib", [
+    (1, 0.5, 110, 60, 255),                  # below 1 GiB: 255 MiB
+    (2, 4, 110, 70, 1024),                   # 25% of 4 GiB
+    (4, 16, 110, 80, 2662),                  # 1 + 0.8 + 0.8 GiB
+    (64, 64, 110, 230, 5611),
+    (96, 256, 110, 310, 12165),              # 2% above 128 GiB
+    (64, 64, 111, 630, 5611),                # more than 110 pods: 400m more
+])
+def test_gke_reservation_brackets(cpus, memory, pods, millis, mib):
+    from krm_fn.node import platform_reserved as pr
+    r = pr.gke(cpus, int(memory * pr.GIB), pods)
+    assert (r.kube, r.system, r.eviction_memory) == (
+        {"cpu": millis, "memory": mib * pr.MIB}, {}, "100Mi")
 
 
 # eks
@@ -854,16 +1057,20 @@ def test_config_baseline_field():
 
 
 @pytest.mark.parametrize("fmt, platform", [("gke", "GKE"), ("aks", "AKS")])
-def test_topology_manager_options_a_platform_cannot_take_are_warned(fmt, platform):
-    p = make_plan({"topologyManagerPolicyOptions": {"prefer-closest-numa-nodes": "true"}})
-    _, results = run(fmt, p)
-    r = by_path(results)[P + "topologyManagerPolicyOptions"]
-    assert (r.severity, r.current) == (WARNING, '{"prefer-closest-numa-nodes":"true"}')
+def test_topology_manager_options_a_platform_cannot_take_are_errors(fmt, platform):
+    kubelet = GKE_KUBELET if fmt == "gke" else AKS_KUBELET
+    _, results = platform_run(fmt, {**kubelet, "topologyManagerPolicyOptions": {
+        "prefer-closest-numa-nodes": "true"}}, **GKE_POOL)
+    [r] = [r for r in results if r.severity == ERROR]
+    assert (r.path, r.current, r.proposed) == (
+        P + "topologyManagerPolicyOptions", '{"prefer-closest-numa-nodes":"true"}', "{}")
     assert r.message == (
-        f'topologyManagerPolicyOptions {{"prefer-closest-numa-nodes":"true"}} is left out of '
-        f"the {platform} output: {platform} cannot set it; the Topology Manager runs without "
-        f"these options (on nodes with more than 8 NUMA nodes a policy other than none then "
-        f"stops the kubelet)")
+        f'topologyManagerPolicyOptions {{"prefer-closest-numa-nodes":"true"}} cannot be set '
+        f"on {platform}: its kubelet runs topologyManagerPolicyOptions {{}} (the Topology "
+        f"Manager runs without these options (on nodes with more than 8 NUMA nodes a policy "
+        f"other than none then stops the kubelet)), and krm-fn judged the pods with "
+        f'{{"prefer-closest-numa-nodes":"true"}}; set kubelet.topologyManagerPolicyOptions: '
+        f"{{}} so krm-fn judges what {platform} runs")
 
 
 def test_json6902_text_is_the_same_in_every_process():

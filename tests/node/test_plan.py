@@ -385,3 +385,25 @@ def test_flat_config_numa_option_too_low_names_the_data_key():
         "sockets": "4", "numaNodesPerSocket": "4",
         "topologyManagerPolicyOptions": "max-allowable-numa-nodes=9"}})
     assert "data.topologyManagerPolicy" in [r.path for r in out.results if r.severity == ERROR]
+
+
+def test_zero_reserved_cores_reserves_through_kube_and_system_reserved():
+    # reserved.cores 0: no reservedSystemCPUs; the cpu of kubeReserved/systemReserved is kept
+    # and the static policy holds back its ceiling (policy_static.go NewStaticPolicy)
+    p = pool(kubeReserved={"cpu": "150m", "memory": "1Gi"}, systemReserved={"cpu": "900m"})
+    p.reserved.cores = 0
+    plan, results = build(p)
+    assert results == []
+    assert "reservedSystemCPUs" not in plan.kubelet
+    assert plan.kubelet["kubeReserved"] == {"cpu": "150m", "memory": "1Gi"}
+    assert plan.kubelet["systemReserved"] == {"cpu": "900m"}
+    assert (plan.reserved_cpus, plan.exclusive_cpus) == ([], 62)     # ceil(1.05) = 2
+
+
+def test_zero_reserved_cores_without_a_cpu_reservation_is_refused_by_the_kubelet():
+    p = pool()
+    p.reserved.cores = 0
+    plan, results = build(p)
+    [r] = results
+    assert (r.severity, r.path) == (ERROR, "spec.nodePools[0].kubelet.cpuManagerPolicy")
+    assert "unable to determine reserved CPU resources for static policy" in r.message

@@ -122,9 +122,19 @@ class Report:
                                    None if proposed is None else text(proposed)))
 
     def unsupported(self, platform: str, name: str, value: object, detail: str = "") -> None:
-        """Warning: `name` is left out because `platform` cannot take it."""
+        """Warning: `name` is left out because `platform` cannot take it; an error for a
+        field the verdict reads (fields.Field.judged): the platform's kubelet runs the
+        kubelet's default instead, and the pods were judged with `value`."""
         f = fields.get(name)
         why = f.consequence if f else ""
+        if f is not None and f.judged and "." not in name:
+            default = f.default if f.default is not None else {}
+            self.add(ERROR, name, f"{name} {text(value)} cannot be set on {platform}: its "
+                     f"kubelet runs {name} {text(default)}{detail}"
+                     + (f" ({why})" if why else "") + f", and krm-fn judged the pods with "
+                     f"{text(value)}; set kubelet.{f.typed or name}: {text(default)} so "
+                     f"krm-fn judges what {platform} runs", current=value, proposed=default)
+            return
         self.add(WARNING, name, f"{name} {text(value)} is left out of the {platform} output: "
                  f"{platform} cannot set it{detail}" + (f"; {why}" if why else ""),
                  current=value)

@@ -13,7 +13,7 @@ import json
 from krm_fn.rational import Fraction
 
 from krm_fn import quantity
-from krm_fn.node import fields
+from krm_fn.node import fields, platform_reserved
 from krm_fn.node.formats._common import Rendered, Report, body, carrier
 from krm_fn.results import WARNING
 
@@ -56,10 +56,17 @@ def _at_least_2(key: str, value, rep: Report):
 CONVERT = {"mib": _mib_field, "at-least-2": _at_least_2}
 
 
-def kubelet_config(plan, rep: Report) -> dict:
-    """AKS kubeletConfig for `plan`; warnings for what AKS cannot take go to `rep`."""
+def kubelet_config(plan, rep: Report, ctx=None) -> dict:
+    """AKS kubeletConfig for `plan`; warnings for what AKS cannot take go to `rep`, and
+    errors where the plan's reservation is not AKS's (krm_fn.node.platform_reserved.judge;
+    `ctx` the RenderContext: the pool's memory and version)."""
     out: dict = {}
+    judged = platform_reserved.judge(plan.merged or body(plan),
+                                     platform_reserved.for_format("aks", plan, ctx),
+                                     rep, plan.topology.total_cpus)
     for key, value in body(plan).items():
+        if key in judged:
+            continue
         on = NAMES.get(key)
         if on is None:
             if key in fields.OMIT_AT_DEFAULT and value == fields.OMIT_AT_DEFAULT[key]:
@@ -78,5 +85,5 @@ def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-aks] with `kubelet-config.json` (2-space indented
     JSON), plus a warning per field AKS cannot set."""
     rep = Report(ctx)
-    text = json.dumps(kubelet_config(plan, rep), indent=2) + "\n"
+    text = json.dumps(kubelet_config(plan, rep, ctx), indent=2) + "\n"
     return Rendered([carrier(plan, ctx, "aks", {DATA_KEY: text})], rep.results)

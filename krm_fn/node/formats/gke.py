@@ -14,7 +14,7 @@ under kubeletConfig. Every other field is a warning: GKE cannot set it.
 """
 from __future__ import annotations
 
-from krm_fn.node import fields
+from krm_fn.node import fields, platform_reserved
 from krm_fn.node.formats._common import Rendered, Report, body, carrier
 from krm_fn.results import WARNING
 from krm_fn.yaml import emit
@@ -70,12 +70,19 @@ def _cgroup_mode(key: str, value, rep: Report):
 CONVERT = {"pids-range": _pids_range, "signals": _signals, "cgroup-mode": _cgroup_mode}
 
 
-def system_config(plan, rep: Report) -> dict:
+def system_config(plan, rep: Report, ctx=None) -> dict:
     """The node system configuration {kubeletConfig, linuxConfig?} for `plan`; warnings
-    for what GKE cannot take go to `rep`."""
+    for what GKE cannot take go to `rep`, and errors where the plan's reservation is not
+    GKE's (krm_fn.node.platform_reserved.judge; `ctx` the RenderContext: the pool's memory
+    and version)."""
     kc: dict = {}
     linux: dict = {}
+    judged = platform_reserved.judge(plan.merged or body(plan),
+                                     platform_reserved.for_format("gke", plan, ctx),
+                                     rep, plan.topology.total_cpus)
     for key, value in body(plan).items():
+        if key in judged:
+            continue
         on = NAMES.get(key)
         if on is None:
             rep.unsupported(PLATFORM, key, value)
@@ -102,5 +109,5 @@ def render(plan, ctx) -> Rendered:
     """[ConfigMap kubelet-config-<pool>-gke] with `system-config.yaml`, plus a warning per
     field GKE cannot set."""
     rep = Report(ctx)
-    text = emit.to_yaml(system_config(plan, rep))
+    text = emit.to_yaml(system_config(plan, rep, ctx))
     return Rendered([carrier(plan, ctx, "gke", {DATA_KEY: text})], rep.results)

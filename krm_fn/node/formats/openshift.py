@@ -23,7 +23,7 @@ one warning says so.
 """
 from __future__ import annotations
 
-from krm_fn.node import fields
+from krm_fn.node import fields, platform_reserved
 from krm_fn.node.formats._common import (Rendered, Report, body, metadata, path_of,
                                          refused_gates, text)
 from krm_fn.results import WARNING
@@ -62,6 +62,8 @@ def render(plan, ctx) -> Rendered:
                     f"applies none of it; {off.reason}", current=value)
             continue
         kubelet_config[key] = value
+    platform_reserved.mco_system_reserved(kubelet_config, plan.merged or body(plan), rep,
+                                          f"{PLATFORM} KubeletConfig {name}")
     owned = [k for k in NTO_FIELDS if k in kubelet_config]
     if owned:
         rep.add(WARNING, None, f"{PLATFORM} KubeletConfig {name} sets {', '.join(owned)}: on a "

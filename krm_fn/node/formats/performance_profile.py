@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import json
 
-from krm_fn.node import fields
+from krm_fn.node import fields, platform_reserved
 from krm_fn.node.formats._common import (Rendered, Report, body, metadata, path_of,
                                          refused_gates, text)
 from krm_fn.node.topology import format_cpuset
@@ -167,6 +167,13 @@ def render(plan, ctx) -> Rendered:
     kubelet = body(plan)
     policy = str(kubelet.get("topologyManagerPolicy", "none"))
     annotation = _snippet(kubelet, policy, name, rep, ctx)
+    merged = plan.merged or kubelet
+    platform_reserved.nto_defaults(annotation, merged, rep, name, NTO_SOURCE)
+    carried = dict(annotation)
+    carried["systemReserved"] = {"memory": platform_reserved.NTO_DEFAULTS[1][2],
+                                 **(annotation.get("systemReserved") or {})}
+    platform_reserved.mco_system_reserved(carried, {**merged, "reservedSystemCPUs": "x"},
+                                          rep, f"PerformanceProfile {name}")
     reserved = set(plan.reserved_cpus)
     spec: dict = {"cpu": {
         "reserved": format_cpuset(sorted(reserved)),
