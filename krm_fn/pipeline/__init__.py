@@ -128,6 +128,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     verdict.summarize(placement, run)
     out.nodes = run.nodes
     by_name = emit.emit(items, run, placement, out)
+    if any(o.__class__ is dict and o.get("kind") == "NodePool" for o in items):
+        _karpenter(items, run, placement, out)
     if watch:
         emit.emit_monitoring(items, run, [t for t in watch if t is not None], out, by_name)
     emit.stale_plans(items, run, placement, out)
@@ -138,6 +140,25 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return Output(results=validate.results(items, out, run.fc_ref), pools=out.pools,
                       mode="validate")
     return out
+
+
+def _karpenter(items: list, run, placement: dict, out: Output) -> None:
+    """Mirror the reservation of each emitted pool's plan into the EC2NodeClass of the
+    Karpenter NodePools that provision its nodes (krm_fn/node/karpenter.py): the edits go
+    to `out.changes` (and `out.tuned`), the results to `out.results`."""
+    from krm_fn.node import karpenter
+    pools = [(run.cfg.nodePools[i].name, run.plans[i].node_selector, run.plans[i])
+             for i in sorted(placement)]
+    frozen = set(run.aliased) | {i for i, o in enumerate(items)
+                                 if o.__class__ is dict and is_local_config(o)}
+    edits, results = karpenter.mirror(items, pools, frozen)
+    for i, changes in edits.items():
+        out.changes.setdefault(i, []).extend(changes)
+        if out.tuned is not None:
+            work = out.tuned.setdefault(i, tune.copy_item(items[i]))
+            for change in changes:
+                karpenter.put(work, change.path, change.new)
+    out.results.extend(results)
 
 
 def daemons_of(obj) -> bool:

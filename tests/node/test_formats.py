@@ -940,11 +940,23 @@ def test_eks_kube_reserved_memory_replaces_nodeadm_default(plan):
 
 def test_eks_static_memory_manager_without_kube_reserved_memory():
     objs, results = run("eks", make_plan({"memoryManagerPolicy": "Static", "kubeReserved": {}}))
-    r = by_path(results)[P + "kubeReserved.memory"]
+    [r] = [r for r in results if r.path == P + "kubeReserved.memory"]
+    assert r.severity == ERROR
     assert "reservedMemory" in r.message and "11 * maxPods + 255 Mi" in r.message
     assert "refuses to start" in r.message
     config_ = yaml.safe_load(file_of(objs, "nodeconfig.yaml"))["spec"]["kubelet"]["config"]
     assert config_["reservedMemory"] == [{"numaNode": 0, "limits": {"memory": "600Mi"}}]
+
+
+def test_eks_without_reserved_system_cpus_or_kube_reserved_cpu_gets_nodeadm_s_cpu():
+    _, results = platform_run("eks", {"kubeReserved": {"memory": "1Gi"},
+                                      "systemReserved": {"cpu": "1"}}, reserved={"cores": 0})
+    [r] = [r for r in results if r.severity == ERROR]
+    assert (r.path, r.proposed) == (P + "kubeReserved.cpu", "230m")
+    assert r.message.startswith("EKS: nodeadm sets kubeReserved.cpu to 230m on a 64-CPU node")
+    _, results = platform_run("eks", {"kubeReserved": {"memory": "1Gi", "cpu": "0"},
+                                      "systemReserved": {"cpu": "1"}}, reserved={"cores": 0})
+    assert [r for r in results if r.severity == ERROR] == []
 
 
 # talos
@@ -962,8 +974,25 @@ def test_talos_system_reserved_replaces_the_default(plan):
 
 def test_talos_static_memory_manager_without_system_reserved():
     _, results = run("talos", make_plan({"memoryManagerPolicy": "Static", "systemReserved": {}}))
-    r = by_path(results)[P + "systemReserved"]
+    [r] = [r for r in results if r.path == P + "systemReserved"]
+    assert r.severity == ERROR
     assert "reservedMemory" in r.message and "384Mi" in r.message
+    assert "refuses to start" in r.message
+
+
+def test_talos_without_system_reserved_adds_its_default_unjudged():
+    _, results = run("talos", make_plan({"systemReserved": {}}))
+    [r] = [r for r in results if r.path == P + "systemReserved"]
+    assert r.severity == ERROR and "refuses to start" not in r.message
+    assert r.message.startswith("Talos: the plan has no systemReserved, so Talos adds its "
+                                "default systemReserved {cpu: 50m, memory: 384Mi")
+    # the node's own, from its configz: nothing to say
+    base = {"systemReserved": {"cpu": "50m", "memory": "384Mi"}}
+    spec = {"nodePools": [{"name": "inference", "kubelet": {"systemReserved": {}}}]}
+    cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                       "metadata": {"name": "pin-inference"}, "spec": spec})
+    p, _ = node_plan.build(cfg.nodePools[0], (1, 35), REF, baseline=base)
+    assert [r for r in run("talos", p, baseline=base)[1] if r.severity == ERROR] == []
 
 
 @pytest.mark.parametrize("key,value", [("seccompDefault", True),

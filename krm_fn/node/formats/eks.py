@@ -22,9 +22,9 @@ cluster details).
 from __future__ import annotations
 
 from krm_fn.node.baseline import string_map, unwrap
-from krm_fn.node import fields
+from krm_fn.node import fields, platform_reserved
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
-from krm_fn.results import WARNING
+from krm_fn.results import ERROR, WARNING
 from krm_fn.yaml import emit
 
 DATA_KEY = "nodeconfig.yaml"
@@ -34,6 +34,8 @@ PLATFORM = "EKS"
 # nodeadm's own values (krm_fn.node.fields, each entry's platforms["eks"].platform_default).
 NODEADM_CGROUPS = {n: fields.platform_default("eks", n) for n in fields.RESERVED_CGROUP_FIELDS}
 NODEADM_KUBE_RESERVED_MEMORY = fields.platform_default("eks", "kubeReserved")["memory"]
+NODEADM_SOURCE = ("https://github.com/awslabs/amazon-eks-ami/blob/main/nodeadm/internal/kubelet/"
+                  "config.go")
 
 
 def node_config(plan, rep: Report, baseline=None) -> dict:
@@ -62,13 +64,24 @@ def node_config(plan, rep: Report, baseline=None) -> dict:
                 f"to at least that", current=kube_memory)
     elif config.get("memoryManagerPolicy") == "Static" and "memory" not in \
             string_map(unwrap(baseline)[0].get("kubeReserved")):
-        rep.add(WARNING, "kubeReserved.memory", f"{PLATFORM}: memoryManagerPolicy Static needs "
+        rep.add(ERROR, "kubeReserved.memory", f"{PLATFORM}: memoryManagerPolicy Static needs "
                 f"reservedMemory = kubeReserved.memory + systemReserved.memory + "
                 f"evictionHard[memory.available], and nodeadm sets kubeReserved.memory to "
                 f"{NODEADM_KUBE_RESERVED_MEMORY}, which the plan's reservedMemory does not "
                 f"include: the kubelet refuses to start; set kubelet.kubeReserved.memory "
                 f"explicitly (e.g. the value nodeadm computes for the instance type)",
                 current=config.get("memoryManagerPolicy"))
+    merged = plan.merged or config
+    kube = merged.get("kubeReserved") if isinstance(merged.get("kubeReserved"), dict) else {}
+    if not merged.get("reservedSystemCPUs") and "cpu" not in kube:
+        cpus = plan.topology.total_cpus
+        millis = int(platform_reserved.brackets(cpus, platform_reserved.GKE_CPU) * 1000 + 1e-9)
+        rep.add(ERROR, "kubeReserved.cpu", f"{PLATFORM}: nodeadm sets kubeReserved.cpu to "
+                f"{millis}m on a {cpus}-CPU node (6% of the first core, 1% of the next, 0.5% "
+                f"of the next 2, 0.25% of each further one; {NODEADM_SOURCE}) and the plan "
+                f"has no kubeReserved.cpu to replace it: the kubelet would reserve CPU that "
+                f"krm-fn did not judge with; set kubelet.kubeReserved.cpu (e.g. {millis}m)",
+                proposed=f"{millis}m")
     return {"apiVersion": API_VERSION, "kind": KIND,
             "spec": {"kubelet": {"config": config}}}
 

@@ -10,15 +10,16 @@ simply not written; the others, marked `Off` for talos in krm_fn.node.fields, ar
 a warning each). Talos writes its default
 `systemReserved` {cpu: 50m, memory: 384Mi on workers / 512Mi on control planes, pid: 100,
 ephemeral-storage: 256Mi} only when extraConfig has no systemReserved: a systemReserved in
-the plan replaces all of it (warning), and none with `memoryManagerPolicy: Static` leaves
-reservedMemory short of Talos's systemReserved.memory (warning).
+the plan replaces all of it (warning), and none is an error (the kubelet would reserve
+what the verdict did not count; with `memoryManagerPolicy: Static` it would not start),
+unless spec.output.baseline gives the node's own systemReserved.memory.
 """
 from __future__ import annotations
 
 from krm_fn.node.baseline import string_map, unwrap
 from krm_fn.node import fields
 from krm_fn.node.formats._common import Rendered, Report, body, carrier, text
-from krm_fn.results import WARNING
+from krm_fn.results import ERROR, WARNING
 from krm_fn.yaml import emit
 
 DATA_KEY = "kubelet-patch.yaml"
@@ -45,14 +46,17 @@ def patch(plan, rep: Report, baseline=None) -> dict:
                 f"{TALOS_SYSTEM_RESERVED}, which Talos writes only when extraConfig has none; "
                 f"add pid and ephemeral-storage to kubelet.systemReserved to keep them",
                 current=extra["systemReserved"])
-    elif extra.get("memoryManagerPolicy") == "Static" and "memory" not in \
-            string_map(unwrap(baseline)[0].get("systemReserved")):
-        rep.add(WARNING, "systemReserved", f"{PLATFORM}: memoryManagerPolicy Static needs "
-                f"reservedMemory = kubeReserved.memory + systemReserved.memory + "
-                f"evictionHard[memory.available], and Talos adds its default systemReserved "
-                f"{TALOS_SYSTEM_RESERVED}, which the plan's reservedMemory does not include: "
-                f"the kubelet refuses to start; set kubelet.systemReserved.memory explicitly",
-                current=extra.get("memoryManagerPolicy"))
+    elif "memory" not in string_map(unwrap(baseline)[0].get("systemReserved")):
+        static = extra.get("memoryManagerPolicy") == "Static"
+        rep.add(ERROR, "systemReserved", f"{PLATFORM}: the plan has no systemReserved, so Talos "
+                f"adds its default systemReserved {TALOS_SYSTEM_RESERVED}, which krm-fn did "
+                f"not judge allocatable with" + (
+                    ", and memoryManagerPolicy Static needs reservedMemory = "
+                    "kubeReserved.memory + systemReserved.memory + "
+                    "evictionHard[memory.available], which the plan's reservedMemory does not "
+                    "include: the kubelet refuses to start" if static else "")
+                + "; set kubelet.systemReserved explicitly (or give spec.output.baseline from "
+                "a node's configz)", current=extra.get("memoryManagerPolicy") if static else None)
     return {"machine": {"kubelet": {"extraConfig": extra}}}
 
 
