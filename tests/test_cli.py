@@ -135,6 +135,31 @@ def test_run_output_creates_parent_dirs_and_fail_on_change_reports_new_files(tmp
     assert p.returncode == 2 and "--fail-on-change needs --output" in p.stderr
 
 
+def test_output_is_replaced_only_after_a_complete_write(tmp_path, monkeypatch):
+    # a write that fails midway (a full disk) leaves the old render whole and no temporary
+    # file; a good write keeps the old file's permission bits
+    import errno
+    import os
+    from krm_fn.cli import render as render_mod
+    out = tmp_path / "rendered.yaml"
+    out.write_text("old render\n")
+    os.chmod(out, 0o640)
+    real = os.fsync
+
+    def full_disk(fd):
+        raise OSError(errno.ENOSPC, "No space left on device")
+    monkeypatch.setattr(os, "fsync", full_disk)
+    with pytest.raises(Exception, match="No space left on device"):
+        render_mod._write_if_changed(str(out), "new render\n")
+    assert out.read_text() == "old render\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rendered.yaml"]
+    monkeypatch.setattr(os, "fsync", real)
+    assert render_mod._write_if_changed(str(out), "new render\n") is True
+    assert out.read_text() == "new render\n"
+    assert os.stat(out).st_mode & 0o777 == 0o640
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["rendered.yaml"]
+
+
 def test_run_output_that_cannot_be_written_is_one_clean_line(tmp_path):
     (tmp_path / "pod.yaml").write_text(POD)
     (tmp_path / "file").write_text("")

@@ -10,6 +10,7 @@ import os
 import time
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from krm_fn.cli import cli
@@ -234,3 +235,54 @@ def test_node_audit_job_runs_verify_node_with_the_plan(tmp_path):
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
     assert r.output.endswith("verify: PASS (6 ok, 0 skipped)\n")
+
+
+# A malformed or hostile checkpoint or kubelet config is a finding, never an internal error.
+DEEP_JSON = "[" * 100000 + "]" * 100000
+DEEP_OBJECT = '{"policyName": "Static", "entries": ' + '{"a": ' * 50000 + "1" + "}" * 50001
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    p = root / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    p.write_text(text)
+
+
+def test_deeply_nested_files_are_unreadable_findings(tmp_path):
+    root = node_tree(tmp_path)
+    _write(root, "var/lib/kubelet/cpu_manager_state", DEEP_JSON)
+    _write(root, "var/lib/kubelet/memory_manager_state", DEEP_OBJECT)
+    _write(root, "var/lib/kubelet/config.yaml", "a: " + "[" * 100000)
+    code, rows, doc = audit(root, *PLAN)
+    assert code == 1
+    assert doc["unreadable"] == {
+        "/var/lib/kubelet/config.yaml": "not a kubelet config: nested too deeply to read",
+        "/var/lib/kubelet/cpu_manager_state": "not a checkpoint: nested too deeply to read",
+        "/var/lib/kubelet/memory_manager_state": "not a checkpoint: nested too deeply to read"}
+    assert rows["cpu-manager-policy"]["found"] == "unreadable"
+    assert rows["reserved-cpus"]["found"] == "unreadable"
+
+
+@pytest.mark.parametrize("value", [None, 1, "x", [], [1, "a"], {"a": 1}, True, -1.5])
+def test_checkpoint_values_of_every_wrong_type_are_findings(tmp_path, value):
+    # each place the audit reads, given each JSON type it does not expect
+    cpu = {"policyName": "static", "defaultCpuSet": "0-1,4-17,20-31",
+           "entries": {POD_A: {"vllm": "2-3,18-19"}}}
+    mem = {"policyName": "Static", "entries": {POD_A: {"vllm": [{"numaAffinity": [0]}]}}}
+    places = [(cpu, ("policyName",)), (cpu, ("defaultCpuSet",)), (cpu, ("entries",)),
+              (cpu, ("entries", POD_A)), (cpu, ("entries", POD_A, "vllm")),
+              (mem, ("policyName",)), (mem, ("entries",)), (mem, ("entries", POD_A)),
+              (mem, ("entries", POD_A, "vllm")), (mem, ("entries", POD_A, "vllm", 0)),
+              (mem, ("entries", POD_A, "vllm", 0, "numaAffinity"))]
+    for n, (doc, path) in enumerate(places):
+        bent = json.loads(json.dumps(doc))
+        at = bent
+        for key in path[:-1]:
+            at = at[key]
+        at[path[-1]] = value
+        root = node_tree(tmp_path / str(n))
+        name = "cpu_manager_state" if doc is cpu else "memory_manager_state"
+        _write(root, f"var/lib/kubelet/{name}", json.dumps(bent))
+        code, rows, _ = audit(root, *PLAN)
+        assert code in (0, 1), (path, value)
+        assert "cpu-manager-policy" in rows

@@ -262,6 +262,26 @@ def test_bad_compare_file_is_a_usage_error(tmp_path):
                         f"with krm-fn probe --json)\n")
 
 
+@pytest.mark.parametrize("doc, says", [
+    ('{"kind": "ProbeResult", "latencySeconds": {"p50": 1%s}, "cv": 0.1}' % ("0" * 400),
+     "latencySeconds.p50 is too large to be a latency or a ratio"),
+    ('{"kind": "ProbeResult", "latencySeconds": {"p99": NaN}, "cv": 0.1}',
+     "latencySeconds.p99 is nan: not a finite number >= 0"),
+    ('{"kind": "ProbeResult", "latencySeconds": {"p50": 0.1}, "cv": -1}',
+     "cv is -1: not a finite number >= 0"),
+    ('{"kind": "ProbeResult", "latencySeconds": {"p50": true}}',
+     "latencySeconds.p50 is not a number"),
+    ("[" * 100000 + "]" * 100000, "nested too deeply to be a ProbeResult"),
+])
+def test_compare_file_is_checked_before_the_run(tmp_path, doc, says):
+    # refused before any request (the URL does not answer), not after the whole run
+    (tmp_path / "b.json").write_text(doc)
+    p = run_probe(["--api", "openai-chat", "--url", "http://127.0.0.1:1", "--model", "m",
+                   "--compare", str(tmp_path / "b.json")])
+    assert p.returncode == 2
+    assert p.stderr == f"krm-fn: --compare {tmp_path / 'b.json'}: {says}\n"
+
+
 def test_rate_and_concurrency_together_is_a_usage_error():
     p = run_probe(["--api", "openai-chat", "--url", "http://h", "--model", "m", "--rate", "1",
                    "-c", "2"])

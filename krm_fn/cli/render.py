@@ -176,11 +176,51 @@ def _write_if_changed(path: str, text: str) -> bool:
         parent = os.path.dirname(path)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        with open(path, "wb") as fh:
-            fh.write(data)
+        _replace_atomically(path, data)
     except OSError as e:
         raise InputError(f"--output {path}: cannot write it ({e.strerror or e})") from None
     return True
+
+
+def _replace_atomically(path: str, data: bytes) -> None:
+    """Write `data` to a new file in `path`'s directory, flush it to disk (fsync), then
+    rename it over `path` (os.replace, atomic on POSIX), so a full disk, an error or a kill
+    midway leaves the old file whole, never a truncated render. The new file keeps the old
+    one's permission bits (a new one gets 0666 less the umask, as open() would give it).
+    Raises OSError; the temporary file is removed when the write fails."""
+    import tempfile
+    directory = os.path.dirname(path) or "."
+    try:
+        mode = os.stat(path).st_mode & 0o7777
+    except FileNotFoundError:
+        umask = os.umask(0)
+        os.umask(umask)
+        mode = 0o666 & ~umask
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.",
+                               suffix=".krm-fn-tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+    try:                                    # the rename itself, on disk
+        dfd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(dfd)
+    except OSError:
+        pass
+    finally:
+        os.close(dfd)
 
 
 def read_inputs(files, restriction: str = "LoadRestrictionsRootOnly") -> str:

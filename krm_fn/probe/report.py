@@ -8,6 +8,7 @@ error naming the file and the field.
 from __future__ import annotations
 
 import json
+import math
 
 from krm_fn.probe.stats import PERCENTILES, Summary, histogram
 
@@ -84,17 +85,32 @@ def load_before(text_: str, name: str) -> dict:
         doc = json.loads(text_)
     except ValueError as e:
         raise CompareError(f"--compare {name}: not JSON ({e})") from None
+    except RecursionError:
+        raise CompareError(f"--compare {name}: nested too deeply to be a {KIND}") from None
     if not isinstance(doc, dict) or doc.get("kind") != KIND:
         raise CompareError(f"--compare {name}: not a {KIND} (write one with krm-fn probe --json)")
     lat = doc.get("latencySeconds")
     if not isinstance(lat, dict):
         raise CompareError(f"--compare {name}: latencySeconds is missing")
     for key in METRICS:
-        if not isinstance(lat.get(key), (int, float, type(None))) or isinstance(lat.get(key), bool):
-            raise CompareError(f"--compare {name}: latencySeconds.{key} is not a number")
-    if not isinstance(doc.get("cv"), (int, float, type(None))) or isinstance(doc.get("cv"), bool):
-        raise CompareError(f"--compare {name}: cv is not a number")
+        _number(lat.get(key), f"--compare {name}: latencySeconds.{key}")
+    _number(doc.get("cv"), f"--compare {name}: cv")
     return doc
+
+
+def _number(value, what: str) -> None:
+    """Raise CompareError (`what` is not ...) unless `value` is None or a finite number >= 0
+    that converts to a float (a 400-digit integer does not)."""
+    if value is None:
+        return
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        raise CompareError(f"{what} is not a number")
+    try:
+        f = float(value)
+    except OverflowError:
+        raise CompareError(f"{what} is too large to be a latency or a ratio") from None
+    if not math.isfinite(f) or f < 0:
+        raise CompareError(f"{what} is {value}: not a finite number >= 0")
 
 
 def _change(before, after) -> str:

@@ -100,6 +100,9 @@ def _json(r: _Root, path: str) -> dict | None:
     except ValueError as e:
         r.unreadable[path] = f"not JSON ({e})"
         return None
+    except RecursionError:
+        r.unreadable[path] = "not a checkpoint: nested too deeply to read"
+        return None
     if not isinstance(doc, dict):
         r.unreadable[path] = "not a JSON object"
         return None
@@ -115,6 +118,9 @@ def _yaml(r: _Root, path: str) -> dict | None:
         doc = yaml.safe_load(text)
     except yaml.YAMLError as e:
         r.unreadable[path] = f"not YAML ({type(e).__name__})"
+        return None
+    except RecursionError:
+        r.unreadable[path] = "not a kubelet config: nested too deeply to read"
         return None
     if not isinstance(doc, dict):
         r.unreadable[path] = "not a mapping"

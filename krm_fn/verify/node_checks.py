@@ -183,9 +183,14 @@ def _numa_span(st, ex, exp: NodeExpected) -> Row | None:
     mem = st.memory_state or {}
     entries = mem.get("entries") if isinstance(mem.get("entries"), dict) else {}
     for uid, containers in sorted(entries.items()):
-        for name, blocks in sorted((containers or {}).items()):
-            nodes = sorted({n for b in blocks or [] if isinstance(b, dict)
-                            for n in (b.get("numaAffinity") or []) if isinstance(n, int)})
+        if not isinstance(containers, dict):
+            continue
+        for name, blocks in sorted(containers.items()):
+            blocks = blocks if isinstance(blocks, list) else []
+            nodes = sorted({n for b in blocks if isinstance(b, dict)
+                            for n in (b.get("numaAffinity") if isinstance(
+                                b.get("numaAffinity"), list) else [])
+                            if isinstance(n, int) and not isinstance(n, bool)})
             if len(nodes) > 1:
                 spans.append((uid, f"{name} (memory)", nodes))
     ok = not spans
