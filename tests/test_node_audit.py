@@ -286,3 +286,20 @@ def test_checkpoint_values_of_every_wrong_type_are_findings(tmp_path, value):
         code, rows, _ = audit(root, *PLAN)
         assert code in (0, 1), (path, value)
         assert "cpu-manager-policy" in rows
+
+
+def test_a_cpu_given_to_two_containers_is_an_overlap_finding(tmp_path):
+    root = node_tree(tmp_path, {POD_A: {"vllm": "2-3,18-19"}, POD_B: {"tgi": "3-4,19-20"}})
+    code, rows, _ = audit(root, *PLAN)
+    assert code == 1
+    assert list(rows)[3] == "exclusive-overlap"
+    assert bad(rows)["exclusive-overlap"] == ("overlapping", (
+        f"the checkpoint gives one CPU to more than one container: CPU 3: pod {POD_A} "
+        f"container vllm and pod {POD_B} container tgi; CPU 19: pod {POD_A} container vllm and "
+        f"pod {POD_B} container tgi. The kubelet never assigns a CPU twice: the file is "
+        f"corrupt or was edited; drain the node, remove the state file and restart the "
+        f"kubelet"))
+    # each CPU is counted once, for the first container that holds it
+    assert node_checks.exclusive(json.loads(
+        (root / "var/lib/kubelet/cpu_manager_state").read_text())) == [
+        (POD_A, "vllm", {2, 3, 18, 19}), (POD_B, "tgi", {4, 20})]

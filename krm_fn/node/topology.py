@@ -338,6 +338,40 @@ def parse_cpuset(text: str) -> list[int]:
     return sorted(seen)
 
 
+def parse_cpuset_ranges(text: str) -> list[tuple[int, int]]:
+    """`text` (a cpuset list, parse_cpuset's grammar and errors) as sorted, merged inclusive
+    ranges [(first, last), ...], without expanding them: the work is bounded by the length
+    of `text`, not by the CPUs it names. Raises ValueError as parse_cpuset does."""
+    if not isinstance(text, str):
+        raise ValueError(f"cpuset must be a string such as \"0-1,32-33\", found {text!r}")
+    if text == "":
+        return []
+    ranges = []
+    for elem in text.split(","):
+        lo_s, dash, hi_s = elem.partition("-")
+        if dash and not (digits(lo_s) and digits(hi_s)):
+            raise ValueError(f"cpuset {_short(text)}: bad range {_short(elem)} "
+                             f"(expected N-M)")
+        if not dash and not digits(elem):
+            raise ValueError(f"cpuset {_short(text)}: bad element {_short(elem)} (expected "
+                             f"a CPU id or a range N-M)")
+        lo = _cpu_id(lo_s, text)
+        hi = _cpu_id(hi_s, text) if dash else lo
+        if lo > hi:
+            raise ValueError(f"cpuset {_short(text)}: reversed range {_short(elem)}")
+        ranges.append((lo, hi))
+    ranges.sort()
+    merged: list[tuple[int, int]] = []
+    for lo, hi in ranges:
+        if merged and lo <= merged[-1][1]:
+            raise ValueError(f"cpuset {_short(text)}: CPU {lo} listed twice")
+        if merged and lo == merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], hi)
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
 LSCPU_HEADER = "CPU,CORE,SOCKET,NODE"
 
 

@@ -5,6 +5,7 @@
 | `cpu-manager-policy` | `policyName` of cpu_manager_state differs from the plan's cpuManagerPolicy |
 | `memory-manager-policy` | `policyName` of memory_manager_state differs from the plan's memoryManagerPolicy (when given) |
 | `reserved-cpus` | the kubelet config's reservedSystemCPUs differs from the plan's |
+| `exclusive-overlap` | (only when it fails) the checkpoint gives one CPU to two containers |
 | `exclusive-on-reserved` | an exclusive cpuset holds a reserved CPU |
 | `shared-cores` | exclusive CPUs of different pods are SMT siblings of one physical core |
 | `pool-siblings` | (full-pcpus-only) an exclusive CPU's sibling is in the shared pool |
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from krm_fn.node.topology import format_cpuset, parse_cpuset
+from krm_fn.node.topology import format_cpuset, parse_cpuset, parse_cpuset_ranges
 from krm_fn.verify.checks import Row
 from krm_fn.verify.node import CPU_STATE, MEMORY_STATE
 
@@ -49,22 +50,61 @@ def _cpus(text) -> set | None:
         return None
 
 
-def exclusive(state: dict) -> list[tuple[str, str, set]]:
-    """[(pod UID, container, CPUs)] of the checkpoint's entries; a value is a cpuset string
-    or an object with `original` (the newer checkpoint format); unparsable ones are left
-    out."""
-    out = []
+def _ranges(value) -> list | None:
+    """The ranges of a checkpoint's cpuset value (a string, or an object with `original`,
+    the newer checkpoint format), None when it is not one."""
+    if isinstance(value, dict):
+        value = value.get("original")
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_cpuset_ranges(value)
+    except ValueError:
+        return None
+
+
+def assignments(state: dict) -> tuple[list[tuple[str, str, set]], list]:
+    """([(pod UID, container, CPUs)] of the checkpoint's entries, [(CPU, (uid, container),
+    (uid, container))] where two entries claim the same CPU). Unparsable values are left
+    out. The cpusets are read as ranges and swept in order, so a CPU claimed again is not
+    counted twice: the sets returned are disjoint and hold at most MAX_CPUS CPUs together,
+    whatever the checkpoint lists (work bounded by its size, not by the CPUs it names)."""
     entries = state.get("entries") if isinstance(state.get("entries"), dict) else {}
+    spans, owners = [], []
     for uid, containers in sorted(entries.items())[:100000]:
         if not isinstance(containers, dict):
             continue
         for name, value in sorted(containers.items()):
-            if isinstance(value, dict):
-                value = value.get("original")
-            cpus = _cpus(value) if isinstance(value, str) else None
-            if cpus:
-                out.append((str(uid), str(name), cpus))
-    return out
+            for lo, hi in _ranges(value) or ():
+                spans.append((lo, hi, len(owners)))
+            owners.append((str(uid), str(name)))
+    spans.sort()
+    cpus: list = [set() for _ in owners]
+    overlaps: list = []
+    covered, holder = -1, None          # last CPU assigned so far, and whose it is
+    for lo, hi, k in spans:
+        if lo <= covered and len(overlaps) < MAX_LISTED:
+            overlaps.append((lo, owners[holder], owners[k]))
+        start = max(lo, covered + 1)
+        if start <= hi:
+            cpus[k].update(range(start, hi + 1))
+            covered, holder = hi, k
+    return [(u, c, s) for (u, c), s in zip(owners, cpus) if s], overlaps
+
+
+def exclusive(state: dict) -> list[tuple[str, str, set]]:
+    """[(pod UID, container, CPUs)] of the checkpoint's entries (assignments)."""
+    return assignments(state)[0]
+
+
+def _overlap(overlaps: list) -> Row:
+    ok = not overlaps
+    return Row("exclusive-overlap", "none", "none" if ok else "overlapping", ok, "" if ok else (
+        "the checkpoint gives one CPU to more than one container: " + "; ".join(
+            f"CPU {cpu}: pod {a[0]} container {a[1]} and pod {b[0]} container {b[1]}"
+            for cpu, a, b in overlaps) +
+        ". The kubelet never assigns a CPU twice: the file is corrupt or was edited; drain "
+        "the node, remove the state file and restart the kubelet"))
 
 
 def _policy(st, exp: NodeExpected) -> list[Row]:
@@ -211,8 +251,10 @@ def run(st, exp: NodeExpected) -> list[Row]:
     rows += reserved_rows
     if st.cpu_state is None:
         return rows
-    ex = exclusive(st.cpu_state)
+    ex, overlaps = assignments(st.cpu_state)
     cores = _cores(st)
+    if overlaps:
+        rows.append(_overlap(overlaps))
     rows.append(_on_reserved(ex, reserved))
     rows.append(_shared_cores(ex, cores))
     rows += [r for r in (_pool_siblings(st, ex, cores, exp), _numa_span(st, ex, exp)) if r]

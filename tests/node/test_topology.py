@@ -207,3 +207,23 @@ def test_cpu_is_the_namedtuple_it_replaces():
         a.core = 2
     with pytest.raises(TypeError):
         Cpu(1, 2, 3)
+
+
+@pytest.mark.parametrize("text", ["", "0", "0-3", "0-1,4-5", "4-5,0-1", "0-1,2-3", "7,3,5",
+                                  "0-16383", "16383", "1,2,3,10-12"])
+def test_cpuset_ranges_name_the_cpus_parse_cpuset_names(text):
+    from krm_fn.node.topology import parse_cpuset_ranges
+    ranges = parse_cpuset_ranges(text)
+    assert [c for lo, hi in ranges for c in range(lo, hi + 1)] == parse_cpuset(text)
+    assert all(b[0] > a[1] + 1 for a, b in zip(ranges, ranges[1:]))     # merged
+
+
+@pytest.mark.parametrize("text", ["a", "1-", "-1", "3-1", "0,0", "0-2,2-3", "16384", " 1",
+                                  "1,", "9" * 5000, "0-" + "9" * 5000])
+def test_cpuset_ranges_refuse_what_parse_cpuset_refuses(text):
+    from krm_fn.node.topology import parse_cpuset_ranges
+    with pytest.raises(ValueError) as mine:
+        parse_cpuset_ranges(text)
+    with pytest.raises(ValueError) as theirs:
+        parse_cpuset(text)
+    assert str(mine.value) == str(theirs.value)
