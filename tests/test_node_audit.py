@@ -210,6 +210,25 @@ def test_no_serving_process_is_a_skip(tmp_path):
                                                 "directory")
 
 
+def test_pid_task_links_out_of_the_root_are_not_followed(tmp_path):
+    # a --root tree whose /proc/PID/task, or a thread's status, links to the real /proc:
+    # verify reads nothing outside the tree
+    import shutil
+    root = tmp_path / "root"
+    shutil.copytree(FIXTURES / "good", root, symlinks=True)
+    (root / "proc" / "88").mkdir(parents=True)
+    os.symlink("/proc/self/task", root / "proc" / "88" / "task")
+    tasks = root / "proc" / "89" / "task" / "1"
+    tasks.mkdir(parents=True)
+    os.symlink("/proc/self/status", tasks / "status")
+    for pid, detail in (("88", "cannot read /proc/88/task: a symbolic link out of --root "
+                               "(not followed)"),
+                        ("89", "/proc/89/task lists no thread")):
+        r = CliRunner().invoke(cli, ["verify", "--root", str(root), "--json", "--pid", pid])
+        row = {c["check"]: c for c in json.loads(r.stdout)["checks"]}["thread-affinity"]
+        assert (row["ok"], row["detail"]) == (None, detail)
+
+
 # --- the Job form ----------------------------------------------------------------------------
 
 def test_node_audit_job_runs_verify_node_with_the_plan(tmp_path):

@@ -102,6 +102,19 @@ def read_regular(path: str) -> bytes:
 OUTSIDE_ROOT = "a symbolic link out of --root (not followed)"
 
 
+def below(root: str, path: str) -> str:
+    """The file under `root` for node path `path` (absolute), its symbolic links resolved.
+    Raises OSError (OUTSIDE_ROOT) when they lead out of `root` (a root other than `/`)."""
+    joined = os.path.join(root, path.lstrip("/"))
+    real_root = os.path.realpath(root)
+    if real_root == "/":
+        return joined
+    real = os.path.realpath(joined)
+    if os.path.commonpath([real_root, real]) != real_root:
+        raise OSError(errno.EXDEV, OUTSIDE_ROOT)
+    return real
+
+
 class _Reader:
     """Reads node paths below `root`. With a root other than `/` (a fixture tree), a path
     whose symbolic links lead out of the root is never opened: it counts as unreadable
@@ -115,13 +128,7 @@ class _Reader:
     def host(self, path: str) -> str:
         """The file under root for node path `path` (absolute), its links resolved. Raises
         OSError (OUTSIDE_ROOT) when they lead out of the root."""
-        joined = os.path.join(self.root, path.lstrip("/"))
-        if self.real_root == "/":
-            return joined
-        real = os.path.realpath(joined)
-        if os.path.commonpath([self.real_root, real]) != self.real_root:
-            raise OSError(errno.EXDEV, OUTSIDE_ROOT)
-        return real
+        return below(self.root, path)
 
     def text(self, path: str, note: bool = True) -> str | None:
         try:

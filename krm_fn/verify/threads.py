@@ -18,7 +18,7 @@ import re
 
 from krm_fn.node.topology import format_cpuset, parse_cpuset
 from krm_fn.verify.checks import Row
-from krm_fn.verify.read import read_regular
+from krm_fn.verify.read import below, read_regular
 
 MAX_TASKS = 65536          # threads read at most (the kernel's default pid_max is 32768)
 _TID = re.compile(r"[0-9]{1,10}")
@@ -27,16 +27,18 @@ _TID = re.compile(r"[0-9]{1,10}")
 def read_tasks(root: str, pid: int) -> tuple[list, str | None]:
     """[(tid, state letter, Cpus_allowed_list text or None)] of /proc/PID/task below
     `root`, by tid; and the reason the task directory cannot be read (else None). A thread
-    that exits while it is read is left out."""
-    task_dir = os.path.join(root, "proc", str(pid), "task")
+    that exits while it is read is left out, and so is one whose status is a symbolic link
+    out of `root` (a root other than `/`: nothing outside the tree is read)."""
     try:
+        task_dir = below(root, f"/proc/{pid}/task")
         names = [n for n in os.listdir(task_dir) if _TID.fullmatch(n)]
     except OSError as e:
         return [], f"cannot read /proc/{pid}/task: {e.strerror or type(e).__name__}"
     out = []
     for n in sorted(names, key=int)[:MAX_TASKS]:
-        try:
-            text = read_regular(os.path.join(task_dir, n, "status")).decode("utf-8", "replace")
+        try:        # a link out of --root is never followed (read.below)
+            status = below(root, f"/proc/{pid}/task/{n}/status")
+            text = read_regular(status).decode("utf-8", "replace")
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
