@@ -81,7 +81,15 @@ def refusals(cp, docs: list, tmp_path: Path, name: str = "render") -> list:
     """kubectl's error lines (the file path replaced by `<render>`) when `docs` are applied
     to control plane `cp` as a server-side dry run with strict field validation, after
     the namespaces they name are created; [] when the API server accepts every object."""
-    for ns in sorted({(d.get("metadata") or {}).get("namespace") for d in docs} - {None}):
+    def objects(ds):        # a List's items are objects of their own for kubectl
+        for d in ds:
+            if isinstance(d, dict) and str(d.get("kind", "")).endswith("List") and \
+                    isinstance(d.get("items"), list):
+                yield from objects(d["items"])
+            elif isinstance(d, dict):
+                yield d
+    for ns in sorted({(d.get("metadata") or {}).get("namespace")
+                      for d in objects(docs)} - {None}):
         cp.ensure_namespace(str(ns))
     path = tmp_path / f"{name}.yaml"
     path.write_text(_dump(docs))

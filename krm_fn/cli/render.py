@@ -69,8 +69,8 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
                                       "local-config items out of their own output)")
     drop = frozenset(i for i, o in enumerate(doc.items) if isinstance(o, dict)
                      and pipeline.is_local_config(o)) if drop_local_config else frozenset()
-    rendered = bom + resourcelist.render(doc, out.ops, out.emitted, results, out.replace,
-                                         drop)
+    rendered = bom + resourcelist.render(doc, out.ops, out.emitted, results,
+                                         out.replaced_items, drop)
     changed = False
     if run_cmd:
         _warn_local_config(doc.items, drop)
@@ -90,7 +90,7 @@ def render(text: str, function_config, require_rl: bool, echo_warnings: bool,
         echo_err(f"krm-fn: {r.line()}")
     if report:
         try:
-            text = report_mod.render(doc.items, out, fc)
+            text = report_mod.render(out.flat or doc.items, out, fc)
         except Exception as e:  # the report is an aid: it never changes a run's outcome
             if os.environ.get(DEBUG_ENV):
                 raise

@@ -40,7 +40,11 @@ class Output:
     asked to keep them (else None); `verdicts[i]`: [(admission.model.AdmittedPod,
     PodVerdict)] of item i's pods placed in a pool; `nodes[i]`: node pool i's NodeModel
     as the verdicts judged it (its DaemonSet pods included); `regenerated`: indices of the
-    input items krm-fn generated earlier and emitted again this render (pipeline/emit.py)."""
+    input items krm-fn generated earlier and emitted again this render (pipeline/emit.py);
+    `flat` and `origin`: when the input holds a `kind: List` (pipeline/lists.py), the items
+    with each List's items in its place, which every index above counts, and
+    origin[k] = (input index, path prefix) of flat item k; None otherwise. `ops` and
+    `replaced_items` are by input index."""
 
     changes: dict = field(default_factory=dict)
     replace: dict = field(default_factory=dict)
@@ -52,12 +56,37 @@ class Output:
     verdicts: dict = field(default_factory=dict)
     nodes: list = field(default_factory=list)
     regenerated: set = field(default_factory=set)
+    origin: list | None = None
+    flat: list | None = None
 
     @property
     def ops(self) -> dict:
-        """{item index: [(path tuple, value)]}: what the YAML layer writes into each item,
-        derived from `changes` (krm_fn.changes.ops)."""
-        return {i: changes_mod.ops(c) for i, c in self.changes.items()}
+        """{input item index: [(path tuple, value)]}: what the YAML layer writes into each
+        input item, derived from `changes` (krm_fn.changes.ops). With `origin` (the input
+        held a List, pipeline/lists.py: the indices of changes, replace, tuned and verdicts
+        are those of the items in `flat`, origin[k] = (input index, path prefix)), each write
+        goes to its List at the item's prefix, and a replaced item inside a List is written
+        whole at its prefix."""
+        if self.origin is None:
+            return {i: changes_mod.ops(c) for i, c in self.changes.items()}
+        out: dict = {}
+        for k, c in self.changes.items():
+            i, prefix = self.origin[k]
+            out.setdefault(i, []).extend((prefix + path, v) for path, v in changes_mod.ops(c))
+        for k, obj in self.replace.items():
+            i, prefix = self.origin[k]
+            if prefix:
+                out.setdefault(i, []).append((prefix, obj))
+        return out
+
+    @property
+    def replaced_items(self) -> dict:
+        """{input item index: new object} of the whole input items `replace` rewrites (an
+        item inside a List is written through `ops` instead)."""
+        if self.origin is None:
+            return self.replace
+        return {self.origin[k][0]: obj for k, obj in self.replace.items()
+                if not self.origin[k][1]}
 
     @property
     def has_errors(self) -> bool:
@@ -86,6 +115,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     read as a string (resourcelist.retyped); None: no such scalar is known of.
     """
     out = Output(tuned={} if keep_tuned else None)
+    if any(o.__class__ is dict and str(o.get("kind", "")).endswith("List") for o in items):
+        items, aliased, retyped = _expand_lists(items, out, aliased, retyped)
     # validate mode as asked, even when the config holding it turns out invalid: a check
     # must not print manifests (krm-fn run --mode validate) on any path
     validating = load.requested_mode(function_config, mode) == "validate"
@@ -94,6 +125,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     if run is None:
         return out
     run.aliased, run.set_path, run.retyped = aliased, set_path, retyped
+    run.origin = out.origin
     # the quantities of LimitRanges, ResourceQuotas, ... as the API server reads them
     out.results.extend(quantities.check(items, retyped))
     placement: dict = {}
@@ -159,6 +191,25 @@ def _karpenter(items: list, run, placement: dict, out: Output) -> None:
             for change in changes:
                 karpenter.put(work, change.path, change.new)
     out.results.extend(results)
+
+
+def _expand_lists(items: list, out: Output, aliased, retyped):
+    """kind: List and other <Kind>Lists (pipeline/lists.py): their items are objects of
+    their own. Sets out.origin and out.flat, adds the results; returns (items, aliased,
+    retyped) of the flat items: an item inside a List uses aliases when its List does, and
+    its paths are below its prefix."""
+    from krm_fn.pipeline import lists
+    flat, out.origin, list_results = lists.expand(items)
+    out.results.extend(list_results)
+    if out.origin is None:
+        return items, aliased, retyped
+    origin = out.origin
+    out.flat = flat
+    flat_aliased = frozenset(k for k, (i, _) in enumerate(origin) if i in aliased)
+    if retyped is None:
+        return flat, flat_aliased, None
+    return flat, flat_aliased, \
+        lambda k, path: retyped(origin[k][0], origin[k][1] + tuple(path))
 
 
 def daemons_of(obj) -> bool:

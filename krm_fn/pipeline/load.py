@@ -29,6 +29,8 @@ class Run:
     checks' context; `cluster`: the KServe cluster objects fixed in this render;
     `defaults_note`: the warning when no function config was given; `aliased`: indices of
     items that use YAML aliases; `set_path`: emitted objects get a kpt path annotation;
+    `origin`: origin[i] = (input index, path prefix) of item i when the input held a
+    `kind: List` (pipeline/lists.py), else None;
     `nodes[i]`: one node of pool i as the verdict models it (admission.model.NodeModel);
     `ictx`: what the admission-time injectors read from the input (Namespaces, cluster
     ConfigMaps and custom resources; admission.injectors.InjectionContext), and
@@ -49,6 +51,7 @@ class Run:
     aliased: frozenset | set = frozenset()
     set_path: bool = False
     retyped: object = None      # resourcelist.retyped(doc), or None
+    origin: list | None = None  # pipeline/lists.py: where each item is inside a List
     nodes: list = field(default_factory=list)
     ictx: object = None
     namespaces: dict = field(default_factory=dict)

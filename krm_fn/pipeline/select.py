@@ -234,6 +234,20 @@ def _item_shape(obj: object) -> str:
     return f"the scalar {short(str(obj))}"
 
 
+def _item(run, i: int) -> tuple[str, str]:
+    """("item N", "items[N]") naming item i as the input holds it: inside a `kind: List`
+    ("item N, List entry items[J]", "items[N].items[J]"), run.origin."""
+    origin = getattr(run, "origin", None)
+    if origin is None:
+        return f"item {i}", f"items[{i}]"
+    n, prefix = origin[i]
+    if not prefix:
+        return f"item {n}", f"items[{n}]"
+    from krm_fn.changes import path_str
+    inner = path_str(prefix)
+    return f"item {n}, List entry {inner}", f"items[{n}].{inner}"
+
+
 def picks(items: list, run, progress=None) -> Iterator[Picked]:
     """The items krm-fn tunes or reports on, in input order, as Picked records; items it
     leaves alone without a word (not selected, local-config, kpt's own objects, the function
@@ -245,25 +259,30 @@ def picks(items: list, run, progress=None) -> Iterator[Picked]:
         if progress is not None:
             progress(i, len(items))
         if not isinstance(obj, dict):
+            name, path = _item(run, i)
             yield Picked(i, obj, findings=[Result(
-                f"item {i} is not a mapping (found {_item_shape(obj)}); every item must "
-                f"be a KRM object", ERROR, None, f"items[{i}]")])
+                f"{name} is not a mapping (found {_item_shape(obj)}); every item must "
+                f"be a KRM object", ERROR, None, path)])
             continue
         problem, key = identities[i]
         if problem:
             field_path, message = problem
+            name, path = _item(run, i)
             yield Picked(i, obj, findings=[Result(
-                f"item {i}: {message}; every item must be a KRM object", ERROR, None,
-                f"items[{i}].{field_path}")])
+                f"{name}: {message}; every item must be a KRM object", ERROR, None,
+                f"{path}.{field_path}")])
             continue
         ref = ref_of(obj)
         if (is_local_config(obj) or ref.api_version.startswith("kpt.dev/")
                 or ref.kind == "Kptfile" or (run.fc_ref is not None and ref == run.fc_ref)):
             continue
         if key in seen_ids:
+            first, (second, path) = _item(run, seen_ids[key])[0], _item(run, i)
+            both = f"items {first[5:]} and {second[5:]}" if run.origin is None else \
+                f"{first} and {second}"
             yield Picked(i, obj, ref, [Result(
-                f"duplicate item: items {seen_ids[key]} and {i} are both {ref}; both are "
-                f"left unchanged", ERROR, ref, f"items[{i}]")])
+                f"duplicate item: {both} are both {ref}; both are left unchanged", ERROR,
+                ref, path)])
             continue
         seen_ids[key] = i
         if key in duplicated:
