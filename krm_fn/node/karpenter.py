@@ -48,8 +48,13 @@ SIGNALS = ("memory.available", "nodefs.available", "nodefs.inodesFree", "imagefs
 # NodePool naming them (kubernetes-sigs/karpenter pkg/apis/v1/labels.go WellKnownLabels and
 # the AWS provider's; a requirement on the key still restricts them)
 WELL_KNOWN = ("node.kubernetes.io/instance-type", "kubernetes.io/arch", "kubernetes.io/os",
-              "topology.kubernetes.io/zone", "topology.kubernetes.io/region",
-              "karpenter.sh/capacity-type", "karpenter.k8s.aws/")
+              "node.kubernetes.io/windows-build", "topology.kubernetes.io/zone",
+              "topology.kubernetes.io/region", "karpenter.sh/capacity-type",
+              "karpenter.k8s.aws/")
+# Karpenter labels every node with the name of the NodePool that made it
+NODEPOOL_LABEL = "karpenter.sh/nodepool"
+# labels every NodePool's nodes can carry: a selector of only these singles out no NodePool
+BROAD = ("kubernetes.io/os", "kubernetes.io/arch")
 
 
 def _get(obj, *path):
@@ -82,15 +87,27 @@ def _admits(req: dict, value: str) -> bool:
     return False
 
 
+def _name(obj) -> str | None:
+    """metadata.name of `obj` when it is a non-empty string, else None."""
+    name = _get(obj, "metadata", "name")
+    return name if isinstance(name, str) and name else None
+
+
 def provisions(nodepool: dict, selector: dict) -> bool:
     """Whether karpenter.sh/v1 NodePool `nodepool` (plain data) can provision a node that
-    carries every label of `selector` (str -> str)."""
+    carries every label of `selector` (str -> str): `karpenter.sh/nodepool` names it, and
+    every other label is a template label, admitted by its requirements on the key, or one
+    Karpenter sets from the instance type (WELL_KNOWN)."""
     template = _get(nodepool, "spec", "template")
     labels = _get(template, "metadata", "labels")
     labels = labels if isinstance(labels, dict) else {}
     reqs = _get(template, "spec", "requirements")
     reqs = [r for r in reqs if isinstance(r, dict)] if isinstance(reqs, list) else []
     for key, value in selector.items():
+        if key == NODEPOOL_LABEL:
+            if _name(nodepool) != value:
+                return False
+            continue
         if key in labels:
             if str(labels[key]) != value:
                 return False
@@ -162,27 +179,38 @@ def mirror(items: list, pools: list, frozen: set) -> tuple[dict, list]:
     pools emitted this render; `frozen`: indices of items krm-fn must not edit (YAML aliases,
     local-config objects: an error names what to set instead). Returns ({item index:
     [Change]}, [Result]): a Change per spec.kubelet entry that differs (one info result
-    listing those that were unset, a warning naming each value it replaces), an error when
-    the EC2NodeClass is not in the input, cannot be edited, or serves pools that want
-    different values, and a warning when the EC2NodeClass sets maxPods and the plan does
-    not."""
-    classes = {str(_get(o, "metadata", "name")): i for i, o in enumerate(items)
-               if _is(o, NODECLASS)}
+    listing those that were unset, a warning naming each value it replaces). Errors, and no
+    edit of that EC2NodeClass: it is not in the input, cannot be edited, is named twice,
+    has a spec.kubelet of another shape than Karpenter's, or serves pools that want
+    different values. Warnings: a pool whose nodeSelector singles out no NodePool (only
+    BROAD labels), a pool no NodePool provisions, an EC2NodeClass that sets maxPods when the
+    plan does not."""
+    classes: dict = {}
+    for i, o in enumerate(items):
+        if _is(o, NODECLASS) and _name(o):
+            classes.setdefault(_name(o), []).append(i)
     edits = _Edits(items)
+    nodepools = [o for o in items if _is(o, NODEPOOL) and _name(o)]
     for pool_name, selector, plan in pools:
+        if all(k in BROAD for k in selector):
+            edits.broad(pool_name, selector)
+            continue
         want = wanted(plan)
-        for np in (o for o in items if _is(o, NODEPOOL) and provisions(o, selector)):
+        serving = [np for np in nodepools if provisions(np, selector)]
+        if not serving:
+            edits.unprovisioned(pool_name, selector)
+        for np in serving:
             ref = _get(np, "spec", "template", "spec", "nodeClassRef")
             if not isinstance(ref, dict) or (ref.get("group"), ref.get("kind")) != \
                     (NODECLASS_GROUP, NODECLASS[1]):
                 continue
-            name = str(ref.get("name"))
-            i = classes.get(name)
-            if i is None or i in frozen:
-                edits.unreachable(pool_name, np, name, i is None, want)
+            name = ref.get("name")
+            found = classes.get(name, []) if isinstance(name, str) and name else []
+            if len(found) != 1 or found[0] in frozen:
+                edits.unreachable(pool_name, np, name, found, want)
             else:
-                edits.nodeclass(pool_name, np, i, want)
-    return edits.changes, edits.results
+                edits.nodeclass(pool_name, np, found[0], want, bool(plan.reserved_cpus))
+    return edits.finish()
 
 
 class _Edits:
@@ -193,14 +221,49 @@ class _Edits:
         self.changes: dict = {}
         self.results: list = []
         self.set_by: dict = {}          # (item index, path) -> (pool name, value)
+        self.done: set = set()          # (pool name, item index) edited
+        self.failed: set = set()        # item indices left unchanged because of an error
 
-    def unreachable(self, pool_name: str, np: dict, name: str, missing: bool,
+    def finish(self) -> tuple[dict, list]:
+        """(changes, results), without the changes of an EC2NodeClass an error is about."""
+        return ({i: c for i, c in self.changes.items() if i not in self.failed},
+                self.results)
+
+    def broad(self, pool_name: str, selector: dict) -> None:
+        from krm_fn.results import WARNING, Result, value_text
+        self.results.append(Result(
+            f"node pool {pool_name!r}: its nodeSelector {value_text(selector)} singles out no "
+            f"Karpenter NodePool (every NodePool's nodes carry it), so krm-fn edits no "
+            f"EC2NodeClass for it; give the pool a label only its NodePools' nodes carry, "
+            f"such as {NODEPOOL_LABEL}: <NodePool name>", WARNING, None,
+            None))
+
+    def unprovisioned(self, pool_name: str, selector: dict) -> None:
+        from krm_fn.results import WARNING, Result, value_text
+        self.results.append(Result(
+            f"node pool {pool_name!r}: no karpenter.sh/v1 NodePool of the input can provision "
+            f"nodes with its nodeSelector {value_text(selector)} (a template label, a "
+            f"requirement admitting the value, or {NODEPOOL_LABEL}: <name>), so krm-fn edits "
+            f"no EC2NodeClass for it", WARNING, None, None))
+
+    def unreachable(self, pool_name: str, np: dict, name, found: list,
                     want: dict) -> None:
-        """The error for an EC2NodeClass krm-fn cannot edit (`missing`: not in the input)."""
+        """The error for an EC2NodeClass krm-fn cannot edit: not in the input (`found`
+        empty), named twice, or frozen."""
         from krm_fn.pipeline.select import file_of, ref_of
         from krm_fn.results import ERROR, Result, value_text
-        why = "is not in the input" if missing else \
-            "cannot be edited (a YAML alias or a local-config object)"
+        if not (isinstance(name, str) and name):
+            self.results.append(Result(
+                f"node pool {pool_name!r}: {ref_of(np)} provisions its nodes but its "
+                f"spec.template.spec.nodeClassRef has no name, so krm-fn cannot find its "
+                f"EC2NodeClass; name it", ERROR, ref_of(np),
+                "spec.template.spec.nodeClassRef.name", None, None, file_of(np)))
+            return
+        missing = not found
+        why = ("is not in the input" if missing else
+               f"is named by {len(found)} items of the input" if len(found) > 1 else
+               "cannot be edited (a YAML alias or a local-config object)")
+        self.failed.update(found)
         shown = {k: v for k, v in want.items() if v != {}}
         self.results.append(Result(
             f"node pool {pool_name!r}: {ref_of(np)} provisions its nodes with EC2NodeClass "
@@ -211,17 +274,29 @@ class _Edits:
             ERROR, ref_of(np), "spec.template.spec.nodeClassRef.name", name, None,
             file_of(np)))
 
-    def nodeclass(self, pool_name: str, np: dict, i: int, want: dict) -> None:
-        """Edit EC2NodeClass items[i] to `want` (wanted) for node pool `pool_name`."""
+    def nodeclass(self, pool_name: str, np: dict, i: int, want: dict, pinned: bool) -> None:
+        """Edit EC2NodeClass items[i] to `want` (wanted) for node pool `pool_name` (once per
+        pool, whichever of its NodePools use it; `pinned`: its plan has reservedSystemCPUs)."""
         from krm_fn.changes import path_str
         from krm_fn.pipeline.select import file_of, ref_of
-        from krm_fn.results import INFO, WARNING, Result, value_text
+        from krm_fn.results import ERROR, INFO, WARNING, Result, value_text
+        if (pool_name, i) in self.done:
+            return
+        self.done.add((pool_name, i))
         nc = self.items[i]
-        name, nc_ref, nc_file = str(_get(nc, "metadata", "name")), ref_of(nc), file_of(nc)
+        name, nc_ref, nc_file = _name(nc), ref_of(nc), file_of(nc)
+        bad = _misshapen(nc, want)
+        if bad:
+            self.failed.add(i)
+            self.results.append(Result(
+                f"EC2NodeClass {name}: {bad[0]} is {bad[1]}, not a mapping as Karpenter's API "
+                f"has it, so krm-fn cannot write node pool {pool_name!r}'s reservation there; "
+                f"fix the object", ERROR, nc_ref, bad[0], None, None, nc_file))
+            return
         kubelet = _get(nc, "spec", "kubelet")
         kubelet = kubelet if isinstance(kubelet, dict) else {}
         added = [f"{path_str(path[2:])} {v}" for path, v in
-                 self._entries(pool_name, ref_of(np), i, kubelet, want)]
+                 self._entries(pool_name, ref_of(np), i, kubelet, want, pinned)]
         if added:
             self.results.append(Result(
                 f"node pool {pool_name!r} ({ref_of(np)}): spec.kubelet gets the plan's "
@@ -237,7 +312,8 @@ class _Edits:
                 f"kubelet.extra.maxPods: {pods}", WARNING, nc_ref, "spec.kubelet.maxPods",
                 value_text(pods), None, nc_file))
 
-    def _entries(self, pool_name: str, np_ref, i: int, kubelet: dict, want: dict):
+    def _entries(self, pool_name: str, np_ref, i: int, kubelet: dict, want: dict,
+                 pinned: bool):
         """Yield (path, value) of each entry of `want` items[i] did not have; a Change for
         each that differs; a warning for each it replaces, an error for each another pool
         set otherwise."""
@@ -255,6 +331,7 @@ class _Edits:
                 earlier = self.set_by.setdefault((i, path), (pool_name, v))
                 if earlier != (pool_name, v):
                     if earlier[1] != v:
+                        self.failed.add(i)
                         self.results.append(Result(
                             f"EC2NodeClass {name} provisions nodes of node pools "
                             f"{earlier[0]!r} and {pool_name!r}, whose plans want "
@@ -269,10 +346,39 @@ class _Edits:
                 if have is None:
                     yield path, v
                     continue
-                where = f"kubelet.extra.{field}" if key is None else f"kubelet.{field}.{key}"
                 self.results.append(Result(
                     f"node pool {pool_name!r} ({np_ref}): {path_str(path)} {have} is replaced "
                     f"by the plan's {v}, so Karpenter plans nodes with the reservation the "
-                    f"kubelet runs and krm-fn judged; to keep {have}, set {where}: {have}",
+                    f"kubelet runs and krm-fn judged; {_keep(field, key, have, pinned)}",
                     WARNING, nc_ref, path_str(path), value_text(have), value_text(v),
                     nc_file))
+
+
+def _keep(field: str, key, have, pinned: bool) -> str:
+    """How to keep the value `have` a mirrored entry replaces (`pinned`: the plan reserves
+    CPUs as reservedSystemCPUs)."""
+    if key == "cpu" and field in fields.RESERVATIONS and pinned:
+        return (f"it cannot be kept while the plan reserves CPUs as reservedSystemCPUs (the "
+                f"kubelet deletes kubeReserved.cpu and sets systemReserved.cpu to their "
+                f"count): reserved.cores sizes them, or reserved.cores: 0 with "
+                f"kubelet.{field}.cpu: {have}")
+    where = f"kubelet.extra.{field}" if key is None else f"kubelet.{field}.{key}"
+    return f"to keep {have}, set {where}: {have}"
+
+
+def _misshapen(nc: dict, want: dict) -> tuple[str, str] | None:
+    """(path, what it is) of the first place on the way to `want`'s entries in EC2NodeClass
+    `nc` that holds something other than a mapping (null and absent are fine), else None."""
+    def shape(v) -> str:
+        return "a list" if isinstance(v, list) else f"the {type(v).__name__} {v!r}"[:60]
+    spec = nc.get("spec")
+    if spec is not None and not isinstance(spec, dict):
+        return "spec", shape(spec)
+    kubelet = (spec or {}).get("kubelet")
+    if kubelet is not None and not isinstance(kubelet, dict):
+        return "spec.kubelet", shape(kubelet)
+    for field, value in want.items():
+        have = (kubelet or {}).get(field)
+        if isinstance(value, dict) and have is not None and not isinstance(have, dict):
+            return f"spec.kubelet.{field}", shape(have)
+    return None

@@ -150,9 +150,9 @@ def judge(merged: dict, res: Reservation, rep, cpus: int) -> tuple[str, ...]:
     the platform's `res` on a node of `cpus` logical CPUs: reservedSystemCPUs (the platform
     cannot set it), the CPU of kubeReserved + systemReserved in millicores, their memory in
     bytes (when `res` knows the node's memory) and evictionHard[memory.available]. Returns
-    the fields of JUDGED the caller must not warn about again (all of them, except
-    kubeReserved and systemReserved when the node's memory is unknown and the plan
-    reserves memory the platform replaces: the caller's warning says so)."""
+    the fields of JUDGED the caller must not warn about again (all of them, except a
+    kubeReserved or systemReserved that reserves memory when the node's memory is unknown:
+    the caller's warning says the platform replaces it)."""
     p, src = res.platform, res.source
     kube_cpu = res.kube.get("cpu", 0) + res.system.get("cpu", 0)
     held = -(-kube_cpu // 1000)
@@ -191,8 +191,10 @@ def judge(merged: dict, res: Reservation, rep, cpus: int) -> tuple[str, ...]:
                     f"kubelet.kubeReserved.memory: {memory_text(want)} and "
                     f"kubelet.systemReserved: {{}}", current=memory_text(have),
                     proposed=memory_text(want))
-    elif _memory_bytes(merged):
-        handled = [f for f in handled if f not in fields.RESERVATIONS]
+    else:           # the node's memory is unknown: the memory reservations are warned of
+        handled = [f for f in handled if f not in fields.RESERVATIONS
+                   or "memory" not in (merged.get(f) if isinstance(merged.get(f), dict)
+                                       else {})]
     eviction = merged.get("evictionHard")
     have = eviction.get("memory.available") if isinstance(eviction, dict) else None
     if have is None or not _same_quantity(have, res.eviction_memory):

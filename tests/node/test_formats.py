@@ -1115,3 +1115,21 @@ def test_json6902_text_is_the_same_in_every_process():
                            cwd=ROOT, env={**os.environ, "PYTHONHASHSEED": str(seed)},
                            check=True).stdout for seed in (0, 1, 2, 3)}
     assert outs == {JSON6902_YAML}
+
+
+def test_eks_without_kube_reserved_memory_gets_nodeadm_s_memory():
+    _, results = platform_run("eks", {"kubeReserved": {"cpu": "230m"}}, reserved={"cores": 0})
+    [r] = [r for r in results if r.severity == ERROR]
+    assert r.path == P + "kubeReserved.memory"
+    assert r.message.startswith("EKS: nodeadm sets kubeReserved.memory to 11 * maxPods + 255 "
+                                "Mi and the plan has no kubeReserved.memory to replace it")
+
+
+def test_closed_platform_without_node_memory_warns_only_of_the_memory_reservations():
+    # kubeReserved holds only AKS's cpu: accepted silently; systemReserved's memory cannot
+    # be checked without topology.memory: warned
+    _, results = platform_run("aks", {**AKS_KUBELET, "kubeReserved": {"cpu": "740m"},
+                                      "systemReserved": {"memory": "500Mi"}},
+                              reserved={"cores": 0})
+    assert [(r.severity, r.path) for r in results if "Reserved" in r.path] == [
+        (WARNING, P + "systemReserved")]

@@ -177,3 +177,86 @@ def test_render_edits_the_nodeclass_and_keeps_other_items():
     assert [r.path for r in v.results if r.severity == ERROR and r.ref and
             r.ref.kind == "EC2NodeClass"
             ][:2] == ["spec.kubelet.kubeReserved.cpu", "spec.kubelet.kubeReserved.memory"]
+
+
+# hostile cases (a non-mapping on the edit path crashed the YAML writer; a pool selected by
+# karpenter.sh/nodepool was never matched; a broad selector edited every NodeClass)
+
+@pytest.mark.parametrize("nc, path, what", [
+    ({"apiVersion": "karpenter.k8s.aws/v1", "kind": "EC2NodeClass",
+      "metadata": {"name": "inference"}, "spec": ["a"]}, "spec", "a list"),
+    (nodeclass(kubelet=[{"maxPods": 5}]), "spec.kubelet", "a list"),
+    (nodeclass(kubelet="oops"), "spec.kubelet", "the str 'oops'"),
+    (nodeclass(kubelet={"kubeReserved": ["cpu"]}), "spec.kubelet.kubeReserved", "a list"),
+])
+def test_a_nodeclass_of_another_shape_is_an_error_and_left_unchanged(nc, path, what):
+    changes, results = mirror([nodepool(labels=SEL), nc])
+    [r] = results
+    assert changes == {}
+    assert (r.severity, r.path) == (ERROR, path)
+    assert r.message == (f"EC2NodeClass inference: {path} is {what}, not a mapping as "
+                         f"Karpenter's API has it, so krm-fn cannot write node pool "
+                         f"'inference''s reservation there; fix the object")
+
+
+def test_the_nodepool_label_selects_the_nodepool_of_that_name():
+    sel = {"karpenter.sh/nodepool": "inference"}
+    assert karpenter.provisions(nodepool("inference"), sel)
+    assert not karpenter.provisions(nodepool("general"), sel)
+
+
+@pytest.mark.parametrize("selector", [{}, {"kubernetes.io/os": "linux"},
+                                      {"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"}])
+def test_a_selector_every_nodepool_matches_edits_nothing(selector):
+    changes, results = karpenter.mirror([nodepool(labels=SEL), nodeclass()],
+                                        [("inference", selector, plan_of())], set())
+    [r] = results
+    assert changes == {} and r.severity == WARNING
+    assert "singles out no Karpenter NodePool" in r.message
+    assert "karpenter.sh/nodepool: <NodePool name>" in r.message
+
+
+def test_a_pool_no_nodepool_provisions_is_a_warning():
+    changes, [r] = karpenter.mirror([nodepool(labels={"other": "x"}), nodeclass()],
+                                    [("inference", SEL, plan_of())], set())
+    assert changes == {} and r.severity == WARNING
+    assert r.message.startswith("node pool 'inference': no karpenter.sh/v1 NodePool of the "
+                                "input can provision nodes with its nodeSelector")
+
+
+def test_conflicting_pools_leave_the_nodeclass_unchanged():
+    other = plan_of({"reserved": {"cores": 4}})
+    changes, results = karpenter.mirror(
+        [nodepool(labels=SEL), nodeclass()],
+        [("inference", SEL, plan_of()), ("big", SEL, other)], set())
+    assert changes == {}
+    assert any(r.severity == ERROR for r in results)
+
+
+def test_two_nodepools_one_nodeclass_report_once():
+    items = [nodepool("a", labels=SEL), nodepool("b", labels=SEL), nodeclass()]
+    changes, results = mirror(items)
+    assert len(results) == 1 and len(changes[2]) == 9
+
+
+def test_nameless_objects_and_refs_match_nothing():
+    nameless = nodeclass()
+    del nameless["metadata"]["name"]
+    np = nodepool(labels=SEL)
+    del np["spec"]["template"]["spec"]["nodeClassRef"]["name"]
+    changes, [r] = mirror([np, nameless])
+    assert changes == {} and r.severity == ERROR
+    assert "nodeClassRef has no name" in r.message
+    changes, [r] = mirror([nodepool(labels=SEL), nameless])
+    assert "EC2NodeClass inference, which is not in the input" in r.message
+
+
+def test_replacing_a_cpu_reservation_under_reserved_system_cpus_says_it_cannot_be_kept():
+    changes, results = mirror([nodepool(labels=SEL), nodeclass(kubelet={
+        "kubeReserved": {"cpu": "300m"}})])
+    [r] = [r for r in results if r.severity == WARNING]
+    assert r.path == "spec.kubelet.kubeReserved.cpu"
+    assert r.message.endswith(
+        "it cannot be kept while the plan reserves CPUs as reservedSystemCPUs (the kubelet "
+        "deletes kubeReserved.cpu and sets systemReserved.cpu to their count): "
+        "reserved.cores sizes them, or reserved.cores: 0 with kubelet.kubeReserved.cpu: 300m")

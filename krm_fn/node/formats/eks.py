@@ -5,15 +5,20 @@ nodeadm writes `spec.kubelet.config` as the kubelet drop-in
 `/etc/kubernetes/kubelet/config.json.d/40-nodeadm.conf`, merged over its own
 `/etc/kubernetes/kubelet/config.json` (maps per key, lists and scalars replaced;
 https://awslabs.github.io/amazon-eks-ami/nodeadm/).
-The map is free: every KubeletConfiguration field passes. Two nodeadm defaults matter:
+The map is free: every KubeletConfiguration field passes. Three nodeadm defaults matter:
 
 - nodeadm sets `systemReservedCgroup: /system` and `kubeReservedCgroup: /runtime`, and the
   kubelet refuses `reservedSystemCPUs` next to either. With reservedSystemCPUs in the plan
   both are written as `""` (overriding nodeadm's values), with a warning.
 - nodeadm's `kubeReserved.memory` is `11 * maxPods + 255` Mi. A kubeReserved.memory in the
-  plan replaces it (warning: less than nodeadm would reserve on dense nodes); without one and
-  with `memoryManagerPolicy: Static` the plan's reservedMemory misses it and the kubelet
-  refuses to start (warning: set kubeReserved.memory).
+  plan replaces it (warning: less than nodeadm would reserve on dense nodes); without one
+  the kubelet reserves it unseen, and with `memoryManagerPolicy: Static` the plan's
+  reservedMemory misses it and the kubelet refuses to start (error: set
+  kubeReserved.memory).
+- nodeadm's `kubeReserved.cpu` is 6% of the first core, 1% of the next, 0.5% of the next 2
+  and 0.25% of each further one (nodeadm/internal/kubelet/config.go). Without
+  reservedSystemCPUs (which replaces it) and without a kubeReserved.cpu in the plan the
+  kubelet reserves it and the verdict would not count it (error: set kubeReserved.cpu).
 
 Put the NodeConfig in the launch template's user data as a MIME part of type
 `application/node.eks.aws` (managed node groups and Karpenter add their own part with the
@@ -62,8 +67,14 @@ def node_config(plan, rep: Report, baseline=None) -> dict:
                 f"({NODEADM_KUBE_RESERVED_MEMORY}, e.g. 574Mi for 29 pods on m5.large), which "
                 f"grows with the pods per node; on dense nodes raise kubelet.kubeReserved.memory "
                 f"to at least that", current=kube_memory)
-    elif config.get("memoryManagerPolicy") == "Static" and "memory" not in \
-            string_map(unwrap(baseline)[0].get("kubeReserved")):
+    elif "memory" not in string_map(unwrap(baseline)[0].get("kubeReserved")) and \
+            config.get("memoryManagerPolicy") != "Static":
+        rep.add(ERROR, "kubeReserved.memory", f"{PLATFORM}: nodeadm sets kubeReserved.memory "
+                f"to {NODEADM_KUBE_RESERVED_MEMORY} and the plan has no kubeReserved.memory "
+                f"to replace it: the kubelet would reserve memory that krm-fn did not judge "
+                f"allocatable with; set kubelet.kubeReserved.memory (e.g. the value nodeadm "
+                f"computes for the instance type)")
+    elif "memory" not in string_map(unwrap(baseline)[0].get("kubeReserved")):
         rep.add(ERROR, "kubeReserved.memory", f"{PLATFORM}: memoryManagerPolicy Static needs "
                 f"reservedMemory = kubeReserved.memory + systemReserved.memory + "
                 f"evictionHard[memory.available], and nodeadm sets kubeReserved.memory to "

@@ -41,10 +41,15 @@ def patch(plan, rep: Report, baseline=None) -> dict:
             continue
         extra[key] = value
     if "systemReserved" in extra:
+        given = extra["systemReserved"] if isinstance(extra["systemReserved"], dict) else {}
+        keys = ("pid", "ephemeral-storage") if extra.get("reservedSystemCPUs") else \
+            ("cpu", "pid", "ephemeral-storage")     # reservedSystemCPUs replaces the cpu
+        lost = [k for k in keys if k not in given]
         rep.add(WARNING, "systemReserved", f"{PLATFORM}: systemReserved "
                 f"{text(extra['systemReserved'])} replaces Talos's whole default systemReserved "
-                f"{TALOS_SYSTEM_RESERVED}, which Talos writes only when extraConfig has none; "
-                f"add pid and ephemeral-storage to kubelet.systemReserved to keep them",
+                f"{TALOS_SYSTEM_RESERVED}, which Talos writes only when extraConfig has none"
+                + (f"; add {' and '.join(lost)} to kubelet.systemReserved to keep "
+                   f"{'them' if len(lost) > 1 else 'it'}" if lost else ""),
                 current=extra["systemReserved"])
     elif "memory" not in string_map(unwrap(baseline)[0].get("systemReserved")):
         static = extra.get("memoryManagerPolicy") == "Static"
