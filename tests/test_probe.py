@@ -320,3 +320,78 @@ def test_missing_aiohttp_is_a_usage_error_naming_the_extra(monkeypatch):
                        "plan": Plan(concurrency=1, requests=1), "threshold": 0.2,
                        "max_error_rate": 0.01, "quiet": True})
     assert str(e.value) == "krm-fn probe needs aiohttp: pip install 'krm-fn[probe]'"
+
+
+# --- what counts as a served request (#34) ----------------------------------------------------
+
+def test_a_redirect_is_an_error_and_is_not_followed():
+    # an auth proxy answering 302 to /login has served nothing
+    with Stub([0.0], status=lambda i: 302, headers=lambda i: "Location: /login\r\n") as s:
+        p = run_probe(["--api", "openai-chat", "--url", s.url, "--model", "m", "-n", "5",
+                       "--json", "--quiet"])
+        paths = list(s.paths)
+    doc = json.loads(p.stdout)
+    assert p.returncode == 1
+    assert (doc["count"], doc["errors"]) == (0, {"redirect (HTTP 302, not followed)": 5})
+    assert set(paths) == {"/v1/chat/completions"}          # /login never requested
+
+
+@pytest.mark.parametrize("api, payload, kind", [
+    ("openai-chat", b"<html>Sign in</html>", "unexpected body (not JSON)"),
+    ("openai-chat", b'{"choices": [{"text": "ok"}]}', 'unexpected body (choices without '
+                                                       '"message")'),
+    ("openai-completions", b'{"error": "overloaded"}', 'unexpected body (no "choices")'),
+    ("openai-completions", b'{"choices": []}', 'unexpected body (no "choices")'),
+])
+def test_a_2xx_body_without_the_apis_shape_is_an_error(api, payload, kind):
+    with Stub([0.0], payload=lambda i, path: payload) as s:
+        p = run_probe(["--api", api, "--url", s.url, "--model", "m", "-n", "3", "--json",
+                       "--quiet"])
+    doc = json.loads(p.stdout)
+    assert (p.returncode, doc["count"], doc["errors"]) == (1, 0, {kind: 3})
+
+
+@pytest.mark.parametrize("api, body, ok", [
+    ("kserve-v1", b'{"predictions": [[1]]}', None),
+    ("kserve-v1", b'{"outputs": [1]}', 'unexpected body (no "predictions")'),
+    ("kserve-v2", b'{"outputs": [{"data": [1]}]}', None),
+    ("http", b"anything", None),
+])
+def test_check_body_per_api(api, body, ok):
+    assert target.check_body(api, body) == ok
+
+
+def test_base_url_with_a_path_and_a_query_string():
+    t = target.build("openai-completions", "https://gw.example/llm/?api-version=2&x=1", "m")
+    assert t.url == "https://gw.example/llm/v1/completions?api-version=2&x=1"
+    t = target.build("kserve-v2", "http://h:8080?token=abc", "my model",
+                     body=b'{"inputs": []}')
+    assert t.url == "http://h:8080/v2/models/my%20model/infer?token=abc"
+
+
+def test_credentials_in_the_url_never_appear(tmp_path):
+    assert target.shown("https://user:s3cret@h.example/v1?api_key=k3y&a=") == \
+        "https://***@h.example/v1?api_key=***&a=***"
+    with Stub([0.0]) as s:
+        url = s.url.replace("http://", "http://user:s3cret@") + "/?api_key=k3y"
+        for args in (["--json"], []):
+            p = run_probe(["--api", "openai-completions", "--url", url, "--model", "m", "-n",
+                           "3", "--quiet", "--save", str(tmp_path / "r.json"), *args])
+            saved = (tmp_path / "r.json").read_text()
+            for text in (p.stdout, p.stderr, saved):
+                assert "s3cret" not in text and "k3y" not in text
+            assert "http://***@127.0.0.1" in p.stdout
+
+
+def test_a_client_behind_its_schedule_is_the_verdict():
+    s = stats.summarise([0.010] * 100, {}, 0.2, 1.0)
+    assert report.verdict(s, 0.0005).startswith("stable")            # under the 1 ms floor
+    assert report.verdict(s, 0.0009).startswith("stable")
+    v = report.verdict(s, 0.002)                                       # > 10% of p50 10 ms
+    assert v == ("CLIENT BEHIND SCHEDULE (send lag p99 2.00 ms > 10% of p50 10.00 ms): the "
+                 "probe could not send at its rate, so these latencies measure it as much as "
+                 "the server; lower --rate, raise --max-inflight, or run it on a less loaded "
+                 "machine")
+    assert report.as_dict(s, "t", "m", 0.002)["clientBehind"] is True
+    assert "send lag  p99 2.00 ms\nverdict   CLIENT BEHIND" in report.text(
+        s, "t", "m", send_lag_p99=0.002)

@@ -129,7 +129,8 @@ def probe(opts: dict) -> int:
     summary = stats.summarise(out.latencies, out.errors, opts["threshold"], out.elapsed)
     lag = stats.percentile(sorted(out.send_lag), 99.0) if out.send_lag else None
     mode = mode_text(plan)
-    doc = report.as_dict(summary, tgt.url, mode, lag)
+    where = target_mod.shown(tgt.url)       # never the URL's credentials
+    doc = report.as_dict(summary, where, mode, lag)
     if opts.get("save"):
         try:
             with open(opts["save"], "w", encoding="utf-8") as fh:
@@ -139,10 +140,10 @@ def probe(opts: dict) -> int:
     if opts.get("as_json"):
         sys.stdout.write(report.as_json(doc))
     else:
-        sys.stdout.write(report.text(summary, tgt.url, mode))
+        sys.stdout.write(report.text(summary, where, mode, send_lag_p99=lag))
         if before is not None:
             sys.stdout.write(report.compare(before, doc, opts["compare"]))
     sys.stdout.flush()
     total = summary.count + summary.error_count
     too_many = total and summary.error_count / total > opts["max_error_rate"]
-    return 0 if summary.stable and not too_many else 1
+    return 0 if summary.stable and not too_many and not report.behind(summary, lag) else 1

@@ -14,7 +14,9 @@ Latency is `time.perf_counter()` (monotonic) from just before the request is han
 HTTP client to the last byte of the response body. `send lag` (actual send time minus the
 scheduled one, rate mode) tells whether the client kept its schedule. The first
 `warmup_requests` requests, or those started in the first `warmup_seconds`, are sent and
-discarded. A response is a success when its status is 2xx; every request is bounded by
+discarded. A response is a success when its status is 2xx and its body has the API's shape
+(target.check_body); a redirect is an error, never followed (an auth proxy answering 302 to
+a login page has served nothing); every request is bounded by
 `timeout` seconds in total (connect, headers and body: a slow-loris server is a timeout).
 
 Uses aiohttp (https://docs.aiohttp.org/), the optional extra `krm-fn[probe]`.
@@ -111,11 +113,12 @@ class _Runner:
         begin = time.perf_counter()
         try:
             async with asyncio.timeout(self.plan.timeout):
-                async with session.post(t.url, data=t.body, headers=list(t.headers)) as resp:
-                    size = 0
+                async with session.post(t.url, data=t.body, headers=list(t.headers),
+                                        allow_redirects=False) as resp:
+                    data = bytearray()
                     async for chunk in resp.content.iter_any():
-                        size += len(chunk)
-                        if size > MAX_RESPONSE:
+                        data += chunk
+                        if len(data) > MAX_RESPONSE:
                             raise OSError("response larger than 64 MiB")
                     status = resp.status
         except Exception as e:  # every failure is counted by kind, none is raised
@@ -123,8 +126,15 @@ class _Runner:
         elapsed = time.perf_counter() - begin
         if not measured:
             return
-        if status is not None and not 200 <= status < 300:
+        if status is not None and 300 <= status < 400:
+            kind, status = f"redirect (HTTP {status}, not followed)", None
+        elif status is not None and not 200 <= status < 300:
             kind = f"HTTP {status}"
+        elif status is not None:
+            from krm_fn.probe.target import check_body
+            bad = check_body(t.api, bytes(data))
+            if bad is not None:
+                kind, status = bad, None
         if status is not None and 200 <= status < 300:
             self.out.latencies.append(elapsed)
             self.state.ok += 1

@@ -26,20 +26,44 @@ def _ms(s: float | None) -> str:
     return "-" if s is None else f"{s * 1000:.2f} ms"
 
 
-def verdict(s: Summary) -> str:
+# The client is behind its schedule (rate mode) when the p99 of its send lag is more than
+# this share of the median latency and more than LAG_FLOOR seconds: the latencies then
+# measure the client's own delays as much as the server (coordinated omission, wrk2's
+# README, https://github.com/giltene/wrk2#readme).
+LAG_SHARE = 0.10
+LAG_FLOOR = 0.001
+
+
+def behind(s: Summary, send_lag_p99: float | None) -> bool:
+    """Whether the probe fell behind its schedule (see LAG_SHARE)."""
+    p50 = s.percentiles.get(50.0)
+    return send_lag_p99 is not None and p50 is not None and \
+        send_lag_p99 > max(LAG_FLOOR, LAG_SHARE * p50)
+
+
+def verdict(s: Summary, send_lag_p99: float | None = None) -> str:
     """`stable (CV 0.05 <= 0.20)`, `UNSTABLE (CV 0.31 > 0.20): check thread affinity and
-    NUMA placement (krm-fn verify, krm-fn verify --node)`, or `no successful request`."""
+    NUMA placement (krm-fn verify, krm-fn verify --node)`, `no successful request`, or
+    `CLIENT BEHIND SCHEDULE (...)` when the probe itself fell behind (`behind`): then the
+    run says nothing about the server."""
     if s.cv is None:
         return "no successful request"
+    if behind(s, send_lag_p99):
+        return (f"CLIENT BEHIND SCHEDULE (send lag p99 {_ms(send_lag_p99)} > "
+                f"{LAG_SHARE:.0%} of p50 {_ms(s.percentiles.get(50.0))}): the probe could not "
+                f"send at its rate, so these latencies measure it as much as the server; "
+                f"lower --rate, raise --max-inflight, or run it on a less loaded machine")
     if s.stable:
         return f"stable (CV {s.cv:.3f} <= {s.threshold:.2f})"
     return (f"UNSTABLE (CV {s.cv:.3f} > {s.threshold:.2f}): check thread affinity and NUMA "
             f"placement (krm-fn verify, krm-fn verify --node)")
 
 
-def text(s: Summary, target: str, mode: str, bins: int = 12, width: int = 40) -> str:
-    """The report: target and mode, count and errors, percentiles, mean, stddev, CV and the
-    verdict, then the histogram (`bins` rows, bars up to `width` characters)."""
+def text(s: Summary, target: str, mode: str, bins: int = 12, width: int = 40,
+         send_lag_p99: float | None = None) -> str:
+    """The report: target and mode, count and errors, percentiles, mean, stddev, CV, the
+    send lag (rate mode) and the verdict, then the histogram (`bins` rows, bars up to
+    `width` characters)."""
     rate = s.count / s.elapsed if s.elapsed > 0 else 0.0
     lines = [f"target    {target}", f"load      {mode}",
              f"requests  {s.count + s.error_count} measured in {s.elapsed:.1f} s "
@@ -49,8 +73,10 @@ def text(s: Summary, target: str, mode: str, bins: int = 12, width: int = 40) ->
     for p in PERCENTILES:
         lines.append(f"{_NAMES[p]:<9} {_ms(s.percentiles.get(p))}")
     lines += [f"{'mean':<9} {_ms(s.mean)}", f"{'stddev':<9} {_ms(s.stddev)}",
-              f"{'CV':<9} {'-' if s.cv is None else f'{s.cv:.3f}'}",
-              f"verdict   {verdict(s)}"]
+              f"{'CV':<9} {'-' if s.cv is None else f'{s.cv:.3f}'}"]
+    if send_lag_p99 is not None:
+        lines.append(f"{'send lag':<9} p99 {_ms(send_lag_p99)}")
+    lines.append(f"verdict   {verdict(s, send_lag_p99)}")
     rows = histogram(s.samples, bins)
     if rows:
         top = max(c for _, _, c in rows) or 1
@@ -69,6 +95,7 @@ def as_dict(s: Summary, target: str, mode: str, send_lag_p99: float | None = Non
             "count": s.count, "errors": dict(sorted(s.errors.items())),
             "elapsedSeconds": s.elapsed, "latencySeconds": lat, "cv": s.cv,
             "threshold": s.threshold, "stable": s.stable, "sendLagP99Seconds": send_lag_p99,
+            "clientBehind": behind(s, send_lag_p99),
             "histogram": [{"fromSeconds": lo, "toSeconds": hi, "count": c}
                           for lo, hi, c in histogram(s.samples)]}
 

@@ -8,6 +8,12 @@
 | `kserve-v2` | `BASE/v2/models/MODEL/infer` | --body FILE: a JSON object with an `inputs` list |
 | `http` | --url as given | --body FILE, sent as is |
 
+BASE may carry a path and a query string: the API's path is appended to its path and the
+query kept. A 2xx response counts only when its body has the API's shape (RESPONSE: a
+non-empty `choices` list of entries with `text` / `message`, `predictions`, `outputs`);
+`shown(url)` is the URL with its credentials (user, password, query values) masked, as every
+report and saved result gives it.
+
 Sources: OpenAI API reference (https://platform.openai.com/docs/api-reference/completions,
 https://platform.openai.com/docs/api-reference/chat), KServe V1 protocol
 (https://kserve.github.io/website/docs/concepts/architecture/data-plane/v1-protocol), Open
@@ -17,7 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from urllib.parse import quote, urlsplit
+from urllib.parse import parse_qsl, quote, urlencode, urlsplit, urlunsplit
 
 APIS = ("openai-completions", "openai-chat", "kserve-v1", "kserve-v2", "http")
 MAX_BODY = 64 << 20          # bytes: a body file larger than this is refused
@@ -41,8 +47,66 @@ class Target:
 def _base(url: str) -> str:
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.netloc:
-        raise TargetError(f"--url {url!r} is not an http:// or https:// URL with a host")
-    return url.rstrip("/")
+        raise TargetError(f"--url {shown(url)!r} is not an http:// or https:// URL with a "
+                          f"host")
+    return url
+
+
+def _join(base: str, path: str) -> str:
+    """`path` (starting with /) appended to the path of URL `base`, its query kept and its
+    fragment dropped: http://h/x/?k=v + /v1/completions -> http://h/x/v1/completions?k=v."""
+    parts = urlsplit(base)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path.rstrip("/") + path,
+                       parts.query, ""))
+
+
+def shown(url: str) -> str:
+    """`url` as reports and saved results show it: the user and password of the URL and the
+    value of every query parameter replaced by `***` (a token in `?api_key=` is a
+    credential too); everything else as given."""
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return "<an URL that cannot be parsed>"
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = "***@" + netloc.rpartition("@")[2]
+    query = parts.query
+    if query:
+        query = urlencode([(k, "***") for k, _ in parse_qsl(query, keep_blank_values=True)],
+                          safe="*")
+    return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+
+
+# Each API's response, as its specification gives it: the key of a non-empty list of the
+# JSON object a 2xx response must hold (None: any body), and what each entry must carry.
+RESPONSE = {
+    "openai-completions": ("choices", "text"),
+    "openai-chat": ("choices", "message"),
+    "kserve-v1": ("predictions", None),
+    "kserve-v2": ("outputs", None),
+    "http": None,
+}
+
+
+def check_body(api: str, body: bytes) -> str | None:
+    """None when `body` (a 2xx response) has the shape of `api`'s response (RESPONSE),
+    else the error kind the probe counts, e.g. `unexpected body (no "choices")`: an
+    auth proxy's login page or an error page served with 200 is not a served request."""
+    want = RESPONSE.get(api)
+    if want is None:
+        return None
+    key, entry = want
+    try:
+        doc = json.loads(body)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return "unexpected body (not JSON)"
+    items = doc.get(key) if isinstance(doc, dict) else None
+    if not isinstance(items, list) or not items:
+        return f'unexpected body (no "{key}")'
+    if entry and not all(isinstance(i, dict) and entry in i for i in items):
+        return f'unexpected body ({key} without "{entry}")'
+    return None
 
 
 def _json_body(body: bytes | None, api: str, key: str) -> bytes:
@@ -74,17 +138,17 @@ def build(api: str, url: str, model: str | None = None, prompt: str = "Hello",
         raise TargetError(f"--api {api} needs --model NAME")
     hdrs = [("Content-Type", "application/json")]
     if api == "openai-completions":
-        url_out = base + "/v1/completions"
+        url_out = _join(base, "/v1/completions")
         doc = {"model": model, "prompt": prompt, "max_tokens": max_tokens, "temperature": 0}
     elif api == "openai-chat":
-        url_out = base + "/v1/chat/completions"
+        url_out = _join(base, "/v1/chat/completions")
         doc = {"model": model, "messages": [{"role": "user", "content": prompt}],
                "max_tokens": max_tokens, "temperature": 0}
     elif api == "kserve-v1":
-        url_out = f"{base}/v1/models/{quote(model, safe='')}:predict"
+        url_out = _join(base, f"/v1/models/{quote(model, safe='')}:predict")
         body = _json_body(body, api, "instances")
     elif api == "kserve-v2":
-        url_out = f"{base}/v2/models/{quote(model, safe='')}/infer"
+        url_out = _join(base, f"/v2/models/{quote(model, safe='')}/infer")
         body = _json_body(body, api, "inputs")
     else:
         url_out = url

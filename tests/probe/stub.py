@@ -6,7 +6,9 @@ is the truth the probe's CV is compared with.
 
 Behaviours: `delays` (cycled), `status` (callable request index -> status code), `mode`
 "normal" | "slowloris" (headers, then one body byte every 0.2 s) | "reset" (close without
-answering).
+answering); `payload` (callable (index, path) -> bytes; default: the body of the API the
+path belongs to, `answer`); `headers` (callable index -> extra header lines, e.g. a
+redirect's Location).
 """
 from __future__ import annotations
 
@@ -32,11 +34,27 @@ def cv(values: list[float]) -> float:
     return statistics.pstdev(values) / statistics.fmean(values)
 
 
+def answer(i: int, path: str) -> bytes:
+    """A minimal response of the API `path` belongs to (OpenAI completions and chat, KServe
+    v1 and v2; anything else: a completions body)."""
+    if path.endswith("/chat/completions"):
+        doc = {"id": i, "choices": [{"message": {"role": "assistant", "content": "ok"}}]}
+    elif ":predict" in path:
+        doc = {"predictions": [[0.1]]}
+    elif path.endswith("/infer"):
+        doc = {"outputs": [{"name": "o", "shape": [1], "datatype": "FP32", "data": [0.1]}]}
+    else:
+        doc = {"id": i, "choices": [{"text": "ok"}]}
+    return json.dumps(doc).encode()
+
+
 class Stub:
-    def __init__(self, delays=(0.0,), status=None, mode="normal"):
+    def __init__(self, delays=(0.0,), status=None, mode="normal", payload=None, headers=None):
         self.delays = list(delays)
         self.status = status or (lambda i: 200)
         self.mode = mode
+        self.payload = payload or answer
+        self.headers = headers or (lambda i: "")
         self.held: list[float] = []       # seconds each request was held, arrival order
         self.paths: list[str] = []
         self.bodies: list[bytes] = []
@@ -65,7 +83,7 @@ class Stub:
                     return
                 await asyncio.sleep(self.delays[i % len(self.delays)])
                 code = self.status(i)
-                payload = json.dumps({"id": i, "choices": [{"text": "ok"}]}).encode()
+                payload = self.payload(i, self.paths[-1])
                 if self.mode == "slowloris":
                     writer.write(f"HTTP/1.1 200 OK\r\nContent-Length: {len(payload)}\r\n"
                                  f"Content-Type: application/json\r\n\r\n".encode())
@@ -75,6 +93,7 @@ class Stub:
                         await asyncio.sleep(0.2)
                     continue
                 writer.write(f"HTTP/1.1 {code} X\r\nContent-Length: {len(payload)}\r\n"
+                             f"{self.headers(i)}"
                              f"Content-Type: application/json\r\n\r\n".encode() + payload)
                 await writer.drain()
                 self.held.append(time.perf_counter() - start)
