@@ -253,7 +253,61 @@ def test_node_audit_job_runs_verify_node_with_the_plan(tmp_path):
     r = CliRunner().invoke(cli, [*args[:2], *args[4:], "--root", str(root)],
                            catch_exceptions=False)
     assert r.exit_code == 0, r.output
-    assert r.output.endswith("verify: PASS (6 ok, 0 skipped)\n")
+    # memoryManagerPolicy None: its checkpoint is not mounted, so not checked
+    assert "--memory-manager-policy" not in args
+    assert r.output.endswith("verify: PASS (5 ok, 0 skipped)\n")
+    # root (the kubelet writes its checkpoints 0600 root), every capability dropped
+    pod = job["spec"]["template"]["spec"]
+    assert pod["securityContext"] == {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False,
+                                      "seccompProfile": {"type": "RuntimeDefault"}}
+    assert c["securityContext"] == {"allowPrivilegeEscalation": False,
+                                    "readOnlyRootFilesystem": True, "runAsNonRoot": False,
+                                    "capabilities": {"drop": ["ALL"]}}
+
+
+def _audit_render(output, items=()):
+    from krm_fn.pipeline import transform
+    cfg = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+           "metadata": {"name": "t"}, "spec": {
+               "nodePools": [{"name": "inference", "kubelet": {"memoryManagerPolicy": "Static"}}],
+               "output": {"verifyImage": "registry.example/krm-fn:1", **output}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "s"},
+           "spec": {"containers": [{"name": "c", "image": "example.com/m:1", "resources": {
+               "requests": {"cpu": "4", "memory": "8Gi"},
+               "limits": {"cpu": "4", "memory": "8Gi"}}}]}}
+    return transform([pod, *items], cfg)
+
+
+def test_node_audit_daemonset_runs_the_audit_as_an_init_container_on_every_node():
+    out = _audit_render({"nodeAuditDaemonSet": True})
+    [ds] = [o for o in out.emitted if o["kind"] == "DaemonSet"]
+    assert ds["metadata"]["name"] == "krm-fn-node-audit-inference"
+    pod = ds["spec"]["template"]["spec"]
+    assert ds["spec"]["selector"]["matchLabels"] == ds["spec"]["template"]["metadata"]["labels"]
+    [audit] = pod["initContainers"]
+    assert audit["args"][-2:] == ["--memory-manager-policy", "Static"]
+    assert [m["mountPath"] for m in audit["volumeMounts"]] == [
+        "/host/var/lib/kubelet/cpu_manager_state", "/host/var/lib/kubelet/memory_manager_state",
+        "/host/sys/devices/system"]
+    assert [c["name"] for c in pod["containers"]] == ["pause"]
+    assert "restartPolicy" not in pod                  # a DaemonSet's pods restart: Always
+
+
+@pytest.mark.parametrize("level, severity", [("restricted", "error"), ("baseline", "error"),
+                                             ("privileged", None)])
+def test_a_namespace_whose_pod_security_refuses_hostpath_is_reported(level, severity):
+    ns = {"apiVersion": "v1", "kind": "Namespace", "metadata": {
+        "name": "krm-fn-verify", "labels": {"pod-security.kubernetes.io/enforce": level,
+                                            "pod-security.kubernetes.io/warn": level}}}
+    out = _audit_render({"nodeAuditJob": True, "namespace": "krm-fn-verify"}, [ns])
+    found = [(r.severity, r.message.split(":")[0]) for r in out.results
+             if r.path == "spec.output.namespace"]
+    if severity is None:
+        assert found == []
+    else:
+        assert found == [
+            ("error", "Namespace krm-fn-verify has pod-security.kubernetes.io/enforce"),
+            ("warning", "Namespace krm-fn-verify has pod-security.kubernetes.io/warn")]
 
 
 # A malformed or hostile checkpoint or kubelet config is a finding, never an internal error.

@@ -320,7 +320,8 @@ class Monitoring(Record):
 class Output(Record):
     """`spec.output`, what the node plan is emitted as: formats (list[str]), namespace
     (str), baseline (a KubeletConfiguration mapping or None), verifyJob (bool),
-    verifyImage (str), nodeAuditJob (bool), monitoring (Monitoring), stalePlans (str)."""
+    verifyImage (str), nodeAuditJob and nodeAuditDaemonSet (bool), monitoring (Monitoring),
+    stalePlans (str)."""
 
     def check(self, path: str) -> None:
         """The namespace is a DNS label, verifyImage an image reference."""

@@ -336,7 +336,14 @@ OUTPUT = Object(Output, (
     Field("nodeAuditJob", Bool(), False, "Also emit, per node pool that received a "
           "workload, a batch/v1 Job `krm-fn-node-audit-<pool>` that runs `krm-fn verify "
           "--node` on one of the pool's nodes (the CPU/Memory Manager checkpoints and the CPU "
-          "topology mounted read-only) against the pool's plan; image verifyImage."),
+          "topology mounted read-only, as root without capabilities: the kubelet writes its "
+          "checkpoints 0600 root) against the pool's plan; image verifyImage. The namespace "
+          "must allow hostPath volumes (Pod Security `privileged`)."),
+    Field("nodeAuditDaemonSet", Bool(), False, "Also emit, per node pool that received a "
+          "workload, an apps/v1 DaemonSet `krm-fn-node-audit-<pool>` that runs the same "
+          "audit on every node of the pool, as an init container: a node that fails it shows "
+          "its pod in Init:Error (logs: kubectl logs POD -c node-audit); a pause container "
+          "keeps the passing pods Running."),
     Field("monitoring", MONITORING, None, "Prometheus rules that watch the latency jitter "
           "and the pinning health of the selected workloads."),
     Field("stalePlans", Enum("error", "warning"), "error", "An input item krm-fn emitted on "

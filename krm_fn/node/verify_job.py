@@ -142,8 +142,9 @@ def audit_name_of(plan) -> str:
 
 
 def audit_args(plan) -> list[str]:
-    """The `krm-fn verify --node` arguments for `plan`: the policy, reserved CPUs, memory
-    manager and topology policies and full-pcpus-only the plan sets."""
+    """The `krm-fn verify --node` arguments for `plan`: the policy, reserved CPUs, topology
+    policy and full-pcpus-only the plan sets, and the memory manager policy only with
+    `Static` (the only case whose checkpoint the pod mounts: it checks what it can read)."""
     k = plan.kubelet
     opts = k.get("cpuManagerPolicyOptions") or {}
     full = str(opts.get("full-pcpus-only", "false")).lower() == "true"
@@ -153,9 +154,95 @@ def audit_args(plan) -> list[str]:
            "--full-pcpus-only" if full else "--no-full-pcpus-only"]
     if k.get("reservedSystemCPUs"):
         out += ["--reserved-cpus", str(k["reservedSystemCPUs"])]
-    if k.get("memoryManagerPolicy"):
-        out += ["--memory-manager-policy", str(k["memoryManagerPolicy"])]
+    if _static_memory(plan):
+        out += ["--memory-manager-policy", "Static"]
     return out
+
+
+def _static_memory(plan) -> bool:
+    return str(plan.kubelet.get("memoryManagerPolicy", "")) == "Static"
+
+
+# The audit pod reads the kubelet's checkpoints, which the kubelet writes mode 0600 owned by
+# root (pkg/kubelet/checkpointmanager: the files are created by the kubelet, running as root):
+# it runs as root, the file's owner, with every capability dropped (no CAP_DAC_OVERRIDE is
+# needed to read a file one owns), a read-only root filesystem and read-only mounts.
+AUDIT_POD_SECURITY = {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False,
+                      "seccompProfile": {"type": "RuntimeDefault"}}
+AUDIT_CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
+                            "runAsNonRoot": False, "capabilities": {"drop": ["ALL"]}}
+PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
+# Pod Security levels that refuse hostPath volumes (and a root user): both but `privileged`
+# (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
+PSA_REFUSING = ("baseline", "restricted")
+PSA_LABEL = "pod-security.kubernetes.io/"
+
+
+def namespace_refusal(namespace: dict | None, fmt: str, ref) -> list:
+    """[the result] when the input's Namespace `namespace` (plain data, None when it is not
+    in the input) has a Pod Security level that refuses the audit pod's hostPath volumes
+    and root user: `enforce` is an error (the API server refuses the pod), `warn` and
+    `audit` a warning; else []."""
+    from krm_fn.results import ERROR, WARNING, Result
+    if not isinstance(namespace, dict):
+        return []
+    md = namespace.get("metadata") if isinstance(namespace.get("metadata"), dict) else {}
+    labels_ = md.get("labels") if isinstance(md.get("labels"), dict) else {}
+    out = []
+    what = "Job" if fmt == "node-audit-job" else "DaemonSet"
+    for mode, sev in (("enforce", ERROR), ("warn", WARNING), ("audit", WARNING)):
+        level = labels_.get(PSA_LABEL + mode)
+        if level in PSA_REFUSING:
+            out.append(Result(
+                f"Namespace {md.get('name')} has {PSA_LABEL}{mode}: {level}, which "
+                f"{'refuses' if mode == 'enforce' else 'flags'} the node audit {what}'s pod: "
+                f"it mounts the kubelet's checkpoints as hostPath volumes and runs as root to "
+                f"read them (0600 root), which only the privileged level allows "
+                f"(https://kubernetes.io/docs/concepts/security/pod-security-standards/); "
+                f"set spec.output.namespace to a namespace labelled "
+                f"{PSA_LABEL}enforce: privileged for the audit", sev, ref,
+                "spec.output.namespace", str(level)))
+    return out
+
+
+def _audit_pod(plan, image: str, init: bool) -> tuple[list, dict]:
+    """(volumeMounts-bearing container, pod spec fields) of the audit pod."""
+    mounts = [("cpu-manager-state", "/var/lib/kubelet/cpu_manager_state", "File"),
+              ("cpu-topology", "/sys/devices/system", "Directory")]
+    if _static_memory(plan):
+        mounts.insert(1, ("memory-manager-state", "/var/lib/kubelet/memory_manager_state",
+                          "File"))
+    audit = {
+        "name": "node-audit", "image": str(image), "args": audit_args(plan),
+        "resources": {"requests": {"cpu": "100m", "memory": MEMORY},
+                      "limits": {"cpu": "100m", "memory": MEMORY}},
+        "securityContext": dict(AUDIT_CONTAINER_SECURITY),
+        "volumeMounts": [{"name": n, "mountPath": "/host" + p, "readOnly": True}
+                         for n, p, _ in mounts]}
+    spec = {"automountServiceAccountToken": False,
+            "nodeSelector": {str(a): str(b) for a, b in plan.node_selector.items()},
+            "securityContext": dict(AUDIT_POD_SECURITY)}
+    if init:
+        spec["initContainers"] = [audit]
+        spec["containers"] = [{
+            "name": "pause", "image": PAUSE_IMAGE,
+            "resources": {"requests": {"cpu": "10m", "memory": "16Mi"},
+                          "limits": {"cpu": "10m", "memory": "16Mi"}},
+            "securityContext": dict(AUDIT_CONTAINER_SECURITY)}]
+    else:
+        spec["restartPolicy"] = "Never"
+        spec["containers"] = [audit]
+    spec["volumes"] = [{"name": n, "hostPath": {"path": p, "type": t}} for n, p, t in mounts]
+    return audit, spec
+
+
+def _audit_metadata(plan, ctx, kind: str) -> dict:
+    annotations = {SKIP_ANNOTATION: "true"}
+    if ctx.set_path:
+        suffix = "" if kind == "Job" else "-daemonset"
+        annotations[PATH_ANNOTATION] = f"node/node-audit-{plan.pool}{suffix}.yaml"
+    return {"name": audit_name_of(plan), "namespace": str(ctx.namespace),
+            "labels": labels(plan), "annotations": annotations}
 
 
 def render_node_audit(plan, ctx, image: str) -> dict:
@@ -163,35 +250,29 @@ def render_node_audit(plan, ctx, image: str) -> dict:
     node of the pool: the CPU (and, with memoryManagerPolicy Static, the Memory) Manager
     checkpoint and /sys/devices/system mounted read-only below /host (hostPath type File /
     Directory: a missing file fails the pod instead of being created,
-    https://kubernetes.io/docs/concepts/storage/volumes/#hostpath), non-root, no token.
-    The kubelet config file is not mounted (its path differs per platform): the reserved
-    set is checked against the plan's."""
-    mounts = [("cpu-manager-state", "/var/lib/kubelet/cpu_manager_state", "File"),
-              ("cpu-topology", "/sys/devices/system", "Directory")]
-    if str(plan.kubelet.get("memoryManagerPolicy", "")) == "Static":
-        mounts.insert(1, ("memory-manager-state", "/var/lib/kubelet/memory_manager_state",
-                          "File"))
-    annotations = {SKIP_ANNOTATION: "true"}
-    if ctx.set_path:
-        annotations[PATH_ANNOTATION] = f"node/node-audit-{plan.pool}.yaml"
+    https://kubernetes.io/docs/concepts/storage/volumes/#hostpath), as root without
+    capabilities (AUDIT_POD_SECURITY), no token. The kubelet config file is not mounted (its
+    path differs per platform): the reserved set is checked against the plan's."""
+    _, spec = _audit_pod(plan, image, init=False)
     return {
         "apiVersion": "batch/v1", "kind": "Job",
-        "metadata": {"name": audit_name_of(plan), "namespace": str(ctx.namespace),
-                     "labels": labels(plan), "annotations": annotations},
-        "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": labels(plan)}, "spec": {
-            "restartPolicy": "Never", "automountServiceAccountToken": False,
-            "nodeSelector": {str(a): str(b) for a, b in plan.node_selector.items()},
-            "securityContext": {"runAsNonRoot": True, "runAsUser": 65534, "runAsGroup": 65534,
-                                "seccompProfile": {"type": "RuntimeDefault"}},
-            "containers": [{
-                "name": "node-audit", "image": str(image), "args": audit_args(plan),
-                "resources": {"requests": {"cpu": "100m", "memory": MEMORY},
-                              "limits": {"cpu": "100m", "memory": MEMORY}},
-                "securityContext": {"allowPrivilegeEscalation": False,
-                                    "readOnlyRootFilesystem": True, "runAsNonRoot": True,
-                                    "capabilities": {"drop": ["ALL"]}},
-                "volumeMounts": [{"name": n, "mountPath": "/host" + p, "readOnly": True}
-                                 for n, p, _ in mounts]}],
-            "volumes": [{"name": n, "hostPath": {"path": p, "type": t}} for n, p, t in mounts],
-        }}},
+        "metadata": _audit_metadata(plan, ctx, "Job"),
+        "spec": {"backoffLimit": 0, "template": {"metadata": {"labels": labels(plan)},
+                                                 "spec": spec}},
+    }
+
+
+def render_node_audit_daemonset(plan, ctx, image: str) -> dict:
+    """The apps/v1 DaemonSet (`spec.output.nodeAuditDaemonSet`) that runs the same audit on
+    every node of the pool as an init container (a node that fails shows its pod in
+    Init:Error; the logs of container node-audit give the table), with a pause container
+    keeping the passing pods Running; selector and template labelled like every emitted
+    object."""
+    _, spec = _audit_pod(plan, image, init=True)
+    lab = labels(plan)
+    return {
+        "apiVersion": "apps/v1", "kind": "DaemonSet",
+        "metadata": _audit_metadata(plan, ctx, "DaemonSet"),
+        "spec": {"selector": {"matchLabels": dict(lab)},
+                 "template": {"metadata": {"labels": dict(lab)}, "spec": spec}},
     }

@@ -41,7 +41,8 @@ def emit(items: list, run, placement: dict, out) -> dict:
                         version=cfg.kubernetesVersion, cluster_gates=cluster_gates(items))
     by_name = _by_name(items)
     emitted_by: dict = {}        # emitted object key -> (pool name, format)
-    if (cfg.output.verifyJob or cfg.output.nodeAuditJob) and placement:
+    if (cfg.output.verifyJob or cfg.output.nodeAuditJob or cfg.output.nodeAuditDaemonSet) \
+            and placement:
         out.results.extend(_default_image_warning(run))
     for pool_index in sorted(placement):
         pool, plan = cfg.nodePools[pool_index], run.plans[pool_index]
@@ -50,7 +51,8 @@ def emit(items: list, run, placement: dict, out) -> dict:
         out.results.append(placed.summary)
         out.pools.append((pool, plan, placed.judged, placed.count))
         extra = (["verify-job"] if cfg.output.verifyJob else []) + (
-            ["node-audit-job"] if cfg.output.nodeAuditJob else [])
+            ["node-audit-job"] if cfg.output.nodeAuditJob else []) + (
+            ["node-audit-daemonset"] if cfg.output.nodeAuditDaemonSet else [])
         for fmt in list(cfg.output.formats) + extra:
             objs = _render(fmt, plan, ctx, run, pool_index, out)
             for obj in objs:
@@ -110,7 +112,8 @@ def _default_image_warning(run) -> list:
     from krm_fn.config.spec import DEFAULT_VERIFY_IMAGE
     if run.cfg.output.verifyImage != DEFAULT_VERIFY_IMAGE:
         return []
-    which = "verifyJob" if run.cfg.output.verifyJob else "nodeAuditJob"
+    which = "verifyJob" if run.cfg.output.verifyJob else \
+        "nodeAuditJob" if run.cfg.output.nodeAuditJob else "nodeAuditDaemonSet"
     job, image = (config.flat_path(p) if run.flat else p
                   for p in (f"spec.output.{which}", "spec.output.verifyImage"))
     return [Result(f"{job} is on with the default {image} {DEFAULT_VERIFY_IMAGE}, which is "
@@ -128,9 +131,13 @@ def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> li
         from krm_fn.node import verify_job
         return [verify_job.render(plan, ctx, cfg.output.verifyImage, cfg.kubernetesVersion,
                                   cfg.workloads.threads.env)]
-    if fmt == "node-audit-job":     # spec.output.nodeAuditJob
+    if fmt in ("node-audit-job", "node-audit-daemonset"):   # spec.output.nodeAudit*
         from krm_fn.node import verify_job
-        return [verify_job.render_node_audit(plan, ctx, cfg.output.verifyImage)]
+        out.results.extend(verify_job.namespace_refusal(
+            run.namespaces.get(str(ctx.namespace)), fmt, run.fc_ref))
+        if fmt == "node-audit-job":
+            return [verify_job.render_node_audit(plan, ctx, cfg.output.verifyImage)]
+        return [verify_job.render_node_audit_daemonset(plan, ctx, cfg.output.verifyImage)]
     pool_ctx = replace(ctx, pool=cfg.nodePools[pool_index])
     objs, fmt_results = render_with_results(fmt, plan, pool_ctx, run.fc_ref, pool_index)
     out.results.extend(flat_paths(fmt_results) if run.flat else fmt_results)
@@ -281,7 +288,8 @@ def stale_plans(items: list, run, placement: dict, out) -> None:
                    f"describes")
         elif pool in emitted:
             why = (f"node pool {pool!r} no longer has this output (spec.output.formats, "
-                   f"namespace, verifyJob, nodeAuditJob or monitoring changed)")
+                   f"namespace, verifyJob, nodeAuditJob, nodeAuditDaemonSet or monitoring "
+                   f"changed)")
         else:
             continue
         fix = ("delete it from the input (kpt: its file)" if severity == ERROR else
