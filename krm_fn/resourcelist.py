@@ -24,7 +24,7 @@ from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
 from krm_fn import numbers
 from krm_fn.yaml.safety import as_intended, check_editable, intended, surroundings
-from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child,
+from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child, is_json,
                                content_end, dash_column, item_edits, line_end, splice,
                                splice_in)
 
@@ -287,8 +287,16 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
         if emitted:
             if new_text and not new_text.endswith("\n"):
                 new_text += nl
-            new_text += "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl)
-                                for o in emitted)
+            if doc.nodes and all(is_json(text, n) for n in doc.nodes):
+                # JSON in, JSON out: a stream of JSON objects, as kubectl reads a JSON file
+                # (k8s.io/apimachinery yaml.NewYAMLOrJSONDecoder: a stream that starts with
+                # `{` is read as consecutive JSON objects)
+                import json
+                new_text += "".join((json.dumps(o, indent=2, ensure_ascii=False) + "\n")
+                                    .replace("\n", nl) for o in emitted)
+            else:
+                new_text += "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl)
+                                    for o in emitted)
         return new_text
     if emitted:
         edits.append(_emitted_edit(doc, emitted, nl))

@@ -177,6 +177,7 @@ def item_edits(text: str, node, ops, nl: str, insert_before: dict | None = None)
     {"requests": "limits"}); other new keys go after the mapping's last entry. Ops on one
     path: a later scalar value replaces an earlier one, new collections at one place are
     deep-merged. Raises Unsupported for shapes it cannot edit in place."""
+    as_json = is_json(text, node)
     replaces: dict[int, tuple[int, int, str]] = {}
     inserts: dict[int, list] = {}      # id(container node) -> [node, {key: value} | [items]]
     keys: dict[int, dict] = {}         # id(mapping node) -> {key: value node}, as child
@@ -218,15 +219,30 @@ def item_edits(text: str, node, ops, nl: str, insert_before: dict | None = None)
             if not isinstance(cur, yaml.ScalarNode) or isinstance(value, (dict, list)):
                 raise Unsupported("replace a collection")
             replaces[cur.start_mark.index] = (cur.start_mark.index, cur.end_mark.index,
+                                              _json_text(value) if as_json else
                                               _scalar_text(text, cur, value))
         else:
             _record_insert(inserts, cur, path[i], _nest(path[i + 1:], value))
     edits = list(replaces.values())
     if inserts:
         unit, seq_offset = guess_indent(text[node.start_mark.index:content_end(node)])
-        style = (unit, seq_offset, nl, insert_before or {})
+        style = (unit, seq_offset, nl, insert_before or {}, as_json)
         edits = _insert_all(text, _Parents(node), inserts, depth, edits, style)
     return edits
+
+
+def is_json(text: str, node) -> bool:
+    """Whether the item `node` is written as JSON (a `{` flow mapping whose keys are all
+    double-quoted): its edits are then written as JSON too, so the file stays JSON."""
+    return (isinstance(node, yaml.MappingNode) and node.flow_style is True
+            and text.startswith("{", node.start_mark.index)
+            and all(isinstance(k, yaml.ScalarNode) and k.style == '"' for k, _ in node.value))
+
+
+def _json_text(value) -> str:
+    """`value` (plain data) as JSON text, on one line."""
+    import json
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def _record_insert(inserts: dict, cur, key, new) -> None:
@@ -258,8 +274,10 @@ def _insert_all(text, parents, inserts: dict, depth: dict, edits: list, style) -
     """`edits` plus the edits of the queued insertions; a one-line flow mapping that gets
     a new collection is rewritten in block style, with the edits inside it."""
     converted = []
+    as_json = style[4]
     for cur, content in inserts.values():
-        where = _block_context(parents, cur) if _to_block(cur, content) else None
+        where = _block_context(parents, cur) if _to_block(cur, content) and not as_json \
+            else None
         if where is not None:
             converted.append((cur, content, where))
         else:
@@ -359,7 +377,7 @@ def _flow_to_block(text, cur, content, where, edits, style) -> list:
     """`edits` with those inside the flow mapping `cur` replaced by one edit that rewrites
     it as block lines: its keys with their (edited) value text kept verbatim, then the new
     keys of `content` in block style. `where` is _block_context's answer for `cur`."""
-    unit, seq_offset, nl, _ = style
+    unit, seq_offset, nl, *_ = style
     start, end = cur.start_mark.index, cur.end_mark.index
     # an insertion right after the closing bracket (a new key after the mapping holding
     # it, at the end of a text without a final line break) is not inside it
@@ -402,13 +420,17 @@ def _insert_edits(text, parents: _Parents, cur, content, style, rank=0) -> list:
         while j > cur.start_mark.index and text[j] in " \t\r\n":
             j -= 1
         empty = not cur.value
-        parts = ([f"{emit.key(k)}: {emit.flow(v)}" for k, v in content.items()]
-                 if isinstance(content, dict) else [emit.flow(v) for v in content])
+        if style[4]:          # a JSON document: JSON keys and values
+            parts = ([f"{_json_text(str(k))}: {_json_text(v)}" for k, v in content.items()]
+                     if isinstance(content, dict) else [_json_text(v) for v in content])
+        else:
+            parts = ([f"{emit.key(k)}: {emit.flow(v)}" for k, v in content.items()]
+                     if isinstance(content, dict) else [emit.flow(v) for v in content])
         return [(j + 1, j + 1, ("" if empty else ", ") + ", ".join(parts))]
     if isinstance(cur, yaml.MappingNode):
         return _add_keys(text, cur, content, style, rank)
     # block sequence: new entries after the last one, at its dash column
-    unit, seq_offset, nl, _ = style
+    unit, seq_offset, nl, *_ = style
     if not cur.value:
         raise Unsupported("empty block sequence")
     first = cur.value[0]
@@ -429,7 +451,7 @@ def _replace_null(text, parents: _Parents, cur, content, style, rank) -> list:
     """`key:` with a null value: the new collection goes below the key line (in a flow
     mapping it replaces the null, in flow style). A null written with a tag, an anchor or
     quotes/block style (`!!null |`) raises Unsupported."""
-    unit, seq_offset, nl, _ = style
+    unit, seq_offset, nl, *_ = style
     if cur.style or (cur.end_mark.index > cur.start_mark.index
                      and text[cur.start_mark.index] in "!&"):
         raise Unsupported("null with a tag, an anchor or a style")
@@ -438,9 +460,10 @@ def _replace_null(text, parents: _Parents, cur, content, style, rank) -> list:
         raise Unsupported("null outside a mapping")
     if parent.flow_style is True:
         start, end = cur.start_mark.index, cur.end_mark.index
+        new = _json_text(content) if style[4] else emit.flow(content)
         if start == end:      # `{a: }`: the empty null sits right after the colon
-            return [(start, end, " " + emit.flow(content), rank)]
-        return [(start, end, emit.flow(content), rank)]
+            return [(start, end, " " + new, rank)]
+        return [(start, end, new, rank)]
     col = key_node.start_mark.column + (unit if isinstance(content, dict) else seq_offset)
     lines = emit.block(content, col, unit, seq_offset)
     pos = line_end(text, cur.end_mark.index)
@@ -456,7 +479,7 @@ def _replace_null(text, parents: _Parents, cur, content, style, rank) -> list:
 def _add_keys(text, cur, content: dict, style, rank) -> list:
     """New keys of the block mapping `cur`: a key with an `insert_before` sibling present
     goes on the line before it, the others after the mapping's last entry."""
-    unit, seq_offset, nl, insert_before = style
+    unit, seq_offset, nl, insert_before, _ = style
     if not cur.value:
         raise Unsupported("empty block mapping")
     col = cur.value[0][0].start_mark.column
