@@ -23,6 +23,7 @@ import yaml
 
 from krm_fn.yaml import emit
 from krm_fn.yaml.load import Loader, is_null
+from krm_fn.yaml.scalars import is_json, json_text, scalar_text
 
 
 class Unsupported(Exception):
@@ -219,8 +220,8 @@ def item_edits(text: str, node, ops, nl: str, insert_before: dict | None = None)
             if not isinstance(cur, yaml.ScalarNode) or isinstance(value, (dict, list)):
                 raise Unsupported("replace a collection")
             replaces[cur.start_mark.index] = (cur.start_mark.index, cur.end_mark.index,
-                                              _json_text(value) if as_json else
-                                              _scalar_text(text, cur, value))
+                                              json_text(value) if as_json else
+                                              scalar_text(text, cur, value))
         else:
             _record_insert(inserts, cur, path[i], _nest(path[i + 1:], value))
     edits = list(replaces.values())
@@ -229,20 +230,6 @@ def item_edits(text: str, node, ops, nl: str, insert_before: dict | None = None)
         style = (unit, seq_offset, nl, insert_before or {}, as_json)
         edits = _insert_all(text, _Parents(node), inserts, depth, edits, style)
     return edits
-
-
-def is_json(text: str, node) -> bool:
-    """Whether the item `node` is written as JSON (a `{` flow mapping whose keys are all
-    double-quoted): its edits are then written as JSON too, so the file stays JSON."""
-    return (isinstance(node, yaml.MappingNode) and node.flow_style is True
-            and text.startswith("{", node.start_mark.index)
-            and all(isinstance(k, yaml.ScalarNode) and k.style == '"' for k, _ in node.value))
-
-
-def _json_text(value) -> str:
-    """`value` (plain data) as JSON text, on one line."""
-    import json
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
 
 
 def _record_insert(inserts: dict, cur, key, new) -> None:
@@ -285,40 +272,6 @@ def _insert_all(text, parents, inserts: dict, depth: dict, edits: list, style) -
     for cur, content, where in converted:
         edits = _flow_to_block(text, cur, content, where, edits, style)
     return edits
-
-
-def _scalar_text(text: str, cur, value) -> str:
-    """Replacement text for the scalar node `cur`. A literal block (`|`, `|-`) given a new
-    multi-line string stays a literal block with the same header, indentation and trailing
-    lines (so a JSON value in a ConfigMap keeps its layout); a folded block (`>`) stays
-    folded with its line breaks when krm_fn.yaml.folded can map them onto the new value; any
-    other block scalar becomes a one-line scalar followed by the line break the block's
-    span included."""
-    span = text[cur.start_mark.index:cur.end_mark.index]
-    if cur.style not in ("|", ">"):
-        return emit.scalar(value)
-    header, _, rest = span.partition("\n")
-    old = cur.value
-    trail_old = len(old) - len(old.rstrip("\n"))
-    if (cur.style == "|" and isinstance(value, str) and "\n" in value.rstrip("\n")
-            and len(value) - len(value.rstrip("\n")) == trail_old
-            and not value.startswith((" ", "\n")) and "\r" not in span + value
-            and not any(ch.isdigit() for ch in header)
-            and all(ch.isprintable() or ch == "\t" for ch in value.replace("\n", ""))):
-        raw_lines = rest.split("\n")
-        count = len(old.rstrip("\n").split("\n"))
-        indent = min((len(ln) - len(ln.lstrip(" ")) for ln in raw_lines[:count] if ln.strip()),
-                     default=2)
-        body = "".join((" " * indent + ln if ln else "") + "\n"
-                       for ln in value.rstrip("\n").split("\n"))
-        return header + "\n" + body + "\n".join(raw_lines[count:])
-    if cur.style == ">" and isinstance(value, str):
-        from krm_fn.yaml.folded import refold
-        kept = refold(span, old, value)
-        if kept is not None:
-            return kept
-    tail = span[len(span.rstrip("\r\n")):]
-    return emit.scalar(value) + (tail[:2] if tail.startswith("\r\n") else tail[:1])
 
 
 class _Parents:
@@ -421,8 +374,8 @@ def _insert_edits(text, parents: _Parents, cur, content, style, rank=0) -> list:
             j -= 1
         empty = not cur.value
         if style[4]:          # a JSON document: JSON keys and values
-            parts = ([f"{_json_text(str(k))}: {_json_text(v)}" for k, v in content.items()]
-                     if isinstance(content, dict) else [_json_text(v) for v in content])
+            parts = ([f"{json_text(str(k))}: {json_text(v)}" for k, v in content.items()]
+                     if isinstance(content, dict) else [json_text(v) for v in content])
         else:
             parts = ([f"{emit.key(k)}: {emit.flow(v)}" for k, v in content.items()]
                      if isinstance(content, dict) else [emit.flow(v) for v in content])
@@ -460,7 +413,7 @@ def _replace_null(text, parents: _Parents, cur, content, style, rank) -> list:
         raise Unsupported("null outside a mapping")
     if parent.flow_style is True:
         start, end = cur.start_mark.index, cur.end_mark.index
-        new = _json_text(content) if style[4] else emit.flow(content)
+        new = json_text(content) if style[4] else emit.flow(content)
         if start == end:      # `{a: }`: the empty null sits right after the colon
             return [(start, end, " " + new, rank)]
         return [(start, end, new, rank)]
