@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import os
 import shutil
 import socket
@@ -395,3 +396,37 @@ def test_a_client_behind_its_schedule_is_the_verdict():
     assert report.as_dict(s, "t", "m", 0.002)["clientBehind"] is True
     assert "send lag  p99 2.00 ms\nverdict   CLIENT BEHIND" in report.text(
         s, "t", "m", send_lag_p99=0.002)
+
+
+# --- long runs: bounded memory (#34) -----------------------------------------------------------
+
+def test_recorder_is_exact_then_bounded_within_its_relative_width():
+    import random
+    rng = random.Random(7)
+    values = [rng.lognormvariate(-3.0, 0.6) for _ in range(50_000)]
+    rec = stats.Recorder(exact_max=1_000)
+    for x in values:
+        rec.add(x)
+    assert not rec.exact and len(rec.samples) == 0
+    # at most one bucket per RELATIVE step between the fastest and the slowest latency
+    steps = math.log(max(values) / min(values)) / math.log1p(stats.RELATIVE) + 2
+    assert len(rec.buckets) <= steps
+    ordered = sorted(values)
+    got = rec.percentiles(stats.PERCENTILES)
+    for p in stats.PERCENTILES:
+        exact = stats.percentile(ordered, p)
+        assert abs(got[p] - exact) <= exact * stats.RELATIVE, (p, got[p], exact)
+    # count, mean, stddev, minimum and maximum stay exact (Welford)
+    s = stats.summarise(rec, {})
+    assert (s.count, s.minimum, s.maximum) == (50_000, min(values), max(values))
+    assert s.mean == pytest.approx(statistics.fmean(values), rel=1e-12)
+    assert s.stddev == pytest.approx(statistics.pstdev(values), rel=1e-9)
+    assert sum(c for _, _, c in s.histogram()) == 50_000
+
+
+def test_recorder_under_its_bound_is_exact():
+    rec = stats.Recorder.of([0.3, 0.1, 0.2])
+    assert rec.exact and rec.percentiles((50.0,)) == {50.0: 0.2}
+    # the same bins as stats.histogram of the sorted samples
+    assert stats.summarise([0.3, 0.1, 0.2], {}).histogram(2) == stats.histogram([0.1, 0.2,
+                                                                                 0.3], 2)

@@ -127,7 +127,7 @@ def probe(opts: dict) -> int:
     if show and sys.stderr.isatty():
         sys.stderr.write("\n")
     summary = stats.summarise(out.latencies, out.errors, opts["threshold"], out.elapsed)
-    lag = stats.percentile(sorted(out.send_lag), 99.0) if out.send_lag else None
+    lag = out.send_lag.percentiles((99.0,)).get(99.0)
     mode = mode_text(plan)
     where = target_mod.shown(tgt.url)       # never the URL's credentials
     doc = report.as_dict(summary, where, mode, lag)

@@ -65,15 +65,21 @@ class Progress:
 
 @dataclass
 class Outcome:
-    """What `run` measured: `latencies` (s, successes of the measured phase), `errors`
-    kind -> count, `elapsed` s of the measured phase, `send_lag` (s, rate mode),
+    """What `run` measured: `latencies` (stats.Recorder of seconds, successes of the
+    measured phase: memory bounded however long the run), `errors` kind -> count,
+    `elapsed` s of the measured phase, `send_lag` (Recorder of seconds, rate mode),
     `warmup` requests discarded."""
 
-    latencies: list = field(default_factory=list)
+    latencies: object = field(default_factory=lambda: _recorder())
     errors: dict = field(default_factory=dict)
     elapsed: float = 0.0
-    send_lag: list = field(default_factory=list)
+    send_lag: object = field(default_factory=lambda: _recorder())
     warmup: int = 0
+
+
+def _recorder():
+    from krm_fn.probe.stats import Recorder
+    return Recorder()
 
 
 def _error_kind(e: BaseException) -> str:
@@ -136,7 +142,7 @@ class _Runner:
             if bad is not None:
                 kind, status = bad, None
         if status is not None and 200 <= status < 300:
-            self.out.latencies.append(elapsed)
+            self.out.latencies.add(elapsed)
             self.state.ok += 1
             self.state.last.append(elapsed)
             del self.state.last[:-200]
@@ -174,7 +180,7 @@ class _Runner:
                 if self._done(due):
                     break
                 self.state.sent += 1
-                self.out.send_lag.append(max(0.0, now - due))
+                self.out.send_lag.add(max(0.0, now - due))
             else:
                 self.out.warmup += 1
             i += 1

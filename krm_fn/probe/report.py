@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import math
 
-from krm_fn.probe.stats import PERCENTILES, Summary, histogram
+from krm_fn.probe.stats import PERCENTILES, Summary
 
 API_VERSION = "krm-fn.dev/v1alpha1"
 KIND = "ProbeResult"
@@ -77,7 +77,7 @@ def text(s: Summary, target: str, mode: str, bins: int = 12, width: int = 40,
     if send_lag_p99 is not None:
         lines.append(f"{'send lag':<9} p99 {_ms(send_lag_p99)}")
     lines.append(f"verdict   {verdict(s, send_lag_p99)}")
-    rows = histogram(s.samples, bins)
+    rows = s.histogram(bins)
     if rows:
         top = max(c for _, _, c in rows) or 1
         lines.append("histogram (ms)")
@@ -97,7 +97,7 @@ def as_dict(s: Summary, target: str, mode: str, send_lag_p99: float | None = Non
             "threshold": s.threshold, "stable": s.stable, "sendLagP99Seconds": send_lag_p99,
             "clientBehind": behind(s, send_lag_p99),
             "histogram": [{"fromSeconds": lo, "toSeconds": hi, "count": c}
-                          for lo, hi, c in histogram(s.samples)]}
+                          for lo, hi, c in s.histogram()]}
 
 
 def as_json(doc: dict) -> str:

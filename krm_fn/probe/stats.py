@@ -33,7 +33,7 @@ class Summary:
     count (`timeout`, `connection refused`, `HTTP 503`, ...); latencies in seconds:
     `percentiles` {50.0: s, ...}, `mean`, `stddev`, `minimum`, `maximum`; `cv` = stddev/mean
     (None without samples); `threshold`; `elapsed` seconds of the measured phase;
-    `samples` the sorted latencies (for the histogram; not written to --json)."""
+    `samples` the run's Recorder (for the histogram; not written to --json)."""
 
     count: int
     errors: dict
@@ -45,7 +45,11 @@ class Summary:
     cv: float | None
     threshold: float
     elapsed: float
-    samples: list = field(default_factory=list, repr=False)
+    samples: object = field(default=None, repr=False)
+
+    def histogram(self, bins: int = 12) -> list[tuple[float, float, int]]:
+        """`bins` equal-width bins of the run's latencies (Recorder.histogram)."""
+        return self.samples.histogram(bins) if self.samples is not None else []
 
     @property
     def error_count(self) -> int:
@@ -57,24 +61,20 @@ class Summary:
         return self.cv is not None and self.cv <= self.threshold
 
 
-def summarise(latencies: list[float], errors: dict, threshold: float = DEFAULT_THRESHOLD,
+def summarise(latencies, errors: dict, threshold: float = DEFAULT_THRESHOLD,
               elapsed: float = 0.0) -> Summary:
-    """The Summary of `latencies` (seconds, any order) and `errors` (kind -> count).
-    Mean and variance by Welford's update (numerically stable for long runs)."""
-    ordered = sorted(latencies)
-    n = len(ordered)
+    """The Summary of `latencies` (a Recorder, or seconds in any order) and `errors`
+    (kind -> count). Mean and variance by Welford's update (numerically stable for long
+    runs); percentiles exact up to EXACT_MAX samples, then within RELATIVE."""
+    rec = latencies if isinstance(latencies, Recorder) else Recorder.of(latencies)
+    n = rec.n
     if not n:
-        return Summary(0, dict(errors), {}, None, None, None, None, None, threshold, elapsed)
-    mean = m2 = 0.0
-    for i, x in enumerate(ordered, 1):
-        d = x - mean
-        mean += d / i
-        m2 += d * (x - mean)
-    stddev = math.sqrt(m2 / n)
-    cv = stddev / mean if mean > 0 else None
-    pct = {p: percentile(ordered, p) for p in PERCENTILES}
-    return Summary(n, dict(errors), pct, mean, stddev, ordered[0], ordered[-1], cv, threshold,
-                   elapsed, ordered)
+        return Summary(0, dict(errors), {}, None, None, None, None, None, threshold, elapsed,
+                       rec)
+    stddev = math.sqrt(rec.m2 / n)
+    cv = stddev / rec.mean if rec.mean > 0 else None
+    return Summary(n, dict(errors), rec.percentiles(PERCENTILES), rec.mean, stddev,
+                   rec.minimum, rec.maximum, cv, threshold, elapsed, rec)
 
 
 def histogram(ordered: list[float], bins: int = 12) -> list[tuple[float, float, int]]:
@@ -91,3 +91,111 @@ def histogram(ordered: list[float], bins: int = 12) -> list[tuple[float, float, 
     for x in ordered:
         counts[min(int((x - lo) / width), bins - 1)] += 1
     return [(lo + i * width, lo + (i + 1) * width, c) for i, c in enumerate(counts)]
+
+
+# Long runs: the latencies are kept exactly up to EXACT_MAX samples (the percentiles are then
+# exact), then in logarithmic buckets RELATIVE wide (a percentile is then within RELATIVE of
+# the exact one), so a run of any length holds at most EXACT_MAX floats or one bucket per
+# RELATIVE step between its fastest and slowest latency. Count, mean, stddev (Welford's
+# update), minimum and maximum stay exact.
+EXACT_MAX = 200_000
+RELATIVE = 0.001
+
+
+class Recorder:
+    """Latencies (seconds) of one run, in bounded memory (EXACT_MAX, RELATIVE)."""
+
+    def __init__(self, exact_max: int = EXACT_MAX):
+        from array import array
+        self.exact_max = exact_max
+        self.samples = array("d")
+        self.buckets: dict[int, int] | None = None     # bucket index -> count, once switched
+        self.zeros = 0
+        self.n = 0
+        self.mean = self.m2 = 0.0
+        self.minimum = self.maximum = None
+
+    @classmethod
+    def of(cls, latencies) -> "Recorder":
+        """A Recorder of `latencies` (seconds), added in increasing order."""
+        rec = cls()
+        for x in sorted(latencies):
+            rec.add(x)
+        return rec
+
+    def add(self, x: float) -> None:
+        """Record one latency `x` >= 0 (seconds)."""
+        self.n += 1
+        d = x - self.mean
+        self.mean += d / self.n
+        self.m2 += d * (x - self.mean)
+        self.minimum = x if self.minimum is None or x < self.minimum else self.minimum
+        self.maximum = x if self.maximum is None or x > self.maximum else self.maximum
+        if self.buckets is None:
+            self.samples.append(x)
+            if len(self.samples) > self.exact_max:
+                self.buckets = {}
+                for s in self.samples:
+                    self._bucket(s)
+                self.samples = type(self.samples)("d")
+        else:
+            self._bucket(x)
+
+    def _bucket(self, x: float) -> None:
+        if x <= 0:
+            self.zeros += 1
+            return
+        i = math.floor(math.log(x) / math.log1p(RELATIVE))
+        self.buckets[i] = self.buckets.get(i, 0) + 1
+
+    @property
+    def exact(self) -> bool:
+        return self.buckets is None
+
+    def _values(self):
+        """(value, count) in increasing order: each sample, or each bucket's geometric
+        middle (within RELATIVE / 2 of every latency in it)."""
+        if self.buckets is None:
+            for x in sorted(self.samples):
+                yield x, 1
+            return
+        if self.zeros:
+            yield 0.0, self.zeros
+        g = 1 + RELATIVE
+        for i in sorted(self.buckets):
+            yield g ** (i + 0.5), self.buckets[i]
+
+    def percentiles(self, ps) -> dict:
+        """{p: latency} for each p of `ps` (0-100), R-7 on the exact samples, else on the
+        buckets (within RELATIVE)."""
+        if not self.n:
+            return {}
+        if self.buckets is None:
+            ordered = sorted(self.samples)
+            return {p: percentile(ordered, p) for p in ps}
+        wanted = sorted((((self.n - 1) * p / 100.0), p) for p in ps)
+        out, seen, k = {}, 0, 0
+        values = list(self._values())
+        for value, count in values:
+            while k < len(wanted) and wanted[k][0] < seen + count:
+                out[wanted[k][1]] = value
+                k += 1
+            seen += count
+        for _, p in wanted[k:]:
+            out[p] = values[-1][0]
+        out.update({p: min(max(v, self.minimum), self.maximum) for p, v in out.items()})
+        return out
+
+    def histogram(self, bins: int = 12) -> list[tuple[float, float, int]]:
+        """`bins` equal-width bins from the minimum to the maximum: [(low s, high s,
+        count)], as `histogram` of the sorted samples (bucket middles once switched)."""
+        if not self.n:
+            return []
+        lo, hi = self.minimum, self.maximum
+        if hi <= lo:
+            return [(lo, hi, self.n)]
+        width = (hi - lo) / bins
+        counts = [0] * bins
+        for value, count in self._values():
+            counts[min(max(int((value - lo) / width), 0), bins - 1)] += count
+        return [(lo + i * width, lo + (i + 1) * width, c) for i, c in enumerate(counts)]
