@@ -376,3 +376,28 @@ def test_a_cpu_given_to_two_containers_is_an_overlap_finding(tmp_path):
     assert node_checks.exclusive(json.loads(
         (root / "var/lib/kubelet/cpu_manager_state").read_text())) == [
         (POD_A, "vllm", {2, 3, 18, 19}), (POD_B, "tgi", {4, 20})]
+
+
+def test_the_audit_and_verify_pods_tolerate_the_pools_taints():
+    # a pool whose kubelet registers with a taint: the pods must land there to check it
+    from krm_fn.pipeline import transform
+    cfg = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+           "metadata": {"name": "t"}, "spec": {
+               "nodePools": [{"name": "inference", "kubelet": {"extra": {"registerWithTaints": [
+                   {"key": "dedicated", "value": "inference", "effect": "NoSchedule"},
+                   {"key": "gpu-free", "effect": "NoExecute"}]}}}],
+               "output": {"verifyImage": "registry.example/krm-fn:1", "verifyJob": True,
+                          "nodeAuditJob": True, "nodeAuditDaemonSet": True}}}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "s"},
+           "spec": {"tolerations": [{"operator": "Exists"}], "containers": [{
+               "name": "c", "image": "example.com/m:1", "resources": {
+                   "requests": {"cpu": "4", "memory": "8Gi"},
+                   "limits": {"cpu": "4", "memory": "8Gi"}}}]}}
+    out = transform([pod], cfg)
+    emitted = {o["kind"] + "/" + o["metadata"]["name"]: o for o in out.emitted}
+    for name in ("Job/krm-fn-verify-inference", "Job/krm-fn-node-audit-inference",
+                 "DaemonSet/krm-fn-node-audit-inference"):
+        assert emitted[name]["spec"]["template"]["spec"]["tolerations"] == [
+            {"key": "dedicated", "operator": "Equal", "value": "inference",
+             "effect": "NoSchedule"},
+            {"key": "gpu-free", "operator": "Exists", "effect": "NoExecute"}], name

@@ -518,8 +518,8 @@ def test_verify_job_with_the_unpublished_default_image_is_warned_naming_the_fiel
     assert _image_warnings(fc) == [(
         "warning", "spec.output.verifyImage",
         "spec.output.verifyJob is on with the default spec.output.verifyImage "
-        "ghcr.io/krm-fn/krm-fn:0.1.0, which is not published to a registry yet: the "
-        "Job's pod would fail to pull it (ErrImagePull, "
+        "ghcr.io/krm-fn/krm-fn:0.1.0, which is not published to a registry yet: its pod "
+        "would fail to pull it (ErrImagePull, "
         "https://kubernetes.io/docs/concepts/containers/images/#imagepullbackoff); build the "
         "image from krm-fn's Dockerfile, push it to a registry your nodes pull from and set "
         "spec.output.verifyImage to it")]

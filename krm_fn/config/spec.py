@@ -116,12 +116,13 @@ KUBELET = Object(Kubelet, (
           "reservedMemory list ([{numaNode: 0, limits: {memory: 1636Mi}}], or the kubelet "
           "flag form `0:memory=836Mi;1:memory=800Mi`), checked to sum to kubeReserved + "
           "systemReserved + evictionHard[memory.available] per type. null: computed."),
-    Field("kubeReserved", StrMap(), None, "kubeReserved (cpu is dropped: "
-          "reservedSystemCPUs replaces it). null: {memory: 500Mi}, or the baseline's "
-          "kubeReserved when output.baseline sets one."),
-    Field("systemReserved", StrMap(), None, "systemReserved (cpu is dropped). null: "
-          "{memory: 500Mi}, or the baseline's systemReserved when output.baseline sets "
-          "one."),
+    Field("kubeReserved", StrMap(), None, "kubeReserved (its cpu is dropped while the plan "
+          "has reservedSystemCPUs, which replaces it; kept with reserved.cores: 0). null: "
+          "{memory: 500Mi}, or the baseline's kubeReserved when output.baseline sets one; "
+          "a map replaces that default whole."),
+    Field("systemReserved", StrMap(), None, "systemReserved (cpu as for kubeReserved). "
+          "null: {memory: 500Mi}, or the baseline's systemReserved when output.baseline sets "
+          "one; a map replaces that default whole."),
     Field("evictionHard", StrMap(), {},
           "Hard eviction thresholds, merged over the kubelet defaults of kubernetesVersion "
           "(memory.available 100Mi, nodefs.available 10%, nodefs.inodesFree 5%, "

@@ -172,7 +172,8 @@ def has_nodepools(items: list) -> bool:
     return any(_is(o, NODEPOOL) for o in items)
 
 
-def mirror(items: list, pools: list, frozen: set) -> tuple[dict, list]:
+def mirror(items: list, pools: list, frozen: set, ref=None,
+           paths: dict | None = None) -> tuple[dict, list]:
     """The edits that put each pool's reservation into the EC2NodeClass its NodePools use.
 
     `items`: the input (plain data); `pools`: [(pool name, nodeSelector, NodePlan)] of the
@@ -183,13 +184,15 @@ def mirror(items: list, pools: list, frozen: set) -> tuple[dict, list]:
     edit of that EC2NodeClass: it is not in the input, cannot be edited, is named twice,
     has a spec.kubelet of another shape than Karpenter's, or serves pools that want
     different values. Warnings: a pool whose nodeSelector singles out no NodePool (only
-    BROAD labels), a pool no NodePool provisions, an EC2NodeClass that sets maxPods when the
+    BROAD labels), a pool no NodePool provisions (resourceRef `ref`, the function config;
+    path `paths[pool name]`, its nodeSelector), an EC2NodeClass that sets maxPods when the
     plan does not."""
     classes: dict = {}
     for i, o in enumerate(items):
         if _is(o, NODECLASS) and _name(o):
             classes.setdefault(_name(o), []).append(i)
     edits = _Edits(items)
+    edits.ref, edits.paths = ref, paths or {}
     nodepools = [o for o in items if _is(o, NODEPOOL) and _name(o)]
     for pool_name, selector, plan in pools:
         if all(k in BROAD for k in selector):
@@ -223,6 +226,7 @@ class _Edits:
         self.set_by: dict = {}          # (item index, path) -> (pool name, value)
         self.done: set = set()          # (pool name, item index) edited
         self.failed: set = set()        # item indices left unchanged because of an error
+        self.ref, self.paths = None, {}  # the function config's Ref; pool -> result path
 
     def finish(self) -> tuple[dict, list]:
         """(changes, results), without the changes of an EC2NodeClass an error is about."""
@@ -235,8 +239,8 @@ class _Edits:
             f"node pool {pool_name!r}: its nodeSelector {value_text(selector)} singles out no "
             f"Karpenter NodePool (every NodePool's nodes carry it), so krm-fn edits no "
             f"EC2NodeClass for it; give the pool a label only its NodePools' nodes carry, "
-            f"such as {NODEPOOL_LABEL}: <NodePool name>", WARNING, None,
-            None))
+            f"such as {NODEPOOL_LABEL}: <NodePool name>", WARNING, self.ref,
+            self.paths.get(pool_name)))
 
     def unprovisioned(self, pool_name: str, selector: dict) -> None:
         from krm_fn.results import WARNING, Result, value_text
@@ -244,7 +248,7 @@ class _Edits:
             f"node pool {pool_name!r}: no karpenter.sh/v1 NodePool of the input can provision "
             f"nodes with its nodeSelector {value_text(selector)} (a template label, a "
             f"requirement admitting the value, or {NODEPOOL_LABEL}: <name>), so krm-fn edits "
-            f"no EC2NodeClass for it", WARNING, None, None))
+            f"no EC2NodeClass for it", WARNING, self.ref, self.paths.get(pool_name)))
 
     def unreachable(self, pool_name: str, np: dict, name, found: list,
                     want: dict) -> None:

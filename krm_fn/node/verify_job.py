@@ -78,11 +78,27 @@ def args(plan, version: tuple, thread_env: list, registry: tuple) -> list[str]:
     return out
 
 
-def render(plan, ctx, image: str, version: tuple, thread_env: list) -> dict:
+def tolerations(taints) -> list:
+    """The tolerations of a pod that must run on the pool's nodes despite their taints
+    (admission.taints.Taint: the kubelet's registerWithTaints and the fromNode Node's
+    spec.taints): one per taint, `Equal` to its value (`Exists` when it has none), for its
+    effect."""
+    out = []
+    for t in taints or ():
+        tol = {"key": t.key, "operator": "Equal" if t.value else "Exists"}
+        if t.value:
+            tol["value"] = t.value
+        if t.effect:
+            tol["effect"] = t.effect
+        out.append(tol)
+    return out
+
+
+def render(plan, ctx, image: str, version: tuple, thread_env: list, taints=()) -> dict:
     """The batch/v1 Job for `plan` (NodePlan) in `ctx.namespace` (RenderContext; the kpt path
     annotation when `ctx.set_path`), running `image` (`spec.output.verifyImage`) with
     `args(...)`; `version`: spec.kubernetesVersion as (major, minor); `thread_env`:
-    spec.workloads.threads.env."""
+    spec.workloads.threads.env; `taints`: the pool's (tolerated, so the pod can land)."""
     from krm_fn.config import DEFAULT_THREAD_ENV
     from krm_fn.verify.checks import thread_env_names
     cpus = str(plan.topology.threads_per_core)
@@ -108,6 +124,7 @@ def render(plan, ctx, image: str, version: tuple, thread_env: list) -> dict:
                     "restartPolicy": "Never",
                     "automountServiceAccountToken": False,
                     "nodeSelector": {str(a): str(b) for a, b in plan.node_selector.items()},
+                    **({"tolerations": tolerations(taints)} if taints else {}),
                     "securityContext": {
                         "runAsNonRoot": True,
                         "runAsUser": 65534,
@@ -205,7 +222,7 @@ def namespace_refusal(namespace: dict | None, fmt: str, ref) -> list:
     return out
 
 
-def _audit_pod(plan, image: str, init: bool) -> tuple[list, dict]:
+def _audit_pod(plan, image: str, init: bool, taints=()) -> tuple[list, dict]:
     """(volumeMounts-bearing container, pod spec fields) of the audit pod."""
     mounts = [("cpu-manager-state", "/var/lib/kubelet/cpu_manager_state", "File"),
               ("cpu-topology", "/sys/devices/system", "Directory")]
@@ -220,8 +237,10 @@ def _audit_pod(plan, image: str, init: bool) -> tuple[list, dict]:
         "volumeMounts": [{"name": n, "mountPath": "/host" + p, "readOnly": True}
                          for n, p, _ in mounts]}
     spec = {"automountServiceAccountToken": False,
-            "nodeSelector": {str(a): str(b) for a, b in plan.node_selector.items()},
-            "securityContext": dict(AUDIT_POD_SECURITY)}
+            "nodeSelector": {str(a): str(b) for a, b in plan.node_selector.items()}}
+    if taints:
+        spec["tolerations"] = tolerations(taints)
+    spec["securityContext"] = dict(AUDIT_POD_SECURITY)
     if init:
         spec["initContainers"] = [audit]
         spec["containers"] = [{
@@ -245,15 +264,16 @@ def _audit_metadata(plan, ctx, kind: str) -> dict:
             "labels": labels(plan), "annotations": annotations}
 
 
-def render_node_audit(plan, ctx, image: str) -> dict:
+def render_node_audit(plan, ctx, image: str, taints=()) -> dict:
     """The batch/v1 Job (`spec.output.nodeAuditJob`) that runs `krm-fn verify --node` on a
     node of the pool: the CPU (and, with memoryManagerPolicy Static, the Memory) Manager
     checkpoint and /sys/devices/system mounted read-only below /host (hostPath type File /
     Directory: a missing file fails the pod instead of being created,
     https://kubernetes.io/docs/concepts/storage/volumes/#hostpath), as root without
-    capabilities (AUDIT_POD_SECURITY), no token. The kubelet config file is not mounted (its
-    path differs per platform): the reserved set is checked against the plan's."""
-    _, spec = _audit_pod(plan, image, init=False)
+    capabilities (AUDIT_POD_SECURITY), no token, tolerating the pool's `taints`. The kubelet
+    config file is not mounted (its path differs per platform): the reserved set is checked
+    against the plan's."""
+    _, spec = _audit_pod(plan, image, init=False, taints=taints)
     return {
         "apiVersion": "batch/v1", "kind": "Job",
         "metadata": _audit_metadata(plan, ctx, "Job"),
@@ -262,13 +282,13 @@ def render_node_audit(plan, ctx, image: str) -> dict:
     }
 
 
-def render_node_audit_daemonset(plan, ctx, image: str) -> dict:
+def render_node_audit_daemonset(plan, ctx, image: str, taints=()) -> dict:
     """The apps/v1 DaemonSet (`spec.output.nodeAuditDaemonSet`) that runs the same audit on
     every node of the pool as an init container (a node that fails shows its pod in
     Init:Error; the logs of container node-audit give the table), with a pause container
     keeping the passing pods Running; selector and template labelled like every emitted
     object."""
-    _, spec = _audit_pod(plan, image, init=True)
+    _, spec = _audit_pod(plan, image, init=True, taints=taints)
     lab = labels(plan)
     return {
         "apiVersion": "apps/v1", "kind": "DaemonSet",

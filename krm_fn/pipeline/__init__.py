@@ -183,7 +183,9 @@ def _karpenter(items: list, run, placement: dict, out: Output) -> None:
              for i in sorted(placement)]
     frozen = set(run.aliased) | {i for i, o in enumerate(items)
                                  if o.__class__ is dict and is_local_config(o)}
-    edits, results = karpenter.mirror(items, pools, frozen)
+    paths = {run.cfg.nodePools[i].name: f"spec.nodePools[{i}].nodeSelector"
+             for i in sorted(placement)}
+    edits, results = karpenter.mirror(items, pools, frozen, run.fc_ref, paths)
     for i, changes in edits.items():
         out.changes.setdefault(i, []).extend(changes)
         if out.tuned is not None:

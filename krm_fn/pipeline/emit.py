@@ -117,11 +117,17 @@ def _default_image_warning(run) -> list:
     job, image = (config.flat_path(p) if run.flat else p
                   for p in (f"spec.output.{which}", "spec.output.verifyImage"))
     return [Result(f"{job} is on with the default {image} {DEFAULT_VERIFY_IMAGE}, which is "
-                   f"not published to a registry yet: the Job's pod would fail to "
+                   f"not published to a registry yet: its pod would fail to "
                    f"pull it (ErrImagePull, https://kubernetes.io/docs/concepts/containers/"
                    f"images/#imagepullbackoff); build the image from krm-fn's Dockerfile, "
                    f"push it to a registry your nodes pull from and set {image} to it",
                    WARNING, run.fc_ref, image)]
+
+
+def _taints(run, pool_index: int) -> tuple:
+    """The taints of pool `pool_index`'s nodes as the verdict models them (NodeModel)."""
+    nodes = getattr(run, "nodes", None) or []
+    return tuple(nodes[pool_index].taints) if pool_index < len(nodes) else ()
 
 
 def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> list:
@@ -130,14 +136,16 @@ def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> li
     if fmt == "verify-job":     # spec.output.verifyJob: krm_fn/node/verify_job.py
         from krm_fn.node import verify_job
         return [verify_job.render(plan, ctx, cfg.output.verifyImage, cfg.kubernetesVersion,
-                                  cfg.workloads.threads.env)]
+                                  cfg.workloads.threads.env, _taints(run, pool_index))]
     if fmt in ("node-audit-job", "node-audit-daemonset"):   # spec.output.nodeAudit*
         from krm_fn.node import verify_job
         out.results.extend(verify_job.namespace_refusal(
             run.namespaces.get(str(ctx.namespace)), fmt, run.fc_ref))
+        taints = _taints(run, pool_index)
         if fmt == "node-audit-job":
-            return [verify_job.render_node_audit(plan, ctx, cfg.output.verifyImage)]
-        return [verify_job.render_node_audit_daemonset(plan, ctx, cfg.output.verifyImage)]
+            return [verify_job.render_node_audit(plan, ctx, cfg.output.verifyImage, taints)]
+        return [verify_job.render_node_audit_daemonset(plan, ctx, cfg.output.verifyImage,
+                                                       taints)]
     pool_ctx = replace(ctx, pool=cfg.nodePools[pool_index])
     objs, fmt_results = render_with_results(fmt, plan, pool_ctx, run.fc_ref, pool_index)
     out.results.extend(flat_paths(fmt_results) if run.flat else fmt_results)

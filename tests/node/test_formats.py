@@ -831,8 +831,7 @@ def test_aks_yaml(plan):
         (WARNING, P + "cpuManagerReconcilePeriod"),
         (ERROR, P + "topologyManagerScope"),
         (WARNING, P + "kubeReserved"),
-        (WARNING, P + "systemReserved"),
-        (WARNING, P + "failCgroupV1")]
+        (WARNING, P + "systemReserved")]     # failCgroupV1 true: the kubelet's default
     scope = results[3]
     assert scope.message == (
         "topologyManagerScope pod cannot be set on AKS: its kubelet runs topologyManagerScope "
@@ -846,8 +845,16 @@ def test_aks_plan_with_aks_reservation_is_clean():
     objs, results = platform_run("aks", AKS_KUBELET, **GKE_POOL)
     assert json.loads(file_of(objs, "kubelet-config.json")) == {
         "cpuManagerPolicy": "static", "topologyManagerPolicy": "best-effort", "podMaxPids": 4096}
-    assert kinds(results) == [(WARNING, P + "cpuManagerReconcilePeriod"),
-                              (WARNING, P + "failCgroupV1")]
+    assert kinds(results) == [(WARNING, P + "cpuManagerReconcilePeriod")]
+
+
+@pytest.mark.parametrize("fmt", ["gke", "aks"])
+def test_a_value_a_closed_platform_drops_is_silent_at_the_kubelets_default(fmt):
+    # the node runs the kubelet's default anyway (docs/platforms.md): 10s is the reconcile
+    # period's default, so a GKE or AKS render can be free of warnings
+    kubelet = GKE_KUBELET if fmt == "gke" else AKS_KUBELET
+    _, results = platform_run(fmt, {**kubelet, "cpuManagerReconcilePeriod": "10s"}, **GKE_POOL)
+    assert results == []
 
 
 def test_aks_before_1_29_sizes_memory_by_brackets_and_evicts_at_750mi():

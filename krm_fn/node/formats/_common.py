@@ -121,11 +121,16 @@ class Report:
                                    None if current is None else text(current),
                                    None if proposed is None else text(proposed)))
 
-    def unsupported(self, platform: str, name: str, value: object, detail: str = "") -> None:
+    def unsupported(self, platform: str, name: str, value: object, detail: str = "",
+                    version=None) -> None:
         """Warning: `name` is left out because `platform` cannot take it; an error for a
         field the verdict reads (fields.Field.judged): the platform's kubelet runs the
-        kubelet's default instead, and the pods were judged with `value`."""
+        kubelet's default instead, and the pods were judged with `value`. Nothing when
+        `value` is the kubelet's own default (on `version`): the node runs it anyway."""
         f = fields.get(name)
+        if f is not None and "." not in name and value is not None and \
+                value == f.default_for(version or upstream.FIRST):
+            return
         why = f.consequence if f else ""
         if f is not None and f.judged and "." not in name:
             default = f.default if f.default is not None else {}

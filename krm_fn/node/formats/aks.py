@@ -71,7 +71,7 @@ def kubelet_config(plan, rep: Report, ctx=None) -> dict:
         if on is None:
             if key in fields.OMIT_AT_DEFAULT and value == fields.OMIT_AT_DEFAULT[key]:
                 continue
-            rep.unsupported(PLATFORM, key, value)
+            rep.unsupported(PLATFORM, key, value, version=getattr(ctx, "version", None))
             continue
         if on.convert:
             value = CONVERT[on.convert](key, value, rep)

@@ -85,7 +85,7 @@ def system_config(plan, rep: Report, ctx=None) -> dict:
             continue
         on = NAMES.get(key)
         if on is None:
-            rep.unsupported(PLATFORM, key, value)
+            rep.unsupported(PLATFORM, key, value, version=getattr(ctx, "version", None))
             continue
         if on.omit_default and value == fields.BY_NAME[key].default:
             continue
