@@ -147,18 +147,27 @@ class MemState:
         if not req:
             return {}
         min_size, holds = self._holding(req)
+        free, cells = self.free, self.cells
+        # the group each NUMA node already serves (isAffinityViolatingNUMAAllocations: a
+        # mask of several nodes may hold a used node only when that is its very group)
+        group = {n: frozenset(cells[n]) for n in self.numas if self.count[n]}
+        wanted = list(req.items())
         found = []
         for combo, mask in holds:
-            if len(combo) == 1 and len(self.cells[combo[0]]) > 1:
+            if len(combo) == 1:
+                if len(cells[combo[0]]) > 1:
+                    continue
+            elif group and any(n in group and group[n] != mask for n in combo):
                 continue
-            if len(combo) > 1 and any(self.count[n] and (len(self.cells[n]) == 1 or
-                                      set(self.cells[n]) != mask) for n in combo):
-                continue
-            reuse = reusable.get(mask, {})
-            if any(self._total(self.free, mask, r) + reuse.get(r, 0) < v
-                   for r, v in req.items()):
-                continue
-            found.append(mask)
+            reuse = reusable.get(mask) if reusable else None
+            for r, v in wanted:
+                total = reuse.get(r, 0) if reuse else 0
+                for n in combo:
+                    total += free[n].get(r, 0)
+                if total < v:
+                    break
+            else:
+                found.append(mask)
         if not found:
             return {}
         return {r: [(m, len(m) == min_size) for m in found] for r in req}
