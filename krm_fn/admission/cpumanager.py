@@ -275,14 +275,17 @@ class CpuState:
         return result, ""
 
     def _combos(self) -> list:
-        """[(NUMA id frozenset, CPUs of those NUMA nodes)] of every combination of NUMA
-        nodes, fewest first, in itertools.combinations order (the bitmask iteration of
-        generateCPUTopologyHints); made on the first hints of the node."""
+        """[(NUMA id frozenset, CPUs of those NUMA nodes, bitmask)] of every combination of
+        NUMA nodes, fewest first, in itertools.combinations order (the bitmask iteration of
+        generateCPUTopologyHints); bit i of the bitmask is NUMA node numas[i]. Made on the
+        first hints of the node."""
         out = self.cache.get("combos")
         if out is None:
             numas, numa_cpus = self.numas, self.numa_cpus
+            bit = {n: 1 << i for i, n in enumerate(numas)}
             out = self.cache["combos"] = [
-                (frozenset(combo), sum(len(numa_cpus[n]) for n in combo))
+                (frozenset(combo), sum(len(numa_cpus[n]) for n in combo),
+                 sum(bit[n] for n in combo))
                 for size in range(1, len(numas) + 1) for combo in combinations(numas, size)]
         return out
 
@@ -291,7 +294,7 @@ class CpuState:
         out = self.cache.get(("min", request))
         if out is None:
             out = self.cache[("min", request)] = min(
-                (len(m) for m, total in self._combos() if total >= request),
+                (len(m) for m, total, _ in self._combos() if total >= request),
                 default=len(self.numas))
         return out
 
@@ -301,16 +304,40 @@ class CpuState:
         plus reusable CPUs cover the request and that holds every reusable CPU; preferred =
         as few NUMA nodes as the request needs on the machine (counted over ALL its CPUs,
         free or not), or with `align-by-socket` spanning as few sockets as that needs
-        (isHintSocketAligned)."""
-        free = self.free_per_numa()
-        numa_of = self.numa_of
-        home = {numa_of[c] for c in reusable}
-        min_size = self._min_size(request)
+        (isHintSocketAligned). The free CPUs of every combination come from one table of
+        subset sums over the NUMA nodes' free counts (2^NUMA additions), and the hints
+        are memoised per node on (free counts, request, reusable NUMA nodes): the same
+        node state asks the same question again for every pod shape placed on it."""
+        free, numa_of, numas = self.free, self.numa_of, self.numas
+        counts = tuple([len(free & self.numa_cpus[n]) for n in numas])
+        home = 0
+        if reusable:
+            index = {n: i for i, n in enumerate(numas)}
+            for c in reusable:
+                home |= 1 << index[numa_of[c]]
+        key = ("hints", counts, request, home, len(reusable))
+        out = self.cache.get(key)
+        if out is not None:
+            return out
+        sums = [0]
+        for v in counts:
+            sums += [s + v for s in sums]
         need = request - len(reusable)
-        out = [m for m, _ in self._combos()
-               if home <= m and sum(free[n] for n in m) >= need]
-        return [(m, len(m) == min_size or (self.align_socket and self._socket_aligned(
-            m, min_size))) for m in out]
+        out = [pair for pair, bits in self._pairs(request)
+               if bits & home == home and sums[bits] >= need]
+        self.cache[key] = out
+        return out
+
+    def _pairs(self, request: int) -> list:
+        """[((NUMA id frozenset, preferred), bitmask)] of every combination (_combos) for a
+        request of `request` CPUs: the hints' tuples, made once per request and node."""
+        out = self.cache.get(("pairs", request))
+        if out is None:
+            min_size = self._min_size(request)
+            out = self.cache[("pairs", request)] = [
+                ((m, len(m) == min_size or (self.align_socket and self._socket_aligned(
+                    m, min_size))), bits) for m, _, bits in self._combos()]
+        return out
 
     def _socket_aligned(self, mask, min_size: int) -> bool:
         per = self.numa_per_socket

@@ -113,64 +113,98 @@ class MemState:
         return new
 
     def _combos(self) -> list:
-        """[(NUMA ids, frozenset)] of every NUMA combination, fewest first, in
-        itertools.combinations order; made on the node's first hints (model.node_memo)."""
+        """[(NUMA ids, frozenset, bitmask)] of every NUMA combination, fewest first, in
+        itertools.combinations order (bit i of the bitmask is NUMA node numas[i]); made on
+        the node's first hints (model.node_memo)."""
         out = self._cache.get("combos")
         if out is None:
             numas = self.numas
-            out = self._cache["combos"] = [(combo, frozenset(combo))
+            bit = {n: 1 << i for i, n in enumerate(numas)}
+            out = self._cache["combos"] = [(combo, frozenset(combo), sum(bit[n] for n in combo))
                                            for size in range(1, len(numas) + 1)
                                            for combo in combinations(numas, size)]
         return out
 
     def _holding(self, req: dict) -> tuple:
         """(the fewest NUMA nodes whose allocatable holds `req`, else all; the combinations
-        (NUMA ids, frozenset) whose allocatable holds it, fewest first): allocatable does
-        not change, so once per request and node."""
+        (NUMA ids, frozenset, bitmask, (frozenset, preferred: as few NUMA nodes as
+        that)) whose allocatable holds it, fewest first):
+        allocatable does not change, so once per request and node."""
         key = ("holding", tuple(sorted(req.items())))
         out = self._cache.get(key)
         if out is None:
-            holds = [(combo, mask) for combo, mask in self._combos()
-                     if all(self._total(self.alloc, mask, r) >= v for r, v in req.items())]
-            out = self._cache[key] = (min((len(c) for c, _ in holds),
-                                          default=len(self.numas)), holds)
+            holds = [row for row in self._combos()
+                     if all(self._total(self.alloc, row[1], r) >= v for r, v in req.items())]
+            least = min((len(row[0]) for row in holds), default=len(self.numas))
+            holds = [(combo, mask, bits, (mask, len(combo) == least))
+                     for combo, mask, bits in holds]
+            out = self._cache[key] = (least, holds)
         return out
 
     def _total(self, table, mask, res) -> int:
         return sum(table[n].get(res, 0) for n in mask)
 
+    def _sums(self, res: str) -> list:
+        """Free bytes of `res` of every NUMA combination, indexed by its bitmask: one table
+        of subset sums (2^NUMA additions)."""
+        sums = [0]
+        free = self.free
+        for n in self.numas:
+            v = free[n].get(res, 0)
+            sums += [s + v for s in sums]
+        return sums
+
     def hints(self, req: dict, reusable: dict) -> dict:
         """{resource: [(NUMA frozenset, preferred)]} (calculateHints); {} when no NUMA
         combination can hold `req` (the Topology Manager then treats memory as "don't
         care" and Allocate fails). `reusable`: {mask: {resource: bytes}} of the pod's init
-        containers."""
+        containers. A NUMA node already used serves only its own group
+        (isAffinityViolatingNUMAAllocations): a single node of a group is no hint, and a
+        combination of several nodes that holds a used node is one only when it is that
+        node's very group."""
         if not req:
             return {}
-        min_size, holds = self._holding(req)
-        free, cells = self.free, self.cells
-        # the group each NUMA node already serves (isAffinityViolatingNUMAAllocations: a
-        # mask of several nodes may hold a used node only when that is its very group)
-        group = {n: frozenset(cells[n]) for n in self.numas if self.count[n]}
-        wanted = list(req.items())
-        found = []
-        for combo, mask in holds:
-            if len(combo) == 1:
-                if len(cells[combo[0]]) > 1:
-                    continue
-            elif group and any(n in group and group[n] != mask for n in combo):
-                continue
-            reuse = reusable.get(mask) if reusable else None
-            for r, v in wanted:
-                total = reuse.get(r, 0) if reuse else 0
-                for n in combo:
-                    total += free[n].get(r, 0)
-                if total < v:
-                    break
+        cells, count = self.cells, self.count
+        bit = self._cache.get("bits")
+        if bit is None:
+            bit = self._cache["bits"] = {n: 1 << i for i, n in enumerate(self.numas)}
+        used = grouped = 0
+        cell_bits = {}
+        for n in self.numas:
+            if count[n]:
+                used |= bit[n]
+                cell_bits[n] = sum(bit[m] for m in cells[n])
+            if len(cells[n]) > 1:
+                grouped |= bit[n]
+        # the groups every used node of which is allocated with exactly that group
+        groups = {g for g in cell_bits.values()
+                  if all(b == g for n, b in cell_bits.items() if g & bit[n])}
+        rows = self._allowed(req, used, grouped, frozenset(groups))
+        for r, v in req.items():
+            sums = self._sums(r)
+            if reusable:
+                rows = [row for row in rows
+                        if sums[row[2]] + reusable.get(row[1], {}).get(r, 0) >= v]
             else:
-                found.append(mask)
-        if not found:
+                rows = [row for row in rows if sums[row[2]] >= v]
+        if not rows:
             return {}
-        return {r: [(m, len(m) == min_size) for m in found] for r in req}
+        found = [row[3] for row in rows]
+        return {r: found for r in req}
+
+    def _allowed(self, req: dict, used: int, grouped: int, groups: frozenset) -> list:
+        """The rows of _holding(req) that the NUMA nodes' use leaves open: a single node
+        not in a group (`grouped` bitmask), a combination of several nodes that holds no
+        used node (`used` bitmask) or is one of `groups`; memoised per node on the
+        request and the three, which change only when a NUMA node is first used."""
+        key = ("allowed", tuple(sorted(req.items())), used, grouped, groups)
+        rows = self._cache.get(key)
+        if rows is None:
+            rows = self._cache[key] = [
+                row for row in self._holding(req)[1]
+                if (not row[2] & grouped if len(row[0]) == 1
+                    else not row[2] & used or row[2] in groups)]
+        return rows
 
     def _best(self, hints: list, within=None):
         """findBestHint: preferred first, then fewest NUMA nodes, then lowest bitmask."""
@@ -196,9 +230,12 @@ class MemState:
         NUMA node allocation"."""
         if not req:
             return frozenset(), ""
-        per_resource = self.hints(req, reusable)
-        hints = per_resource.get("memory") or next(iter(per_resource.values()), [])
-        chosen = (mask, preferred) if mask is not None else self._best(hints)
+        hints = None            # calculateHints, only when the choice needs them
+
+        def all_hints():
+            per_resource = self.hints(req, reusable)
+            return per_resource.get("memory") or next(iter(per_resource.values()), [])
+        chosen = (mask, preferred) if mask is not None else self._best(hints := all_hints())
         if chosen is None:
             return None, ("[memorymanager] failed to get the default NUMA affinity, no NUMA "
                           "nodes with enough memory is available")
@@ -207,7 +244,7 @@ class MemState:
         # isAffinitySatisfyRequest counts free memory only, not the pod's reusable memory
         # of its init containers (calculateHints, and so the extension, count both)
         if any(self._total(self.free, chosen[0], r) < v for r, v in req.items()):
-            ext = self._best(hints, within=chosen[0])
+            ext = self._best(all_hints() if hints is None else hints, within=chosen[0])
             if ext is None:
                 return None, ("[memorymanager] failed to find NUMA nodes to extend the "
                               "current topology hint")
