@@ -156,3 +156,70 @@ def test_verify_node_is_linear_in_the_checkpoint_size():
         assert sum(len(s) for _, _, s in ex) == 16384 and overlaps
 
     _linear(audit, 2000)
+
+
+def test_a_wide_numa_fill_is_linear_in_the_numa_nodes():
+    # #34: on 20 NUMA nodes the hints were enumerated in full (2^20 masks per provider and
+    # every pair of them: > 300 s and 3 GB for one Deployment); now the same 320 CPUs as 10
+    # or 40 NUMA nodes cost the NUMA nodes' count per admission
+    from krm_fn.admission import capacity
+    from tests.admission.kit import GI, ctr, node, pod
+
+    def fill(numas: int) -> None:
+        n = node(sockets=2, numa_per_socket=numas // 2, cores=80, threads=2,
+                 numa_memory={i: {"memory": 640 * GI // numas} for i in range(numas)},
+                 topologyManagerPolicy="restricted", memoryManagerPolicy="Static",
+                 topologyManagerPolicyOptions={"max-allowable-numa-nodes": str(numas)})
+        count, why = capacity.fit_one(pod(ctr("server", 4, 2)), n)
+        assert count == 80 and why.startswith("allocatable cpu 320"), (count, why)
+
+    _linear(fill, 10)
+
+
+def _varied(n: int) -> str:
+    """A ResourceList of `n` Deployments of distinct shapes (cpu 1.5-23.5, memory 1-61Gi)
+    on one 256-CPU pool of 8 NUMA nodes under restricted + Memory Manager Static: each
+    shape's replicas per node are simulated on its own."""
+    item = """\
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {{name: llm-{i}, labels: {{tier: inference}}}}
+  spec:
+    template:
+      spec:
+        containers:
+        - name: server
+          image: registry.example/vllm-cpu:0.6.0
+          resources:
+            requests: {{cpu: {cpu}m, memory: {mem}Gi}}
+"""
+    head = """\
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+functionConfig:
+  apiVersion: krm-fn.dev/v1alpha1
+  kind: InferenceTuning
+  metadata: {name: t}
+  spec:
+    nodePools:
+    - name: big
+      nodeSelector: {pool: big}
+      topology: {sockets: 2, numaNodesPerSocket: 4, coresPerSocket: 64, threadsPerCore: 2,
+                 memory: 2048Gi}
+      kubelet: {topologyManagerPolicy: restricted, memoryManagerPolicy: Static}
+items:
+"""
+    return head + "".join(item.format(i=i, cpu=1500 + 1000 * (i % 23), mem=1 + i * 7 % 61)
+                          for i in range(n))
+
+
+def test_varied_workloads_on_a_large_pool_are_linear():
+    # #34: each distinct pod shape is packed onto the pool's node on its own; that cost
+    # 65 ms per shape (2,000 workloads: 134 s), now a few ms, and stays per shape
+    texts = {}
+
+    def work(n):
+        text = texts.setdefault(n, _varied(n))
+        p = run_fn([], stdin=text)
+        assert p.returncode == 0 and f"llm-{n - 1}" in p.stdout, p.stderr
+    _linear(work, 25)

@@ -47,6 +47,7 @@ from itertools import combinations
 from krm_fn import quantity
 from krm_fn.rational import Fraction
 
+from krm_fn.admission import wide
 from krm_fn.admission.cpu_assignment import AssignmentError, CPUTopology
 from krm_fn.admission.model import APP, INIT, AdmittedPod, Container, NodeModel, node_memo
 from krm_fn.admission.qos import GUARANTEED, gate, pod_level_set
@@ -292,6 +293,8 @@ class CpuState:
     def _min_size(self, request: int) -> int:
         """The fewest NUMA nodes whose CPUs (free or not) hold `request`, else all."""
         out = self.cache.get(("min", request))
+        if out is None and wide.is_wide(self.numas):
+            out = self.cache[("min", request)] = wide.cpu_min_size(self, request)
         if out is None:
             out = self.cache[("min", request)] = min(
                 (len(m) for m, total, _ in self._combos() if total >= request),

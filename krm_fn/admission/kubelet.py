@@ -14,7 +14,7 @@ the kubelet's error, the fix and the upstream source.
 from __future__ import annotations
 
 from krm_fn import quantity
-from krm_fn.admission import cpumanager, memorymanager, topology
+from krm_fn.admission import cpumanager, memorymanager, topology, wide
 from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, fit_one,
                                        pod_plan, pod_requests, too_large, unknown)
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, INFO, WARNING, AdmittedPod, Finding,
@@ -155,6 +155,13 @@ def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
     pol, scp = topology.policy(node), topology.scope(node)
     if adm.reason == topology.TAE:
         return _affinity_refusal(pod, node, adm, where, pol, scp)
+    if adm.reason == topology.BEYOND:
+        return Finding(DEPENDS, f"{where} on an empty node of pool {node.pool!r}: "
+                       f"{adm.message}, so it does not count the pod as admitted; "
+                       f"topologyManagerPolicy restricted or single-numa-node (admitted only "
+                       f"on a preferred NUMA set, which krm-fn finds) or fewer NUMA nodes "
+                       f"per node make the outcome certain ({topology.TM_SRC} policy.go)",
+                       "topology", pod.path)
     if adm.reason == topology.SMT:
         c = next((c for c in pod.containers if c.name == adm.container), None)
         fix = (f"request a multiple of {node.threads_per_core} CPUs that whole free cores "
@@ -194,8 +201,40 @@ def _depends(pod: AdmittedPod, node: NodeModel, adm) -> list:
                     f"({topology.TM_SRC}; {topology.TM_DOCS})", "topology", pod.path)]
 
 
+# Hint permutations per admission from which the render calls the kubelet's merge too slow
+# to admit a pod: 2^32 (~4.3e9 merges, minutes per container at tens of nanoseconds each)
+MERGE_LIMIT = 2**32
+
+
+def _merge_cost(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
+    """A finding when the Topology Manager has to merge the CPU and the Memory Managers'
+    hints on more NUMA nodes than its default bound (8): each lists up to 2^N - 1 NUMA
+    combinations and the merge visits every pair (policy.go iterateAllProviderTopologyHints),
+    (2^N - 1)^2 per pod (scope pod) or container it admits; an ERROR from MERGE_LIMIT
+    on, a WARNING below."""
+    numas = len(node.numa_nodes)
+    if (topology.policy(node) == topology.NONE or numas <= wide.KUBELET_BOUND or qos != GUARANTEED
+            or not memorymanager.is_static(node)
+            or not cpumanager.exclusive_requests(pod, node, qos)):
+        return []
+    pairs = (2**numas - 1) ** 2
+    level = ERROR if pairs >= MERGE_LIMIT else WARNING
+    return [Finding(level, f"pool {node.pool!r} has {numas} NUMA nodes with a Topology "
+                    f"Manager policy and memoryManagerPolicy Static: for each "
+                    f"{'pod' if topology.scope(node) == 'pod' else 'container'} it "
+                    f"admits, the kubelet merges every pair of a CPU Manager and a Memory "
+                    f"Manager hint, up to (2^{numas} - 1)^2 = {pairs:.3g} pairs"
+                    + (" (the kubelet would take minutes to hours to admit one pod)"
+                       if level == ERROR else "")
+                    + "; the default bound of 8 NUMA nodes exists for this (KEP-4622, "
+                    "https://github.com/kubernetes/enhancements/issues/4622); use fewer NUMA "
+                    "nodes per node (the BIOS NPS or sub-NUMA clustering setting), "
+                    "memoryManagerPolicy None, or topologyManagerPolicy none "
+                    f"({topology.TM_SRC} policy.go)", "topology", pod.path)]
+
+
 def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
-    out = []
+    out = _merge_cost(pod, node, qos)
     pol, limit, numas = topology.policy(node), topology.max_numa(node), len(node.numa_nodes)
     if pol != topology.NONE and numas > limit:
         out.append(Finding(ERROR, f"pool {node.pool!r} has {numas} NUMA nodes: with "

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from itertools import combinations
 
+from krm_fn.admission import wide
 from krm_fn.admission.model import APP, AdmittedPod, Container, NodeModel, node_memo
 from krm_fn.admission.cpumanager import peak
 
@@ -231,11 +232,18 @@ class MemState:
         if not req:
             return frozenset(), ""
         hints = None            # calculateHints, only when the choice needs them
-
-        def all_hints():
-            per_resource = self.hints(req, reusable)
-            return per_resource.get("memory") or next(iter(per_resource.values()), [])
-        chosen = (mask, preferred) if mask is not None else self._best(hints := all_hints())
+        if wide.is_wide(self.numas):
+            def best(within=None):
+                return wide.mem_best(self, req, reusable, within or frozenset())
+        else:
+            def best(within=None):
+                nonlocal hints
+                if hints is None:
+                    per_resource = self.hints(req, reusable)
+                    hints = per_resource.get("memory") or next(iter(per_resource.values()),
+                                                                [])
+                return self._best(hints, within)
+        chosen = (mask, preferred) if mask is not None else best()
         if chosen is None:
             return None, ("[memorymanager] failed to get the default NUMA affinity, no NUMA "
                           "nodes with enough memory is available")
@@ -244,7 +252,7 @@ class MemState:
         # isAffinitySatisfyRequest counts free memory only, not the pod's reusable memory
         # of its init containers (calculateHints, and so the extension, count both)
         if any(self._total(self.free, chosen[0], r) < v for r, v in req.items()):
-            ext = self._best(all_hints() if hints is None else hints, within=chosen[0])
+            ext = best(chosen[0])
             if ext is None:
                 return None, ("[memorymanager] failed to find NUMA nodes to extend the "
                               "current topology hint")

@@ -18,13 +18,14 @@ from __future__ import annotations
 
 from krm_fn.record import dataclass, field
 
-from krm_fn.admission import cpumanager, memorymanager
+from krm_fn.admission import cpumanager, memorymanager, wide
 from krm_fn.admission.model import INIT, AdmittedPod, NodeModel
 
 TM_SRC = "kubernetes/kubernetes pkg/kubelet/cm/topologymanager"
 TM_DOCS = "https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/"
 NONE, BEST_EFFORT, RESTRICTED, SINGLE = "none", "best-effort", "restricted", "single-numa-node"
 TAE, SMT, UAE = "TopologyAffinityError", "SMTAlignmentError", "UnexpectedAdmissionError"
+BEYOND = wide.BEYOND
 
 
 def policy(node: NodeModel) -> str:
@@ -229,6 +230,24 @@ def _merge(st: NodeState, providers: list, pol: str) -> tuple:
     return got
 
 
+def _hint(st: NodeState, ncpu: int, mreq: dict, reuse_cpu: set, reuse_mem: dict,
+          use_mem: bool, pol: str):
+    """The merged hint (mask, preferred, admit) of one Topology Manager step: every hint
+    merged (_merge) up to wide.FULL NUMA nodes, wide.merge beyond (wide.BEYOND where that
+    is not modelled)."""
+    if wide.is_wide(st.cpu.numas):
+        return wide.merge(st, pol, ncpu, reuse_cpu, mreq, reuse_mem, use_mem)
+    return _merge(st, _providers(st, ncpu, mreq, reuse_cpu, reuse_mem, use_mem), pol)
+
+
+def _beyond(pol: str, numas: int, container: str, exclusive: list, out) -> Admission:
+    return Admission(False, BEYOND, (
+        f"with topologyManagerPolicy {pol} on {numas} NUMA nodes and no preferred NUMA set, "
+        f"the Topology Manager picks among about 2^{numas} x 2^{numas} merged CPU and "
+        f"memory hints; krm-fn does not model that choice"), container, tuple(exclusive), (),
+        out.hints)
+
+
 def _refused(reason: str, message: str, container: str, exclusive: list, out) -> Admission:
     if reason == UAE:       # pkg/kubelet/cm/admission/errors.go unexpectedAdmissionError
         message = f"Allocate failed due to {message}, which is unexpected"
@@ -246,9 +265,11 @@ def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
     out, reuse_cpu, reuse_mem, numa = Admission(), set(), {}, set()
     pod_hint = (None, False)
     if pol != NONE and scp == "pod":
-        mask, pref, ok = _merge(st, _providers(st, plan.pod_cpus,
-                                               plan.pod_mem if use_mem else {}, set(), {},
-                                               use_mem), pol)
+        got = _hint(st, plan.pod_cpus, plan.pod_mem if use_mem else {}, set(), {},
+                    use_mem, pol)
+        if got is BEYOND:
+            return _beyond(pol, len(st.cpu.numas), "", [], out)
+        mask, pref, ok = got
         out.hints.append(("pod", plan.pod_cpus, mask))
         if not ok:
             return _refused(TAE, "Resources cannot be allocated with Topology locality", "",
@@ -259,8 +280,10 @@ def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
         mreq = mreq if use_mem else {}
         hint = pod_hint
         if pol != NONE and scp != "pod":
-            mask, pref, ok = _merge(st, _providers(st, n, mreq, reuse_cpu, reuse_mem,
-                                                   use_mem), pol)
+            got = _hint(st, n, mreq, reuse_cpu, reuse_mem, use_mem, pol)
+            if got is BEYOND:
+                return _beyond(pol, len(st.cpu.numas), c.name, exclusive, out)
+            mask, pref, ok = got
             out.hints.append((c.name, n, mask))
             if not ok:
                 return _refused(TAE, "Resources cannot be allocated with Topology locality",
