@@ -1,7 +1,10 @@
 """spec.output.monitoring (krm_fn/monitoring/): the emitted PrometheusRule, checked and
-unit-tested with the real promtool, expressions Prometheus 2.42 cannot parse checked with
-promql-parser, and an end-to-end run of a real Prometheus on 127.0.0.1 scraping a stub
-exporter of vLLM's latency histogram."""
+unit-tested with the real promtool on synthetic series of known CV for every layout of
+every engine release (the recorded CV within its error bound of the truth, the bound
+rigorous, the alert only where the CV is certainly above the line), the pods found by
+owner, expressions Prometheus 2.42 cannot parse checked with promql-parser, and an
+end-to-end run of a real Prometheus on 127.0.0.1 scraping a stub exporter of vLLM's
+inter-token latency histogram and kube-state-metrics' owner series."""
 from __future__ import annotations
 
 import json
@@ -31,6 +34,9 @@ needs_promtool = pytest.mark.skipif(PROMTOOL is None and not CI,
                                     reason="promtool missing (.ci/run installs Debian's "
                                            "prometheus)")
 VLLM = data.BY_ENGINE["vLLM CPU"]
+ITL, TTFT = VLLM.signals
+TGI = data.BY_ENGINE["TGI"]
+OWN = 'and on (namespace, pod) krm_fn:workload_pod:info{namespace="serving",workload="llm"}'
 
 DEPLOYMENT = {"apiVersion": "apps/v1", "kind": "Deployment",
               "metadata": {"name": "llm", "namespace": "serving"},
@@ -71,44 +77,83 @@ def names(rule):
 
 # --- what is emitted ---------------------------------------------------------------------
 
-def test_vllm_workload_gets_records_cv_alert_and_pinning_alerts_with_the_quota_kept():
+def _records(signal, layouts: int) -> list:
+    out = []
+    for _ in range(layouts):
+        out += [rules.record(signal, w) for w in ("mean", "stddev", "bucket_halfwidth")]
+    return out + [rules.record(signal, w) for w in ("cv", "cv_error_bound", "cv_resolved")]
+
+
+def test_vllm_workload_gets_its_pods_by_owner_jitter_signals_and_pinning_alerts():
     rule = vllm_rule(gates=QUOTA_NO_PSI)
     assert rule["metadata"]["name"] == "krm-fn-jitter-llm"
     assert rule["metadata"]["namespace"] == "serving"
-    assert names(rule) == [rules.RECORD_MEAN, rules.RECORD_STDDEV, rules.RECORD_CV,
-                           "KrmFnLatencyCVHigh", "KrmFnPinnedPodNotGuaranteed",
-                           "KrmFnPinnedContainerThrottled"]
-    cv = rule["spec"]["groups"][1]["rules"][0]
-    assert cv["expr"] == ('krm_fn:inference_request_latency:cv{namespace="serving",pod=~"llm-.+",'
-                          'workload="llm"} > 0.2')
-    assert cv["for"] == "15m"
-    mean = rule["spec"]["groups"][0]["rules"][0]
-    assert mean["expr"] == (
-        'sum by (namespace, pod) (rate(vllm:e2e_request_latency_seconds_sum{namespace="serving",'
-        'pod=~"llm-.+"}[5m])) / sum by (namespace, pod) (rate(vllm:e2e_request_latency_seconds'
-        '_count{namespace="serving",pod=~"llm-.+"}[5m]))')
-    assert mean["labels"] == {"workload": "llm", "engine": "vLLM CPU"}
+    assert names(rule) == (
+        ["krm_fn:workload_pod:info"] + _records("inter_token_latency", 3)
+        + _records("time_to_first_token", 2)
+        + ["KrmFnLatencyCVHigh", "KrmFnLatencyCVUnresolved"] * 2
+        + ["KrmFnPinnedPodNotGuaranteed", "KrmFnPinnedContainerThrottled"])
+    pods = rule["spec"]["groups"][0]["rules"][0]
+    assert pods["expr"] == (
+        'max by (namespace, pod) (kube_pod_owner{namespace="serving",owner_kind="ReplicaSet"} '
+        '* on (namespace, owner_name) group_left () max by (namespace, owner_name) '
+        '(label_replace(kube_replicaset_owner{namespace="serving",owner_kind="Deployment",'
+        'owner_name="llm"}, "owner_name", "$1", "replicaset", "(.+)")))')
+    assert pods["labels"] == {"workload": "llm"}
+    mean = rule["spec"]["groups"][0]["rules"][1]
+    assert mean["expr"].startswith(
+        '(sum by (namespace, pod) (rate(vllm:inter_token_latency_seconds_sum{namespace='
+        f'"serving"}}[5m]) {OWN}) / sum by (namespace, pod) (rate(vllm:inter_token_latency_'
+        f'seconds_count{{namespace="serving"}}[5m]) {OWN})) and on (namespace, pod) (count '
+        'by (namespace, pod) (count by (namespace, pod, le) (vllm:inter_token_latency_'
+        'seconds_bucket{namespace="serving",le=~"0[.]01|0[.]025|')
+    assert mean["labels"] == {"workload": "llm", "engine": "vLLM CPU", "layout":
+                              "vllm:inter_token_latency_seconds 0.10.2 and later"}
+    high = rule["spec"]["groups"][1]["rules"][0]
+    assert high["expr"] == (
+        'krm_fn:inference_inter_token_latency:cv{namespace="serving",workload="llm"} > '
+        'krm_fn:inference_inter_token_latency:cv_error_bound{namespace="serving",'
+        'workload="llm"} + 0.2')
+    assert high["for"] == "15m"
+    assert "e2e_request_latency" not in json.dumps(rule)
+
+
+@pytest.mark.parametrize("kind,name,want", [
+    ("StatefulSet", "db", 'max by (namespace, pod) (kube_pod_owner{namespace="ns",'
+                          'owner_kind="StatefulSet",owner_name="db"})'),
+    ("CronJob", "nightly", 'max by (namespace, pod) (kube_pod_owner{namespace="ns",owner_kind='
+                           '"Job"} * on (namespace, owner_name) group_left () max by '
+                           '(namespace, owner_name) (label_replace(kube_job_owner{namespace='
+                           '"ns",owner_kind="CronJob",owner_name="nightly"}, "owner_name", '
+                           '"$1", "job_name", "(.+)")))'),
+    ("Pod", "solo", 'max by (namespace, pod) (kube_pod_info{namespace="ns",pod="solo"})'),
+    ("InferenceService", "llm.v2", 'max by (namespace, pod) (kube_pod_info{namespace="ns",'
+                                   'pod=~"llm[.]v2-.+"})'),
+])
+def test_pods_are_found_by_owner_per_kind(kind, name, want):
+    from krm_fn.monitoring.targets import Target
+    assert rules.pods_of(Target(kind, name, "ns", ("c",), None, 0)) == want
 
 
 @pytest.mark.parametrize("version", ["1.35", "1.36", "1.37"])
 def test_psi_alerts_and_no_throttling_alert_on_every_supported_version(version):
     # KubeletPSI and DisableCPUQuotaWithExclusiveCPUs are on by default in each
     rule = vllm_rule(version=version)
-    assert names(rule)[3:] == ["KrmFnLatencyCVHigh", "KrmFnPinnedPodNotGuaranteed",
-                               "KrmFnPinnedContainerCPUPressure",
-                               "KrmFnPinnedContainerIOPressure"]
+    assert names(rule)[-3:] == ["KrmFnPinnedPodNotGuaranteed",
+                                "KrmFnPinnedContainerCPUPressure",
+                                "KrmFnPinnedContainerIOPressure"]
     io = rule["spec"]["groups"][1]["rules"][-1]
     assert io["expr"] == ('sum by (namespace, pod, container) (rate(container_pressure_io_'
-                          'waiting_seconds_total{namespace="serving",pod=~"llm-.+",container=~'
-                          '"vllm"}[5m])) > 0.1')
+                          'waiting_seconds_total{namespace="serving",container=~"vllm"}[5m]) '
+                          f'{OWN}) > 0.1')
 
 
 def test_threshold_window_and_labels_from_the_config():
     rule = vllm_rule(cvThresholdPercent=35, alertFor="1h", rateWindow="10m",
                      labels={"release": "prometheus"})
     cv = rule["spec"]["groups"][1]["rules"][0]
-    assert cv["expr"].endswith(" > 0.35") and cv["for"] == "1h"
-    assert "[10m]" in rule["spec"]["groups"][0]["rules"][0]["expr"]
+    assert cv["expr"].endswith(" + 0.35") and cv["for"] == "1h"
+    assert "[10m]" in rule["spec"]["groups"][0]["rules"][1]["expr"]
     assert rule["metadata"]["labels"] == {"release": "prometheus",
                                           "app.kubernetes.io/managed-by": "krm-fn",
                                           "krm-fn.dev/node-pool": "inference"}
@@ -118,19 +163,21 @@ def test_engine_without_histogram_gets_pinning_alerts_only():
     d = json.loads(json.dumps(DEPLOYMENT))
     d["spec"]["template"]["spec"]["containers"][0]["image"] = "example.com/model:1"
     [rule] = emitted([d], config(gates=QUOTA_NO_PSI))
-    assert names(rule) == ["KrmFnPinnedPodNotGuaranteed", "KrmFnPinnedContainerThrottled"]
-    assert emitted([d], config(grafanaDashboard=True), "ConfigMap") == [] or all(
-        c["metadata"]["name"] != "krm-fn-jitter-dashboard"
-        for c in emitted([d], config(grafanaDashboard=True), "ConfigMap"))
+    assert names(rule) == ["krm_fn:workload_pod:info", "KrmFnPinnedPodNotGuaranteed",
+                           "KrmFnPinnedContainerThrottled"]
+    assert all(c["metadata"]["name"] != "krm-fn-jitter-dashboard"
+               for c in emitted([d], config(grafanaDashboard=True), "ConfigMap"))
 
 
-def test_tgi_recognised_by_image():
+def test_tgi_recognised_by_image_watches_its_time_per_output_token():
     d = json.loads(json.dumps(DEPLOYMENT))
     d["spec"]["template"]["spec"]["containers"][0]["image"] = (
         "ghcr.io/huggingface/text-generation-inference:3.3.7")
     [rule] = emitted([d], config())
-    assert rule["spec"]["groups"][0]["rules"][0]["labels"]["engine"] == "TGI"
-    assert "tgi_request_duration_bucket" in rule["spec"]["groups"][0]["rules"][1]["expr"]
+    recs = rule["spec"]["groups"][0]["rules"]
+    assert recs[1]["labels"]["engine"] == "TGI"
+    assert [r["record"] for r in recs[1:]] == _records("time_per_output_token", 1)
+    assert "tgi_request_mean_time_per_token_duration_bucket" in recs[2]["expr"]
 
 
 def test_off_by_default_and_dashboard_when_asked():
@@ -142,9 +189,9 @@ def test_off_by_default_and_dashboard_when_asked():
     assert dash["metadata"]["labels"]["grafana_dashboard"] == "1"
     doc = json.loads(dash["data"]["krm-fn-jitter.json"])
     assert [p["targets"][0]["expr"] for p in doc["panels"]] == [
-        'krm_fn:inference_request_latency_seconds:mean{workload=~"llm"}',
-        'krm_fn:inference_request_latency_seconds:stddev{workload=~"llm"}',
-        'krm_fn:inference_request_latency:cv{workload=~"llm"}']
+        f'{rules.record(sig, what)}{{workload=~"llm"}}'
+        for sig in ("inter_token_latency", "time_to_first_token")
+        for what in ("mean", "cv", "cv_error_bound")]
 
 
 def test_bad_durations_are_config_errors():
@@ -159,24 +206,27 @@ def test_le_regex_matches_python_and_prometheus_3_forms():
     assert rules.le_regex(1.0) == "1([.]0)?"
     assert re.fullmatch(rules.le_regex(1.0), "1.0") and re.fullmatch(rules.le_regex(1.0), "1")
     assert rules.le_regex(0.3) == "0[.]3"
-    assert data.BY_ENGINE["TGI"].buckets[0] == 0.00015000000000000001
-    assert len(data.BY_ENGINE["TGI"].buckets) == 35
+    assert TGI.signals[0].layouts[0].buckets[0] == 0.00015000000000000001
+    assert len(TGI.signals[0].layouts[0].buckets) == 35
 
 
-# --- the estimator, in Python ----------------------------------------------------------------
+# --- the estimator and its bound, in Python -----------------------------------------------
 
-def estimate(buckets, counts):
-    """CV the classic rules compute from per-bucket counts (`counts[i]` in bucket i, the
-    last one +Inf), with the exact mean from the sum of observations at the midpoints."""
+def estimate(buckets, obs: dict) -> tuple:
+    """(CV, CV error bound) as the classic rules compute them from observations `obs`
+    ({seconds: count}): the exact mean, the stddev with every observation at its bucket's
+    midpoint, the bound from the buckets' half widths (and 10^9 x the share above the
+    last bound)."""
     mids = [float(m) for m in rules.midpoints(tuple(buckets))]
+    edges = [0.0] + list(buckets)
+    counts = _per_bucket(obs, buckets)
     n = sum(counts)
+    mean = sum(v * c for v, c in obs.items()) / n
     m1 = sum(c * m for c, m in zip(counts, mids)) / n
     m2 = sum(c * m * m for c, m in zip(counts, mids)) / n
-    return math.sqrt(max(m2 - m1 * m1, 0)), m1
-
-
-# observations per minute placed at bucket midpoints of vLLM's buckets: the estimate is exact
-AT_MIDPOINTS = {0.4: 60, 1.25: 30, 3.75: 10}
+    half = sum(c * ((hi - lo) / 2) ** 2 for c, lo, hi in zip(counts, edges, edges[1:])) / n
+    over = counts[-1] / n
+    return math.sqrt(max(m2 - m1 * m1, 0)) / mean, (math.sqrt(half) + 1e9 * over) / mean
 
 
 def _per_bucket(obs: dict, buckets) -> list:
@@ -193,34 +243,173 @@ def _true_cv(obs: dict) -> float:
     return math.sqrt(var) / mean
 
 
-def test_estimate_is_exact_at_midpoints():
-    sd, mean = estimate(VLLM.buckets, _per_bucket(AT_MIDPOINTS, VLLM.buckets))
-    assert sd / mean == pytest.approx(_true_cv(AT_MIDPOINTS), rel=1e-12)
+def lognormal(mean: float, cv: float, n: int = 400) -> dict:
+    """`n` latencies at the quantiles (i + 0.5) / n of a lognormal of that mean and CV,
+    rounded to the microsecond (one observation each)."""
+    from statistics import NormalDist
+    s = math.sqrt(math.log(1 + cv * cv))
+    mu = math.log(mean) - s * s / 2
+    out: dict = {}
+    for i in range(n):
+        v = round(math.exp(mu + s * NormalDist().inv_cdf((i + 0.5) / n)), 6)
+        out[v] = out.get(v, 0) + 1
+    return out
+
+
+# typical CPU serving values per signal (seconds): the mean the synthetic series center on
+TYPICAL = {"inter_token_latency": 0.08, "time_to_first_token": 0.4,
+           "time_per_output_token": 0.08}
+LAYOUTS = [(e, s, lay) for e in data.ENGINES for s in e.signals for lay in s.layouts]
+
+
+def test_the_bound_holds_for_every_layout_whatever_the_distribution():
+    import random
+    rng = random.Random(34)
+    for _, sig, lay in LAYOUTS:
+        for _ in range(300):
+            mean = TYPICAL[sig.name] * math.exp(rng.uniform(-2.5, 2.5))
+            kind = rng.choice(["lognormal", "uniform", "two points", "bimodal"])
+            if kind == "lognormal":
+                obs = lognormal(mean, rng.choice([0.02, 0.05, 0.2, 0.5, 1.0]), 100)
+            elif kind == "uniform":
+                obs = {round(rng.uniform(0.2 * mean, 1.8 * mean), 6): 1 for _ in range(100)}
+            elif kind == "two points":   # both at bucket edges: the bound's worst case
+                i = rng.randrange(len(lay.buckets) - 1)
+                obs = {lay.buckets[i]: 50, lay.buckets[i] + 1e-9: 50}
+            else:
+                obs = {round(mean, 6): 80, round(mean * rng.uniform(2, 6), 6): 20}
+            cv, bound = estimate(lay.buckets, obs)
+            assert abs(cv - _true_cv(obs)) <= bound + 1e-12, (lay.metric, kind, obs)
+
+
+def test_engine_buckets_are_too_wide_to_resolve_a_cv_to_five_hundredths():
+    # what docs/jitter.md states: at their typical values the buckets of every supported
+    # release leave an error bound above 0.05, so the rules record no cv_resolved
+    for _, sig, lay in LAYOUTS:
+        for cv in (0.05, 0.2, 0.5):
+            assert estimate(lay.buckets, lognormal(TYPICAL[sig.name], cv))[1] > 0.05
 
 
 # --- promtool ----------------------------------------------------------------------------------
 
-def _series(obs: dict, buckets, labels: str, minutes: int) -> list:
+POD = {"namespace": "serving", "pod": "llm-7d9f-abcde"}
+CANARY = {"namespace": "serving", "pod": "llm-canary-5b6c-zzzzz"}
+
+
+def _labels(d: dict) -> str:
+    return ",".join(f'{k}="{v}"' for k, v in d.items())
+
+
+def _owners(pod: dict, rs: str, deployment: str, minutes: int) -> list:
+    """kube-state-metrics' series saying that `pod` belongs to ReplicaSet `rs` of
+    Deployment `deployment`."""
+    ns = pod["namespace"]
+    return [{"series": f'kube_pod_owner{{{_labels(pod)},owner_kind="ReplicaSet",'
+                       f'owner_name="{rs}",owner_is_controller="true"}}',
+             "values": f"1x{minutes}"},
+            {"series": f'kube_replicaset_owner{{namespace="{ns}",replicaset="{rs}",'
+                       f'owner_kind="Deployment",owner_name="{deployment}",'
+                       f'owner_is_controller="true"}}', "values": f"1x{minutes}"}]
+
+
+def _series(metric: str, obs: dict, buckets, pod: dict, minutes: int) -> list:
+    """The `_bucket`, `_sum` and `_count` series of `metric` for `pod`, growing by the
+    observations `obs` every minute (le as the engines write it: Python's shortest repr)."""
     counts = _per_bucket(obs, buckets)
+    lab = _labels({**pod, "model_name": "m", "engine": "0"})
     out, cum = [], 0
     for i, b in enumerate(list(buckets) + ["+Inf"]):
         cum += counts[i]
         le = "+Inf" if b == "+Inf" else repr(float(b))
-        out.append({"series": f'vllm:e2e_request_latency_seconds_bucket{{{labels},le="{le}"}}',
+        out.append({"series": f'{metric}_bucket{{{lab},le="{le}"}}',
                     "values": f"0+{cum}x{minutes}"})
     total = sum(v * c for v, c in obs.items())
-    out.append({"series": f"vllm:e2e_request_latency_seconds_sum{{{labels}}}",
-                "values": f"0+{total!r}x{minutes}"})
-    out.append({"series": f"vllm:e2e_request_latency_seconds_count{{{labels}}}",
+    out.append({"series": f"{metric}_sum{{{lab}}}", "values": f"0+{total!r}x{minutes}"})
+    out.append({"series": f"{metric}_count{{{lab}}}",
                 "values": f"0+{sum(obs.values())}x{minutes}"})
     return out
 
 
+def _expect(expr: str, samples: list) -> dict:
+    return {"expr": expr, "eval_time": "30m", "exp_samples": samples}
+
+
+def _case(engine, sig, lay, cv: float, both: bool = False) -> dict:
+    """A promtool test of one layout at one CV: the recorded CV and bound equal the Python
+    estimate's (within 1e-4 and 1e-6: in float64 the variance E[M^2] - E[M]^2 of latencies
+    all in one bucket cancels to about 1e-10 of E[M^2], a CV of about 1e-5), the true CV lies within the bound, no cv_resolved (the
+    bound is over 0.05), and the alerts as the estimate and bound decide."""
+    obs = lognormal(TYPICAL[sig.name], cv)
+    est, bound = estimate(lay.buckets, obs)
+    assert abs(est - _true_cv(obs)) <= bound and bound > rules.RESOLVED
+    series = _owners(POD, "llm-7d9f", "llm", 40) + _series(lay.metric, obs, lay.buckets, POD, 40)
+    records = lay
+    if both:             # a release that exposes the newer metric too: the newer records
+        [records] = [x for x in sig.layouts if x.metric in lay.unless]
+        series += _series(records.metric, obs, records.buckets, POD, 40)
+    want = {**POD, "workload": "llm", "engine": engine.engine,
+            "layout": rules.layout_name(records)}
+    one = [{"labels": "{" + _labels(want) + "}", "value": 1}]
+    threshold = 0.2
+    high, unresolved = est > bound + threshold, threshold < est <= bound + threshold
+    where = "Deployment serving/llm"
+    alerts = []
+    for name, fires, text in (("KrmFnLatencyCVHigh", high, "CV above 0.2"),
+                              ("KrmFnLatencyCVUnresolved", unresolved, "CV may be above 0.2")):
+        exp = []
+        if fires:
+            metrics = " or ".join(dict.fromkeys(x.metric for x in sig.layouts))
+            desc = (f"Pod {POD['pod']}: the coefficient of variation (stddev/mean) of the "
+                    f"{sig.title} ({metrics}) is {est:.2f} over 5m, above 0.2 beyond the "
+                    f"error of its buckets. Check thread affinity and NUMA placement: krm-fn "
+                    f"verify in the pod, krm-fn verify --node on its node.")
+            if name == "KrmFnLatencyCVUnresolved":
+                desc = (f"Pod {POD['pod']}: the {sig.title} buckets put its coefficient of "
+                        f"variation at {est:.2f}, but they are too wide to tell whether it "
+                        f"is above 0.2 (krm_fn:inference_{sig.name}:cv_error_bound): "
+                        f"measure it with krm-fn probe.")
+            exp = [{"exp_labels": {"severity": "warning" if name.endswith("High")
+                                   else "info", "signal": sig.name, **want},
+                    "exp_annotations": {"summary": f"{where}: {sig.title} {text}",
+                                        "description": desc}}]
+        alerts.append({"alertname": name, "eval_time": "30m", "exp_alerts": exp,
+                       "_sig": sig.name})
+    return {"interval": "1m", "input_series": series,
+            "promql_expr_test": [
+                _expect(f"abs({rules.record(sig.name, 'cv')} - {est!r}) < bool 1e-4", one),
+                _expect(f"abs({rules.record(sig.name, 'cv_error_bound')} - {bound!r}) "
+                        f"< bool 1e-6", one),
+                _expect(f"{rules.record(sig.name, 'cv_resolved')}", [])],
+            "alert_rule_test": alerts}
+
+
+def _promtool(tmp_path, rule: dict, tests: list) -> None:
+    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
+    (tmp_path / "test.yaml").write_text(yaml.safe_dump({
+        "rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": tests}))
+    p = subprocess.run([PROMTOOL, "test", "rules", "test.yaml"], capture_output=True,
+                       text=True, timeout=120, cwd=tmp_path)
+    assert p.returncode == 0, (p.stdout + p.stderr)[-6000:]
+    assert "SUCCESS" in p.stdout
+
+
+def _engine_rule(engine) -> dict:
+    if engine.engine == "TGI":
+        d = json.loads(json.dumps(DEPLOYMENT))
+        d["spec"]["template"]["spec"]["containers"][0]["image"] = (
+            "ghcr.io/huggingface/text-generation-inference:3.3.7")
+        [rule] = emitted([d], config())
+        return rule
+    return vllm_rule()
+
+
 @needs_promtool
 def test_promtool_check_rules(tmp_path):
-    for name, gates in (("defaults", None), ("quota-no-psi", QUOTA_NO_PSI)):
+    # native expressions use functions Debian's promtool 2.42 lacks: promql-parser below
+    for name, rule in (("defaults", vllm_rule()), ("quota-no-psi", vllm_rule(gates=QUOTA_NO_PSI)),
+                       ("tgi", _engine_rule(TGI))):
         f = tmp_path / f"rules-{name}.yaml"
-        f.write_text(yaml.safe_dump(vllm_rule(gates=gates)["spec"]))
+        f.write_text(yaml.safe_dump(rule["spec"]))
         p = subprocess.run([PROMTOOL, "check", "rules", str(f)], capture_output=True,
                            text=True, timeout=60)
         assert p.returncode == 0, p.stdout + p.stderr
@@ -228,46 +417,73 @@ def test_promtool_check_rules(tmp_path):
 
 
 @needs_promtool
-def test_promtool_test_rules_known_cv_and_alert(tmp_path):
-    rule = vllm_rule()
-    (tmp_path / "rules.yaml").write_text(yaml.safe_dump(rule["spec"]))
-    labels = 'namespace="serving",pod="llm-7d9f-abcde",model_name="m",engine="0"'
-    cv = _true_cv(AT_MIDPOINTS)
-    test = {"rule_files": ["rules.yaml"], "evaluation_interval": "1m", "tests": [{
-        "interval": "1m",
-        "input_series": _series(AT_MIDPOINTS, VLLM.buckets, labels, 40),
-        "promql_expr_test": [{
-            # the recorded CV within 1e-6 of the truth (promtool compares values exactly)
-            "expr": f"abs({rules.RECORD_CV} - {cv!r}) < bool 1e-6", "eval_time": "20m",
-            "exp_samples": [{"labels": '{namespace="serving",pod="llm-7d9f-abcde",'
-                                       'workload="llm",engine="vLLM CPU"}',
-                             "value": 1}]}],
-        "alert_rule_test": [
-            {"alertname": "KrmFnLatencyCVHigh", "eval_time": "10m", "exp_alerts": []},
-            {"alertname": "KrmFnLatencyCVHigh", "eval_time": "25m", "exp_alerts": [{
-                "exp_labels": {"severity": "warning", "namespace": "serving",
-                               "pod": "llm-7d9f-abcde", "workload": "llm",
-                               "engine": "vLLM CPU"},
-                "exp_annotations": {
-                    "summary": "Deployment serving/llm: request latency CV above 0.2",
-                    "description": f"Pod llm-7d9f-abcde: the coefficient of variation "
-                                   f"(stddev/mean) of vllm:e2e_request_latency_seconds is "
-                                   f"{cv:.2f} over 5m. Check thread affinity and NUMA "
-                                   f"placement: krm-fn verify in the pod, krm-fn verify "
-                                   f"--node on its node."}}]}]}]}
-    (tmp_path / "test.yaml").write_text(yaml.safe_dump(test))
-    p = subprocess.run([PROMTOOL, "test", "rules", "test.yaml"], capture_output=True,
-                       text=True, timeout=60, cwd=tmp_path)
-    assert p.returncode == 0, p.stdout + p.stderr
-    assert "SUCCESS" in p.stdout
+@pytest.mark.parametrize("engine", data.ENGINES, ids=lambda e: e.engine)
+def test_promtool_records_every_layout_within_its_bound_at_known_cvs(tmp_path, engine):
+    tests = []
+    for sig in engine.signals:
+        for lay in sig.layouts:
+            for cv, both in ((0.05, False), (0.2, False), (0.5, False), (1.0, False),
+                             (0.2, True)):
+                if both and not lay.unless:
+                    continue
+                case = _case(engine, sig, lay, cv, both)
+                # the other signal's alerts of the same name stay silent: no series
+                case["alert_rule_test"] = [
+                    {k: v for k, v in a.items() if k != "_sig"}
+                    for a in case["alert_rule_test"]]
+                tests.append(case)
+    _promtool(tmp_path, _engine_rule(engine), tests)
+
+
+@needs_promtool
+def test_promtool_alerts_on_inter_token_jitter_not_on_output_length(tmp_path):
+    # the same pod: steady inter-token latency (CV 0.05), end-to-end latency spread over
+    # 0.5 s to 60 s by output length (CV > 1), and a canary Deployment's pod (llm-canary,
+    # whose name starts with llm-) with a jittery inter-token latency: nothing fires for llm
+    lay = ITL.layouts[0]
+    steady, jitter = lognormal(0.08, 0.05), lognormal(0.08, 1.5)
+    e2e = {0.5: 30, 5.0: 30, 60.0: 40}
+    series = (_owners(POD, "llm-7d9f", "llm", 40) + _owners(CANARY, "llm-canary-5b6c",
+                                                            "llm-canary", 40)
+              + _series(lay.metric, steady, lay.buckets, POD, 40)
+              + _series("vllm:e2e_request_latency_seconds", e2e, (1.0, 10.0, 100.0), POD, 40)
+              + _series(lay.metric, jitter, lay.buckets, CANARY, 40))
+    est, bound = estimate(lay.buckets, jitter)
+    assert est > bound + 0.2          # the canary's jitter would fire, were it selected
+    want = {**POD, "workload": "llm", "engine": "vLLM CPU", "layout": rules.layout_name(lay)}
+    tests = [{"interval": "1m", "input_series": series,
+              "promql_expr_test": [
+                  _expect("krm_fn:workload_pod:info",
+                          [{"labels": "{__name__=\"krm_fn:workload_pod:info\"," +
+                            _labels({**POD, "workload": "llm"}) + "}", "value": 1}]),
+                  _expect("count(krm_fn:inference_inter_token_latency:cv)",
+                          [{"labels": "{}", "value": 1}]),
+                  _expect("krm_fn:inference_inter_token_latency:cv > bool 0",
+                          [{"labels": "{" + _labels(want) + "}", "value": 1}])],
+              "alert_rule_test": [{"alertname": a, "eval_time": "30m", "exp_alerts": []}
+                                  for a in ("KrmFnLatencyCVHigh", "KrmFnLatencyCVUnresolved")]}]
+    _promtool(tmp_path, vllm_rule(), tests)
+
+
+@needs_promtool
+def test_promtool_fires_on_certain_jitter(tmp_path):
+    lay = ITL.layouts[0]
+    obs = lognormal(0.08, 1.5)
+    est, bound = estimate(lay.buckets, obs)
+    case = _case(VLLM, ITL, lay, 1.5)
+    [high, unresolved] = [a for a in case["alert_rule_test"]]
+    assert high["exp_alerts"] and not unresolved["exp_alerts"]
+    case["alert_rule_test"] = [{k: v for k, v in a.items() if k != "_sig"}
+                               for a in (high, unresolved)]
+    _promtool(tmp_path, vllm_rule(), [case])
 
 
 def test_native_expressions_parse_with_promql_parser():
     promql_parser = pytest.importorskip("promql_parser")
     rule = vllm_rule(histograms="native")
     exprs = [r["expr"] for g in rule["spec"]["groups"] for r in g["rules"]]
-    assert exprs[0] == ('histogram_avg(sum by (namespace, pod) (rate(vllm:e2e_request_latency'
-                        '_seconds{namespace="serving",pod=~"llm-.+"}[5m])))')
+    assert exprs[1] == ('histogram_avg(sum by (namespace, pod) (rate(vllm:inter_token_latency'
+                        f'_seconds{{namespace="serving"}}[5m]) {OWN}))')
     classic = vllm_rule(gates=QUOTA_NO_PSI)
     for e in exprs + [r["expr"] for g in classic["spec"]["groups"] for r in g["rules"]]:
         promql_parser.parse(e)
@@ -276,8 +492,9 @@ def test_native_expressions_parse_with_promql_parser():
 # --- a real Prometheus -------------------------------------------------------------------------
 
 class _Exporter:
-    """Serves vLLM's histogram; every scrape adds one more batch of AT_MIDPOINTS'
-    observations (so every rate is the same batch per scrape interval)."""
+    """Serves vLLM's inter-token latency histogram and kube-state-metrics' owner series for
+    one pod (labels written out: scraped with honor_labels); every scrape adds one more
+    batch of `obs` (so every rate is the same batch per scrape interval)."""
 
     def __init__(self, obs: dict):
         self.obs, self.scrapes = obs, 0
@@ -300,18 +517,24 @@ class _Exporter:
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
     def text(self, k: int) -> str:
-        name = VLLM.metric
-        lab = 'model_name="m",engine="0"'
-        counts = _per_bucket(self.obs, VLLM.buckets)
+        lay = ITL.layouts[0]
+        name = lay.metric
+        pod = 'namespace="serving",pod="llm-5c7d-x2x9k"'
+        lab = pod + ',model_name="m",engine="0"'
+        counts = _per_bucket(self.obs, lay.buckets)
         lines = [f"# TYPE {name} histogram"]
         cum = 0
-        for i, b in enumerate(list(VLLM.buckets) + ["+Inf"]):
+        for i, b in enumerate(list(lay.buckets) + ["+Inf"]):
             cum += counts[i]
             le = "+Inf" if b == "+Inf" else repr(float(b))
             lines.append(f'{name}_bucket{{{lab},le="{le}"}} {cum * k}')
         total = sum(v * c for v, c in self.obs.items())
         lines.append(f"{name}_sum{{{lab}}} {total * k!r}")
         lines.append(f"{name}_count{{{lab}}} {sum(self.obs.values()) * k}")
+        lines.append(f'kube_pod_owner{{{pod},owner_kind="ReplicaSet",owner_name="llm-5c7d",'
+                     f'owner_is_controller="true"}} 1')
+        lines.append('kube_replicaset_owner{namespace="serving",replicaset="llm-5c7d",'
+                     'owner_kind="Deployment",owner_name="llm",owner_is_controller="true"} 1')
         return "\n".join(lines) + "\n"
 
 
@@ -329,8 +552,8 @@ def _query(port: int, q: str) -> list:
 
 @pytest.mark.skipif(PROMETHEUS is None and not CI,
                     reason="prometheus missing (.ci/run installs it)")
-def test_real_prometheus_records_the_true_cv():
-    obs = {0.4: 6, 1.25: 3, 3.75: 1}
+def test_real_prometheus_records_the_estimate_and_its_bound():
+    obs = lognormal(0.08, 0.5, 40)
     exporter = _Exporter(obs)
     rule = vllm_rule(rateWindow="10s")
     port = _free_port()
@@ -339,30 +562,33 @@ def test_real_prometheus_records_the_true_cv():
         Path(d, "prometheus.yml").write_text(yaml.safe_dump({
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "rule_files": [str(Path(d, "rules.yaml"))],
-            "scrape_configs": [{"job_name": "vllm", "static_configs": [{
-                "targets": [f"127.0.0.1:{exporter.port}"],
-                "labels": {"namespace": "serving", "pod": "llm-5c7d-x2x9k"}}]}]}))
+            "scrape_configs": [{"job_name": "vllm", "honor_labels": True, "static_configs": [{
+                "targets": [f"127.0.0.1:{exporter.port}"]}]}]}))
         proc = subprocess.Popen([PROMETHEUS, f"--config.file={d}/prometheus.yml",
                                  f"--storage.tsdb.path={d}/data",
                                  f"--web.listen-address=127.0.0.1:{port}"],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
-            deadline, got = time.monotonic() + 60, []
+            deadline, got, bound = time.monotonic() + 60, [], []
             while time.monotonic() < deadline:
                 time.sleep(1)
                 try:
-                    got = _query(port, rules.RECORD_CV)
+                    got = _query(port, rules.record("inter_token_latency", "cv"))
+                    bound = _query(port, rules.record("inter_token_latency", "cv_error_bound"))
                 except OSError:
                     continue
-                if got and exporter.scrapes >= 12:
+                if got and bound and exporter.scrapes >= 12:
                     break
         finally:
             proc.terminate()
             proc.wait(10)
             exporter.server.shutdown()
-    assert got, "no recorded CV within 60 s"
-    assert got[0]["metric"]["workload"] == "llm"
-    assert float(got[0]["value"][1]) == pytest.approx(_true_cv(obs), rel=1e-6)
+    assert got and bound, "no recorded CV within 60 s"
+    assert got[0]["metric"]["workload"] == "llm" and got[0]["metric"]["pod"] == "llm-5c7d-x2x9k"
+    est, b = estimate(ITL.layouts[0].buckets, obs)
+    assert float(got[0]["value"][1]) == pytest.approx(est, rel=1e-6)
+    assert float(bound[0]["value"][1]) == pytest.approx(b, rel=1e-6)
+    assert abs(est - _true_cv(obs)) <= b
 
 
 def test_no_psi_alerts_with_the_gate_off():

@@ -292,14 +292,16 @@ EXTRA_KIND = Object(ExtraKind, (
 MONITORING = Object(Monitoring, (
     Field("enabled", Bool(), False, "Emit, per selected workload with a pinned container, a "
           "monitoring.coreos.com/v1 PrometheusRule `krm-fn-jitter-<workload>` in its "
-          "namespace: recording rules for the mean, stddev and CV of the request latency "
-          "when its serving engine exposes a latency histogram (vLLM, TGI), an alert when "
-          "the CV stays above cvThresholdPercent, and pinning-health alerts (QoS not "
+          "namespace: its pods by owner (kube-state-metrics), recording rules for the "
+          "mean, CV and CV error bound of the inter-token latency and time to first token "
+          "when its serving engine exposes them (vLLM, TGI), alerts when the CV is above "
+          "cvThresholdPercent beyond its error bound (or may be), and pinning-health alerts (QoS not "
           "Guaranteed, CFS throttling where the version still applies a quota to exclusive "
           "CPUs, CPU and I/O pressure where the version exposes PSI).",
           flat="monitoring"),
-    Field("cvThresholdPercent", Int(1, 1000), 20, "The CV (stddev/mean of the request "
-          "latency), in percent, above which KrmFnLatencyCVHigh fires.",
+    Field("cvThresholdPercent", Int(1, 1000), 20, "The CV (stddev/mean of the "
+          "inter-token latency or time to first token), in percent, above which "
+          "KrmFnLatencyCVHigh fires once the CV is above it by more than its error bound.",
           flat="monitoringCvThresholdPercent"),
     Field("alertFor", Str(), "15m", "How long a condition must hold before an alert fires "
           "(a Prometheus duration: 15m, 1h).", flat="monitoringAlertFor"),
@@ -307,15 +309,16 @@ MONITORING = Object(Monitoring, (
           "Prometheus duration; at least four scrape intervals).",
           flat="monitoringRateWindow"),
     Field("histograms", Enum("classic", "native"), "classic", "`classic`: mean exact from "
-          "_sum/_count, stddev estimated from the engine version's buckets. `native`: "
-          "histogram_avg / histogram_stddev, for a Prometheus 3 that scrapes the engine's "
-          "classic histograms as native ones (convert_classic_histograms_to_nhcb).",
+          "_sum/_count, stddev estimated from the engine release's buckets with a bound on "
+          "its error. `native`: histogram_avg / histogram_stddev, for a Prometheus 3 that "
+          "scrapes the engine's classic histograms as native ones "
+          "(convert_classic_histograms_to_nhcb); no error bound.",
           flat="monitoringHistograms"),
     Field("labels", StrMap(), {}, "Labels of the emitted PrometheusRules, e.g. the "
           "Prometheus Operator's ruleSelector (release: prometheus).", flat="-"),
     Field("grafanaDashboard", Bool(), False, "Also emit a ConfigMap "
           "`krm-fn-jitter-dashboard` (in spec.output.namespace, label grafana_dashboard: "
-          "\"1\") with a Grafana dashboard of the recorded mean, stddev and CV.",
+          "\"1\") with a Grafana dashboard of the recorded mean, CV and CV error bound.",
           flat="monitoringGrafanaDashboard"),
 ))
 

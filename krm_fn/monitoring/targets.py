@@ -1,35 +1,48 @@
 """Which tuned workloads get monitoring rules (pure): every workload with a pinned
-container, with the latency histogram of the first engine recognised in a pinned container
-that has one (krm_fn.monitoring.data), else none (pinning-health alerts only).
+container, with the jitter signals (krm_fn.monitoring.data) of the first engine
+recognised in a pinned container that has them, else none (pinning-health alerts only).
 
-Pods are matched by namespace and the name prefix `<workload>-` (Deployments, StatefulSets,
-Jobs and KServe predictors name their pods that way), the label set Prometheus' Kubernetes
-service discovery gives a scraped pod (`namespace`, `pod`, `container`).
+A workload's pods are found by owner, as kube-state-metrics reports it
+(https://github.com/kubernetes/kube-state-metrics/blob/main/docs/metrics/workload/pod-metrics.md
+`kube_pod_owner`; `kube_replicaset_owner`, `kube_job_owner`), not by a name prefix that
+would also take the pods of `llm-canary` for `llm`: OWNER_CHAIN says, per kind, through
+which owner a pod belongs to the workload. Kinds without an entry (custom resources whose
+controllers name their pods, such as KServe's predictors) fall back to the name prefix
+`<workload>-`.
 """
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
 
-from krm_fn.monitoring.data import BY_ENGINE, HISTOGRAMS
+from krm_fn.monitoring.data import BY_ENGINE, ENGINES
+
+# kind: (the kind that owns the pod, the kube-state-metrics series giving that owner's
+# owner and its owned-object label) or None when the workload owns its pods directly.
+# A bare Pod is itself.
+OWNER_CHAIN = {
+    "Deployment": ("ReplicaSet", "kube_replicaset_owner", "replicaset"),
+    "CronJob": ("Job", "kube_job_owner", "job_name"),
+    "StatefulSet": None, "DaemonSet": None, "ReplicaSet": None, "Job": None,
+    "ReplicationController": None,
+}
 
 
 @dataclass(frozen=True)
 class Target:
-    """`kind`, `name`, `namespace` ("" unknown) of the workload; `pod_regex` its pods;
-    `containers` the pinned container names; `histogram` (data.Histogram or None);
-    `pool_index` its node pool."""
+    """`kind`, `name`, `namespace` ("" unknown) of the workload; `containers` the pinned
+    container names; `metrics` (data.EngineMetrics or None); `pool_index` its node
+    pool."""
 
     kind: str
     name: str
     namespace: str
-    pod_regex: str
     containers: tuple
-    histogram: object
+    metrics: object
     pool_index: int
 
 
-def _histogram_of(c):
+def _metrics_of(c):
     from krm_fn.rules import engines
     from krm_fn.rules.cmdline import text, tokens
     for e in engines.detect(c):
@@ -37,10 +50,10 @@ def _histogram_of(c):
             return BY_ENGINE[e.name]
     image = str(c.data.get("image") or "")[:512].lower()
     line = text(tokens(c))
-    for h in HISTOGRAMS:
-        if any(re.search(p, image) for p in h.images) or any(re.search(p, line)
-                                                             for p in h.commands):
-            return h
+    for m in ENGINES:
+        if any(re.search(p, image) for p in m.images) or any(re.search(p, line)
+                                                             for p in m.commands):
+            return m
     return None
 
 
@@ -50,16 +63,15 @@ def of_item(item, pool_index) -> Target | None:
     ref = item.pick.ref
     if ref is None or pool_index is None:
         return None
-    names, hist = [], None
+    names, found = [], None
     for tp in item.pods:
         if tp.pod is None:
             continue
         for c in tp.pod.containers:
             if c.name in tp.pinned:
                 names.append(str(c.name))
-                hist = hist or _histogram_of(c)
+                found = found or _metrics_of(c)
     if not names:
         return None
-    from krm_fn.monitoring.rules import literal
-    return Target(ref.kind, ref.name, ref.namespace or "", f"{literal(ref.name)}-.+",
-                  tuple(dict.fromkeys(names)), hist, pool_index)
+    return Target(ref.kind, ref.name, ref.namespace or "", tuple(dict.fromkeys(names)),
+                  found, pool_index)

@@ -95,7 +95,7 @@ def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None
                                     ann)
         if not _collides(obj, pool.name, "monitoring", emitted_by, out):
             _place(obj, items, by_name, run, pool.name, "monitoring", 1, out)
-    if mon.grafanaDashboard and any(t.histogram is not None for t in targets):
+    if mon.grafanaDashboard and any(t.metrics is not None for t in targets):
         pool = cfg.nodePools[targets[0].pool_index]
         obj = rules.dashboard(targets, cfg.output.namespace,
                               {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(pool.name)})
