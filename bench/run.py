@@ -17,7 +17,8 @@ P3  krm-fn on the 10-item list vs a Python identity function that imports ruamel
                                                                          target <= 1.3x
 P4  start-up: krm-fn on the 10-item list vs PyYAML's C load + dump of the same text (the
     cost of one small render, as Argo CD and CI pay it once per application per sync).
-                                                                         target <= 1.5x
+                                                                         target <= 2.0x
+    (issue #35: 1.5x before, met by replacing parts of the standard library)
 P5  the 2,000-item input with its 1,000 Deployments made distinct (cpu 1.5-23.5, memory
     1-61Gi) on one 256-CPU pool of 8 NUMA nodes under restricted + Memory Manager Static:
     each distinct pod shape is packed on the pool's node by itself (issue #34), in seconds
@@ -350,7 +351,7 @@ def run(a, tmp: Path, trees: list) -> bool:
                      per_round(runs[label], runs["ruamel"])))
     for label, _ in trees:
         rows.append(("P4 10 items (start-up): krm-fn / PyYAML C load+dump" + label,
-                     statistics.median(runs[label]), t_fl, 1.5,
+                     statistics.median(runs[label]), t_fl, 2.0,
                      per_round(runs[label], runs["floor"])))
 
     print(f"clock: {'CPU time (user + system) of each run' if a.cpu else 'wall time'}; "

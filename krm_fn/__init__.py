@@ -8,7 +8,3 @@ See README.md and docs/.
 
 __version__ = "0.1.0"
 
-# krm_fn's own modules load through krm_fn/startup.py's finder (start-up: docs/performance.md)
-from krm_fn import startup as _startup  # noqa: E402
-
-_startup.install()
