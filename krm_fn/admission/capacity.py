@@ -32,7 +32,7 @@ from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak, reservation
 from krm_fn.admission.model import HUGEPAGES, INIT, AdmittedPod, NodeModel, node_memo
 from krm_fn.admission.qos import gate, pod_qos
-from krm_fn.admission.topology import AdmitPlan, NodeState, admit
+from krm_fn.admission.topology import BEYOND, AdmitPlan, NodeState, admit
 
 MAX_PODS_DEFAULT = 110
 
@@ -221,13 +221,21 @@ class Packer:
         self.count = self.total = 0
         self.why = self.limit = ""
         self.last = None
+        self.unknown = None     # (why, limit) when a DaemonSet pod's admission is not modelled
         for daemon in node.daemons:         # on every node before anything else
-            self.place(daemon)
+            if not self.place(daemon) and self.limit == BEYOND:
+                self.unknown = (self.why, self.limit)
+                break
         self.count, self.why, self.limit = 0, "", ""
 
     def place(self, pod: AdmittedPod) -> bool:
-        """Place one replica of `pod`; False (and `why`, `limit` set) when it does not fit."""
+        """Place one replica of `pod`; False (and `why`, `limit` set) when it does not fit,
+        or when krm-fn does not model the admission of a DaemonSet pod placed before
+        (`unknown`: then nothing more is counted)."""
         self.last = None
+        if self.unknown is not None:
+            self.why, self.limit = self.unknown
+            return False
         if self.total >= self.max_pods:
             self.why = self.limit = f"maxPods {self.max_pods}"
             return False

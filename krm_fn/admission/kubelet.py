@@ -157,10 +157,11 @@ def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
         return _affinity_refusal(pod, node, adm, where, pol, scp)
     if adm.reason == topology.BEYOND:
         return Finding(DEPENDS, f"{where} on an empty node of pool {node.pool!r}: "
-                       f"{adm.message}, so it does not count the pod as admitted; "
-                       f"topologyManagerPolicy restricted or single-numa-node (admitted only "
-                       f"on a preferred NUMA set, which krm-fn finds) or fewer NUMA nodes "
-                       f"per node make the outcome certain ({topology.TM_SRC} policy.go)",
+                       f"{adm.message}, so it does not count the pod as admitted; fewer "
+                       f"NUMA nodes per node make the outcome certain (and where best-effort "
+                       f"picks among non-preferred hints, so do topologyManagerPolicy "
+                       f"restricted or single-numa-node, which admit only on a preferred "
+                       f"NUMA set) ({topology.TM_SRC} policy.go)",
                        "topology", pod.path)
     if adm.reason == topology.SMT:
         c = next((c for c in pod.containers if c.name == adm.container), None)

@@ -240,8 +240,9 @@ def _hint(st: NodeState, ncpu: int, mreq: dict, reuse_cpu: set, reuse_mem: dict,
     return _merge(st, _providers(st, ncpu, mreq, reuse_cpu, reuse_mem, use_mem), pol)
 
 
-def _beyond(pol: str, numas: int, container: str, exclusive: list, out) -> Admission:
-    return Admission(False, BEYOND, (
+def _beyond(pol: str, numas: int, container: str, exclusive: list, out,
+            why: str = "") -> Admission:
+    return Admission(False, BEYOND, why or (
         f"with topologyManagerPolicy {pol} on {numas} NUMA nodes and no preferred NUMA set, "
         f"the Topology Manager picks among about 2^{numas} x 2^{numas} merged CPU and "
         f"memory hints; krm-fn does not model that choice"), container, tuple(exclusive), (),
@@ -258,8 +259,17 @@ def admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
           plan: AdmitPlan | None = None) -> Admission:
     """Admit `pod` on `st` as the kubelet does (Topology Manager scope, then the CPU and
     Memory Managers' Allocate per container). Mutates `st` (pass a copy when the outcome
-    may be thrown away). `plan`: AdmitPlan(pod, node, qos) when the caller keeps one."""
+    may be thrown away). `plan`: AdmitPlan(pod, node, qos) when the caller keeps one. On a
+    wide node an admission krm-fn does not model is refused with reason BEYOND."""
     plan = plan or AdmitPlan(pod, node, qos)
+    try:
+        return _admit(pod, node, st, qos, plan)
+    except wide.Beyond as e:
+        return _beyond(plan.pol, len(st.cpu.numas), "", [], Admission(), f"{e}")
+
+
+def _admit(pod: AdmittedPod, node: NodeModel, st: NodeState, qos: str,
+           plan: AdmitPlan) -> Admission:
     pol, scp = plan.pol, plan.scp
     use_mem = st.mem is not None and plan.mem_ok
     out, reuse_cpu, reuse_mem, numa = Admission(), set(), {}, set()

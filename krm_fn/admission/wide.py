@@ -22,6 +22,10 @@ same merged hint without that enumeration, from what HintMerger.compare does wit
   fewest NUMA nodes), found by trying sizes in turn; with two, the permutations' ANDs
   decide and krm-fn does not model it (`BEYOND`): the caller stops there and says so.
 
+Each question looks at no more than LIMIT combinations: a request that needs k of N NUMA
+nodes has C(N, k) candidate masks (C(24, 12) = 2.7 million), and past LIMIT the admission
+is not modelled either (`Beyond`, reported as BEYOND).
+
 Up to FULL NUMA nodes every hint is enumerated as the kubelet does (cpumanager.CpuState.hints,
 memorymanager.MemState.hints, topology.merge); tests/admission/test_wide_numa.py runs both
 on the same states and compares.
@@ -29,10 +33,27 @@ on the same states and compares.
 from __future__ import annotations
 
 from itertools import combinations
+from math import comb
 
 KUBELET_BOUND = 8   # the kubelet's default max-allowable-numa-nodes (topology_manager.go)
 FULL = KUBELET_BOUND    # NUMA nodes up to which every hint is enumerated
 BEYOND = "BeyondModel"
+LIMIT = 2**14       # NUMA combinations one question may look at
+
+
+class Beyond(Exception):
+    """The wide path would have to look at more than LIMIT NUMA combinations (a request
+    that needs many of many NUMA nodes: C(24, 12) = 2.7 million): krm-fn does not model
+    that admission. The message says how many."""
+
+
+def _combinations(items: list, k: int):
+    """itertools.combinations(items, k), or Beyond when there are more than LIMIT."""
+    count = comb(len(items), k)
+    if count > LIMIT:
+        raise Beyond(f"the {count} combinations of {k} of {len(items)} NUMA nodes that "
+                     f"could hold the request are more than krm-fn looks at ({LIMIT})")
+    return combinations(items, k)
 
 
 def is_wide(numas: list) -> bool:
@@ -65,7 +86,7 @@ def cpu_preferred(cpu, request: int, reusable: set) -> list:
     home = {cpu.numa_of[c] for c in reusable}
     need = request - len(reusable)
     size = cpu_min_size(cpu, request)
-    masks = [frozenset(c) for c in combinations(cpu.numas, size)]
+    masks = [frozenset(c) for c in _combinations(cpu.numas, size)]
     if cpu.align_socket:
         masks += [m for m in _socket_masks(cpu, size) if len(m) != size]
     return [m for m in masks if home <= m and sum(free[n] for n in m) >= need]
@@ -83,8 +104,11 @@ def _socket_masks(cpu, size: int) -> list:
         sock = cpu.info[next(iter(cpu.numa_cpus[n]))].socket if cpu.numa_cpus[n] else None
         by_socket.setdefault(sock, []).append(n)
     out = []
-    for socks in combinations(sorted(by_socket, key=str), need):
+    for socks in _combinations(sorted(by_socket, key=str), need):
         nodes = [n for s in socks for n in by_socket[s]]
+        if 2 ** len(nodes) > LIMIT:
+            raise Beyond(f"the {2 ** len(nodes) - 1} masks of NUMA nodes within {need} "
+                         f"socket(s) are more than krm-fn looks at ({LIMIT})")
         for k in range(1, len(nodes) + 1):
             for c in combinations(nodes, k):
                 m = frozenset(c)
@@ -100,7 +124,7 @@ def cpu_narrowest(cpu, request: int, reusable: set):
     home = {cpu.numa_of[c] for c in reusable}
     need = request - len(reusable)
     for size in range(1, len(cpu.numas) + 1):
-        found = [frozenset(c) for c in combinations(cpu.numas, size)
+        found = [frozenset(c) for c in _combinations(cpu.numas, size)
                  if home <= set(c) and sum(free[n] for n in c) >= need]
         if found:
             return min(found, key=_value)
@@ -144,7 +168,7 @@ def mem_least(mem, req: dict) -> int:
                for r, v in req.items()):
             continue
         if any(all(sum(mem.alloc[n].get(r, 0) for n in c) >= v for r, v in req.items())
-               for c in combinations(numas, size)):
+               for c in _combinations(numas, size)):
             return size
     return len(numas)
 
@@ -153,7 +177,7 @@ def mem_preferred(mem, req: dict, reusable: dict) -> list:
     """The preferred Memory Manager hints (frozensets) for `req`: the combinations of
     mem_least NUMA nodes that are hints."""
     size = mem_least(mem, req)
-    return [frozenset(c) for c in combinations(mem.numas, size)
+    return [frozenset(c) for c in _combinations(mem.numas, size)
             if _mem_fits(mem, c, req, reusable)]
 
 
@@ -179,7 +203,8 @@ def mem_best(mem, req: dict, reusable: dict, within=frozenset()):
     least = mem_least(mem, req)
     rest = [n for n in mem.numas if n not in within]
     for size in range(max(1, len(within)), len(mem.numas) + 1):
-        found = [tuple(sorted((*within, *c))) for c in combinations(rest, size - len(within))]
+        found = [tuple(sorted((*within, *c)))
+                 for c in _combinations(rest, size - len(within))]
         found = [c for c in found if _mem_fits(mem, c, req, reusable)]
         if found:
             return frozenset(min(found, key=_value)), size == least

@@ -308,12 +308,16 @@ class Monitoring(Record):
 
     def check(self, path: str) -> None:
         """alertFor and rateWindow are Prometheus durations
-        (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)."""
+        (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations),
+        rateWindow above zero (a range selector of 0s is a PromQL error)."""
         for name in ("alertFor", "rateWindow"):
             value = getattr(self, name)
             if len(value) > 32 or not is_prom_duration(value):
                 raise ConfigError(f"{path}.{name}", f"must be a Prometheus duration such as "
                                                     f"5m or 1h30m, found {short(value)}")
+        if not self.rateWindow.strip("0ywdhms"):
+            raise ConfigError(f"{path}.rateWindow", f"must be longer than zero (rate() needs "
+                                                    f"a range), found {short(self.rateWindow)}")
         check_labels(self.labels, f"{path}.labels")
 
 

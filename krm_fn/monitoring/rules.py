@@ -80,15 +80,18 @@ def le_regex(bound: float) -> str:
 
 
 def literal(text: str) -> str:
-    """`text` (a Kubernetes name or a decimal: letters, digits, `-`, `.`, `+`) as a regex
-    without backslashes ('.' and '+' in brackets), so it reads the same in every PromQL
-    string form."""
-    return re.sub(r"([.+])", r"[\1]", text)
+    """`text` as a regex matching it alone: `.` and `+` (in Kubernetes names and decimals)
+    in brackets, every other character but letters, digits, `-` and `_` escaped with a
+    backslash (re.escape; only a name the API server would refuse has one). Embed it with
+    `_q`, which doubles the backslashes as PromQL strings need."""
+    return "".join(c if c.isalnum() or c in "-_" else f"[{c}]" if c in ".+" else re.escape(c)
+                   for c in text)
 
 
 def selector(namespace: str, extra: str = "") -> str:
-    """`{namespace="NS",EXTRA}` ("" for an unknown namespace and no extra)."""
-    parts = [f'namespace="{namespace}"'] if namespace else []
+    """`{namespace="NS",EXTRA}` ("" for an unknown namespace and no extra); the namespace
+    quoted as a PromQL string (quotes and backslashes escaped)."""
+    parts = [f"namespace={_q(namespace)}"] if namespace else []
     if extra:
         parts.append(extra)
     return "{" + ",".join(parts) + "}" if parts else ""
@@ -97,7 +100,13 @@ def selector(namespace: str, extra: str = "") -> str:
 def own(t) -> str:
     """`and on (namespace, pod) krm_fn:workload_pod:info{...}`: keeps the series of the
     pods of target `t`."""
-    return f"and on ({BY}) {POD_INFO}{selector(t.namespace, f'workload={_q(t.name)}')}"
+    return f"and on ({BY}) {POD_INFO}{selector(t.namespace, f'workload={_q(workload(t))}')}"
+
+
+def workload(t) -> str:
+    """The `workload` label of target `t`'s series: its name for a Deployment,
+    `<Kind>/<name>` for another kind (a StatefulSet may share a Deployment's name)."""
+    return t.name if t.kind == "Deployment" else f"{t.kind}/{t.name}"
 
 
 def _q(text: str) -> str:
@@ -110,7 +119,7 @@ def pods_of(t) -> str:
     if t.kind == "Pod":
         return f"max by ({BY}) (kube_pod_info{selector(ns, f'pod={_q(t.name)}')})"
     if t.kind not in OWNER_CHAIN:
-        prefix = f'pod=~"{literal(t.name)}-.+"'
+        prefix = f"pod=~{_q(literal(t.name) + '-.+')}"
         return f"max by ({BY}) (kube_pod_info{selector(ns, prefix)})"
     chain = OWNER_CHAIN[t.kind]
     if chain is None:
@@ -223,12 +232,12 @@ def recording_rules(t, mon) -> list:
     """The recording rules of target `t` (krm_fn.monitoring.targets.Target): its pods, and
     per jitter signal of its engine the records of each layout and the CV, its error bound
     and the resolved CV (classic histograms)."""
-    out = [{"record": POD_INFO, "expr": pods_of(t), "labels": {"workload": t.name}}]
+    out = [{"record": POD_INFO, "expr": pods_of(t), "labels": {"workload": workload(t)}}]
     if t.metrics is None:
         return out
     native = mon.histograms == "native"
-    labels = {"workload": t.name, "engine": t.metrics.engine}
-    mine = selector(t.namespace, f"workload={_q(t.name)}")
+    labels = {"workload": workload(t), "engine": t.metrics.engine}
+    mine = selector(t.namespace, f"workload={_q(workload(t))}")
     for sig in t.metrics.signals:
         for layout in sig.layouts:
             exprs = layout_expressions(layout, t, mon.rateWindow, native)
@@ -258,7 +267,7 @@ def layout_name(layout) -> str:
 def _cv_alerts(t, mon, where: str) -> list:
     """KrmFnLatencyCVHigh and KrmFnLatencyCVUnresolved per jitter signal of `t`."""
     threshold = mon.cvThresholdPercent / 100
-    mine = selector(t.namespace, f"workload={_q(t.name)}")
+    mine = selector(t.namespace, f"workload={_q(workload(t))}")
     out = []
     for sig in t.metrics.signals if t.metrics is not None else ():
         cv, bound = f"{record(sig.name, 'cv')}{mine}", f"{record(sig.name, 'cv_error_bound')}{mine}"
@@ -301,7 +310,7 @@ def alerts(t, mon, version: tuple, gates: dict) -> list:
         "(https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/). "
         "Something added at admission (a sidecar, a LimitRange) changed its resources."))
     containers = "|".join(literal(c) for c in sorted(t.containers))
-    csel = selector(t.namespace, f'container=~"{containers}"')
+    csel = selector(t.namespace, f"container=~{_q(containers)}")
     by = f"{BY}, container"
     if _quota_on(version, gates):
         out.append(_alert(
@@ -336,8 +345,10 @@ def alerts(t, mon, version: tuple, gates: dict) -> list:
 
 
 def name_of(t) -> str:
-    """metadata.name of the PrometheusRule: `krm-fn-jitter-<workload>`, cut to 253."""
-    return f"krm-fn-jitter-{t.name}"[:253]
+    """metadata.name of the PrometheusRule: `krm-fn-jitter-<name>` for a Deployment,
+    `krm-fn-jitter-<kind>-<name>` for another kind, cut to 253."""
+    kind = "" if t.kind == "Deployment" else f"{t.kind.lower()}-"
+    return f"krm-fn-jitter-{kind}{t.name}"[:253]
 
 
 def prometheus_rule(t, mon, version: tuple, gates: dict, labels: dict,
@@ -346,8 +357,8 @@ def prometheus_rule(t, mon, version: tuple, gates: dict, labels: dict,
     groups = []
     rec = recording_rules(t, mon)
     if rec:
-        groups.append({"name": f"krm-fn-jitter-{t.name}.records", "rules": rec})
-    groups.append({"name": f"krm-fn-jitter-{t.name}.alerts", "rules": alerts(t, mon, version,
+        groups.append({"name": f"{name_of(t)}.records", "rules": rec})
+    groups.append({"name": f"{name_of(t)}.alerts", "rules": alerts(t, mon, version,
                                                                             gates)})
     md: dict = {"name": name_of(t)}
     if t.namespace:
@@ -366,7 +377,7 @@ def dashboard(targets: list, namespace: str, labels: dict) -> dict:
     signals: dict = {}
     for t in targets:
         for sig in t.metrics.signals if t.metrics is not None else ():
-            signals.setdefault(sig.name, (sig, []))[1].append(t.name)
+            signals.setdefault(sig.name, (sig, []))[1].append(workload(t))
     panels = []
     for row, (sig, names) in enumerate(signals.values()):
         wl = "|".join(literal(n) for n in dict.fromkeys(names))
@@ -376,7 +387,7 @@ def dashboard(targets: list, namespace: str, labels: dict) -> dict:
                                               "cv_error_bound"))):
             panels.append({"id": len(panels) + 1, "type": "timeseries", "title": title,
                            "gridPos": {"h": 8, "w": 8, "x": 8 * col, "y": 8 * row},
-                           "targets": [{"expr": f'{record(sig.name, what)}{{workload=~"{wl}"}}',
+                           "targets": [{"expr": f"{record(sig.name, what)}{{workload=~{_q(wl)}}}",
                                         "legendFormat": "{{workload}} {{pod}}"}]})
     doc = {"title": "krm-fn jitter", "uid": "krm-fn-jitter", "schemaVersion": 39,
            "panels": panels, "time": {"from": "now-6h", "to": "now"}}

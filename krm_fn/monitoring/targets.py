@@ -22,6 +22,7 @@ from krm_fn.monitoring.data import BY_ENGINE, ENGINES
 # A bare Pod is itself.
 OWNER_CHAIN = {
     "Deployment": ("ReplicaSet", "kube_replicaset_owner", "replicaset"),
+    "Rollout": ("ReplicaSet", "kube_replicaset_owner", "replicaset"),     # Argo Rollouts
     "CronJob": ("Job", "kube_job_owner", "job_name"),
     "StatefulSet": None, "DaemonSet": None, "ReplicaSet": None, "Job": None,
     "ReplicationController": None,

@@ -113,4 +113,34 @@ def test_best_effort_with_both_managers_and_no_preferred_set_is_named_not_modell
         "container 'server' on an empty node of pool 'pinned': with topologyManagerPolicy best-effort "
         "on 20 NUMA nodes and no preferred NUMA set, the Topology Manager picks among about "
         "2^20 x 2^20 merged CPU and memory hints; krm-fn does not model that choice, so it "
-        "does not count the pod as admitted")
+        "does not count the pod as admitted; fewer NUMA nodes per node make the outcome "
+        "certain")
+
+
+def test_a_request_for_half_of_24_numa_nodes_is_bounded_and_named():
+    # from a hostile round: 48 CPUs on NUMA nodes of 4 CPUs need 12 of 24 NUMA nodes, and
+    # the preferred masks numbered C(24, 12) = 2.7 million (> 30 s, 2.3 GB)
+    n = node(sockets=2, numa_per_socket=12, cores=24, threads=2,
+             topologyManagerPolicy="restricted",
+             topologyManagerPolicyOptions={"max-allowable-numa-nodes": "24"})
+    big = pod(ctr("s", 48, 8))
+    count, why = capacity.fit_one(big, n)
+    assert (count, why) == (0, "BeyondModel: the 2704156 combinations of 12 of 24 NUMA "
+                               "nodes that could hold the request are more than krm-fn "
+                               "looks at (16384)")
+    _, exclusive, _, findings = judge(big, n)
+    assert exclusive == () and [f.severity for f in findings
+                                if f.rule == "topology"] == [DEPENDS]
+
+
+def test_a_daemonset_pod_beyond_the_model_stops_the_count():
+    # from a hostile round: the DaemonSet pod's admission was refused as BeyondModel and
+    # then left out, so the workload got the CPUs and memory the kubelet gives the daemon
+    from dataclasses import replace
+    n = _wide_node(policy="best-effort", numa_per_socket=5)
+    daemon = pod(ctr("agent", 4, 100), name="agent")
+    alone = capacity.fit_one(pod(ctr("server", 6, 8)), n)
+    assert alone[0] == 10
+    count, why = capacity.fit_one(pod(ctr("server", 6, 8)), replace(n, daemons=(daemon,)))
+    assert count == 0 and why.startswith("BeyondModel: with topologyManagerPolicy "
+                                         "best-effort on 10 NUMA nodes")
