@@ -107,12 +107,22 @@ def _load(obj) -> list:
 CONFIG_PATHS = sorted({row[0] for row in PINS["config"]})
 
 
+# Config values whose verdict changed on purpose: a zero rateWindow, which promtool and
+# Prometheus refuse in every rate() (`duration must be greater than 0`), is a config error
+# since issue #34's hostile round.
+CONFIG_NOW = {("output.monitoring.rateWindow", "0s"): [
+    "error", "ConfigError", "spec.output.monitoring.rateWindow: must be longer than zero "
+    "(rate() needs a range), found '0s'"]}
+
+
 @pytest.mark.parametrize("path", CONFIG_PATHS)
 def test_config_values_checked_as_before(path):
     rows = [row for row in PINS["config"] if row[0] == path]
     assert rows
     bad = []
     for field, value, want in rows:
+        if isinstance(value, str):
+            want = CONFIG_NOW.get((field, value), want)
         obj = _flat(field[len("data."):], value) if field.startswith("data.") else _typed(
             field, value)
         got = _load(obj)
