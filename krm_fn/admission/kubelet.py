@@ -227,7 +227,8 @@ def _merge_cost(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
                     f"Manager hint, up to (2^{numas} - 1)^2 = {pairs:.3g} pairs"
                     + (" (the kubelet would take minutes to hours to admit one pod)"
                        if level == ERROR else "")
-                    + "; the default bound of 8 NUMA nodes exists for this (KEP-4622, "
+                    + f"; the default bound of {wide.KUBELET_BOUND} NUMA nodes exists for "
+                    "this (KEP-4622, "
                     "https://github.com/kubernetes/enhancements/issues/4622); use fewer NUMA "
                     "nodes per node (the BIOS NPS or sub-NUMA clustering setting), "
                     "memoryManagerPolicy None, or topologyManagerPolicy none "

@@ -119,12 +119,19 @@ class MemState:
         the node's first hints (model.node_memo)."""
         out = self._cache.get("combos")
         if out is None:
-            numas = self.numas
-            bit = {n: 1 << i for i, n in enumerate(numas)}
+            numas, bit = self.numas, self._bits()
             out = self._cache["combos"] = [(combo, frozenset(combo), sum(bit[n] for n in combo))
                                            for size in range(1, len(numas) + 1)
                                            for combo in combinations(numas, size)]
         return out
+
+    def _bits(self) -> dict:
+        """{NUMA id: its bit in a NUMA combination's bitmask} (bit i for numas[i]), once per
+        node."""
+        bit = self._cache.get("bits")
+        if bit is None:
+            bit = self._cache["bits"] = {n: 1 << i for i, n in enumerate(self.numas)}
+        return bit
 
     def _holding(self, req: dict) -> tuple:
         """(the fewest NUMA nodes whose allocatable holds `req`, else all; the combinations
@@ -165,10 +172,7 @@ class MemState:
         node's very group."""
         if not req:
             return {}
-        cells, count = self.cells, self.count
-        bit = self._cache.get("bits")
-        if bit is None:
-            bit = self._cache["bits"] = {n: 1 << i for i, n in enumerate(self.numas)}
+        cells, count, bit = self.cells, self.count, self._bits()
         used = grouped = 0
         cell_bits = {}
         for n in self.numas:

@@ -39,12 +39,13 @@ def scope(node: NodeModel) -> str:
 
 
 def max_numa(node: NodeModel) -> int:
-    """`topologyManagerPolicyOptions.max-allowable-numa-nodes` (default 8)."""
+    """`topologyManagerPolicyOptions.max-allowable-numa-nodes` (default
+    wide.KUBELET_BOUND, 8)."""
     opts = (node.kubelet or {}).get("topologyManagerPolicyOptions") or {}
     try:
-        return int(opts.get("max-allowable-numa-nodes", 8))
+        return int(opts.get("max-allowable-numa-nodes", wide.KUBELET_BOUND))
     except (TypeError, ValueError):
-        return 8
+        return wide.KUBELET_BOUND
 
 
 def _value(mask) -> int:

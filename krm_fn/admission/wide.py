@@ -35,7 +35,10 @@ from __future__ import annotations
 from itertools import combinations
 from math import comb
 
-KUBELET_BOUND = 8   # the kubelet's default max-allowable-numa-nodes (topology_manager.go)
+# the kubelet's default max-allowable-numa-nodes: with more NUMA nodes and no option, any
+# topologyManagerPolicy but none stops the kubelet (topology_manager.go, KEP-4622); the one
+# definition (node/plan.py, topology.max_numa read it)
+KUBELET_BOUND = 8
 FULL = KUBELET_BOUND    # NUMA nodes up to which every hint is enumerated
 BEYOND = "BeyondModel"
 LIMIT = 2**14       # NUMA combinations one question may look at
@@ -161,7 +164,15 @@ def _mem_fits(mem, combo: tuple, req: dict, reusable: dict) -> bool:
 def mem_least(mem, req: dict) -> int:
     """The fewest NUMA nodes whose allocatable holds `req`, else all (MemState._holding's
     preferred size): sizes tried in turn, a size skipped when even its largest nodes per
-    resource fall short."""
+    resource fall short; memoised per node (model.node_memo)."""
+    key = ("least", tuple(sorted(req.items())))
+    got = mem._cache.get(key)          # allocatable never changes: once per request
+    if got is None:
+        got = mem._cache[key] = _least(mem, req)
+    return got
+
+
+def _least(mem, req: dict) -> int:
     numas = mem.numas
     for size in range(1, len(numas) + 1):
         if any(_fewest([mem.alloc[n].get(r, 0) for n in numas], v) > size

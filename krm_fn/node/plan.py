@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from krm_fn.record import dataclass, field
 
+from krm_fn.admission.wide import KUBELET_BOUND
 from krm_fn.node import baseline as baseline_mod
 from krm_fn.node import fields, kubelet_check, kubelet_says
 from krm_fn.node import options as cpu_options
@@ -24,7 +25,7 @@ KUBELET_KIND = fields.KIND
 # Without the topology manager option `max-allowable-numa-nodes`, any topologyManagerPolicy
 # other than `none` stops the kubelet on machines with more NUMA nodes than this
 # (https://kubernetes.io/docs/tasks/administer-cluster/topology-manager/, KEP-4622).
-TOPOLOGY_MAX_NUMA_DEFAULT = 8
+TOPOLOGY_MAX_NUMA_DEFAULT = KUBELET_BOUND
 MAX_ALLOWABLE_NUMA_OPTION = "max-allowable-numa-nodes"
 CPU_QUOTA_GATE = "DisableCPUQuotaWithExclusiveCPUs"
 MEMORY_QOS_GATE = "MemoryQoS"
