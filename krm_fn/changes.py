@@ -20,13 +20,14 @@ from __future__ import annotations
 import functools
 from collections.abc import Iterable
 
-from krm_fn.record import dataclass
+from collections import namedtuple
+
 from krm_fn.results import INFO, WARNING, Ref, Result, value_text
 from krm_fn.workloads import get_path
 
 
-@dataclass(slots=True)
-class Change:
+class Change(namedtuple("Change", "index ref path old new rule severity message upstream",
+                        defaults=(None, INFO, None, None))):
     """One write to an input item.
 
     `index`: the item's index in the input list (None until the pipeline knows it);
@@ -36,20 +37,11 @@ class Change:
     `rule`: ID of the rule that wrote it (krm_fn.rules.rule_id; None outside the rules);
     `severity`: info, or warning for a change the user should look at; `message`: why, as
     the KRM result says it (None: the write is reported by a separate result, or not at
-    all); `upstream`: an optional URL of the public source the change rests on. Not
-    frozen (a frozen dataclass is several times slower to build, and a render makes one per
-    write), but treat it as a value: nothing changes a Change after it is made.
+    all); `upstream`: an optional URL of the public source the change rests on. A value:
+    nothing changes a Change after it is made (`_replace` makes another).
     """
 
-    index: int | None
-    ref: Ref | None
-    path: tuple
-    old: object
-    new: object
-    rule: str | None = None
-    severity: str = INFO
-    message: str | None = None
-    upstream: str | None = None
+    __slots__ = ()
 
 
 def path_str(path: tuple) -> str:

@@ -9,12 +9,9 @@ derived from the changes.
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
-
 from krm_fn.changes import Change, path_str, rule_tags  # path_str: for the rules
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.workloads import PodSpecAt, get_path, model_names
-
 
 
 class ShapeError(ValueError):
@@ -27,7 +24,6 @@ class ShapeError(ValueError):
         self.message = message
 
 
-@dataclass
 class Edits:
     """The writes on one item's plain data (`root`, krm-fn's working copy of the item):
     `changes` is the list of Change records, in write order. `index`/`ref`: the item's
@@ -36,12 +32,17 @@ class Edits:
     bool, True where the input item holds a plain scalar a YAML reader types as no string
     (krm_fn.resourcelist.retyped); None when not known."""
 
-    root: dict
-    changes: list = field(default_factory=list)
-    index: int | None = None
-    ref: Ref | None = None
-    rule: str | None = None
-    retyped: object = None
+    __slots__ = ("root", "changes", "index", "ref", "rule", "retyped")
+
+    def __init__(self, root: dict, changes: list | None = None, index: int | None = None,
+                 ref: Ref | None = None, rule: str | None = None,
+                 retyped: object = None) -> None:
+        self.root = root
+        self.changes = [] if changes is None else changes
+        self.index = index
+        self.ref = ref
+        self.rule = rule
+        self.retyped = retyped
 
     def unquoted(self, path: tuple) -> bool:
         """True when the input holds the value at `path` (from the item root) as a plain
@@ -149,7 +150,6 @@ class Findings(list):
         super().append(finding)
 
 
-@dataclass
 class ContainerView:
     """One container. `role` is `app` (containers[] or a KServe framework key), `init`
     (a run-to-completion init container) or `sidecar` (an init container with
@@ -158,17 +158,20 @@ class ContainerView:
     command/args tokens, keyed by the content they came from); it lives as long as the view,
     one item."""
 
-    name: str
-    role: str
-    path: tuple
-    data: dict
-    memo: dict = field(default_factory=dict, repr=False, compare=False)
+    __slots__ = ("name", "role", "path", "data", "memo")
+
+    def __init__(self, name: str, role: str, path: tuple, data: dict,
+                 memo: dict | None = None) -> None:
+        self.name = name
+        self.role = role
+        self.path = path
+        self.data = data
+        self.memo = {} if memo is None else memo
 
     def get(self, *keys: str) -> object:
         return get_path(self.data, keys)
 
 
-@dataclass
 class PodView:
     """One pod spec of a workload: containers, volumes, nodeSelector and annotations,
     with helpers that write through `Edits` and collect findings. `results`: the pod's
@@ -178,14 +181,19 @@ class PodView:
     metadata, krm_fn.admission.injectors.base.meta_of), each entry checked against the
     item's edits so far; it lives as long as the view."""
 
-    ref: Ref
-    at: PodSpecAt
-    spec: dict
-    meta: dict | None
-    containers: list[ContainerView]
-    edits: Edits
-    results: list
-    memo: dict = field(default_factory=dict, repr=False, compare=False)
+    __slots__ = ("ref", "at", "spec", "meta", "containers", "edits", "results", "memo")
+
+    def __init__(self, ref: Ref, at: PodSpecAt, spec: dict, meta: dict | None,
+                 containers: list[ContainerView], edits: Edits, results: list,
+                 memo: dict | None = None) -> None:
+        self.ref = ref
+        self.at = at
+        self.spec = spec
+        self.meta = meta
+        self.containers = containers
+        self.edits = edits
+        self.results = results
+        self.memo = {} if memo is None else memo
 
     @property
     def rule(self) -> str | None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 import re
-from krm_fn.record import dataclass
+from collections import namedtuple
 from krm_fn.rational import Fraction
 
 from krm_fn.matching import DIGITS, only, span
@@ -42,8 +42,7 @@ class QuantityError(ValueError):
     refuses for cpu/memory: negative, finer than 1n, larger than 2^63-1)."""
 
 
-@dataclass(frozen=True)
-class Quantity:
+class Quantity(namedtuple("Quantity", "value fmt text")):
     """A parsed quantity.
 
     `value` is exact (cores for cpu, bytes for memory); `fmt` is the Kubernetes Format the
@@ -51,9 +50,7 @@ class Quantity:
     written, kept so that memory keeps the user's unit.
     """
 
-    value: Fraction
-    fmt: str
-    text: str
+    __slots__ = ()
 
     @property
     def millis(self) -> Fraction:

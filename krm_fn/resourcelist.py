@@ -16,8 +16,6 @@ read with YAML 1.2 core types (int, float, bool, null) for the typed config.
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
-
 import yaml
 
 from krm_fn.yaml import emit, regions
@@ -37,17 +35,18 @@ RESOURCE_LIST_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1bet
 KEY_ORDER = {"requests": "limits"}
 
 
-@dataclass
 class Span:
     """Where one item stands in the input text: [start, end) character offsets and the
     column its first line starts at (its indentation)."""
 
-    start: int
-    end: int
-    column: int
+    __slots__ = ("start", "end", "column")
+
+    def __init__(self, start: int, end: int, column: int) -> None:
+        self.start = start
+        self.end = end
+        self.column = column
 
 
-@dataclass
 class Document:
     """Parsed input. `mode` is `resourcelist` or `multidoc`; `items` are plain dicts;
     `spans[i]` and `nodes[i]` locate items[i] in the text; `function_config` is the typed
@@ -55,20 +54,27 @@ class Document:
     `root`, `items_key`, `items_node` (None for `items: null`) and `results_node` are the
     ResourceList's nodes; `flow` is True when the list or its items are in flow style."""
 
-    text: str
-    mode: str
-    items: list
-    spans: list
-    function_config: dict | None = None
-    nodes: list = field(default_factory=list)
-    aliased: set = field(default_factory=set)
-    root: object = None
-    items_key: object = None
-    items_node: object = None
-    results_node: object = None
-    flow: bool = False
-    api_version: str = "config.kubernetes.io/v1"
+    __slots__ = ("text", "mode", "items", "spans", "function_config", "nodes", "aliased", "root",
+                 "items_key", "items_node", "results_node", "flow", "api_version")
 
+    def __init__(self, text: str, mode: str, items: list, spans: list,
+                 function_config: dict | None = None, nodes: list | None = None,
+                 aliased: set | None = None, root: object = None, items_key: object = None,
+                 items_node: object = None, results_node: object = None, flow: bool = False,
+                 api_version: str = "config.kubernetes.io/v1") -> None:
+        self.text = text
+        self.mode = mode
+        self.items = items
+        self.spans = spans
+        self.function_config = function_config
+        self.nodes = [] if nodes is None else nodes
+        self.aliased = set() if aliased is None else aliased
+        self.root = root
+        self.items_key = items_key
+        self.items_node = items_node
+        self.results_node = results_node
+        self.flow = flow
+        self.api_version = api_version
 
 
 def _typed() -> Builder:
@@ -76,6 +82,7 @@ def _typed() -> Builder:
     scalars, with the number spellings other readers take otherwise refused
     (numbers.yaml_disagreement)."""
     return Builder(typed=True, number_check=numbers.yaml_disagreement)
+
 
 def _span(text: str, node) -> Span:
     return Span(node.start_mark.index, line_end(text, content_end(node)),

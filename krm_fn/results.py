@@ -13,7 +13,7 @@ https://github.com/kubernetes-sigs/kustomize/blob/master/kyaml/fn/framework/resu
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 ERROR, WARNING, INFO = "error", "warning", "info"
 
@@ -27,14 +27,10 @@ def value_text(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), sort_keys=False)
 
 
-@dataclass(frozen=True)
-class Ref:
+class Ref(namedtuple("Ref", "api_version kind name namespace", defaults=("",))):
     """Identity of a KRM object: apiVersion, kind, name, namespace ("" when unset)."""
 
-    api_version: str
-    kind: str
-    name: str
-    namespace: str = ""
+    __slots__ = ()
 
     def as_dict(self) -> dict:
         d = {"apiVersion": self.api_version, "kind": self.kind, "name": self.name}
@@ -47,21 +43,14 @@ class Ref:
         return f"{self.kind} {ns}{self.name}"
 
 
-@dataclass(frozen=True)
-class Result:
+class Result(namedtuple("Result", "message severity ref path current proposed file tags",
+                        defaults=(INFO, None, None, None, None, None, ()))):
     """One result. `path` is the field path (`spec.template.spec.containers[0].resources
     .limits.cpu`); `current`/`proposed` are the values before and after, as strings;
     `tags`: (key, value) string pairs, written as the `tags` map (`rule`: the ID of the rule
     that made the result)."""
 
-    message: str
-    severity: str = INFO
-    ref: Ref | None = None
-    path: str | None = None
-    current: str | None = None
-    proposed: str | None = None
-    file: dict | None = None
-    tags: tuple = ()
+    __slots__ = ()
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"message": self.message, "severity": self.severity}

@@ -18,12 +18,12 @@ Adding a kind is one line in `KINDS`.
 """
 from __future__ import annotations
 
-from krm_fn import record
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 
-@dataclass(frozen=True)
-class MergedContainer:
+class MergedContainer(namedtuple("MergedContainer", "name sidecar app when uri schemes "
+                                 "unless_false memory source",
+                                 defaults=(False, False, (), (), (), (), None, ""))):
     """A container that a controller merges into the pod BY NAME from its own template
     (strategic merge on `name`), so it never appears in the manifest unless the user
     writes an entry with that name — which is the only way to size it.
@@ -38,19 +38,12 @@ class MergedContainer:
     sidecarResources.memory); `source`: where the controller takes it from (for messages).
     """
 
-    name: str
-    sidecar: bool = False
-    app: bool = False
-    when: tuple = ()
-    uri: tuple = ()
-    schemes: tuple = ()
-    unless_false: tuple = ()
-    memory: str | None = None
-    source: str = ""
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class PodSpecAt:
+class PodSpecAt(namedtuple("PodSpecAt", "spec meta container_keys model_container platform "
+                           "optional unnamed_container ray_params merged",
+                           defaults=((), None, None, False, None, None, ()))):
     """Where one pod spec lives in an object. Paths are tuples of mapping keys; `"*"`
     stands for every entry of a list (`spec.workerGroupSpecs[*].template.spec`).
 
@@ -65,15 +58,7 @@ class PodSpecAt:
     `merged`: containers the controller merges in by name (MergedContainer).
     """
 
-    spec: tuple
-    meta: tuple | None
-    container_keys: tuple = ()
-    model_container: str | tuple | None = None
-    platform: str | None = None
-    optional: bool = False
-    unnamed_container: str | None = None
-    ray_params: tuple | None = None
-    merged: tuple = ()
+    __slots__ = ()
 
 
 def model_names(at: PodSpecAt) -> tuple:
@@ -146,7 +131,7 @@ def _ray(*group: str, star: bool = False) -> PodSpecAt:
 def _ray_cluster(*prefix: str, optional: bool = False) -> tuple:
     head = _ray(*prefix, "headGroupSpec")
     if optional:
-        head = record.replace(head, optional=True)
+        head = head._replace(optional=True)
     return (head, _ray(*prefix, "workerGroupSpecs", star=True))
 
 
@@ -256,8 +241,8 @@ def expand(obj: dict, at: PodSpecAt) -> list[PodSpecAt]:
         results = nxt
     out = []
     for spec, indices in results:
-        out.append(record.replace(
-            at, spec=spec, meta=_fill(at.meta, indices), ray_params=_fill(at.ray_params, indices),
+        out.append(at._replace(
+            spec=spec, meta=_fill(at.meta, indices), ray_params=_fill(at.ray_params, indices),
             optional=at.optional or bool(indices)))
     return out
 

@@ -358,7 +358,8 @@ def test_the_function_path_imports_neither_click_nor_other_commands():
 
 
 # modules a render never needs: their import cost is most of a small render's (docs/
-# performance.md, P4); the record classes replace dataclasses (and with it inspect, ast, dis);
+# performance.md, P4); render-path records are namedtuples or plain __slots__ classes, since a
+# dataclass costs ~1.5 ms to define and `dataclasses` brings inspect, ast, dis (CONTRIBUTING.md);
 # annotations are strings (`from __future__ import annotations`), so typing is not needed
 # (~3 ms); `copy` is imported where a deep copy is made, `difflib` where a hint is made;
 # Knative's webhook tables (admission/knative.py) for a Knative or Serverless KServe pod,
@@ -408,7 +409,7 @@ def _started_with() -> set[str]:
 
 def test_a_plain_render_imports_only_what_it_uses():
     mods = _imported([], _ten_items()) - _started_with()
-    assert "krm_fn.pipeline.verdict" in mods and "krm_fn.record" in mods
+    assert "krm_fn.pipeline.verdict" in mods
     assert "krm_fn.admission.injectors" in mods
     assert _loaded(mods, _NOT_ON_THE_RENDER_PATH) == []
     # no pod of the list carries what could make an admission injector fire

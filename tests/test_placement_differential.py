@@ -52,7 +52,8 @@ import re
 import pytest
 import yaml
 
-from krm_fn import pipeline, record, resourcelist
+
+from krm_fn import pipeline, resourcelist
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline import load, select
 from tests.controlplane import placement
@@ -263,7 +264,7 @@ def test_golden_placement(controlplane, harnesses, case):
 
 def _compare(cp, harnesses, node, daemons, admitted, v, spec) -> None:
     got = _harness(harnesses, node.version).call(
-        "admit", convert.admit_input(record.replace(node, daemons=()), [], 0))
+        "admit", convert.admit_input(node._replace(daemons=()), [], 0))
     assert not got.get("startError"), got["startError"]
     # the taints and the devices and disk of a fromNode Node as krm-fn reads them
     taints = [{k: v for k, v in (("key", t.key), ("value", t.value), ("effect", t.effect))

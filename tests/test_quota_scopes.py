@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import pytest
 
-from krm_fn import record
 from krm_fn.admission import quotascope
 from krm_fn.admission.build import priority_class_name
 from tests.admission.kit import ctr, pod
@@ -56,7 +55,7 @@ MATCHES = [
     (["NotBestEffort", "NotTerminating"], None, {}, (True, "")),
     (["BestEffort"], None, {}, (False, "scope BestEffort does not match: the pod is "
                                        "Guaranteed")),
-    (["BestEffort"], None, {"containers": (record.replace(ctr("a", 0), requests={},
+    (["BestEffort"], None, {"containers": (ctr("a", 0)._replace(requests={},
                                                           limits={}),)}, (True, "")),
     (None, _pc("In", "high", "mid"), {"priority_class": "high"}, (True, "")),
     (None, _pc("In", "high"), {"priority_class": "low"}, (
@@ -88,7 +87,7 @@ MATCHES = [
 
 @pytest.mark.parametrize("scopes,sel,fields,expected", MATCHES)
 def test_a_pod_matches_a_quotas_scopes_as_pods_go_says(scopes, sel, fields, expected):
-    p = record.replace(pod(ctr("app", 2)), **fields)
+    p = pod(ctr("app", 2))._replace(**fields)
     assert quotascope.matches(_quota(scopes=scopes, sel=sel), p) == expected
 
 
@@ -248,14 +247,14 @@ def test_a_terminating_quota_counts_only_the_pods_with_a_deadline():
 def test_a_quota_that_counts_the_pod_needs_every_container_to_state_what_it_limits():
     from krm_fn.admission import resourcequota as rq
     from krm_fn.admission.model import INIT
-    bare = record.replace(ctr("setup", 1, role=INIT), requests={}, limits={})
-    p = pod(bare, record.replace(ctr("app", 2), limits={}))
+    bare = ctr("setup", 1, role=INIT)._replace(requests={}, limits={})
+    p = pod(bare, ctr("app", 2)._replace(limits={}))
     assert rq.unstated(p, _quota(hard={"requests.cpu": "4", "limits.memory": "1Gi",
                                        "pods": "3"})) == (
         "limits.memory for: app,setup; requests.cpu for: setup")
     assert rq.unstated(p, _quota(hard={"pods": "3"})) is None
     # pod-level resources take the place of the containers' (PodLevelResources)
-    level = record.replace(p, pod_requests={"cpu": 2})
+    level = p._replace(pod_requests={"cpu": 2})
     assert rq.unstated(level, _quota(hard={"requests.cpu": "4"})) is None
 
 

@@ -146,9 +146,8 @@ def test_usage_counts_sidecars_pod_level_resources_and_overhead_as_pods_go():
     p = pod(side, ctr("app", 2))
     assert rq._usage(p)["requests.cpu"] == Fraction(5, 2)
     # the overhead goes on every request, on a limit only where the pod has one
-    from krm_fn import record
-    q = record.replace(pod(ctr("app", 2)), overhead={"cpu": Fraction(1, 4)})
-    q = record.replace(q, containers=tuple(record.replace(c, limits={"memory": 2**30})
+    q = pod(ctr("app", 2))._replace(overhead={"cpu": Fraction(1, 4)})
+    q = q._replace(containers=tuple(c._replace(limits={"memory": 2**30})
                                            for c in q.containers))
     use = rq._usage(q)
     assert (use["requests.cpu"], use["limits.cpu"]) == (Fraction(9, 4), 0)

@@ -28,7 +28,6 @@ import re
 
 from hypothesis import HealthCheck, given, seed, settings
 
-from krm_fn import record
 from krm_fn.admission import capacity
 from tests.controlplane import placement
 from tests.harness import cases, convert
@@ -57,7 +56,7 @@ def model_fit(node, pods: list, repeat: int, alloc: dict) -> dict:
     managers off."""
     kubelet = {**(node.kubelet or {}), "cpuManagerPolicy": "none",
                "topologyManagerPolicy": "none", "memoryManagerPolicy": "None"}
-    plain = record.replace(node, kubelet=kubelet, allocatable=alloc, daemons=())
+    plain = node._replace(kubelet=kubelet, allocatable=alloc, daemons=())
     packer = capacity.Packer(plain)
     out = {"placed": [], "copies": 0, "stoppedBy": None}
     for p in list(node.daemons) + list(pods):

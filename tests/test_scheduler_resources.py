@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import pytest
 
-from krm_fn import record
 from krm_fn.admission import capacity
 from krm_fn.admission.build import requests_limits
 from krm_fn.admission.model import Container
@@ -45,8 +44,7 @@ def krm_fn_fit(alloc_extra: dict, pod_extra: dict) -> tuple[int, str]:
     alloc = {"cpu": 8, "memory": 16 * 2**30}
     for k, v in alloc_extra.items():
         alloc.update(requests_limits({"limits": {k: v}})[1])
-    node = record.replace(model_node(allocatable=alloc, cpuManagerPolicy="none"),
-                          from_node="n")
+    node = model_node(allocatable=alloc, cpuManagerPolicy="none")._replace(from_node="n")
     req, lim = requests_limits({"requests": _resources(pod_extra),
                                 "limits": _resources(pod_extra)})
     packer = capacity.Packer(node)

@@ -308,7 +308,7 @@ def fit_mix(pods: list, node: NodeModel) -> list[int]:
     packer = Packer(node)
     out = []
     for entry in pods:
-        pod, wanted = entry if isinstance(entry, tuple) else (entry, None)
+        pod, wanted = entry if type(entry) is tuple else (entry, None)
         placed = 0
         while (wanted is None or placed < wanted) and packer.place(pod):
             placed += 1

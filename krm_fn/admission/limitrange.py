@@ -121,7 +121,6 @@ def with_defaults(containers, defaults_: tuple) -> list:
     alike). The real order is not fixed: where it matters, `undetermined` says so."""
     if not defaults_:
         return list(containers)
-    from krm_fn import record
     out = []
     for c in containers:
         requests, limits = dict(c.requests), dict(c.limits)
@@ -131,7 +130,7 @@ def with_defaults(containers, defaults_: tuple) -> list:
             for res, v in d_requests.items():
                 requests.setdefault(res, v)
         out.append(c if (requests, limits) == (c.requests, c.limits)
-                   else record.replace(c, requests=requests, limits=limits))
+                   else c._replace(requests=requests, limits=limits))
     return out
 
 

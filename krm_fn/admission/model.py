@@ -6,7 +6,7 @@ memory and hugepages in bytes as `int`. Resource names are the Kubernetes ones (
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
+from collections import namedtuple
 
 from krm_fn.results import Ref
 
@@ -16,8 +16,7 @@ ERROR, WARNING, INFO = "error", "warning", "info"
 DEPENDS = "depends"   # severity-like marker: the outcome depends on what else runs there
 
 
-@dataclass(frozen=True)
-class Container:
+class Container(namedtuple("Container", "name role requests limits source designated")):
     """One container as the kubelet will see it.
 
     `name`; `role`: APP (spec.containers), INIT (a regular init container) or SIDECAR (an
@@ -28,16 +27,16 @@ class Container:
     krm-fn pins it (a pinned container of the config or annotations).
     """
 
-    name: str
-    role: str = APP
-    requests: dict = field(default_factory=dict)
-    limits: dict = field(default_factory=dict)
-    source: str = "manifest"
-    designated: bool = False
+    __slots__ = ()
+
+    def __new__(cls, name: str, role: str = APP, requests: dict | None = None,
+                limits: dict | None = None, source: str = "manifest", designated: bool = False):
+        return super().__new__(cls, name, role, {} if requests is None else requests,
+                               {} if limits is None else limits, source, designated)
 
 
-@dataclass(frozen=True)
-class Injection:
+class Injection(namedtuple("Injection", "injector title why containers guaranteed fix",
+                           defaults=((), True, ""))):
     """One admission-time injector that fires for a pod.
 
     `injector`: its ID (krm_fn/admission/injectors/<ID>.py); `title`: human name
@@ -48,16 +47,12 @@ class Injection:
     (annotation, ConfigMap key, custom resource field), else "".
     """
 
-    injector: str
-    title: str
-    why: str
-    containers: tuple = ()
-    guaranteed: bool = True
-    fix: str = ""
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class AdmittedPod:
+class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests pod_limits "
+                             "injections node_selector affinity tolerations namespace findings "
+                             "overhead active_deadline priority_class")):
     """A pod as the kubelet will see it after admission.
 
     `ref`, `path`: the workload and the pod spec's field path, for results;
@@ -78,24 +73,22 @@ class AdmittedPod:
     PriorityClass reads it).
     """
 
-    ref: Ref
-    path: str
-    containers: tuple = ()
-    pod_requests: dict | None = None
-    pod_limits: dict | None = None
-    injections: tuple = ()
-    node_selector: dict = field(default_factory=dict)
-    affinity: dict | None = None
-    tolerations: tuple = ()
-    namespace: str = ""
-    findings: tuple = ()
-    overhead: dict = field(default_factory=dict)
-    active_deadline: object = None
-    priority_class: str = ""
+    __slots__ = ()
+
+    def __new__(cls, ref: Ref, path: str, containers: tuple = (),
+                pod_requests: dict | None = None, pod_limits: dict | None = None,
+                injections: tuple = (), node_selector: dict | None = None,
+                affinity: dict | None = None, tolerations: tuple = (), namespace: str = "",
+                findings: tuple = (), overhead: dict | None = None,
+                active_deadline: object = None, priority_class: str = ""):
+        return super().__new__(
+            cls, ref, path, containers, pod_requests, pod_limits, injections,
+            {} if node_selector is None else node_selector, affinity, tolerations, namespace,
+            findings, {} if overhead is None else overhead, active_deadline, priority_class)
 
 
-@dataclass(frozen=True)
-class NodeModel:
+class NodeModel(namedtuple("NodeModel", "pool labels kubelet version cpus reserved_cpus "
+                           "numa_memory allocatable daemons from_node taints")):
     """One node of a pool, as its kubelet runs.
 
     `pool`: pool name; `labels`: the labels every node of the pool carries: the pool's
@@ -122,17 +115,16 @@ class NodeModel:
     taints.pool_taints).
     """
 
-    pool: str
-    labels: dict
-    kubelet: dict
-    version: tuple
-    cpus: tuple
-    reserved_cpus: frozenset = frozenset()
-    numa_memory: dict = field(default_factory=dict)
-    allocatable: dict = field(default_factory=dict)
-    daemons: tuple = ()
-    from_node: str = ""
-    taints: tuple = ()
+    __slots__ = ()
+
+    def __new__(cls, pool: str, labels: dict, kubelet: dict, version: tuple, cpus: tuple,
+                reserved_cpus: frozenset = frozenset(), numa_memory: dict | None = None,
+                allocatable: dict | None = None, daemons: tuple = (), from_node: str = "",
+                taints: tuple = ()):
+        return super().__new__(
+            cls, pool, labels, kubelet, version, cpus, reserved_cpus,
+            {} if numa_memory is None else numa_memory,
+            {} if allocatable is None else allocatable, daemons, from_node, taints)
 
     @property
     def numa_nodes(self) -> list[int]:
@@ -169,8 +161,7 @@ def node_memo(node: NodeModel) -> dict:
     return memo
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(namedtuple("Finding", "severity message rule path", defaults=(None,))):
     """One conclusion of the model. `severity`: ERROR (can never succeed: the pod is not
     Guaranteed, is refused by a webhook, never schedules or is never admitted), WARNING,
     INFO or DEPENDS (the outcome depends on what else runs on the node at that moment);
@@ -180,14 +171,11 @@ class Finding:
     `validation`, `vpa`, `hpa`, `resourcequota`, `limitrange`); `path`: field path
     in the workload or None."""
 
-    severity: str
-    message: str
-    rule: str
-    path: str | None = None
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class PodVerdict:
+class PodVerdict(namedtuple("PodVerdict", "qos exclusive numa injected fit findings numa_of "
+                            "fit_limit unless", defaults=((), (), (), None, (), (), "", ""))):
     """The verdict on one pod on one node of its pool.
 
     `qos`: "Guaranteed", "Burstable" or "BestEffort" after admission; `exclusive`:
@@ -203,15 +191,7 @@ class PodVerdict:
     requests and limits`; "" when none fires).
     """
 
-    qos: str
-    exclusive: tuple = ()
-    numa: tuple = ()
-    injected: tuple = ()
-    fit: int | None = None
-    findings: tuple = ()
-    numa_of: tuple = ()
-    fit_limit: str = ""
-    unless: str = ""
+    __slots__ = ()
 
     @property
     def pinned(self) -> bool:

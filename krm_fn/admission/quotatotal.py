@@ -17,7 +17,7 @@ Pods of the namespace that are not in the render count too and krm-fn does not s
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass
+from dataclasses import dataclass
 
 from krm_fn.admission import quotascope
 from krm_fn.admission import resourcequota as rq

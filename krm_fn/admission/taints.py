@@ -38,7 +38,7 @@ https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 from krm_fn.admission.model import ERROR, AdmittedPod, Finding, NodeModel
 from krm_fn.admission.scheduling import _int
@@ -71,17 +71,13 @@ TRANSIENT_PREFIXES = ("node.kubernetes.io/", "node.cloudprovider.kubernetes.io/"
 TRANSIENT_KEYS = ("ToBeDeletedByClusterAutoscaler", "DeletionCandidateOfClusterAutoscaler")
 
 
-@dataclass(frozen=True)
-class Taint:
+class Taint(namedtuple("Taint", "key value effect source", defaults=("", "", ""))):
     """One taint of the pool's nodes: `key`, `value` ("" when none), `effect` (NoSchedule,
     PreferNoSchedule, NoExecute) and `source`, where it comes from, for messages
     ("registerWithTaints of the pool's kubelet.extra", "spec.taints of Node 'n1'
     (topology.fromNode)")."""
 
-    key: str
-    value: str = ""
-    effect: str = ""
-    source: str = ""
+    __slots__ = ()
 
     @property
     def text(self) -> str:

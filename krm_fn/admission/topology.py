@@ -16,8 +16,6 @@ model has no distances and treats them as equal, which is the narrowest choice.
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
-
 from krm_fn.admission import cpumanager, memorymanager, wide
 from krm_fn.admission.model import INIT, AdmittedPod, NodeModel
 
@@ -168,7 +166,6 @@ class NodeState:
         return new
 
 
-@dataclass
 class Admission:
     """Outcome of admitting one pod on a node state: `admitted`; `reason` ("" or the pod
     status reason: TopologyAffinityError, SMTAlignmentError, UnexpectedAdmissionError);
@@ -177,14 +174,20 @@ class Admission:
     Static memory; `hints` [(what, cpus, mask)] merged hints of the CPU-pinned steps;
     `numa_of` {container name: sorted NUMA ids of its exclusive CPUs}."""
 
-    admitted: bool = True
-    reason: str = ""
-    message: str = ""
-    container: str = ""
-    exclusive: tuple = ()
-    numa: tuple = ()
-    hints: list = field(default_factory=list)
-    numa_of: dict = field(default_factory=dict)
+    __slots__ = ("admitted", "reason", "message", "container", "exclusive", "numa", "hints",
+                 "numa_of")
+
+    def __init__(self, admitted: bool = True, reason: str = "", message: str = "",
+                 container: str = "", exclusive: tuple = (), numa: tuple = (),
+                 hints: list | None = None, numa_of: dict | None = None) -> None:
+        self.admitted = admitted
+        self.reason = reason
+        self.message = message
+        self.container = container
+        self.exclusive = exclusive
+        self.numa = numa
+        self.hints = [] if hints is None else hints
+        self.numa_of = {} if numa_of is None else numa_of
 
 
 class AdmitPlan:

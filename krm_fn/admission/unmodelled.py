@@ -16,7 +16,7 @@ e.g. a language name) and the values that count (() = any value).
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass
+from dataclasses import dataclass
 
 from krm_fn.admission.model import WARNING, Finding
 

@@ -27,7 +27,7 @@ that merged result:
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 from krm_fn import quantity
 from krm_fn.node import fields
@@ -81,16 +81,12 @@ def string_map(value: object) -> dict[str, str]:
             for k, v in value.items() if v is not None}
 
 
-@dataclass(frozen=True)
-class StateChange:
+class StateChange(namedtuple("StateChange", "field old new state")):
     """One setting the node's resource-manager checkpoint depends on, changed by the plan:
     `field` (KubeletConfiguration field), `old`/`new` as text ("(unset)" when absent),
     `state` the checkpoint file that must be deleted (CPU_STATE or MEMORY_STATE)."""
 
-    field: str
-    old: str
-    new: str
-    state: str
+    __slots__ = ()
 
     def text(self) -> str:
         """`cpuManagerPolicy none -> static` (each value shortened to CLIP characters: the

@@ -28,7 +28,7 @@ Sources (cited per entry in `Field.source` when more specific):
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
+from collections import namedtuple
 
 from krm_fn.node import upstream
 
@@ -63,8 +63,8 @@ FORMAT_KIND: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
-class On:
+class On(namedtuple("On", "name convert omit_default owner platform_default",
+                    defaults=("", False, "", None))):
     """A platform sets the field. `name`: its name there (dots: nested maps below the
     platform's root, e.g. GKE `topologyManager.policy`); `convert`: the name of a value
     conversion the format module implements ("" = the value as is); `omit_default`: a value
@@ -73,24 +73,17 @@ class On:
     `platform_default`: what the platform writes when the field is not given (None = nothing
     krm-fn must account for)."""
 
-    name: str
-    convert: str = ""
-    omit_default: bool = False
-    owner: str = ""
-    platform_default: object = None
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Off:
+class Off(namedtuple("Off", "reason unless_empty", defaults=("",))):
     """A platform cannot set the field: `reason` says why, or what to do instead.
     `unless_empty`: a key of the field's map value; the field passes when that key is unset
     (e.g. OpenShift refuses `memorySwap` only for `memorySwap.swapBehavior`)."""
 
-    reason: str
-    unless_empty: str = ""
+    __slots__ = ()
 
 
-@dataclass(frozen=True, eq=False)
 class Field:
     """One KubeletConfiguration field.
 
@@ -115,24 +108,27 @@ class Field:
     krm_fn.node.formats._common.Report.unsupported).
     """
 
-    name: str
-    type: str
-    shape: str
-    default: object = None
-    upstream_default: bool = False
-    gates: tuple[str, ...] = ()
-    state: str | None = None
-    managed: bool = False
-    typed: str | None = None
-    reported_at: str | None = None
-    omit_at_default: bool = False
-    excludes: tuple[str, ...] = ()
-    enforced_by: tuple[str, ...] = ()
-    consequence: str = ""
-    platforms: dict = field(default_factory=dict)
-    source: str = REFERENCE
-    baseline: bool = False
-    judged: bool = False
+    __slots__ = ("name", "type", "shape", "default", "upstream_default", "gates", "state",
+                 "managed", "typed", "reported_at", "omit_at_default", "excludes",
+                 "enforced_by", "consequence", "platforms", "source", "baseline", "judged")
+
+    def __init__(self, name: str, type: str, shape: str, default: object = None,
+                 upstream_default: bool = False, gates: tuple = (), state: str | None = None,
+                 managed: bool = False, typed: str | None = None,
+                 reported_at: str | None = None, omit_at_default: bool = False,
+                 excludes: tuple = (), enforced_by: tuple = (), consequence: str = "",
+                 platforms: dict | None = None, source: str = REFERENCE,
+                 baseline: bool = False, judged: bool = False):
+        self.name, self.type, self.shape, self.default = name, type, shape, default
+        self.upstream_default, self.gates, self.state = upstream_default, gates, state
+        self.managed, self.typed, self.reported_at = managed, typed, reported_at
+        self.omit_at_default, self.excludes = omit_at_default, excludes
+        self.enforced_by, self.consequence = enforced_by, consequence
+        self.platforms = {} if platforms is None else platforms
+        self.source, self.baseline, self.judged = source, baseline, judged
+
+    def __repr__(self) -> str:
+        return f"Field({self.name!r})"
 
     def default_for(self, version: Version) -> object:
         """The kubelet default on Kubernetes `version` (major, minor)."""

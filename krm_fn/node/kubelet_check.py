@@ -40,7 +40,7 @@ from __future__ import annotations
 
 from krm_fn.rational import Fraction
 
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 from krm_fn import quantity
 from krm_fn.node import fields, kubelet_gates, kubelet_says, kubelet_start
@@ -60,18 +60,14 @@ RESERVATIONS = tuple(f.name for f in fields.FIELDS if f.shape == "quantity-map")
 _INT_RANGE = {"int32": 2 ** 31, "int64": 2 ** 63}
 
 
-@dataclass(frozen=True)
-class Finding:
+class Finding(namedtuple("Finding", "severity field message unknown", defaults=(False,))):
     """One problem: `severity` ERROR (the kubelet refuses to start, or the setting cannot
     work) or WARNING; `field` the dotted path inside the KubeletConfiguration (e.g.
     `featureGates.Foo`, `maxPods`); `message` names the field, the version and the fix;
     `unknown`: the field is not in the version's KubeletConfiguration (the kubelet ignores
     it) rather than refused."""
 
-    severity: str
-    field: str
-    message: str
-    unknown: bool = False
+    __slots__ = ()
 
 
 def _vs(version) -> str:
@@ -334,7 +330,6 @@ def _quoting(findings: list[Finding], said: list[tuple[str, str]], version, sour
     """`findings` with the kubelet's words `said` ([(field, message)]) added to the finding of
     the same field, or as a finding of their own where krm-fn had none for it (the kubelet
     refuses what krm-fn's own check let through: fail closed)."""
-    from krm_fn.record import replace
     out = list(findings)
     for field, message in said:
         quote = kubelet_says.says(version, message, source)
@@ -348,7 +343,7 @@ def _quoting(findings: list[Finding], said: list[tuple[str, str]], version, sour
             text = out[at].message
             text = (text.replace(words, words + quote, 1) if words in text
                     else f"{text}; the kubelet says{quote}")
-            out[at] = replace(out[at], message=text)
+            out[at] = out[at]._replace(message=text)
     return out
 
 

@@ -8,7 +8,6 @@ sources are cited there and in each message.
 from __future__ import annotations
 
 import re
-from krm_fn.record import dataclass, field
 
 from krm_fn.admission.wide import KUBELET_BOUND
 from krm_fn.node import baseline as baseline_mod
@@ -40,7 +39,6 @@ MANAGED: dict[str, str | None] = fields.MANAGED
 ROLLOUT_STEPS: tuple[str, ...] = tuple(baseline_mod.rollout_steps(None))
 
 
-@dataclass
 class NodePlan:
     """Desired kubelet state of one node pool.
 
@@ -58,15 +56,22 @@ class NodePlan:
     merge patch; without a baseline, `kubelet` itself), without apiVersion/kind.
     """
 
-    pool: str
-    node_selector: dict
-    topology: Topology
-    reserved_cpus: list[int]
-    exclusive_cpus: int
-    kubelet: dict
-    rollout: list[str] = field(default_factory=lambda: list(ROLLOUT_STEPS))
-    state_changes: list = field(default_factory=list)
-    merged: dict = field(default_factory=dict)
+    __slots__ = ("pool", "node_selector", "topology", "reserved_cpus", "exclusive_cpus",
+                 "kubelet", "rollout", "state_changes", "merged")
+
+    def __init__(self, pool: str, node_selector: dict, topology: Topology,
+                 reserved_cpus: list[int], exclusive_cpus: int, kubelet: dict,
+                 rollout: list[str] | None = None, state_changes: list | None = None,
+                 merged: dict | None = None) -> None:
+        self.pool = pool
+        self.node_selector = node_selector
+        self.topology = topology
+        self.reserved_cpus = reserved_cpus
+        self.exclusive_cpus = exclusive_cpus
+        self.kubelet = kubelet
+        self.rollout = list(ROLLOUT_STEPS) if rollout is None else rollout
+        self.state_changes = [] if state_changes is None else state_changes
+        self.merged = {} if merged is None else merged
 
 
 class _Unplain(ValueError):
@@ -203,7 +208,6 @@ def _check_emitted(merged: dict, kubelet: dict, k, base: dict, base_path: str, v
     already holds an error of the plan is left out too, but the kubelet's words it quotes
     (kubelet_says) are added to that error; so is one on a field the plan computes from a
     setting its checks refused (fields.COMPUTED)."""
-    from krm_fn.record import replace
     memory = getattr(pool.topology, "memory", None)
     node_memory = int(memory.value) if memory is not None else None
     errors = {r.path: i for i, r in enumerate(results) if r.severity == ERROR}
@@ -229,7 +233,7 @@ def _check_emitted(merged: dict, kubelet: dict, k, base: dict, base_path: str, v
             kept = results[at]
             for quote in kubelet_says.quotes_in(f.message):
                 if quote not in kept.message:
-                    kept = replace(kept, message=f"{kept.message}; the kubelet says{quote}")
+                    kept = kept._replace(message=f"{kept.message}; the kubelet says{quote}")
             results[at] = kept
 
 

@@ -31,7 +31,7 @@ results are whole millicores (rounded down) and whole MiB (rounded down).
 from __future__ import annotations
 
 from krm_fn.node import fields
-from krm_fn.record import dataclass
+from dataclasses import dataclass
 from krm_fn.results import ERROR
 
 GIB = 1024 ** 3

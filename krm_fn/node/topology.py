@@ -19,11 +19,10 @@ https://kubernetes.io/docs/tasks/administer-cluster/reserve-compute-resources/).
 from __future__ import annotations
 
 import functools
+from collections import namedtuple
 from collections.abc import Iterable
-from operator import itemgetter
 
 from krm_fn.matching import digits
-from krm_fn.record import dataclass
 
 SIBLING_MODES = ("split", "adjacent")
 
@@ -33,44 +32,13 @@ SIBLING_MODES = ("split", "adjacent")
 MAX_CPUS = 16384
 
 
-def _field(index: int, doc: str):
-    """A read-only attribute for tuple item `index`: the C descriptor namedtuple uses
-    (`_collections._tuplegetter`) where the interpreter has it, else a property."""
-    try:
-        from _collections import _tuplegetter
-    except ImportError:                                  # pragma: no cover (not CPython)
-        return property(itemgetter(index), doc=doc)
-    return _tuplegetter(index, doc)
+Cpu = namedtuple("Cpu", "cpu core socket numa")
+Cpu.__doc__ = """One logical CPU: `Cpu(cpu, core, socket, numa)`, its logical CPU id, physical
+core id, socket id and NUMA node id (all ints)."""
 
 
-class Cpu(tuple):
-    """One logical CPU: its id, physical core id, socket id and NUMA node id (all ints),
-    `Cpu(cpu, core, socket, numa)`: a tuple with those four fields, as
-    `collections.namedtuple("Cpu", "cpu core socket numa")` makes it (equality, order,
-    hashing and unpacking are the tuple's), written out because namedtuple compiles its
-    `__new__` when it is called (~0.15 ms of every render's start-up)."""
-
-    __slots__ = ()
-    _fields = ("cpu", "core", "socket", "numa")
-    __match_args__ = _fields
-
-    def __new__(cls, cpu: int, core: int, socket: int, numa: int) -> "Cpu":
-        return tuple.__new__(cls, (cpu, core, socket, numa))
-
-    def __getnewargs__(self) -> tuple:
-        return tuple(self)
-
-    def __repr__(self) -> str:
-        return "Cpu(cpu=%r, core=%r, socket=%r, numa=%r)" % tuple(self)
-
-    cpu = _field(0, "Logical CPU id.")
-    core = _field(1, "Physical core id.")
-    socket = _field(2, "Socket id.")
-    numa = _field(3, "NUMA node id.")
-
-
-@dataclass(frozen=True)
-class Topology:
+class Topology(namedtuple("Topology", "sockets numa_per_socket cores_per_socket "
+                          "threads_per_core siblings table", defaults=("split", ()))):
     """CPU topology of every node in a pool.
 
     Fields: `sockets`, `numa_per_socket`, `cores_per_socket` (physical cores per socket),
@@ -78,15 +46,16 @@ class Topology:
     "adjacent", see the module docstring). All counts are >= 1 and `cores_per_socket` is a
     multiple of `numa_per_socket`; violations raise ValueError.
     """
+    # no __slots__: the instance __dict__ holds the cached_property `_by_core`
 
-    sockets: int
-    numa_per_socket: int
-    cores_per_socket: int
-    threads_per_core: int
-    siblings: str = "split"
-    table: tuple = ()      # explicit Cpu rows (from lscpu); empty = computed from the counts
+    def __new__(cls, *args, **kwargs) -> "Topology":
+        """Raises ValueError for counts below 1, NUMA nodes that do not divide the cores,
+        an unknown `siblings` or more than MAX_CPUS logical CPUs."""
+        self = super().__new__(cls, *args, **kwargs)
+        self._check()
+        return self
 
-    def __post_init__(self) -> None:
+    def _check(self) -> None:
         if self.table:
             return
         for name in ("sockets", "numa_per_socket", "cores_per_socket", "threads_per_core"):

@@ -35,7 +35,7 @@ from functools import lru_cache
 from krm_fn.lazy import submodule
 # the supported minors, oldest first: those whose generated module is present
 from krm_fn.node.data import FIRST, LAST, VERSIONS  # noqa: F401  (re-exported)
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 Version = tuple[int, int]
 
@@ -45,21 +45,14 @@ def version_str(version: Version) -> str:
     return f"{version[0]}.{version[1]}"
 
 
-@dataclass(frozen=True)
-class KubeletData:
+class KubeletData(namedtuple("KubeletData", "version source fields gates removed_gates "
+                             "fields_since eviction_hard_default policy_options gates_exact",
+                             defaults=(True,))):
     """The upstream facts of one minor version (see the module docstring for shapes).
     `version`: the (major, minor) the data was generated for; `source`: where it came
     from."""
 
-    version: Version
-    source: str
-    fields: dict
-    gates: dict
-    removed_gates: dict
-    fields_since: dict
-    eviction_hard_default: dict
-    policy_options: dict
-    gates_exact: bool = True
+    __slots__ = ()
 
     def gate_default(self, gate: str) -> bool | None:
         """The gate's default on this version, or None for a gate this kubelet does not

@@ -25,36 +25,33 @@ from collections.abc import Callable
 
 from krm_fn.admission.serving_mode import KNATIVE_NAMESPACE, KSERVE_CONFIG
 from krm_fn.lazy import submodule
-from krm_fn.record import dataclass
+from collections import namedtuple
 from krm_fn.results import Ref
 from krm_fn.workloads import get_path, group_of
 
 
-@dataclass
 class ObjectContext:
     """What the object checks need: the loaded config, the node pools as PoolInfo, the
     input items, and `selected(obj)`: whether krm-fn tunes that item in this render."""
 
-    cfg: object
-    pools: list
-    items: list
-    selected: Callable[[dict], bool]
+    __slots__ = ("cfg", "pools", "items", "selected")
+
+    def __init__(self, cfg: object, pools: list, items: list, selected: Callable[[dict],
+                 bool]) -> None:
+        self.cfg = cfg
+        self.pools = pools
+        self.items = items
+        self.selected = selected
 
 
-@dataclass(frozen=True)
-class ClusterObject:
+class ClusterObject(namedtuple("ClusterObject", "tag key name namespaces module check")):
     """A cluster object krm-fn fixes when it is in the input: `tag` (what
     `cluster_tag` returns for it), `key` (API group, kind), `name` (its metadata.name;
     None: any), `namespaces` (those it may be in, None standing for no namespace; None:
     any), `module` under krm_fn/objects and its `check` function, `(obj, ref, ctx) ->
     (changes, findings)`."""
 
-    tag: str
-    key: tuple
-    name: str | None
-    namespaces: tuple | None
-    module: str
-    check: str
+    __slots__ = ()
 
 
 STORAGE_CONTAINER = "ClusterStorageContainer"

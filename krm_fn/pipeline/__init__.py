@@ -14,8 +14,6 @@ No YAML here: the YAML layer writes the changes' values into the input text
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
-
 from krm_fn import changes as changes_mod
 from krm_fn.pipeline import emit, load, quantities, select, tune, verdict
 from krm_fn.pipeline.select import (CPUS_ANNOTATION, DEFAULT_CONTAINER, LOCAL_CONFIG,
@@ -28,7 +26,6 @@ __all__ = ["Output", "transform", "ref_of", "annotations_of", "file_of", "is_loc
            "LOCAL_CONFIG", "DEFAULT_CONTAINER"]
 
 
-@dataclass
 class Output:
     """`changes[i]`: the Changes (krm_fn/changes.py) made to input item i, in write order
     (items left unchanged have none); `replace[i]`: a whole new object for input item i (a
@@ -46,18 +43,27 @@ class Output:
     origin[k] = (input index, path prefix) of flat item k; None otherwise. `ops` and
     `replaced_items` are by input index."""
 
-    changes: dict = field(default_factory=dict)
-    replace: dict = field(default_factory=dict)
-    emitted: list = field(default_factory=list)
-    results: list = field(default_factory=list)
-    pools: list = field(default_factory=list)
-    mode: str = "mutate"        # "validate": nothing changed or emitted (krm_fn/validate.py)
-    tuned: dict | None = None
-    verdicts: dict = field(default_factory=dict)
-    nodes: list = field(default_factory=list)
-    regenerated: set = field(default_factory=set)
-    origin: list | None = None
-    flat: list | None = None
+    __slots__ = ("changes", "replace", "emitted", "results", "pools", "mode", "tuned",
+                 "verdicts", "nodes", "regenerated", "origin", "flat")
+
+    def __init__(self, changes: dict | None = None, replace: dict | None = None,
+                 emitted: list | None = None, results: list | None = None,
+                 pools: list | None = None, mode: str = "mutate", tuned: dict | None = None,
+                 verdicts: dict | None = None, nodes: list | None = None,
+                 regenerated: set | None = None, origin: list | None = None,
+                 flat: list | None = None) -> None:
+        self.changes = {} if changes is None else changes
+        self.replace = {} if replace is None else replace
+        self.emitted = [] if emitted is None else emitted
+        self.results = [] if results is None else results
+        self.pools = [] if pools is None else pools
+        self.mode = mode    # "validate": nothing changed or emitted (krm_fn/validate.py)
+        self.tuned = tuned
+        self.verdicts = {} if verdicts is None else verdicts
+        self.nodes = [] if nodes is None else nodes
+        self.regenerated = set() if regenerated is None else regenerated
+        self.origin = origin
+        self.flat = flat
 
     @property
     def ops(self) -> dict:

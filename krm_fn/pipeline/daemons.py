@@ -23,7 +23,6 @@ ends up left unchanged (step 1 runs before any outcome is known).
 """
 from __future__ import annotations
 
-from krm_fn import record
 from krm_fn.admission import build, scheduling
 from krm_fn.admission.model import AdmittedPod, NodeModel
 from krm_fn.pipeline import tune, verdict
@@ -44,7 +43,7 @@ def with_daemons(node: NodeModel, pods: list) -> NodeModel:
     """`node` with the `pods` (AdmittedPods of tuned DaemonSets) that run on it
     (runs_on) placed after its own daemons; `node` itself when none does."""
     extra = tuple(p for p in pods if runs_on(p, node))
-    return record.replace(node, daemons=node.daemons + extra) if extra else node
+    return node._replace(daemons=node.daemons + extra) if extra else node
 
 
 def without(node: NodeModel, pod: AdmittedPod) -> NodeModel:
@@ -52,7 +51,7 @@ def without(node: NodeModel, pod: AdmittedPod) -> NodeModel:
     replicas per node are counted."""
     if not any(d is pod for d in node.daemons):
         return node
-    return record.replace(node, daemons=tuple(d for d in node.daemons if d is not pod))
+    return node._replace(daemons=tuple(d for d in node.daemons if d is not pod))
 
 
 def _as_tuned(item, run) -> list:
@@ -89,8 +88,8 @@ def judge(picks, run) -> list:
             final += [a for a, _ in outcome.verdicts]
         else:
             written.append(entries[k][0].obj)
-    run.nodes = [with_daemons(record.replace(
-        n, daemons=n.daemons + build.daemon_pods(written, n.labels)) if written else n, final)
+    run.nodes = [with_daemons(n._replace(
+        daemons=n.daemons + build.daemon_pods(written, n.labels)) if written else n, final)
         for n in base]
     return [(pick, item, None if item is None else
              outcomes[k] if k in outcomes else verdict.judge(item, run))

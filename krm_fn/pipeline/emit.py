@@ -6,8 +6,6 @@ an earlier run (kpt feeds the output back in) is rewritten to the plan in place.
 """
 from __future__ import annotations
 
-from krm_fn.record import replace
-
 from krm_fn.node.formats import MANAGED_BY_LABEL, POOL_LABEL, RenderContext, render_with_results
 from krm_fn.node.formats._common import cluster_gates
 from krm_fn.pipeline.load import flat_paths
@@ -146,7 +144,7 @@ def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> li
             return [verify_job.render_node_audit(plan, ctx, cfg.output.verifyImage, taints)]
         return [verify_job.render_node_audit_daemonset(plan, ctx, cfg.output.verifyImage,
                                                        taints)]
-    pool_ctx = replace(ctx, pool=cfg.nodePools[pool_index])
+    pool_ctx = ctx._replace(pool=cfg.nodePools[pool_index])
     objs, fmt_results = render_with_results(fmt, plan, pool_ctx, run.fc_ref, pool_index)
     out.results.extend(flat_paths(fmt_results) if run.flat else fmt_results)
     return objs

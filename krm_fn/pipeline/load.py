@@ -6,9 +6,6 @@ nothing is changed on a config error.
 """
 from __future__ import annotations
 
-from krm_fn import record
-from krm_fn.record import dataclass, field
-
 from krm_fn import config as config_mod
 from krm_fn import objects, rules, workloads
 from krm_fn.admission import injectors, serving_mode
@@ -20,7 +17,6 @@ from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.pipeline.select import ref_of, tuned_predicate, untuned_because
 
 
-@dataclass
 class Run:
     """What every step of one transform reads. `cfg`: the loaded config; `fc_ref`: the
     function config's Ref (None without one); `flat`: the config is a flat ConfigMap (result
@@ -39,24 +35,36 @@ class Run:
     pod asks (features_for; None until then: a render without Knative pods does not
     import the webhook's tables)."""
 
-    cfg: object
-    fc_ref: Ref | None
-    flat: bool
-    plans: list
-    plan_results: list
-    extra: dict
-    octx: objects.ObjectContext
-    cluster: frozenset
-    defaults_note: Result | None
-    aliased: frozenset | set = frozenset()
-    set_path: bool = False
-    retyped: object = None      # resourcelist.retyped(doc), or None
-    origin: list | None = None  # pipeline/lists.py: where each item is inside a List
-    nodes: list = field(default_factory=list)
-    ictx: object = None
-    namespaces: dict = field(default_factory=dict)
-    knative_features: dict | None = None
-    pools: list = field(default_factory=list)   # pool_info(i) of each node pool
+    __slots__ = ("cfg", "fc_ref", "flat", "plans", "plan_results", "extra", "octx", "cluster",
+                 "defaults_note", "aliased", "set_path", "retyped", "origin", "nodes", "ictx",
+                 "namespaces", "knative_features", "pools")
+
+    def __init__(self, cfg: object, fc_ref: Ref | None, flat: bool, plans: list,
+                 plan_results: list, extra: dict, octx: objects.ObjectContext,
+                 cluster: frozenset, defaults_note: Result | None,
+                 aliased: frozenset | set = frozenset(), set_path: bool = False,
+                 retyped: object = None, origin: list | None = None,
+                 nodes: list | None = None, ictx: object = None,
+                 namespaces: dict | None = None, knative_features: dict | None = None,
+                 pools: list | None = None) -> None:
+        self.cfg = cfg
+        self.fc_ref = fc_ref
+        self.flat = flat
+        self.plans = plans
+        self.plan_results = plan_results
+        self.extra = extra
+        self.octx = octx
+        self.cluster = cluster
+        self.defaults_note = defaults_note
+        self.aliased = aliased
+        self.set_path = set_path
+        self.retyped = retyped      # resourcelist.retyped(doc), or None
+        self.origin = origin        # pipeline/lists.py: where each item is inside a List
+        self.nodes = [] if nodes is None else nodes
+        self.ictx = ictx
+        self.namespaces = {} if namespaces is None else namespaces
+        self.knative_features = knative_features
+        self.pools = [] if pools is None else pools    # pool_info(i) of each node pool
 
     def injections(self, pod) -> tuple:
         """The admission.model.Injections that fire for `pod` (a tuned PodView)."""
@@ -123,18 +131,18 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     run.nodes = [node_model(plan, pool, cfg.kubernetesVersion, _from_node(pool, items))
                  for plan, pool in zip(plans, cfg.nodePools)]
     for i, (name, alloc) in described.items():
-        run.nodes[i] = record.replace(run.nodes[i], allocatable=alloc, from_node=name)
+        run.nodes[i] = run.nodes[i]._replace(allocatable=alloc, from_node=name)
     # DaemonSets krm-fn does not tune run as written on every node they select: they take
     # their share of each node before the fit per node is counted (the ones it tunes are
     # added as it writes them: pipeline/daemons.py)
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
-    run.nodes = [record.replace(n, daemons=daemon_pods(untuned, n.labels, n.taints))
+    run.nodes = [n._replace(daemons=daemon_pods(untuned, n.labels, n.taints))
                  for n in run.nodes]
     run.pools = [rules.PoolInfo.from_plan(pool, plan) for pool, plan in zip(cfg.nodePools, plans)]
     run.octx = objects.ObjectContext(cfg, run.pools, items, tuned)
-    run.ictx = record.replace(
-        injectors.InjectionContext.for_config(_as_rendered(items, is_tuned, run.octx), cfg),
-        untuned=lambda obj: untuned_because(obj, cfg.selector))
+    run.ictx = injectors.InjectionContext.for_config(
+        _as_rendered(items, is_tuned, run.octx), cfg)._replace(
+            untuned=lambda obj: untuned_because(obj, cfg.selector))
     run.namespaces = run.ictx.namespaces
     return run
 
@@ -245,7 +253,7 @@ def _topologies_from_objects(cfg, items: list, fc_ref, results: list,
 def flat_paths(results: list) -> list:
     """`results` with field paths rewritten to the flat ConfigMap's keys
     (config.flat_path)."""
-    return [record.replace(r, path=config_mod.flat_path(r.path)) if r.path else r
+    return [r._replace(path=config_mod.flat_path(r.path)) if r.path else r
             for r in results]
 
 

@@ -97,7 +97,7 @@ def _at_max(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list,
     workload loses the pods is a race, as at the replicas)."""
     if not run.ictx.hpas or not rows:
         return
-    from krm_fn import record
+    import dataclasses
     from krm_fn.admission import hpa
     scaled, names = {}, []
     for k, (_, _, s) in enumerate(rows):
@@ -111,7 +111,7 @@ def _at_max(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list,
                          f"maxReplicas {m}")
     if not scaled:
         return
-    shares = [record.replace(s, count=scaled.get(k, s.count))
+    shares = [dataclasses.replace(s, count=scaled.get(k, s.count))
               for k, (_, _, s) in enumerate(rows)]
     order = f"created in render order with {', '.join(names)}"
     for r in quotatotal.judge(ns, quotas, shares, order):
@@ -206,7 +206,7 @@ def _hpa_counts(rows: list, run):
     if not run.ictx.hpas:
         yield shares, {}
         return
-    from krm_fn import record
+    import dataclasses
     from krm_fn.admission import hpa
     low, high = {}, {}
     for k, s in enumerate(shares):
@@ -218,12 +218,12 @@ def _hpa_counts(rows: list, run):
             low[k] = (lo, n)
             (_, hi), n2 = max(found, key=lambda f: f[0][1])
             high[k] = (hi, n2)
-    yield ([record.replace(s, count=low[k][0]) if k in low else s
+    yield ([dataclasses.replace(s, count=low[k][0]) if k in low else s
             for k, s in enumerate(shares)],
            {k: (True, f"at HorizontalPodAutoscaler {n}'s minReplicas {m}, the fewest pods "
                       f"it keeps") for k, (m, n) in low.items()})
     if high:
-        yield ([record.replace(s, count=high[k][0]) if k in high else s
+        yield ([dataclasses.replace(s, count=high[k][0]) if k in high else s
                 for k, s in enumerate(shares)],
                {"only": True, **{k: (False, f"when HorizontalPodAutoscaler {n} has scaled "
                                             f"it to its maxReplicas {m}")

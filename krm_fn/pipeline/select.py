@@ -17,7 +17,6 @@ from krm_fn.config.values import short
 from krm_fn.matching import LazyPattern
 from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
-from krm_fn.record import dataclass, field
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules.choice import DEFAULT_CONTAINER, PINNED_ANNOTATION  # noqa: F401
 from krm_fn.workloads import get_path, locations, registered
@@ -30,7 +29,6 @@ LOCAL_CONFIG = LOCAL_CONFIG_ANNOTATION
 _CPUS = LazyPattern(r"[1-9][0-9]{0,3}")
 
 
-@dataclass
 class Picked:
     """One input item the pipeline has something to say about. `index`: its place in the
     input; `findings`: select's results about it (a skipped item, a duplicate, a malformed
@@ -39,17 +37,25 @@ class Picked:
     specs, `pool_index`/`pool`: the node pool it is placed in, or None, `pool_findings`:
     the error when its node-pool annotation names no pool)."""
 
-    index: int
-    obj: object
-    ref: Ref | None = None
-    findings: list = field(default_factory=list)
-    tune: bool = False
-    file: dict | None = None
-    handled: bool = False
-    kind_known: bool = False
-    pool_index: int | None = None
-    pool: SimpleNamespace | None = None
-    pool_findings: list = field(default_factory=list)
+    __slots__ = ("index", "obj", "ref", "findings", "tune", "file", "handled", "kind_known",
+                 "pool_index", "pool", "pool_findings")
+
+    def __init__(self, index: int, obj: object, ref: Ref | None = None,
+                 findings: list | None = None, tune: bool = False, file: dict | None = None,
+                 handled: bool = False, kind_known: bool = False,
+                 pool_index: int | None = None, pool: SimpleNamespace | None = None,
+                 pool_findings: list | None = None) -> None:
+        self.index = index
+        self.obj = obj
+        self.ref = ref
+        self.findings = [] if findings is None else findings
+        self.tune = tune
+        self.file = file
+        self.handled = handled
+        self.kind_known = kind_known
+        self.pool_index = pool_index
+        self.pool = pool
+        self.pool_findings = [] if pool_findings is None else pool_findings
 
 
 def ref_of(obj: dict) -> Ref:

@@ -8,7 +8,6 @@ left unchanged: that is the verdict's (pipeline/verdict.py).
 from __future__ import annotations
 
 import marshal
-from krm_fn.record import dataclass, field
 
 from krm_fn import apivalidation, objects, rules
 from krm_fn.pipeline.select import PINNED_ANNOTATION, Picked, overrides
@@ -18,20 +17,22 @@ from krm_fn.rules import choice
 from krm_fn.workloads import locations
 
 
-@dataclass
 class TunedPod:
     """One pod spec after the rules: its findings are the item's `findings[:end]` after
     those of the pod specs before it; `pod`: the PodView (None when it was not tuned);
     `pinned`: names of the containers krm-fn pins in it; `verdict`: the verdict step's
     results for it."""
 
-    end: int
-    pod: object = None
-    pinned: frozenset = frozenset()
-    verdict: list = field(default_factory=list)
+    __slots__ = ("end", "pod", "pinned", "verdict")
+
+    def __init__(self, end: int, pod: object = None, pinned: frozenset = frozenset(),
+                 verdict: list | None = None) -> None:
+        self.end = end
+        self.pod = pod
+        self.pinned = pinned
+        self.verdict = [] if verdict is None else verdict
 
 
-@dataclass
 class TunedItem:
     """One picked item after the tune step. `object_changes`/`object_findings`: from the
     whole-object checks; `findings`: the pod specs' findings (Changes with a message and
@@ -40,15 +41,23 @@ class TunedItem:
     workload as a whole (after its pod specs); `changes`: the rules' Changes; `work`: the
     tuned copy (plain data); `found`: some pod spec was present."""
 
-    pick: Picked
-    object_changes: list = field(default_factory=list)
-    object_findings: list = field(default_factory=list)
-    findings: list = field(default_factory=list)
-    pods: list = field(default_factory=list)
-    tail: list = field(default_factory=list)
-    changes: list = field(default_factory=list)
-    work: dict | None = None
-    found: bool = False
+    __slots__ = ("pick", "object_changes", "object_findings", "findings", "pods", "tail",
+                 "changes", "work", "found")
+
+    def __init__(self, pick: Picked, object_changes: list | None = None,
+                 object_findings: list | None = None, findings: list | None = None,
+                 pods: list | None = None, tail: list | None = None,
+                 changes: list | None = None, work: dict | None = None,
+                 found: bool = False) -> None:
+        self.pick = pick
+        self.object_changes = [] if object_changes is None else object_changes
+        self.object_findings = [] if object_findings is None else object_findings
+        self.findings = [] if findings is None else findings
+        self.pods = [] if pods is None else pods
+        self.tail = [] if tail is None else tail
+        self.changes = [] if changes is None else changes
+        self.work = work
+        self.found = found
 
 
 def copy_item(obj: dict) -> dict:

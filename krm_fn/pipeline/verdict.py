@@ -13,9 +13,6 @@ the fit summary says how many of each pod fit on one node (admission/capacity.py
 """
 from __future__ import annotations
 
-from krm_fn import record
-from krm_fn.record import dataclass, field
-
 from krm_fn import changes as changes_mod
 from krm_fn.admission import build, injectors
 from krm_fn.admission import verdict as judging
@@ -28,18 +25,21 @@ LEFT_UNCHANGED = "left unchanged because of the errors above"
 VERDICT_TAGS = (("rule", "verdict"),)
 
 
-@dataclass
 class Outcome:
     """What one picked item comes to: `changes` (krm_fn/changes.py) to write, [] when it is
     left unchanged; `results`: its KRM results, in order; `pool_index`: the node pool it is
     placed in (None: not placed); `verdicts`: (AdmittedPod, PodVerdict) per judged pod;
     `work`: the tuned copy when it has changes."""
 
-    changes: list
-    results: list
-    pool_index: int | None = None
-    work: dict | None = None
-    verdicts: list = field(default_factory=list)
+    __slots__ = ("changes", "results", "pool_index", "work", "verdicts")
+
+    def __init__(self, changes: list, results: list, pool_index: int | None = None,
+                 work: dict | None = None, verdicts: list | None = None) -> None:
+        self.changes = changes
+        self.results = results
+        self.pool_index = pool_index
+        self.work = work
+        self.verdicts = [] if verdicts is None else verdicts
 
 
 def severity_on_failure(item: TunedItem, pod, cfg) -> str:
@@ -216,7 +216,7 @@ def _outcome(item: TunedItem, run) -> Outcome:
 
 
 def _indexed(change, index: int):
-    return record.replace(change, index=index)
+    return change._replace(index=index)
 
 
 def _has_error(findings: list) -> bool:
@@ -226,15 +226,18 @@ def _has_error(findings: list) -> bool:
     return False
 
 
-@dataclass
 class Placement:
     """The workloads placed in one node pool: `count`, their pods' verdicts `judged`
     ((admission.model.AdmittedPod, PodVerdict) each) and, once `summarize` ran, the pool's
     fit `summary` Result."""
 
-    count: int = 0
-    judged: list = field(default_factory=list)
-    summary: Result | None = None
+    __slots__ = ("count", "judged", "summary")
+
+    def __init__(self, count: int = 0, judged: list | None = None,
+                 summary: Result | None = None) -> None:
+        self.count = count
+        self.judged = [] if judged is None else judged
+        self.summary = summary
 
 
 def place(placement: dict, outcome: Outcome) -> None:

@@ -19,7 +19,7 @@ cmdline.py, envvars.py, and the serving-engine registry engines/.
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field, replace
+from collections import namedtuple
 from types import SimpleNamespace
 
 from krm_fn.rules import (canonical, cgroup, facts, injector_annotations, merged, openshift,
@@ -27,8 +27,8 @@ from krm_fn.rules import (canonical, cgroup, facts, injector_annotations, merged
                           serving_engines, threads)
 
 
-@dataclass(frozen=True)
-class PoolInfo:
+class PoolInfo(namedtuple("PoolInfo", "name node_selector threads_per_core full_pcpus_only "
+                          "exclusive_cpus single_process_oom_kill", defaults=(False,))):
     """What the rules need to know of the node pool a workload is placed in.
 
     `threads_per_core`: SMT siblings per core; `full_pcpus_only`: the static policy option
@@ -41,12 +41,7 @@ class PoolInfo:
     cgroup).
     """
 
-    name: str
-    node_selector: dict
-    threads_per_core: int
-    full_pcpus_only: bool
-    exclusive_cpus: int
-    single_process_oom_kill: bool = False
+    __slots__ = ()
 
     @classmethod
     def from_plan(cls, pool: SimpleNamespace, plan) -> "PoolInfo":
@@ -62,8 +57,8 @@ class PoolInfo:
                    full, plan.exclusive_cpus, oom)
 
 
-@dataclass(frozen=True)
-class RuleContext:
+class RuleContext(namedtuple("RuleContext", "cfg pool pinned cpus explicit chosen_by cluster "
+                             "facts namespaces knative_features ictx")):
     """Config and placement for one pod: `cfg` is the loaded config (config.load),
     `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
     containers to pin in this pod. `facts`: {container path: facts.ContainerFacts},
@@ -73,26 +68,26 @@ class RuleContext:
     `ictx`: the input objects the admission-time injectors read (Namespaces, cluster
     ConfigMaps, custom resources), so a rule can size what they add."""
 
-    cfg: SimpleNamespace
-    pool: PoolInfo | None
-    pinned: frozenset
-    # per-workload annotations (engine._overrides): krm-fn.dev/cpus, and the containers
-    # named by krm-fn.dev/pinned-containers or pinnedContainers (init containers among them
-    # may be pinned); KServe cluster objects fixed in this render (objects.cluster_tag);
-    # the input's Namespace objects by name (injector triggers on Namespace labels and
-    # annotations: krm_fn/admission/injectors)
-    cpus: int | None = None
-    explicit: frozenset = frozenset()
-    # how `pinned` was chosen (rules/choice.py: LISTED, CONFIG, ENGINE, DEFAULT, MODEL,
-    # FIRST; "" when nothing was)
-    chosen_by: str = ""
-    cluster: frozenset = frozenset()
-    facts: dict = field(default_factory=dict)
-    namespaces: dict = field(default_factory=dict)
-    knative_features: dict | None = None
-    # what the admission-time injectors read from the input
-    # (admission.injectors.InjectionContext; None: only the pod itself is seen)
-    ictx: object | None = None
+    __slots__ = ()
+
+    # `cpus`, `explicit`: per-workload annotations (engine._overrides): krm-fn.dev/cpus, and
+    # the containers named by krm-fn.dev/pinned-containers or pinnedContainers (init
+    # containers among them may be pinned); `chosen_by`: how `pinned` was chosen
+    # (rules/choice.py: LISTED, CONFIG, ENGINE, DEFAULT, MODEL, FIRST; "" when nothing
+    # was); `cluster`: KServe cluster objects fixed in this render (objects.cluster_tag);
+    # `namespaces`: the input's Namespace objects by name (injector triggers on Namespace
+    # labels and annotations: krm_fn/admission/injectors); `ictx`: what the admission-time
+    # injectors read from the input (admission.injectors.InjectionContext; None: only the
+    # pod itself is seen)
+    def __new__(cls, cfg, pool: PoolInfo | None, pinned: frozenset, cpus: int | None = None,
+                explicit: frozenset = frozenset(), chosen_by: str = "",
+                cluster: frozenset = frozenset(), facts: dict | None = None,
+                namespaces: dict | None = None, knative_features: dict | None = None,
+                ictx: object | None = None):
+        return super().__new__(cls, cfg, pool, pinned, cpus, explicit, chosen_by, cluster,
+                               {} if facts is None else facts,
+                               {} if namespaces is None else namespaces, knative_features,
+                               ictx)
 
 
 RULES = (resources, ray, injector_annotations, platform_containers, podlevel, threads,
@@ -122,7 +117,7 @@ def run(pod, ctx: RuleContext) -> RuleContext:
     """Compute the per-container facts of `pod` (a PodView) once, then apply every rule of
     RULES in order with `ctx` carrying them; each write is attributed to the rule that made
     it (`pod.rule` holds the running rule's ID). Returns the context with the facts."""
-    ctx = replace(ctx, facts=facts.compute(pod, ctx))
+    ctx = ctx._replace(facts=facts.compute(pod, ctx))
     for rule, rid in _RULE_IDS:
         pod.rule = rid
         rule.apply(pod, ctx)

@@ -8,7 +8,7 @@ Shared by the per-container facts (krm_fn/rules/facts.py) and the serving-engine
 from __future__ import annotations
 
 import functools
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 from krm_fn import numbers
 from krm_fn.matching import DIGITS, span
@@ -20,13 +20,11 @@ from krm_fn.pod import ContainerView
 MAX_COMMAND_TEXT = 64 * 1024
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(namedtuple("Token", "text path")):
     """One word of the container's command/args: `text`, and where it was written (the
     field path of the command/args entry it came from)."""
 
-    text: str
-    path: tuple
+    __slots__ = ()
 
 
 def words(text: str) -> tuple[str, ...]:

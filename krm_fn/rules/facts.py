@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import functools
 import math
-from krm_fn.record import dataclass
+from collections import namedtuple
 from krm_fn.rational import Fraction
 
 from krm_fn import numbers, quantity
@@ -33,22 +33,18 @@ GUARANTEED = "Guaranteed QoS needs requests == limits for cpu and memory in ever
 _LIMIT = ("resources", "limits", "cpu")
 
 
-@dataclass(frozen=True)
-class CpuPlan:
+class CpuPlan(namedtuple("CpuPlan", "notes target pinned shaped", defaults=(True,))):
     """The resources rule's cpu decision for one container. `notes`: the results it
     reports, in order, as (severity, field path, message); `target`: (canonical text,
     Fraction cores, reason) to write to requests and limits, or None (nothing written:
     an error, or the shape of `resources` is wrong); `pinned`: pinned by krm-fn;
     `shaped`: False when `resources` is not of the right shape (nothing else is read)."""
 
-    notes: tuple
-    target: tuple | None
-    pinned: bool
-    shaped: bool = True
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Count:
+class Count(namedtuple("Count", "cpus base count whole workers why base_why physical kept",
+                       defaults=(False, 0))):
     """The thread count of one container. `cpus`: its whole CPUs (rounded down when kept
     fractional); `base`: cpus - kept, at least 1 (what one process may use);
     `count`: base divided by the worker processes, at least 1 (what each pool gets);
@@ -58,19 +54,11 @@ class Count:
     workers; threads.perCore); `kept`: the pinned CPUs no thread pool gets (the larger of
     threads.reservedCpus and the cores the engine keeps for its own other processes)."""
 
-    cpus: int
-    base: int
-    count: int
-    whole: bool
-    workers: Workers | None
-    why: str
-    base_why: str
-    physical: bool = False
-    kept: int = 0
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class ContainerFacts:
+class ContainerFacts(namedtuple("ContainerFacts", "cpu limit count engines unread_workers",
+                                defaults=((), None))):
     """What the rules know of one container before any of them runs. `cpu`: the CpuPlan
     (None for a container the resources rule skips); `limit`: the cpu limit (cores) the
     container has once the resources rule has written, None when absent or not a
@@ -79,11 +67,7 @@ class ContainerFacts:
     `threads.engines` on; else empty); `unread_workers`: (what, field path, text) of a
     worker count that is not a whole number, when no worker count was read."""
 
-    cpu: CpuPlan | None
-    limit: Fraction | None
-    count: Count | None
-    engines: tuple = ()
-    unread_workers: tuple | None = None
+    __slots__ = ()
 
 
 # -- the cpu decision (the resources rule writes it) --------------------------------------

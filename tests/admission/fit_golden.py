@@ -218,9 +218,8 @@ def _plain(value):
     dicts with string keys as objects, other dicts as sorted [key, value] pairs."""
     if isinstance(value, Fraction):
         return str(value)
-    names = getattr(type(value), "__record_fields__", None)
-    if names is not None:                           # Finding, PodVerdict
-        return {n: _plain(getattr(value, n)) for n in names}
+    if hasattr(value, "_fields"):                   # Finding, PodVerdict (namedtuples)
+        return {name: _plain(getattr(value, name)) for name in value._fields}
     if isinstance(value, (set, frozenset)):
         return sorted(value)
     if isinstance(value, dict) and all(isinstance(k, str) for k in value):

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from krm_fn import record
 from krm_fn.admission import capacity
 from krm_fn.admission.model import Container
 from krm_fn.rational import Fraction
@@ -81,10 +80,9 @@ def _gpu_pod(gpus: int, storage_gi: int = 0):
 ])
 def test_packer_counts_extended_resources_and_ephemeral_storage(gpus, storage, from_node,
                                                                 count, limit):
-    n = record.replace(node(allocatable={"cpu": 8, "memory": 16 * GI,
+    n = node(allocatable={"cpu": 8, "memory": 16 * GI,
                                          "ephemeral-storage": 100 * GI,
-                                         "nvidia.com/gpu": 4}, cpuManagerPolicy="none"),
-                       from_node=from_node)
+                                         "nvidia.com/gpu": 4}, cpuManagerPolicy="none")._replace(from_node=from_node)
     got = capacity.fit_detail(_gpu_pod(gpus, storage), n)
     assert got[0] == count and got[2] == limit
 
@@ -97,7 +95,7 @@ def test_without_a_node_an_unlisted_extended_resource_does_not_limit():
 
 
 def test_a_daemon_pod_takes_its_share_of_the_gpus():
-    n = record.replace(node(allocatable={"cpu": 8, "memory": 16 * GI, "nvidia.com/gpu": 4},
-                            cpuManagerPolicy="none"), from_node="n1")
-    n = record.replace(n, daemons=(_gpu_pod(1),))
+    n = node(allocatable={"cpu": 8, "memory": 16 * GI, "nvidia.com/gpu": 4},
+                            cpuManagerPolicy="none")._replace(from_node="n1")
+    n = n._replace(daemons=(_gpu_pod(1),))
     assert capacity.fit_detail(_gpu_pod(1), n)[0] == 3

@@ -377,7 +377,6 @@ def _selector(**parts):
 
 
 def test_storage_initializer_fix_names_what_spec_selector_must_add():
-    import dataclasses
     from krm_fn.pipeline.select import untuned_because
     m = kmeta({"model": {"storageUri": "s3://b/m"}})
     csc = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "ClusterStorageContainer",
@@ -387,8 +386,7 @@ def test_storage_initializer_fix_names_what_spec_selector_must_add():
                "limits": {"cpu": "1", "memory": "1Gi"}}},
                "supportedUriFormats": [{"prefix": "s3://"}]}}
     sel = _selector(kinds=["Deployment", "InferenceService"], namespaces=["serving"])
-    ctx = dataclasses.replace(InjectionContext.from_items([csc]),
-                              untuned=lambda o: untuned_because(o, sel))
+    ctx = InjectionContext.from_items([csc])._replace(untuned=lambda o: untuned_because(o, sel))
     got = storage_initializer.containers(m, ctx)
     assert storage_initializer.fix(m, ctx, got).endswith(
         "(merged on top); or let krm-fn make them request == limit (it changes only the "
@@ -399,7 +397,7 @@ def test_storage_initializer_fix_names_what_spec_selector_must_add():
         "spec.selector.kinds, add \"\" to spec.selector.namespaces (it is cluster-scoped, "
         "which counts as namespace default there)")
     # an empty selector selects the ClusterStorageContainer: only the ConfigMap is left
-    ctx = dataclasses.replace(ctx, untuned=lambda o: untuned_because(o, _selector()))
+    ctx = ctx._replace(untuned=lambda o: untuned_because(o, _selector()))
     assert storage_initializer.fix(m, ctx, got).endswith(
         "spec.selector selects): ConfigMap kserve/inferenceservice-config: put it in the "
         "input")

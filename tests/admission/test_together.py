@@ -10,7 +10,6 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from krm_fn import record
 from krm_fn.admission import capacity, model, verdict
 from krm_fn.results import Ref
 from tests.admission import fit_golden
@@ -44,9 +43,9 @@ def _copy(p, i: int, rename: bool = False):
     renamed (same unnamed shape, another named signature)."""
     containers = p.containers
     if rename and containers:
-        containers = (record.replace(containers[0], name=containers[0].name + "x"),
+        containers = (containers[0]._replace(name=containers[0].name + "x"),
                       ) + containers[1:]
-    return record.replace(p, ref=Ref("apps/v1", "Deployment", f"copy{i}", "ns"),
+    return p._replace(ref=Ref("apps/v1", "Deployment", f"copy{i}", "ns"),
                           containers=containers)
 
 

@@ -136,11 +136,10 @@ def test_a_request_for_half_of_24_numa_nodes_is_bounded_and_named():
 def test_a_daemonset_pod_beyond_the_model_stops_the_count():
     # from a hostile round: the DaemonSet pod's admission was refused as BeyondModel and
     # then left out, so the workload got the CPUs and memory the kubelet gives the daemon
-    from dataclasses import replace
     n = _wide_node(policy="best-effort", numa_per_socket=5)
     daemon = pod(ctr("agent", 4, 100), name="agent")
     alone = capacity.fit_one(pod(ctr("server", 6, 8)), n)
     assert alone[0] == 10
-    count, why = capacity.fit_one(pod(ctr("server", 6, 8)), replace(n, daemons=(daemon,)))
+    count, why = capacity.fit_one(pod(ctr("server", 6, 8)), n._replace(daemons=(daemon,)))
     assert count == 0 and why.startswith("BeyondModel: with topologyManagerPolicy "
                                          "best-effort on 10 NUMA nodes")

@@ -20,7 +20,6 @@ Where krm-fn is coarser on purpose, the comparison leaves a part out, by name (C
 from __future__ import annotations
 
 from krm_fn.admission import capacity
-from krm_fn import record
 from tests.harness import convert
 
 COARSER = {
@@ -61,8 +60,8 @@ def _without(p):
         return {k: v for k, v in m.items() if not _device(k)} if m else m
     if not any(_device(k) for c in p.containers for k in (*c.requests, *c.limits)):
         return p
-    return record.replace(p, containers=tuple(
-        record.replace(c, requests=strip(c.requests), limits=strip(c.limits))
+    return p._replace(containers=tuple(
+        c._replace(requests=strip(c.requests), limits=strip(c.limits))
         for c in p.containers))
 
 
@@ -76,7 +75,7 @@ def without_devices(node, pods: list) -> tuple:
     taken = (any(a is not b for a, b in zip(daemons, node.daemons))
              or any(a is not b for a, b in zip(out, pods)) or alloc != node.allocatable)
     if taken:
-        node = record.replace(node, daemons=daemons, allocatable=alloc, from_node="")
+        node = node._replace(daemons=daemons, allocatable=alloc, from_node="")
     return node, out, taken
 
 
@@ -130,7 +129,7 @@ def model(node, pods: list, repeat: int = 0) -> dict:
     # Packer places the DaemonSet pods itself and forgets them; place them here instead,
     # one by one, to compare each.
     daemons = node.daemons
-    packer = capacity.Packer(record.replace(node, daemons=()))
+    packer = capacity.Packer(node._replace(daemons=()))
     out: dict = {"pods": [], "copies": 0, "stoppedBy": None}
     for p in list(daemons) + list(pods):
         out["pods"].append(_model_outcome(packer, packer.place(p)))

@@ -1,7 +1,6 @@
 """Issue #13 audit: the cases the first pass left without a named test (alpha options and
 their gate, a gate the pool's options need set against them, topology option gates, the
 eviction defaults that only evictionHard has, a field by version)."""
-import dataclasses
 
 from krm_fn.node import kubelet_check, upstream
 from krm_fn.results import ERROR, WARNING
@@ -91,7 +90,7 @@ def test_unknown_gate_on_a_version_whose_gates_are_not_exact(monkeypatch):
     errors."""
     load = upstream.load
     exact = load((1, 36))
-    inexact = dataclasses.replace(exact, gates_exact=False)
+    inexact = exact._replace(gates_exact=False)
     monkeypatch.setattr(upstream, "load", lambda v: inexact if tuple(v) == (1, 36) else load(v))
     gates = {"SomeGateNewIn136": True, "CPUManagerPolicyBetaOption": True, "MemoryManager": True}
     found = {f.field: f for f in kubelet_check.check({"featureGates": gates}, (1, 36))}

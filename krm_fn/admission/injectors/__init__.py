@@ -23,26 +23,21 @@ tests/admission/test_injectors.py checks that no trigger fires without its WHEN.
 from __future__ import annotations
 
 from krm_fn.lazy import submodule
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 from krm_fn.admission import model
 from krm_fn.admission.injectors import base
 from krm_fn.admission.injectors.base import InjectionContext, Meta, meta_of
 
 
-@dataclass(frozen=True)
-class When:
+class When(namedtuple("When", "annotations labels ns_labels ns_annotations platforms "
+                      "ray_group", defaults=((), (), (), (), (), False))):
     """What can make one injector's trigger return True: a key of the pod's `annotations`
     or `labels`, or of its Namespace's `ns_labels` or `ns_annotations`, that starts with
     one of these strings (a key, or a key prefix ending in `-`); a pod on one of
     `platforms` (PodSpecAt.platform); with `ray_group`, a KubeRay group's pod."""
 
-    annotations: tuple = ()
-    labels: tuple = ()
-    ns_labels: tuple = ()
-    ns_annotations: tuple = ()
-    platforms: tuple = ()
-    ray_group: bool = False
+    __slots__ = ()
 
 
 NAMES = ("istio", "linkerd", "queue_proxy", "vault", "dapr", "storage_initializer",

@@ -6,7 +6,7 @@ Units as in krm_fn/admission/model.py: cpu in cores (Fraction), memory in bytes 
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
+from collections import namedtuple
 
 from krm_fn import quantity
 from krm_fn.admission import model
@@ -15,8 +15,9 @@ from krm_fn.workloads import get_path
 CPU, MEMORY = "cpu", "memory"
 
 
-@dataclass(frozen=True)
-class Meta:
+class Meta(namedtuple("Meta", "annotations labels owner_annotations ns_labels ns_annotations "
+                      "platform kind namespace host_network spec container_keys "
+                      "kserve_default_mode ray_group ray_cluster ray_cluster_path")):
     """The pod's metadata as an admission webhook sees it.
 
     `annotations` / `labels`: the pod template's, as the pod will get them (for a KServe
@@ -38,25 +39,27 @@ class Meta:
     `spec.rayClusterConfig`, ...).
     """
 
-    annotations: dict = field(default_factory=dict)
-    labels: dict = field(default_factory=dict)
-    owner_annotations: dict = field(default_factory=dict)
-    ns_labels: dict | None = None
-    ns_annotations: dict | None = None
-    platform: str | None = None
-    kind: str = ""
-    namespace: str = ""
-    host_network: bool = False
-    spec: dict = field(default_factory=dict)
-    container_keys: tuple = ()
-    kserve_default_mode: str | None = None
-    ray_group: str | None = None
-    ray_cluster: dict = field(default_factory=dict)
-    ray_cluster_path: str = ""
+    __slots__ = ()
+
+    def __new__(cls, annotations: dict | None = None, labels: dict | None = None,
+                owner_annotations: dict | None = None, ns_labels: dict | None = None,
+                ns_annotations: dict | None = None, platform: str | None = None,
+                kind: str = "", namespace: str = "", host_network: bool = False,
+                spec: dict | None = None, container_keys: tuple = (),
+                kserve_default_mode: str | None = None, ray_group: str | None = None,
+                ray_cluster: dict | None = None, ray_cluster_path: str = ""):
+        return super().__new__(
+            cls, {} if annotations is None else annotations, {} if labels is None else labels,
+            {} if owner_annotations is None else owner_annotations, ns_labels,
+            ns_annotations, platform, kind, namespace, host_network,
+            {} if spec is None else spec, container_keys, kserve_default_mode, ray_group,
+            {} if ray_cluster is None else ray_cluster, ray_cluster_path)
 
 
-@dataclass(frozen=True)
-class InjectionContext:
+class InjectionContext(namedtuple(
+        "InjectionContext", "namespaces configmaps storage_containers instrumentations "
+        "collectors injection runtime_classes limit_ranges vpas quotas untuned "
+        "priority_classes hpas")):
     """The input objects that size injected containers, and the function config.
 
     `namespaces`: {name: Namespace object}; `configmaps`: {(namespace, name): ConfigMap};
@@ -74,22 +77,22 @@ class InjectionContext:
     pod without priorityClassName; `untuned(obj) -> list[str]`: what keeps a
     plain object from being tuned in this render, as fixes (pipeline.select.untuned_because;
     [] when it is tuned; None: not known, every object counts as selected).
-    All objects are plain data as read from the input.
+    All objects are plain data as read from the input. (No `__slots__`: an instance keeps
+    what it found once in its `__dict__`, kserve_default_mode.)
     """
 
-    namespaces: dict = field(default_factory=dict)
-    configmaps: dict = field(default_factory=dict)
-    storage_containers: tuple = ()
-    instrumentations: dict = field(default_factory=dict)
-    collectors: dict = field(default_factory=dict)
-    injection: object | None = None
-    runtime_classes: dict = field(default_factory=dict)
-    limit_ranges: dict = field(default_factory=dict)
-    vpas: tuple = ()
-    quotas: dict = field(default_factory=dict)
-    untuned: object = None
-    priority_classes: dict = field(default_factory=dict)
-    hpas: tuple = ()
+    def __new__(cls, namespaces: dict | None = None, configmaps: dict | None = None,
+                storage_containers: tuple = (), instrumentations: dict | None = None,
+                collectors: dict | None = None, injection: object | None = None,
+                runtime_classes: dict | None = None, limit_ranges: dict | None = None,
+                vpas: tuple = (), quotas: dict | None = None, untuned: object = None,
+                priority_classes: dict | None = None, hpas: tuple = ()):
+        def d(x):
+            return {} if x is None else x
+        return super().__new__(
+            cls, d(namespaces), d(configmaps), storage_containers, d(instrumentations),
+            d(collectors), injection, d(runtime_classes), d(limit_ranges), vpas, d(quotas),
+            untuned, d(priority_classes), hpas)
 
     @classmethod
     def from_items(cls, items: list, injection=None):
@@ -149,7 +152,7 @@ class InjectionContext:
         if memo is self:
             from krm_fn.admission.serving_mode import kserve_default_mode
             memo = kserve_default_mode(self.configmaps)
-            object.__setattr__(self, "_kserve_default_mode", memo)
+            self.__dict__["_kserve_default_mode"] = memo
         return memo
 
     def namespace_meta(self, name: str) -> tuple[dict | None, dict | None]:

@@ -17,9 +17,9 @@ Entry points: `render_with_results(name, plan, ctx, ref, index)` -> (objects, re
 """
 from __future__ import annotations
 
-from krm_fn import lazy, record
+from krm_fn import lazy
 from collections.abc import Mapping
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 from krm_fn.node.formats._common import (LOCAL_CONFIG_ANNOTATION, MANAGED_BY_LABEL,
                                          PATH_ANNOTATION, POOL_LABEL, Rendered)
@@ -28,8 +28,9 @@ __all__ = ["FORMATS", "LOCAL_CONFIG_ANNOTATION", "MANAGED_BY_LABEL", "PATH_ANNOT
            "POOL_LABEL", "RenderContext", "Rendered", "render", "render_with_results"]
 
 
-@dataclass(frozen=True)
-class RenderContext:
+class RenderContext(namedtuple("RenderContext", "namespace set_path baseline ref index pool "
+                               "version cluster_gates",
+                               defaults=(False, None, None, 0, None, None, frozenset()))):
     """How to render: `namespace` of emitted namespaced objects; `set_path` True when the
     function runs under kpt and every emitted object must carry PATH_ANNOTATION;
     `baseline` the node's current KubeletConfiguration (`spec.output.baseline`, plain
@@ -43,14 +44,7 @@ class RenderContext:
     `cluster` enables for every node (krm_fn.node.formats._common.cluster_gates), empty
     without one."""
 
-    namespace: str
-    set_path: bool = False
-    baseline: object = None
-    ref: object = None
-    index: int = 0
-    pool: object = None
-    version: object = None
-    cluster_gates: frozenset = frozenset()
+    __slots__ = ()
 
 
 # format name -> module name under krm_fn.node.formats, in the documented order
@@ -111,7 +105,7 @@ def render_with_results(name: str, plan, ctx: RenderContext, ref=None, index: in
     paths such as `spec.nodePools[0].kubelet.cpuManagerPolicyOptions`). Raises ValueError
     for a format name not in FORMATS."""
     module = _module(name)
-    out: Rendered = module.render(plan, record.replace(ctx, ref=ref, index=index))
+    out: Rendered = module.render(plan, ctx._replace(ref=ref, index=index))
     return list(out.objects), list(out.results)
 
 

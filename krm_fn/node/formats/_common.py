@@ -10,8 +10,6 @@ anyway. Platform names, refusals and consequences come from krm_fn.node.fields.
 """
 from __future__ import annotations
 
-from krm_fn.record import dataclass, field
-
 from krm_fn.node import fields, upstream
 from krm_fn.results import ERROR, WARNING, Result, value_text
 
@@ -26,12 +24,14 @@ ROLLOUT_NOTE = "krm-fn.dev/rollout-note"
 HEADER = fields.HEADER
 
 
-@dataclass
 class Rendered:
     """What a format returns: `objects` to emit and `results` about them."""
 
-    objects: list = field(default_factory=list)
-    results: list = field(default_factory=list)
+    __slots__ = ("objects", "results")
+
+    def __init__(self, objects: list | None = None, results: list | None = None) -> None:
+        self.objects = [] if objects is None else objects
+        self.results = [] if results is None else results
 
 
 def labels(plan) -> dict:

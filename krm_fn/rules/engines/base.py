@@ -4,24 +4,20 @@ Data only; the engines themselves are the other modules of this package.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
-
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 
-@dataclass(frozen=True)
-class EnvSpec:
+class EnvSpec(namedtuple("EnvSpec", "name flags follows", defaults=((), ()))):
     """An env var an engine reads: set to the thread count unless one of `flags` is in
     the container's command/args (a flag wins over the env var) or one of `follows` is
     (the engine then derives this value from that flag)."""
 
-    name: str
-    flags: tuple = ()
-    follows: tuple = ()
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Engine:
+class Engine(namedtuple("Engine", "recognition env thread_env check recognised sets warns "
+                        "sources releases per_core per_core_source reserve",
+                        defaults=((), True, None, "", "", "", (), (), "logical", "", None))):
     """One serving engine. `recognition`: how it is recognised (its
     krm_fn/rules/engines/recognition.py entry, the one place that data lives; `name` is
     its name).
@@ -40,18 +36,7 @@ class Engine:
     `reserve(c, processes)`: (cores, why) the engine keeps free of its thread pools for its
     own other processes when container `c` runs `processes` rank processes, or None."""
 
-    recognition: object
-    env: tuple = ()
-    thread_env: bool = True
-    check: Callable | None = None
-    recognised: str = ""
-    sets: str = ""
-    warns: str = ""
-    sources: tuple = ()
-    releases: tuple = ()
-    per_core: str = "logical"
-    per_core_source: str = ""
-    reserve: Callable | None = None
+    __slots__ = ()
 
     @property
     def name(self) -> str:
@@ -59,43 +44,30 @@ class Engine:
         return self.recognition.name
 
 
-@dataclass(frozen=True)
-class WorkerSource:
+class WorkerSource(namedtuple("WorkerSource", "server command flags env engine",
+                              defaults=((), None))):
     """A way a server is told its worker process count: `flags` in command/args (only
     when `command`, a recognition.Pattern, matches command+args, if given; `engine`: only
     when that engine is recognised) or the env vars `env`."""
 
-    server: str
-    command: str | None
-    flags: tuple
-    env: tuple = ()
-    engine: str | None = None
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Workers:
+class Workers(namedtuple("Workers", "count server what path")):
     """A worker process count found in the container: `count`, the `server` that runs
     them, `what` it was read from (for messages) and the field `path`."""
 
-    count: int
-    server: str
-    what: str
-    path: tuple
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Release:
+class Release(namedtuple("Release", "since facts source note label", defaults=("", ""))):
     """What an engine's releases from `since` on (a version tuple such as (0, 11, 1), up to
     the next Release of the same table) read: `facts` (engine-specific: the values a
     setting accepts, its default, ...), `source` (the upstream source file at that
     release's tag, https), `note` (what changed, for the docs table) and `label` (how the
     engine writes that version, such as "8u191" or "b3683"; default: "0.11.1")."""
 
-    since: tuple
-    facts: dict
-    source: str
-    note: str = ""
-    label: str = ""
+    __slots__ = ()
 
 
 def release_for(releases: tuple, version: tuple | None) -> Release | None:

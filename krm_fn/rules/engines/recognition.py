@@ -14,16 +14,14 @@ from __future__ import annotations
 
 import re
 
-from krm_fn.record import dataclass
+from collections import namedtuple
 
 
-@dataclass(frozen=True)
-class Pattern:
+class Pattern(namedtuple("Pattern", "regex within")):
     """A regex (`regex`, searched with re.search, case-sensitive) and `within`: literals
     of which every match contains at least one."""
 
-    regex: str
-    within: tuple
+    __slots__ = ()
 
     def search(self, text: str) -> bool:
         """Whether `regex` matches somewhere in `text` (the regex is compiled, by the re
@@ -38,8 +36,9 @@ def _p(regex: str, *within: str) -> Pattern:
     return Pattern(regex, within)
 
 
-@dataclass(frozen=True)
-class Recognition:
+class Recognition(namedtuple("Recognition", "name module images commands needs kserve "
+                             "env_names not_with serving",
+                             defaults=((), (), (), (), (), (), True))):
     """How the engine of module `module` (krm_fn/rules/engines/<module>.py), named `name`,
     is recognised in a container: a Pattern of `images` matches its image (lowercased), a
     Pattern of `commands` matches command+args joined by spaces (and, when `needs` is
@@ -50,15 +49,7 @@ class Recognition:
     general-purpose runtime (a JVM, a Python web server image), which a metrics exporter
     or a proxy runs as well."""
 
-    name: str
-    module: str
-    images: tuple = ()
-    commands: tuple = ()
-    needs: tuple = ()
-    kserve: tuple = ()
-    env_names: tuple = ()
-    not_with: tuple = ()
-    serving: bool = True
+    __slots__ = ()
 
     def matches(self, image: str, line: str, key: str | None, names: frozenset) -> bool:
         """Whether the container with lowercased `image`, command line `line`, KServe
