@@ -102,6 +102,38 @@ def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None
         _place(obj, items, by_name, run, pool.name, "monitoring", len(targets), out)
 
 
+def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -> None:
+    """spec.output.admissionPolicy: the ValidatingAdmissionPolicy and its binding
+    (krm_fn.guard.policy) for the pod templates labelled in the tune step
+    (krm_fn.guard.targets) of the placed items `guarded` ([(TunedItem, pool index)]);
+    placed like every emitted object, under the first node pool's label (the objects
+    serve the whole render). No labelled pod template: nothing is emitted, an info says
+    so."""
+    from krm_fn.guard import policy, targets
+    from krm_fn.node.formats._common import PATH_ANNOTATION
+    from krm_fn.rules.engines import thread_env_names
+    cfg, conf = run.cfg, run.cfg.output.admissionPolicy
+    threads = cfg.workloads.threads
+    names = frozenset(thread_env_names(list(threads.env) + list(threads.custom)))
+    found = [t for item, i in guarded
+             for t in targets.of_item(item, run.pool_info(i), names)]
+    where = "spec.output.admissionPolicy"
+    if not found:
+        out.results.append(Result(f"{where}: no tuned pod template has a container pinned "
+                                  f"to whole CPUs to check; no admission policy emitted",
+                                  INFO, run.fc_ref))
+        return
+    pool = str(cfg.nodePools[0].name)
+    labels = {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: pool}
+    for obj in (policy.policy(conf.name, found, labels, {}),
+                policy.binding(conf.name, conf, labels, {})):
+        if run.set_path:
+            kind = "binding" if obj["kind"].endswith("Binding") else "policy"
+            obj["metadata"]["annotations"] = {
+                PATH_ANNOTATION: f"admission-policy/{conf.name}-{kind}.yaml"}
+        _place(obj, items, by_name, run, pool, "admission-policy", len(found), out)
+
+
 def _default_image_warning(run) -> list:
     """[the warning] when the verify or node-audit Job runs the default
     `spec.output.verifyImage`, an image not published to any registry yet (its pod would fail with ErrImagePull:

@@ -133,9 +133,14 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
                             namespaces=run.namespaces,
                             knative_features=run.features_for(pod), ictx=run.ictx)
     ctx = rules.run(pod, ctx)
+    pinned = rules.pinned_whole(pod, ctx)
+    guard = cfg.output.admissionPolicy
+    if guard.enabled and info is not None:     # spec.output.admissionPolicy: krm_fn/guard
+        from krm_fn.guard import targets
+        targets.label(pod, pick.obj, len(item.pods), pinned, guard.name)
     _json_types(apivalidation.pod_fields(pod.spec, tuple(at.spec), pod.meta, at.meta),
                 item, edits, findings)
-    return pod, rules.pinned_whole(pod, ctx)
+    return pod, pinned
 
 
 def _json_types(fields: list, item: TunedItem, edits: Edits, out: list) -> None:

@@ -1,0 +1,134 @@
+"""Which pods the admission policy matches, and what it checks of each (pure).
+
+Every tuned pod template with a container pinned to whole CPUs gets the label LABEL, whose
+value names that pod template alone (`label_value`); the policy's objectSelector lists the
+values of the render, so no other pod is matched, and a pod of another render's workloads
+is left to that render's policy. The label is a write of the tune step (a Change of rule
+RULE), so it is reported, dropped with the item's other changes when the item is left
+unchanged, and written once (a second render finds it in place).
+
+A workload, or one of its pod templates, opts out with the annotation OPT_OUT: "skip".
+
+What the policy checks of a labelled pod template (`Target`) is the pod template as the
+render leaves it: its pinned containers' cpu, the thread-count variables of those
+containers that hold a literal value (the registry's names: the threads rule's and the
+serving engines', krm_fn.rules.engines.thread_env_names), and its node pool's nodeSelector
+and SMT multiple. Values as rendered, not only those written this time: a second render of
+the same input changes nothing, and emits the same policy.
+"""
+from __future__ import annotations
+
+import hashlib
+from collections import namedtuple
+
+from krm_fn.results import INFO
+from krm_fn.workloads import get_path
+
+LABEL = "krm-fn.dev/guard"
+OPT_OUT = "krm-fn.dev/admission-policy"      # value "skip": no label, not checked
+RULE = "admission-policy"                    # the rule ID of the label's Change
+_LABEL_VALUE = 63                            # a label value's length bound
+_HASH = 10                                   # hex digits of the identity hash
+
+
+class Target(namedtuple("Target", "value workload pool cpus env node_selector smt")):
+    """One labelled pod template. `value`: its LABEL value; `workload`: how messages name
+    it ("Deployment ns/name"); `pool`: its node pool's name; `cpus`: {pinned container
+    name: cpu as rendered (str)}; `env`: {pinned container name: {thread variable: value
+    (str)}} for the containers that hold one; `node_selector`: the pool's nodeSelector
+    ({label: value}); `smt`: the number the pinned CPUs must be a multiple of (the pool's
+    threads per core under full-pcpus-only, else 1)."""
+
+    __slots__ = ()
+
+
+def label_value(ref, index: int) -> str:
+    """The LABEL value of pod template `index` (0-based, in krm_fn.workloads.locations
+    order) of workload `ref` (results.Ref): the workload's name (up to 52 characters, those
+    a label value may hold) then `-` and 10 hex digits of the SHA-256 of its group, kind,
+    namespace, name and `index`, so that it is unique in a render and the same in every
+    render. At most 63 characters, starting and ending with a letter or digit
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set)."""
+    group = ref.api_version.rpartition("/")[0]
+    ident = f"{group}/{ref.kind}/{ref.namespace or ''}/{ref.name}/{index}"
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:_HASH]
+    name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "-"
+                   for ch in str(ref.name))
+    name = name[:_LABEL_VALUE - _HASH - 1].strip("-_.")
+    return f"{name}-{digest}" if name else digest
+
+
+def opted_out(obj: dict, pod) -> bool:
+    """Whether the workload `obj` or the pod template of `pod` (a PodView) carries the
+    annotation OPT_OUT: "skip"."""
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    ann = md.get("annotations") if isinstance(md.get("annotations"), dict) else {}
+    return ann.get(OPT_OUT) == "skip" or pod.annotations.get(OPT_OUT) == "skip"
+
+
+def label(pod, obj: dict, index: int, pinned: frozenset, name: str) -> None:
+    """Write LABEL on the pod template of `pod` (a PodView of pod template `index` of the
+    workload `obj`) when one of its containers is pinned to whole CPUs (`pinned`, their
+    names) and neither opts out (OPT_OUT); the write is a Change of rule RULE. A pod
+    template without metadata (a kind whose pods take none from the manifest), or one that
+    opts out, gets an info saying it is not guarded. `name`: the policy's name."""
+    if not pinned:
+        return
+    if pod.at.meta is None or opted_out(obj, pod):
+        why = (f"it opts out ({OPT_OUT}: skip)" if pod.at.meta is not None else
+               "its pods take no labels from the manifest")
+        pod.rule = RULE
+        pod.note(INFO, None, f"not checked by the admission policy {name}: {why}")
+        pod.rule = None
+        return
+    value = label_value(pod.ref, index)
+    path = pod.at.meta + ("labels", LABEL)
+    labels = pod.meta.get("labels") if isinstance(pod.meta, dict) else None
+    if isinstance(labels, dict) and labels.get(LABEL) == value:
+        return
+    pod.rule = RULE
+    pod.set(path, value, f"label {LABEL}={value}: the admission policy {name} checks these "
+                         f"pods as the API server stores them (spec.output.admissionPolicy)")
+    pod.rule = None
+
+
+def of_item(item, pool, thread_names: frozenset) -> list:
+    """The Targets of one tuned item (krm_fn.pipeline.tune.TunedItem) placed in node pool
+    `pool` (krm_fn.rules.PoolInfo): one per pod template that carries its LABEL value.
+    `thread_names`: the thread-count variables whose literal values are checked."""
+    ref = item.pick.ref
+    out = []
+    smt = pool.threads_per_core if pool.full_pcpus_only else 1
+    for index, tp in enumerate(item.pods):
+        pod = tp.pod
+        if pod is None or not tp.pinned or pod.at.meta is None:
+            continue
+        labels = get_path(item.work, pod.at.meta + ("labels",))
+        value = label_value(ref, index)
+        if not isinstance(labels, dict) or labels.get(LABEL) != value:
+            continue
+        cpus, env = {}, {}
+        for c in pod.containers:
+            if c.name not in tp.pinned:
+                continue
+            cpus[str(c.name)] = str(c.get("resources", "limits", "cpu"))
+            found = _thread_env(c.get("env"), thread_names)
+            if found:
+                env[str(c.name)] = found
+        out.append(Target(value, str(ref), str(pool.name), cpus, env,
+                          dict(pool.node_selector), smt))
+    return out
+
+
+def _thread_env(entries: object, names: frozenset) -> dict:
+    """{name: value} of the env entries (a container's `env` list) named in `names` with a
+    literal string value; a later entry of the same name wins, as in the container."""
+    out: dict = {}
+    for e in entries if isinstance(entries, list) else ():
+        if isinstance(e, dict) and e.get("name") in names:
+            value = e.get("value")
+            if isinstance(value, str) and "valueFrom" not in e:
+                out[e["name"]] = value
+            else:
+                out.pop(e["name"], None)
+    return out
