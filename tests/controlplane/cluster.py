@@ -107,13 +107,16 @@ class ControlPlane:
     server's certificate file), `kubeconfig` (file), `dir` (its working directory);
     `controllers`: the kube-controller-manager controllers it runs; `extra_args`:
     {component name: more flags}, e.g. {"kube-apiserver": ("--emulated-version=1.35",)}
-    (KEP-4330 compatibility versions)."""
+    (KEP-4330 compatibility versions); `scheduler`: whether kube-scheduler runs (a 1.37
+    scheduler waits forever for the APIs of its release, which an API server emulating an
+    older minor does not serve)."""
 
     def __init__(self, exe: Path | None = None, timeout: float = 60,
                  controllers: tuple = ("serviceaccount", "resourcequota"),
-                 extra_args: dict | None = None):
+                 extra_args: dict | None = None, scheduler: bool = True):
         self.exe = exe or binary()
         self.controllers = controllers
+        self.scheduler = scheduler
         self.extra_args = dict(extra_args or {})
         self.timeout = timeout
         self.dir = Path(tempfile.mkdtemp(prefix="krm-fn-controlplane."))
@@ -212,6 +215,8 @@ class ControlPlane:
         # the controller manager serves /healthz, no /readyz
         self._wait("kube-controller-manager", kcm,
                    lambda: self._ready(kcm_port, False, "/healthz"))
+        if not self.scheduler:
+            return
         sched_port = _free_port()
         sched = self._spawn(
             "kube-scheduler", f"--kubeconfig={self.kubeconfig}",
