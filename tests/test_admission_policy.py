@@ -217,3 +217,23 @@ def test_thread_variables_are_the_last_literal_value_of_each_name():
         {"name": "GOMAXPROCS", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
         {"name": "OTHER", "value": "1"}], frozenset({"OMP_NUM_THREADS", "GOMAXPROCS"}))
     assert found == {"OMP_NUM_THREADS": "4"}
+
+
+def test_the_policy_left_in_a_kpt_package_after_removal_is_stale():
+    on = transform([_deployment()], _config())
+    kept = [_emitted(on, "ValidatingAdmissionPolicy"),
+            _emitted(on, "ValidatingAdmissionPolicyBinding")]
+    off = transform([_deployment(), *kept], None)
+    stale = [r for r in off.results if r.message.startswith("stale node plan")]
+    assert [(r.severity, r.ref.kind) for r in stale] == [
+        (ERROR, "ValidatingAdmissionPolicy"), (ERROR, "ValidatingAdmissionPolicyBinding")]
+    again = transform([_deployment(), *kept], _config())
+    assert not [r for r in again.results if r.message.startswith("stale node plan")]
+    assert not again.emitted[1:] and len(again.regenerated) == 2
+
+
+def test_kpt_gets_a_file_for_each_object():
+    out = transform([_deployment()], _config(), set_path=True)
+    assert [o["metadata"]["annotations"]["internal.config.kubernetes.io/path"]
+            for o in out.emitted[1:]] == ["admission-policy/krm-fn-guard-policy.yaml",
+                                          "admission-policy/krm-fn-guard-binding.yaml"]

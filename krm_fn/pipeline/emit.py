@@ -125,12 +125,11 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
         return
     pool = str(cfg.nodePools[0].name)
     labels = {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: pool}
-    for obj in (policy.policy(conf.name, found, labels, {}),
-                policy.binding(conf.name, conf, labels, {})):
-        if run.set_path:
-            kind = "binding" if obj["kind"].endswith("Binding") else "policy"
-            obj["metadata"]["annotations"] = {
-                PATH_ANNOTATION: f"admission-policy/{conf.name}-{kind}.yaml"}
+    def ann(kind: str) -> dict:     # kpt: the file of the emitted object in the package
+        return ({PATH_ANNOTATION: f"admission-policy/{conf.name}-{kind}.yaml"}
+                if run.set_path else {})
+    for obj in (policy.policy(conf.name, found, labels, ann("policy")),
+                policy.binding(conf.name, conf, labels, ann("binding"))):
         _place(obj, items, by_name, run, pool, "admission-policy", len(found), out)
 
 
@@ -326,8 +325,8 @@ def stale_plans(items: list, run, placement: dict, out) -> None:
                    f"describes")
         elif pool in emitted:
             why = (f"node pool {pool!r} no longer has this output (spec.output.formats, "
-                   f"namespace, verifyJob, nodeAuditJob, nodeAuditDaemonSet or monitoring "
-                   f"changed)")
+                   f"namespace, verifyJob, nodeAuditJob, nodeAuditDaemonSet, monitoring or "
+                   f"admissionPolicy changed)")
         else:
             continue
         fix = ("delete it from the input (kpt: its file)" if severity == ERROR else
