@@ -237,3 +237,23 @@ def test_kpt_gets_a_file_for_each_object():
     assert [o["metadata"]["annotations"]["internal.config.kubernetes.io/path"]
             for o in out.emitted[1:]] == ["admission-policy/krm-fn-guard-policy.yaml",
                                           "admission-policy/krm-fn-guard-binding.yaml"]
+
+
+def test_a_policy_too_long_for_the_cel_parser_is_an_error_not_emitted(monkeypatch):
+    monkeypatch.setattr(policy, "MAX_EXPRESSION", 300)
+    out = transform([_deployment()], _config())
+    assert [o["kind"] for o in out.emitted] == ["ConfigMap"]
+    (err,) = [r for r in out.results if r.severity == ERROR]
+    assert err.message.startswith(
+        "spec.output.admissionPolicy: the admission policy's unequal, fractional, threadEnv, "
+        "threadsChanged would be longer than the 300 characters the API server's CEL parser takes (1 pod "
+        "templates)")
+
+
+def test_the_default_limit_leaves_room_for_a_few_hundred_pod_templates():
+    t = targets.Target("x" * 52 + "-0123456789", "Deployment serving/" + "x" * 63,
+                       "inference", {"server": "64"},
+                       {"server": {n: "64" for n in config.DEFAULT_THREAD_ENV}},
+                       {"krm-fn.dev/cpu-pinning": "true"}, 2)
+    many = [t._replace(value=f"{i:052d}-0123456789") for i in range(200)]
+    assert policy.too_long(policy.policy("g", many, {}, {})) == []

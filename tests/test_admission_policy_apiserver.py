@@ -6,7 +6,8 @@ the release go.mod pins: v1.37).
   (admissionregistration.k8s.io/v1 MutatingAdmissionPolicy, GA and served by default from
   1.36: k8s.io/kubernetes pkg/features/kube_features.go) stand in for the injectors and
   controllers that change a pod after the render: one adds a sidecar without resources,
-  one raises OMP_NUM_THREADS, one drops the nodeSelector, one sets the pinned container's
+  one a native sidecar (a restartable init container) without resources, one raises
+  OMP_NUM_THREADS, one drops the nodeSelector, one sets the pinned container's
   cpu to an odd number on a full-pcpus-only pool. Each pod is refused with the check's
   message under Deny, and created with that message as a warning under Warn; the pods of
   a workload that opts out and of a namespace outside the binding are created, mutated
@@ -117,6 +118,10 @@ MUTATIONS = {
     "sidecar": (_apply_config(
         "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'mesh-proxy', "
         "image: 'example.com/proxy:1'}]}}"), SIDECAR_MESSAGE),
+    "native-sidecar": (_apply_config(
+        "Object{spec: Object.spec{initContainers: [Object.spec.initContainers{name: "
+        "'mesh-init', image: 'example.com/proxy:1', restartPolicy: 'Always'}]}}"),
+        "container(s) mesh-init without cpu and memory requests equal to limits"),
     "threads": (_apply_config(
         "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'server', env: "
         "[Object.spec.containers.env{name: 'OMP_NUM_THREADS', value: '64'}]}]}}"),
@@ -136,6 +141,8 @@ MUTATIONS = {
 # name: whether a pod spec the API server returns shows that mutation
 MUTATED = {
     "sidecar": lambda spec: "mesh-proxy" in [c["name"] for c in spec["containers"]],
+    "native-sidecar": lambda spec: [c["name"] for c in spec.get("initContainers", [])] ==
+    ["mesh-init"],
     "threads": lambda spec: {"name": "OMP_NUM_THREADS", "value": "64"} in
     spec["containers"][0].get("env", []),
     "selector": lambda spec: "nodeSelector" not in spec,

@@ -175,6 +175,19 @@ def validations(targets: list) -> list:
     return out
 
 
+# The longest expression the API server's CEL parser takes, in code points (cel-go's default
+# expressionSizeCodePointLimit, https://github.com/google/cel-go/blob/v0.29.2/parser/parser.go,
+# which Kubernetes keeps)
+MAX_EXPRESSION = 100_000
+
+
+def too_long(vap: dict) -> list:
+    """The names of the variables of policy `vap` whose expression the API server would
+    refuse for its length (MAX_EXPRESSION); a render with many pod templates makes the
+    data maps long."""
+    return [v["name"] for v in vap["spec"]["variables"] if len(v["expression"]) > MAX_EXPRESSION]
+
+
 def policy(name: str, targets: list, labels: dict, annotations: dict) -> dict:
     """The ValidatingAdmissionPolicy `name`: pods created with one of the targets' LABEL
     values (objectSelector), failurePolicy Fail, the variables and validations above."""

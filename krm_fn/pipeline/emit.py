@@ -128,8 +128,17 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
     def ann(kind: str) -> dict:     # kpt: the file of the emitted object in the package
         return ({PATH_ANNOTATION: f"admission-policy/{conf.name}-{kind}.yaml"}
                 if run.set_path else {})
-    for obj in (policy.policy(conf.name, found, labels, ann("policy")),
-                policy.binding(conf.name, conf, labels, ann("binding"))):
+    vap = policy.policy(conf.name, found, labels, ann("policy"))
+    long = policy.too_long(vap)
+    if long:
+        out.results.append(Result(
+            f"{where}: the admission policy's {', '.join(long)} would be longer than the "
+            f"{policy.MAX_EXPRESSION} characters the API server's CEL parser takes "
+            f"({len(found)} pod templates); split the workloads over renders that each "
+            f"enable it under their own {where}.name, or opt some out with "
+            f"{targets.OPT_OUT}: skip; no admission policy emitted", ERROR, run.fc_ref, where))
+        return
+    for obj in (vap, policy.binding(conf.name, conf, labels, ann("binding"))):
         _place(obj, items, by_name, run, pool, "admission-policy", len(found), out)
 
 
