@@ -94,11 +94,21 @@ def test_the_label_value_is_the_name_and_a_hash_of_the_pod_template():
     assert len(long) == 63 and long.startswith("a" * 52 + "-")
 
 
+def test_a_render_that_changes_what_is_checked_changes_the_label():
+    ref = Ref("apps/v1", "Deployment", "llm", "serving")
+    t = targets.Target("", "", "inference", {"server": "4"}, {"server": {"OMP_NUM_THREADS": "4"}},
+                       {"krm-fn.dev/cpu-pinning": "true"}, 2)
+    assert targets.label_value(ref, 0, t) == targets.label_value(ref, 0, t._replace(pool="x"))
+    changed = [t._replace(cpus={"server": "8"}), t._replace(env={}), t._replace(smt=1),
+               t._replace(node_selector={"pool": "a"})]
+    assert len({targets.label_value(ref, 0, x) for x in [t, *changed]}) == 5
+
+
 def test_tuned_pod_templates_get_the_label_once():
     out = transform([_deployment()], _config(), keep_tuned=True)
     (change,) = [c for c in out.changes[0] if c.rule == targets.RULE]
     assert change.path == ("spec", "template", "metadata", "labels", targets.LABEL)
-    assert change.new == "llm-9345377516"
+    assert change.new == "llm-8bdc0605ad"
     again = transform([out.tuned[0]], _config())
     assert again.changes == {}
     assert _emitted(again, "ValidatingAdmissionPolicy") == \
@@ -114,7 +124,7 @@ def test_a_workload_that_opts_out_is_neither_labelled_nor_checked():
     vap = _emitted(out, "ValidatingAdmissionPolicy")
     assert vap["spec"]["matchConstraints"]["objectSelector"] == {"matchExpressions": [
         {"key": "krm-fn.dev/guard", "operator": "In",
-         "values": [targets.label_value(Ref("apps/v1", "Deployment", "b", "serving"), 0)]}]}
+         "values": ["b-32e619db37"]}]}
 
 
 def test_nothing_is_emitted_without_a_pod_template_to_check():
@@ -139,7 +149,7 @@ def test_an_item_left_unchanged_is_not_in_the_policy():
     assert 0 not in out.changes
     vap = _emitted(out, "ValidatingAdmissionPolicy")
     assert vap["spec"]["matchConstraints"]["objectSelector"]["matchExpressions"][0][
-        "values"] == ["llm-9345377516"]
+        "values"] == ["llm-8bdc0605ad"]
 
 
 # --- the policy and the binding ---------------------------------------------------------
@@ -157,14 +167,14 @@ def test_the_policy_holds_what_the_render_left():
     assert list(v) == ["guard", "workload", "cpus", "smt", "unequal", "fractional",
                        "threadEnv", "threadsChanged", "nodeSelector", "selectorMissing"]
     assert v["guard"] == "object.metadata.labels['krm-fn.dev/guard']"
-    assert v["workload"] == ("{'llm-9345377516': 'Deployment serving/llm (node pool "
+    assert v["workload"] == ("{'llm-8bdc0605ad': 'Deployment serving/llm (node pool "
                              "inference)'}[variables.guard]")
-    assert v["cpus"] == "{'llm-9345377516': {'server': '4'}}[variables.guard]"
-    assert v["smt"] == "{'llm-9345377516': 2}[variables.guard]"
+    assert v["cpus"] == "{'llm-8bdc0605ad': {'server': '4'}}[variables.guard]"
+    assert v["smt"] == "{'llm-8bdc0605ad': 2}[variables.guard]"
     env = ", ".join(f"'{n}': '4'" for n in config.DEFAULT_THREAD_ENV)
-    assert v["threadEnv"] == ("{'llm-9345377516': {'server': {" + env + "}}}"
+    assert v["threadEnv"] == ("{'llm-8bdc0605ad': {'server': {" + env + "}}}"
                               "[?variables.guard].orValue({})")
-    assert v["nodeSelector"] == ("{'llm-9345377516': {'krm-fn.dev/cpu-pinning': 'true'}}"
+    assert v["nodeSelector"] == ("{'llm-8bdc0605ad': {'krm-fn.dev/cpu-pinning': 'true'}}"
                                  "[?variables.guard].orValue({})")
     assert [x["expression"] for x in vap["spec"]["validations"]] == [
         "size(variables.unequal) == 0", "size(variables.fractional) == 0",
@@ -191,8 +201,8 @@ def test_without_smt_the_multiple_is_one():
     cfg["spec"]["nodePools"] = [{"name": "p", "topology": {"threadsPerCore": 1}}]
     v = _variables(_emitted(transform([_deployment(cpu="3")], cfg),
                             "ValidatingAdmissionPolicy"))
-    assert v["smt"] == "{'llm-9345377516': 1}[variables.guard]"
-    assert v["cpus"] == "{'llm-9345377516': {'server': '3'}}[variables.guard]"
+    assert v["smt"] == "{'llm-3ed692d710': 1}[variables.guard]"
+    assert v["cpus"] == "{'llm-3ed692d710': {'server': '3'}}[variables.guard]"
 
 
 @pytest.mark.parametrize("text,literal", [

@@ -1,9 +1,10 @@
 """Which pods the admission policy matches, and what it checks of each (pure).
 
 Every tuned pod template with a container pinned to whole CPUs gets the label LABEL, whose
-value names that pod template alone (`label_value`); the policy's objectSelector lists the
-values of the render, so no other pod is matched, and a pod of another render's workloads
-is left to that render's policy. The label is a write of the tune step (a Change of rule
+value names that pod template and what is checked of it (`label_value`); the policy's
+objectSelector lists the values of the render, so no other pod is matched: neither a pod of
+another render's workloads (that render's policy's) nor one of an earlier template whose
+checked values were different. The label is a write of the tune step (a Change of rule
 RULE), so it is reported, dropped with the item's other changes when the item is left
 unchanged, and written once (a second render finds it in place).
 
@@ -18,6 +19,7 @@ the same input changes nothing, and emits the same policy.
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 from collections import namedtuple
 
@@ -42,20 +44,52 @@ class Target(namedtuple("Target", "value workload pool cpus env node_selector sm
     __slots__ = ()
 
 
-def label_value(ref, index: int) -> str:
+def label_value(ref, index: int, target: Target | None = None) -> str:
     """The LABEL value of pod template `index` (0-based, in krm_fn.workloads.locations
-    order) of workload `ref` (results.Ref): the workload's name (up to 52 characters, those
-    a label value may hold) then `-` and 10 hex digits of the SHA-256 of its group, kind,
-    namespace, name and `index`, so that it is unique in a render and the same in every
-    render. At most 63 characters, starting and ending with a letter or digit
+    order) of workload `ref` (results.Ref) whose checked data is `target` (`checked`; its
+    `value` is ignored): the workload's name (up to 52 characters, those a label value may
+    hold) then `-` and 10 hex digits of the SHA-256 of its group, kind, namespace, name,
+    `index` and that data. Unique in a render, the same in every render of the same data;
+    a render that changes what is checked gives the pods a new value, so the pods of the
+    previous template (a ReplicaSet still scaling down) are not judged by data that was not
+    theirs. At most 63 characters, starting and ending with a letter or digit
     (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set)."""
     group = ref.api_version.rpartition("/")[0]
     ident = f"{group}/{ref.kind}/{ref.namespace or ''}/{ref.name}/{index}"
+    if target is not None:
+        ident += "\n" + repr((sorted(target.cpus.items()),
+                              sorted((c, sorted(e.items())) for c, e in target.env.items()),
+                              sorted(target.node_selector.items()), target.smt))
     digest = hashlib.sha256(ident.encode()).hexdigest()[:_HASH]
     name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "-"
                    for ch in str(ref.name))
     name = name[:_LABEL_VALUE - _HASH - 1].strip("-_.")
     return f"{name}-{digest}" if name else digest
+
+
+@functools.lru_cache(maxsize=16)
+def thread_names(extra: tuple) -> frozenset:
+    """The thread-count variables whose literal values are checked: the registry's
+    (krm_fn.rules.engines.thread_env_names) and `extra` (the config's threads.env and
+    custom)."""
+    from krm_fn.rules.engines import thread_env_names
+    return frozenset(thread_env_names(extra))
+
+
+def checked(pod, pinned: frozenset, pool, names: frozenset) -> Target:
+    """What the policy checks of the pod template of `pod` (a PodView, as the rules left
+    it) in node pool `pool` (krm_fn.rules.PoolInfo): a Target without its `value`.
+    `pinned`: the names of its containers pinned to whole CPUs; `names`: thread_names."""
+    cpus, env = {}, {}
+    for c in pod.containers:
+        if c.name not in pinned:
+            continue
+        cpus[str(c.name)] = str(c.get("resources", "limits", "cpu"))
+        found = _thread_env(c.get("env"), names)
+        if found:
+            env[str(c.name)] = found
+    smt = pool.threads_per_core if pool.full_pcpus_only else 1
+    return Target("", str(pod.ref), str(pool.name), cpus, env, dict(pool.node_selector), smt)
 
 
 def opted_out(obj: dict, pod) -> bool:
@@ -66,57 +100,55 @@ def opted_out(obj: dict, pod) -> bool:
     return ann.get(OPT_OUT) == "skip" or pod.annotations.get(OPT_OUT) == "skip"
 
 
-def label(pod, obj: dict, index: int, pinned: frozenset, name: str) -> None:
+def label(pod, obj: dict, index: int, pinned: frozenset, pool, cfg) -> None:
     """Write LABEL on the pod template of `pod` (a PodView of pod template `index` of the
-    workload `obj`) when one of its containers is pinned to whole CPUs (`pinned`, their
-    names) and neither opts out (OPT_OUT); the write is a Change of rule RULE. A pod
-    template without metadata (a kind whose pods take none from the manifest), or one that
-    opts out, gets an info saying it is not guarded. `name`: the policy's name."""
+    workload `obj`, placed in node pool `pool`, a krm_fn.rules.PoolInfo) when one of its
+    containers is pinned to whole CPUs (`pinned`, their names) and neither opts out
+    (OPT_OUT); the write is a Change of rule RULE, none when the label already holds the
+    value. A pod template without metadata (a kind whose pods take none from the
+    manifest), or one that opts out, gets an info saying it is not checked. `cfg`: the
+    loaded config (spec.output.admissionPolicy.name, spec.workloads.threads)."""
     if not pinned:
         return
+    name = cfg.output.admissionPolicy.name
+    pod.rule = RULE
     if pod.at.meta is None or opted_out(obj, pod):
         why = (f"it opts out ({OPT_OUT}: skip)" if pod.at.meta is not None else
                "its pods take no labels from the manifest")
-        pod.rule = RULE
         pod.note(INFO, None, f"not checked by the admission policy {name}: {why}")
-        pod.rule = None
-        return
-    value = label_value(pod.ref, index)
-    path = pod.at.meta + ("labels", LABEL)
-    labels = pod.meta.get("labels") if isinstance(pod.meta, dict) else None
-    if isinstance(labels, dict) and labels.get(LABEL) == value:
-        return
-    pod.rule = RULE
-    pod.set(path, value, f"label {LABEL}={value}: the admission policy {name} checks these "
-                         f"pods as the API server stores them (spec.output.admissionPolicy)")
+    else:
+        target = checked(pod, pinned, pool, thread_names(_extra(cfg)))
+        value = label_value(pod.ref, index, target)
+        labels = get_path(pod.edits.root, pod.at.meta + ("labels",))
+        if not isinstance(labels, dict) or labels.get(LABEL) != value:
+            pod.set(pod.at.meta + ("labels", LABEL), value,
+                    f"label {LABEL}={value}: the admission policy {name} checks these pods "
+                    f"as the API server stores them (spec.output.admissionPolicy)")
     pod.rule = None
 
 
-def of_item(item, pool, thread_names: frozenset) -> list:
+def _extra(cfg) -> tuple:
+    threads = cfg.workloads.threads
+    return tuple(threads.env) + tuple(threads.custom)
+
+
+def of_item(item, pool, cfg) -> list:
     """The Targets of one tuned item (krm_fn.pipeline.tune.TunedItem) placed in node pool
-    `pool` (krm_fn.rules.PoolInfo): one per pod template that carries its LABEL value.
-    `thread_names`: the thread-count variables whose literal values are checked."""
+    `pool` (krm_fn.rules.PoolInfo): one per pod template that carries the LABEL value of
+    what is checked of it (`label` wrote it, or found it in place). `cfg`: the loaded
+    config."""
     ref = item.pick.ref
     out = []
-    smt = pool.threads_per_core if pool.full_pcpus_only else 1
+    names = thread_names(_extra(cfg))
     for index, tp in enumerate(item.pods):
         pod = tp.pod
         if pod is None or not tp.pinned or pod.at.meta is None:
             continue
+        target = checked(pod, tp.pinned, pool, names)
+        value = label_value(ref, index, target)
         labels = get_path(item.work, pod.at.meta + ("labels",))
-        value = label_value(ref, index)
-        if not isinstance(labels, dict) or labels.get(LABEL) != value:
-            continue
-        cpus, env = {}, {}
-        for c in pod.containers:
-            if c.name not in tp.pinned:
-                continue
-            cpus[str(c.name)] = str(c.get("resources", "limits", "cpu"))
-            found = _thread_env(c.get("env"), thread_names)
-            if found:
-                env[str(c.name)] = found
-        out.append(Target(value, str(ref), str(pool.name), cpus, env,
-                          dict(pool.node_selector), smt))
+        if isinstance(labels, dict) and labels.get(LABEL) == value:
+            out.append(target._replace(value=value, workload=str(ref)))
     return out
 
 

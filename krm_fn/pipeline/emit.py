@@ -111,12 +111,8 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
     so."""
     from krm_fn.guard import policy, targets
     from krm_fn.node.formats._common import PATH_ANNOTATION
-    from krm_fn.rules.engines import thread_env_names
     cfg, conf = run.cfg, run.cfg.output.admissionPolicy
-    threads = cfg.workloads.threads
-    names = frozenset(thread_env_names(list(threads.env) + list(threads.custom)))
-    found = [t for item, i in guarded
-             for t in targets.of_item(item, run.pool_info(i), names)]
+    found = [t for item, i in guarded for t in targets.of_item(item, run.pool_info(i), cfg)]
     where = "spec.output.admissionPolicy"
     if not found:
         out.results.append(Result(f"{where}: no tuned pod template has a container pinned "

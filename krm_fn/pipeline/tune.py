@@ -137,7 +137,7 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     guard = cfg.output.admissionPolicy
     if guard.enabled and info is not None:     # spec.output.admissionPolicy: krm_fn/guard
         from krm_fn.guard import targets
-        targets.label(pod, pick.obj, len(item.pods), pinned, guard.name)
+        targets.label(pod, pick.obj, len(item.pods), pinned, info, cfg)
     _json_types(apivalidation.pod_fields(pod.spec, tuple(at.spec), pod.meta, at.meta),
                 item, edits, findings)
     return pod, pinned
