@@ -267,3 +267,23 @@ def test_the_default_limit_leaves_room_for_a_few_hundred_pod_templates():
                        {"krm-fn.dev/cpu-pinning": "true"}, 2)
     many = [t._replace(value=f"{i:052d}-0123456789") for i in range(200)]
     assert policy.too_long(policy.policy("g", many, {}, {})) == []
+
+
+def test_pod_templates_sharing_their_labels_are_not_checked():
+    """A KServe predictor and its workerSpec take their pods' labels from the same
+    `spec.predictor.labels`: one label cannot tell their pods apart."""
+    from tests.helpers import TESTDATA, config_section, run_fn
+    import yaml
+    case = TESTDATA / "kserve-isvc-components"
+    cfg = yaml.safe_load((case / "config.yaml").read_text())
+    cfg["data"]["admissionPolicy"] = "true"           # a ConfigMap config: its flat key
+    text = (case / "input.yaml").read_text() + config_section(yaml.safe_dump(cfg))
+    out = yaml.safe_load(run_fn([], text).stdout)
+    mine = [r for r in out["results"] if (r.get("tags") or {}).get("rule") == targets.RULE]
+    assert [r["field"]["path"] for r in mine if "field" in r] == [
+        "spec.transformer.labels['krm-fn.dev/guard']",
+        "spec.explainer.labels['krm-fn.dev/guard']"]
+    assert sum(r["message"].startswith(
+        "not checked by the admission policy krm-fn-guard: its pods take their labels from "
+        "the same place as another pod template of the workload (spec.predictor)")
+        for r in mine) == 2

@@ -22,6 +22,10 @@ the release go.mod pins: v1.37).
   validatingadmissionpolicy-status-controller finds no type-checking warning against
   the Pod schema (`status.typeChecking`). What emulation does not cover: a real 1.35 or
   1.36 binary's own code beyond what its emulated version switches.
+- `test_every_golden_render_with_the_guard_on_is_accepted` (the shared control plane):
+  every golden case rendered again with the option on, applied as tests/test_apiserver.py
+  applies renders (server-side dry run, strict field validation): the label in the pod
+  template of every workload kind, the policy and the binding are accepted.
 """
 from __future__ import annotations
 
@@ -31,11 +35,14 @@ import urllib.error
 import urllib.request
 
 import pytest
+import yaml
 
 from krm_fn.config.spec import VERSIONS
 from krm_fn.guard import targets
 from krm_fn.pipeline import transform
 from tests.controlplane import cluster
+from tests.helpers import TESTDATA, case_input, config_section, run_fn
+from tests.test_apiserver import _applied, _documents, _golden_cases, assert_no_new_refusal
 
 GUARDED, ELSEWHERE = "guarded", "elsewhere"
 INJECT = "test.krm-fn.dev/inject"          # the label each mutating policy below matches
@@ -276,3 +283,42 @@ def test_the_policy_type_checks_on_every_supported_version(minor):
             == [], status
     finally:
         cp.stop()
+
+
+def _guarded_config(case: str) -> str:
+    """The config.yaml of golden case `case` with spec.output.admissionPolicy on (a flat
+    ConfigMap: `admissionPolicy: "true"`; no config: an InferenceTuning with only that)."""
+    path = TESTDATA / case / "config.yaml"
+    cfg = yaml.safe_load(path.read_text("utf-8")) if path.exists() else None
+    if cfg is None:
+        cfg = {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+               "metadata": {"name": "pin"}, "spec": {}}
+    if cfg.get("kind") == "ConfigMap":
+        cfg.setdefault("data", {})["admissionPolicy"] = "true"
+    else:
+        spec = cfg.setdefault("spec", {})
+        spec.setdefault("output", {}).setdefault("admissionPolicy", {})["enabled"] = True
+    return yaml.safe_dump(cfg, sort_keys=False)
+
+
+@pytest.mark.parametrize("case", _golden_cases())
+def test_every_golden_render_with_the_guard_on_is_accepted(controlplane, case, tmp_path):
+    """Every golden case that renders, rendered again with the option on: the labels krm-fn
+    adds to the pod templates of every workload kind, and the policy and binding, are
+    accepted by the API server with strict field validation (no label in a field a
+    kind's schema lacks), and each label krm-fn wrote is in the policy's objectSelector."""
+    text = (TESTDATA / case / "input.yaml").read_text("utf-8") + config_section(
+        _guarded_config(case))
+    p = run_fn([], text)
+    assert p.returncode == 0, p.stderr
+    out = yaml.safe_load(p.stdout)
+    written = {r["field"]["proposedValue"] for r in out.get("results") or []
+               if (r.get("tags") or {}).get("rule") == targets.RULE and "field" in r}
+    policies = [o for o in out["items"] if o.get("kind") == "ValidatingAdmissionPolicy"]
+    if written:
+        (vap,) = policies
+        selector = vap["spec"]["matchConstraints"]["objectSelector"]["matchExpressions"][0]
+        assert written <= set(selector["values"])
+    after = _applied(_documents(p.stdout))
+    before = _applied(_documents(case_input(case)))
+    assert_no_new_refusal(controlplane, before, after, tmp_path, f"golden/{case}")

@@ -23,6 +23,7 @@ import functools
 import hashlib
 from collections import namedtuple
 
+from krm_fn.changes import path_str
 from krm_fn.results import INFO
 from krm_fn.workloads import get_path
 
@@ -100,21 +101,36 @@ def opted_out(obj: dict, pod) -> bool:
     return ann.get(OPT_OUT) == "skip" or pod.annotations.get(OPT_OUT) == "skip"
 
 
-def label(pod, obj: dict, index: int, pinned: frozenset, pool, cfg) -> None:
+def label_all(item, metas: list, pool, cfg) -> None:
+    """`label` on every tuned pod template of `item` (krm_fn.pipeline.tune.TunedItem, after
+    the rules), placed in node pool `pool`; `metas`: the metadata path of each pod template
+    in order (two pod templates whose pods take their labels from the same place, such as a
+    KServe predictor and its workerSpec, cannot be told apart: neither is checked)."""
+    for index, tp in enumerate(item.pods):
+        if tp.pod is not None:
+            label(tp.pod, item.pick.obj, index, tp.pinned, pool, cfg,
+                  metas.count(metas[index]) > 1)
+
+
+def label(pod, obj: dict, index: int, pinned: frozenset, pool, cfg,
+          shared: bool = False) -> None:
     """Write LABEL on the pod template of `pod` (a PodView of pod template `index` of the
     workload `obj`, placed in node pool `pool`, a krm_fn.rules.PoolInfo) when one of its
     containers is pinned to whole CPUs (`pinned`, their names) and neither opts out
     (OPT_OUT); the write is a Change of rule RULE, none when the label already holds the
     value. A pod template without metadata (a kind whose pods take none from the
-    manifest), or one that opts out, gets an info saying it is not checked. `cfg`: the
+    manifest), one that opts out, and one whose pods take their labels from the same place
+    as another pod template's (`shared`) get an info saying it is not checked. `cfg`: the
     loaded config (spec.output.admissionPolicy.name, spec.workloads.threads)."""
     if not pinned:
         return
     name = cfg.output.admissionPolicy.name
     pod.rule = RULE
-    if pod.at.meta is None or opted_out(obj, pod):
-        why = (f"it opts out ({OPT_OUT}: skip)" if pod.at.meta is not None else
-               "its pods take no labels from the manifest")
+    if pod.at.meta is None or shared or opted_out(obj, pod):
+        why = ("its pods take no labels from the manifest" if pod.at.meta is None else
+               f"its pods take their labels from the same place as another pod template "
+               f"of the workload ({path_str(pod.at.meta)}), so the API server cannot tell "
+               f"them apart" if shared else f"it opts out ({OPT_OUT}: skip)")
         pod.note(INFO, None, f"not checked by the admission policy {name}: {why}")
     else:
         target = checked(pod, pinned, pool, thread_names(_extra(cfg)))

@@ -98,6 +98,9 @@ def _tune_pods(item: TunedItem, run) -> None:
         tuned, chosen = _tune_pod(item, at, edits, info, listed_at, run)
         item.pods.append(TunedPod(len(findings), tuned, chosen))
         metas.append(tuple(at.meta or ()))
+    if run.cfg.output.admissionPolicy.enabled and info is not None:
+        from krm_fn.guard import targets        # spec.output.admissionPolicy
+        targets.label_all(item, metas, info, run.cfg)
     _json_types(apivalidation.workload_fields(pick.obj, ("metadata",) not in metas), item,
                 edits, item.tail)
     if listed_at["path"] is not None and not listed_at["matched"]:
@@ -133,14 +136,9 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
                             namespaces=run.namespaces,
                             knative_features=run.features_for(pod), ictx=run.ictx)
     ctx = rules.run(pod, ctx)
-    pinned = rules.pinned_whole(pod, ctx)
-    guard = cfg.output.admissionPolicy
-    if guard.enabled and info is not None:     # spec.output.admissionPolicy: krm_fn/guard
-        from krm_fn.guard import targets
-        targets.label(pod, pick.obj, len(item.pods), pinned, info, cfg)
     _json_types(apivalidation.pod_fields(pod.spec, tuple(at.spec), pod.meta, at.meta),
                 item, edits, findings)
-    return pod, pinned
+    return pod, rules.pinned_whole(pod, ctx)
 
 
 def _json_types(fields: list, item: TunedItem, edits: Edits, out: list) -> None:
