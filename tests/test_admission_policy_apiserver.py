@@ -45,6 +45,7 @@ from tests.helpers import TESTDATA, case_input, config_section, run_fn
 from tests.test_apiserver import _applied, _documents, _golden_cases, assert_no_new_refusal
 
 GUARDED, ELSEWHERE = "guarded", "elsewhere"
+NAME = "test-guard"         # the policy's name on the shared control plane (deleted after)
 INJECT = "test.krm-fn.dev/inject"          # the label each mutating policy below matches
 SIDECAR_MESSAGE = ("container(s) mesh-proxy without cpu and memory requests equal to "
                    "limits: the pod is not Guaranteed")
@@ -54,7 +55,8 @@ def _config(version: str, actions: list) -> dict:
     return {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
             "metadata": {"name": "pin"},
             "spec": {"kubernetesVersion": version, "output": {"admissionPolicy": {
-                "enabled": True, "validationActions": actions, "namespaces": [GUARDED]}}}}
+                "enabled": True, "name": NAME, "validationActions": actions,
+                "namespaces": [GUARDED]}}}}
 
 
 def _deployment(name: str, annotations: dict | None = None) -> dict:
@@ -171,13 +173,18 @@ def _call(cp, method: str, path: str, body: object | None = None) -> tuple:
         return e.code, json.loads(e.read() or b"null"), e.headers.get_all("Warning") or []
 
 
-def _create(cp, obj: dict) -> dict:
-    """Create (or replace) the cluster-scoped admissionregistration object `obj`."""
+def _path(obj: dict) -> str:
+    """The collection of the admissionregistration object `obj`."""
     plural = {"ValidatingAdmissionPolicy": "validatingadmissionpolicies",
               "ValidatingAdmissionPolicyBinding": "validatingadmissionpolicybindings",
               "MutatingAdmissionPolicy": "mutatingadmissionpolicies",
               "MutatingAdmissionPolicyBinding": "mutatingadmissionpolicybindings"}[obj["kind"]]
-    base = f"/apis/admissionregistration.k8s.io/v1/{plural}"
+    return f"/apis/admissionregistration.k8s.io/v1/{plural}"
+
+
+def _create(cp, obj: dict) -> dict:
+    """Create (or replace) the cluster-scoped admissionregistration object `obj`."""
+    base = _path(obj)
     status, body, _ = _call(cp, "POST", base, obj)
     if status == 409:
         _, old, _ = _call(cp, "GET", f"{base}/{obj['metadata']['name']}")
@@ -198,8 +205,24 @@ def _containers(body: dict) -> list:
     return [c["name"] for c in body["spec"]["containers"]]
 
 
+def _delete(cp, obj: dict) -> None:
+    """Delete the cluster-scoped admissionregistration object `obj` (gone already: fine)."""
+    status, body, _ = _call(cp, "DELETE", _path(obj) + "/" + obj["metadata"]["name"])
+    assert status in (200, 404), (status, body)
+
+
 def test_the_policy_denies_exactly_the_pods_that_lost_their_pinning(controlplane):
     cp = controlplane
+    made = [o for name, (mutation, _) in MUTATIONS.items() for o in _mutation(name, mutation)]
+    made += list(_render(f"{VERSIONS[-1][0]}.{VERSIONS[-1][1]}", ["Deny"])[2:])
+    try:
+        _deny_then_warn(cp)
+    finally:        # the control plane is the session's: leave no policy behind
+        for obj in reversed(made):
+            _delete(cp, obj)
+
+
+def _deny_then_warn(cp) -> None:
     for ns in (GUARDED, ELSEWHERE):
         cp.pod_namespace(ns)
     llm, batch, vap, vapb = _render(f"{VERSIONS[-1][0]}.{VERSIONS[-1][1]}", ["Deny"])
@@ -221,7 +244,7 @@ def test_the_policy_denies_exactly_the_pods_that_lost_their_pinning(controlplane
     for name, (_, says) in MUTATIONS.items():
         status, body, _ = _try_pod(cp, GUARDED, _pod(llm, name))
         assert status == 422, (name, body)
-        assert ("ValidatingAdmissionPolicy 'krm-fn-guard' with binding 'krm-fn-guard' "
+        assert ("ValidatingAdmissionPolicy 'test-guard' with binding 'test-guard' "
                 "denied request: krm-fn admission policy: Deployment guarded/llm (node pool "
                 "inference): ") in body["message"], (name, body["message"])
         assert says in body["message"], (name, body["message"])
