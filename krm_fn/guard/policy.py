@@ -19,8 +19,9 @@ render's alone (docs/admission-policy.md).
 The per-pod-template data (guard.targets.Target) are CEL map literals keyed by the pod's
 krm-fn.dev/guard label, looked up once per request in `variables`. Every expression uses
 only what the API server's CEL environment offers to every supported version: the
-Kubernetes quantity library (`quantity`, `compareTo`, `isInteger`, `asInteger`; from 1.28)
-and the strings extension's `join` (version 0)
+Kubernetes quantity library (`quantity`, `compareTo`, `isInteger`, `asInteger`) and CEL
+optional types (`[?key]`, `orValue`), both from 1.28, and the strings extension's `join`
+(version 0)
 (https://kubernetes.io/docs/reference/using-api/cel/, k8s.io/apiserver
 pkg/cel/environment/base.go). Literals are homogeneous (the environment's
 HomogeneousAggregateLiterals), and no map of the data holds an empty map or list.
@@ -32,7 +33,8 @@ from krm_fn.guard.targets import LABEL
 API_VERSION = "admissionregistration.k8s.io/v1"
 STATIC_POLICY = ("https://kubernetes.io/docs/tasks/administer-cluster/"
                  "cpu-management-policies/#static-policy")
-# what the pod's lists of containers are called in messages and where they are
+# the pod spec's lists of containers every check walks (restartable init containers are in
+# initContainers; ephemeral containers cannot be set when a pod is created)
 CONTAINER_LISTS = ("containers", "initContainers")
 
 
