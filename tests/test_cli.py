@@ -339,7 +339,7 @@ def _imported(args: list[str], stdin: str, cwd=None, code: int = 0) -> set[str]:
 
 _NOT_FOR_A_RENDER = ("krm_fn.verify", "krm_fn.config.schema", "krm_fn.config.explain", "krm_fn.selfcheck",
                      "krm_fn.report", "jsonpatch", "ruamel", "krm_fn.probe", "aiohttp",
-                     "krm_fn.monitoring")
+                     "krm_fn.monitoring", "krm_fn.guard", "hashlib")
 
 
 def _loaded(mods: set[str], names) -> list[str]:

@@ -65,7 +65,8 @@ def test_an_output_the_pool_no_longer_has_is_stale():
     assert _stale(out, "error") == [("kubelet-config-inference-talos", (
         "stale node plan: krm-fn emitted this object on an earlier render, but node pool "
         "'inference' no longer has this output (spec.output.formats, namespace, verifyJob, "
-        "nodeAuditJob, nodeAuditDaemonSet or monitoring changed); delete it from the input "
+        "nodeAuditJob, nodeAuditDaemonSet, monitoring or admissionPolicy changed); delete it "
+        "from the input "
         "(kpt: its file), or "
         "set spec.output.stalePlans: warning to keep it"))]
 

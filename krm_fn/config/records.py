@@ -54,6 +54,8 @@ class Spec(Record):
         checks.check_pool_selectors(pools, path)
         check_labels(self.selector.matchLabels, f"{path}.selector.matchLabels")
         self.output.check(f"{path}.output")
+        self.output.admissionPolicy.check(f"{path}.output.admissionPolicy",
+                                          self.kubernetesVersion)
         self.workloads.check_names(f"{path}.workloads")
         self.selector.check(f"{path}.selector")
 
@@ -319,6 +321,48 @@ class Monitoring(Record):
             raise ConfigError(f"{path}.rateWindow", f"must be longer than zero (rate() needs "
                                                     f"a range), found {short(self.rateWindow)}")
         check_labels(self.labels, f"{path}.labels")
+
+
+# The oldest Kubernetes minor whose API server takes the admission policy krm-fn emits:
+# admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy is stable (served by default)
+# from 1.30 (https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/),
+# and its CEL uses the Kubernetes quantity library, in the API server's CEL environment from
+# 1.28 (https://kubernetes.io/docs/reference/using-api/cel/#kubernetes-quantity-library;
+# IntroducedVersion 1.28 in k8s.io/apiserver pkg/cel/environment/base.go).
+ADMISSION_POLICY_MIN_VERSION = (1, 30)
+
+
+class AdmissionPolicy(Record):
+    """`spec.output.admissionPolicy`, the drift guard (krm_fn/guard): enabled (bool), name
+    (str), validationActions (list of Deny, Warn, Audit), namespaces (list[str]),
+    namespaceLabels (dict[str, str])."""
+
+    def check(self, path: str, version: tuple) -> None:
+        """When enabled: `version` ((1, minor), spec.kubernetesVersion) is at least
+        ADMISSION_POLICY_MIN_VERSION; the name is a DNS subdomain; validationActions do not
+        hold both Deny and Warn (the API server refuses that pair:
+        https://kubernetes.io/docs/reference/access-authn-authz/validating-admission-policy/#validation-actions);
+        namespaces are namespace names; namespaces and namespaceLabels are not both set."""
+        if not self.enabled:
+            return
+        if tuple(version) < ADMISSION_POLICY_MIN_VERSION:
+            low = "%d.%d" % ADMISSION_POLICY_MIN_VERSION
+            raise ConfigError(f"{path}.enabled", f"needs kubernetesVersion {low} or later: "
+                              f"admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy "
+                              f"is served from {low} (GA), found %d.%d" % tuple(version))
+        if not is_dns_subdomain(self.name or "") or len(self.name) > 253:
+            raise ConfigError(f"{path}.name", f"must be an object name (DNS subdomain), "
+                                              f"found {short(self.name)}")
+        if "Deny" in self.validationActions and "Warn" in self.validationActions:
+            raise ConfigError(f"{path}.validationActions", "must not hold both Deny and Warn "
+                              "(the API server refuses the binding: a denied request "
+                              "already carries the message); use [Deny] or [Deny, Audit]")
+        check_names(self.namespaces, f"{path}.namespaces", is_dns_label, 63,
+                    "a namespace name (DNS label)")
+        if self.namespaces and self.namespaceLabels:
+            raise ConfigError(f"{path}.namespaceLabels", "set namespaces or namespaceLabels, "
+                              "not both")
+        check_labels(self.namespaceLabels, f"{path}.namespaceLabels")
 
 
 class Output(Record):

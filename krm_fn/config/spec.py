@@ -9,8 +9,8 @@ pool. Loaded objects are instances of the classes in krm_fn.config.records.
 from __future__ import annotations
 
 from krm_fn.config.fields import Field, Object, ObjectList
-from krm_fn.config.records import (ExtraKind, Injection, Injector, Kubelet, Monitoring,
-                                   NodePool, Output,
+from krm_fn.config.records import (AdmissionPolicy, ExtraKind, Injection, Injector, Kubelet,
+                                   Monitoring, NodePool, Output,
                                    PerformanceProfile, Reserved, Resources, Selector, Shm, Spec,
                                    Threads, Topology, Verdict, Workloads)
 from krm_fn.config.types import (Bool, Cpu, Duration, Enum, Int, List, Memory, PlainData,
@@ -322,6 +322,38 @@ MONITORING = Object(Monitoring, (
           flat="monitoringGrafanaDashboard"),
 ))
 
+# spec.output.admissionPolicy (krm_fn/guard): the binding's validationActions, in the
+# order the API accepts them (admissionregistration.k8s.io/v1 ValidationAction)
+VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
+
+ADMISSION_POLICY = Object(AdmissionPolicy, (
+    Field("enabled", Bool(), False, "Emit one admissionregistration.k8s.io/v1 "
+          "ValidatingAdmissionPolicy and its ValidatingAdmissionPolicyBinding (both named "
+          "`name`) whose CEL checks, on every pod of the tuned workloads as the API server "
+          "stores it (after every mutating webhook), what the render's verdict promised: "
+          "requests == limits for cpu and memory in every container, the pinned "
+          "containers' whole CPUs (a multiple of the threads per core on a full-pcpus-only "
+          "pool), the thread variables as rendered, the pool's nodeSelector. The pods are "
+          "matched by the label krm-fn.dev/guard that krm-fn adds to each tuned pod "
+          "template (docs/admission-policy.md).", flat="admissionPolicy"),
+    Field("name", Str(), "krm-fn-guard", "metadata.name of the policy and of its binding "
+          "(cluster-scoped: give each render that enables the guard its own name).",
+          flat="admissionPolicyName"),
+    Field("validationActions", List(Enum(*VALIDATION_ACTIONS), min_items=1, item="action"),
+          ["Warn", "Audit"], "What the API server does with a pod that fails a check: "
+          "`Deny` refuses it, `Warn` returns a warning to the client, `Audit` records it in "
+          "the audit log. The default, Warn and Audit, is the first rollout step (nothing "
+          "is refused; pods made by controllers show up in the audit log); set [Deny] (or "
+          "[Deny, Audit]) once nothing fails. Deny and Warn together are refused by the "
+          "API server.", flat="admissionPolicyActions"),
+    Field("namespaces", List(), [], "Namespaces the binding applies in (empty: every "
+          "namespace; only labelled pods are ever matched).",
+          flat="admissionPolicyNamespaces"),
+    Field("namespaceLabels", StrMap(), {}, "Labels a namespace must carry for the binding "
+          "to apply in it (its namespaceSelector.matchLabels); not together with "
+          "namespaces.", flat="-"),
+))
+
 OUTPUT = Object(Output, (
     Field("formats", List(Enum(*FORMATS), min_items=1, item="format"), ["configmap"],
           "Formats: " + ", ".join(FORMATS) + "."),
@@ -350,6 +382,8 @@ OUTPUT = Object(Output, (
           "keeps the passing pods Running."),
     Field("monitoring", MONITORING, None, "Prometheus rules that watch the latency jitter "
           "and the pinning health of the selected workloads."),
+    Field("admissionPolicy", ADMISSION_POLICY, None, "The drift guard: the verdict's "
+          "pod checks enforced by the API server after every mutating webhook."),
     Field("stalePlans", Enum("error", "warning"), "error", "An input item krm-fn emitted on "
           "an earlier render (labels app.kubernetes.io/managed-by: krm-fn and "
           "krm-fn.dev/node-pool) that this render does not emit again: its node pool is no "

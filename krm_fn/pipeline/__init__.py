@@ -136,6 +136,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     out.results.extend(quantities.check(items, retyped))
     placement: dict = {}
     watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
+    # spec.output.admissionPolicy: (TunedItem, pool index) of each placed item
+    guarded = [] if run.cfg.output.admissionPolicy.enabled else None
     # with a ResourceQuota in the input, the namespace totals (pipeline/quota.py) are
     # judged once every item's verdict is known, before any outcome is taken
     done: list | None = [] if run.ictx.quotas else None
@@ -149,14 +151,14 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         judged = _judged(picked, run)
     for entry in judged:
         if done is None:
-            _take(out, entry, placement, watch)
+            _take(out, entry, placement, watch, guarded)
         else:
             done.append(entry)
     if done is not None:
         from krm_fn.pipeline import quota
         tail = quota.judge(items, done, run)
         for entry in done:
-            _take(out, entry, placement, watch)
+            _take(out, entry, placement, watch, guarded)
         out.results.extend(tail)
     always = emit.always_emitted(run.cfg, placement)
     if not placement and not out.has_errors:
@@ -168,8 +170,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     by_name = emit.emit(items, run, placement, out)
     if any(o.__class__ is dict and o.get("kind") == "NodePool" for o in items):
         _karpenter(items, run, placement, out)
-    if watch:
-        emit.emit_monitoring(items, run, [t for t in watch if t is not None], out, by_name)
+    _emit_watchers(items, run, watch, guarded, out, by_name)
     emit.stale_plans(items, run, placement, out)
     if run.defaults_note is not None:
         out.results.append(run.defaults_note)
@@ -178,6 +179,17 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return Output(results=validate.results(items, out, run.fc_ref), pools=out.pools,
                       mode="validate")
     return out
+
+
+def _emit_watchers(items: list, run, watch: list | None, guarded: list | None, out: Output,
+                   by_name: dict) -> None:
+    """What watches the tuned workloads once they run: spec.output.monitoring's rules
+    (`watch`: their targets) and spec.output.admissionPolicy's policy (`guarded`:
+    (TunedItem, pool index) of each placed item); None or empty: off."""
+    if watch:
+        emit.emit_monitoring(items, run, [t for t in watch if t is not None], out, by_name)
+    if guarded:
+        emit.emit_admission_policy(items, run, guarded, out, by_name)
 
 
 def _karpenter(items: list, run, placement: dict, out: Output) -> None:
@@ -236,9 +248,11 @@ def _judged(picked, run):
             yield pick, item, verdict.judge(item, run)
 
 
-def _take(out: Output, entry: tuple, placement: dict, watch: list | None) -> None:
+def _take(out: Output, entry: tuple, placement: dict, watch: list | None,
+          guarded: list | None = None) -> None:
     """Put one picked item's (Picked, TunedItem, Outcome) into `out` and its pool's
-    Placement (an item not tuned: its select findings)."""
+    Placement (an item not tuned: its select findings); a placed item goes to `guarded`
+    too when that is a list (spec.output.admissionPolicy)."""
     pick, item, outcome = entry
     if item is None:
         out.results.extend(pick.findings)
@@ -246,6 +260,8 @@ def _take(out: Output, entry: tuple, placement: dict, watch: list | None) -> Non
     if watch is not None:
         from krm_fn.monitoring.targets import of_item
         watch.append(of_item(item, outcome.pool_index))
+    if guarded is not None and outcome.pool_index is not None:
+        guarded.append((item, outcome.pool_index))
     out.results.extend(outcome.results)
     if outcome.changes:
         out.changes[pick.index] = outcome.changes

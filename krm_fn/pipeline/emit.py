@@ -102,6 +102,42 @@ def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None
         _place(obj, items, by_name, run, pool.name, "monitoring", len(targets), out)
 
 
+def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -> None:
+    """spec.output.admissionPolicy: the ValidatingAdmissionPolicy and its binding
+    (krm_fn.guard.policy) for the pod templates labelled in the tune step
+    (krm_fn.guard.targets) of the placed items `guarded` ([(TunedItem, pool index)]);
+    placed like every emitted object, under the first node pool's label (the objects
+    serve the whole render). No labelled pod template: nothing is emitted, an info says
+    so."""
+    from krm_fn.guard import policy, targets
+    from krm_fn.node.formats._common import PATH_ANNOTATION
+    cfg, conf = run.cfg, run.cfg.output.admissionPolicy
+    found = [t for item, i in guarded for t in targets.of_item(item, run.pool_info(i), cfg)]
+    where = "spec.output.admissionPolicy"
+    if not found:
+        out.results.append(Result(f"{where}: no tuned pod template has a container pinned "
+                                  f"to whole CPUs to check; no admission policy emitted",
+                                  INFO, run.fc_ref))
+        return
+    pool = str(cfg.nodePools[0].name)
+    labels = {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: pool}
+    def ann(kind: str) -> dict:     # kpt: the file of the emitted object in the package
+        return ({PATH_ANNOTATION: f"admission-policy/{conf.name}-{kind}.yaml"}
+                if run.set_path else {})
+    vap = policy.policy(conf.name, found, labels, ann("policy"))
+    long = policy.too_long(vap)
+    if long:
+        out.results.append(Result(
+            f"{where}: the admission policy's {', '.join(long)} would be longer than the "
+            f"{policy.MAX_EXPRESSION} characters the API server's CEL parser takes "
+            f"({len(found)} pod templates); split the workloads over renders that each "
+            f"enable it under their own {where}.name, or opt some out with "
+            f"{targets.OPT_OUT}: skip; no admission policy emitted", ERROR, run.fc_ref, where))
+        return
+    for obj in (vap, policy.binding(conf.name, conf, labels, ann("binding"))):
+        _place(obj, items, by_name, run, pool, "admission-policy", len(found), out)
+
+
 def _default_image_warning(run) -> list:
     """[the warning] when the verify or node-audit Job runs the default
     `spec.output.verifyImage`, an image not published to any registry yet (its pod would fail with ErrImagePull:
@@ -294,8 +330,8 @@ def stale_plans(items: list, run, placement: dict, out) -> None:
                    f"describes")
         elif pool in emitted:
             why = (f"node pool {pool!r} no longer has this output (spec.output.formats, "
-                   f"namespace, verifyJob, nodeAuditJob, nodeAuditDaemonSet or monitoring "
-                   f"changed)")
+                   f"namespace, verifyJob, nodeAuditJob, nodeAuditDaemonSet, monitoring or "
+                   f"admissionPolicy changed)")
         else:
             continue
         fix = ("delete it from the input (kpt: its file)" if severity == ERROR else

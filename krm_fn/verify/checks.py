@@ -101,16 +101,11 @@ def parse_version(text: str) -> tuple[int, int]:
 
 
 def thread_env_names(extra: tuple | list = ()) -> tuple[str, ...]:
-    """The thread-count env vars to check, in order: the threads rule's default
-    `spec.workloads.threads.env` (krm_fn.config.DEFAULT_THREAD_ENV), then every variable an
-    engine of krm_fn.rules.engines.ENGINES sets to the thread count, then `extra`; no
-    duplicates."""
-    from krm_fn.config import DEFAULT_THREAD_ENV
-    from krm_fn.rules.engines import ENGINES
-    names = list(DEFAULT_THREAD_ENV)
-    names += [spec.name for engine in ENGINES for spec in engine.env]
-    names += list(extra)
-    return tuple(dict.fromkeys(names))
+    """The thread-count env vars to check, in order (krm_fn.rules.engines.thread_env_names):
+    the threads rule's default `spec.workloads.threads.env`, then every variable an engine
+    sets to the thread count, then `extra`; no duplicates."""
+    from krm_fn.rules.engines import thread_env_names as names
+    return names(extra)
 
 
 def quota_expected(exp: Expected) -> bool | None:

@@ -105,12 +105,19 @@ def _free_port() -> int:
 class ControlPlane:
     """One control plane on 127.0.0.1: `server` (https URL), `token`, `ca` (the API
     server's certificate file), `kubeconfig` (file), `dir` (its working directory);
-    `controllers`: the kube-controller-manager controllers it runs."""
+    `controllers`: the kube-controller-manager controllers it runs; `extra_args`:
+    {component name: more flags}, e.g. {"kube-apiserver": ("--emulated-version=1.35",)}
+    (KEP-4330 compatibility versions); `scheduler`: whether kube-scheduler runs (a 1.37
+    scheduler waits forever for the APIs of its release, which an API server emulating an
+    older minor does not serve)."""
 
     def __init__(self, exe: Path | None = None, timeout: float = 60,
-                 controllers: tuple = ("serviceaccount", "resourcequota")):
+                 controllers: tuple = ("serviceaccount", "resourcequota"),
+                 extra_args: dict | None = None, scheduler: bool = True):
         self.exe = exe or binary()
         self.controllers = controllers
+        self.scheduler = scheduler
+        self.extra_args = dict(extra_args or {})
         self.timeout = timeout
         self.dir = Path(tempfile.mkdtemp(prefix="krm-fn-controlplane."))
         self.procs: list[tuple[str, subprocess.Popen, Path]] = []
@@ -123,6 +130,7 @@ class ControlPlane:
     # -- processes --------------------------------------------------------------------
     def _spawn(self, name: str, *args: str) -> subprocess.Popen:
         log = self.dir / f"{name}.log"
+        args += tuple(self.extra_args.get(name, ()))
         proc = subprocess.Popen([str(self.exe), name, *args], stdout=log.open("wb"),
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 cwd=self.dir, start_new_session=True)
@@ -207,6 +215,8 @@ class ControlPlane:
         # the controller manager serves /healthz, no /readyz
         self._wait("kube-controller-manager", kcm,
                    lambda: self._ready(kcm_port, False, "/healthz"))
+        if not self.scheduler:
+            return
         sched_port = _free_port()
         sched = self._spawn(
             "kube-scheduler", f"--kubeconfig={self.kubeconfig}",

@@ -56,6 +56,19 @@ def __getattr__(name: str):
     return value
 
 
+def thread_env_names(extra: tuple | list = ()) -> tuple[str, ...]:
+    """The thread-count env vars, in order: the threads rule's default
+    `spec.workloads.threads.env` (krm_fn.config.threadvars.DEFAULT_THREAD_ENV), then every
+    variable an engine of ENGINES sets to the thread count, then `extra`; no duplicates.
+    Read by `krm-fn verify` and the admission policy (krm_fn/guard); imports every engine
+    module."""
+    from krm_fn.config.threadvars import DEFAULT_THREAD_ENV
+    names = list(DEFAULT_THREAD_ENV)
+    names += [spec.name for engine in __getattr__("ENGINES") for spec in engine.env]
+    names += list(extra)
+    return tuple(dict.fromkeys(names))
+
+
 def always(threads) -> tuple:
     """The checks of ALWAYS that can do something under `threads` (the config's
     spec.workloads.threads record), in ALWAYS order; imports only their modules."""

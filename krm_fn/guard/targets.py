@@ -1,0 +1,182 @@
+"""Which pods the admission policy matches, and what it checks of each (pure).
+
+Every tuned pod template with a container pinned to whole CPUs gets the label LABEL, whose
+value names that pod template and what is checked of it (`label_value`); the policy's
+objectSelector lists the values of the render, so no other pod is matched: neither a pod of
+another render's workloads (that render's policy's) nor one of an earlier template whose
+checked values were different. The label is a write of the tune step (a Change of rule
+RULE), so it is reported, dropped with the item's other changes when the item is left
+unchanged, and written once (a second render finds it in place).
+
+A workload, or one of its pod templates, opts out with the annotation OPT_OUT: "skip".
+
+What the policy checks of a labelled pod template (`Target`) is the pod template as the
+render leaves it: its pinned containers' cpu, the thread-count variables of those
+containers that hold a literal value (the registry's names: the threads rule's and the
+serving engines', krm_fn.rules.engines.thread_env_names), and its node pool's nodeSelector
+and SMT multiple. Values as rendered, not only those written this time: a second render of
+the same input changes nothing, and emits the same policy.
+"""
+from __future__ import annotations
+
+import functools
+import hashlib
+from collections import namedtuple
+
+from krm_fn.changes import path_str
+from krm_fn.results import INFO
+from krm_fn.workloads import get_path
+
+LABEL = "krm-fn.dev/guard"
+OPT_OUT = "krm-fn.dev/admission-policy"      # value "skip": no label, not checked
+RULE = "admission-policy"                    # the rule ID of the label's Change
+_LABEL_VALUE = 63                            # a label value's length bound
+_HASH = 10                                   # hex digits of the identity hash
+
+
+class Target(namedtuple("Target", "value workload pool cpus env node_selector smt")):
+    """One labelled pod template. `value`: its LABEL value; `workload`: how messages name
+    it ("Deployment ns/name"); `pool`: its node pool's name; `cpus`: {pinned container
+    name: cpu as rendered (str)}; `env`: {pinned container name: {thread variable: value
+    (str)}} for the containers that hold one; `node_selector`: the pool's nodeSelector
+    ({label: value}); `smt`: the number the pinned CPUs must be a multiple of (the pool's
+    threads per core under full-pcpus-only, else 1)."""
+
+    __slots__ = ()
+
+
+def label_value(ref, index: int, target: Target | None = None) -> str:
+    """The LABEL value of pod template `index` (0-based, in krm_fn.workloads.locations
+    order) of workload `ref` (results.Ref) whose checked data is `target` (`checked`; its
+    `value` is ignored): the workload's name (up to 52 characters, those a label value may
+    hold) then `-` and 10 hex digits of the SHA-256 of its group, kind, namespace, name,
+    `index` and that data. Unique in a render, the same in every render of the same data;
+    a render that changes what is checked gives the pods a new value, so the pods of the
+    previous template (a ReplicaSet still scaling down) are not judged by data that was not
+    theirs. At most 63 characters, starting and ending with a letter or digit
+    (https://kubernetes.io/docs/concepts/overview/working-with-objects/labels/#syntax-and-character-set)."""
+    group = ref.api_version.rpartition("/")[0]
+    ident = f"{group}/{ref.kind}/{ref.namespace or ''}/{ref.name}/{index}"
+    if target is not None:
+        ident += "\n" + repr((sorted(target.cpus.items()),
+                              sorted((c, sorted(e.items())) for c, e in target.env.items()),
+                              sorted(target.node_selector.items()), target.smt))
+    digest = hashlib.sha256(ident.encode()).hexdigest()[:_HASH]
+    name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "-"
+                   for ch in str(ref.name))
+    name = name[:_LABEL_VALUE - _HASH - 1].strip("-_.")
+    return f"{name}-{digest}" if name else digest
+
+
+@functools.lru_cache(maxsize=16)
+def thread_names(extra: tuple) -> frozenset:
+    """The thread-count variables whose literal values are checked: the registry's
+    (krm_fn.rules.engines.thread_env_names) and `extra` (the config's threads.env and
+    custom)."""
+    from krm_fn.rules.engines import thread_env_names
+    return frozenset(thread_env_names(extra))
+
+
+def checked(pod, pinned: frozenset, pool, names: frozenset) -> Target:
+    """What the policy checks of the pod template of `pod` (a PodView, as the rules left
+    it) in node pool `pool` (krm_fn.rules.PoolInfo): a Target without its `value`.
+    `pinned`: the names of its containers pinned to whole CPUs; `names`: thread_names."""
+    cpus, env = {}, {}
+    for c in pod.containers:
+        if c.name not in pinned:
+            continue
+        cpus[str(c.name)] = str(c.get("resources", "limits", "cpu"))
+        found = _thread_env(c.get("env"), names)
+        if found:
+            env[str(c.name)] = found
+    smt = pool.threads_per_core if pool.full_pcpus_only else 1
+    return Target("", str(pod.ref), str(pool.name), cpus, env, dict(pool.node_selector), smt)
+
+
+def opted_out(obj: dict, pod) -> bool:
+    """Whether the workload `obj` or the pod template of `pod` (a PodView) carries the
+    annotation OPT_OUT: "skip"."""
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    ann = md.get("annotations") if isinstance(md.get("annotations"), dict) else {}
+    return ann.get(OPT_OUT) == "skip" or pod.annotations.get(OPT_OUT) == "skip"
+
+
+def label_all(item, metas: list, pool, cfg) -> None:
+    """`label` on every tuned pod template of `item` (krm_fn.pipeline.tune.TunedItem, after
+    the rules), placed in node pool `pool`; `metas`: the metadata path of each pod template
+    in order (two pod templates whose pods take their labels from the same place, such as a
+    KServe predictor and its workerSpec, cannot be told apart: neither is checked)."""
+    for index, tp in enumerate(item.pods):
+        if tp.pod is not None:
+            label(tp.pod, item.pick.obj, index, tp.pinned, pool, cfg,
+                  metas.count(metas[index]) > 1)
+
+
+def label(pod, obj: dict, index: int, pinned: frozenset, pool, cfg,
+          shared: bool = False) -> None:
+    """Write LABEL on the pod template of `pod` (a PodView of pod template `index` of the
+    workload `obj`, placed in node pool `pool`, a krm_fn.rules.PoolInfo) when one of its
+    containers is pinned to whole CPUs (`pinned`, their names) and neither opts out
+    (OPT_OUT); the write is a Change of rule RULE, none when the label already holds the
+    value. A pod template without metadata (a kind whose pods take none from the
+    manifest), one that opts out, and one whose pods take their labels from the same place
+    as another pod template's (`shared`) get an info saying it is not checked. `cfg`: the
+    loaded config (spec.output.admissionPolicy.name, spec.workloads.threads)."""
+    if not pinned:
+        return
+    name = cfg.output.admissionPolicy.name
+    pod.rule = RULE
+    if pod.at.meta is None or shared or opted_out(obj, pod):
+        why = ("its pods take no labels from the manifest" if pod.at.meta is None else
+               f"its pods take their labels from the same place as another pod template "
+               f"of the workload ({path_str(pod.at.meta)}), so the API server cannot tell "
+               f"them apart" if shared else f"it opts out ({OPT_OUT}: skip)")
+        pod.note(INFO, None, f"not checked by the admission policy {name}: {why}")
+    else:
+        target = checked(pod, pinned, pool, thread_names(_extra(cfg)))
+        value = label_value(pod.ref, index, target)
+        labels = get_path(pod.edits.root, pod.at.meta + ("labels",))
+        if not isinstance(labels, dict) or labels.get(LABEL) != value:
+            pod.set(pod.at.meta + ("labels", LABEL), value,
+                    f"label {LABEL}={value}: the admission policy {name} checks these pods "
+                    f"as the API server stores them (spec.output.admissionPolicy)")
+    pod.rule = None
+
+
+def _extra(cfg) -> tuple:
+    threads = cfg.workloads.threads
+    return tuple(threads.env) + tuple(threads.custom)
+
+
+def of_item(item, pool, cfg) -> list:
+    """The Targets of one tuned item (krm_fn.pipeline.tune.TunedItem) placed in node pool
+    `pool` (krm_fn.rules.PoolInfo): one per pod template that carries the LABEL value of
+    what is checked of it (`label` wrote it, or found it in place). `cfg`: the loaded
+    config."""
+    ref = item.pick.ref
+    out = []
+    names = thread_names(_extra(cfg))
+    for index, tp in enumerate(item.pods):
+        pod = tp.pod
+        if pod is None or not tp.pinned or pod.at.meta is None:
+            continue
+        target = checked(pod, tp.pinned, pool, names)
+        value = label_value(ref, index, target)
+        labels = get_path(item.work, pod.at.meta + ("labels",))
+        if isinstance(labels, dict) and labels.get(LABEL) == value:
+            out.append(target._replace(value=value, workload=str(ref)))
+    return out
+
+
+def _thread_env(entries: object, names: frozenset) -> dict:
+    """{name: value} of the env entries (a container's `env` list) named in `names` with a
+    literal string value; a later entry of the same name wins, as in the container."""
+    out: dict = {}
+    for e in entries if isinstance(entries, list) else ():
+        if isinstance(e, dict) and e.get("name") in names:
+            value = e.get("value")
+            if isinstance(value, str) and "valueFrom" not in e:
+                out[e["name"]] = value
+            else:
+                out.pop(e["name"], None)
+    return out
