@@ -282,8 +282,32 @@ def test_pod_templates_sharing_their_labels_are_not_checked():
     mine = [r for r in out["results"] if (r.get("tags") or {}).get("rule") == targets.RULE]
     assert [r["field"]["path"] for r in mine if "field" in r] == [
         "spec.transformer.labels['krm-fn.dev/guard']",
-        "spec.explainer.labels['krm-fn.dev/guard']"]
+        "spec.explainer.labels['krm-fn.dev/guard']",
+        "spec.canary[0].predictor.labels['krm-fn.dev/guard']"]     # no workerSpec: its own
     assert sum(r["message"].startswith(
         "not checked by the admission policy krm-fn-guard: its pods take their labels from "
         "the same place as another pod template of the workload (spec.predictor)")
         for r in mine) == 2
+
+
+def test_a_predictor_without_a_worker_spec_is_checked():
+    """The place a workerSpec would take its pods' labels from is the predictor's too, but a
+    predictor without a workerSpec shares it with nothing: the InferenceService is labelled
+    and in the policy (the README's example; it was left out, with an info saying its
+    labels were shared)."""
+    import yaml
+    from tests.helpers import ROOT
+    kpt = ROOT / "overlays" / "kpt"
+    cfg = yaml.safe_load((kpt / "pin.yaml").read_text())
+    cfg["spec"]["output"] = {"admissionPolicy": {"enabled": True}}
+    (isvc,) = [d for d in yaml.safe_load_all((kpt / "inferenceservice.yaml").read_text())
+               if d and d.get("kind") == "InferenceService"]
+    assert "workerSpec" not in isvc["spec"]["predictor"]
+    storage = yaml.safe_load((kpt / "storage-container.yaml").read_text())
+    out = transform([isvc, storage], cfg, keep_tuned=True)
+    labels = out.tuned[0]["spec"]["predictor"]["labels"]
+    assert labels[targets.LABEL].startswith("qwen-chat-")
+    vap = _emitted(out, "ValidatingAdmissionPolicy")
+    assert vap["spec"]["matchConstraints"]["objectSelector"]["matchExpressions"] == [
+        {"key": targets.LABEL, "operator": "In", "values": [labels[targets.LABEL]]}]
+    assert not [r for r in out.results if "not checked" in r.message]

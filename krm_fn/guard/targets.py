@@ -105,11 +105,13 @@ def label_all(item, metas: list, pool, cfg) -> None:
     """`label` on every tuned pod template of `item` (krm_fn.pipeline.tune.TunedItem, after
     the rules), placed in node pool `pool`; `metas`: the metadata path of each pod template
     in order (two pod templates whose pods take their labels from the same place, such as a
-    KServe predictor and its workerSpec, cannot be told apart: neither is checked)."""
+    KServe predictor and its workerSpec, cannot be told apart: neither is checked; a place
+    the workload has no pod template at, such as an absent workerSpec, shares nothing)."""
+    present = [meta for meta, tp in zip(metas, item.pods) if tp.pod is not None]
     for index, tp in enumerate(item.pods):
         if tp.pod is not None:
             label(tp.pod, item.pick.obj, index, tp.pinned, pool, cfg,
-                  metas.count(metas[index]) > 1)
+                  present.count(metas[index]) > 1)
 
 
 def label(pod, obj: dict, index: int, pinned: frozenset, pool, cfg,
