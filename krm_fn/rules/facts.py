@@ -60,7 +60,7 @@ class Count(namedtuple("Count", "cpus base count whole workers why base_why phys
 class ContainerFacts(namedtuple("ContainerFacts", "cpu limit count engines unread_workers",
                                 defaults=((), None))):
     """What the rules know of one container before any of them runs. `cpu`: the CpuPlan
-    (None for a container the resources rule skips); `limit`: the cpu limit (cores) the
+    (None for a container the resources rule skips); `limit`: the cpu limit (nanocores) the
     container has once the resources rule has written, None when absent or not a
     quantity; `count`: its Count, None when it gets no thread env (no whole CPUs);
     `engines`: the serving engines recognised (only for a container with a count and
@@ -346,8 +346,8 @@ def _limit(c: ContainerView, plan: CpuPlan | None) -> int | None:
 def count_for(c: ContainerView, limit: int | None, cfg, pinned: bool,
               workers: Workers | None, per_core: tuple | None = None,
               keep: tuple | None = None) -> Count | None:
-    """The Count of a container whose cpu limit is `limit` (nanocores, int), or None when it gets
-    no thread env: no positive limit, or a fractional one on a container krm-fn does not
+    """The Count of a container whose cpu limit is `limit` (nanocores, int), or None when it
+    gets no thread env: no positive limit, or a fractional one on a container krm-fn does not
     pin (a pinned one kept fractional gets the value rounded down, at least 1: a
     resourceFieldRef would round up). `per_core`: (threads per core, why) when the count
     is one thread per physical core (floor, at least 1); `workers` then divide it
