@@ -108,7 +108,7 @@ def lowers_cpu(change: Change) -> bool:
         return False
     from krm_fn import quantity
     try:
-        return quantity.parse_cpu(change.new).value < quantity.parse_cpu(change.old).value
+        return quantity.parse_cpu(change.new).nanos < quantity.parse_cpu(change.old).nanos
     except (ValueError, TypeError):
         return False
 

@@ -352,11 +352,11 @@ def api_quantity(text: object, plain: bool | None = None) -> tuple[str | None, s
                       f"\"{two[0]}\" or \"{two[1]}\"")
     from krm_fn import quantity
     try:
-        api = quantity.parse(seen).value
+        api = quantity.parse(seen).nanos
     except quantity.QuantityError:
         return s, None                  # no quantity either way: the parser says why
     try:
-        same = quantity.parse(s).value == api
+        same = quantity.parse(s).nanos == api
     except quantity.QuantityError:
         same = False
     if same:

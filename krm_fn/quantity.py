@@ -10,22 +10,26 @@ Source of the rules: k8s.io/apimachinery/pkg/api/resource/quantity.go (`ParseQua
     <decimalSI>       ::= n | u | m | "" | k | M | G | T | P | E
     <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
 
-Values are held as exact `krm_fn.rational.Fraction` (CPU in cores, memory in bytes); nothing is
-ever a float. Kubernetes silently rounds values finer than 1n up and caps values above
-2^63-1; krm-fn refuses both for cpu and memory instead, because a manifest that relies on
-that rounding is almost always a typo (`0.0001m`, `1e400`).
+Values are held as Kubernetes holds them, as exact integers at a fixed scale: a Quantity's
+`nanos` is its value in nano-units (int; nanocores for cpu, nanobytes for memory), exact for
+every accepted quantity because values finer than 1n are refused. Callers keep cpu in
+nanocores (int) and memory in bytes (int; `Quantity.whole`, exact for parse_memory, which
+refuses fractions of a byte); nothing is ever a float or a rational. Kubernetes silently
+rounds values finer than 1n up and caps values above 2^63-1; krm-fn refuses both for cpu and
+memory instead, because a manifest that relies on that rounding is almost always a typo
+(`0.0001m`, `1e400`).
 """
 from __future__ import annotations
 
 import functools
 import re
 from collections import namedtuple
-from krm_fn.rational import Fraction
 
-from krm_fn.matching import DIGITS, only, span
+from krm_fn.matching import DIGITS, digits, only, span
 
-__all__ = ["Quantity", "QuantityError", "parse", "parse_cpu", "parse_memory", "format_cpu", "format_decimal_si",
-           "format_binary_si", "format_like"]
+__all__ = ["NANO", "MILLI", "Quantity", "QuantityError", "ceil_div", "trunc_div", "ratio", "parse",
+           "parse_cpu", "parse_memory", "format_cpu", "format_decimal_si",
+           "format_binary_si", "format_bytes", "format_cpu_rounded", "format_like"]
 
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -35,6 +39,37 @@ _BINARY_BY_EXP = {v: k for k, v in _BINARY.items()}
 # parseQuantityString's scanner (characters "eEinumkKMGTP", then [+-]?[0-9]*).
 _SUFFIX_CHARS = "eEinumkKMGTP"
 _MAX = 2 ** 63 - 1
+NANO = 10 ** 9      # nano-units in one unit: a cpu amount in nanocores is cores * NANO
+MILLI = NANO // 1000    # nano-units in one thousandth (1m): nanocores in a millicore
+
+
+def ceil_div(a: int, b: int) -> int:
+    """a / b rounded up (b > 0): exact integer arithmetic, as math.ceil of the exact ratio."""
+    return -(-a // b)
+
+
+def trunc_div(a: int, b: int) -> int:
+    """a / b rounded toward zero (b > 0), as int() of the exact ratio."""
+    q = abs(a) // b
+    return q if a >= 0 else -q
+
+
+def ratio(text: str) -> tuple[int, int]:
+    """(numerator, denominator > 0) of the number `text`, exactly as fractions.Fraction(text)
+    reads it (not reduced); raises the ValueError or ZeroDivisionError it raises. A text of
+    the form `[+-]digits[.digits]` (ASCII) is read here."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    whole, dot, frac = body.partition(".")
+    if digits(whole) and (not dot or digits(frac)):
+        scale = 10 ** len(frac)
+        n = int(whole) * scale + (int(frac) if frac else 0)
+        return (-n if text[:1] == "-" else n), scale
+    # Any other spelling (" 1e3 ", "1/3", "1_0", "inf"): only fractions.Fraction reads every
+    # spelling it accepts and refuses the rest with the same error, so it is imported here,
+    # for such a text only (off a plain render's path).
+    from fractions import Fraction
+    f = Fraction(text)
+    return f.numerator, f.denominator
 
 
 class QuantityError(ValueError):
@@ -42,26 +77,28 @@ class QuantityError(ValueError):
     refuses for cpu/memory: negative, finer than 1n, larger than 2^63-1)."""
 
 
-class Quantity(namedtuple("Quantity", "value fmt text")):
+class Quantity(namedtuple("Quantity", "nanos fmt text")):
     """A parsed quantity.
 
-    `value` is exact (cores for cpu, bytes for memory); `fmt` is the Kubernetes Format the
-    suffix implies ("DecimalSI", "BinarySI" or "DecimalExponent"); `text` is the string as
-    written, kept so that memory keeps the user's unit.
+    `nanos` is the exact value in nano-units (int: nanocores for cpu, nanobytes for
+    memory); `fmt` is the Kubernetes Format the suffix implies ("DecimalSI", "BinarySI" or
+    "DecimalExponent"); `text` is the string as written, kept so that memory keeps the
+    user's unit.
     """
 
     __slots__ = ()
 
     @property
-    def millis(self) -> Fraction:
-        """The value in thousandths (millicores for cpu)."""
-        return self.value * 1000
+    def whole(self) -> int:
+        """The value rounded up to a whole unit, as Kubernetes' Quantity.Value(): bytes for
+        memory (exact for parse_memory, which refuses fractions of a byte)."""
+        return ceil_div(self.nanos, NANO)
 
     @property
     def is_integer(self) -> bool:
         """True when the value is a whole number: the static CPU Manager's test
         (`value*1000 == milliValue`, policy_static.go) for exclusive CPUs."""
-        return self.value.denominator == 1
+        return self.nanos % NANO == 0
 
     def __str__(self) -> str:
         return self.text
@@ -92,27 +129,31 @@ def _parse(s: str) -> Quantity:
     frac = frac or ""
     if whole == "" and frac == "":
         raise QuantityError(f"{s!r} is not a quantity: no digits")
-    number = Fraction(int(whole or "0")) + (Fraction(int(frac), 10 ** len(frac)) if frac else 0)
+    # the number is num / den exactly: its digits as one int over 10^(fraction digits)
+    num, den = int((whole or "0") + frac), 10 ** len(frac)
     full_suffix = suf + expdigits
     if full_suffix in _BINARY:
-        fmt, value = "BinarySI", number * (2 ** _BINARY[full_suffix])
+        fmt, num = "BinarySI", num * 2 ** _BINARY[full_suffix]
     elif full_suffix in _DECIMAL:
-        fmt, value = "DecimalSI", number * Fraction(10) ** _DECIMAL[full_suffix]
+        fmt, exp = "DecimalSI", _DECIMAL[full_suffix]
     elif suf in ("e", "E") and re.fullmatch(r"[+-]?[0-9]+", expdigits or ""):
         exp = int(expdigits)
         if abs(exp) > 400:
             raise QuantityError(f"{s!r} is out of range")
-        fmt, value = "DecimalExponent", number * Fraction(10) ** exp
+        fmt = "DecimalExponent"
     else:
         raise QuantityError(f"{s!r} has an unknown suffix {full_suffix!r} (use one of "
                             "n u m k M G T P E Ki Mi Gi Ti Pi Ei, or e<exponent>)")
-    if sign == "-" and value != 0:
+    if fmt != "BinarySI":
+        num, den = (num * 10 ** exp, den) if exp >= 0 else (num, den * 10 ** -exp)
+    if sign == "-" and num != 0:
         raise QuantityError(f"{s!r} is negative")
-    if value > _MAX:
+    if num > _MAX * den:
         raise QuantityError(f"{s!r} is larger than 2^63-1, the largest quantity Kubernetes keeps")
-    if value != 0 and (value * 10 ** 9).denominator != 1:
+    nanos, finer = divmod(num * NANO, den)
+    if finer:
         raise QuantityError(f"{s!r} is finer than 1n; Kubernetes would round it up")
-    return Quantity(value, fmt, s)
+    return Quantity(nanos, fmt, s)
 
 
 def _split(s: str) -> tuple[str, str, str | None, str, str] | None:
@@ -134,15 +175,13 @@ def _split(s: str) -> tuple[str, str, str | None, str, str] | None:
     return s[:i], s[i:j], frac, s[k:e], s[e:]
 
 
-def _canonical_decimal(value: Fraction) -> tuple[int, int]:
+def _canonical_decimal(nanos: int) -> tuple[int, int]:
     """(mantissa, exponent) with exponent a multiple of 3, as large as possible, and an
-    integer mantissa: CanonicalizeBytes for DecimalSI/DecimalExponent."""
-    if value == 0:
+    integer mantissa, of the value `nanos` nano-units: CanonicalizeBytes for
+    DecimalSI/DecimalExponent."""
+    if nanos == 0:
         return 0, 0
-    exp = -9
-    mant = value * 10 ** 9
-    assert mant.denominator == 1, value
-    mant = int(mant)
+    exp, mant = -9, nanos
     while mant % 1000 == 0 and exp < 18:
         mant //= 1000
         exp += 3
@@ -150,54 +189,64 @@ def _canonical_decimal(value: Fraction) -> tuple[int, int]:
 
 
 @functools.lru_cache(maxsize=4096)
-def format_decimal_si(value: Fraction) -> str:
-    """Canonical DecimalSI string: 1.5 -> "1500m", 2 -> "2", 1000 -> "1k", 0 -> "0"."""
-    mant, exp = _canonical_decimal(Fraction(value))
+def format_decimal_si(nanos: int) -> str:
+    """Canonical DecimalSI string of `nanos` nano-units (int): 1.5 * NANO -> "1500m",
+    2 * NANO -> "2", 1000 * NANO -> "1k", 0 -> "0"."""
+    mant, exp = _canonical_decimal(nanos)
     if mant == 0:
         return "0"
     return f"{mant}{_DECIMAL_BY_EXP[exp]}"
 
 
 @functools.lru_cache(maxsize=4096)
-def format_binary_si(value: Fraction) -> str:
-    """Canonical BinarySI string (bytes): 4294967296 -> "4Gi", 1536Mi stays "1536Mi".
+def format_binary_si(nanos: int) -> str:
+    """Canonical BinarySI string of `nanos` nano-units (int; nanobytes for memory):
+    4294967296 bytes -> "4Gi", 1536Mi stays "1536Mi".
 
-    Like CanonicalizeBytes: values below 1024 or not whole bytes fall back to DecimalSI.
+    Like CanonicalizeBytes: values below 1024 or not whole units fall back to DecimalSI.
     """
-    value = Fraction(value)
-    if value.denominator != 1 or -1024 < value < 1024:
-        return format_decimal_si(value)
-    n, exp = int(value), 0
+    if nanos % NANO or -1024 * NANO < nanos < 1024 * NANO:
+        return format_decimal_si(nanos)
+    n, exp = nanos // NANO, 0
     while n % 1024 == 0 and exp < 60:
         n //= 1024
         exp += 10
     return f"{n}{_BINARY_BY_EXP[exp]}" if exp else str(n)
 
 
-def format_cpu_rounded(cores) -> str:
-    """`cores` (a Fraction or number, e.g. an allocatable total or a usage sum) rounded to
-    1m, then as format_cpu: Fraction(3, 7) -> "429m", 4 -> "4"."""
-    return format_cpu(Fraction(round(Fraction(cores) * 1000), 1000))
+def format_bytes(n: int) -> str:
+    """Canonical BinarySI string of `n` bytes (int): format_binary_si of n * NANO."""
+    return format_binary_si(n * NANO)
+
+
+def format_cpu_rounded(nanocores: int) -> str:
+    """`nanocores` (int, e.g. an allocatable total or a usage sum) rounded to 1m (half to
+    even, as Python's round), then as format_cpu: 428571428 -> "429m", 4 * NANO -> "4"."""
+    milli, rest = divmod(nanocores, MILLI)
+    if 2 * rest > MILLI or (2 * rest == MILLI and milli % 2):
+        milli += 1
+    return format_cpu(milli * MILLI)
 
 
 @functools.lru_cache(maxsize=4096)
-def format_cpu(cores: Fraction) -> str:
-    """Canonical CPU string: whole cores as "4", fractions as millicores "500m".
+def format_cpu(nanocores: int) -> str:
+    """Canonical CPU string of `nanocores` (int): whole cores as "4", fractions as
+    millicores "500m".
 
-    Raises QuantityError if `cores` is finer than 1m (Kubernetes CPU granularity).
+    Raises QuantityError if `nanocores` is finer than 1m (Kubernetes CPU granularity).
     """
-    cores = Fraction(cores)
-    if (cores * 1000).denominator != 1:
-        raise QuantityError(f"{float(cores)} cores is finer than 1m")
-    return format_decimal_si(cores)
+    if nanocores % MILLI:
+        raise QuantityError(f"{nanocores / NANO} cores is finer than 1m")
+    return format_decimal_si(nanocores)
 
 
-def format_like(value: Fraction, like: Quantity | None) -> str:
-    """Format bytes in the unit family of `like` (BinarySI when the user wrote Mi/Gi,
-    DecimalSI otherwise): used for computed memory values such as an emptyDir sizeLimit."""
+def format_like(nanos: int, like: Quantity | None) -> str:
+    """Format `nanos` nano-units (int) in the unit family of `like` (BinarySI when the user
+    wrote Mi/Gi, DecimalSI otherwise): used for computed memory values such as an emptyDir
+    sizeLimit."""
     if like is not None and like.fmt == "BinarySI":
-        return format_binary_si(value)
-    return format_decimal_si(value)
+        return format_binary_si(nanos)
+    return format_decimal_si(nanos)
 
 
 def _text_of(text: object) -> str:
@@ -208,30 +257,31 @@ def _text_of(text: object) -> str:
 
 
 def parse_cpu(text: object) -> Quantity:
-    """Parse a cpu quantity (cores). Raises QuantityError also when the value is finer
-    than 1m, the CPU granularity Kubernetes keeps (it would round `0.0001m` up to `1m`)."""
+    """Parse a cpu quantity (`nanos`: nanocores). Raises QuantityError also when the value
+    is finer than 1m, the CPU granularity Kubernetes keeps (it would round `0.0001m` up to
+    `1m`)."""
     return _parse_cpu(_text_of(text))
 
 
 @functools.lru_cache(maxsize=4096)
 def _parse_cpu(s: str) -> Quantity:
     q = _parse(s)
-    if q.millis.denominator != 1:
+    if q.nanos % MILLI:
         raise QuantityError(f"{q.text!r} is finer than 1m, the smallest CPU unit; "
                             "Kubernetes would round it up")
     return q
 
 
 def parse_memory(text: object) -> Quantity:
-    """Parse a memory quantity (bytes). Raises QuantityError also when the value is not a
-    whole number of bytes (`500m` of memory is almost always a typo for `500M`)."""
+    """Parse a memory quantity (`whole`: bytes). Raises QuantityError also when the value
+    is not a whole number of bytes (`500m` of memory is almost always a typo for `500M`)."""
     return _parse_memory(_text_of(text))
 
 
 @functools.lru_cache(maxsize=4096)
 def _parse_memory(s: str) -> Quantity:
     q = _parse(s)
-    if q.value.denominator != 1:
+    if q.nanos % NANO:
         raise QuantityError(f"{q.text!r} is not a whole number of bytes (did you mean "
                             f"{q.text[:-1] + 'M' if q.text.endswith('m') else 'a byte count'}?)")
     return q

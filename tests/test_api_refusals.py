@@ -7,7 +7,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from krm_fn.rational import Fraction
 
 from krm_fn.admission.kubelet import judge
 from tests.admission.kit import ctr, node, pod
@@ -72,7 +71,7 @@ def test_ephemeral_containers_in_a_pod_template_are_refused():
 
 
 def test_a_fractional_cpu_request_is_printed_as_millicores():
-    findings = judge(pod(ctr("app", Fraction(1, 2))), node())[3]
+    findings = judge(pod(ctr("app", "500m")), node())[3]
     assert [f.message for f in findings if "whole number" in f.message] == [
         "container 'app' is to be pinned but its cpu request 500m is not a whole number: it "
         "runs in the shared pool; request a whole number of CPUs (kubernetes/kubernetes "
@@ -254,8 +253,8 @@ def test_a_quota_of_another_namespace_or_scope_is_not_applied_and_said():
 
 def test_capacity_and_quota_messages_print_cpu_as_quantities():
     from krm_fn.admission.resourcequota import _show
-    from krm_fn.quantity import format_cpu_rounded as cores
-    assert (cores(Fraction(30)), cores(Fraction(3, 2)), _show("cpu", Fraction(1, 2))) == (
+    from krm_fn.quantity import NANO, format_cpu_rounded as cores
+    assert (cores(30 * NANO), cores(3 * NANO // 2), _show("cpu", NANO // 2)) == (
         "30", "1500m", "500m")
 
 

@@ -362,11 +362,13 @@ def test_the_function_path_imports_neither_click_nor_other_commands():
 # dataclass costs ~1.5 ms to define and `dataclasses` brings inspect, ast, dis (CONTRIBUTING.md);
 # annotations are strings (`from __future__ import annotations`), so typing is not needed
 # (~3 ms); `copy` is imported where a deep copy is made, `difflib` where a hint is made;
+# quantities are exact integers at a fixed scale (krm_fn/quantity.py), so neither
+# `fractions` nor `decimal` (a C extension) and `numbers` are needed;
 # Knative's webhook tables (admission/knative.py) for a Knative or Serverless KServe pod,
 # a whole-object check (krm_fn/objects/) for an item of its kind
 _NOT_ON_THE_RENDER_PATH = ("click", "krm_fn.cli.commands", *_NOT_FOR_A_RENDER, "dataclasses",
                            "inspect", "ast", "dis", "tokenize", "typing", "copy", "difflib",
-                           "krm_fn.yaml.ruamel", "krm_fn.node.from_node", "krm_fn.validate",
+                           "fractions", "decimal", "numbers", "krm_fn.yaml.ruamel", "krm_fn.node.from_node", "krm_fn.validate",
                            "krm_fn.admission.knative", "krm_fn.objects.kserve",
                            "krm_fn.objects.knative_config", "krm_fn.objects.passthrough",
                            "hypothesis", "pytest")
@@ -492,7 +494,8 @@ def test_a_render_imports_the_engine_a_container_runs():
 # them: checked in the source of every krm_fn module a render imports instead
 _STDLIB_NOT_FOR_A_RENDER = ("pathlib", "fnmatch", "urllib", "ipaddress", "dataclasses",
                             "typing", "inspect", "copy", "difflib", "tempfile", "shutil",
-                            "importlib", "warnings", "json", "shlex")
+                            "importlib", "warnings", "json", "shlex", "fractions", "decimal",
+                            "numbers")
 
 
 def _top_level_imports(module: str) -> set[str]:

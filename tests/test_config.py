@@ -52,7 +52,7 @@ def test_flat_keys_configure_the_first_pool():
     assert pool.reserved.spreadAcrossNuma is True
     assert cfg.selector.kinds == ["Deployment", "Pod"]
     assert cfg.selector.matchLabels == {"tier": "inference"}
-    assert cfg.workloads.defaultMemory.value == 2 * 2 ** 30
+    assert cfg.workloads.defaultMemory.whole == 2 * 2 ** 30
     assert cfg.output.formats == ["configmap", "kubelet-config"]
 
 
@@ -478,7 +478,7 @@ def test_node_memory_must_fit_the_topology(topology, path, message):
 def test_node_memory_loads_as_quantities():
     pool = config.load(pool_spec(topology={"memory": "192Gi", "numaMemory": {"1": "64Gi"},
                                            "hugepages": {"1Gi": "32Gi"}})).nodePools[0]
-    assert pool.topology.memory.value == 192 * 2**30
+    assert pool.topology.memory.whole == 192 * 2**30
     assert pool.topology.numaMemory == {"1": "64Gi"}
     assert pool.topology.hugepages == {"1Gi": "32Gi"}
 

@@ -54,9 +54,9 @@ def guaranteed(spec: dict) -> list[str]:
             for r in ("cpu", "memory"):
                 lim = (res.get("limits") or {}).get(r)
                 req = (res.get("requests") or {}).get(r, lim)
-                if lim is None or quantity.parse(str(lim)).value == 0:
+                if lim is None or quantity.parse(str(lim)).nanos == 0:
                     problems.append(f"{c.get('name')}: no {r} limit")
-                elif quantity.parse(str(req)).value != quantity.parse(str(lim)).value:
+                elif quantity.parse(str(req)).nanos != quantity.parse(str(lim)).nanos:
                     problems.append(f"{c.get('name')}: {r} request {req} != limit {lim}")
     return problems
 
@@ -106,8 +106,8 @@ def test_corpus_manifest(path: Path, tmp_path):
             tuned += 1
             assert guaranteed(spec) == [], f"{after['kind']} {after['metadata']['name']}"
             first = (framework_containers(spec, at) or spec.get("containers"))[0]
-            cpu = quantity.parse(str(first["resources"]["limits"]["cpu"])).value
-            assert cpu.denominator == 1 and cpu % 2 == 0, cpu   # whole cores, SMT pairs
+            cpu = quantity.parse(str(first["resources"]["limits"]["cpu"])).nanos
+            assert cpu % (2 * quantity.NANO) == 0, cpu   # whole cores, SMT pairs
             env = {e["name"]: e.get("value") for e in first.get("env") or []}
             if at.ray_params is not None or "ray start" in " ".join(
                     map(str, first.get("command", []) + first.get("args", []))):

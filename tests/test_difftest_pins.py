@@ -11,6 +11,7 @@ the kubernetesVersion rows and the CLI cases were re-pinned from the code of tha
 (a version outside them is refused, naming them; an example version is "1.35"; the default
 config is 1.35's) and the spellings pinned with 1.34 are checked with 1.36 below."""
 import json
+from fractions import Fraction
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,8 @@ def _result(f, *args) -> list:
     except Exception as e:  # noqa: BLE001 - the pinned row may be any exception
         return ["error", type(e).__name__, str(e)]
     if isinstance(v, quantity.Quantity):
-        return ["ok", str(v.value), v.fmt, v.text]
+        # the value as the pins record it: the exact ratio of units ("3/2"), from nano-units
+        return ["ok", str(Fraction(v.nanos, quantity.NANO)), v.fmt, v.text]
     return ["ok", repr(v)]
 
 

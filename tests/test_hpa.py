@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from krm_fn.admission import hpa
 from krm_fn.admission.model import APP, AdmittedPod, Container
-from krm_fn.rational import Fraction
 from tests.test_verdict import config, deployment, errors, render
+from tests.admission.kit import cores
 
 GI = 1 << 30
 POD = AdmittedPod(None, "spec.template.spec", namespace="ai", containers=(
-    Container("server", APP, {"cpu": Fraction(4), "memory": 8 * GI},
-              {"cpu": Fraction(4), "memory": 8 * GI}, designated=True),))
+    Container("server", APP, {"cpu": cores(4), "memory": 8 * GI},
+              {"cpu": cores(4), "memory": 8 * GI}, designated=True),))
 HPA_SRC = ("https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/; "
            "kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go")
 RQ_SRC = ("https://kubernetes.io/docs/concepts/policy/resource-quotas/; kubernetes/kubernetes "
@@ -70,7 +70,7 @@ def test_max_replicas_within_the_quota_one_pod_above_it_or_not_counted_say_nothi
     assert hpa.findings(POD, [_hpa(50)], [_quota({"pods": "1"}, scopes=["BestEffort"])]) == []
     # a container that does not state a resource the quota limits: refused's error
     no_memory = AdmittedPod(None, "spec.template.spec", namespace="ai", containers=(
-        Container("server", APP, {"cpu": Fraction(4)}, {"cpu": Fraction(4)}),))
+        Container("server", APP, {"cpu": cores(4)}, {"cpu": cores(4)}),))
     limited = _quota({"requests.cpu": "8", "requests.memory": "1000Gi"})
     assert hpa.findings(no_memory, [_hpa(50)], [limited]) == []
     assert len(hpa.findings(POD, [_hpa(50)], [limited])) == 1

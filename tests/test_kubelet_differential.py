@@ -74,7 +74,7 @@ def _node(**kubelet):
 
 def _regressions() -> dict:
     """Disagreements the harness found, by name: (node, pods, repeat)."""
-    from tests.admission.kit import GI, MI, ctr, pod
+    from tests.admission.kit import GI, MI, cores, ctr, pod
     one_cpu_2mi = pod(ctr("app0", 1, 1 / 16, **{"hugepages-2Mi": 4 * MI}))
     static_memory = dict(memoryManagerPolicy="Static", kubeReserved={"memory": "500Mi"},
                          systemReserved={"memory": "524Mi"},
@@ -132,8 +132,9 @@ def _regressions() -> dict:
         # reusable memory first and reported another refusal
         "memory-extension-counts-free-memory-only": (
             four_numa_2mi_on_3,
-            [pod(ctr("app0", 1, 1 / 16, **small_2mi), pod_requests={"cpu": 1, "memory": 2 * GI},
-                 pod_limits={"cpu": 1, "memory": 2 * GI}),
+            [pod(ctr("app0", 1, 1 / 16, **small_2mi),
+                 pod_requests={"cpu": cores(1), "memory": 2 * GI},
+                 pod_limits={"cpu": cores(1), "memory": 2 * GI}),
              pod(ctr("app0", 1, 1 / 16, **small_2mi)),
              pod(ctr("init0", 1, 40, role="init"), ctr("app0", 1, 40),
                  ctr("app1", 4, 1 / 16, **small_2mi))], 0),

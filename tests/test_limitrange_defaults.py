@@ -14,6 +14,7 @@ import pytest
 from krm_fn.admission import limitrange
 from krm_fn.admission.build import requests_limits, resource_map
 from krm_fn.admission.model import Container
+from krm_fn.quantity import NANO
 
 _names = itertools.count()
 
@@ -52,9 +53,10 @@ def _krm_fn(lrs: list, resources: dict) -> tuple[dict, dict]:
 
 
 def test_defaults_follow_the_limitrange_defaulting():
+    four = 4 * NANO     # cpu in nanocores, the model's unit
     assert limitrange.defaults([_lr("a", max={"cpu": "4"}, min={"memory": "1Gi"})]) == (
-        ({"cpu": 4, "memory": 2**30}, {"cpu": 4}),)
-    assert limitrange.defaults([_lr("a", max={"cpu": "4"})]) == (({"cpu": 4}, {"cpu": 4}),)
+        ({"cpu": four, "memory": 2**30}, {"cpu": four}),)
+    assert limitrange.defaults([_lr("a", max={"cpu": "4"})]) == (({"cpu": four}, {"cpu": four}),)
     assert limitrange.defaults([{"spec": {"limits": [{"type": "Pod", "max": {
         "cpu": "4"}}]}}]) == ()
 

@@ -203,7 +203,7 @@ def _requests(spec: dict) -> dict:
         for res, text in ((c.get("resources") or {}).get("requests") or {}).items():
             if res in ("cpu", "memory") or res.startswith("hugepages-"):
                 continue
-            amount = int(quantity.parse_memory(str(text)).value)
+            amount = quantity.parse_memory(str(text)).whole
             out[res] = out.get(res, 0) + amount
     return out
 

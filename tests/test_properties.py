@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import os
 import re
-from krm_fn.rational import Fraction
+from fractions import Fraction
 
 import pytest
 import yaml

@@ -1,37 +1,40 @@
 """Quantities parsed and formatted as k8s.io/apimachinery/pkg/api/resource does."""
-from krm_fn.rational import Fraction
+from fractions import Fraction
 
 import pytest
 
-from krm_fn.quantity import (QuantityError, format_binary_si, format_cpu, format_decimal_si,
-                             parse, parse_cpu, parse_memory)
+from krm_fn.quantity import (MILLI, NANO, QuantityError, ceil_div, format_binary_si,
+                             format_bytes, format_cpu, format_cpu_rounded, format_decimal_si,
+                             format_like, parse, parse_cpu, parse_memory, ratio, trunc_div)
+
+N = NANO        # values are exact integers in nano-units
 
 
 @pytest.mark.parametrize("text,value,fmt", [
-    ("1", Fraction(1), "DecimalSI"),
-    ("1.", Fraction(1), "DecimalSI"),
-    (".5", Fraction(1, 2), "DecimalSI"),
-    ("+2", Fraction(2), "DecimalSI"),
-    ("500m", Fraction(1, 2), "DecimalSI"),
-    ("1500m", Fraction(3, 2), "DecimalSI"),
-    ("100u", Fraction(1, 10000), "DecimalSI"),
-    ("5n", Fraction(5, 10 ** 9), "DecimalSI"),
-    ("2k", Fraction(2000), "DecimalSI"),
-    ("2E", Fraction(2 * 10 ** 18), "DecimalSI"),
-    ("1Ki", Fraction(1024), "BinarySI"),
-    ("1.5Gi", Fraction(1610612736), "BinarySI"),
-    ("16Gi", Fraction(16 * 2 ** 30), "BinarySI"),
-    ("1e3", Fraction(1000), "DecimalExponent"),
-    ("1E3", Fraction(1000), "DecimalExponent"),
-    ("12e-1", Fraction(6, 5), "DecimalExponent"),
-    ("1e+2", Fraction(100), "DecimalExponent"),
-    ("0", Fraction(0), "DecimalSI"),
-    ("-0", Fraction(0), "DecimalSI"),
-    (4, Fraction(4), "DecimalSI"),
+    ("1", N, "DecimalSI"),
+    ("1.", N, "DecimalSI"),
+    (".5", N // 2, "DecimalSI"),
+    ("+2", 2 * N, "DecimalSI"),
+    ("500m", N // 2, "DecimalSI"),
+    ("1500m", 3 * N // 2, "DecimalSI"),
+    ("100u", N // 10000, "DecimalSI"),
+    ("5n", 5, "DecimalSI"),
+    ("2k", 2000 * N, "DecimalSI"),
+    ("2E", 2 * 10 ** 18 * N, "DecimalSI"),
+    ("1Ki", 1024 * N, "BinarySI"),
+    ("1.5Gi", 1610612736 * N, "BinarySI"),
+    ("16Gi", 16 * 2 ** 30 * N, "BinarySI"),
+    ("1e3", 1000 * N, "DecimalExponent"),
+    ("1E3", 1000 * N, "DecimalExponent"),
+    ("12e-1", 6 * N // 5, "DecimalExponent"),
+    ("1e+2", 100 * N, "DecimalExponent"),
+    ("0", 0, "DecimalSI"),
+    ("-0", 0, "DecimalSI"),
+    (4, 4 * N, "DecimalSI"),
 ])
 def test_parse(text, value, fmt):
     q = parse(text)
-    assert (q.value, q.fmt) == (value, fmt)
+    assert (q.nanos, q.fmt) == (value, fmt)
 
 
 @pytest.mark.parametrize("text", ["1.5.0", "-2", "abc", "1e400", "", ".", "1e", "1Ki5", "1mi",
@@ -53,9 +56,9 @@ def test_memory_must_be_whole_bytes():
         parse_memory("500m")
 
 
-@pytest.mark.parametrize("value,text", [(Fraction(3, 2), "1500m"), (Fraction(2), "2"),
-                                        (Fraction(1000), "1k"), (Fraction(1, 2), "500m"),
-                                        (Fraction(0), "0"), (Fraction(12000), "12k")])
+@pytest.mark.parametrize("value,text", [(3 * N // 2, "1500m"), (2 * N, "2"),
+                                        (1000 * N, "1k"), (N // 2, "500m"),
+                                        (0, "0"), (12000 * N, "12k")])
 def test_format_decimal_si(value, text):
     assert format_decimal_si(value) == text
 
@@ -63,17 +66,76 @@ def test_format_decimal_si(value, text):
 @pytest.mark.parametrize("value,text", [(2 ** 32, "4Gi"), (1536 * 2 ** 20, "1536Mi"),
                                         (1000, "1k"), (1023, "1023"), (1025, "1025")])
 def test_format_binary_si(value, text):
-    assert format_binary_si(Fraction(value)) == text
+    assert format_binary_si(value * N) == text
+    assert format_bytes(value) == text
 
 
 def test_format_cpu():
-    assert format_cpu(Fraction(4)) == "4"
-    assert format_cpu(Fraction(1, 10)) == "100m"
-    with pytest.raises(QuantityError):
-        format_cpu(Fraction(1, 10000))
+    assert format_cpu(4 * N) == "4"
+    assert format_cpu(N // 10) == "100m"
+    with pytest.raises(QuantityError, match="0.0001 cores is finer than 1m"):
+        format_cpu(N // 10000)
 
 
 @pytest.mark.parametrize("text", ["1Gi\n", "4\n", "9" * 5000, "1" * 65])
 def test_parse_rejects_trailing_newline_and_huge_text(text):
     with pytest.raises(QuantityError):
         parse(text)
+
+
+def test_whole_rounds_up_as_value():
+    # Quantity.Value() rounds up to a whole unit; is_integer is the exact test
+    assert parse("1500m").whole == 2 and not parse("1500m").is_integer
+    assert parse_memory("1Gi").whole == 2 ** 30 and parse_memory("1Gi").is_integer
+    assert parse("5n").whole == 1
+
+
+def test_finer_than_a_nano_and_too_large_are_refused():
+    with pytest.raises(QuantityError, match="finer than 1n"):
+        parse("0.1n")
+    with pytest.raises(QuantityError, match="larger than 2"):
+        parse("9223372036854775808")
+    assert parse("9223372036854775807").nanos == (2 ** 63 - 1) * N
+
+
+def test_format_cpu_rounded_is_round_half_to_even():
+    # what round(Fraction(cores) * 1000) / 1000 gave: half to even at 0.5m
+    assert format_cpu_rounded(3 * N // 7) == "429m"
+    assert format_cpu_rounded(4 * N) == "4"
+    assert format_cpu_rounded(MILLI // 2) == "0"
+    assert format_cpu_rounded(3 * MILLI // 2) == "2m"
+    assert format_cpu_rounded(5 * MILLI // 2) == "2m"
+    for nanos in (1, MILLI - 1, 123456789, 2 * N + MILLI // 2, 7 * MILLI + MILLI // 2 + 1):
+        expect = round(Fraction(nanos, N) * 1000)
+        assert format_cpu_rounded(nanos) == format_cpu(expect * MILLI)
+
+
+def test_format_like_follows_the_family():
+    assert format_like(2 ** 30 * N, parse_memory("1Gi")) == "1Gi"
+    assert format_like(2 ** 30 * N, parse_memory("1G")) == "1073741824"
+    assert format_like(N // 2, None) == "500m"
+
+
+@pytest.mark.parametrize("a,b", [(7, 2), (-7, 2), (6, 3), (-6, 3), (0, 5), (1, 10 ** 9)])
+def test_integer_division_helpers(a, b):
+    import math
+    assert ceil_div(a, b) == math.ceil(Fraction(a, b))
+    assert trunc_div(a, b) == int(Fraction(a, b))
+
+
+@pytest.mark.parametrize("text", ["10", "7.5", "-5", "+0.25", "1e3", " 5 ", "1/3", "1_0",
+                                  "0.000001", "100", "5.", ".5"])
+def test_ratio_reads_as_fractions_does(text):
+    n, d = ratio(text)
+    assert d > 0 and Fraction(n, d) == Fraction(text)
+
+
+@pytest.mark.parametrize("text,error", [("abc", ValueError), ("", ValueError),
+                                        ("inf", ValueError), ("1/0", ZeroDivisionError),
+                                        ("1..5", ValueError)])
+def test_ratio_refuses_as_fractions_does(text, error):
+    with pytest.raises(error) as mine:
+        ratio(text)
+    with pytest.raises(error) as theirs:
+        Fraction(text)
+    assert str(mine.value) == str(theirs.value)

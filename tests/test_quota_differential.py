@@ -408,8 +408,8 @@ def _over_hard(cp, ns: str, settle: float = 10) -> list:
     while True:
         over = [q["metadata"]["name"] for q in cp.request(
             "GET", f"/api/v1/namespaces/{ns}/resourcequotas")[1]["items"]
-            if any(quantity.parse(v).value > quantity.parse(
-                ((q.get("status") or {}).get("hard") or {}).get(k, v)).value
+            if any(quantity.parse(v).nanos > quantity.parse(
+                ((q.get("status") or {}).get("hard") or {}).get(k, v)).nanos
                 for k, v in ((q.get("status") or {}).get("used") or {}).items())]
         if over or time.monotonic() > deadline:
             return over

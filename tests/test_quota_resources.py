@@ -9,6 +9,7 @@ import pytest
 from krm_fn.admission import quotatotal
 from krm_fn.admission import resourcequota as rq
 from krm_fn.admission.model import INIT, SIDECAR
+from krm_fn.quantity import NANO
 from tests.admission.kit import GI, MI, ctr, pod
 from tests.test_verdict import config, deployment, errors, render
 
@@ -72,11 +73,11 @@ def test_usage_of_ephemeral_storage_hugepages_and_extended_resources():
     assert {k: use[k] for k in ("requests.nvidia.com/gpu", "requests.hugepages-2Mi",
                                 "hugepages-2Mi", "requests.ephemeral-storage",
                                 "ephemeral-storage", "limits.ephemeral-storage",
-                                "count/pods", "pods")} == {
+                                "count/pods", "pods")} == {k: v * NANO for k, v in {   # nano-units
         "requests.nvidia.com/gpu": 2, "requests.hugepages-2Mi": 64 * MI,
         "hugepages-2Mi": 64 * MI, "requests.ephemeral-storage": 3 * GI,
         "ephemeral-storage": 3 * GI, "limits.ephemeral-storage": 3 * GI, "count/pods": 1,
-        "pods": 1}
+        "pods": 1}.items()}
     assert "limits.nvidia.com/gpu" not in use and rq.used(use, "requests.example.com/x") == 0
 
 

@@ -3,11 +3,10 @@
 tests/test_quota_differential.py checks the same against the real API server."""
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 
 from krm_fn.admission import resourcequota as rq
 from krm_fn.admission.model import SIDECAR
-from tests.admission.kit import ctr, pod
+from tests.admission.kit import cores, ctr, pod
 from tests.test_verdict import config, deployment, errors, render
 
 SRC = ("(https://kubernetes.io/docs/concepts/policy/resource-quotas/; kubernetes/kubernetes "
@@ -142,15 +141,15 @@ def test_a_jobs_pods_are_its_parallelism_at_most_its_completions():
 
 
 def test_usage_counts_sidecars_pod_level_resources_and_overhead_as_pods_go():
-    side = ctr("proxy", Fraction(1, 2), role=SIDECAR)
+    side = ctr("proxy", "500m", role=SIDECAR)
     p = pod(side, ctr("app", 2))
-    assert rq._usage(p)["requests.cpu"] == Fraction(5, 2)
+    assert rq._usage(p)["requests.cpu"] == cores("2500m")
     # the overhead goes on every request, on a limit only where the pod has one
-    q = pod(ctr("app", 2))._replace(overhead={"cpu": Fraction(1, 4)})
+    q = pod(ctr("app", 2))._replace(overhead={"cpu": cores("250m")})
     q = q._replace(containers=tuple(c._replace(limits={"memory": 2**30})
                                            for c in q.containers))
     use = rq._usage(q)
-    assert (use["requests.cpu"], use["limits.cpu"]) == (Fraction(9, 4), 0)
+    assert (use["requests.cpu"], use["limits.cpu"]) == (cores("2250m"), 0)
     # pod-level resources take the place of the containers' (PodLevelResources)
-    r = pod(ctr("app", 2), pod_requests={"cpu": Fraction(3)}, pod_limits={"cpu": Fraction(3)})
-    assert (rq._usage(r)["requests.cpu"], rq._usage(r)["limits.cpu"]) == (3, 3)
+    r = pod(ctr("app", 2), pod_requests={"cpu": cores(3)}, pod_limits={"cpu": cores(3)})
+    assert (rq._usage(r)["requests.cpu"], rq._usage(r)["limits.cpu"]) == (cores(3), cores(3))

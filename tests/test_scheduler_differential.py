@@ -41,8 +41,8 @@ API_INVALID: dict = {}
 def _amount(resource: str, text: str):
     from krm_fn import quantity
     if resource == "cpu":
-        return quantity.parse_cpu(text).value
-    return int(quantity.parse_memory(text).value)
+        return quantity.parse_cpu(text).nanos          # the model's units: nanocores, bytes
+    return quantity.parse_memory(text).whole
 
 
 def kubelet_allocatable(harness, node) -> dict:

@@ -7,15 +7,15 @@ import pytest
 
 from krm_fn.admission import vpa
 from krm_fn.admission.model import APP, SIDECAR, AdmittedPod, Container
-from krm_fn.rational import Fraction
+from tests.admission.kit import cores
 
 GI, MI = 1 << 30, 1 << 20
-SERVER = Container("server", APP, {"cpu": Fraction(4), "memory": 8 * GI},
-                   {"cpu": Fraction(4), "memory": 8 * GI}, designated=True)
-PROXY = Container("proxy", APP, {"cpu": Fraction(1, 2), "memory": 256 * MI},
-                  {"cpu": Fraction(1, 2), "memory": 256 * MI})
-LOG = Container("log", SIDECAR, {"cpu": Fraction(1, 10), "memory": 64 * MI},
-                {"cpu": Fraction(1, 10), "memory": 64 * MI})
+SERVER = Container("server", APP, {"cpu": cores(4), "memory": 8 * GI},
+                   {"cpu": cores(4), "memory": 8 * GI}, designated=True)
+PROXY = Container("proxy", APP, {"cpu": cores("500m"), "memory": 256 * MI},
+                  {"cpu": cores("500m"), "memory": 256 * MI})
+LOG = Container("log", SIDECAR, {"cpu": cores("100m"), "memory": 64 * MI},
+                {"cpu": cores("100m"), "memory": 64 * MI})
 POD = AdmittedPod(None, "spec.template.spec", containers=(LOG, SERVER, PROXY))
 SRC = ("https://github.com/kubernetes/autoscaler/tree/vertical-pod-autoscaler/v1.7.1/"
        "vertical-pod-autoscaler/pkg/utils/vpa capping.go, limit_and_request_scaling.go")
@@ -188,8 +188,8 @@ def test_a_whole_cpu_container_krm_fn_does_not_pin_loses_its_exclusive_cpus_too(
     """Hostile review: the kubelet pins any container of a Guaranteed pod whose cpu is a
     whole number (policy_static.go guaranteedCPUs), so a VPA moving it is judged as for a
     pinned one: an error, and the verdict's exclusive CPUs lose it."""
-    tok = Container("tokenizer", APP, {"cpu": Fraction(2), "memory": GI},
-                    {"cpu": Fraction(2), "memory": GI})
+    tok = Container("tokenizer", APP, {"cpu": cores(2), "memory": GI},
+                    {"cpu": cores(2), "memory": GI})
     pod = AdmittedPod(None, "spec.template.spec", containers=(SERVER, tok))
     spec = [_vpa([{"containerName": "server", "mode": "Off"}])]
     (found,) = vpa.refused(pod, spec)

@@ -102,12 +102,12 @@ def test_each_quantity_spelling_is_read_as_the_api_server_reads_it(text, plain):
 
 
 def test_input_quantity_parses_what_the_api_server_parses():
-    assert numbers.input_quantity("010", "cpu", False).value == 10
-    assert numbers.input_quantity("1e3", "memory", True).value == 1000
+    assert numbers.input_quantity("010", "cpu", False).nanos == 10 * quantity.NANO
+    assert numbers.input_quantity("1e3", "memory", True).whole == 1000
     with pytest.raises(quantity.QuantityError, match="write \"8\" or \"10\""):
         numbers.input_quantity("010", "cpu", lambda: True)
     asked = []
-    assert numbers.input_quantity("4", "cpu", lambda: asked.append(1)).value == 4
+    assert numbers.input_quantity("4", "cpu", lambda: asked.append(1)).nanos == 4 * quantity.NANO
     assert asked == []                      # the YAML is looked at only when it matters
 
 
@@ -372,7 +372,7 @@ overhead:
 
 def _amount(text):
     try:
-        return quantity.parse(text).value
+        return quantity.parse(text).nanos
     except quantity.QuantityError:
         return None
 
@@ -395,7 +395,7 @@ def test_each_quantity_spelling_is_what_the_api_server_stores(controlplane, kind
                 assert stored == _amount(text), (kind, written, p.stderr)
             else:
                 two = numbers.octal_reading(s)
-                seen = two[0] if two else _amount(numbers.api_json(s))
+                seen = two[0] * quantity.NANO if two else _amount(numbers.api_json(s))
                 assert stored == seen, (kind, written, p.stderr)
 
 

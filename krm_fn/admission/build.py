@@ -10,7 +10,6 @@ minus the pre-allocated hugepages, pkg/kubelet/nodestatus/setters.go).
 from __future__ import annotations
 
 import functools
-from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.admission.model import (APP, ERROR, HUGEPAGES, AdmittedPod, Container, Finding,
@@ -20,8 +19,8 @@ from krm_fn.pod import path_str
 MEMORY_SIGNAL = "memory.available"
 
 
-def amount(name: str, value) -> Fraction | int | None:
-    """A resource amount: cpu in cores (Fraction), anything else in bytes (int, rounded
+def amount(name: str, value) -> int | None:
+    """A resource amount: cpu in nanocores (int), anything else in bytes (int, rounded
     up as the API server rounds sub-byte quantities); None when `value` is not a
     quantity (the resources rule reports it). Cached on the name, the value and its type
     (equal strings, ints or bools write the same quantity; a float's text is its repr,
@@ -36,18 +35,17 @@ def amount(name: str, value) -> Fraction | int | None:
 
 
 @functools.lru_cache(maxsize=4096)
-def _amount(name: str, kind: type, value) -> Fraction | int | None:
+def _amount(name: str, kind: type, value) -> int | None:
     return _parse_amount(name, value)
 
 
-def _parse_amount(name: str, value) -> Fraction | int | None:
+def _parse_amount(name: str, value) -> int | None:
     try:
         if name == "cpu":
-            return quantity.parse_cpu(value).value
-        q = quantity.parse_memory(value).value
+            return quantity.parse_cpu(value).nanos
+        return quantity.parse_memory(value).whole
     except (quantity.QuantityError, TypeError):
         return None
-    return -(-q.numerator // q.denominator)
 
 
 def resource_map(m) -> dict:
@@ -196,7 +194,7 @@ def numa_memory(topo_cfg, numa_ids: list[int]) -> dict:
     n = len(numa_ids)
     out: dict = {i: {} for i in numa_ids}
     if topo_cfg.memory is not None:
-        total = int(topo_cfg.memory.value)
+        total = topo_cfg.memory.whole
         share, rest = divmod(total, n)
         for k, i in enumerate(numa_ids):
             out[i]["memory"] = share + (1 if k < rest else 0)
@@ -224,7 +222,8 @@ def allocatable_memory(capacity: int, kubelet: dict) -> int:
     signal = hard.get(MEMORY_SIGNAL) if isinstance(hard, dict) else None
     if isinstance(signal, str) and signal.endswith("%"):
         try:
-            used += int(Fraction(signal[:-1]) * capacity / 100)
+            n, d = quantity.ratio(signal[:-1])
+            used += quantity.trunc_div(n * capacity, d * 100)
         except (ValueError, ZeroDivisionError):
             pass
     elif signal is not None:

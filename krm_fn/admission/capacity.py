@@ -25,22 +25,20 @@ Counted by simulation, pod after pod, not by dividing totals: each replica must 
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
-from math import gcd
-
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak, reservation
 from krm_fn.admission.model import HUGEPAGES, INIT, AdmittedPod, NodeModel, node_memo
 from krm_fn.admission.qos import gate, pod_qos
 from krm_fn.admission.topology import BEYOND, AdmitPlan, NodeState, admit
+from krm_fn.quantity import NANO
 
 MAX_PODS_DEFAULT = 110
 
 
 def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
     """The pod's effective requests as the scheduler and the kubelet count them
-    (k8s.io/component-helpers/resource PodRequests): {"cpu": Fraction cores, "memory": int
-    bytes, every other requested resource (hugepages-<size>, ephemeral-storage, extended
+    (k8s.io/component-helpers/resource PodRequests): {"cpu": nanocores (int), "memory":
+    int bytes, every other requested resource (hugepages-<size>, ephemeral-storage, extended
     resources): int}. Each resource is aggregated over the containers (max(largest init
     container plus the sidecars started before it, app containers plus sidecars), KEP-753);
     with `PodLevelResources` on and pod-level requests set, the pod-level amount replaces it
@@ -56,13 +54,12 @@ def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
                 out[r] = v
     for r, v in (pod.overhead or {}).items():
         out[r] = out.get(r, 0) + v
-    out["cpu"] = Fraction(out["cpu"])
     out["memory"] = int(out["memory"])
     return out
 
 
 def allocatable(node: NodeModel) -> dict:
-    """Node allocatable {"cpu": cores, "memory": bytes or None (unknown), "hugepages-<size>":
+    """Node allocatable {"cpu": nanocores, "memory": bytes or None (unknown), "hugepages-<size>":
     bytes}, as the kubelet reports it (pkg/kubelet/nodestatus/setters.go MachineInfo:
     capacity minus the reservation, pre-allocated huge pages taken off memory):
     `node.allocatable` where it gives a value; else cpu = logical CPUs minus the
@@ -86,14 +83,13 @@ def allocatable(node: NodeModel) -> dict:
                 out[k] = out.get(k, 0) + v
             elif k == "memory":
                 memory += v
-    out["cpu"] = Fraction(len(node.cpus)) - reservation(node)
+    out["cpu"] = len(node.cpus) * NANO - reservation(node)
     out["memory"] = None
     if memory:
         from krm_fn.admission.build import allocatable_memory
         pages = sum(v for k, v in out.items() if k.startswith(HUGEPAGES))
         out["memory"] = max(0, allocatable_memory(memory, node.kubelet or {}) - pages)
-    out.update({k: (Fraction(v) if k == "cpu" else v)
-                for k, v in (node.allocatable or {}).items() if v is not None})
+    out.update({k: v for k, v in (node.allocatable or {}).items() if v is not None})
     memo["allocatable"] = out
     return out
 
@@ -156,28 +152,28 @@ def unknown(req: dict, alloc: dict, described: bool = False) -> list:
 
 
 def amount_text(res: str, value) -> str:
-    """`value` of `res` for a message: memory in Gi (4 significant digits), cpu in
-    cores, huge pages and ephemeral-storage as a binary quantity, an extended resource as
-    the count it is."""
+    """`value` of `res` for a message: memory in Gi (4 significant digits), cpu
+    (nanocores) in cores, huge pages and ephemeral-storage as a binary quantity, an extended
+    resource as the count it is."""
     if res == "memory":
         return _gib(value)
     if res == "cpu":
         return quantity.format_cpu(value)
     if res.startswith(HUGEPAGES) or res == "ephemeral-storage":
-        return quantity.format_binary_si(value)
+        return quantity.format_bytes(value)
     return str(value)
 
 
-def each_cpu(pod: AdmittedPod, node: NodeModel, req: Fraction, qos: str) -> str:
-    """The cpu one replica takes from allocatable, `req` (cores), for a message: `4 + 50m`
+def each_cpu(pod: AdmittedPod, node: NodeModel, req: int, qos: str) -> str:
+    """The cpu one replica takes from allocatable, `req` (nanocores), for a message: `4 + 50m`
     when the regular and sidecar containers (and the pod overhead) make it up and part of
     it is exclusive (4 exclusive CPUs; 50m in the shared pool or overhead), else `req`
     alone (`4050m`, `4`)."""
-    apps = sum((Fraction(c.requests.get("cpu", 0)) for c in pod.containers if c.role != INIT),
-               Fraction(0)) + Fraction((pod.overhead or {}).get("cpu", 0))
+    apps = sum(c.requests.get("cpu", 0) for c in pod.containers if c.role != INIT) \
+        + (pod.overhead or {}).get("cpu", 0)
     pinned = {n for n, _ in exclusive_requests(pod, node, qos)}
-    excl = sum((Fraction(c.requests.get("cpu", 0)) for c in pod.containers
-                if c.role != INIT and c.name in pinned), Fraction(0))
+    excl = sum(c.requests.get("cpu", 0) for c in pod.containers
+               if c.role != INIT and c.name in pinned)
     if 0 < excl < req and apps == req:
         return f"{quantity.format_cpu(excl)} + {quantity.format_cpu(req - excl)}"
     return quantity.format_cpu(req)
@@ -210,10 +206,7 @@ class Packer:
         self.node = node
         self.state = NodeState(node)
         self.alloc = allocatable(node)
-        # cpu placed so far, exactly, as the integers cpu_n / cpu_d (cores): the sums and
-        # comparisons of every replica in integer arithmetic, not as Fractions
-        self.cpu_n, self.cpu_d = 0, 1
-        self.alloc_n, self.alloc_d = self.alloc["cpu"].numerator, self.alloc["cpu"].denominator
+        self.cpu = 0            # cpu placed so far, exactly (nanocores)
         self.memory = 0
         self.used: dict = {}      # every other resource placed so far (bytes, counts)
         self.described = bool(node.from_node)
@@ -240,10 +233,8 @@ class Packer:
             self.why = self.limit = f"maxPods {self.max_pods}"
             return False
         req, qos, plan = pod_plan(pod, self.node)
-        one = req["cpu"]
-        cpu_n = self.cpu_n * one.denominator + one.numerator * self.cpu_d
-        cpu_d = self.cpu_d * one.denominator
-        if cpu_n * self.alloc_d > self.alloc_n * cpu_d:     # denominators are positive
+        cpu = self.cpu + req["cpu"]
+        if cpu > self.alloc["cpu"]:
             self.limit = (f"allocatable cpu {quantity.format_cpu_rounded(self.alloc['cpu'])}: "
                           f"{each_cpu(pod, self.node, req['cpu'], qos)} each")
             self.why = f"{self.limit} (OutOfcpu)"
@@ -263,8 +254,7 @@ class Packer:
             self.limit = outcome.reason
             return False
         self.state = trial
-        common = gcd(cpu_n, cpu_d)
-        self.cpu_n, self.cpu_d = cpu_n // common, cpu_d // common
+        self.cpu = cpu
         self.memory += req["memory"]
         for res, amount in req.items():
             if res != "cpu" and res != "memory":

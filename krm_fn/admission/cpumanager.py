@@ -45,7 +45,7 @@ from __future__ import annotations
 from itertools import combinations
 
 from krm_fn import quantity
-from krm_fn.rational import Fraction
+from krm_fn.quantity import MILLI, NANO, ceil_div
 
 from krm_fn.admission import wide
 from krm_fn.admission.cpu_assignment import AssignmentError, CPUTopology
@@ -84,9 +84,9 @@ def guaranteed_cpus(container: Container, qos: str) -> int:
     if qos != GUARANTEED:
         return 0
     cpu = container.requests.get("cpu")
-    if cpu is None or cpu <= 0 or getattr(cpu, "denominator", 1) != 1:
+    if cpu is None or cpu <= 0 or cpu % NANO:
         return 0
-    return int(cpu)
+    return cpu // NANO
 
 
 def peak(values: list[tuple[str, int]]) -> int:
@@ -118,25 +118,25 @@ def exclusive_requests(pod: AdmittedPod, node: NodeModel, qos: str) -> tuple:
     return tuple((c.name, n) for c in pod.containers if (n := guaranteed_cpus(c, qos)))
 
 
-def reservation(node: NodeModel) -> Fraction:
-    """The CPU cores the kubelet holds back from pods: the count of `node.reserved_cpus`
+def reservation(node: NodeModel) -> int:
+    """The CPU (nanocores) the kubelet holds back from pods: the count of `node.reserved_cpus`
     (reservedSystemCPUs, which replaces the cpu of kubeReserved and systemReserved:
     cmd/kubelet/app/server.go run), else kubeReserved cpu + systemReserved cpu, each rounded
     to millicores (server.go parseResourceList). An unparsable amount counts as 0 (the
     kubelet does not start; krm_fn.node.kubelet_check says so)."""
     if node.reserved_cpus:
-        return Fraction(len(node.reserved_cpus))
+        return len(node.reserved_cpus) * NANO
     milli = 0
     for key in ("kubeReserved", "systemReserved"):
         value = ((node.kubelet or {}).get(key) or {}).get("cpu")
         if value is not None:
             try:
-                micro = Fraction(quantity.parse_cpu(value).value) * 1000000
+                nanos = quantity.parse_cpu(value).nanos
             except quantity.QuantityError:
                 continue
-            micro = -(-micro.numerator // micro.denominator)     # ScaledValue rounds up
+            micro = ceil_div(nanos, 1000)                         # ScaledValue rounds up
             milli += (micro + 500) // 1000                        # SetMilli((µ + 500) / 1000)
-    return Fraction(milli, 1000)
+    return milli * MILLI
 
 
 def _reserved(node: NodeModel, topo: CPUTopology) -> frozenset:
@@ -145,8 +145,7 @@ def _reserved(node: NodeModel, topo: CPUTopology) -> frozenset:
     (policy_static.go NewStaticPolicy: takeByTopology(allCPUs, numReservedCPUs))."""
     if node.reserved_cpus or not is_static(node):
         return frozenset(node.reserved_cpus)
-    r = reservation(node)
-    n = -(-r.numerator // r.denominator)
+    n = ceil_div(reservation(node), NANO)
     if not n:
         return frozenset()
     try:

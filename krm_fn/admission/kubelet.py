@@ -13,6 +13,8 @@ the kubelet's error, the fix and the upstream source.
 """
 from __future__ import annotations
 
+from math import gcd
+
 from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology, wide
 from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, fit_one,
@@ -20,6 +22,7 @@ from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, f
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, INFO, WARNING, AdmittedPod, Finding,
                                     NodeModel)
 from krm_fn.admission.qos import GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set
+from krm_fn.quantity import NANO
 
 __all__ = ["judge", "judge_detail", "fit", "fit_mix", "fit_one"]
 
@@ -171,8 +174,8 @@ def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
             cpu = c.requests.get("cpu", 0)
             added = "" if c.source == "manifest" else f", added by {c.source}"
             fix = (f"{where} is not one krm-fn pins{added}: give it a fractional cpu with "
-                   f"requests == limits (e.g. {int(cpu) * 1000 - 100}m instead of "
-                   f"{int(cpu)}) so it runs in the shared pool, or {fix}")
+                   f"requests == limits (e.g. {cpu // NANO * 1000 - 100}m instead of "
+                   f"{cpu // NANO}) so it runs in the shared pool, or {fix}")
         return Finding(ERROR, f"{where} fails with SMTAlignmentError on pool {node.pool!r} "
                        f"(full-pcpus-only): {adm.message}; {fix} "
                        f"({cpumanager.STATIC_SRC} Allocate; {cpumanager.DOCS})",
@@ -398,15 +401,15 @@ def _container_refusals(name, res: dict, at: str) -> list:
             if got is None:
                 continue
             q, negative = got
-            shown = ("-" if negative and q.value else "") + quantity.format_like(q.value, q)
-            if negative and q.value and r not in ("cpu", "memory"):
+            shown = ("-" if negative and q.nanos else "") + quantity.format_like(q.nanos, q)
+            if negative and q.nanos and r not in ("cpu", "memory"):
                 said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be "
                              f"greater than or equal to 0", f"{r} cannot be negative"))
-            elif extended(r) and q.value.denominator != 1:
+            elif extended(r) and not q.is_integer:
                 said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be an "
                              f"integer", f"an extended resource is counted in whole units: "
                              f"request a whole number of {r}"))
-            parsed.setdefault(part, {})[r] = (-q.value if negative else q.value, shown)
+            parsed.setdefault(part, {})[r] = (-q.nanos if negative else q.nanos, shown)
     limits, requests = parsed.get("limits", {}), parsed.get("requests", {})
     for r, (want, shown) in requests.items():
         native = "/" not in r or "kubernetes.io/" in r
@@ -424,12 +427,15 @@ def _container_refusals(name, res: dict, at: str) -> list:
 
 
 def _amount(res: str, value) -> str:
-    """`value` of `res` as the messages write it: cpu in cores, an extended resource as
-    its count, bytes canonically."""
-    if res == "cpu" or not (res == "memory" or res == "ephemeral-storage"
-                            or res.startswith(HUGEPAGES)):
+    """`value` of `res` as the messages write it: cpu (nanocores) in cores as the reduced
+    ratio "4" or "7/2", an extended resource as its count, bytes canonically."""
+    if res == "cpu":
+        common = gcd(value, NANO)
+        n, d = value // common, NANO // common
+        return str(n) if d == 1 else f"{n}/{d}"
+    if not (res == "memory" or res == "ephemeral-storage" or res.startswith(HUGEPAGES)):
         return str(value)
-    return quantity.format_binary_si(value)
+    return quantity.format_bytes(value)
 
 
 def judge(pod: AdmittedPod, node: NodeModel) -> tuple:

@@ -24,29 +24,29 @@ applies them), which can change a container's QoS and what a quota counts.
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
-
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import peak
 from krm_fn.admission.model import ERROR, AdmittedPod, Finding
+from krm_fn.quantity import NANO
 
 SOURCE = ("kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go, "
           "https://kubernetes.io/docs/concepts/policy/limit-range/")
 RESOURCES = ("cpu", "memory")
 
 
-def _amount(res: str, text) -> Fraction | None:
+def _amount(res: str, text) -> int | None:
+    """`text` as an amount of the admission model (cpu nanocores, memory bytes), or None."""
     try:
         q = (quantity.parse_cpu if res == "cpu" else quantity.parse_memory)(text)
     except (quantity.QuantityError, TypeError):
         return None
-    return Fraction(q.value)
+    return q.nanos if res == "cpu" else q.whole
 
 
 def _show(res: str, v) -> str:
     if res == "cpu":
-        return quantity.format_cpu(Fraction(v))
-    return quantity.format_binary_si(int(v))
+        return quantity.format_cpu(v)
+    return quantity.format_bytes(int(v))
 
 
 def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
@@ -56,6 +56,7 @@ def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
     for res in RESOURCES:
         low = _amount(res, (item.get("min") or {}).get(res))
         high = _amount(res, (item.get("max") or {}).get(res))
+        # the ratio read as a cpu quantity: nano-units (ratio * NANO)
         ratio = _amount("cpu", (item.get("maxLimitRequestRatio") or {}).get(res))
         r, li = req.get(res), lim.get(res)
         if low is not None:     # minConstraint: the first failing check
@@ -78,10 +79,10 @@ def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
             elif r is not None and r > high:
                 out.append(f"maximum {res} usage per {kind} is {_show(res, high)}, but "
                            f"request is {_show(res, r)}")
-        if ratio is not None and r and li is not None and Fraction(li) / Fraction(r) > ratio:
+        if ratio is not None and r and li is not None and li * NANO > ratio * r:
             out.append(f"{res} max limit to request ratio per {kind} is "
                        f"{quantity.format_cpu(ratio)}, but provided ratio is "
-                       f"{float(Fraction(li) / Fraction(r)):f}")
+                       f"{li / r:f}")
     return out
 
 
@@ -214,5 +215,5 @@ def _sum(pod: AdmittedPod, part: str) -> dict:
     for res in RESOURCES:
         values = [(c.role, getattr(c, part).get(res)) for c in pod.containers]
         if any(v is not None for _, v in values):
-            out[res] = Fraction(peak([(role, v or 0) for role, v in values]))
+            out[res] = peak([(role, v or 0) for role, v in values])
     return out

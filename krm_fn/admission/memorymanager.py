@@ -35,7 +35,7 @@ def _bytes(value) -> int:
     if isinstance(value, int):
         return value
     from krm_fn.quantity import parse_memory
-    return int(parse_memory(value).value)
+    return parse_memory(value).whole
 
 
 def reserved_memory(node: NodeModel) -> dict:

@@ -1,7 +1,7 @@
 """The data of the admission model: what a pod is after admission, what a node of a pool is.
 
-Units everywhere: cpu in cores as `krm_fn.rational.Fraction` (quantity.parse_cpu(...).value),
-memory and hugepages in bytes as `int`. Resource names are the Kubernetes ones (`cpu`,
+Units everywhere: cpu in nanocores as `int` (quantity.parse_cpu(...).nanos; krm_fn.quantity.NANO
+per core), memory and hugepages in bytes as `int`. Resource names are the Kubernetes ones (`cpu`,
 `memory`, `hugepages-2Mi`, `hugepages-1Gi`, ...).
 """
 from __future__ import annotations
@@ -22,7 +22,7 @@ class Container(namedtuple("Container", "name role requests limits source design
     `name`; `role`: APP (spec.containers), INIT (a regular init container) or SIDECAR (an
     init container with restartPolicy Always, KEP-753); `requests` / `limits`: {resource
     name: amount} after API defaulting (a limit without a request gives request = limit:
-    pkg/apis/core/v1/defaults.go), cpu in cores (Fraction), everything else in bytes
+    pkg/apis/core/v1/defaults.go), cpu in nanocores (int), everything else in bytes
     (int); `source`: "manifest" or the ID of the injector that adds it; `designated`:
     krm-fn pins it (a pinned container of the config or annotations).
     """

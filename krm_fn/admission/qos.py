@@ -53,7 +53,7 @@ def resource_qos(requests: dict, limits: dict) -> str:
     """The class of one set of resource requirements (qos.go resourceQOS): BestEffort when
     nothing is set at all; Burstable when the cpu or memory request differs from its limit,
     or one of them is set and the other not; Guaranteed when both are set with request ==
-    limit. Amounts: cpu Fraction cores, memory int bytes; absent = 0."""
+    limit. Amounts: cpu nanocores (int), memory int bytes; absent = 0."""
     if not requests and not limits:
         return BESTEFFORT
     qos = None

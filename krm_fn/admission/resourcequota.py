@@ -31,12 +31,11 @@ evaluate (quotascope.problem) is said once per quota by pipeline/quota.py.
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
-
 from krm_fn import numbers, quantity
 from krm_fn.admission import quotascope
 from krm_fn.admission.cpumanager import peak
 from krm_fn.admission.model import ERROR, INFO, AdmittedPod, Finding
+from krm_fn.quantity import NANO, trunc_div
 
 SOURCE = ("https://kubernetes.io/docs/concepts/policy/resource-quotas/; kubernetes/kubernetes "
           "staging/src/k8s.io/apiserver/pkg/admission/plugin/resourcequota/controller.go")
@@ -109,8 +108,9 @@ def replicas(obj: dict, path: str) -> int:
 
 
 def _usage(pod: AdmittedPod) -> dict:
-    """{quota resource: one pod's usage} (cpu Fraction cores, anything else int: bytes,
-    pods, devices), as pods.go PodUsageFunc counts it (component-helpers resource
+    """{quota resource: one pod's usage} in nano-units (int: nanocores for cpu, NANO per
+    byte, pod or device otherwise, as `_hard` reads `spec.hard`, which may be fractional:
+    `pods: 1500m`), as pods.go PodUsageFunc counts it (component-helpers resource
     PodRequests / PodLimits): the containers' peak (init containers and sidecars as the
     scheduler counts them), the pod-level `spec.resources` in its place where set
     (PodLevelResources), plus the pod overhead: on every request, on a limit only where the
@@ -127,7 +127,7 @@ def _usage(pod: AdmittedPod) -> dict:
     out = {}
     for key, (part, res) in keys.items():
         if part is None:
-            out[key] = 1
+            out[key] = NANO
             continue
         level = pod.pod_requests if part == "requests" else pod.pod_limits
         if level and res in level:
@@ -135,8 +135,8 @@ def _usage(pod: AdmittedPod) -> dict:
         else:
             amount = peak([(c.role, getattr(c, part).get(res, 0)) for c in pod.containers])
         extra = over.get(res, 0) if part == "requests" or amount else 0
-        out[key] = (Fraction(amount) + Fraction(extra) if res == "cpu"
-                    else int(amount) + int(extra))
+        out[key] = (amount + extra if res == "cpu"
+                    else (int(amount) + int(extra)) * NANO)
     return out
 
 
@@ -207,7 +207,8 @@ def count_problem(obj: dict) -> tuple[str, str] | None:
 
 
 def _hard(quota: dict) -> dict:
-    """{quota resource: hard amount} of the modelled resources of `quota`."""
+    """{quota resource: hard amount in nano-units (Quantity.nanos, as `_usage`)} of the
+    modelled resources of `quota`."""
     spec = quota.get("spec") if isinstance(quota.get("spec"), dict) else {}
     hard = spec.get("hard") if isinstance(spec.get("hard"), dict) else {}
     out = {}
@@ -216,11 +217,11 @@ def _hard(quota: dict) -> dict:
             continue
         try:
             if key in ("pods", "count/pods"):
-                q = quantity.parse_cpu(str(text)).value
+                q = quantity.parse_cpu(str(text)).nanos
             elif counted(key)[1] == "cpu":
-                q = quantity.parse_cpu(str(text)).value
+                q = quantity.parse_cpu(str(text)).nanos
             else:
-                q = quantity.parse_memory(str(text)).value
+                q = quantity.parse_memory(str(text)).nanos
         except (quantity.QuantityError, TypeError):
             continue
         out[key] = q
@@ -277,13 +278,14 @@ def unstated_message(name: str, namespace: str, what: str) -> str:
             f"pkg/quota/v1/evaluator/core/pods.go Constraints)")
 
 
-def _show(key: str, v) -> str:
+def _show(key: str, v: int) -> str:
+    """Amount `v` (nano-units, as `_usage`) of quota resource `key`, for a message."""
     res = counted(key)[1]
     if res == "cpu":
         return quantity.format_cpu_rounded(v)
     if res in ("memory", "ephemeral-storage") or res.startswith("hugepages-"):
-        return quantity.format_binary_si(int(v))
-    return str(int(v))         # pods, count/pods, extended resources: whole numbers
+        return quantity.format_bytes(trunc_div(v, NANO))
+    return str(trunc_div(v, NANO))      # pods, count/pods, extended resources: whole numbers
 
 
 def used(use: dict, key: str):

@@ -11,8 +11,6 @@ each pod gets as a result.
 """
 from __future__ import annotations
 
-import math
-from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.admission import capacity, kubelet, scheduling
@@ -73,7 +71,7 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
             injected = [c.name for c in pod.containers if c.source != "manifest"]
             extra = (f" (injected containers {', '.join(injected)} included)" if injected
                      else "")
-            show = (quantity.format_cpu if r == "cpu" else quantity.format_binary_si)
+            show = (quantity.format_cpu if r == "cpu" else quantity.format_bytes)
             out.append(Finding(ERROR, f"pod-level requests.{r} {show(have)} is below the "
                                       f"{show(need)} the containers request{extra}: the API "
                                       f"server refuses the pod; raise "
@@ -220,26 +218,10 @@ def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     return _signatures(pod)[named]
 
 
-def _exact(amount):
-    """A key for `amount` equal to another's exactly when the amounts are equal, hashed
-    and compared in C (a Fraction's hash and == are Python code, run for every key of
-    every pod): an int, or a Fraction or float by value (int when whole, else
-    (numerator, denominator)); anything else as it is."""
-    kind = type(amount)
-    if kind is Fraction:
-        n, d = amount.numerator, amount.denominator
-    elif kind is float and math.isfinite(amount):
-        n, d = amount.as_integer_ratio()
-    else:
-        return amount
-    return n if d == 1 else (n, d)
-
-
 def _signatures(pod: AdmittedPod) -> tuple:
     """(_signature(pod), _signature(pod, named=True)), built in one pass."""
     def res(m):
-        return tuple(sorted([(k, v if v.__class__ is int else _exact(v))
-                             for k, v in m.items()])) if m else ()
+        return tuple(sorted(m.items())) if m else ()
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
     rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead))
     named = tuple([r + (c.name, c.source) for r, c in zip(rows, pod.containers)])

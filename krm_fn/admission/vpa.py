@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from krm_fn import quantity
 from krm_fn.admission.model import APP, ERROR, AdmittedPod, Finding
+from krm_fn.quantity import NANO
 
 TAG = "vertical-pod-autoscaler/v1.7.1"
 SOURCE = (f"https://github.com/kubernetes/autoscaler/tree/{TAG}/vertical-pod-autoscaler/pkg/"
@@ -119,14 +120,14 @@ def _bound(policy: dict, key: str, res: str):
     if text is None:
         return None
     try:
-        value = (quantity.parse_cpu if res == "cpu" else quantity.parse_memory)(str(text)).value
+        q = (quantity.parse_cpu if res == "cpu" else quantity.parse_memory)(str(text))
     except (quantity.QuantityError, TypeError, ValueError):
         return None
-    return value or None
+    return (q.nanos if res == "cpu" else q.whole) or None
 
 
 def _show(res: str, value) -> str:
-    return quantity.format_cpu(value) if res == "cpu" else quantity.format_binary_si(value)
+    return quantity.format_cpu(value) if res == "cpu" else quantity.format_bytes(value)
 
 
 def effect(policy: dict, container) -> tuple:
@@ -165,7 +166,7 @@ def _exclusive(container) -> bool:
     if container.designated:
         return True
     cpu = container.requests.get("cpu")
-    return cpu is not None and cpu > 0 and cpu == int(cpu)
+    return cpu is not None and cpu > 0 and cpu % NANO == 0
 
 
 def _fix(c, broken: tuple, moved: bool) -> str:

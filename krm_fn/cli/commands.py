@@ -186,9 +186,9 @@ def _memory_option(ctx, param, value):
         q = quantity.parse_memory(value)
     except ValueError as e:
         raise click.BadParameter(str(e)) from None
-    if q.value <= 0:
+    if q.nanos <= 0:
         raise click.BadParameter(f"{value!r} must be greater than zero")
-    return int(q.value)
+    return q.whole
 
 
 def _version_option(ctx, param, value):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable
-from krm_fn.rational import Fraction
 
 from krm_fn.config.values import (FIELD_NAME, ConfigError, num, parse_quantity, short,
                                   type_name)
 from krm_fn.matching import ALNUM, DIGITS, LOWER, LazyPattern, digits, only, span
+from krm_fn.quantity import ratio
 
 # Deepest nesting of `kubelet.extra` (the extra mapping itself is level 1).
 MAX_EXTRA_DEPTH = 32
@@ -197,12 +197,13 @@ def check_eviction(m: dict, path: str) -> None:
                                    f"{', '.join(EVICTION_SIGNALS)})")
         if value.endswith("%"):
             pm = _PERCENT.fullmatch(value)
-            if not pm or not 0 < Fraction(pm.group(1)) <= 100:
+            n, d = ratio(pm.group(1)) if pm else (0, 1)
+            if not pm or not 0 < n <= 100 * d:
                 raise ConfigError(sub, f"a percentage threshold must be greater than 0% and at "
                                        f"most 100%, found {short(value)}")
             continue
         q = parse_quantity(value, kind, sub)
-        if kind == "count" and q.value.denominator != 1:
+        if kind == "count" and not q.is_integer:
             raise ConfigError(sub, f"{short(value)} is not a whole number")
 
 

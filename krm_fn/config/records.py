@@ -237,8 +237,8 @@ class Topology(Record):
             parse_quantity(value, "memory", f"{path}.numaMemory.{key}")
         for key, value in self.hugepages.items():
             sub = f"{path}.hugepages.{key}"
-            page = parse_quantity(key, "memory", sub).value
-            total = parse_quantity(value, "memory", sub).value
+            page = parse_quantity(key, "memory", sub).whole
+            total = parse_quantity(value, "memory", sub).whole
             if page <= 0 or total % (page * numa):
                 raise ConfigError(sub, f"{short(value)} is not a whole number of {key} pages "
                                   f"on each of the {numa} NUMA nodes")

@@ -9,13 +9,13 @@ and object lists (`Object`, `ObjectList`, in krm_fn.config.fields) are types too
 from __future__ import annotations
 
 import re
-from krm_fn.rational import Fraction
 
 from krm_fn.config.checks import MAX_EXTRA_DEPTH, check_plain
 from krm_fn.config.values import (FIELD_NAME, MAX_LONG_TEXT, MAX_QUANTITY_TEXT, MAX_TEXT,
                                   ConfigError, check_text, control_char, num,
                                   parse_quantity, scalar_str, short, type_name)
 from krm_fn.matching import LazyPattern
+from krm_fn.quantity import ratio
 
 TRUE = ("true", "True", "TRUE")
 FALSE = ("false", "False", "FALSE")
@@ -154,13 +154,13 @@ class Bool(Type):
 
 
 class Quantity(Type):
-    """A Kubernetes quantity greater than zero, as a `krm_fn.quantity.Quantity`: `Cpu` in
-    cores ("4", "500m"), `Memory` in bytes ("128Mi")."""
+    """A Kubernetes quantity greater than zero, as a `krm_fn.quantity.Quantity`: `Cpu`
+    ("4", "500m"; `nanos`: nanocores), `Memory` ("128Mi"; `whole`: bytes)."""
 
     def convert(self, v, path, flat):
         s = scalar_str(v, path)
         q = parse_quantity(s, self.kind, path)
-        if q.value == 0:
+        if q.nanos == 0:
             raise ConfigError(path, f"must be greater than zero, found {s!r}")
         return q
 
@@ -203,11 +203,13 @@ class Duration(Type):
         if len(s) > MAX_QUANTITY_TEXT or not DURATION.fullmatch(s):
             raise ConfigError(path, f"expected a duration such as 30s or 1m30s, found "
                                     f"{short(s)}")
-        ns = sum(Fraction(n) * _DURATION_NS[unit] for n, unit in _DURATION_PART.findall(s))
-        if ns > _MAX_DURATION_NS:
+        parts = [(ratio(n), _DURATION_NS[unit]) for n, unit in _DURATION_PART.findall(s)]
+        scale = max(d for (_, d), _ in parts)       # powers of 10: a multiple of every d
+        ns = sum(n * (scale // d) * unit for (n, d), unit in parts)     # ns * scale, exactly
+        if ns > _MAX_DURATION_NS * scale:
             raise ConfigError(path, f"{short(s)} is longer than the longest Go duration "
                                     f"(2562047h47m16.854775807s); the kubelet cannot parse it")
-        if int(ns) == 0:
+        if ns < scale:
             raise ConfigError(path, f"must be greater than zero, found {short(s)}")
         return s
 

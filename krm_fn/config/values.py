@@ -2,7 +2,8 @@
 value is named in a message, strings (length, control characters), scalars read as
 strings, and Kubernetes quantities.
 
-Units: cpu quantities are in cores, memory quantities in bytes (krm_fn.quantity).
+Units: cpu quantities are written in cores, memory quantities in bytes; a parsed one is a
+krm_fn.quantity.Quantity (`nanos`: nanocores for cpu, `whole`: bytes for memory).
 """
 from __future__ import annotations
 

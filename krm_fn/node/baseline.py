@@ -118,7 +118,7 @@ def _memory_list(value: object) -> object:
             return value
         for kind, text in e["limits"].items():
             try:
-                out[(e.get("numaNode"), kind)] = quantity.parse_memory(str(text)).value
+                out[(e.get("numaNode"), kind)] = quantity.parse_memory(str(text)).whole
             except quantity.QuantityError:
                 return value
     return out

@@ -28,7 +28,6 @@ numaMemory and hugepages are filled only when the config leaves them unset.
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 from typing import Any
 
 from krm_fn import quantity
@@ -95,7 +94,7 @@ def _memory(text: Any, path: str) -> int:
         q = quantity.parse_memory(text)
     except ValueError as e:
         raise SourceError(path, f"{text!r} is not a memory quantity: {e}") from None
-    return int(q.value)
+    return q.whole
 
 
 def _count(text: Any, path: str) -> int:
@@ -103,9 +102,9 @@ def _count(text: Any, path: str) -> int:
         q = quantity.parse_cpu(text)
     except ValueError as e:
         raise SourceError(path, f"{text!r} is not a CPU count: {e}") from None
-    if not q.is_integer or q.value < 1:
+    if not q.is_integer or q.nanos < quantity.NANO:
         raise SourceError(path, f"{text!r} is not a whole number of CPUs")
-    return int(q.value)
+    return q.nanos // quantity.NANO
 
 
 def _hugepages(resources: dict, path: str) -> dict[str, int]:
@@ -160,11 +159,11 @@ def allocatable(topo, items: list, path: str) -> tuple[str, dict] | None:
         if name in OWN_ALLOCATABLE or name.startswith(HUGEPAGES_PREFIX):
             continue
         try:
-            q = quantity.parse_memory(value).value
+            q = quantity.parse_memory(value).whole
         except (ValueError, TypeError) as e:
             raise SourceError(f"{p}.status.allocatable.{name}",
                               f"{value!r} is not a quantity: {e}") from None
-        out[name] = -(-q.numerator // q.denominator)
+        out[name] = q
     return str(_get(node, "metadata", "name") or "?"), out
 
 
@@ -198,7 +197,7 @@ def nrt_zones(nrt: dict, path: str) -> list[dict]:
 
 
 def _bytes_text(n: int) -> str:
-    return quantity.format_binary_si(Fraction(n))
+    return quantity.format_bytes(n)
 
 
 def _threads(topo, node: dict | None) -> int:

@@ -6,7 +6,7 @@ quotes are computed the way the kubelet computes them.
 from __future__ import annotations
 
 from krm_fn.node.kubelet_says import atoi, strconv_error
-from krm_fn.rational import Fraction
+from krm_fn.quantity import NANO, ceil_div
 
 _DECIMAL_EXP = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
                 "E": 18}
@@ -144,7 +144,11 @@ def quantity_string(q: GoQuantity) -> str:
     BinarySI below 1024 or not whole bytes falls back to DecimalSI; DecimalExponent writes
     e<exponent>)."""
     from krm_fn import quantity
-    value = Fraction(q.value) * Fraction(10) ** q.scale
+    if q.scale >= -9:
+        value = q.value * 10 ** (q.scale + 9)       # in nano-units
+    else:
+        value, finer = divmod(q.value, 10 ** (-9 - q.scale))
+        assert not finer, (q.value, q.scale)
     if value == 0:
         return "0"
     if q.fmt == "BinarySI":
@@ -198,41 +202,41 @@ def parse_float32(text: str) -> tuple[float | None, str | None]:
 
 
 def go_quantity(text: str):
-    """resource.ParseQuantity(text): (value as a Fraction, Format) or its error message
+    """resource.ParseQuantity(text): (value in nano-units (int), Format) or its error message
     (a str). The fast and the inf.Dec paths give the same value here (rounded up to 1n,
     BinarySI capped at 2^63-1)."""
     if text == "0":
-        return Fraction(0), "DecimalSI"
+        return 0, "DecimalSI"
     parts = _split(text)
     if isinstance(parts, str):
         return parts
     negative, num, denom, fmt, exponent = parts
-    factor = Fraction(2 if fmt == "BinarySI" else 10) ** exponent
-    value = (Fraction(int(num)) + (Fraction(int(denom), 10 ** len(denom))
-                                          if denom else 0)) * factor
-    nanos = value * 10 ** 9
-    if nanos.denominator != 1:
-        nanos = Fraction(-(-nanos.numerator // nanos.denominator))       # round up
-    value = nanos / 10 ** 9
-    if fmt == "BinarySI" and value > _INT64 - 1:      # the cap at maxAllowed
-        value = Fraction(_INT64 - 1)
-    if fmt == "BinarySI" and 0 < value < 1:
+    base = 2 if fmt == "BinarySI" else 10
+    # the value is top / bottom exactly: the digits over 10^(fraction digits), times the
+    # suffix's base^exponent; in nano-units, rounded up to 1n
+    top, bottom = int(num + denom) * NANO, 10 ** len(denom)
+    top, bottom = (top * base ** exponent, bottom) if exponent >= 0 else \
+        (top, bottom * base ** -exponent)
+    nanos = ceil_div(top, bottom)
+    if fmt == "BinarySI" and nanos > (_INT64 - 1) * NANO:      # the cap at maxAllowed
+        nanos = (_INT64 - 1) * NANO
+    if fmt == "BinarySI" and 0 < nanos < NANO:
         fmt = "DecimalSI"
-    return (-value if negative else value), fmt
+    return (-nanos if negative else nanos), fmt
 
 
 # resource.NewQuantity(0, resource.DecimalSI) as go_quantity's (value, Format).
-ZERO = (Fraction(0), "DecimalSI")
+ZERO = (0, "DecimalSI")
 
 
 def add_exact(x: tuple, y: tuple | None) -> tuple:
     """Quantity.Add on either of its paths, as go_quantity's (value, Format) pairs (y None:
     the zero Quantity{} of a missing map key, Format ""): the value is exact (the inf.Dec
     path loses nothing) and the Format follows y while x is zero."""
-    value, fmt = y or (Fraction(0), "")
+    value, fmt = y or (0, "")
     return x[0] + value, (fmt if x[0] == 0 else x[1])
 
 
 def go_quantity_string(value, fmt: str) -> str:
-    """Quantity.String() of a parsed value (go_quantity)."""
-    return quantity_string(GoQuantity(int(value * 10 ** 9), -9, fmt))
+    """Quantity.String() of a parsed value (go_quantity's nano-units)."""
+    return quantity_string(GoQuantity(value, -9, fmt))

@@ -38,11 +38,11 @@ where the value came from.
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 
 from collections import namedtuple
 
 from krm_fn import quantity
+from krm_fn.quantity import NANO
 from krm_fn.node import fields, kubelet_gates, kubelet_says, kubelet_start
 from krm_fn.node import upstream
 from krm_fn.results import ERROR, WARNING
@@ -393,7 +393,7 @@ def _threshold_problem(value: str) -> str | None:
         q = quantity.parse(value)
     except quantity.QuantityError:
         return "not a quantity"
-    return None if q.value > 0 else "eviction threshold must be positive"
+    return None if q.nanos > 0 else "eviction threshold must be positive"
 
 
 def _thresholds(config: dict, version) -> list[Finding]:
@@ -422,12 +422,13 @@ def _thresholds(config: dict, version) -> list[Finding]:
     return out
 
 
-def _reserved_amount(config: dict, resource: str, parse) -> object:
+def _reserved_amount(config: dict, resource: str, parse) -> int:
+    """The sum of `resource` over the RESERVATIONS maps, in nano-units (Quantity.nanos)."""
     total = 0
     for name in RESERVATIONS:
         m = config.get(name)
         if isinstance(m, dict) and m.get(resource) is not None:
-            total += parse(m[resource]).value
+            total += parse(m[resource]).nanos
     return total
 
 
@@ -437,29 +438,33 @@ def _reservations(config: dict, version, node_memory: int | None,
     memory and CPUs. Unparseable quantities are left to the type checks."""
     out: list[Finding] = []
     try:
-        memory = _reserved_amount(config, "memory", quantity.parse_memory)
-        cpu = _reserved_amount(config, "cpu", quantity.parse_cpu)
+        # memory is memory / scale bytes exactly: a percentage of the node's memory need not
+        # be whole bytes
+        memory, scale = _reserved_amount(config, "memory", quantity.parse_memory) // NANO, 1
+        cpu = _reserved_amount(config, "cpu", quantity.parse_cpu)       # nanocores
         hard = config.get("evictionHard") if isinstance(config.get("evictionHard"),
                                                         dict) else {}
         evict = hard.get("memory.available")
         if isinstance(evict, str) and evict.endswith("%") and node_memory is not None:
             # a percentage is of the node's capacity (evictionapi.GetThresholdQuantity)
-            memory += node_memory * Fraction(evict[:-1]) / 100
+            n, d = quantity.ratio(evict[:-1])
+            memory, scale = memory * d * 100 + node_memory * n, d * 100
         elif isinstance(evict, str) and not evict.endswith("%"):
-            memory += quantity.parse_memory(evict).value
+            memory += quantity.parse_memory(evict).whole
     except (quantity.QuantityError, ValueError, ZeroDivisionError):
         return out
-    if node_memory is not None and memory > node_memory:
+    if node_memory is not None and memory > node_memory * scale:
         out.append(Finding(ERROR, "kubeReserved.memory", f"kubeReserved.memory + "
                            f"systemReserved.memory + evictionHard[memory.available] is "
-                           f"{int(memory)} bytes, more than the node's memory ({node_memory} "
+                           f"{quantity.trunc_div(memory, scale)} bytes, more than the node's "
+                           f"memory ({node_memory} "
                            f"bytes): the kubelet of Kubernetes {_vs(version)} refuses to "
                            f"start{_over_capacity(config, version, node_memory)}; lower the "
                            f"reservations"))
     # reservedSystemCPUs replaces the cpu of both maps (cmd/kubelet/app/server.go).
-    if node_cpus is not None and cpu > node_cpus and not config.get("reservedSystemCPUs"):
+    if node_cpus is not None and cpu > node_cpus * NANO and not config.get("reservedSystemCPUs"):
         out.append(Finding(ERROR, "kubeReserved.cpu", f"kubeReserved.cpu + systemReserved.cpu "
-                           f"is {float(cpu):g} CPUs, more than the node's {node_cpus}: the "
+                           f"is {cpu / NANO:g} CPUs, more than the node's {node_cpus}: the "
                            f"kubelet of Kubernetes {_vs(version)} refuses to start (Expected "
                            f"capacity >= reservation); lower the reservations"))
     return out

@@ -9,7 +9,7 @@ krm_fn.node.kubelet_says quotes; checked against the kubelet's code by the harne
 from __future__ import annotations
 
 from krm_fn.node import go_quantity as gq
-from krm_fn.rational import Fraction
+from krm_fn.quantity import NANO, ceil_div
 from krm_fn.node import kubelet_says, upstream
 from krm_fn.node.kubelet_says import atoi, go_quote, parse_duration
 
@@ -232,7 +232,7 @@ def reserved_millis(config: dict) -> int | None:
         if isinstance(q, str):
             return None
         if q:
-            micro = -(-q[0] * 10 ** 6 // 1)             # ScaledValue(Micro): the ceiling
+            micro = ceil_div(q[0], 1000)    # nanos to ScaledValue(Micro): the ceiling
             total += int((micro + 500) / 1000)          # Go's division truncates
     return total
 
@@ -299,7 +299,7 @@ def _reserved_memory(config: dict, version, node_memory: int | None) -> list[str
         if node_memory is None:
             return []
         if text not in ("0%", "100%"):
-            evict = (Fraction(gq.percent_of(node_memory, text)), "BinarySI")
+            evict = (gq.percent_of(node_memory, text) * NANO, "BinarySI")
     elif text is not None:
         evict = gq.go_quantity(str(text))
         if isinstance(evict, str):

@@ -10,7 +10,7 @@ validateReservedMemory): for every resource type present on either side,
            when type == memory)
 
 else the Memory Manager cannot be created and the kubelet exits. Types are `memory` and
-`hugepages-<size>`. Amounts are exact byte counts (Fraction) here; the kubelet resolves a
+`hugepages-<size>`. Amounts are exact byte counts (int) here; the kubelet resolves a
 percentage eviction threshold against capacity, which krm-fn cannot know, so percentages
 are refused.
 
@@ -19,8 +19,6 @@ node 0, or spread evenly), `parse` (a typed list or the kubelet's `--reserved-me
 text) and `check` (an explicit list against the sums, with the arithmetic in the message).
 """
 from __future__ import annotations
-
-from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.matching import LazyPattern
@@ -53,12 +51,12 @@ def is_type(name: str) -> bool:
     if not name.startswith(HUGEPAGES_PREFIX) or len(name) > 32:
         return False
     try:
-        return quantity.parse_memory(name[len(HUGEPAGES_PREFIX):]).value > 0
+        return quantity.parse_memory(name[len(HUGEPAGES_PREFIX):]).whole > 0
     except quantity.QuantityError:
         return False
 
 
-def _amount(text: str, path: str) -> Fraction:
+def _amount(text: str, path: str) -> int:
     if text.strip().endswith("%"):
         raise ReservedMemoryError(path, f"memoryManagerPolicy Static needs reservedMemory = "
                                  f"kubeReserved.memory + systemReserved.memory + evictionHard"
@@ -66,13 +64,13 @@ def _amount(text: str, path: str) -> Fraction:
                                  f"percentage {text!r} without the node's capacity; write an "
                                  f"absolute quantity such as 100Mi")
     try:
-        return quantity.parse_memory(text).value
+        return quantity.parse_memory(text).whole
     except quantity.QuantityError as e:
         raise ReservedMemoryError(path, f"not a memory quantity: {e}") from None
 
 
 def required(kube: dict, system: dict, eviction: dict
-             ) -> tuple[dict[str, Fraction], dict[str, list[tuple[str, str]]]]:
+             ) -> tuple[dict[str, int], dict[str, list[tuple[str, str]]]]:
     """The sums reservedMemory must have, per type.
 
     `kube`/`systemReserved` and `eviction` (evictionHard) map names to quantity strings
@@ -80,13 +78,13 @@ def required(kube: dict, system: dict, eviction: dict
     each type to its byte count, in the order memory, then hugepages sizes as they appear;
     `terms[type]` lists the `(label, text)` pairs summed, for messages. Raises ReservedMemoryError
     for a percentage or an unparsable quantity, naming the field."""
-    totals: dict[str, Fraction] = {MEMORY: Fraction(0)}
+    totals: dict[str, int] = {MEMORY: 0}
     terms: dict[str, list[tuple[str, str]]] = {MEMORY: []}
     for name, m in (("kubeReserved", kube), ("systemReserved", system)):
         for key, text in m.items():
             if not is_type(key):
                 continue
-            totals[key] = totals.get(key, Fraction(0)) + _amount(str(text), f"{name}.{key}")
+            totals[key] = totals.get(key, 0) + _amount(str(text), f"{name}.{key}")
             terms.setdefault(key, []).append((f"{name}.{key}", str(text)))
     text = eviction.get("memory.available")
     if text is not None:
@@ -95,36 +93,37 @@ def required(kube: dict, system: dict, eviction: dict
     return totals, terms
 
 
-def _page(kind: str) -> Fraction:
-    """Unit a share of `kind` is split in: 1Mi for memory, the page size for hugepages."""
+def _page(kind: str) -> int:
+    """Unit (bytes) a share of `kind` is split in: 1Mi for memory, the page size for
+    hugepages."""
     if kind == MEMORY:
-        return Fraction(MEBI)
+        return MEBI
     try:
-        return quantity.parse_memory(kind[len(HUGEPAGES_PREFIX):]).value or Fraction(1)
+        return quantity.parse_memory(kind[len(HUGEPAGES_PREFIX):]).whole or 1
     except quantity.QuantityError:
-        return Fraction(1)
+        return 1
 
 
-def split(totals: dict[str, Fraction], numa_nodes: list[int], spread: bool) -> list[dict]:
+def split(totals: dict[str, int], numa_nodes: list[int], spread: bool) -> list[dict]:
     """The `reservedMemory` list: every type on the first NUMA node, or, with `spread`,
     each type divided evenly over `numa_nodes` in whole units (1Mi for memory, the page
     size for hugepages), the remainder one unit at a time from the lowest node. Types whose
     total is 0 are left out. Shape: `[{"numaNode": int, "limits": {type: "1636Mi"}}]`."""
     nodes = numa_nodes if spread else numa_nodes[:1]
-    shares: dict[int, dict[str, Fraction]] = {n: {} for n in nodes}
+    shares: dict[int, dict[str, int]] = {n: {} for n in nodes}
     for kind, total in totals.items():
         if total == 0:
             continue
         unit = _page(kind)
         if total % unit:
-            unit = Fraction(1)
-        units = int(total / unit)
+            unit = 1
+        units = total // unit
         base, rest = divmod(units, len(nodes))
         for i, n in enumerate(nodes):
             amount = (base + (1 if i < rest else 0)) * unit
             if amount:
                 shares[n][kind] = amount
-    return [{"numaNode": n, "limits": {k: quantity.format_binary_si(v) for k, v in s.items()}}
+    return [{"numaNode": n, "limits": {k: quantity.format_bytes(v) for k, v in s.items()}}
             for n, s in shares.items() if s]
 
 
@@ -191,7 +190,7 @@ def parse(value: object) -> list[dict]:
     return out
 
 
-def check(entries: list[dict], totals: dict[str, Fraction],
+def check(entries: list[dict], totals: dict[str, int],
           terms: dict[str, list[tuple[str, str]]], numa_nodes: list[int],
           version=(1, 0), reservation=None) -> list[ReservedMemoryError]:
     """Problems of an explicit reservedMemory (from `parse`) against `required`'s result on
@@ -204,7 +203,7 @@ def check(entries: list[dict], totals: dict[str, Fraction],
     from krm_fn.node import kubelet_says as ks
     problems: list[ReservedMemoryError] = []
     seen: set[int] = set()
-    sums: dict[str, Fraction] = {}
+    sums: dict[str, int] = {}
     parts: dict[str, list[str]] = {}
     for i, e in enumerate(entries):
         n = e["numaNode"]
@@ -220,20 +219,20 @@ def check(entries: list[dict], totals: dict[str, Fraction],
                             f"listed twice; give each NUMA node one entry"))
         seen.add(n)
         for kind, text in e["limits"].items():
-            sums[kind] = sums.get(kind, Fraction(0)) + quantity.parse_memory(text).value
+            sums[kind] = sums.get(kind, 0) + quantity.parse_memory(text).whole
             parts.setdefault(kind, []).append(f"numaNode {n}: {text}")
     for kind in list(totals) + [k for k in sums if k not in totals]:
-        want, have = totals.get(kind, Fraction(0)), sums.get(kind, Fraction(0))
+        want, have = totals.get(kind, 0), sums.get(kind, 0)
         if want == have:
             continue
-        listed = (f"{quantity.format_binary_si(have)} ({', '.join(parts[kind])})"
+        listed = (f"{quantity.format_bytes(have)} ({', '.join(parts[kind])})"
                   if kind in parts else "nothing")
         expr = " + ".join(f"{label} {text}" for label, text in terms.get(kind, []))
-        need = (f"{expr} = {quantity.format_binary_si(want)}" if expr
+        need = (f"{expr} = {quantity.format_bytes(want)}" if expr
                 else f"0 (no kubeReserved or systemReserved {kind})")
         diff = want - have
-        gap = (f"{quantity.format_binary_si(diff)} short" if diff > 0
-               else f"{quantity.format_binary_si(-diff)} too much")
+        gap = (f"{quantity.format_bytes(diff)} short" if diff > 0
+               else f"{quantity.format_bytes(-diff)} too much")
         said = _kubelet_says_sum(entries, kind, version, reservation)
         problems.append(ReservedMemoryError("reservedMemory", f"reservedMemory {kind} sums to "
                         f"{listed}, but {need} ({gap}): the kubelet refuses to start"

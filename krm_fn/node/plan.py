@@ -209,7 +209,7 @@ def _check_emitted(merged: dict, kubelet: dict, k, base: dict, base_path: str, v
     (kubelet_says) are added to that error; so is one on a field the plan computes from a
     setting its checks refused (fields.COMPUTED)."""
     memory = getattr(pool.topology, "memory", None)
-    node_memory = int(memory.value) if memory is not None else None
+    node_memory = memory.whole if memory is not None else None
     errors = {r.path: i for i, r in enumerate(results) if r.severity == ERROR}
     refused = tuple(r.path.partition("].")[2] for r in results if r.severity == ERROR)
     for f in kubelet_check.check(merged, version, node_memory, topo.total_cpus):

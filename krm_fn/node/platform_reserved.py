@@ -130,7 +130,7 @@ def _memory_bytes(config: dict) -> int | None:
         if text is None:
             continue
         try:
-            total += int(quantity.parse_memory(str(text)).value)
+            total += quantity.parse_memory(str(text)).whole
         except (quantity.QuantityError, ValueError):
             return None
     return total
@@ -139,7 +139,7 @@ def _memory_bytes(config: dict) -> int | None:
 def _same_quantity(a: object, b: str) -> bool:
     from krm_fn import quantity
     try:
-        return quantity.parse_memory(str(a)).value == quantity.parse_memory(b).value
+        return quantity.parse_memory(str(a)).nanos == quantity.parse_memory(b).nanos
     except (quantity.QuantityError, ValueError):
         return False
 
@@ -220,7 +220,7 @@ def for_format(fmt: str, plan, ctx) -> Reservation | None:
     max_pods = merged.get("maxPods", 110)
     max_pods = max_pods if isinstance(max_pods, int) and not isinstance(max_pods, bool) else 110
     from krm_fn.node import upstream
-    return sizer(plan.topology.total_cpus, None if memory is None else int(memory.value),
+    return sizer(plan.topology.total_cpus, None if memory is None else memory.whole,
                  max_pods, getattr(ctx, "version", None) or upstream.FIRST)
 
 

@@ -14,7 +14,6 @@ absolute=False)`, paths below `spec.nodePools[i]` unless `absolute`.
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.node import baseline as baseline_mod
@@ -82,7 +81,7 @@ def _same(key: str, a: object, b: object) -> bool:
     not one)."""
     from krm_fn import quantity
     try:
-        return quantity.parse(str(a)).value == quantity.parse(str(b)).value
+        return quantity.parse(str(a)).nanos == quantity.parse(str(b)).nanos
     except quantity.QuantityError:
         return str(a) == str(b)
 
@@ -153,8 +152,8 @@ def check_dropped_cpu(k, reserved: list[int], opts: dict, kubelet: dict, res) ->
     dropped = {n: str(v["cpu"]) for n in RESERVATIONS
                for v in [getattr(k, n) or {}] if "cpu" in v}
     if dropped and reserved:
-        asked = sum((quantity.parse_cpu(v).value for v in dropped.values()), Fraction(0))
-        if asked != len(reserved):
+        asked = sum(quantity.parse_cpu(v).nanos for v in dropped.values())    # nanocores
+        if asked != len(reserved) * quantity.NANO:
             terms = " + ".join(f"{n}.cpu {v}" for n, v in dropped.items())
             strict = opts.get("strict-cpu-reservation") == "true"
             res(WARNING, "kubelet.reservedSystemCPUs",

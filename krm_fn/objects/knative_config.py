@@ -63,21 +63,21 @@ def check(obj: dict, ref: Ref, ctx) -> tuple[list, list]:
             parsed = {k: _parse(res, v) for k, v in have.items()}
             if any(q is None for q in parsed.values()):
                 continue
-            big = max(parsed.values(), key=lambda q: q.value)
-            if all(q.value == big.value for q in parsed.values()):
+            big = max(parsed.values(), key=lambda q: q.nanos)
+            if all(q.nanos == big.nanos for q in parsed.values()):
                 continue
-            if res == "cpu" and big.value.denominator == 1:
+            if res == "cpu" and big.is_integer:
                 found.append(Result(
                     f"{req_key} {have[req_key]} and {lim_key} {have[lim_key]} differ, so "
                     f"queue-proxy gets request != limit and every Knative pod that reads "
                     f"this ConfigMap is Burstable; krm-fn does not make both "
-                    f"{quantity.format_cpu(big.value)}: a whole-number cpu would give "
+                    f"{quantity.format_cpu(big.nanos)}: a whole-number cpu would give "
                     f"queue-proxy exclusive CPUs (and fail pods with SMTAlignmentError under "
                     f"full-pcpus-only); set both to a fractional value such as "
-                    f"{int(big.value) * 1000 - 100}m, or spec.workloads.injection."
+                    f"{big.nanos // quantity.NANO * 1000 - 100}m, or spec.workloads.injection."
                     f"knativeQueueProxy.cpu ({SOURCE})", WARNING, ref, f"data.{req_key}"))
                 continue
-            value, why = (quantity.format_cpu(big.value) if res == "cpu" else big.text,
+            value, why = (quantity.format_cpu(big.nanos) if res == "cpu" else big.text,
                           "the larger of the two")
         else:
             if len(have) == 1:
@@ -93,7 +93,7 @@ def check(obj: dict, ref: Ref, ctx) -> tuple[list, list]:
         for key in (req_key, lim_key):
             old = data.get(key)
             parsed = _parse(res, old) if old not in (None, "") else None
-            if parsed is not None and parsed.value == _parse(res, value).value:
+            if parsed is not None and parsed.nanos == _parse(res, value).nanos:
                 continue
             what = f"{old} -> {value}" if old not in (None, "") else f"set to {value}"
             found.append(edits.set(("data", key), value,
@@ -103,11 +103,12 @@ def check(obj: dict, ref: Ref, ctx) -> tuple[list, list]:
                                    f"always before knative-v1.11.0); request != limit makes "
                                    f"the pod Burstable ({SOURCE})", INFO))
         whole = _parse(res, value)
-        if res == "cpu" and whole is not None and whole.value.denominator == 1:
+        if res == "cpu" and whole is not None and whole.is_integer:
             found.append(Result(
                 f"queue-proxy cpu {value} is a whole number: the static CPU Manager gives it "
                 f"exclusive CPUs in every Guaranteed Knative pod; set a fractional value "
-                f"such as {int(whole.value) * 1000 - 100}m to keep it in the shared pool "
+                f"such as {whole.nanos // quantity.NANO * 1000 - 100}m to keep it in the shared "
+                f"pool "
                 f"(https://kubernetes.io/docs/tasks/administer-cluster/"
                 f"cpu-management-policies/)", WARNING, ref, f"data.{req_key}"))
     return edits.changes, found

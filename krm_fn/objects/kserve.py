@@ -20,9 +20,9 @@ from __future__ import annotations
 import math
 
 from krm_fn import quantity
+from krm_fn.quantity import NANO
 from krm_fn.changes import Change
 from krm_fn.pod import ContainerView, Edits, PodView
-from krm_fn.rational import Fraction
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules import RuleContext, resources
 from krm_fn.workloads import PodSpecAt
@@ -131,24 +131,24 @@ def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
             problem = (f"sets neither {fields[0]} nor {fields[1]}: KServe requires both; "
                        f"set them to equal values")
             break
-        big = max(vals.values(), key=lambda q: q.value)
-        value = big.value
+        big = max(vals.values(), key=lambda q: q.nanos)
+        value = big.nanos           # nano-units (nanocores for cpu)
         new = quantity.format_cpu(value) if res == "cpu" else big.text
         note = ""
-        if res == "cpu" and value.denominator == 1:
+        if res == "cpu" and value % NANO == 0:
             if key == "storageInitializer":
                 ic = cfg.workloads.initContainerCpu
-                value, new = ic.value, ic.text
+                value, new = ic.nanos, ic.text
                 note = (f" (a whole-number cpu would give the init container exclusive "
                         f"CPUs, kubernetes/kubernetes#112228: spec.workloads."
                         f"initContainerCpu {ic.text} instead)")
-            elif int(value) % t:
-                m = math.ceil(int(value) / t) * t
-                note = (f" (raised from {int(value)} to {m}: a whole-number cpu is pinned "
+            elif value // NANO % t:
+                m = math.ceil(value // NANO / t) * t
+                note = (f" (raised from {value // NANO} to {m}: a whole-number cpu is pinned "
                         f"by the kubelet, and with full-pcpus-only and {t} threads per "
                         f"core anything else fails the pod with SMTAlignmentError; set a "
                         f"fractional value such as 500m to keep it in the shared pool)")
-                value, new = Fraction(m), str(m)
+                value, new = m * NANO, str(m)
                 raised = True
         for f in fields:
             old = conf.get(f)
@@ -156,7 +156,7 @@ def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
                 problem = (f"{f} is not set: KServe needs {fields[0]} and {fields[1]}; "
                            f"set both to {new}")
                 break
-            if parse(str(old)).value == value:
+            if parse(str(old)).nanos == value:
                 continue
             edited = _json_edit(text, f, new)
             if edited is None:

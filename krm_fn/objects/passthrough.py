@@ -38,16 +38,16 @@ def _suggest(res: dict, ctx) -> tuple[str | None, str | None, bool]:
             except quantity.QuantityError:
                 return None, None, False
         vals[r] = got
-    ok = all(len(v) == 2 and v[0].value == v[1].value for v in vals.values())
+    ok = all(len(v) == 2 and v[0].nanos == v[1].nanos for v in vals.values())
     cpu = mem = None
     if vals["cpu"]:
-        n = math.ceil(max(q.value for q in vals["cpu"]))
+        n = max(q.whole for q in vals["cpu"])
         t = ctx.pools[0].threads_per_core if ctx.pools and ctx.pools[0].full_pcpus_only else 1
         n = math.ceil(n / t) * t
         cpu = str(n)
-        ok = ok and vals["cpu"][0].value == n
+        ok = ok and vals["cpu"][0].nanos == n * quantity.NANO
     if vals["memory"]:
-        mem = max(vals["memory"], key=lambda q: q.value).text
+        mem = max(vals["memory"], key=lambda q: q.nanos).text
     return cpu, mem, ok
 
 

@@ -47,8 +47,8 @@ def _canonical(res: str, text: object) -> str | None:
     if q.fmt == "DecimalExponent":        # `1e9`: stored in that form too
         return str(text)
     if res == "cpu":
-        return quantity.format_decimal_si(q.value) if q.fmt == "DecimalSI" else str(text)
-    return quantity.format_like(q.value, q)
+        return quantity.format_decimal_si(q.nanos) if q.fmt == "DecimalSI" else str(text)
+    return quantity.format_like(q.nanos, q)
 
 
 def apply(pod: PodView, ctx) -> None:

@@ -16,10 +16,9 @@ getting ENOSPC.
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
-
 from krm_fn import quantity
 from krm_fn.pod import PodView
+from krm_fn.quantity import NANO
 
 ID = "cgroup"
 OPTIONS = ("workloads.shm.sizeLimitPercent",)
@@ -42,7 +41,7 @@ def _pod_memory(pod: PodView):
             q = quantity.parse_memory(raw)
         except quantity.QuantityError:
             return None, None
-        total += q.value.numerator
+        total += q.whole
         like = like or q
     return (total, like) if like is not None else (None, None)
 
@@ -73,7 +72,7 @@ def apply(pod: PodView, ctx) -> None:
             whole, like = _pod_memory(pod)
             if whole is None:
                 return
-            total = Fraction(whole)
+            total = whole
         path = pod.spec_path("volumes", i, "emptyDir", "sizeLimit")
         name = v.get("name", f"#{i}")
         raw = ed.get("sizeLimit")
@@ -83,15 +82,17 @@ def apply(pod: PodView, ctx) -> None:
             except quantity.QuantityError as e:
                 pod.error(path, f"volume {name!r}: {e}")
                 continue
-            if q.value > total:
+            if q.whole > total:
                 pod.error(path, f"volume {name!r}: sizeLimit {q.text} is above the pod's "
-                                f"memory limit {quantity.format_like(total, like)}; the tmpfs "
+                                f"memory limit {quantity.format_like(total * NANO, like)}; the "
+                                f"tmpfs "
                                 f"is charged to the pod's memory, so filling it would OOM-kill "
                                 f"the pod: lower sizeLimit or raise the memory limits")
             continue
         pct = ctx.cfg.workloads.shm.sizeLimitPercent
-        size = Fraction(whole * pct // 100)      # whole bytes, pct a whole percentage
-        text = quantity.format_like(size, like)
+        size = whole * pct // 100      # whole bytes, pct a whole percentage
+        text = quantity.format_like(size * NANO, like)
         pod.set(path, text, f"volume {name!r}: memory-backed emptyDir sizeLimit set to {text} "
-                            f"({pct}% of the pod's memory {quantity.format_like(total, like)}); "
+                            f"({pct}% of the pod's memory "
+                            f"{quantity.format_like(total * NANO, like)}); "
                             f"its pages are charged to the pod's memory.max on cgroup v2")

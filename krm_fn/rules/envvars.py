@@ -9,7 +9,6 @@ https://kubernetes.io/docs/tasks/inject-data-application/environment-variable-ex
 """
 from __future__ import annotations
 
-import math
 
 from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView, path_str
@@ -59,9 +58,9 @@ def field_ref_value(c: ContainerView, value_from: object) -> int | None:
         divisor = quantity.parse_cpu(ref.get("divisor", "1"))
     except quantity.QuantityError:
         return None
-    if divisor.value <= 0:
+    if divisor.nanos <= 0:
         return None
-    return math.ceil(cpu.millis / divisor.millis)
+    return quantity.ceil_div(cpu.nanos, divisor.nanos)
 
 
 def add_env(pod: PodView, c: ContainerView, entry: dict, message: str,

@@ -19,9 +19,9 @@ from __future__ import annotations
 import functools
 import math
 from collections import namedtuple
-from krm_fn.rational import Fraction
 
 from krm_fn import numbers, quantity
+from krm_fn.quantity import NANO, ceil_div
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR, WARNING
 from krm_fn.rules import engines as serving
@@ -36,7 +36,7 @@ _LIMIT = ("resources", "limits", "cpu")
 class CpuPlan(namedtuple("CpuPlan", "notes target pinned shaped", defaults=(True,))):
     """The resources rule's cpu decision for one container. `notes`: the results it
     reports, in order, as (severity, field path, message); `target`: (canonical text,
-    Fraction cores, reason) to write to requests and limits, or None (nothing written:
+    nanocores (int), reason) to write to requests and limits, or None (nothing written:
     an error, or the shape of `resources` is wrong); `pinned`: pinned by krm-fn;
     `shaped`: False when `resources` is not of the right shape (nothing else is read)."""
 
@@ -60,7 +60,7 @@ class Count(namedtuple("Count", "cpus base count whole workers why base_why phys
 class ContainerFacts(namedtuple("ContainerFacts", "cpu limit count engines unread_workers",
                                 defaults=((), None))):
     """What the rules know of one container before any of them runs. `cpu`: the CpuPlan
-    (None for a container the resources rule skips); `limit`: the cpu limit (cores) the
+    (None for a container the resources rule skips); `limit`: the cpu limit (nanocores) the
     container has once the resources rule has written, None when absent or not a
     quantity; `count`: its Count, None when it gets no thread env (no whole CPUs);
     `engines`: the serving engines recognised (only for a container with a count and
@@ -115,7 +115,7 @@ def read_pair(c: ContainerView, res: str, kind: str, notes: list, plain=None):
             notes.append((ERROR, c.path + ("resources", part, res),
                           f"container {c.name!r}: {e}"))
             return None, None, False
-        if not q.value:                 # a Fraction: zero
+        if not q.nanos:
             notes.append((ERROR, c.path + ("resources", part, res),
                           f"container {c.name!r}: {res} {q.text!r} must be greater than zero "
                           f"({GUARANTEED} and non-zero limits)"))
@@ -164,15 +164,15 @@ def _beyond_pool(c: ContainerView, n: int, ctx, what: str, notes: list,
 
 
 def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
-    """(cores asked for as a Fraction, True when the krm-fn.dev/cpus override applies),
+    """(nanocores asked for (int), True when the krm-fn.dev/cpus override applies),
     or None after an error note: the override, else the larger of request and limit,
     else the configured default."""
     cfg = ctx.cfg
     if pinned and ctx.cpus is not None:
-        return Fraction(ctx.cpus), True
+        return ctx.cpus * NANO, True
     if req is not None or lim is not None:
-        return (lim.value if req is None else req.value if lim is None
-                else max(req.value, lim.value)), False
+        return (lim.nanos if req is None else req.nanos if lim is None
+                else max(req.nanos, lim.nanos)), False
     if pinned:
         default = cfg.workloads.defaultCpus
         if default is None:
@@ -186,13 +186,14 @@ def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
         base, why = cfg.workloads.sidecarResources.cpu, "spec.workloads.sidecarResources.cpu"
     notes.append((WARNING, c.path + _LIMIT,
                   f"container {c.name!r} sets no cpu; using {base.text} from {why}"))
-    return base.value, False
+    return base.nanos, False
 
 
-def _pinned_target(c: ContainerView, value: Fraction, override: bool, ctx,
+def _pinned_target(c: ContainerView, value: int, override: bool, ctx,
                    largest_app: int | None, notes: list):
-    """The target of a pinned container (whole CPUs unless cpuRounding keeps it)."""
-    if value.denominator != 1:
+    """The target of a pinned container (whole CPUs unless cpuRounding keeps it); `value`
+    in nanocores (int)."""
+    if value % NANO:
         mode = ctx.cfg.workloads.cpuRounding
         old = quantity.format_cpu(value)
         if mode == "keep":
@@ -206,12 +207,12 @@ def _pinned_target(c: ContainerView, value: Fraction, override: bool, ctx,
                           f"static CPU Manager pins only whole CPUs: set a whole number "
                           f"(spec.workloads.cpuRounding is error); {another()}"))
             return None
-        n = math.ceil(value) if mode == "up" else max(1, math.floor(value))
+        n = ceil_div(value, NANO) if mode == "up" else max(1, value // NANO)
         notes.append((WARNING, c.path + _LIMIT,
                       f"container {c.name!r}: cpu {old} rounded {mode} to {n}: the static "
                       f"CPU Manager gives exclusive CPUs only to whole-number requests"))
     else:
-        n = int(value)
+        n = value // NANO
     n = _smt(c, n, ctx, "the CPUs of a pinned container", notes, pinned=True)
     if _beyond_pool(c, n, ctx, "would need {n} exclusive CPUs", notes, pinned=True):
         return None
@@ -226,15 +227,15 @@ def _pinned_target(c: ContainerView, value: Fraction, override: bool, ctx,
 
 
 @functools.lru_cache(maxsize=1024)
-def whole_cpus(n: int) -> tuple[str, Fraction]:
-    """(canonical text, Fraction cores) of `n` whole CPUs: ("4", Fraction(4)). Cached:
-    the containers of a render ask for a few counts (a Fraction is immutable)."""
-    return quantity.format_cpu(Fraction(n)), Fraction(n)
+def whole_cpus(n: int) -> tuple[str, int]:
+    """(canonical text, nanocores (int)) of `n` whole CPUs: ("4", 4 * NANO). Cached: the
+    containers of a render ask for a few counts."""
+    return quantity.format_cpu(n * NANO), n * NANO
 
 
 def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, notes: list,
                plain=None):
-    """The cpu value to write, as (text, Fraction cores, reason), or None after an error
+    """The cpu value to write, as (text, nanocores (int), reason), or None after an error
     note. `largest_app`: the largest whole app container so far (caps a pinned init
     container), None for an app container."""
     req, lim, ok = read_pair(c, "cpu", "cpu", notes, plain)
@@ -246,15 +247,15 @@ def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, not
     value, override = found
     if pinned:
         return _pinned_target(c, value, override, ctx, largest_app, notes)
-    if value.denominator == 1:
+    if value % NANO == 0:
         if c.role == "init":
             new = ctx.cfg.workloads.initContainerCpu
-            return new.text, new.value, (
+            return new.text, new.nanos, (
                 "an init container that asks for whole CPUs takes exclusive CPUs and can "
                 "fail admission (kubernetes/kubernetes#112228); it runs in the shared pool "
                 "with spec.workloads.initContainerCpu instead — list it in "
                 "spec.workloads.pinnedContainers to pin it")
-        n = _smt(c, int(value), ctx, "a container that asks for whole CPUs (it is "
+        n = _smt(c, value // NANO, ctx, "a container that asks for whole CPUs (it is "
                                      "pinned by the kubelet)", notes)
         if _beyond_pool(c, n, ctx, "asks for {n} whole CPUs", notes):
             return None
@@ -262,18 +263,19 @@ def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, not
     return quantity.format_cpu(value), value, GUARANTEED
 
 
-def cap_init(c: ContainerView, value: Fraction, largest: Fraction, ctx, notes: list):
+def cap_init(c: ContainerView, value: int, largest: int, ctx, notes: list):
     """A shared-pool regular init container never asks for more CPU than the largest app
     container: the pod's CPU request is the larger of its init containers and its app
     containers, so more would only reserve CPU the app never gets. Returns the target
-    (text, value, reason) to write instead, or None to keep it."""
+    (text, nanocores, reason) to write instead, or None to keep it. `value`, `largest`:
+    nanocores (int)."""
     if value <= largest:
         return None
     old = quantity.format_cpu(value)
-    if largest.denominator != 1:
+    if largest % NANO:
         new = largest
     else:
-        ic = ctx.cfg.workloads.initContainerCpu.value
+        ic = ctx.cfg.workloads.initContainerCpu.nanos
         if ic >= largest:
             notes.append((WARNING, c.path + _LIMIT,
                           f"init container {c.name!r}: cpu {old} is more than the largest app "
@@ -304,7 +306,7 @@ def plan_cpus(pod: PodView, ctx) -> dict:
     """{container path: CpuPlan} for every container of `pod`, in resource_order."""
     explicit = ctx.explicit | frozenset(ctx.cfg.workloads.pinnedContainers)
     largest_app: int | None = None
-    largest_any: Fraction | None = None
+    largest_any: int | None = None
     plans: dict = {}
     for c in resource_order(pod):
         pinned = c.name in ctx.pinned and (c.role == "app" or c.name in explicit)
@@ -319,8 +321,8 @@ def plan_cpus(pod: PodView, ctx) -> dict:
             value = target[1]
             if c.role == "app":
                 largest_any = value if largest_any is None else max(largest_any, value)
-                if value.denominator == 1:
-                    largest_app = max(largest_app or 0, int(value))
+                if value % NANO == 0:
+                    largest_app = max(largest_app or 0, value // NANO)
             elif c.role == "init" and not pinned and largest_any is not None:
                 target = cap_init(c, value, largest_any, ctx, notes) or target
         plans[c.path] = CpuPlan(tuple(notes), target, pinned)
@@ -330,34 +332,34 @@ def plan_cpus(pod: PodView, ctx) -> dict:
 # -- thread counts --------------------------------------------------------------------------
 
 
-def _limit(c: ContainerView, plan: CpuPlan | None) -> Fraction | None:
-    """The cpu limit the container has after the resources rule: the planned target, else
-    the limit as written (None when absent or not a quantity)."""
+def _limit(c: ContainerView, plan: CpuPlan | None) -> int | None:
+    """The cpu limit (nanocores, int) the container has after the resources rule: the
+    planned target, else the limit as written (None when absent or not a quantity)."""
     if plan is not None and plan.target is not None:
         return plan.target[1]
     try:
-        return quantity.parse_cpu(c.get(*_LIMIT)).value
+        return quantity.parse_cpu(c.get(*_LIMIT)).nanos
     except quantity.QuantityError:
         return None
 
 
-def count_for(c: ContainerView, limit: Fraction | None, cfg, pinned: bool,
+def count_for(c: ContainerView, limit: int | None, cfg, pinned: bool,
               workers: Workers | None, per_core: tuple | None = None,
               keep: tuple | None = None) -> Count | None:
-    """The Count of a container whose cpu limit is `limit` (cores), or None when it gets
-    no thread env: no positive limit, or a fractional one on a container krm-fn does not
+    """The Count of a container whose cpu limit is `limit` (nanocores, int), or None when it
+    gets no thread env: no positive limit, or a fractional one on a container krm-fn does not
     pin (a pinned one kept fractional gets the value rounded down, at least 1: a
     resourceFieldRef would round up). `per_core`: (threads per core, why) when the count
     is one thread per physical core (floor, at least 1); `workers` then divide it
     (threads.engines on). `keep`: (cores, why) the engine keeps for its own other
     processes (Engine.reserve); the larger of it and threads.reservedCpus is taken off."""
-    if limit is None or limit.numerator <= 0:       # a Fraction's sign is its numerator's
+    if limit is None or limit <= 0:
         return None
-    whole = limit.denominator == 1
+    whole = limit % NANO == 0
     if whole:
-        cpus = int(limit)
+        cpus = limit // NANO
     elif pinned:
-        cpus = max(1, int(limit))
+        cpus = max(1, limit // NANO)
     else:
         return None
     threads = cfg.workloads.threads

@@ -90,7 +90,7 @@ def _flat(inj, res: str) -> str:
 
 
 def _text(res: str, q: quantity.Quantity) -> str:
-    return quantity.format_cpu(q.value) if res == "cpu" else q.text
+    return quantity.format_cpu(q.nanos) if res == "cpu" else q.text
 
 
 def _unquoted(raw: object) -> str:
@@ -132,8 +132,8 @@ def _pair(pod: PodView, inj, why: str, res: str, conf, ann: dict) -> bool:
     head = f"{inj.TITLE} ({why}): annotation"
     if len(have) == 2:
         (big, (raw, qbig)), (small, (old, qsmall)) = sorted(
-            have.items(), key=lambda kv: kv[1][1].value, reverse=True)
-        if qbig.value == qsmall.value:
+            have.items(), key=lambda kv: kv[1][1].nanos, reverse=True)
+        if qbig.nanos == qsmall.nanos:
             return True
         pod.set(base + (small,), raw, f"{head} {small} {old} -> {raw}, equal to {big}: "
                 f"{_GUARANTEED}", old)
@@ -142,7 +142,7 @@ def _pair(pod: PodView, inj, why: str, res: str, conf, ann: dict) -> bool:
         (name, (raw, q)), = have.items()
         partner = names[1] if name == names[0] else names[0]
         kept = ""
-        if conf is not None and conf.value != q.value:
+        if conf is not None and conf.nanos != q.nanos:
             kept = f" (your value is kept over {_field(inj, res)} {_text(res, conf)})"
         pod.set(base + (partner,), raw, f"{head} {partner} set to {raw}, equal to {name}"
                 f"{kept}: {_GUARANTEED}")

@@ -22,10 +22,9 @@ When a pod spec carries `resources`:
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
-
 from krm_fn import numbers, quantity
 from krm_fn.pod import PodView
+from krm_fn.quantity import NANO
 
 ID = "podlevel"
 OPTIONS = ()
@@ -33,7 +32,7 @@ OPTIONS = ()
 
 def _injected(pod: PodView, ctx) -> tuple:
     """The containers the admission-time injectors add to `pod` (model.Container, cpu in
-    cores, memory in bytes), sized as they will be after this render's annotations."""
+    nanocores, memory in bytes), sized as they will be after this render's annotations."""
     if getattr(ctx, "ictx", None) is None:
         return ()
     from krm_fn.admission import injectors
@@ -41,16 +40,16 @@ def _injected(pod: PodView, ctx) -> tuple:
 
 
 def _need(pod: PodView, res: str, injected: tuple = ()):
-    """(effective request of the containers, injected ones included, as a Fraction, a
-    Quantity to format like) or (None, None) when a container has no usable value.
+    """(effective request of the containers, injected ones included, in nano-units (int,
+    Quantity.nanos: nanocores for cpu), a Quantity to format like) or (None, None) when a
+    container has no usable value.
     Injected init containers and sidecars run before the pod's own (they are put first)."""
     parse = quantity.parse_cpu if res == "cpu" else quantity.parse_memory
-    apps = Fraction(0)
-    sidecars = Fraction(0)
-    init_peak = Fraction(0)
+    apps = sidecars = init_peak = 0
+    scale = 1 if res == "cpu" else NANO     # the model's memory is in bytes
     like = None
     for c in sorted(injected, key=lambda c: c.role == "app"):
-        amount = Fraction(c.requests.get(res, 0))
+        amount = c.requests.get(res, 0) * scale
         if c.role == "app":
             apps += amount
         elif c.role == "sidecar":
@@ -65,11 +64,11 @@ def _need(pod: PodView, res: str, injected: tuple = ()):
             return None, None
         like = like or q
         if c.role == "app":
-            apps += q.value
+            apps += q.nanos
         elif c.role == "sidecar":
-            sidecars += q.value
+            sidecars += q.nanos
         else:
-            init_peak = max(init_peak, sidecars + q.value)
+            init_peak = max(init_peak, sidecars + q.nanos)
     if like is None:
         return None, None
     return max(apps + sidecars, init_peak), like
@@ -104,19 +103,19 @@ def apply(pod: PodView, ctx) -> None:
                 pod.error(base + (part, r), f"pod-level {part}.{r}: {e}")
                 return
         need, like = _need(pod, r, injected)
-        candidates = [q.value for _, q in have.values()] + ([need] if need is not None else [])
+        candidates = [q.nanos for _, q in have.values()] + ([need] if need is not None else [])
         if not candidates:
             continue
         value = max(candidates)
         if have:        # memory keeps the unit written at pod level
-            like = max((q for _, q in have.values()), key=lambda q: q.value)
+            like = max((q for _, q in have.values()), key=lambda q: q.nanos)
         text = quantity.format_cpu(value) if r == "cpu" else quantity.format_like(value, like)
         for part in ("requests", "limits"):
             raw, q = have.get(part, (None, None))
-            if q is not None and q.value == value:
+            if q is not None and q.nanos == value:
                 continue
             because = ("the containers need " + text + added if need == value and
-                       (q is None or need != q.value) else "the larger pod-level value")
+                       (q is None or need != q.nanos) else "the larger pod-level value")
             pod.set(base + (part, r), text,
                     f"pod-level {part}.{r} " + (f"{raw} -> {text}" if raw is not None
                                                  else f"set to {text}")

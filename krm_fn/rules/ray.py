@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from krm_fn import numbers, quantity
 from krm_fn.pod import PodView
+from krm_fn.quantity import NANO
 from krm_fn.results import WARNING
 from krm_fn.workloads import get_path
 
@@ -46,7 +47,7 @@ def _ray_cpus(pod: PodView, ctx) -> tuple[str, int] | None:
             limit = ctx.facts[c.path].limit
             if limit is None or limit <= 0:
                 return None
-            return c.name, int(limit) if limit.denominator == 1 else max(1, int(limit))
+            return c.name, limit // NANO if limit % NANO == 0 else max(1, limit // NANO)
     return None
 
 
@@ -68,7 +69,7 @@ def apply(pod: PodView, ctx) -> None:
         return
     have = (params or {}).get(KEY)
     limit = ctx.facts[pod.spec_path("containers", 0)].limit
-    has = (f"has {n} pinned CPUs" if limit.denominator == 1 else
+    has = (f"has {n} pinned CPUs" if limit % NANO == 0 else
            f"has a cpu limit of {quantity.format_cpu(limit)}, not a whole number, so it runs "
            f"in the shared pool, {n} CPUs of it counted")
     why = (f"the Ray container {name!r} {has}; Ray schedules "
@@ -116,20 +117,20 @@ def _autoscaler(pod: PodView) -> None:
                 return
             except TypeError:
                 return
-        if not have or (len(have) == 2 and have["requests"][1].value == have["limits"][1].value):
+        if not have or (len(have) == 2 and have["requests"][1].nanos == have["limits"][1].nanos):
             continue
-        raw, big = max(have.values(), key=lambda h: h[1].value)
-        if r == "cpu" and big.value.denominator == 1:
+        raw, big = max(have.values(), key=lambda h: h[1].nanos)
+        if r == "cpu" and big.is_integer:
             pod.warn(base, f"{where}: the autoscaler's cpu {raw} is a whole number; with "
                            f"requests != limits the head pod is Burstable, and as requests "
                            f"== limits the kubelet would pin the autoscaler; set both to a "
-                           f"fractional value such as {int(big.value) * 1000 - 100}m "
+                           f"fractional value such as {big.nanos // NANO * 1000 - 100}m "
                            f"({AUTOSCALER_SOURCE})")
             continue
-        text = quantity.format_cpu(big.value) if r == "cpu" else str(raw)
+        text = quantity.format_cpu(big.nanos) if r == "cpu" else str(raw)
         for part in ("requests", "limits"):
             old = have.get(part, (None, None))[0]
-            if old is not None and have[part][1].value == big.value:
+            if old is not None and have[part][1].nanos == big.nanos:
                 continue
             what = f"{old} -> {text}" if old is not None else f"set to {text}"
             pod.set(base + (part, r), text,

@@ -46,8 +46,6 @@ What the rule does, per container:
 """
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
-
 from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR
@@ -87,7 +85,7 @@ def _read(pod: PodView, c: ContainerView, res: str, kind: str):
 
 
 def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: int | None):
-    """The cpu value to write, as (text, Fraction cores, reason), or None after an error
+    """The cpu value to write, as (text, nanocores (int), reason), or None after an error
     (facts.cpu_target, with its notes reported)."""
     notes: list = []
     target = facts.cpu_target(c, pinned, ctx, largest_app, notes, pod.edits.plain)
@@ -95,15 +93,16 @@ def _cpu_target(pod: PodView, c: ContainerView, pinned: bool, ctx, largest_app: 
     return target
 
 
-def _write(pod: PodView, c: ContainerView, res: str, text: str, value: Fraction,
+def _write(pod: PodView, c: ContainerView, res: str, text: str, value: int,
            reason: str) -> None:
-    """Set requests.<res> and limits.<res> to `text` unless already equal in value."""
+    """Set requests.<res> and limits.<res> to `text` unless already equal in value (`value`:
+    nano-units (int), Quantity.nanos: nanocores for cpu)."""
     kind_parse = quantity.parse_cpu if res == "cpu" else quantity.parse_memory
     for part in ("requests", "limits"):
         resources = c.data.get("resources")     # read again: the write before may add it
         values = resources.get(part) if isinstance(resources, dict) else None
         raw = values.get(res) if isinstance(values, dict) else None
-        if raw is not None and kind_parse(raw).value == value:
+        if raw is not None and kind_parse(raw).nanos == value:
             continue
         path = c.path + ("resources", part, res)
         msg = (f"container {c.name!r}: {part}.{res} "
@@ -133,8 +132,8 @@ def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
         pod.warn(c.path + ("resources", "limits", "memory"),
                  f"container {c.name!r} sets no memory; using {chosen.text} from {why}")
     else:
-        chosen = max((q for q in (req, lim) if q is not None), key=lambda q: q.value)
-    _write(pod, c, "memory", quantity.format_like(chosen.value, chosen), chosen.value,
+        chosen = max((q for q in (req, lim) if q is not None), key=lambda q: q.nanos)
+    _write(pod, c, "memory", quantity.format_like(chosen.nanos, chosen), chosen.nanos,
            _GUARANTEED)
     return True
 

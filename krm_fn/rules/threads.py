@@ -55,7 +55,6 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
 """
 from __future__ import annotations
 
-import math
 
 from krm_fn import quantity
 from krm_fn.pod import ContainerView, PodView, path_str
@@ -75,7 +74,7 @@ def _literal_warning(pod: PodView, c: ContainerView, cnt, want: str) -> None:
     """threads.source is downwardAPI but a resourceFieldRef would not give `want`."""
     limit = c.get("resources", "limits", "cpu")
     if not cnt.whole:
-        up = math.ceil(quantity.parse_cpu(limit).value)
+        up = quantity.parse_cpu(limit).whole
         reason = (f"its cpu limit {limit} is fractional and a resourceFieldRef rounds it up "
                   f"to {up}, more threads than the CPU time it gets; make the cpu a whole "
                   f"number to get a resourceFieldRef")

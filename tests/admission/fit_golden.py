@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import random
-from krm_fn.rational import Fraction
 from pathlib import Path
 
 from krm_fn.admission import capacity, model, verdict
@@ -38,6 +37,7 @@ from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, Container, N
 from krm_fn.admission.qos import gate, pod_qos
 from krm_fn.admission.topology import NodeState, admit
 from krm_fn.node.topology import Cpu, Topology, format_cpuset
+from krm_fn.quantity import NANO
 from krm_fn.results import Ref
 
 FIXTURE = Path(__file__).with_name("fit_golden.jsonl")
@@ -135,13 +135,15 @@ def _kubelet(rng: random.Random, numas: list) -> tuple[dict, dict]:
     return kub, numa_memory
 
 
-CPU_CHOICES = [1, 1, 2, 2, 3, 4, 4, 6, 8, 12, Fraction(1, 2), Fraction(1, 4), Fraction(1, 10),
-               Fraction(3, 2), Fraction(5, 2), 0]
+# cpu in nanocores (the model's unit): 1, 1, 2, 2, 3, 4, 4, 6, 8, 12, 1/2, 1/4, 1/10, 3/2, 5/2
+# and 0 cores
+CPU_CHOICES = [n * NANO for n in (1, 1, 2, 2, 3, 4, 4, 6, 8, 12)] + [
+    NANO // 2, NANO // 4, NANO // 10, 3 * NANO // 2, 5 * NANO // 2, 0]
 MEM_CHOICES = [GI // 4, GI, GI, 2 * GI, 4 * GI, 8 * GI]
 
 
 def _container(rng: random.Random, name: str, role: str) -> Container:
-    cpu = Fraction(rng.choice(CPU_CHOICES))
+    cpu = rng.choice(CPU_CHOICES)
     mem = rng.choice(MEM_CHOICES)
     req: dict = {"memory": mem}
     if cpu or rng.random() < 0.5:
@@ -151,7 +153,7 @@ def _container(rng: random.Random, name: str, role: str) -> Container:
     lim = dict(req)
     kind = rng.random()
     if kind < 0.1:
-        lim["cpu"] = cpu + 1                        # burstable
+        lim["cpu"] = cpu + NANO                     # burstable
     elif kind < 0.14:
         req, lim = {}, {}                           # best effort
     return Container(name, role, req, lim, rng.choice(["manifest", "manifest", "istio"]),
@@ -166,9 +168,9 @@ def _pod(rng: random.Random, name: str) -> AdmittedPod:
         containers.append(_container(rng, f"c{i}", APP))
     pod_req = pod_lim = None
     if rng.random() < 0.12:
-        pod_req = {"cpu": Fraction(rng.choice([2, 4, 8])), "memory": 4 * GI}
+        pod_req = {"cpu": rng.choice([2, 4, 8]) * NANO, "memory": 4 * GI}
         pod_lim = dict(pod_req) if rng.random() < 0.8 else None
-    overhead = ({"cpu": Fraction(1, 4), "memory": 128 * MI} if rng.random() < 0.15 else {})
+    overhead = ({"cpu": NANO // 4, "memory": 128 * MI} if rng.random() < 0.15 else {})
     return AdmittedPod(Ref("apps/v1", "Deployment", name, "ns"), f"{name}.spec",
                        tuple(containers), pod_req, pod_lim, overhead=overhead)
 
@@ -180,7 +182,7 @@ def _node(rng: random.Random, index: int, cpus: tuple | None = None) -> NodeMode
     alloc: dict = {}
     roll = rng.random()
     if roll < 0.3:
-        alloc = {"cpu": Fraction(len(cpus)) - rng.choice([0, 1, Fraction(1, 2)]),
+        alloc = {"cpu": len(cpus) * NANO - rng.choice([0, NANO, NANO // 2]),
                  "memory": rng.choice([16, 64, 190]) * GI}
     elif roll < 0.45:
         alloc = {"memory": rng.choice([8, 64]) * GI}
@@ -214,10 +216,8 @@ def split_cases() -> list[tuple[NodeModel, list[AdmittedPod]]]:
 
 
 def _plain(value):
-    """JSON-safe form: Fractions as strings, sets sorted, tuples as lists, records and
-    dicts with string keys as objects, other dicts as sorted [key, value] pairs."""
-    if isinstance(value, Fraction):
-        return str(value)
+    """JSON-safe form: sets sorted, tuples as lists, records and dicts with string keys as
+    objects, other dicts as sorted [key, value] pairs."""
     if hasattr(value, "_fields"):                   # Finding, PodVerdict (namedtuples)
         return {name: _plain(getattr(value, name)) for name in value._fields}
     if isinstance(value, (set, frozenset)):

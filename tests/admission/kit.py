@@ -1,21 +1,26 @@
 """Builders for the admission tests: pods and nodes as the model sees them."""
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
-
 from krm_fn.admission.model import APP, AdmittedPod, Container, NodeModel
 from krm_fn.node.topology import Topology
+from krm_fn.quantity import parse_cpu
 from krm_fn.results import Ref
 
 GI = 2**30
 MI = 2**20
 
 
+def cores(cpu) -> int:
+    """`cpu` cores (a number, or a quantity such as "500m") in nanocores, the model's cpu
+    unit."""
+    return parse_cpu(str(cpu)).nanos
+
+
 def box(cpu, mem_gi=1, limit_cpu=None, limit_mem_gi=None, **extra) -> tuple[dict, dict]:
-    """(requests, limits) with cpu in cores and memory in GiB; limits = requests unless
-    given."""
-    req = {"cpu": Fraction(cpu), "memory": int(mem_gi * GI), **extra}
-    lim = {"cpu": Fraction(limit_cpu if limit_cpu is not None else cpu),
+    """(requests, limits) with cpu in cores (a number, or a quantity such as "500m") and
+    memory in GiB; limits = requests unless given."""
+    req = {"cpu": cores(cpu), "memory": int(mem_gi * GI), **extra}
+    lim = {"cpu": cores(limit_cpu if limit_cpu is not None else cpu),
            "memory": int((limit_mem_gi if limit_mem_gi is not None else mem_gi) * GI), **extra}
     return req, lim
 
@@ -34,11 +39,13 @@ def pod(*containers, pod_requests=None, pod_limits=None, name="w") -> AdmittedPo
 def node(sockets=2, numa_per_socket=1, cores=16, threads=2, reserved=(), version=(1, 35),
          numa_memory=None, allocatable=None, pool="pinned", **kubelet) -> NodeModel:
     """A node of `sockets` x `cores` cores x `threads` threads; kubelet fields as keywords
-    (cpuManagerPolicy defaults to static)."""
+    (cpuManagerPolicy defaults to static); `allocatable` cpu in cores (as `cores` reads it)."""
     kubelet.setdefault("cpuManagerPolicy", "static")
     topo = Topology(sockets, numa_per_socket, cores, threads)
     return NodeModel(pool, {}, kubelet, version, tuple(topo.cpus()), frozenset(reserved),
-                     numa_memory or {}, allocatable or {})
+                     numa_memory or {},
+                     {r: parse_cpu(str(v)).nanos if r == "cpu" else v
+                      for r, v in (allocatable or {}).items()})
 
 
 def reserve_cores(topo_node: NodeModel, per_numa: int) -> frozenset:

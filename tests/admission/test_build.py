@@ -1,5 +1,4 @@
 """The verdict's inputs: AdmittedPod from a tuned pod spec, NodeModel from a node plan."""
-from krm_fn.rational import Fraction
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,6 +10,7 @@ from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits, build_views
 from krm_fn.results import Ref
 from krm_fn.workloads import locations
+from tests.admission.kit import cores
 
 GI = 2 ** 30
 MI = 2 ** 20
@@ -30,8 +30,8 @@ def _plan(topology, kubelet=None, baseline=None):
 def test_limits_without_requests_default_the_requests():
     req, lim = build.requests_limits({"limits": {"cpu": "2", "memory": "1Gi"},
                                       "requests": {"memory": "512Mi"}})
-    assert req == {"cpu": Fraction(2), "memory": 512 * MI}
-    assert lim == {"cpu": Fraction(2), "memory": GI}
+    assert req == {"cpu": cores(2), "memory": 512 * MI}
+    assert lim == {"cpu": cores(2), "memory": GI}
 
 
 def test_node_memory_is_split_over_numa_nodes_and_overridden_per_node():
@@ -47,7 +47,7 @@ def test_allocatable_memory_is_capacity_minus_reservations_eviction_and_hugepage
                   "hugepages": {"2Mi": "2Gi"}})
     assert capacity.allocatable(node)["memory"] == 192 * GI - 1100 * MI - 2 * GI
     assert capacity.allocatable(node)["hugepages-2Mi"] == 2 * GI
-    assert capacity.allocatable(node)["cpu"] == Fraction(16 - 4)    # 2 reserved cores x 2 threads
+    assert capacity.allocatable(node)["cpu"] == cores(16 - 4)    # 2 reserved cores x 2 threads
 
 
 def test_percentage_eviction_threshold_is_of_capacity():
@@ -76,7 +76,7 @@ def test_admitted_pod_puts_init_containers_first_and_injected_ones_where_they_go
                                                                    "memory": "8Gi"}}}]}}
     at = next(iter(locations(obj)))
     pod = build_views(obj, at, Ref("v1", "Pod", "p"), Edits(obj), [])
-    proxy = Container("istio-proxy", APP, {"cpu": Fraction(1, 10)}, {}, "istio")
+    proxy = Container("istio-proxy", APP, {"cpu": cores("100m")}, {}, "istio")
     init = Container("istio-init", INIT, {}, {}, "istio")
     inj = Injection("istio", "Istio", "label", (init, proxy), False, "fix")
     admitted = build.admitted_pod(pod, frozenset({"server"}), (inj,), "ns")

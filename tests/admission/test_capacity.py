@@ -1,12 +1,11 @@
 """Replicas per node, by simulation (krm_fn/admission/capacity.py)."""
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 
 from krm_fn.admission.capacity import fit_detail, fit_one, pod_requests
 from krm_fn.admission.kubelet import fit, fit_mix, judge
 from krm_fn.admission.model import ERROR, INIT, SIDECAR, Container
-from tests.admission.kit import GI, MI, ctr, node, pod, reserve_cores
+from tests.admission.kit import GI, MI, cores, ctr, node, pod, reserve_cores
 
 RES = reserve_cores(node(), 2)          # 28 of 32 CPUs free per NUMA node, 56 allocatable
 
@@ -43,9 +42,9 @@ def test_max_pods_caps_pods_without_requests():
 
 def test_effective_requests_take_the_larger_of_init_peak_and_apps_plus_sidecars():
     p = pod(ctr("mesh", 1, 1, role=SIDECAR), ctr("prep", 6, 4, role=INIT), ctr("server", 4, 8))
-    assert pod_requests(p, node()) == {"cpu": Fraction(7), "memory": 9 * GI}
-    pl = pod(ctr("server", 4, 8), pod_requests={"cpu": Fraction(6), "memory": 10 * GI})
-    assert pod_requests(pl, node(version=(1, 35))) == {"cpu": Fraction(6), "memory": 10 * GI}
+    assert pod_requests(p, node()) == {"cpu": cores(7), "memory": 9 * GI}
+    pl = pod(ctr("server", 4, 8), pod_requests={"cpu": cores(6), "memory": 10 * GI})
+    assert pod_requests(pl, node(version=(1, 35))) == {"cpu": cores(6), "memory": 10 * GI}
 
 
 def test_a_pod_larger_than_node_allocatable_never_schedules():
@@ -59,7 +58,7 @@ def test_the_cpu_limit_names_the_exclusive_and_the_shared_part_of_each_replica()
     # 4 exclusive CPUs + a 50m sidecar in the shared pool on 28 allocatable CPUs: 6 fit,
     # not 7 (28 / 4), because each replica takes 4050m of allocatable cpu
     n = node(allocatable={"cpu": 28, "memory": 100 * GI}, reserved={0, 32})
-    p = pod(ctr("vllm", 4, 12), ctr("metrics", Fraction(1, 20), 1))
+    p = pod(ctr("vllm", 4, 12), ctr("metrics", "50m", 1))
     assert fit_detail(p, n) == (6, "allocatable cpu 28: 4 + 50m each (OutOfcpu)",
                                 "allocatable cpu 28: 4 + 50m each")
     assert fit_detail(pod(ctr("vllm", 4, 12)), n) == (

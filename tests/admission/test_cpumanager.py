@@ -1,14 +1,13 @@
 """Exclusive CPUs under the static CPU Manager (pkg/kubelet/cm/cpumanager/policy_static.go)."""
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 
 from krm_fn.admission.capacity import fit_one
 from krm_fn.admission.cpumanager import CpuState, pod_guaranteed_cpus
 from krm_fn.admission.kubelet import judge
 from krm_fn.admission.model import ERROR, INIT, SIDECAR, WARNING
 from krm_fn.admission.topology import NodeState, admit
-from tests.admission.kit import GI, ctr, node, pod, reserve_cores
+from tests.admission.kit import GI, cores, ctr, node, pod, reserve_cores
 
 SMT_NODE = dict(reserved={0, 32})          # core 0 (cpus 0 and 32) of a 2x16x2 node
 
@@ -18,7 +17,7 @@ def _msgs(findings, severity=None):
 
 
 def test_whole_cpu_containers_of_a_guaranteed_pod_are_exclusive_fractional_ones_shared():
-    p = pod(ctr("server", 4, 8), ctr("proxy", Fraction(1, 2), 1, designated=False))
+    p = pod(ctr("server", 4, 8), ctr("proxy", "500m", 1, designated=False))
     qos, exclusive, numa, findings = judge(p, node(**SMT_NODE))
     assert (qos, exclusive, numa, findings) == ("Guaranteed", (("server", 4),), (0,), ())
 
@@ -70,7 +69,7 @@ def test_undesignated_container_with_a_whole_cpu_count_is_pinned_too_with_a_way_
 
 
 def test_designated_container_with_a_fractional_cpu_stays_shared_and_is_an_error():
-    _, exclusive, _, findings = judge(pod(ctr("server", Fraction(3, 2), 8)), node())
+    _, exclusive, _, findings = judge(pod(ctr("server", "1500m", 8)), node())
     assert exclusive == ()
     assert _msgs(findings, ERROR) == [
         "container 'server' is to be pinned but its cpu request 1500m is not a whole number: it "
@@ -83,7 +82,7 @@ def test_designated_container_with_a_fractional_cpu_stays_shared_and_is_an_error
 
 def test_pod_level_resources_disable_exclusive_cpus_unless_their_gate_is_off():
     """PodLevelResources is on by default in every supported version (KEP-2837)."""
-    res = {"cpu": Fraction(4), "memory": 8 * GI}
+    res = {"cpu": cores(4), "memory": 8 * GI}
     p = pod(ctr("server", 4, 8), pod_requests=res, pod_limits=res)
     for version in ((1, 35), (1, 36), (1, 37)):
         qos, exclusive, _, findings = judge(p, node(version=version))

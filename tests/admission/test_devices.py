@@ -7,10 +7,9 @@ import pytest
 
 from krm_fn.admission import capacity
 from krm_fn.admission.model import Container
-from krm_fn.rational import Fraction
-from tests.admission.kit import GI, node, pod
+from tests.admission.kit import GI, cores, node, pod
 
-ALLOC = {"cpu": Fraction(8), "memory": 16 * GI, "hugepages-2Mi": 0,
+ALLOC = {"cpu": cores(8), "memory": 16 * GI, "hugepages-2Mi": 0,
          "ephemeral-storage": 100 * GI, "nvidia.com/gpu": 4}
 
 
@@ -47,18 +46,19 @@ def test_short_of(req, used, described, short):
 
 
 def test_too_large_and_unknown():
-    req = {"cpu": Fraction(9), "memory": GI, "ephemeral-storage": 200 * GI,
+    req = {"cpu": cores(9), "memory": GI, "ephemeral-storage": 200 * GI,
            "example.com/foo": 2, "nvidia.com/gpu": 1}
     assert capacity.too_large(req, ALLOC, True) == [
-        ("cpu", 9, 8), ("ephemeral-storage", 200 * GI, 100 * GI), ("example.com/foo", 2, 0)]
+        ("cpu", cores(9), cores(8)), ("ephemeral-storage", 200 * GI, 100 * GI),
+        ("example.com/foo", 2, 0)]
     assert capacity.too_large(req, ALLOC, False) == [
-        ("cpu", 9, 8), ("ephemeral-storage", 200 * GI, 100 * GI)]
+        ("cpu", cores(9), cores(8)), ("ephemeral-storage", 200 * GI, 100 * GI)]
     assert capacity.unknown(req, ALLOC, False) == [("example.com/foo", 2)]
     assert capacity.unknown(req, ALLOC, True) == []
 
 
 @pytest.mark.parametrize("res,value,text", [
-    ("memory", 24 * GI, "24Gi"), ("cpu", Fraction(1, 2), "500m"),
+    ("memory", 24 * GI, "24Gi"), ("cpu", cores("500m"), "500m"),
     ("ephemeral-storage", 460 * GI, "460Gi"), ("hugepages-2Mi", 2**21, "2Mi"),
     ("nvidia.com/gpu", 4, "4")])
 def test_amount_text(res, value, text):
@@ -66,7 +66,7 @@ def test_amount_text(res, value, text):
 
 
 def _gpu_pod(gpus: int, storage_gi: int = 0):
-    req = {"cpu": Fraction(1, 10), "memory": GI // 10, "nvidia.com/gpu": gpus}
+    req = {"cpu": cores("100m"), "memory": GI // 10, "nvidia.com/gpu": gpus}
     if storage_gi:
         req["ephemeral-storage"] = storage_gi * GI
     return pod(Container("c", requests=req, limits=dict(req)))
@@ -89,7 +89,7 @@ def test_packer_counts_extended_resources_and_ephemeral_storage(gpus, storage, f
 
 def test_without_a_node_an_unlisted_extended_resource_does_not_limit():
     n = node(allocatable={"cpu": 8, "memory": 16 * GI}, cpuManagerPolicy="none", maxPods=20)
-    p = pod(Container("c", requests={"cpu": Fraction(1, 10), "memory": GI // 10,
+    p = pod(Container("c", requests={"cpu": cores("100m"), "memory": GI // 10,
                                      "example.com/foo": 1}))
     assert capacity.fit_detail(p, n) == (20, "maxPods 20", "maxPods 20")
 

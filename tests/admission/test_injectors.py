@@ -2,7 +2,7 @@
 (fires, explicit opt-out, nothing visible, Namespace-triggered), the exact containers and
 resources it adds (defaults, from annotations, from a controlling object in the input),
 and the fix text."""
-from krm_fn.rational import Fraction
+from krm_fn.quantity import MILLI, NANO
 from types import SimpleNamespace
 
 import pytest
@@ -20,7 +20,7 @@ EMPTY = InjectionContext()
 
 def C(name, role, req, lim, source):
     """A model.Container with cpu in millicores and memory in MiB for brevity."""
-    conv = {"cpu": lambda v: Fraction(v, 1000), "memory": lambda v: v * MI}
+    conv = {"cpu": lambda v: v * MILLI, "memory": lambda v: v * MI}
     return model.Container(name, role, {k: conv[k](v) for k, v in req.items()},
                            {k: conv[k](v) for k, v in lim.items()}, source)
 
@@ -330,7 +330,7 @@ def test_queue_proxy_configmap_then_annotations_win():
     assert queue_proxy.fix(m, ctx, got) == ""
     m2 = meta({"queue.sidecar.serving.knative.dev/cpu-resource-limit": "1"}, platform="knative")
     got2 = queue_proxy.containers(m2, ctx)
-    assert got2[0].limits["cpu"] == 1 and got2[0].requests["cpu"] == Fraction(1, 4)
+    assert got2[0].limits["cpu"] == NANO and got2[0].requests["cpu"] == 250 * MILLI
     assert queue_proxy.fix(m2, ctx, got2).endswith(
         "in ConfigMap knative-serving/config-deployment in this input")
 
@@ -489,7 +489,7 @@ def test_kserve_agent():
     ctx = InjectionContext.from_items([cm("inferenceservice-config", "kserve", {
         "agent": '{"cpuRequest": "1", "cpuLimit": "1", "memoryRequest": "1Gi", '
                  '"memoryLimit": "1Gi"}'})])
-    assert kserve_agent.containers(m, ctx)[0].requests == {"cpu": 1, "memory": GI}
+    assert kserve_agent.containers(m, ctx)[0].requests == {"cpu": NANO, "memory": GI}
     assert kserve_agent.fix(m, ctx, kserve_agent.containers(m, ctx)) == ""
 
 
@@ -768,7 +768,7 @@ def test_for_pod_reads_the_tuned_pod_template_and_its_namespace():
     assert [(i.injector, i.why, i.guaranteed, i.fix) for i in got] == [
         ("istio", "namespace ml label istio-injection=enabled", True, "")]
     assert [c.name for c in got[0].containers] == ["istio-init", "istio-proxy"]
-    assert got[0].containers[1].limits == {"cpu": 1, "memory": GI}
+    assert got[0].containers[1].limits == {"cpu": NANO, "memory": GI}
 
 
 # --- KubeRay ----------------------------------------------------------------------------------
@@ -837,8 +837,8 @@ def test_container_summary_writes_memory_as_kubernetes_canonicalizes_bytes():
     CanonicalizeBytes: below 1024 bytes DecimalSI, else the largest binary suffix that
     divides it, up to Ei): 1000 bytes is 1k, 1Pi stays 1Pi, 1536Mi stays 1536Mi."""
     from krm_fn.admission.injectors.base import show
-    c = model.Container("agent", requests={"cpu": Fraction(1, 10), "memory": 1000},
-                        limits={"cpu": Fraction(2), "memory": 1 << 50})
+    c = model.Container("agent", requests={"cpu": 100 * MILLI, "memory": 1000},
+                        limits={"cpu": 2 * NANO, "memory": 1 << 50})
     assert show(c) == "agent requests cpu 100m, memory 1k; limits cpu 2, memory 1Pi"
     c = model.Container("s", requests={"memory": 1536 << 20})
     assert show(c) == "s requests memory 1536Mi; limits none"

@@ -1,17 +1,16 @@
 """The integrator's entry point (krm_fn/admission/kubelet.py)."""
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 
 from krm_fn.admission.kubelet import judge
 from krm_fn.admission.model import DEPENDS, ERROR, INFO, INIT, SIDECAR, WARNING
-from tests.admission.kit import GI, ctr, node, pod, reserve_cores
+from tests.admission.kit import GI, cores, ctr, node, pod, reserve_cores
 
 RULES = {"qos", "cpumanager", "topology", "memorymanager", "capacity"}
 
 
 def test_a_burstable_pod_with_designated_containers_is_a_qos_error_naming_the_culprits():
-    p = pod(ctr("istio-proxy", Fraction(1, 10), 1, role=SIDECAR, limit_cpu=2,
+    p = pod(ctr("istio-proxy", "100m", 1, role=SIDECAR, limit_cpu=2,
                 designated=False, source="istio"), ctr("server", 4, 8))
     qos, exclusive, numa, findings = judge(p, node(reserved={0, 32}))
     assert (qos, exclusive, numa) == ("Burstable", (), ())
@@ -24,14 +23,14 @@ def test_a_burstable_pod_with_designated_containers_is_a_qos_error_naming_the_cu
 
 
 def test_pod_level_resources_that_are_not_guaranteed_name_spec_resources_as_the_fix():
-    p = pod(ctr("server", 4, 8), pod_requests={"cpu": Fraction(4), "memory": 8 * GI},
-            pod_limits={"cpu": Fraction(8), "memory": 8 * GI})
+    p = pod(ctr("server", 4, 8), pod_requests={"cpu": cores(4), "memory": 8 * GI},
+            pod_limits={"cpu": cores(8), "memory": 8 * GI})
     findings = judge(p, node(version=(1, 35)))[3]
     assert "the pod-level spec.resources decides the class" in findings[0].message
 
 
 def test_pod_level_resource_managers_on_is_said_to_be_not_modelled():
-    res = {"cpu": Fraction(4), "memory": 8 * GI}
+    res = {"cpu": cores(4), "memory": 8 * GI}
     p = pod(ctr("server", 4, 8), pod_requests=res, pod_limits=res)
     n = node(version=(1, 36), featureGates={"PodLevelResourceManagers": True})
     qos, exclusive, _, findings = judge(p, n)

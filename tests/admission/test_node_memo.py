@@ -7,7 +7,7 @@ from krm_fn.admission.capacity import pod_plan
 from krm_fn.admission.cpumanager import CpuState
 from krm_fn.admission.model import node_memo
 from krm_fn.admission.qos import gate
-from tests.admission.kit import ctr, node, pod
+from tests.admission.kit import cores, ctr, node, pod
 
 
 def test_node_memo_is_the_same_dict_for_the_same_node_and_another_for_an_equal_one():
@@ -48,6 +48,6 @@ def test_a_pod_plan_is_made_once_per_pod_object_and_node():
     assert pod_plan(p, n)[2] is pod_plan(p, n)[2]
     assert pod_plan(q, n)[2] is not pod_plan(p, n)[2]
     req, qos, plan = pod_plan(p, n)
-    assert (req["cpu"], qos, plan.ncpu, plan.pol, plan.scp) == (4, "Guaranteed",
+    assert (req["cpu"], qos, plan.ncpu, plan.pol, plan.scp) == (cores(4), "Guaranteed",
                                                                 {"server": 4}, "none",
                                                                 "container")

@@ -1,15 +1,14 @@
 """QoS class after admission (pkg/apis/core/v1/helper/qos/qos.go ComputePodQOS)."""
 from __future__ import annotations
 
-from krm_fn.rational import Fraction
 
 from krm_fn.admission.model import INIT, SIDECAR, Container
 from krm_fn.admission.qos import gate, not_guaranteed, pod_qos
-from tests.admission.kit import GI, ctr, node, pod
+from tests.admission.kit import GI, cores, ctr, node, pod
 
 
 def test_guaranteed_when_every_container_init_and_sidecar_included_has_requests_equal_limits():
-    p = pod(ctr("prep", 1, 1, role=INIT), ctr("proxy", Fraction(1, 2), 1, role=SIDECAR),
+    p = pod(ctr("prep", 1, 1, role=INIT), ctr("proxy", "500m", 1, role=SIDECAR),
             ctr("server", 4, 8))
     assert pod_qos(p) == "Guaranteed"
 
@@ -21,7 +20,7 @@ def test_one_init_container_with_a_lower_cpu_request_makes_the_pod_burstable():
 
 
 def test_a_container_without_memory_makes_the_pod_burstable():
-    bare = Container("server", requests={"cpu": Fraction(4)}, limits={"cpu": Fraction(4)})
+    bare = Container("server", requests={"cpu": cores(4)}, limits={"cpu": cores(4)})
     assert pod_qos(pod(bare)) == "Burstable"
 
 
@@ -37,12 +36,12 @@ def test_only_extended_resources_is_besteffort_and_makes_a_guaranteed_pod_bursta
 
 def test_pod_level_resources_decide_the_class_when_the_gate_is_on():
     p = pod(Container("server"), Container("proxy"),
-            pod_requests={"cpu": Fraction(4), "memory": 8 * GI},
-            pod_limits={"cpu": Fraction(4), "memory": 8 * GI})
+            pod_requests={"cpu": cores(4), "memory": 8 * GI},
+            pod_limits={"cpu": cores(4), "memory": 8 * GI})
     assert pod_qos(p, pod_level=True) == "Guaranteed"
     assert pod_qos(p, pod_level=False) == "BestEffort"
-    lower = pod(ctr("server", 4, 8), pod_requests={"cpu": Fraction(2), "memory": 8 * GI},
-                pod_limits={"cpu": Fraction(4), "memory": 8 * GI})
+    lower = pod(ctr("server", 4, 8), pod_requests={"cpu": cores(2), "memory": 8 * GI},
+                pod_limits={"cpu": cores(4), "memory": 8 * GI})
     assert pod_qos(lower) == "Burstable"
 
 

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, Container, NodeModel
 from krm_fn.node.topology import Topology
-from krm_fn.rational import Fraction
+from krm_fn.quantity import MILLI, NANO
 from krm_fn.results import Ref
 from tests.harness import runner
 
@@ -110,8 +110,8 @@ def node(draw) -> NodeModel:
 @st.composite
 def container(draw, name: str, role: str, guaranteed: bool) -> Container:
     kind = draw(st.sampled_from(("int", "int", "int", "milli", "none")))
-    cpu = (Fraction(draw(st.integers(1, 6))) if kind == "int" else
-           Fraction(draw(st.sampled_from((100, 250, 500, 1500))), 1000) if kind == "milli"
+    cpu = (draw(st.integers(1, 6)) * NANO if kind == "int" else        # nanocores
+           draw(st.sampled_from((100, 250, 500, 1500))) * MILLI if kind == "milli"
            else None)
     mem = draw(st.sampled_from((64 * MI, 512 * MI, 1 * GI, 4 * GI, 12 * GI, 40 * GI)))
     req = {"memory": mem}
@@ -121,7 +121,7 @@ def container(draw, name: str, role: str, guaranteed: bool) -> Container:
         req["hugepages-2Mi"] = draw(st.sampled_from((2, 64, 512))) * 2 * MI
     lim = dict(req)
     if not guaranteed and draw(st.booleans()):
-        lim["cpu"] = (cpu or Fraction(1)) * 2
+        lim["cpu"] = (cpu or NANO) * 2
         if cpu is None:
             req.pop("cpu", None)
     if not guaranteed and draw(st.booleans()):
@@ -145,7 +145,7 @@ def pod(draw, index: int) -> AdmittedPod:
         conts.append(draw(container(f"app{i}", APP, guaranteed)))
     pod_requests = pod_limits = None
     if draw(st.integers(0, 6)) == 0:
-        cpu = Fraction(draw(st.integers(1, 12)))
+        cpu = draw(st.integers(1, 12)) * NANO
         mem = draw(st.sampled_from((2 * GI, 16 * GI, 64 * GI)))
         pod_requests = {"cpu": cpu, "memory": mem}
         pod_limits = dict(pod_requests)

@@ -6,13 +6,14 @@ core's threads the CPUs of that core on that NUMA node); every NUMA node at dist
 has no NUMA distances and treats them as equal; COARSER in differential.py);
 `kubelet_config(node)` the merged
 KubeletConfiguration; `pod(p, name)` a v1 Pod of an AdmittedPod. Quantities are written
-exactly: CPU in millicores (the model's CPU is a Fraction of cores; a finer amount is a
-test bug and raises ValueError), memory and hugepages in bytes.
+exactly: CPU in millicores (the model's CPU is in nanocores; a finer amount is a test bug
+and raises ValueError), memory and hugepages in bytes.
 """
 from __future__ import annotations
 
 from krm_fn.admission.memorymanager import AMPLE
 from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, NodeModel
+from krm_fn.quantity import MILLI
 
 # Memory of each NUMA node when the model does not describe it: what krm-fn's Memory
 # Manager model then assumes, enough that memory never limits what is admitted.
@@ -23,10 +24,10 @@ def quantity(resource: str, amount) -> str:
     """`amount` of `resource` as a Kubernetes quantity string: cpu in millicores, others
     as an integer count of bytes (or units)."""
     if resource == "cpu":
-        milli = amount * 1000
-        if getattr(milli, "denominator", 1) != 1:
-            raise ValueError(f"cpu {amount} is finer than 1m")
-        return f"{int(milli)}m"
+        milli, finer = divmod(amount, MILLI)        # the model's cpu is in nanocores
+        if finer:
+            raise ValueError(f"cpu {amount}n is finer than 1m")
+        return f"{milli}m"
     return str(int(amount))
 
 

@@ -26,7 +26,7 @@ def _topology(out):
     [(pool, plan, _, _)] = out.pools
     t = pool.topology
     return ((t.sockets, t.numaNodesPerSocket, t.coresPerSocket, t.threadsPerCore),
-            t.memory.value if t.memory is not None else None, dict(t.numaMemory),
+            t.memory.whole if t.memory is not None else None, dict(t.numaMemory),
             dict(t.hugepages), plan.reserved_cpus, plan.exclusive_cpus)
 
 

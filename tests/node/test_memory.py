@@ -1,6 +1,5 @@
 """reservedMemory for memoryManagerPolicy Static (kubelet.md §5): computed, spread across
 NUMA nodes, and explicit lists checked with the arithmetic."""
-from krm_fn.rational import Fraction
 
 import pytest
 
@@ -31,14 +30,14 @@ def test_worked_example_spread_across_two_numa_nodes():
 
 
 def test_spread_remainder_goes_to_the_lowest_numa_nodes_in_whole_mi():
-    totals = {"memory": Fraction(1637 * MI)}
+    totals = {"memory": 1637 * MI}
     assert memory.split(totals, [0, 1], True) == [
         {"numaNode": 0, "limits": {"memory": "819Mi"}},
         {"numaNode": 1, "limits": {"memory": "818Mi"}}]
     assert memory.split(totals, [0, 1, 2, 3], False) == [
         {"numaNode": 0, "limits": {"memory": "1637Mi"}}]
     # hugepages split in whole pages; a total that is not whole Mi splits in bytes
-    assert memory.split({"memory": Fraction(3), "hugepages-1Gi": Fraction(3 * 2 ** 30)},
+    assert memory.split({"memory": 3, "hugepages-1Gi": 3 * 2 ** 30},
                         [0, 1], True) == [
         {"numaNode": 0, "limits": {"memory": "2", "hugepages-1Gi": "2Gi"}},
         {"numaNode": 1, "limits": {"memory": "1", "hugepages-1Gi": "1Gi"}}]

@@ -2,7 +2,7 @@
 (`Meta`), the input objects that control injectors (`InjectionContext`), and helpers to
 turn request/limit strings into `model.Container`s.
 
-Units as in krm_fn/admission/model.py: cpu in cores (Fraction), memory in bytes (int).
+Units as in krm_fn/admission/model.py: cpu in nanocores (int), memory in bytes (int).
 """
 from __future__ import annotations
 
@@ -267,14 +267,14 @@ def ray_group(pod) -> tuple[str | None, dict, str]:
 
 
 def amount(res: str, text: object) -> object | None:
-    """`text` parsed as `res` (cores as Fraction for cpu, bytes as int otherwise); None when
+    """`text` parsed as `res` (nanocores for cpu, bytes otherwise; ints); None when
     empty, missing or not a quantity."""
     if text is None or text == "":
         return None
     try:
         if res == CPU:
-            return quantity.parse_cpu(text).value
-        return int(quantity.parse_memory(text).value)
+            return quantity.parse_cpu(text).nanos
+        return quantity.parse_memory(text).whole
     except quantity.QuantityError:
         return None
 
@@ -304,7 +304,7 @@ def show(c: model.Container) -> str:
         out = []
         for r in (CPU, MEMORY):
             if r in d:
-                fmt = quantity.format_cpu if r == CPU else quantity.format_binary_si
+                fmt = quantity.format_cpu if r == CPU else quantity.format_bytes
                 out.append(f"{r} {fmt(d[r])}")
         return ", ".join(out) or "none"
     return f"{c.name} requests {part(c.requests)}; limits {part(c.limits)}"

@@ -10,7 +10,6 @@ policy at the kubelet's default (fields.OMIT_AT_DEFAULT) is left out silently.
 from __future__ import annotations
 
 import json
-from krm_fn.rational import Fraction
 
 from krm_fn import quantity
 from krm_fn.node import fields, platform_reserved
@@ -27,11 +26,10 @@ NAMES = fields.platform_names("aks")
 def _mib(value) -> int | None:
     """containerLogMaxSize ("10Mi") as a whole number of MiB, or None."""
     try:
-        q = quantity.parse_memory(str(value)).value
+        q = quantity.parse_memory(str(value)).whole
     except (quantity.QuantityError, ValueError):
         return None
-    n = Fraction(q) / MIB
-    return int(n) if n.denominator == 1 and n > 0 else None
+    return q // MIB if q % MIB == 0 and q > 0 else None
 
 
 def _mib_field(key: str, value, rep: Report):

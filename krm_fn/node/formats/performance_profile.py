@@ -82,7 +82,7 @@ def runtime_class(name: str) -> str:
 def page_size(text_: str) -> str:
     """A hugepage size as the PerformanceProfile spells it (`1Gi` -> `1G`, `2Mi` -> `2M`,
     `64Ki` -> `64k`). Raises ValueError for a size that is not whole KiB."""
-    size = int(parse_memory(text_).value)
+    size = parse_memory(text_).whole
     for unit, suffix in ((1 << 30, "G"), (1 << 20, "M"), (1 << 10, "k")):
         if size % unit == 0:
             return f"{size // unit}{suffix}"
@@ -95,9 +95,9 @@ def hugepages(pool) -> dict | None:
     configured = getattr(getattr(pool, "topology", None), "hugepages", None) or {}
     pages = []
     for size, total in configured.items():
-        page = int(parse_memory(size).value)
+        page = parse_memory(size).whole
         pages.append((page, {"size": page_size(size),
-                             "count": int(parse_memory(total).value) // page}))
+                             "count": parse_memory(total).whole // page}))
     if not pages:
         return None
     pages.sort(key=lambda p: p[0])

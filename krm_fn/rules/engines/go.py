@@ -28,7 +28,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
         mem = quantity.parse_memory(c.get("resources", "limits", "memory"))
     except quantity.QuantityError:
         return
-    limit = int(mem.value)
+    limit = mem.whole
     want = limit * pct // 100
     why = (f"{pct}% of the memory limit {mem.text}, spec.workloads.threads."
            f"goMemLimitPercent: the Go GC works harder before the container reaches "

@@ -341,7 +341,7 @@ def _kvcache(pod: PodView, c: ContainerView) -> None:
     except quantity.QuantityError:
         return
     kv_bytes = gib * GIB
-    limit = int(mem.value)
+    limit = mem.whole
     if kv_bytes > limit:
         fit = (limit - GIB) // GIB
         pod.error(path, f"container {c.name!r}: VLLM_CPU_KVCACHE_SPACE={text} GiB is more "
@@ -350,7 +350,7 @@ def _kvcache(pod: PodView, c: ContainerView) -> None:
                         + (f" to at most {fit}" if fit >= 1 else "")
                         + " or raise resources.limits.memory")
     elif limit - kv_bytes < GIB:
-        left = quantity.format_binary_si(limit - kv_bytes) if limit > kv_bytes else "0"
+        left = quantity.format_bytes(limit - kv_bytes) if limit > kv_bytes else "0"
         pod.warn(path, f"container {c.name!r}: VLLM_CPU_KVCACHE_SPACE={text} GiB leaves "
                        f"{left} of the memory limit {mem.text} for the model weights, Python "
                        f"and /dev/shm, less than 1Gi; lower VLLM_CPU_KVCACHE_SPACE or raise "
