@@ -108,6 +108,7 @@ def test_corpus_manifest(path: Path, tmp_path):
             first = (framework_containers(spec, at) or spec.get("containers"))[0]
             cpu = quantity.parse(str(first["resources"]["limits"]["cpu"])).nanos
             assert cpu % (2 * quantity.NANO) == 0, cpu   # whole cores, SMT pairs
+            cores = cpu // quantity.NANO
             env = {e["name"]: e.get("value") for e in first.get("env") or []}
             if at.ray_params is not None or "ray start" in " ".join(
                     map(str, first.get("command", []) + first.get("args", []))):
@@ -116,10 +117,10 @@ def test_corpus_manifest(path: Path, tmp_path):
                 assert "OMP_NUM_THREADS" not in env and "PYTHON_CPU_COUNT" not in env
                 if at.ray_params is not None:
                     params = get_path(after, at.ray_params)
-                    assert params["num-cpus"] == str(int(cpu))
+                    assert params["num-cpus"] == str(cores)
                 assert spec["nodeSelector"]["krm-fn.dev/cpu-pinning"] == "true"
                 continue
-            assert 1 <= int(env["OMP_NUM_THREADS"]) <= int(cpu)
+            assert 1 <= int(env["OMP_NUM_THREADS"]) <= cores
             # the same count as the other thread vars: the pinned CPUs, or their physical
             # cores for an engine that runs one thread per core by itself (perCore)
             assert env["PYTHON_CPU_COUNT"] == env["OMP_NUM_THREADS"]
