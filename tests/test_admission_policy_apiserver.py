@@ -345,3 +345,42 @@ def test_every_golden_render_with_the_guard_on_is_accepted(controlplane, case, t
     after = _applied(_documents(p.stdout))
     before = _applied(_documents(case_input(case)))
     assert_no_new_refusal(controlplane, before, after, tmp_path, f"golden/{case}")
+
+
+def _with_env(name: str, env: list) -> dict:
+    """_deployment(`name`) whose container starts with `env`."""
+    d = _deployment(name)
+    d["spec"]["template"]["spec"]["containers"][0]["env"] = env
+    return d
+
+
+def test_thread_variables_are_judged_as_the_container_sees_them(controlplane):
+    """The kubelet keeps the last env entry of a name (makeEnvironmentVariables), and the
+    API server drops an empty `value`: a rendered pod whose thread variable is repeated
+    (the last a literal) or empty is not refused; a later entry that changes it is."""
+    cp = controlplane
+    cp.pod_namespace(GUARDED)
+    omp = "OMP_NUM_THREADS"
+    items = [_with_env("dup", [{"name": omp, "value": "8"}, {"name": omp, "value": "4"}]),
+             _with_env("from", [{"name": omp, "valueFrom": {"resourceFieldRef": {
+                 "resource": "limits.cpu"}}}, {"name": omp, "value": "4"}]),
+             _with_env("empty", [{"name": omp, "value": ""}])]
+    name = NAME + "-env"
+    cfg = _config(f"{VERSIONS[-1][0]}.{VERSIONS[-1][1]}", ["Deny"])
+    cfg["spec"]["output"]["admissionPolicy"]["name"] = name
+    out = transform(items, cfg, keep_tuned=True)
+    made = [o for o in out.emitted if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    changed = _pod(out.tuned[0])
+    changed["spec"]["containers"][0]["env"].append({"name": omp, "value": "64"})
+    try:
+        for obj in made:
+            _create(cp, obj)
+        cluster.wait("the policy in force", lambda: _try_pod(cp, GUARDED, changed)[0] >= 400)
+        assert "thread-count variables changed in server: OMP_NUM_THREADS=4" in \
+            _try_pod(cp, GUARDED, changed)[1]["message"]
+        for i in range(len(items)):
+            status, body, _ = _try_pod(cp, GUARDED, _pod(out.tuned[i]))
+            assert status == 201, (items[i]["metadata"]["name"], body)
+    finally:
+        for obj in reversed(made):
+            _delete(cp, obj)

@@ -10,7 +10,10 @@ what the render's verdict promised of it and what the pod alone shows:
   (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy);
 - each pinned container's cpu is a whole number, on a full-pcpus-only pool a multiple of
   the threads per core (else the kubelet refuses the pod with SMTAlignmentError);
-- the thread-count variables of each pinned container still hold the values rendered;
+- the thread-count variables of each pinned container still hold the values rendered, as
+  the container sees them: the last entry of each name, a literal (not valueFrom), an
+  omitted value the empty string (the API server drops an empty `value`; the kubelet's
+  makeEnvironmentVariables, pkg/kubelet/kubelet_pods.go, keeps the last entry of a name);
 - the node pool's nodeSelector is present.
 
 Capacity, NUMA admission, quotas and what the kubelet's configuration decides are the
@@ -20,8 +23,8 @@ The per-pod-template data (guard.targets.Target) are CEL map literals keyed by t
 krm-fn.dev/guard label, looked up once per request in `variables`. Every expression uses
 only what the API server's CEL environment offers to every supported version: the
 Kubernetes quantity library (`quantity`, `compareTo`, `isInteger`, `asInteger`) and CEL
-optional types (`[?key]`, `orValue`), both from 1.28, and the strings extension's `join`
-(version 0)
+optional types (`[?key]`, `orValue`), both from 1.28, the Kubernetes list library's
+`lastIndexOf` (from 1.24), and the strings extension's `join` (version 0)
 (https://kubernetes.io/docs/reference/using-api/cel/, k8s.io/apiserver
 pkg/cel/environment/base.go). Literals are homogeneous (the environment's
 HomogeneousAggregateLiterals), and no map of the data holds an empty map or list.
@@ -83,8 +86,11 @@ EQUAL = (f"{_RES.format('requests')} && has(c.resources.limits) && "
 CPU = f"{_RES.format('limits')} && 'cpu' in c.resources.limits"
 WHOLE = (f"{CPU} && quantity(c.resources.limits['cpu']).isInteger() && "
          f"quantity(c.resources.limits['cpu']).asInteger() % variables.smt == 0")
-KEPT = ("has(c.env) && c.env.exists(e, e.name == k) && c.env.all(e, e.name != k || "
-        "(has(e.value) && e.value == variables.threadEnv[c.name][k]))")
+# the entry of variable k the container runs with: the last of that name (the kubelet's
+# makeEnvironmentVariables keeps the last; an omitted `value` is the empty string)
+LAST = "c.env[c.env.map(e, e.name).lastIndexOf(k)]"
+KEPT = (f"has(c.env) && c.env.exists(e, e.name == k) && !has({LAST}.valueFrom) && "
+        f"(has({LAST}.value) ? {LAST}.value : '') == variables.threadEnv[c.name][k]")
 SELECTED = ("has(object.spec.nodeSelector) && k in object.spec.nodeSelector && "
             "object.spec.nodeSelector[k] == variables.nodeSelector[k]")
 
