@@ -165,7 +165,8 @@ def test_the_policy_holds_what_the_render_left():
          "resources": ["pods"]}]
     v = _variables(vap)
     assert list(v) == ["guard", "workload", "cpus", "smt", "unequal", "fractional",
-                       "threadEnv", "threadsChanged", "nodeSelector", "selectorMissing"]
+                       "threadEnv", "threadsChanged", "nodeSelector", "selectorMissing",
+                       "podLevel", "podResources"]
     assert v["guard"] == "object.metadata.labels['krm-fn.dev/guard']"
     assert v["workload"] == ("{'llm-8bdc0605ad': 'Deployment serving/llm (node pool "
                              "inference)'}[variables.guard]")
@@ -176,9 +177,11 @@ def test_the_policy_holds_what_the_render_left():
                               "[?variables.guard].orValue({})")
     assert v["nodeSelector"] == ("{'llm-8bdc0605ad': {'krm-fn.dev/cpu-pinning': 'true'}}"
                                  "[?variables.guard].orValue({})")
+    assert v["podLevel"] == "{'llm-8bdc0605ad': 1}[?variables.guard].orValue(0)"
     assert [x["expression"] for x in vap["spec"]["validations"]] == [
         "size(variables.unequal) == 0", "size(variables.fractional) == 0",
-        "size(variables.threadsChanged) == 0", "size(variables.selectorMissing) == 0"]
+        "size(variables.threadsChanged) == 0", "size(variables.selectorMissing) == 0",
+        "size(variables.podResources) == 0"]
     vapb = _emitted(out, "ValidatingAdmissionPolicyBinding")
     assert vapb["spec"] == {"policyName": "krm-fn-guard", "validationActions": ["Deny"]}
 
@@ -256,7 +259,7 @@ def test_a_policy_too_long_for_the_cel_parser_is_an_error_not_emitted(monkeypatc
     (err,) = [r for r in out.results if r.severity == ERROR]
     assert err.message.startswith(
         "spec.output.admissionPolicy: the admission policy's unequal, fractional, threadEnv, "
-        "threadsChanged would be longer than the 300 characters the API server's CEL parser takes (1 pod "
+        "threadsChanged, podResources would be longer than the 300 characters the API server's CEL parser takes (1 pod "
         "templates)")
 
 
@@ -287,3 +290,26 @@ def test_pod_templates_sharing_their_labels_are_not_checked():
         "not checked by the admission policy krm-fn-guard: its pods take their labels from "
         "the same place as another pod template of the workload (spec.predictor)")
         for r in mine) == 2
+
+
+def test_pod_level_resources_are_checked_as_the_pools_kubelet_treats_them():
+    """Pod-level spec.resources added to a pod the render left without them: the static
+    CPU Manager skips the pod (1) unless PodLevelResourceManagers is on, then they must be
+    Guaranteed (2); a template that sets them itself (the verdict judged it) is not
+    checked for them, and no target to check leaves the variables out."""
+    def pod_level(cfg, *items) -> str | None:
+        vap = _emitted(transform(list(items), cfg), "ValidatingAdmissionPolicy")
+        return _variables(vap).get("podLevel")
+    assert pod_level(_config(), _deployment()) == \
+        "{'llm-8bdc0605ad': 1}[?variables.guard].orValue(0)"
+    gated = _config()
+    gated["spec"]["kubernetesVersion"] = "1.37"
+    gated["spec"]["output"]["baseline"] = {"featureGates": {"PodLevelResourceManagers": True}}
+    assert pod_level(gated, _deployment()).endswith(": 2}[?variables.guard].orValue(0)")
+    own = _deployment()
+    own["spec"]["template"]["spec"]["resources"] = {"limits": {"cpu": "4", "memory": "1Gi"}}
+    lowered = _config()
+    lowered["spec"]["verdict"] = {"onFailure": "warning"}
+    assert pod_level(lowered, own) is None
+    both = pod_level(lowered, own, _deployment("b"))
+    assert both.startswith("{'b-") and both.endswith(": 1}[?variables.guard].orValue(0)")

@@ -8,7 +8,8 @@ the release go.mod pins: v1.37).
   controllers that change a pod after the render: one adds a sidecar without resources,
   one a native sidecar (a restartable init container) without resources, one raises
   OMP_NUM_THREADS, one drops the nodeSelector, one sets the pinned container's
-  cpu to an odd number on a full-pcpus-only pool. Each pod is refused with the check's
+  cpu to an odd number on a full-pcpus-only pool, one adds pod-level resources (the static
+  CPU Manager skips such a pod on 1.37 by default). Each pod is refused with the check's
   message under Deny, and created with that message as a warning under Warn; the pods of
   a workload that opts out and of a namespace outside the binding are created, mutated
   but unchecked. Pods are created with dryRun=All: admission runs in full, nothing is
@@ -144,6 +145,11 @@ MUTATIONS = {
         "'/spec/containers/0/resources/requests/cpu', value: '3'}]"),
         "pinned container(s) server (cpu 3, rendered 4) need a whole number of CPUs, a "
         "multiple of 2 (the pool runs full-pcpus-only with 2 threads per core)"),
+    "pod-level": (_apply_config(
+        "Object{spec: Object.spec{resources: Object.spec.resources{limits: {'cpu': '4', "
+        "'memory': '1Gi'}}}}"),
+        "pod-level spec.resources set: the static CPU Manager gives a pod with pod-level "
+        "resources no exclusive CPUs"),
 }
 
 
@@ -156,6 +162,7 @@ MUTATED = {
     spec["containers"][0].get("env", []),
     "selector": lambda spec: "nodeSelector" not in spec,
     "cpu": lambda spec: spec["containers"][0]["resources"]["limits"]["cpu"] == "3",
+    "pod-level": lambda spec: "resources" in spec,
 }
 
 

@@ -14,7 +14,12 @@ what the render's verdict promised of it and what the pod alone shows:
   the container sees them: the last entry of each name, a literal (not valueFrom), an
   omitted value the empty string (the API server drops an empty `value`; the kubelet's
   makeEnvironmentVariables, pkg/kubelet/kubelet_pods.go, keeps the last entry of a name);
-- the node pool's nodeSelector is present.
+- the node pool's nodeSelector is present;
+- no pod-level `spec.resources` for cpu or memory appeared on a pod whose template the
+  render left without them (targets.POD_LEVEL_*): with the PodLevelResources gate the
+  pod's QoS class comes from them alone, and without PodLevelResourceManagers the static
+  CPU Manager skips the pod (KEP-2837,
+  https://github.com/kubernetes/enhancements/tree/master/keps/sig-node/2837-pod-level-resource-spec).
 
 Capacity, NUMA admission, quotas and what the kubelet's configuration decides are the
 render's alone (docs/admission-policy.md).
@@ -31,7 +36,7 @@ HomogeneousAggregateLiterals), and no map of the data holds an empty map or list
 """
 from __future__ import annotations
 
-from krm_fn.guard.targets import LABEL
+from krm_fn.guard.targets import LABEL, POD_LEVEL_UNPINS
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 STATIC_POLICY = ("https://kubernetes.io/docs/tasks/administer-cluster/"
@@ -91,6 +96,15 @@ WHOLE = (f"{CPU} && quantity(c.resources.limits['cpu']).isInteger() && "
 LAST = "c.env[c.env.map(e, e.name).lastIndexOf(k)]"
 KEPT = (f"has(c.env) && c.env.exists(e, e.name == k) && !has({LAST}.valueFrom) && "
         f"(has({LAST}.value) ? {LAST}.value : '') == variables.threadEnv[c.name][k]")
+# pod-level resources (object.spec.resources) that name cpu or memory, and their being
+# Guaranteed (requests equal to limits for both)
+_POD = "object.spec.resources"
+POD_SET = (f"has({_POD}) && (has({_POD}.requests) && ['cpu', 'memory'].exists(r, r in "
+           f"{_POD}.requests) || has({_POD}.limits) && ['cpu', 'memory'].exists(r, r in "
+           f"{_POD}.limits))")
+POD_EQUAL = (f"has({_POD}.requests) && has({_POD}.limits) && ['cpu', 'memory'].all(r, r in "
+             f"{_POD}.requests && r in {_POD}.limits && quantity({_POD}.requests[r])"
+             f".compareTo(quantity({_POD}.limits[r])) == 0)")
 SELECTED = ("has(object.spec.nodeSelector) && k in object.spec.nodeSelector && "
             "object.spec.nodeSelector[k] == variables.nodeSelector[k]")
 
@@ -110,8 +124,9 @@ def _lookup(data: dict) -> str:
 def variables(targets: list) -> list:
     """The policy's `variables`: `guard` (the pod's label value), `workload` (how messages
     name it), `cpus` ({pinned container: cpu rendered}), `smt`, `threadEnv` and
-    `nodeSelector` (when some target has one), then the failures: `unequal`, `fractional`,
-    `threadsChanged`, `selectorMissing` (lists of strings naming what failed)."""
+    `nodeSelector` (when some target has one), `podLevel` (when some target checks
+    pod-level resources), then the failures: `unequal`, `fractional`, `threadsChanged`,
+    `selectorMissing`, `podResources` (lists of strings naming what failed)."""
     out = [("guard", f"object.metadata.labels[{cel_str(LABEL)}]"),
            ("workload", cel_value({t.value: f"{t.workload} (node pool {t.pool})"
                                    for t in targets}) + "[variables.guard]"),
@@ -135,6 +150,12 @@ def variables(targets: list) -> list:
         out += [("nodeSelector", _lookup(selectors)),
                 ("selectorMissing", f"variables.nodeSelector.filter(k, !({SELECTED}))"
                                     f".map(k, k + '=' + variables.nodeSelector[k])")]
+    pod_level = _by_target(targets, "pod_level")
+    if pod_level:
+        out += [("podLevel", f"{cel_value(pod_level)}[?variables.guard].orValue(0)"),
+                ("podResources", f"variables.podLevel == 0 || !({POD_SET}) ? [] : "
+                                 f"variables.podLevel == {POD_LEVEL_UNPINS} ? ['set'] : "
+                                 f"{POD_EQUAL} ? [] : ['unequal']")]
     return [{"name": n, "expression": e} for n, e in out]
 
 
@@ -180,6 +201,16 @@ def validations(targets: list) -> list:
             "'nodeSelector ' + variables.selectorMissing.join(', ') + "
             + cel_str(" of its node pool is missing: the pod may land on a node without the "
                       "pool's kubelet configuration; add it back")))
+    if _by_target(targets, "pod_level"):
+        out.append(_validation(
+            "podResources", "pod-level spec.resources were added to a pod krm-fn pins",
+            "'pod-level spec.resources ' + (variables.podResources[0] == 'set' ? " + cel_str(
+                "set: the static CPU Manager gives a pod with pod-level resources no "
+                "exclusive CPUs (PodLevelResourceManagers is off on the pool, KEP-2837)") +
+            " : " + cel_str("without cpu and memory requests equal to limits: the pod's QoS "
+                            "class comes from them alone and it is not Guaranteed") +
+            ") + " + cel_str("; remove spec.resources from the pod (a webhook or controller "
+                             "added it)")))
     return out
 
 

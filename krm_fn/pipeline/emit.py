@@ -112,7 +112,8 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
     from krm_fn.guard import policy, targets
     from krm_fn.node.formats._common import PATH_ANNOTATION
     cfg, conf = run.cfg, run.cfg.output.admissionPolicy
-    found = [t for item, i in guarded for t in targets.of_item(item, run.pool_info(i), cfg)]
+    found = [t for item, i in guarded
+             for t in targets.of_item(item, run.pool_info(i), cfg, run.nodes[i])]
     where = "spec.output.admissionPolicy"
     if not found:
         out.results.append(Result(f"{where}: no tuned pod template has a container pinned "
