@@ -313,3 +313,34 @@ def test_pod_level_resources_are_checked_as_the_pools_kubelet_treats_them():
     assert pod_level(lowered, own) is None
     both = pod_level(lowered, own, _deployment("b"))
     assert both.startswith("{'b-") and both.endswith(": 1}[?variables.guard].orValue(0)")
+
+
+def test_a_pod_placed_through_node_affinity_is_checked_for_it_not_for_a_selector():
+    """Knative allowing affinity but not nodeSelector (golden case knative-affinity-flag):
+    krm-fn reaches the pool through every required node affinity term, so the policy
+    checks those terms; a nodeSelector the rendered pods never carry would refuse them."""
+    from tests.helpers import TESTDATA, case_input, run_fn
+    import yaml
+    text = case_input("knative-affinity-flag").replace(
+        "  spec:\n    workloads:", "  spec:\n    output: {admissionPolicy: {enabled: true}}\n"
+                                   "    workloads:", 1)
+    assert "admissionPolicy" in text and (TESTDATA / "knative-affinity-flag").is_dir()
+    out = yaml.safe_load(run_fn([], text).stdout)
+    (vap,) = [o for o in out["items"] if o["kind"] == "ValidatingAdmissionPolicy"]
+    v = _variables(vap)
+    assert "nodeSelector" not in v and "selectorMissing" not in v
+    assert v["nodeAffinity"].endswith("{'krm-fn.dev/cpu-pinning': 'true'}}"
+                                      "[?variables.guard].orValue({})")
+    assert v["nodeAffinity"].count("{'krm-fn.dev/cpu-pinning': 'true'}") == 2
+    assert "size(variables.affinityMissing) == 0" in [
+        x["expression"] for x in vap["spec"]["validations"]]
+
+
+def test_the_placement_is_read_from_the_rendered_pod_spec():
+    pool = {"pool": "a", "zone": "z"}
+    terms = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In",
+                                                     "values": ["z"]}]}] * 2}}}}
+    assert targets.placement({"nodeSelector": {"pool": "a"}, **terms}, pool) == \
+        ({"pool": "a"}, {"zone": "z"})
+    assert targets.placement({"nodeSelector": {"pool": "b"}}, pool) == ({}, {})

@@ -391,3 +391,34 @@ def test_thread_variables_are_judged_as_the_container_sees_them(controlplane):
     finally:
         for obj in reversed(made):
             _delete(cp, obj)
+
+
+def test_a_pod_placed_through_node_affinity_is_judged_by_it(controlplane):
+    """Golden case knative-affinity-flag (Knative allows affinity, not nodeSelector): the
+    pod of the rendered Configuration, placed through its required node affinity, is
+    created; the same pod without the affinity is refused."""
+    cp = controlplane
+    cp.pod_namespace("serving")
+    cfg = _guarded_config("knative-affinity-flag").replace(
+        "admissionPolicy:\n      enabled: true",
+        f"admissionPolicy:\n      enabled: true\n      name: {NAME}-affinity\n"
+        f"      validationActions: [Deny]")
+    assert f"{NAME}-affinity" in cfg
+    text = (TESTDATA / "knative-affinity-flag" / "input.yaml").read_text("utf-8")
+    out = yaml.safe_load(run_fn([], text + config_section(cfg)).stdout)
+    made = [o for o in out["items"] if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    (conf,) = [o for o in out["items"] if o["kind"] == "Configuration"]
+    placed = _pod(conf)
+    unplaced = json.loads(json.dumps(placed))
+    del unplaced["spec"]["affinity"]
+    try:
+        for obj in made:
+            _create(cp, obj)
+        cluster.wait("the policy in force", lambda: _try_pod(cp, "serving", unplaced)[0] >= 400)
+        assert "required node affinity krm-fn.dev/cpu-pinning In [true] of its node pool is " \
+               "missing" in _try_pod(cp, "serving", unplaced)[1]["message"]
+        status, body, warnings = _try_pod(cp, "serving", placed)
+        assert (status, warnings) == (201, []), body
+    finally:
+        for obj in reversed(made):
+            _delete(cp, obj)

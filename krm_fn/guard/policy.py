@@ -14,7 +14,8 @@ what the render's verdict promised of it and what the pod alone shows:
   the container sees them: the last entry of each name, a literal (not valueFrom), an
   omitted value the empty string (the API server drops an empty `value`; the kubelet's
   makeEnvironmentVariables, pkg/kubelet/kubelet_pods.go, keeps the last entry of a name);
-- the node pool's nodeSelector is present;
+- the node pool's nodeSelector is present, or for a pod the render placed through its
+  required node affinity instead, every term of it still requires the pool's labels;
 - no pod-level `spec.resources` for cpu or memory appeared on a pod whose template the
   render left without them (targets.POD_LEVEL_*): with the PodLevelResources gate the
   pod's QoS class comes from them alone, and without PodLevelResourceManagers the static
@@ -105,6 +106,12 @@ POD_SET = (f"has({_POD}) && (has({_POD}.requests) && ['cpu', 'memory'].exists(r,
 POD_EQUAL = (f"has({_POD}.requests) && has({_POD}.limits) && ['cpu', 'memory'].all(r, r in "
              f"{_POD}.requests && r in {_POD}.limits && quantity({_POD}.requests[r])"
              f".compareTo(quantity({_POD}.limits[r])) == 0)")
+_TERMS = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+AFFINE = (f"has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
+          f"has({_TERMS}) && size({_TERMS}.nodeSelectorTerms) > 0 && "
+          f"{_TERMS}.nodeSelectorTerms.all(t, has(t.matchExpressions) && "
+          f"t.matchExpressions.exists(m, m.key == k && m.operator == 'In' && has(m.values) && "
+          f"size(m.values) > 0 && m.values.all(v, v == variables.nodeAffinity[k])))")
 SELECTED = ("has(object.spec.nodeSelector) && k in object.spec.nodeSelector && "
             "object.spec.nodeSelector[k] == variables.nodeSelector[k]")
 
@@ -124,9 +131,10 @@ def _lookup(data: dict) -> str:
 def variables(targets: list) -> list:
     """The policy's `variables`: `guard` (the pod's label value), `workload` (how messages
     name it), `cpus` ({pinned container: cpu rendered}), `smt`, `threadEnv` and
-    `nodeSelector` (when some target has one), `podLevel` (when some target checks
-    pod-level resources), then the failures: `unequal`, `fractional`, `threadsChanged`,
-    `selectorMissing`, `podResources` (lists of strings naming what failed)."""
+    `nodeSelector`, `nodeAffinity` (when some target has one), `podLevel` (when some target
+    checks pod-level resources), then the failures: `unequal`, `fractional`,
+    `threadsChanged`, `selectorMissing`, `affinityMissing`, `podResources` (lists of
+    strings naming what failed)."""
     out = [("guard", f"object.metadata.labels[{cel_str(LABEL)}]"),
            ("workload", cel_value({t.value: f"{t.workload} (node pool {t.pool})"
                                    for t in targets}) + "[variables.guard]"),
@@ -150,6 +158,11 @@ def variables(targets: list) -> list:
         out += [("nodeSelector", _lookup(selectors)),
                 ("selectorMissing", f"variables.nodeSelector.filter(k, !({SELECTED}))"
                                     f".map(k, k + '=' + variables.nodeSelector[k])")]
+    affinity = _by_target(targets, "node_affinity")
+    if affinity:
+        out += [("nodeAffinity", _lookup(affinity)),
+                ("affinityMissing", f"variables.nodeAffinity.filter(k, !({AFFINE}))"
+                                    f".map(k, k + ' In [' + variables.nodeAffinity[k] + ']')")]
     pod_level = _by_target(targets, "pod_level")
     if pod_level:
         out += [("podLevel", f"{cel_value(pod_level)}[?variables.guard].orValue(0)"),
@@ -201,6 +214,13 @@ def validations(targets: list) -> list:
             "'nodeSelector ' + variables.selectorMissing.join(', ') + "
             + cel_str(" of its node pool is missing: the pod may land on a node without the "
                       "pool's kubelet configuration; add it back")))
+    if _by_target(targets, "node_affinity"):
+        out.append(_validation(
+            "affinityMissing", "the pod's required node affinity lacks its node pool",
+            "'required node affinity ' + variables.affinityMissing.join(', ') + "
+            + cel_str(" of its node pool is missing from a term: the pod may land on a node "
+                      "without the pool's kubelet configuration; add it back to every "
+                      "term")))
     if _by_target(targets, "pod_level"):
         out.append(_validation(
             "podResources", "pod-level spec.resources were added to a pod krm-fn pins",

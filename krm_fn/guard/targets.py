@@ -45,13 +45,16 @@ POD_LEVEL_UNPINS = 1        # any pod-level cpu or memory: no exclusive CPUs
 POD_LEVEL_QOS = 2           # pod-level cpu and memory requests must equal their limits
 
 
-class Target(namedtuple("Target", "value workload pool cpus env node_selector smt pod_level",
-                         defaults=(POD_LEVEL_UNCHECKED,))):
+class Target(namedtuple("Target", "value workload pool cpus env node_selector smt pod_level "
+                         "node_affinity", defaults=(POD_LEVEL_UNCHECKED, None))):
     """One labelled pod template. `value`: its LABEL value; `workload`: how messages name
     it ("Deployment ns/name"); `pool`: its node pool's name; `cpus`: {pinned container
     name: cpu as rendered (str)}; `env`: {pinned container name: {thread variable: value
-    (str)}} for the containers that hold one; `node_selector`: the pool's nodeSelector
-    ({label: value}); `smt`: the number the pinned CPUs must be a multiple of (the pool's
+    (str)}} for the containers that hold one; `node_selector`: the labels of the pool's
+    nodeSelector ({label: value}) the rendered pod spec's nodeSelector holds;
+    `node_affinity`: those it requires through every term of its required node affinity
+    instead (as krm-fn places a Knative pod whose nodeSelector Knative disallows), {} or
+    None when none; `smt`: the number the pinned CPUs must be a multiple of (the pool's
     threads per core under full-pcpus-only, else 1); `pod_level`: one of POD_LEVEL_*."""
 
     __slots__ = ()
@@ -75,6 +78,8 @@ def label_value(ref, index: int, target: Target | None = None) -> str:
         ident += "\n" + repr((sorted(target.cpus.items()),
                               sorted((c, sorted(e.items())) for c, e in target.env.items()),
                               sorted(target.node_selector.items()), target.smt))
+        if target.node_affinity:
+            ident += repr(sorted(target.node_affinity.items()))
     digest = hashlib.sha256(ident.encode()).hexdigest()[:_HASH]
     name = "".join(ch if ch.isascii() and (ch.isalnum() or ch in "-_.") else "-"
                    for ch in str(ref.name))
@@ -106,8 +111,41 @@ def checked(pod, pinned: frozenset, pool, names: frozenset, node=None) -> Target
         if found:
             env[str(c.name)] = found
     smt = pool.threads_per_core if pool.full_pcpus_only else 1
-    return Target("", str(pod.ref), str(pool.name), cpus, env, dict(pool.node_selector), smt,
-                  pod_level(pod, node))
+    selector, affinity = placement(pod.spec, pool.node_selector)
+    return Target("", str(pod.ref), str(pool.name), cpus, env, selector, smt,
+                  pod_level(pod, node), affinity)
+
+
+_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution",
+          "nodeSelectorTerms")
+
+
+def requires(term: object, key: str, value: str) -> bool:
+    """Whether the node selector term `term` has a matchExpression `key` In values all
+    equal to `value` (nodes without that label value never match it)."""
+    exprs = term.get("matchExpressions") if isinstance(term, dict) else None
+    return isinstance(exprs, list) and any(
+        isinstance(m, dict) and m.get("key") == key and m.get("operator") == "In"
+        and isinstance(m.get("values"), list) and m["values"]
+        and all(v == value for v in m["values"]) for m in exprs)
+
+
+def placement(spec: dict, selector: dict) -> tuple:
+    """({label: value} of the pool's nodeSelector `selector` the pod spec `spec` (as the
+    render leaves it) holds in its nodeSelector, {label: value} of the others that every
+    term of its required node affinity requires instead): how the rendered pod reaches the
+    pool, which the policy checks. A label neither holds is not checked (the render did not
+    place the pod on it)."""
+    held = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
+    terms = get_path(spec, _TERMS)
+    by_selector, by_affinity = {}, {}
+    for key, value in selector.items():
+        if held.get(key) == value:
+            by_selector[str(key)] = str(value)
+        elif isinstance(terms, list) and terms and all(requires(t, key, value)
+                                                       for t in terms):
+            by_affinity[str(key)] = str(value)
+    return by_selector, by_affinity
 
 
 def pod_level(pod, node) -> int:
