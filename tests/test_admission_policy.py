@@ -344,3 +344,19 @@ def test_the_placement_is_read_from_the_rendered_pod_spec():
     assert targets.placement({"nodeSelector": {"pool": "a"}, **terms}, pool) == \
         ({"pool": "a"}, {"zone": "z"})
     assert targets.placement({"nodeSelector": {"pool": "b"}}, pool) == ({}, {})
+
+
+def test_kpt_file_names_fit_a_file_system_for_the_longest_policy_name():
+    """An object name may have 253 characters; a file name at most 255 bytes (NAME_MAX of
+    Linux file systems), so `<name>-binding.yaml` would not be written by kpt."""
+    name = ("a" * 62 + ".") * 4 + "b"
+    assert len(name) == 253
+    out = transform([_deployment()], _config(name=name), set_path=True)
+    paths = [o["metadata"]["annotations"]["internal.config.kubernetes.io/path"]
+             for o in out.emitted[1:]]
+    assert [o["metadata"]["name"] for o in out.emitted[1:]] == [name, name]
+    assert len(set(paths)) == 2 and all(p.startswith("admission-policy/") for p in paths)
+    assert all(len(part.encode()) <= 255 for p in paths for part in p.split("/")), paths
+    assert paths == [o["metadata"]["annotations"]["internal.config.kubernetes.io/path"]
+                     for o in transform([_deployment()], _config(name=name),
+                                        set_path=True).emitted[1:]]

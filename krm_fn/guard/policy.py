@@ -240,6 +240,22 @@ def validations(targets: list) -> list:
 MAX_EXPRESSION = 100_000
 
 
+# The longest file name stem kpt is given for the policy and binding: a file name may have
+# 255 bytes (NAME_MAX of Linux file systems; kpt fails with "file name too long"), an object
+# name 253 characters, and "-binding.yaml" follows the stem
+FILE_STEM = 200
+
+
+def file_stem(name: str) -> str:
+    """The stem of the kpt package files of policy `name`: the name when it is at most
+    FILE_STEM characters, else its start, `-` and 10 hex digits of its SHA-256 (the same in
+    every render)."""
+    if len(name) <= FILE_STEM:
+        return name
+    import hashlib
+    return name[:FILE_STEM - 11] + "-" + hashlib.sha256(name.encode()).hexdigest()[:10]
+
+
 def too_long(vap: dict) -> list:
     """The names of the variables of policy `vap` whose expression the API server would
     refuse for its length (MAX_EXPRESSION); a render with many pod templates makes the
