@@ -302,6 +302,13 @@ def test_the_policy_type_checks_on_every_supported_version(minor):
         assert created["spec"]["validations"] == vap["spec"]["validations"]
         status = _type_checked(cp, vap["metadata"]["name"])
         assert status.get("typeChecking", {}).get("expressionWarnings") is None, status
+        # the variables only some renders have: required node affinity (Knative)
+        affine = _affinity_render(minor, "Deny")
+        assert "nodeAffinity" in [v["name"] for v in affine[0]["spec"]["variables"]]
+        for obj in affine[:2]:
+            _create(cp, obj)
+        status = _type_checked(cp, affine[0]["metadata"]["name"])
+        assert status.get("typeChecking", {}).get("expressionWarnings") is None, status
         # the controller does check: a field the Pod schema lacks is a warning
         wrong = json.loads(json.dumps(vap))
         wrong["metadata"]["name"] = "wrong"
@@ -393,21 +400,32 @@ def test_thread_variables_are_judged_as_the_container_sees_them(controlplane):
             _delete(cp, obj)
 
 
+def _affinity_render(minor: str, action: str) -> tuple:
+    """(policy, binding, the rendered items) of golden case knative-affinity-flag with the
+    guard on (name NAME-affinity, validationActions [action]) for kubernetesVersion
+    `minor`: its Knative pods reach the pool through required node affinity."""
+    cfg = _guarded_config("knative-affinity-flag").replace(
+        "admissionPolicy:\n      enabled: true",
+        f"admissionPolicy:\n      enabled: true\n      name: {NAME}-affinity\n"
+        f"      validationActions: [{action}]").replace(
+        "spec:\n", f"spec:\n  kubernetesVersion: '{minor}'\n", 1)
+    assert f"{NAME}-affinity" in cfg and f"kubernetesVersion: '{minor}'" in cfg
+    text = (TESTDATA / "knative-affinity-flag" / "input.yaml").read_text("utf-8")
+    out = yaml.safe_load(run_fn([], text + config_section(cfg)).stdout)
+    by_kind = {o["kind"]: o for o in out["items"]}
+    return (by_kind["ValidatingAdmissionPolicy"], by_kind["ValidatingAdmissionPolicyBinding"],
+            out["items"])
+
+
 def test_a_pod_placed_through_node_affinity_is_judged_by_it(controlplane):
     """Golden case knative-affinity-flag (Knative allows affinity, not nodeSelector): the
     pod of the rendered Configuration, placed through its required node affinity, is
     created; the same pod without the affinity is refused."""
     cp = controlplane
     cp.pod_namespace("serving")
-    cfg = _guarded_config("knative-affinity-flag").replace(
-        "admissionPolicy:\n      enabled: true",
-        f"admissionPolicy:\n      enabled: true\n      name: {NAME}-affinity\n"
-        f"      validationActions: [Deny]")
-    assert f"{NAME}-affinity" in cfg
-    text = (TESTDATA / "knative-affinity-flag" / "input.yaml").read_text("utf-8")
-    out = yaml.safe_load(run_fn([], text + config_section(cfg)).stdout)
-    made = [o for o in out["items"] if o["kind"].startswith("ValidatingAdmissionPolicy")]
-    (conf,) = [o for o in out["items"] if o["kind"] == "Configuration"]
+    vap, vapb, items = _affinity_render(f"{VERSIONS[-1][0]}.{VERSIONS[-1][1]}", "Deny")
+    made = [vap, vapb]
+    (conf,) = [o for o in items if o["kind"] == "Configuration"]
     placed = _pod(conf)
     unplaced = json.loads(json.dumps(placed))
     del unplaced["spec"]["affinity"]

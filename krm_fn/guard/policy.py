@@ -30,8 +30,8 @@ krm-fn.dev/guard label, looked up once per request in `variables`. Every express
 only what the API server's CEL environment offers to every supported version: the
 Kubernetes quantity library (`quantity`, `compareTo`, `isInteger`, `asInteger`) and CEL
 optional types (`[?key]`, `orValue`), both from 1.28, the Kubernetes list library's
-`lastIndexOf` (from 1.24), and the strings extension's `join` (version 0)
-(https://kubernetes.io/docs/reference/using-api/cel/, k8s.io/apiserver
+`lastIndexOf` (in the base environment: IntroducedVersion 1.0), and the strings
+extension's `join` (version 0) (https://kubernetes.io/docs/reference/using-api/cel/, k8s.io/apiserver
 pkg/cel/environment/base.go). Literals are homogeneous (the environment's
 HomogeneousAggregateLiterals), and no map of the data holds an empty map or list.
 """
