@@ -165,7 +165,8 @@ def test_the_policy_holds_what_the_render_left():
          "resources": ["pods"]}]
     v = _variables(vap)
     assert list(v) == ["guard", "workload", "cpus", "smt", "unequal", "fractional",
-                       "threadEnv", "threadsChanged", "nodeSelector", "selectorMissing"]
+                       "threadEnv", "threadsChanged", "nodeSelector", "selectorMissing",
+                       "podLevel", "podResources"]
     assert v["guard"] == "object.metadata.labels['krm-fn.dev/guard']"
     assert v["workload"] == ("{'llm-8bdc0605ad': 'Deployment serving/llm (node pool "
                              "inference)'}[variables.guard]")
@@ -176,9 +177,11 @@ def test_the_policy_holds_what_the_render_left():
                               "[?variables.guard].orValue({})")
     assert v["nodeSelector"] == ("{'llm-8bdc0605ad': {'krm-fn.dev/cpu-pinning': 'true'}}"
                                  "[?variables.guard].orValue({})")
+    assert v["podLevel"] == "{'llm-8bdc0605ad': 1}[?variables.guard].orValue(0)"
     assert [x["expression"] for x in vap["spec"]["validations"]] == [
         "size(variables.unequal) == 0", "size(variables.fractional) == 0",
-        "size(variables.threadsChanged) == 0", "size(variables.selectorMissing) == 0"]
+        "size(variables.threadsChanged) == 0", "size(variables.selectorMissing) == 0",
+        "size(variables.podResources) == 0"]
     vapb = _emitted(out, "ValidatingAdmissionPolicyBinding")
     assert vapb["spec"] == {"policyName": "krm-fn-guard", "validationActions": ["Deny"]}
 
@@ -256,7 +259,7 @@ def test_a_policy_too_long_for_the_cel_parser_is_an_error_not_emitted(monkeypatc
     (err,) = [r for r in out.results if r.severity == ERROR]
     assert err.message.startswith(
         "spec.output.admissionPolicy: the admission policy's unequal, fractional, threadEnv, "
-        "threadsChanged would be longer than the 300 characters the API server's CEL parser takes (1 pod "
+        "threadsChanged, podResources would be longer than the 300 characters the API server's CEL parser takes (1 pod "
         "templates)")
 
 
@@ -311,3 +314,73 @@ def test_a_predictor_without_a_worker_spec_is_checked():
     assert vap["spec"]["matchConstraints"]["objectSelector"]["matchExpressions"] == [
         {"key": targets.LABEL, "operator": "In", "values": [labels[targets.LABEL]]}]
     assert not [r for r in out.results if "not checked" in r.message]
+
+
+def test_pod_level_resources_are_checked_as_the_pools_kubelet_treats_them():
+    """Pod-level spec.resources added to a pod the render left without them: the static
+    CPU Manager skips the pod (1) unless PodLevelResourceManagers is on, then they must be
+    Guaranteed (2); a template that sets them itself (the verdict judged it) is not
+    checked for them, and no target to check leaves the variables out."""
+    def pod_level(cfg, *items) -> str | None:
+        vap = _emitted(transform(list(items), cfg), "ValidatingAdmissionPolicy")
+        return _variables(vap).get("podLevel")
+    assert pod_level(_config(), _deployment()) == \
+        "{'llm-8bdc0605ad': 1}[?variables.guard].orValue(0)"
+    gated = _config()
+    gated["spec"]["kubernetesVersion"] = "1.37"
+    gated["spec"]["output"]["baseline"] = {"featureGates": {"PodLevelResourceManagers": True}}
+    assert pod_level(gated, _deployment()).endswith(": 2}[?variables.guard].orValue(0)")
+    own = _deployment()
+    own["spec"]["template"]["spec"]["resources"] = {"limits": {"cpu": "4", "memory": "1Gi"}}
+    lowered = _config()
+    lowered["spec"]["verdict"] = {"onFailure": "warning"}
+    assert pod_level(lowered, own) is None
+    both = pod_level(lowered, own, _deployment("b"))
+    assert both.startswith("{'b-") and both.endswith(": 1}[?variables.guard].orValue(0)")
+
+
+def test_a_pod_placed_through_node_affinity_is_checked_for_it_not_for_a_selector():
+    """Knative allowing affinity but not nodeSelector (golden case knative-affinity-flag):
+    krm-fn reaches the pool through every required node affinity term, so the policy
+    checks those terms; a nodeSelector the rendered pods never carry would refuse them."""
+    from tests.helpers import TESTDATA, case_input, run_fn
+    import yaml
+    text = case_input("knative-affinity-flag").replace(
+        "  spec:\n    workloads:", "  spec:\n    output: {admissionPolicy: {enabled: true}}\n"
+                                   "    workloads:", 1)
+    assert "admissionPolicy" in text and (TESTDATA / "knative-affinity-flag").is_dir()
+    out = yaml.safe_load(run_fn([], text).stdout)
+    (vap,) = [o for o in out["items"] if o["kind"] == "ValidatingAdmissionPolicy"]
+    v = _variables(vap)
+    assert "nodeSelector" not in v and "selectorMissing" not in v
+    assert v["nodeAffinity"].endswith("{'krm-fn.dev/cpu-pinning': 'true'}}"
+                                      "[?variables.guard].orValue({})")
+    assert v["nodeAffinity"].count("{'krm-fn.dev/cpu-pinning': 'true'}") == 2
+    assert "size(variables.affinityMissing) == 0" in [
+        x["expression"] for x in vap["spec"]["validations"]]
+
+
+def test_the_placement_is_read_from_the_rendered_pod_spec():
+    pool = {"pool": "a", "zone": "z"}
+    terms = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In",
+                                                     "values": ["z"]}]}] * 2}}}}
+    assert targets.placement({"nodeSelector": {"pool": "a"}, **terms}, pool) == \
+        ({"pool": "a"}, {"zone": "z"})
+    assert targets.placement({"nodeSelector": {"pool": "b"}}, pool) == ({}, {})
+
+
+def test_kpt_file_names_fit_a_file_system_for_the_longest_policy_name():
+    """An object name may have 253 characters; a file name at most 255 bytes (NAME_MAX of
+    Linux file systems), so `<name>-binding.yaml` would not be written by kpt."""
+    name = ("a" * 62 + ".") * 4 + "b"
+    assert len(name) == 253
+    out = transform([_deployment()], _config(name=name), set_path=True)
+    paths = [o["metadata"]["annotations"]["internal.config.kubernetes.io/path"]
+             for o in out.emitted[1:]]
+    assert [o["metadata"]["name"] for o in out.emitted[1:]] == [name, name]
+    assert len(set(paths)) == 2 and all(p.startswith("admission-policy/") for p in paths)
+    assert all(len(part.encode()) <= 255 for p in paths for part in p.split("/")), paths
+    assert paths == [o["metadata"]["annotations"]["internal.config.kubernetes.io/path"]
+                     for o in transform([_deployment()], _config(name=name),
+                                        set_path=True).emitted[1:]]

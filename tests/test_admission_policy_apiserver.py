@@ -8,7 +8,8 @@ the release go.mod pins: v1.37).
   controllers that change a pod after the render: one adds a sidecar without resources,
   one a native sidecar (a restartable init container) without resources, one raises
   OMP_NUM_THREADS, one drops the nodeSelector, one sets the pinned container's
-  cpu to an odd number on a full-pcpus-only pool. Each pod is refused with the check's
+  cpu to an odd number on a full-pcpus-only pool, one adds pod-level resources (the static
+  CPU Manager skips such a pod on 1.37 by default). Each pod is refused with the check's
   message under Deny, and created with that message as a warning under Warn; the pods of
   a workload that opts out and of a namespace outside the binding are created, mutated
   but unchecked. Pods are created with dryRun=All: admission runs in full, nothing is
@@ -144,6 +145,11 @@ MUTATIONS = {
         "'/spec/containers/0/resources/requests/cpu', value: '3'}]"),
         "pinned container(s) server (cpu 3, rendered 4) need a whole number of CPUs, a "
         "multiple of 2 (the pool runs full-pcpus-only with 2 threads per core)"),
+    "pod-level": (_apply_config(
+        "Object{spec: Object.spec{resources: Object.spec.resources{limits: {'cpu': '4', "
+        "'memory': '1Gi'}}}}"),
+        "pod-level spec.resources set: the static CPU Manager gives a pod with pod-level "
+        "resources no exclusive CPUs"),
 }
 
 
@@ -156,6 +162,7 @@ MUTATED = {
     spec["containers"][0].get("env", []),
     "selector": lambda spec: "nodeSelector" not in spec,
     "cpu": lambda spec: spec["containers"][0]["resources"]["limits"]["cpu"] == "3",
+    "pod-level": lambda spec: "resources" in spec,
 }
 
 
@@ -295,6 +302,13 @@ def test_the_policy_type_checks_on_every_supported_version(minor):
         assert created["spec"]["validations"] == vap["spec"]["validations"]
         status = _type_checked(cp, vap["metadata"]["name"])
         assert status.get("typeChecking", {}).get("expressionWarnings") is None, status
+        # the variables only some renders have: required node affinity (Knative)
+        affine = _affinity_render(minor, "Deny")
+        assert "nodeAffinity" in [v["name"] for v in affine[0]["spec"]["variables"]]
+        for obj in affine[:2]:
+            _create(cp, obj)
+        status = _type_checked(cp, affine[0]["metadata"]["name"])
+        assert status.get("typeChecking", {}).get("expressionWarnings") is None, status
         # the controller does check: a field the Pod schema lacks is a warning
         wrong = json.loads(json.dumps(vap))
         wrong["metadata"]["name"] = "wrong"
@@ -345,3 +359,84 @@ def test_every_golden_render_with_the_guard_on_is_accepted(controlplane, case, t
     after = _applied(_documents(p.stdout))
     before = _applied(_documents(case_input(case)))
     assert_no_new_refusal(controlplane, before, after, tmp_path, f"golden/{case}")
+
+
+def _with_env(name: str, env: list) -> dict:
+    """_deployment(`name`) whose container starts with `env`."""
+    d = _deployment(name)
+    d["spec"]["template"]["spec"]["containers"][0]["env"] = env
+    return d
+
+
+def test_thread_variables_are_judged_as_the_container_sees_them(controlplane):
+    """The kubelet keeps the last env entry of a name (makeEnvironmentVariables), and the
+    API server drops an empty `value`: a rendered pod whose thread variable is repeated
+    (the last a literal) or empty is not refused; a later entry that changes it is."""
+    cp = controlplane
+    cp.pod_namespace(GUARDED)
+    omp = "OMP_NUM_THREADS"
+    items = [_with_env("dup", [{"name": omp, "value": "8"}, {"name": omp, "value": "4"}]),
+             _with_env("from", [{"name": omp, "valueFrom": {"resourceFieldRef": {
+                 "resource": "limits.cpu"}}}, {"name": omp, "value": "4"}]),
+             _with_env("empty", [{"name": omp, "value": ""}])]
+    name = NAME + "-env"
+    cfg = _config(f"{VERSIONS[-1][0]}.{VERSIONS[-1][1]}", ["Deny"])
+    cfg["spec"]["output"]["admissionPolicy"]["name"] = name
+    out = transform(items, cfg, keep_tuned=True)
+    made = [o for o in out.emitted if o["kind"].startswith("ValidatingAdmissionPolicy")]
+    changed = _pod(out.tuned[0])
+    changed["spec"]["containers"][0]["env"].append({"name": omp, "value": "64"})
+    try:
+        for obj in made:
+            _create(cp, obj)
+        cluster.wait("the policy in force", lambda: _try_pod(cp, GUARDED, changed)[0] >= 400)
+        assert "thread-count variables changed in server: OMP_NUM_THREADS=4" in \
+            _try_pod(cp, GUARDED, changed)[1]["message"]
+        for i in range(len(items)):
+            status, body, _ = _try_pod(cp, GUARDED, _pod(out.tuned[i]))
+            assert status == 201, (items[i]["metadata"]["name"], body)
+    finally:
+        for obj in reversed(made):
+            _delete(cp, obj)
+
+
+def _affinity_render(minor: str, action: str) -> tuple:
+    """(policy, binding, the rendered items) of golden case knative-affinity-flag with the
+    guard on (name NAME-affinity, validationActions [action]) for kubernetesVersion
+    `minor`: its Knative pods reach the pool through required node affinity."""
+    cfg = _guarded_config("knative-affinity-flag").replace(
+        "admissionPolicy:\n      enabled: true",
+        f"admissionPolicy:\n      enabled: true\n      name: {NAME}-affinity\n"
+        f"      validationActions: [{action}]").replace(
+        "spec:\n", f"spec:\n  kubernetesVersion: '{minor}'\n", 1)
+    assert f"{NAME}-affinity" in cfg and f"kubernetesVersion: '{minor}'" in cfg
+    text = (TESTDATA / "knative-affinity-flag" / "input.yaml").read_text("utf-8")
+    out = yaml.safe_load(run_fn([], text + config_section(cfg)).stdout)
+    by_kind = {o["kind"]: o for o in out["items"]}
+    return (by_kind["ValidatingAdmissionPolicy"], by_kind["ValidatingAdmissionPolicyBinding"],
+            out["items"])
+
+
+def test_a_pod_placed_through_node_affinity_is_judged_by_it(controlplane):
+    """Golden case knative-affinity-flag (Knative allows affinity, not nodeSelector): the
+    pod of the rendered Configuration, placed through its required node affinity, is
+    created; the same pod without the affinity is refused."""
+    cp = controlplane
+    cp.pod_namespace("serving")
+    vap, vapb, items = _affinity_render(f"{VERSIONS[-1][0]}.{VERSIONS[-1][1]}", "Deny")
+    made = [vap, vapb]
+    (conf,) = [o for o in items if o["kind"] == "Configuration"]
+    placed = _pod(conf)
+    unplaced = json.loads(json.dumps(placed))
+    del unplaced["spec"]["affinity"]
+    try:
+        for obj in made:
+            _create(cp, obj)
+        cluster.wait("the policy in force", lambda: _try_pod(cp, "serving", unplaced)[0] >= 400)
+        assert "required node affinity krm-fn.dev/cpu-pinning In [true] of its node pool is " \
+               "missing" in _try_pod(cp, "serving", unplaced)[1]["message"]
+        status, body, warnings = _try_pod(cp, "serving", placed)
+        assert (status, warnings) == (201, []), body
+    finally:
+        for obj in reversed(made):
+            _delete(cp, obj)

@@ -10,8 +10,17 @@ what the render's verdict promised of it and what the pod alone shows:
   (https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/#static-policy);
 - each pinned container's cpu is a whole number, on a full-pcpus-only pool a multiple of
   the threads per core (else the kubelet refuses the pod with SMTAlignmentError);
-- the thread-count variables of each pinned container still hold the values rendered;
-- the node pool's nodeSelector is present.
+- the thread-count variables of each pinned container still hold the values rendered, as
+  the container sees them: the last entry of each name, a literal (not valueFrom), an
+  omitted value the empty string (the API server drops an empty `value`; the kubelet's
+  makeEnvironmentVariables, pkg/kubelet/kubelet_pods.go, keeps the last entry of a name);
+- the node pool's nodeSelector is present, or for a pod the render placed through its
+  required node affinity instead, every term of it still requires the pool's labels;
+- no pod-level `spec.resources` for cpu or memory appeared on a pod whose template the
+  render left without them (targets.POD_LEVEL_*): with the PodLevelResources gate the
+  pod's QoS class comes from them alone, and without PodLevelResourceManagers the static
+  CPU Manager skips the pod (KEP-2837,
+  https://github.com/kubernetes/enhancements/tree/master/keps/sig-node/2837-pod-level-resource-spec).
 
 Capacity, NUMA admission, quotas and what the kubelet's configuration decides are the
 render's alone (docs/admission-policy.md).
@@ -20,15 +29,15 @@ The per-pod-template data (guard.targets.Target) are CEL map literals keyed by t
 krm-fn.dev/guard label, looked up once per request in `variables`. Every expression uses
 only what the API server's CEL environment offers to every supported version: the
 Kubernetes quantity library (`quantity`, `compareTo`, `isInteger`, `asInteger`) and CEL
-optional types (`[?key]`, `orValue`), both from 1.28, and the strings extension's `join`
-(version 0)
-(https://kubernetes.io/docs/reference/using-api/cel/, k8s.io/apiserver
+optional types (`[?key]`, `orValue`), both from 1.28, the Kubernetes list library's
+`lastIndexOf` (in the base environment: IntroducedVersion 1.0), and the strings
+extension's `join` (version 0) (https://kubernetes.io/docs/reference/using-api/cel/, k8s.io/apiserver
 pkg/cel/environment/base.go). Literals are homogeneous (the environment's
 HomogeneousAggregateLiterals), and no map of the data holds an empty map or list.
 """
 from __future__ import annotations
 
-from krm_fn.guard.targets import LABEL
+from krm_fn.guard.targets import LABEL, POD_LEVEL_UNPINS
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 STATIC_POLICY = ("https://kubernetes.io/docs/tasks/administer-cluster/"
@@ -83,8 +92,26 @@ EQUAL = (f"{_RES.format('requests')} && has(c.resources.limits) && "
 CPU = f"{_RES.format('limits')} && 'cpu' in c.resources.limits"
 WHOLE = (f"{CPU} && quantity(c.resources.limits['cpu']).isInteger() && "
          f"quantity(c.resources.limits['cpu']).asInteger() % variables.smt == 0")
-KEPT = ("has(c.env) && c.env.exists(e, e.name == k) && c.env.all(e, e.name != k || "
-        "(has(e.value) && e.value == variables.threadEnv[c.name][k]))")
+# the entry of variable k the container runs with: the last of that name (the kubelet's
+# makeEnvironmentVariables keeps the last; an omitted `value` is the empty string)
+LAST = "c.env[c.env.map(e, e.name).lastIndexOf(k)]"
+KEPT = (f"has(c.env) && c.env.exists(e, e.name == k) && !has({LAST}.valueFrom) && "
+        f"(has({LAST}.value) ? {LAST}.value : '') == variables.threadEnv[c.name][k]")
+# pod-level resources (object.spec.resources) that name cpu or memory, and their being
+# Guaranteed (requests equal to limits for both)
+_POD = "object.spec.resources"
+POD_SET = (f"has({_POD}) && (has({_POD}.requests) && ['cpu', 'memory'].exists(r, r in "
+           f"{_POD}.requests) || has({_POD}.limits) && ['cpu', 'memory'].exists(r, r in "
+           f"{_POD}.limits))")
+POD_EQUAL = (f"has({_POD}.requests) && has({_POD}.limits) && ['cpu', 'memory'].all(r, r in "
+             f"{_POD}.requests && r in {_POD}.limits && quantity({_POD}.requests[r])"
+             f".compareTo(quantity({_POD}.limits[r])) == 0)")
+_TERMS = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
+AFFINE = (f"has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
+          f"has({_TERMS}) && size({_TERMS}.nodeSelectorTerms) > 0 && "
+          f"{_TERMS}.nodeSelectorTerms.all(t, has(t.matchExpressions) && "
+          f"t.matchExpressions.exists(m, m.key == k && m.operator == 'In' && has(m.values) && "
+          f"size(m.values) > 0 && m.values.all(v, v == variables.nodeAffinity[k])))")
 SELECTED = ("has(object.spec.nodeSelector) && k in object.spec.nodeSelector && "
             "object.spec.nodeSelector[k] == variables.nodeSelector[k]")
 
@@ -104,8 +131,10 @@ def _lookup(data: dict) -> str:
 def variables(targets: list) -> list:
     """The policy's `variables`: `guard` (the pod's label value), `workload` (how messages
     name it), `cpus` ({pinned container: cpu rendered}), `smt`, `threadEnv` and
-    `nodeSelector` (when some target has one), then the failures: `unequal`, `fractional`,
-    `threadsChanged`, `selectorMissing` (lists of strings naming what failed)."""
+    `nodeSelector`, `nodeAffinity` (when some target has one), `podLevel` (when some target
+    checks pod-level resources), then the failures: `unequal`, `fractional`,
+    `threadsChanged`, `selectorMissing`, `affinityMissing`, `podResources` (lists of
+    strings naming what failed)."""
     out = [("guard", f"object.metadata.labels[{cel_str(LABEL)}]"),
            ("workload", cel_value({t.value: f"{t.workload} (node pool {t.pool})"
                                    for t in targets}) + "[variables.guard]"),
@@ -129,6 +158,17 @@ def variables(targets: list) -> list:
         out += [("nodeSelector", _lookup(selectors)),
                 ("selectorMissing", f"variables.nodeSelector.filter(k, !({SELECTED}))"
                                     f".map(k, k + '=' + variables.nodeSelector[k])")]
+    affinity = _by_target(targets, "node_affinity")
+    if affinity:
+        out += [("nodeAffinity", _lookup(affinity)),
+                ("affinityMissing", f"variables.nodeAffinity.filter(k, !({AFFINE}))"
+                                    f".map(k, k + ' In [' + variables.nodeAffinity[k] + ']')")]
+    pod_level = _by_target(targets, "pod_level")
+    if pod_level:
+        out += [("podLevel", f"{cel_value(pod_level)}[?variables.guard].orValue(0)"),
+                ("podResources", f"variables.podLevel == 0 || !({POD_SET}) ? [] : "
+                                 f"variables.podLevel == {POD_LEVEL_UNPINS} ? ['set'] : "
+                                 f"{POD_EQUAL} ? [] : ['unequal']")]
     return [{"name": n, "expression": e} for n, e in out]
 
 
@@ -174,6 +214,23 @@ def validations(targets: list) -> list:
             "'nodeSelector ' + variables.selectorMissing.join(', ') + "
             + cel_str(" of its node pool is missing: the pod may land on a node without the "
                       "pool's kubelet configuration; add it back")))
+    if _by_target(targets, "node_affinity"):
+        out.append(_validation(
+            "affinityMissing", "the pod's required node affinity lacks its node pool",
+            "'required node affinity ' + variables.affinityMissing.join(', ') + "
+            + cel_str(" of its node pool is missing from a term: the pod may land on a node "
+                      "without the pool's kubelet configuration; add it back to every "
+                      "term")))
+    if _by_target(targets, "pod_level"):
+        out.append(_validation(
+            "podResources", "pod-level spec.resources were added to a pod krm-fn pins",
+            "'pod-level spec.resources ' + (variables.podResources[0] == 'set' ? " + cel_str(
+                "set: the static CPU Manager gives a pod with pod-level resources no "
+                "exclusive CPUs (PodLevelResourceManagers is off on the pool, KEP-2837)") +
+            " : " + cel_str("without cpu and memory requests equal to limits: the pod's QoS "
+                            "class comes from them alone and it is not Guaranteed") +
+            ") + " + cel_str("; remove spec.resources from the pod (a webhook or controller "
+                             "added it)")))
     return out
 
 
@@ -181,6 +238,22 @@ def validations(targets: list) -> list:
 # expressionSizeCodePointLimit, https://github.com/google/cel-go/blob/v0.29.2/parser/parser.go,
 # which Kubernetes keeps)
 MAX_EXPRESSION = 100_000
+
+
+# The longest file name stem kpt is given for the policy and binding: a file name may have
+# 255 bytes (NAME_MAX of Linux file systems; kpt fails with "file name too long"), an object
+# name 253 characters, and "-binding.yaml" follows the stem
+FILE_STEM = 200
+
+
+def file_stem(name: str) -> str:
+    """The stem of the kpt package files of policy `name`: the name when it is at most
+    FILE_STEM characters, else its start, `-` and 10 hex digits of its SHA-256 (the same in
+    every render)."""
+    if len(name) <= FILE_STEM:
+        return name
+    import hashlib
+    return name[:FILE_STEM - 11] + "-" + hashlib.sha256(name.encode()).hexdigest()[:10]
 
 
 def too_long(vap: dict) -> list:

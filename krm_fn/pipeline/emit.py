@@ -112,7 +112,8 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
     from krm_fn.guard import policy, targets
     from krm_fn.node.formats._common import PATH_ANNOTATION
     cfg, conf = run.cfg, run.cfg.output.admissionPolicy
-    found = [t for item, i in guarded for t in targets.of_item(item, run.pool_info(i), cfg)]
+    found = [t for item, i in guarded
+             for t in targets.of_item(item, run.pool_info(i), cfg, run.nodes[i])]
     where = "spec.output.admissionPolicy"
     if not found:
         out.results.append(Result(f"{where}: no tuned pod template has a container pinned "
@@ -121,8 +122,10 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
         return
     pool = str(cfg.nodePools[0].name)
     labels = {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: pool}
+    stem = policy.file_stem(conf.name)
+
     def ann(kind: str) -> dict:     # kpt: the file of the emitted object in the package
-        return ({PATH_ANNOTATION: f"admission-policy/{conf.name}-{kind}.yaml"}
+        return ({PATH_ANNOTATION: f"admission-policy/{stem}-{kind}.yaml"}
                 if run.set_path else {})
     vap = policy.policy(conf.name, found, labels, ann("policy"))
     long = policy.too_long(vap)

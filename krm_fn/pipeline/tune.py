@@ -100,7 +100,7 @@ def _tune_pods(item: TunedItem, run) -> None:
         metas.append(tuple(at.meta or ()))
     if run.cfg.output.admissionPolicy.enabled and info is not None:
         from krm_fn.guard import targets        # spec.output.admissionPolicy
-        targets.label_all(item, metas, info, run.cfg)
+        targets.label_all(item, metas, info, run.cfg, run.nodes[pick.pool_index])
     _json_types(apivalidation.workload_fields(pick.obj, ("metadata",) not in metas), item,
                 edits, item.tail)
     if listed_at["path"] is not None and not listed_at["matched"]:
