@@ -135,8 +135,8 @@ MUTATIONS = {
     "threads": (_apply_config(
         "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'server', env: "
         "[Object.spec.containers.env{name: 'OMP_NUM_THREADS', value: '64'}]}]}}"),
-        "thread-count variables changed in server: OMP_NUM_THREADS=4 (the values rendered "
-        "for the pinned CPUs)"),
+        "thread-count variables changed in server: OMP_NUM_THREADS is '64', rendered '4' "
+        "(the values rendered are for the pinned CPUs)"),
     "selector": (_json_patch("[JSONPatch{op: 'remove', path: '/spec/nodeSelector'}]"),
                  "nodeSelector krm-fn.dev/cpu-pinning=true of its node pool is missing"),
     "cpu": (_json_patch(
@@ -390,8 +390,18 @@ def test_thread_variables_are_judged_as_the_container_sees_them(controlplane):
         for obj in made:
             _create(cp, obj)
         cluster.wait("the policy in force", lambda: _try_pod(cp, GUARDED, changed)[0] >= 400)
-        assert "thread-count variables changed in server: OMP_NUM_THREADS=4" in \
-            _try_pod(cp, GUARDED, changed)[1]["message"]
+        assert "thread-count variables changed in server: OMP_NUM_THREADS is '64', " \
+            "rendered '4' (" in _try_pod(cp, GUARDED, changed)[1]["message"]
+        gone = _pod(out.tuned[0])       # the message says what the container holds instead
+        env = gone["spec"]["containers"][0]["env"]
+        env[:] = [e for e in env if e["name"] != omp]
+        assert f"changed in server: {omp} is unset, rendered '4' (" in \
+            _try_pod(cp, GUARDED, gone)[1]["message"]
+        moved = _pod(out.tuned[0])
+        moved["spec"]["containers"][0]["env"].append(
+            {"name": omp, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}})
+        assert f"changed in server: {omp} is set from valueFrom, rendered '4' (" in \
+            _try_pod(cp, GUARDED, moved)[1]["message"]
         for i in range(len(items)):
             status, body, _ = _try_pod(cp, GUARDED, _pod(out.tuned[i]))
             assert status == 201, (items[i]["metadata"]["name"], body)

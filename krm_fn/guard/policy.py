@@ -31,8 +31,8 @@ only what the API server's CEL environment offers to every supported version: th
 Kubernetes quantity library (`quantity`, `compareTo`, `isInteger`, `asInteger`) and CEL
 optional types (`[?key]`, `orValue`), both from 1.28, the Kubernetes list library's
 `lastIndexOf` (in the base environment: IntroducedVersion 1.0), and the strings
-extension's `join` (version 0) (https://kubernetes.io/docs/reference/using-api/cel/, k8s.io/apiserver
-pkg/cel/environment/base.go). Literals are homogeneous (the environment's
+extension's `join` (version 0) (https://kubernetes.io/docs/reference/using-api/cel/,
+k8s.io/apiserver pkg/cel/environment/base.go). Literals are homogeneous (the environment's
 HomogeneousAggregateLiterals), and no map of the data holds an empty map or list.
 """
 from __future__ import annotations
@@ -97,6 +97,9 @@ WHOLE = (f"{CPU} && quantity(c.resources.limits['cpu']).isInteger() && "
 LAST = "c.env[c.env.map(e, e.name).lastIndexOf(k)]"
 KEPT = (f"has(c.env) && c.env.exists(e, e.name == k) && !has({LAST}.valueFrom) && "
         f"(has({LAST}.value) ? {LAST}.value : '') == variables.threadEnv[c.name][k]")
+# what the container holds for thread variable k instead, for the message
+FOUND = (f"(!has(c.env) || !c.env.exists(e, e.name == k) ? 'unset' : has({LAST}.valueFrom) "
+         f"? 'set from valueFrom' : has({LAST}.value) ? \"'\" + {LAST}.value + \"'\" : \"''\")")
 # pod-level resources (object.spec.resources) that name cpu or memory, and their being
 # Guaranteed (requests equal to limits for both)
 _POD = "object.spec.resources"
@@ -151,8 +154,8 @@ def variables(targets: list) -> list:
                 ("threadsChanged", each_container(
                     f"filter(c, c.name in variables.threadEnv && variables.threadEnv[c.name]"
                     f".exists(k, !({KEPT}))).map(c, c.name + ': ' + variables.threadEnv"
-                    f"[c.name].filter(k, !({KEPT})).map(k, k + '=' + "
-                    f"variables.threadEnv[c.name][k]).join(', '))"))]
+                    f"[c.name].filter(k, !({KEPT})).map(k, k + ' is ' + {FOUND} + "
+                    f"\", rendered '\" + variables.threadEnv[c.name][k] + \"'\").join(', '))"))]
     selectors = _by_target(targets, "node_selector")
     if selectors:
         out += [("nodeSelector", _lookup(selectors)),
@@ -206,8 +209,8 @@ def validations(targets: list) -> list:
             "threadsChanged", "a thread-count variable of a pinned container differs from "
                               "the value krm-fn rendered",
             "'thread-count variables changed in ' + variables.threadsChanged.join('; ') + "
-            + cel_str(" (the values rendered for the pinned CPUs): a runtime that sizes its "
-                      "thread pools otherwise oversubscribes its CPUs; set them back")))
+            + cel_str(" (the values rendered are for the pinned CPUs): a runtime that sizes "
+                      "its thread pools otherwise oversubscribes its CPUs; set them back")))
     if _by_target(targets, "node_selector"):
         out.append(_validation(
             "selectorMissing", "the pod lacks its node pool's nodeSelector",
