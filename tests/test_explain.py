@@ -230,3 +230,18 @@ def test_a_very_long_unknown_name_is_shortened_in_the_message():
     assert p.stderr.startswith("krm-fn: no config field or ConfigMap key named '" + "x" * 77
                                + "...'")
     assert len(p.stderr) < 1000
+
+
+@pytest.mark.parametrize("name,module", [("verdict", "krm_fn.pipeline.verdict"),
+                                         ("admission-policy", "krm_fn.guard.targets")])
+def test_the_steps_that_tag_results_as_a_rule_are_explained(name, module):
+    """Results carry `tags.rule` "verdict" and "admission-policy" (the guard's label),
+    which no rule module makes: `explain rule NAME` explains the step instead of saying
+    there is no such rule."""
+    import importlib
+    p = run_cli(["explain", "rule", name])
+    mod = importlib.import_module(module)
+    assert (p.returncode, p.stderr) == (0, "")
+    assert p.stdout == (f"RESULTS TAGGED rule: {name} (not a rule: a step after the rules, "
+                        f"{module.replace('.', '/')}.py)\n\n"
+                        + inspect.cleandoc(mod.__doc__) + "\n")

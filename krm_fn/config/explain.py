@@ -70,6 +70,16 @@ def _rules() -> list:
     return [(rule_id(m), m) for m in ((merged, *RULES) if merged not in RULES else RULES)]
 
 
+def _steps() -> list:
+    """(ID, module) of the pipeline steps whose results carry a `rule` tag of their own
+    though no rule module makes them: the verdict (krm_fn.pipeline.verdict) and the
+    admission policy's label (krm_fn.guard.targets, spec.output.admissionPolicy). The IDs
+    are the tags those modules write."""
+    from krm_fn.guard import targets
+    from krm_fn.pipeline import verdict
+    return [(dict(verdict.VERDICT_TAGS)["rule"], verdict), (targets.RULE, targets)]
+
+
 def _source(module) -> str:
     """The file of rule `module`, from the repository root (`krm_fn/rules/threads.py`)."""
     return module.__name__.replace(".", "/") + ".py"
@@ -253,5 +263,10 @@ def explain_rule(name: str | None) -> str:
                 m.__doc__ or "(no documentation)")
             head = f"RULE: {n} ({i + 1} of {len(rules)}, {_source(m)})"
             return head + "\n\n" + doc + "\n"
+    for n, m in _steps():
+        if n == name:
+            head = (f"RESULTS TAGGED rule: {n} (not a rule: a step after the rules, "
+                    f"{_source(m)})")
+            return head + "\n\n" + inspect.cleandoc(m.__doc__) + "\n"
     names = [n for n, _ in rules]
     raise UnknownName(name, difflib.get_close_matches(name, names, n=3, cutoff=0.5), "rule")
