@@ -24,6 +24,7 @@ from krm_fn.config.types import List
 WIDTH = 88
 _INDENT = "    "
 
+
 class UnknownName(LookupError):
     """No config field, flat ConfigMap key or rule has this name. `suggestions`: close
     names (difflib), best first, at most 5."""
