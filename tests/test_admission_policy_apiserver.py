@@ -31,9 +31,6 @@ the release go.mod pins: v1.37).
 from __future__ import annotations
 
 import json
-import ssl
-import urllib.error
-import urllib.request
 
 import pytest
 import yaml
@@ -168,16 +165,7 @@ MUTATED = {
 
 def _call(cp, method: str, path: str, body: object | None = None) -> tuple:
     """(HTTP status, decoded body, [Warning header values]) of one API request."""
-    data = None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(cp.server + path, data=data, method=method, headers={
-        "Authorization": f"Bearer {cp.token}", "Content-Type": "application/json",
-        "Accept": "application/json"})
-    ctx = ssl.create_default_context(cafile=str(cp.ca))
-    try:
-        with urllib.request.urlopen(req, context=ctx, timeout=60) as r:
-            return r.status, json.loads(r.read() or b"null"), r.headers.get_all("Warning") or []
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read() or b"null"), e.headers.get_all("Warning") or []
+    return cp.request_warned(method, path, body)
 
 
 def _path(obj: dict) -> str:

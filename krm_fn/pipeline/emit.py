@@ -7,7 +7,7 @@ an earlier run (kpt feeds the output back in) is rewritten to the plan in place.
 from __future__ import annotations
 
 from krm_fn.node.formats import MANAGED_BY_LABEL, POOL_LABEL, RenderContext, render_with_results
-from krm_fn.node.formats._common import cluster_gates
+from krm_fn.node.formats._common import PATH_ANNOTATION, cluster_gates, pool_labels
 from krm_fn.pipeline.load import flat_paths
 from krm_fn.pipeline.select import annotations_of, ref_of
 from krm_fn.results import ERROR, INFO, WARNING, Result
@@ -79,7 +79,6 @@ def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None
     generate is an error and left alone); `by_name`: the index of the input items that
     `emit` returned (read only: placing an object does not add it)."""
     from krm_fn.monitoring import rules
-    from krm_fn.node.formats._common import PATH_ANNOTATION
     cfg, mon = run.cfg, run.cfg.output.monitoring
     emitted_by: dict = {}
     for t in targets:
@@ -89,14 +88,13 @@ def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None
         ann = ({PATH_ANNOTATION: f"monitoring/{where}{rules.name_of(t)}.yaml"}
                if run.set_path else {})
         obj = rules.prometheus_rule(t, mon, cfg.kubernetesVersion, gates,
-                                    {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(pool.name)},
-                                    ann)
+                                    pool_labels(pool.name), ann)
         if not _collides(obj, pool.name, "monitoring", emitted_by, out):
             _place(obj, items, by_name, run, pool.name, "monitoring", 1, out)
     if mon.grafanaDashboard and any(t.metrics is not None for t in targets):
         pool = cfg.nodePools[targets[0].pool_index]
         obj = rules.dashboard(targets, cfg.output.namespace,
-                              {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(pool.name)})
+                              pool_labels(pool.name))
         if run.set_path:
             obj["metadata"]["annotations"] = {PATH_ANNOTATION: "monitoring/dashboard.yaml"}
         _place(obj, items, by_name, run, pool.name, "monitoring", len(targets), out)
@@ -110,7 +108,6 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
     serve the whole render). No labelled pod template: nothing is emitted, an info says
     so."""
     from krm_fn.guard import policy, targets
-    from krm_fn.node.formats._common import PATH_ANNOTATION
     cfg, conf = run.cfg, run.cfg.output.admissionPolicy
     found = [t for item, i in guarded
              for t in targets.of_item(item, run.pool_info(i), cfg, run.nodes[i])]
@@ -121,7 +118,7 @@ def emit_admission_policy(items: list, run, guarded: list, out, by_name: dict) -
                                   INFO, run.fc_ref))
         return
     pool = str(cfg.nodePools[0].name)
-    labels = {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: pool}
+    labels = pool_labels(pool)
     stem = policy.file_stem(conf.name)
 
     def ann(kind: str) -> dict:     # kpt: the file of the emitted object in the package

@@ -270,6 +270,12 @@ class ControlPlane:
     def request(self, method: str, path: str, body: object | None = None) -> tuple:
         """(HTTP status, decoded JSON body) of one API request; `path` from the root
         ("/api/v1/namespaces")."""
+        return self.request_warned(method, path, body)[:2]
+
+    def request_warned(self, method: str, path: str, body: object | None = None) -> tuple:
+        """`request`, and the values of the response's Warning headers (what admission
+        warnings, such as a ValidatingAdmissionPolicy's under Warn, come back as):
+        (HTTP status, decoded JSON body, [str])."""
         data = None if body is None else json.dumps(body).encode()
         req = urllib.request.Request(self.server + path, data=data, method=method, headers={
             "Authorization": f"Bearer {self.token}", "Content-Type": "application/json",
@@ -277,13 +283,14 @@ class ControlPlane:
         ctx = ssl.create_default_context(cafile=str(self.ca))
         try:
             with urllib.request.urlopen(req, context=ctx, timeout=60) as r:
-                return r.status, json.loads(r.read() or b"null")
+                return (r.status, json.loads(r.read() or b"null"),
+                        r.headers.get_all("Warning") or [])
         except urllib.error.HTTPError as e:
-            raw = e.read()
+            raw, warnings = e.read(), e.headers.get_all("Warning") or []
             try:
-                return e.code, json.loads(raw)
+                return e.code, json.loads(raw), warnings
             except ValueError:
-                return e.code, raw.decode(errors="replace")
+                return e.code, raw.decode(errors="replace"), warnings
 
     def pod_namespace(self, name: str) -> str:
         """Create Namespace `name` unless it exists and wait until its default

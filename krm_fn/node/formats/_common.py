@@ -35,8 +35,14 @@ class Rendered:
 
 
 def labels(plan) -> dict:
-    """Labels of every emitted object."""
-    return {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(plan.pool)}
+    """Labels of every emitted object of node plan `plan` (pool_labels of its pool)."""
+    return pool_labels(plan.pool)
+
+
+def pool_labels(pool) -> dict:
+    """Labels of every object emitted for node pool `pool` (its name): krm-fn manages it,
+    and the pool it was emitted for (what a later render's stale-output check reads)."""
+    return {MANAGED_BY_LABEL: "krm-fn", POOL_LABEL: str(pool)}
 
 
 def name_of(plan, fmt: str) -> str:
