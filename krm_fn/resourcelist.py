@@ -191,7 +191,6 @@ class Retyped:
     def _node(self, i: int, path: tuple):
         """The node of items[i] at `path`, None when absent; the nodes on the way are
         cached (the fields type_of is asked about share their parents)."""
-        from krm_fn.yaml.spans import child
         if not path:
             return self.doc.nodes[i] if i < len(self.doc.nodes) else None
         key = (i, path[:-1])
@@ -202,10 +201,9 @@ class Retyped:
         return None if found is None else found[1]
 
     def __call__(self, i: int, path: tuple) -> bool:
-        from krm_fn.yaml.emit import is_plain_safe
         node = self._node(i, path)
         return (isinstance(node, yaml.ScalarNode) and not node.style
-                and node.tag == "tag:yaml.org,2002:str" and not is_plain_safe(node.value))
+                and node.tag == "tag:yaml.org,2002:str" and not emit.is_plain_safe(node.value))
 
     def type_of(self, i: int, path: tuple) -> str | None:
         """yaml_type of the scalar of items[i] at `path`; None when there is none."""
@@ -240,7 +238,6 @@ def yaml_type(value: str, style: str | None, tag: str) -> str | None:
         return "boolean"
     if value in _YAML11_NULLS:
         return "null"
-    from krm_fn import numbers
     return "number" if numbers.yaml11(value) is not None else "string"
 
 

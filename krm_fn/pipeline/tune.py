@@ -14,7 +14,7 @@ from krm_fn.pipeline.select import PINNED_ANNOTATION, Picked, overrides
 from krm_fn.pod import Edits, Findings, ShapeError, build_views, path_str
 from krm_fn.results import ERROR, Result
 from krm_fn.rules import choice
-from krm_fn.workloads import locations
+from krm_fn.workloads import get_path, locations
 
 
 class TunedPod:
@@ -136,7 +136,13 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
                             namespaces=run.namespaces,
                             knative_features=run.features_for(pod), ictx=run.ictx)
     ctx = rules.run(pod, ctx)
-    _json_types(apivalidation.pod_fields(pod.spec, tuple(at.spec), pod.meta, at.meta),
+    # the input's own scalars, read from the input item: what the rules added or changed
+    # is krm-fn's (written, so skipped by type_errors), and they only add entries, so the
+    # paths of the others are the same in the tuned copy
+    spec = get_path(pick.obj, at.spec)
+    meta = get_path(pick.obj, at.meta) if at.meta is not None else None
+    _json_types(apivalidation.pod_fields(spec if isinstance(spec, dict) else pod.spec,
+                                         tuple(at.spec), meta, at.meta),
                 item, edits, findings)
     return pod, rules.pinned_whole(pod, ctx)
 

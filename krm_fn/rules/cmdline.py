@@ -91,6 +91,8 @@ def flag(toks: list[Token], names: tuple) -> tuple[str, Token, str] | None:
     `--flag=value` with a name in `names`, or None."""
     found = None
     for i, t in enumerate(toks):
+        if "=" not in t.text and t.text not in names:
+            continue                # neither `--flag value` nor `--flag=value` (most words)
         for n in names:
             if t.text == n and i + 1 < len(toks):
                 found = (toks[i + 1].text, toks[i + 1], f"{n} {toks[i + 1].text}")
