@@ -547,6 +547,24 @@ def test_what_krm_fn_writes_is_not_judged_by_the_input_type():
     assert items[0]["spec"]["template"]["spec"]["nodeSelector"]["pool"] == "1"
 
 
+def test_the_input_types_are_read_where_the_input_wrote_them():
+    # the check reads the input's own pod spec (pipeline/tune.py): a thread variable the
+    # input wrote unquoted is rewritten by krm-fn (no error), the env entry after it is
+    # still the input's and named at its own index, and the variables krm-fn appends
+    # after both are never judged
+    obj = _typed(env=[{"name": "OMP_NUM_THREADS", "value": 2},
+                      {"name": "WORKERS", "value": 3}])
+    code, results, items = render(config(), obj)
+    assert code == 1
+    assert errors(results) == [
+        "3 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a "
+        "number, but spec.template.spec.containers[0].env[1].value is a string: the API "
+        "server refuses the workload (server-side apply: \"expected string, got ...\"; "
+        "kubectl apply: \"json: cannot unmarshal number into Go struct field ... of type "
+        "string\"); write it quoted: value: \"3\" " + TYPES_SRC,
+        "left unchanged because of the errors above"]
+
+
 # --- resources: validation.go validateResourceRequirements ---------------------------------
 
 RES_SRC = ("(" + SRC + " validateResourceRequirements, ValidateResourceQuantityValue; "
