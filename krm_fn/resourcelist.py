@@ -427,7 +427,9 @@ def _results_edit(doc: Document, results: list, nl: str) -> tuple | None:
         while start > 0 and text[start - 1] == " ":
             start -= 1
         return (start, rn.end_mark.index, nl + entries[:-len(nl)])
-    pos = line_end(text, content_end(doc.root))
+    # after the comment lines indented under the last entry, as the emitted items are
+    # (_emitted_edit): the new key must not come between the items and those
+    pos = after_own_comments(text, line_end(text, content_end(doc.root)), len(pad))
     return (pos, pos, break_before(text, pos, nl) + pad + "results:" + nl + entries)
 
 

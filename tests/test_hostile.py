@@ -114,6 +114,9 @@ CASES = {
     "r83-comment-after-flow-mapping.yaml": (0, ""),
     "r84-canonical-quantities.yaml": (0, ""),
     "r85-workers-single-process-oom-kill.yaml": (0, ""),
+    # no functionConfig, the last item ending in commented-out lines under it: the emitted
+    # kubelet ConfigMap and the new results key both go after those lines
+    "r86-commented-tail-no-function-config.yaml": (0, ""),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -165,6 +168,16 @@ def test_results_go_before_the_document_end_marker():
     out = run_cli([], (HOSTILE / "r06-dots-end.yaml").read_text()).stdout
     assert out.rstrip().endswith("...")
     assert out.index("results:") < out.rindex("...")
+
+
+def test_emitted_items_stay_items_after_a_commented_tail():
+    out = run_cli([], (HOSTILE / "r86-commented-tail-no-function-config.yaml").read_text()).stdout
+    doc = yaml.safe_load(out)
+    assert [i["kind"] for i in doc["items"]] == ["Deployment", "ConfigMap"]
+    assert all("message" in r for r in doc["results"])
+    # the comments stay under the Deployment, before the emitted ConfigMap
+    assert out.index("        # - name: cache\n- apiVersion: v1\n  kind: ConfigMap") < \
+        out.index("\nresults:\n")
 
 
 def test_fed_back_kubelet_config_is_rewritten_with_a_warning_per_field():
