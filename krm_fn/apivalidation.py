@@ -202,11 +202,14 @@ def _list_items(lst, at: tuple, fields: tuple) -> list:
     return out
 
 
-def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None) -> list:
+def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None,
+               container_keys: tuple = ()) -> list:
     """[(path, API type, value)] of the scalars of pod spec `spec` (at `at`) and its metadata
     `meta` (at `at_meta`) that krm-fn reads: labels, annotations, nodeSelector values,
     runtimeClassName, hostNetwork, os.name, tolerations, and each container's name,
-    image, restartPolicy, command, args and env names and values."""
+    image, restartPolicy, command, args and env names and values; the containers of
+    `initContainers` and `containers`, then those of `container_keys` (keys of `spec`
+    holding one container each: KServe's framework keys, workloads.PodSpecAt)."""
     out = []
     if isinstance(meta, dict) and at_meta is not None:
         for part in ("labels", "annotations"):
@@ -223,13 +226,23 @@ def pod_fields(spec: dict, at: tuple, meta: dict | None, at_meta: tuple | None) 
         for i, c in enumerate(lst if isinstance(lst, list) else ()):
             if not isinstance(c, dict):
                 continue
-            for part in ("command", "args"):
-                items = c.get(part)
-                out += [(at + (key, i, part, j), STRING, x)
-                        for j, x in enumerate(items if isinstance(items, list) else ())]
-            out += _list_items(c.get("env"), at + (key, i, "env"),
-                               (("name", STRING), ("value", STRING)))
+            out += _command_env(c, at + (key, i))
+    for key in container_keys:
+        c = spec.get(key)
+        if isinstance(c, dict):
+            out += [(at + (key, f), api, c[f]) for f, api in _CONTAINER if f in c]
+            out += _command_env(c, at + (key,))
     return out
+
+
+def _command_env(c: dict, at: tuple) -> list:
+    """The command, args and env (names and values) fields of container `c` at `at`."""
+    out = []
+    for part in ("command", "args"):
+        items = c.get(part)
+        out += [(at + (part, j), STRING, x)
+                for j, x in enumerate(items if isinstance(items, list) else ())]
+    return out + _list_items(c.get("env"), at + ("env",), (("name", STRING), ("value", STRING)))
 
 
 # the workload's count fields and their Go struct (the decoder's message names it)

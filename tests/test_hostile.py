@@ -117,6 +117,12 @@ CASES = {
     # no functionConfig, the last item ending in commented-out lines under it: the emitted
     # kubelet ConfigMap and the new results key both go after those lines
     "r86-commented-tail-no-function-config.yaml": (0, ""),
+    # a KServe framework key's container (spec.predictor.pytorch) is type-checked like the
+    # containers of a list
+    "r87-kserve-framework-container-types.yaml": (
+        1, "InferenceService torchscript spec.predictor.pytorch.env[2].value: true is unquoted, "
+           "which YAML 1.1 (kubectl, kustomize, the API server) reads as a boolean, but "
+           "spec.predictor.pytorch.env[2].value is a string"),
     "r59-extra-enforce-reserved-without-baseline.yaml": (
         1, "enforceNodeAllocatable system-reserved, kube-reserved needs systemReservedCgroup/"
            "kubeReservedCgroup, which the kubelet refuses next to reservedSystemCPUs"),
@@ -178,6 +184,12 @@ def test_emitted_items_stay_items_after_a_commented_tail():
     # the comments stay under the Deployment, before the emitted ConfigMap
     assert out.index("        # - name: cache\n- apiVersion: v1\n  kind: ConfigMap") < \
         out.index("\nresults:\n")
+
+
+def test_a_framework_containers_args_are_type_checked_too():
+    p = run_cli([], (HOSTILE / "r87-kserve-framework-container-types.yaml").read_text())
+    assert "InferenceService torchscript spec.predictor.pytorch.args[1]: 1 is unquoted" in p.stderr
+    assert "InferenceService torchscript: left unchanged because of the errors above" in p.stderr
 
 
 def test_fed_back_kubelet_config_is_rewritten_with_a_warning_per_field():

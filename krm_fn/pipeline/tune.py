@@ -142,7 +142,7 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     spec = get_path(pick.obj, at.spec)
     meta = get_path(pick.obj, at.meta) if at.meta is not None else None
     _json_types(apivalidation.pod_fields(spec if isinstance(spec, dict) else pod.spec,
-                                         tuple(at.spec), meta, at.meta),
+                                         tuple(at.spec), meta, at.meta, at.container_keys),
                 item, edits, findings)
     return pod, rules.pinned_whole(pod, ctx)
 
