@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 
 from krm_fn import quantity
-from krm_fn.admission.model import (APP, ERROR, HUGEPAGES, AdmittedPod, Container, Finding,
-                                    NodeModel)
+from krm_fn.admission.model import (APP, ERROR, HUGEPAGES, WARNING, AdmittedPod, Container,
+                                    Finding, NodeModel)
 from krm_fn.pod import path_str
 
 MEMORY_SIGNAL = "memory.available"
@@ -97,6 +97,50 @@ def runtime_class(pod_spec: dict, runtime_classes: dict) -> tuple[dict, dict]:
             {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {})
 
 
+_RC_SRC = ("plugin/pkg/admission/runtimeclass/admission.go setOverhead, validateOverhead; "
+           "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/")
+
+
+def own_overhead(pod_spec: dict, runtime_classes: dict, at: str) -> tuple:
+    """(Finding or None, the overhead {resource: amount} the admitted pod has when the pod
+    spec sets `spec.overhead` itself and the RuntimeClass it names is not in
+    `runtime_classes`, else None). The RuntimeClass admission controller sets the overhead
+    from the RuntimeClass and refuses a pod that sets one of its own: without a
+    runtimeClassName, or naming a RuntimeClass without `overhead` ("pod rejected: Pod
+    Overhead set without corresponding RuntimeClass defined Overhead"), or one whose
+    `overhead.podFixed` is another (amounts compared as quantities; "pod rejected: Pod's
+    Overhead doesn't match RuntimeClass's defined Overhead"). `at`: the pod spec's path."""
+    own = pod_spec.get("overhead")
+    if own is None:
+        return None, None
+    name = pod_spec.get("runtimeClassName")
+    fix = (f"remove spec.overhead: the RuntimeClass admission controller sets it from the "
+           f"pod's RuntimeClass ({_RC_SRC})")
+    if not name:
+        return Finding(ERROR, f"spec.overhead is set without a runtimeClassName: the API server "
+                              f"refuses the pod (pod rejected: Pod Overhead set without "
+                              f"corresponding RuntimeClass defined Overhead); {fix}",
+                       "validation", f"{at}.overhead"), None
+    rc = runtime_classes.get(str(name))
+    if not isinstance(rc, dict):
+        return Finding(WARNING, f"spec.overhead is set: the API server refuses the pod unless "
+                                f"RuntimeClass {name} defines exactly this overhead, and "
+                                f"{name} is not in the input, so that is not checked; {fix}",
+                       "validation", f"{at}.overhead"), resource_map(own)
+    if rc.get("overhead") is None:
+        return Finding(ERROR, f"spec.overhead is set but RuntimeClass {name} defines no "
+                              f"overhead: the API server refuses the pod (pod rejected: Pod "
+                              f"Overhead set without corresponding RuntimeClass defined "
+                              f"Overhead); {fix}", "validation", f"{at}.overhead"), None
+    fixed = rc["overhead"].get("podFixed") if isinstance(rc["overhead"], dict) else None
+    if own and resource_map(own) != resource_map(fixed):
+        return Finding(ERROR, f"spec.overhead is not the overhead.podFixed of RuntimeClass "
+                              f"{name}: the API server refuses the pod (pod rejected: Pod's "
+                              f"Overhead doesn't match RuntimeClass's defined Overhead); {fix}",
+                       "validation", f"{at}.overhead"), None
+    return None, None
+
+
 def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str = "",
                  findings: tuple = (), runtime_classes: dict | None = None,
                  priority_classes: dict | None = None,
@@ -130,6 +174,11 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     aff = pod.spec.get("affinity")
     tol = pod.spec.get("tolerations")
     overhead, rc_sel = runtime_class(pod.spec, runtime_classes or {})
+    refused, unchecked = own_overhead(pod.spec, runtime_classes or {}, path_str(pod.at.spec))
+    if refused is not None:
+        findings = tuple(findings) + (refused,)
+    if unchecked is not None:
+        overhead = unchecked        # admitted only when its RuntimeClass defines the same
     selector = {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {}
     clash = [k for k, v in rc_sel.items() if k in selector and selector[k] != v]
     if clash:
