@@ -177,7 +177,8 @@ def test_results_go_before_the_document_end_marker():
 
 
 def test_emitted_items_stay_items_after_a_commented_tail():
-    out = run_cli([], (HOSTILE / "r86-commented-tail-no-function-config.yaml").read_text()).stdout
+    src = (HOSTILE / "r86-commented-tail-no-function-config.yaml").read_text()
+    out = run_cli([], src).stdout
     doc = yaml.safe_load(out)
     assert [i["kind"] for i in doc["items"]] == ["Deployment", "ConfigMap"]
     assert all("message" in r for r in doc["results"])

@@ -352,3 +352,41 @@ def test_docs_name_every_deliberate_coarseness_and_open_disagreement():
         assert f"- `{key}`: {why}." in text, key
     for key, (why, _) in differential.OPEN.items():
         assert f"- `{key}`: {why}." in text, key
+
+
+# PodLevelResourceManagers on, topologyManagerScope pod: the kubelet takes a pod-level-
+# resources pod's cpu as one block (policy_static.go allocatePodForAdd). krm-fn's packer
+# still judges such a pod container by container (coarser on purpose: the verdict warns),
+# but where the kubelet refuses the pod or pins none of its containers the verdict must
+# be an error: pod-level cpu 5 under full-pcpus-only (SMTAlignmentError), 4500m (shared
+# pool); 6 is admitted, the server's 4 CPUs and the other 2 for the 500m side container,
+# and the verdict only warns.
+@pytest.mark.parametrize("pod_cpu, kubelet_says, severity", [
+    (5, "SMT Alignment Error: requested 5 cpus not multiple cpus per core = 2", "error"),
+    (4.5, "no exclusive CPUs", "error"),
+    (6, "admitted", "warning"),
+])
+def test_pod_level_resource_managers_against_the_kubelet(harnesses, pod_cpu, kubelet_says,
+                                                         severity):
+    from krm_fn.admission.kubelet import judge
+    from krm_fn.quantity import NANO
+    from tests.admission.kit import GI, ctr, pod
+    node = _node(sockets=1, cores=8, threads=2, reservedSystemCPUs="0,1", reserved={0, 1},
+                 version=(1, 37), topologyManagerPolicy="restricted",
+                 topologyManagerScope="pod",
+                 cpuManagerPolicyOptions={"full-pcpus-only": "true"},
+                 featureGates={"PodLevelResourceManagers": True})
+    level = {"cpu": int(pod_cpu * NANO), "memory": 5 * GI}
+    p = pod(ctr("server", 4, 4), ctr("side", 0.5, 1 / 16, designated=False),
+            pod_requests=level, pod_limits=dict(level))
+    (got,) = differential.kubelet(harnesses[node.version], node, [p])["pods"]
+    if kubelet_says == "admitted":
+        # the side container runs on the rest of the pod's block
+        assert got["admitted"] and got["exclusive"] == {"server": 4, "side": 2}, got
+    elif kubelet_says == "no exclusive CPUs":
+        assert got["admitted"] and got["exclusive"] == {}, got
+    else:
+        assert not got["admitted"] and kubelet_says in got["message"], got
+    findings = [f for f in judge(p, node)[3] if f.rule == "cpumanager"
+                and "PodLevelResourceManagers" in f.message]
+    assert [f.severity for f in findings] == [severity], findings

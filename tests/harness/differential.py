@@ -46,6 +46,15 @@ COARSER = {
                         "(and its DaemonSet pods') are taken out on both sides, and its "
                         "replicas per node are not compared; the real kube-scheduler judges "
                         "those (tests/test_scheduler_resources.py)",
+    "pod-level-managers": ("with PodLevelResourceManagers on and topologyManagerScope pod, "
+                           "the kubelet gives a pod with pod-level resources one block of "
+                           "exclusive CPUs (its pod-level cpu) and shares it out among its "
+                           "containers; krm-fn's packer judges such a pod container by "
+                           "container and the verdict warns, or errors where the kubelet "
+                           "refuses the pod or pins none of its containers "
+                           "(tests/test_kubelet_differential.py "
+                           "test_pod_level_resource_managers_against_the_kubelet); the "
+                           "generated cases leave the gate off"),
 }
 
 
