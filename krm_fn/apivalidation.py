@@ -194,6 +194,12 @@ def _map_values(m, at: tuple, api: tuple) -> list:
     return [(at + (k,), api, v) for k, v in m.items()] if isinstance(m, dict) else []
 
 
+def string_map_fields(m, at: tuple) -> list:
+    """[(path, STRING, value)] of the values of a map of strings `m` at `at` (KubeRay's
+    `rayStartParams`, `map[string]string` in its CRD schema); [] when `m` is no mapping."""
+    return _map_values(m, at, STRING)
+
+
 def _list_items(lst, at: tuple, fields: tuple) -> list:
     out = []
     for i, x in enumerate(lst if isinstance(lst, list) else ()):

@@ -119,6 +119,12 @@ CASES = {
     "r86-commented-tail-no-function-config.yaml": (0, ""),
     # a KServe framework key's container (spec.predictor.pytorch) is type-checked like the
     # containers of a list
+    # KubeRay's rayStartParams is a map of strings (its CRD schema): unquoted values are
+    # errors, the num-cpus the ray rule reads among them
+    "r88-ray-start-params-types.yaml": (
+        1, "RayService ray/text-embed spec.rayClusterConfig.workerGroupSpecs[0].rayStartParams."
+           "num-cpus: 12 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads "
+           "as a number"),
     "r87-kserve-framework-container-types.yaml": (
         1, "InferenceService torchscript spec.predictor.pytorch.env[2].value: true is unquoted, "
            "which YAML 1.1 (kubectl, kustomize, the API server) reads as a boolean, but "
@@ -191,6 +197,27 @@ def test_a_framework_containers_args_are_type_checked_too():
     p = run_cli([], (HOSTILE / "r87-kserve-framework-container-types.yaml").read_text())
     assert "InferenceService torchscript spec.predictor.pytorch.args[1]: 1 is unquoted" in p.stderr
     assert "InferenceService torchscript: left unchanged because of the errors above" in p.stderr
+
+
+def test_ray_start_params_types_as_the_api_server_refuses_them(controlplane, tmp_path):
+    from tests.test_apiserver import refusals
+    src = (HOSTILE / "r88-ray-start-params-types.yaml").read_text()
+    p = run_cli([], src)
+    said = [ln for ln in p.stderr.splitlines() if "rayStartParams" in ln]
+    assert [ln.split(": ")[2].split()[-1] for ln in said] == [
+        "spec.rayClusterConfig.headGroupSpec.rayStartParams.num-cpus",
+        "spec.rayClusterConfig.workerGroupSpecs[0].rayStartParams.num-cpus",
+        "spec.rayClusterConfig.workerGroupSpecs[0].rayStartParams.block"]
+    items = yaml.safe_load(src)["items"]       # typed as kubectl types them (YAML 1.1)
+    text = "\n".join(refusals(controlplane, items, tmp_path))
+    for field in ("headGroupSpec.rayStartParams.num-cpus",
+                  "workerGroupSpecs[0].rayStartParams.num-cpus",
+                  "workerGroupSpecs[0].rayStartParams.block"):
+        assert field in text, text
+    quoted = src.replace("num-cpus: 0", 'num-cpus: "0"').replace(
+        "{num-cpus: 12, block: true}", '{num-cpus: "12", block: "true"}')
+    assert run_cli([], quoted).returncode == 0
+    assert refusals(controlplane, yaml.safe_load(quoted)["items"], tmp_path, "quoted") == []
 
 
 def test_fed_back_kubelet_config_is_rewritten_with_a_warning_per_field():

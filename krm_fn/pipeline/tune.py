@@ -141,9 +141,12 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     # paths of the others are the same in the tuned copy
     spec = get_path(pick.obj, at.spec)
     meta = get_path(pick.obj, at.meta) if at.meta is not None else None
-    _json_types(apivalidation.pod_fields(spec if isinstance(spec, dict) else pod.spec,
-                                         tuple(at.spec), meta, at.meta, at.container_keys),
-                item, edits, findings)
+    fields = apivalidation.pod_fields(spec if isinstance(spec, dict) else pod.spec,
+                                      tuple(at.spec), meta, at.meta, at.container_keys)
+    if at.ray_params is not None:       # the ray rule reads and writes num-cpus there
+        fields += apivalidation.string_map_fields(get_path(pick.obj, at.ray_params),
+                                                  tuple(at.ray_params))
+    _json_types(fields, item, edits, findings)
     return pod, rules.pinned_whole(pod, ctx)
 
 
