@@ -88,16 +88,21 @@ def text(toks: list[Token]) -> str:
 
 def flag(toks: list[Token], names: tuple) -> tuple[str, Token, str] | None:
     """(value, token holding the value, the flag as written) of the last `--flag value` /
-    `--flag=value` with a name in `names`, or None."""
+    `--flag=value` with a name in `names`, or None. A one-letter short option (`-w`) also
+    takes its value glued on (`-w4`), as argparse and click read it."""
     found = None
+    short = tuple(n for n in names if len(n) == 2 and n[0] == "-" and n[1] != "-")
     for i, t in enumerate(toks):
-        if "=" not in t.text and t.text not in names:
+        s = t.text
+        if "=" not in s and s not in names and not (short and s.startswith(short)):
             continue                # neither `--flag value` nor `--flag=value` (most words)
         for n in names:
-            if t.text == n and i + 1 < len(toks):
+            if s == n and i + 1 < len(toks):
                 found = (toks[i + 1].text, toks[i + 1], f"{n} {toks[i + 1].text}")
-            elif t.text.startswith(n + "="):
-                found = (t.text[len(n) + 1:], t, t.text)
+            elif s.startswith(n + "="):
+                found = (s[len(n) + 1:], t, s)
+            elif n in short and len(s) > 2 and s.startswith(n):
+                found = (s[2:], t, s)
     return found
 
 

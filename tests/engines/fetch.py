@@ -31,6 +31,10 @@ PINNED = {
     ("vllm", "0.21.0"): "05ff89c3e926b88b77d7878e317a659ffba678afc21c1d48952037aa5457f058",
     ("vllm", "0.31.0"): "dde46f1efbe846e5bd0c5c4ec6ec71842c42254c7ff3d9bebb2a57028715d380",
     ("vllm", "0.34.0"): "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113",
+    # gunicorn's own argument and GUNICORN_CMD_ARGS parsing: tests/engines/test_gunicorn_args.py
+    ("gunicorn", "23.0.0"): "f014447a0101dc57e294f6c18ca6b40227a4c90e9bdb586042628030cba004ec",
+    # uvicorn's click command and Config: tests/engines/test_uvicorn_args.py
+    ("uvicorn", "0.38.0"): "fd97093bdd120a2609fc0d3afe931d4d4ad688b6e75f0f929fde1bc36fe0e91d",
     # llama.cpp as llama-cpp-python vendors it (vendor/llama.cpp): tests/engines/llama.py
     ("llama-cpp-python", "0.3.36"):
         "832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e",
@@ -103,6 +107,22 @@ def source(package: str, version: str, path: str) -> str:
     kept.parent.mkdir(parents=True, exist_ok=True)
     kept.write_text(text)
     return text
+
+
+def package_dir(package: str, version: str, top: str) -> Path:
+    """The directory holding the sdist's top-level package `top` (e.g. "gunicorn"),
+    extracted beside the sdist once, to put on sys.path of a subprocess; raises
+    Unavailable."""
+    root = CACHE / f"{package}-{version}-tree"
+    if not (root / top / "__init__.py").is_file():
+        prefix = f"{stem(package, version)}/{top}/"
+        with tarfile.open(sdist(package, version)) as tar:
+            members = [m for m in tar.getmembers()
+                       if m.name.startswith(prefix) and m.isfile()]
+            for m in members:
+                m.name = m.name[len(stem(package, version)) + 1:]
+            tar.extractall(root, members=members)
+    return root
 
 
 def require(package: str, version: str, path: str) -> str:

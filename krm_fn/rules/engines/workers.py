@@ -16,8 +16,10 @@ from krm_fn.rules.engines.recognition import Pattern, Recognition
 SOURCES: tuple[WorkerSource, ...] = (
     WorkerSource("gunicorn", Pattern(r"(^|[\s/])gunicorn(\s|$)", ("gunicorn",)),
                  ("--workers", "-w"), ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
+    # uvicorn's CLI reads every option from UVICORN_<NAME> too (click auto_envvar_prefix);
+    # WEB_CONCURRENCY only when --workers is unset (uvicorn/config.py)
     WorkerSource("uvicorn", Pattern(r"(^|[\s/])uvicorn(\s|$)", ("uvicorn",)), ("--workers",),
-                 ("WEB_CONCURRENCY",)),
+                 ("UVICORN_WORKERS", "WEB_CONCURRENCY")),
     WorkerSource("hypercorn", Pattern(r"(^|[\s/])hypercorn(\s|$)", ("hypercorn",)),
                  ("--workers", "-w")),
     # the uvicorn-gunicorn images' gunicorn_conf.py reads WEB_CONCURRENCY (python_web.py)
@@ -140,8 +142,9 @@ ROW = Engine(
     recognised="rank processes first: torchrun `--nproc-per-node`/`--nproc_per_node` "
                "(`PET_NPROC_PER_NODE`), vLLM "
                "tp × pp × local dp, TGI `--num-shard`/`NUM_SHARD`; then gunicorn "
-               "`--workers`/`-w`, uvicorn `--workers`, their `WEB_CONCURRENCY` "
-               "(gunicorn also `GUNICORN_CMD_ARGS`); hypercorn `--workers`/`-w`; any "
+               "`--workers`/`-w` (`-w4` too), uvicorn `--workers` and `UVICORN_WORKERS`, "
+               "their `WEB_CONCURRENCY` (gunicorn also `GUNICORN_CMD_ARGS`); hypercorn "
+               "`--workers`/`-w`; any "
                "`--workers N` arg",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`; "
          "more rank processes than CPUs is an **error** (each runs at least one thread)",
@@ -149,6 +152,8 @@ ROW = Engine(
           "(`memory.oom.group`): the memory limit must cover every worker, or set "
           "`spec.nodePools[].kubelet.singleProcessOOMKill: true` (then no warning)",
     sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
+             ("uvicorn settings (UVICORN_ environment variables)",
+              "https://www.uvicorn.org/settings/"),
              ("hypercorn __main__.py (-w/--workers)",
               "https://github.com/pgjones/hypercorn/blob/main/src/hypercorn/__main__.py"),
              ("torch.distributed.run (--nproc-per-node)",
