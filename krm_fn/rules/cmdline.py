@@ -49,13 +49,19 @@ def _split_words(text: str) -> tuple[str, ...]:
 
 
 def tokens(c: ContainerView) -> list[Token]:
-    """command then args, split into words (an entry such as a `bash -c` script is split
-    with shell rules, a `;` word between its lines), each with the path of its entry.
-    Kept in the container view's memo (one item) for as long as command and args hold the
-    same entries: the facts and the engine checks ask several times per container."""
+    """command then args as the kubelet runs them (`$(VAR)` references expanded against the
+    container's env: `expand`, `env_mapping`), split into words (an entry such as a
+    `bash -c` script is split with shell rules, a `;` word between its lines), each with
+    the path of its entry. Kept in the container view's memo (one item) for as long as
+    command, args and the env they refer to are the same: the facts and the engine checks
+    ask several times per container."""
     command, args = c.data.get("command"), c.data.get("args")
     key = (tuple(command) if isinstance(command, list) else None,
            tuple(args) if isinstance(args, list) else None)
+    mapping = None
+    if any(isinstance(e, str) and "$" in e for lst in key if lst for e in lst):
+        mapping = env_mapping(c)
+        key += (tuple(mapping.items()),)
     hit = c.memo.get("tokens")
     if hit is not None and hit[0] == key:
         return list(hit[1])
@@ -70,7 +76,10 @@ def tokens(c: ContainerView) -> list[Token]:
             if isinstance(entry, (dict, list)) or entry is None:
                 continue
             path = c.path + (k, i)
-            for n, line in enumerate(str(entry).splitlines() or [""]):
+            entry = str(entry)
+            if mapping is not None and "$" in entry:
+                entry = expand(entry, mapping)
+            for n, line in enumerate(entry.splitlines() or [""]):
                 budget -= len(line) + 1
                 if budget < 0:
                     break
@@ -78,6 +87,56 @@ def tokens(c: ContainerView) -> list[Token]:
                     out.append(Token(";", path))  # a script's next line
                 out.extend(Token(w, path) for w in words(line))
     c.memo["tokens"] = (key, tuple(out))
+    return out
+
+
+def expand(s: str, mapping: dict) -> str:
+    """`s` with the kubelet's variable expansion (k8s.io/kubernetes
+    third_party/forked/golang/expansion Expand, which ExpandContainerCommandAndArgs applies
+    to each command and args entry): `$(NAME)` becomes mapping[NAME] when NAME is there and
+    stays as written otherwise, `$$` becomes `$`, any other `$` stays."""
+    out = []
+    checkpoint = i = 0
+    n = len(s)
+    while i < n:
+        if s[i] == "$" and i + 1 < n:
+            out.append(s[checkpoint:i])
+            nxt = s[i + 1]
+            close = s.find(")", i + 2) if nxt == "(" else -1
+            if nxt == "$":
+                out.append("$")
+                i += 1
+            elif close >= 0:
+                name = s[i + 2:close]
+                out.append(mapping[name] if name in mapping else f"$({name})")
+                i = close
+            else:
+                out.append("$" + nxt)
+                i += 1
+            checkpoint = i + 1
+        i += 1
+    return "".join(out) + s[checkpoint:]
+
+
+def env_mapping(c: ContainerView) -> dict:
+    """{name: value} of the container's env as the kubelet expands command and args with
+    it (pkg/kubelet/kubelet_pods.go makeEnvironmentVariables: each literal value expanded
+    against the entries before it; a later entry of a name wins). A name whose value comes
+    from elsewhere (valueFrom, envFrom, service links) is unknown at render time and left
+    out, so a reference to it stays unexpanded (and is read as such)."""
+    out: dict = {}
+    env = c.data.get("env")
+    for e in env if isinstance(env, list) else ():
+        if not isinstance(e, dict) or not isinstance(e.get("name"), str):
+            continue
+        if e.get("valueFrom") is not None:
+            out.pop(e["name"], None)
+            continue
+        value = e.get("value")
+        value = "" if value is None else str(value)
+        value = expand(value, out) if value else value    # the entries before it
+        out.pop(e["name"], None)            # insertion order: the last entry's place
+        out[e["name"]] = value
     return out
 
 

@@ -67,29 +67,30 @@ def _read(c: ContainerView, engines: tuple):
 
 def find(c: ContainerView, engines: tuple) -> Workers | None:
     """The worker process count of the container when a SOURCES entry gives one (the
-    first that does), else None. `engines`: the Engines recognised in it."""
-    for server, what, path, _, n in _read(c, engines):
-        if n is not None:
-            return Workers(n, server, what, path)
-    return None
+    first that does, `scan`), else None. `engines`: the Engines recognised in it."""
+    return scan(c, engines)[0]
 
 
 def unreadable(c: ContainerView, engines: tuple) -> tuple[str, tuple, str] | None:
     """(what, field path, text) of the first worker count of SOURCES that is not a whole
     number, when no source gives one; else None."""
-    for _, what, path, raw, n in _read(c, engines):
-        if n is None:
-            return what, path, raw
-    return None
+    return scan(c, engines)[1]
 
 
 def scan(c: ContainerView, engines: tuple) -> tuple:
     """(find(c, engines), unreadable(c, engines) when find gives None, else None), in one
-    pass over the container's worker counts."""
+    pass over the container's worker counts: the first whole count wins, but a server's
+    count that is not a whole number (`--workers $(W)` with W unknown at render time)
+    hides that server's lower-precedence sources (gunicorn's command line overrides
+    GUNICORN_CMD_ARGS and WEB_CONCURRENCY, whatever it holds)."""
     bad = None
+    hidden: set = set()
     for server, what, path, raw, n in _read(c, engines):
+        if server in hidden:
+            continue
         if n is not None:
             return Workers(n, server, what, path), None
+        hidden.add(server)
         if bad is None:
             bad = (what, path, raw)
     return None, bad
@@ -145,7 +146,9 @@ ROW = Engine(
                "`--workers`/`-w` (`-w4` too), uvicorn `--workers` and `UVICORN_WORKERS`, "
                "their `WEB_CONCURRENCY` (gunicorn also `GUNICORN_CMD_ARGS`); hypercorn "
                "`--workers`/`-w`; any "
-               "`--workers N` arg",
+               "`--workers N` arg; `$(VAR)` in command and args expanded from the "
+               "container's env as the kubelet does (a count that stays unreadable, e.g. "
+               "from a ConfigMap, hides that server's lower-precedence sources)",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`; "
          "more rank processes than CPUs is an **error** (each runs at least one thread)",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
