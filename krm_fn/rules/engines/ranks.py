@@ -23,7 +23,7 @@ among them (engines/workers.py reads these first, then the worker counts).
 from __future__ import annotations
 
 from krm_fn import numbers
-from krm_fn.rules.cmdline import count_text, env_path, env_value, flag
+from krm_fn.rules.cmdline import Token, count_text, env_path, env_value, flag
 from krm_fn.rules.engines.recognition import Pattern
 
 VLLM = "vLLM CPU"
@@ -70,11 +70,27 @@ def read(c, toks: list, line: str, names: set):
                    value, count_text(value))
 
 
+def flexible(toks: list) -> list:
+    """vLLM's command words as its FlexibleArgumentParser hands them to argparse: in a
+    `--name` or `--name=value` word, `_` in the name (up to a `.`) becomes `-`
+    (vllm/utils.py FlexibleArgumentParser.parse_args; vllm/utils/argparse_utils.py from
+    0.11), so `--tensor_parallel-size 2` is `--tensor-parallel-size 2`."""
+    out = []
+    for t in toks:
+        s = t.text
+        if s.startswith("--") and "_" in s:
+            key, sep, value = s.partition("=")
+            name, dot, rest = key[2:].partition(".")
+            t = Token("--" + name.replace("_", "-") + dot + rest + sep + value, t.path)
+        out.append(t)
+    return out
+
+
 def _elsewhere(toks: list, line: str, names: set) -> bool:
     """Whether vLLM's ranks may run on other pods too (see the module docstring)."""
     if "Ray" in names or any(w in line for w in ELSEWHERE):
         return True
-    backend = flag(toks, BACKEND)
+    backend = flag(flexible(toks), BACKEND)
     return backend is not None and backend[0] == "ray"
 
 
@@ -82,6 +98,7 @@ def _vllm_flags(toks: list) -> list:
     """The flag() of each vLLM size written: tp, pp, then the local data-parallel ranks
     (`-dpl`, else `-dp`)."""
     sizes = []
+    toks = flexible(toks)
     for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
         found = flag(toks, names)
         if found is not None:
@@ -93,6 +110,7 @@ def vllm_sizes(toks: list) -> tuple[int, int]:
     """(tp × pp, local data-parallel ranks) of vLLM's command words `toks`; a size not
     written or not a whole number above 0 counts 1."""
     found = []
+    toks = flexible(toks)
     for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
         x = flag(toks, names)
         k = count_text(x[0]) if x is not None else None
