@@ -125,6 +125,11 @@ CASES = {
         1, "RayService ray/text-embed spec.rayClusterConfig.workerGroupSpecs[0].rayStartParams."
            "num-cpus: 12 is unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads "
            "as a number"),
+    # the LimitRanger runs again after Istio's webhook: istio-proxy gets the LimitRange's
+    # ephemeral-storage default too, and the quota counts it
+    "r89-limit-range-defaults-injected-sidecar.yaml": (
+        1, "ResourceQuota disk of namespace mesh: one pod needs requests.ephemeral-storage=2Gi, "
+           "above its hard requests.ephemeral-storage=1536Mi"),
     "r87-kserve-framework-container-types.yaml": (
         1, "InferenceService torchscript spec.predictor.pytorch.env[2].value: true is unquoted, "
            "which YAML 1.1 (kubectl, kustomize, the API server) reads as a boolean, but "

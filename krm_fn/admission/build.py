@@ -153,14 +153,19 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     node selector of the pod's RuntimeClass (`runtime_class`); `priority_classes` ({name:
     PriorityClass}): the globalDefault one names a pod without priorityClassName
     (`priority_class_name`); `limit_ranges`: the LimitRanges of the pod's namespace, whose
-    defaults the pod's own containers get where they set no amount (limitrange.defaults;
-    the injected containers come after the LimitRanger)."""
+    defaults every container gets where it sets no amount (limitrange.defaults), the
+    injected ones too: the LimitRanger runs again after the webhooks
+    (`_limit_range_defaults`)."""
     own = [container(c, c.name in pinned) for c in pod.containers]
     if limit_ranges:
         from krm_fn.admission import limitrange
         findings = tuple(findings) + limitrange.undetermined(own, limit_ranges,
                                                              path_str(pod.at.spec))
         own = limitrange.with_defaults(own, limitrange.defaults(limit_ranges))
+        if any(inj.containers for inj in injections):
+            injections, more = _limit_range_defaults(injections, limit_ranges,
+                                                     path_str(pod.at.spec))
+            findings = tuple(findings) + more
     init = [c for c in own if c.role != APP]
     app = [c for c in own if c.role == APP]
     for inj in injections:
@@ -200,6 +205,28 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
                        aff if isinstance(aff, dict) else None, tuple(tol), namespace,
                        findings, overhead, pod.spec.get("activeDeadlineSeconds"),
                        priority_class_name(pod.spec, priority_classes or {}))
+
+
+def _limit_range_defaults(injections: tuple, limit_ranges: tuple, where: str) -> tuple:
+    """(the injections with the LimitRanges' defaults in their containers, the limitrange
+    findings about them): a webhook that changes the pod makes the API server run the
+    in-tree mutating plugins again, the LimitRanger among them (k8s.io/apiserver
+    pkg/admission/reinvocation.go; plugin/webhook/mutating/dispatcher.go
+    SetShouldReinvoke), so the injected containers get the defaults too, where they set
+    no amount. An injection they make Guaranteed is one."""
+    from krm_fn.admission import limitrange
+    from krm_fn.admission.injectors.base import guaranteed
+    defaults = limitrange.defaults(limit_ranges)
+    out, findings = [], ()
+    for inj in injections:
+        findings += limitrange.undetermined(inj.containers, limit_ranges, where)
+        containers = tuple(limitrange.with_defaults(inj.containers, defaults))
+        if containers != tuple(inj.containers):
+            ok = inj.guaranteed or guaranteed(containers)
+            inj = inj._replace(containers=containers, guaranteed=ok,
+                               fix=inj.fix if not ok else "")
+        out.append(inj)
+    return tuple(out), findings
 
 
 def priority_class_name(pod_spec: dict, priority_classes: dict) -> str:

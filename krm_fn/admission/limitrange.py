@@ -115,8 +115,9 @@ def defaults(limit_ranges) -> tuple:
 
 
 def with_defaults(containers, defaults_: tuple) -> list:
-    """`containers` (model.Container, the pod's own: the LimitRanger's mutating admission
-    runs before the webhooks that inject others) with each LimitRange's defaults (defaults)
+    """`containers` (model.Container: the pod's own, and the injected ones, which the
+    LimitRanger sees when it runs again after the webhooks: build._limit_range_defaults)
+    with each LimitRange's defaults (defaults)
     set where the container does not set that request or limit, the first LimitRange's
     first (mergeContainerResources fills only what is missing; app and init containers
     alike). The real order is not fixed: where it matters, `undetermined` says so."""
