@@ -172,6 +172,17 @@ def _regressions() -> dict:
                   numa_memory={0: {"memory": 16 * GI, "hugepages-2Mi": 8 * MI}},
                   allocatable={"hugepages-2Mi": 8 * MI}),
             [one_cpu_2mi], 8),
+        # an empty pod-level `resources: {}`: BestEffort before 1.37 (ComputePodQOS takes
+        # the pod-level branch whenever spec.resources is present, kubernetes#135082), so
+        # nothing is pinned; from 1.37 PodLevelResourcesFixKubeletQOSClass ignores it
+        "empty-pod-level-resources-1.35": (
+            _node(sockets=1, cores=4, threads=1, version=(1, 35), reservedSystemCPUs="0",
+                  reserved={0}),
+            [pod(ctr("app0", 2, 1), pod_requests={}, pod_limits={})], 0),
+        "empty-pod-level-resources-1.37": (
+            _node(sockets=1, cores=4, threads=1, version=(1, 37), reservedSystemCPUs="0",
+                  reserved={0}),
+            [pod(ctr("app0", 2, 1), pod_requests={}, pod_limits={})], 0),
     }
 
 

@@ -710,3 +710,23 @@ def test_pod_level_resources_with_the_gate_off_leave_the_pod_pinned():
     assert code == 0
     assert verdicts(results)[0].startswith(
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0")
+
+
+def test_an_empty_pod_level_resources_is_best_effort_before_1_37_and_ignored_from_it():
+    # ComputePodQOS takes the pod-level branch whenever spec.resources is present before
+    # 1.37 (kubernetes/kubernetes#135082); PodLevelResourcesFixKubeletQOSClass (1.37, on)
+    # ignores an empty one; krm-fn leaves it as written (tests/test_kubelet_differential.py
+    # empty-pod-level-resources-* check both against the kubelet)
+    spec = {"resources": {}, "containers": [{"name": "server", "image": "srv:1",
+                                             "resources": GUARANTEED_4}]}
+    code, results, items = render(config(version="1.35"), deployment(spec=spec))
+    assert code == 1
+    assert verdicts(results)[0].startswith("verdict: BestEffort after admission; no exclusive "
+                                           "CPUs")
+    assert ("an empty pod-level spec.resources decides the class on Kubernetes 1.35"
+            in errors(results)[0])
+    code, results, items = render(config(version="1.37"), deployment(spec=spec))
+    assert code == 0, errors(results)
+    assert verdicts(results)[0].startswith("verdict: Guaranteed after admission; exclusive "
+                                           "CPUs server 4")
+    assert items[0]["spec"]["template"]["spec"]["resources"] == {}

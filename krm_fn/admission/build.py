@@ -173,7 +173,7 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
         app += [c for c in inj.containers if c.role == APP]
     pod_res = pod.spec.get("resources")
     pod_requests = pod_limits = None
-    if isinstance(pod_res, dict) and (pod_res.get("requests") or pod_res.get("limits")):
+    if isinstance(pod_res, dict):      # `{}` too: before 1.37 it decides the QoS class
         pod_requests, pod_limits = requests_limits(pod_res)
     sel = pod.spec.get("nodeSelector")
     aff = pod.spec.get("affinity")

@@ -188,7 +188,8 @@ def pod_plan(pod: AdmittedPod, node: NodeModel) -> tuple:
     key = ("plan", id(pod))
     got = memo.get(key)
     if got is None or got[0] is not pod:
-        qos = pod_qos(pod, gate(node, "PodLevelResources"))
+        qos = pod_qos(pod, gate(node, "PodLevelResources"),
+                      gate(node, "PodLevelResourcesFixKubeletQOSClass"))
         got = memo[key] = (pod, pod_requests(pod, node), qos, AdmitPlan(pod, node, qos))
     return got[1:]
 

@@ -21,7 +21,8 @@ from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, f
                                        pod_plan, pod_requests, too_large, unknown)
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, WARNING, AdmittedPod, Finding,
                                     NodeModel)
-from krm_fn.admission.qos import GUARANTEED, QOS_SOURCE, gate, not_guaranteed, pod_level_set
+from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, gate, level_set, not_guaranteed,
+                                  pod_level_set)
 from krm_fn.quantity import NANO
 
 __all__ = ["judge", "judge_detail", "fit", "fit_mix", "fit_one"]
@@ -35,7 +36,13 @@ def _qos_findings(pod: AdmittedPod, node: NodeModel, qos: str, pod_level: bool) 
     designated = [c.name for c in pod.containers if c.designated]
     if qos == GUARANTEED or not designated:
         return []
-    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None):
+    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None) and \
+            not level_set(pod) and not gate(node, "PodLevelResourcesFixKubeletQOSClass"):
+        why = (f"an empty pod-level spec.resources decides the class on Kubernetes "
+               f"{node.version[0]}.{node.version[1]} (ComputePodQOS takes it whenever it is "
+               f"present; from 1.37 the PodLevelResourcesFixKubeletQOSClass gate ignores it: "
+               f"kubernetes/kubernetes#135082): remove spec.resources")
+    elif pod_level and (pod.pod_requests is not None or pod.pod_limits is not None):
         why = ("the pod-level spec.resources decides the class: set its cpu and memory "
                "requests equal to its limits")
     else:

@@ -49,6 +49,14 @@ def pod_level_set(pod: AdmittedPod) -> bool:
                for r in QOS_RESOURCES)
 
 
+def level_set(pod: AdmittedPod) -> bool:
+    """The pod's `spec.resources` sets a resource pod-level resources support: cpu, memory
+    or a huge page size (component-helpers resource/helpers.go IsPodLevelResourcesSet and
+    IsSupportedPodLevelResource, v0.37.2)."""
+    return any(r in QOS_RESOURCES or r.startswith("hugepages-")
+               for part in (pod.pod_requests, pod.pod_limits) for r in part or ())
+
+
 def resource_qos(requests: dict, limits: dict) -> str:
     """The class of one set of resource requirements (qos.go resourceQOS): BestEffort when
     nothing is set at all; Burstable when the cpu or memory request differs from its limit,
@@ -69,14 +77,18 @@ def resource_qos(requests: dict, limits: dict) -> str:
     return qos
 
 
-def pod_qos(pod: AdmittedPod, pod_level: bool = True) -> str:
+def pod_qos(pod: AdmittedPod, pod_level: bool = True, ignore_empty: bool = False) -> str:
     """"Guaranteed", "Burstable" or "BestEffort" for `pod` (qos.go ComputePodQOS).
 
-    `pod_level`: the PodLevelResources gate is on (see `gate`); then a pod that sets
-    `spec.resources` is classified from it alone. Containers' requests are the defaulted
-    ones (a limit without a request gives request = limit, pkg/apis/core/v1/defaults.go).
+    `pod_level`: the PodLevelResources gate is on (see `gate`); then a pod that has
+    `spec.resources` is classified from it alone, an empty one (`{}`) too, which makes it
+    BestEffort (kubernetes/kubernetes#135082), unless `ignore_empty`: the
+    PodLevelResourcesFixKubeletQOSClass gate (1.37) is on, and only pod-level resources
+    that are set count (`level_set`). Containers' requests are the defaulted ones (a limit
+    without a request gives request = limit, pkg/apis/core/v1/defaults.go).
     """
-    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None):
+    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None) and (
+            not ignore_empty or level_set(pod)):
         return resource_qos(pod.pod_requests or {}, pod.pod_limits or {})
     qos = None
     for c in pod.containers:

@@ -86,6 +86,8 @@ def apply(pod: PodView, ctx) -> None:
         pod.error(base, "pod-level resources must be a mapping with requests and limits "
                         "mappings")
         return
+    if not (res.get("requests") or res.get("limits")):
+        return      # empty: not set for the kubelet (1.37); before, the verdict says why
     where = ".".join(str(p) for p in base)
     injected = _injected(pod, ctx)
     added = (", injected " + ", ".join(c.name for c in injected) + " included"
