@@ -100,6 +100,10 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
     findings += kubelet.resource_refusals(spec, pod.path)
+    if isinstance(spec, dict) and isinstance(spec.get("securityContext"), dict) and \
+            spec["securityContext"].get("sysctls"):
+        from krm_fn.admission import sysctls
+        findings += sysctls.refusals(spec, node, pod.path)
     unless = ""
     if unmodelled:
         from krm_fn.admission import unmodelled as webhooks
