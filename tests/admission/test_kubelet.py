@@ -3,7 +3,7 @@ from __future__ import annotations
 
 
 from krm_fn.admission.kubelet import judge
-from krm_fn.admission.model import DEPENDS, ERROR, INFO, INIT, SIDECAR, WARNING
+from krm_fn.admission.model import DEPENDS, ERROR, INIT, SIDECAR, WARNING
 from tests.admission.kit import GI, cores, ctr, node, pod, reserve_cores
 
 RULES = {"qos", "cpumanager", "topology", "memorymanager", "capacity"}
@@ -29,13 +29,22 @@ def test_pod_level_resources_that_are_not_guaranteed_name_spec_resources_as_the_
     assert "the pod-level spec.resources decides the class" in findings[0].message
 
 
-def test_pod_level_resource_managers_on_is_said_to_be_not_modelled():
+def test_pod_level_resource_managers_on_is_judged_by_the_kubelets_scope():
+    # topologyManagerPolicy none (or container scope): the kubelet allocates container by
+    # container, as modelled; pod scope: one block for the pod, which the model does not
+    # split as the kubelet does (a warning; tests/test_kubelet_differential.py
+    # test_pod_level_resource_managers_against_the_kubelet)
     res = {"cpu": cores(4), "memory": 8 * GI}
     p = pod(ctr("server", 4, 8), pod_requests=res, pod_limits=res)
     n = node(version=(1, 36), featureGates={"PodLevelResourceManagers": True})
     qos, exclusive, _, findings = judge(p, n)
+    assert (qos, exclusive, findings) == ("Guaranteed", (("server", 4),), ())
+    n = node(version=(1, 36), featureGates={"PodLevelResourceManagers": True},
+             topologyManagerPolicy="restricted", topologyManagerScope="pod")
+    qos, exclusive, _, findings = judge(p, n)
     assert (qos, exclusive) == ("Guaranteed", (("server", 4),))
-    assert [(f.severity, f.rule) for f in findings] == [(INFO, "cpumanager")]
+    assert [(f.severity, f.rule) for f in findings if f.rule == "cpumanager"] == [
+        (WARNING, "cpumanager")]
 
 
 def test_every_finding_uses_a_kubelet_rule_and_cites_an_upstream_source():
