@@ -255,7 +255,9 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
                            f"set topologyManagerPolicyOptions max-allowable-numa-nodes: "
                            f"\"{numas}\" ({topology.TM_SRC} topology_manager.go)",
                            "topology", pod.path))
-    out += _pod_level_managers(pod, node, qos)
+    if pod_level_set(pod) and gate(node, "PodLevelResourceManagers"):
+        from krm_fn.admission import podscope
+        out += podscope.findings(pod, node, qos)
     if memorymanager.is_static(node) and not node.numa_memory and qos == GUARANTEED:
         out.append(Finding(WARNING, f"memoryManagerPolicy Static on pool {node.pool!r}: "
                            f"memory admission per NUMA node is not modelled, because the "
@@ -270,54 +272,6 @@ def _node_findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
                            "memorymanager", pod.path))
     out += _resource_findings(pod, node)
     return out
-
-
-PLRM_SRC = ("KEP-5526, https://github.com/kubernetes/enhancements/tree/master/keps/sig-node/"
-            "5526-pod-level-resource-managers; kubernetes/kubernetes "
-            "pkg/kubelet/cm/cpumanager/policy_static.go allocatePodForAdd, podGuaranteedCPUs")
-
-
-def _pod_level_managers(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
-    """With PodLevelResourceManagers on, the static CPU Manager and the Topology Manager's
-    pod scope (policy other than none) give a pod with pod-level resources one block of
-    exclusive CPUs, sized by its pod-level cpu, and each whole-CPU container its CPUs from
-    that block (scope_pod.go admitUsingPodResources, policy_static.go allocatePodForAdd):
-    a pod that is not Guaranteed or whose pod-level cpu is no whole number runs in the
-    shared pool (podGuaranteedCPUs 0), a block that is not whole cores under
-    `full-pcpus-only` is an SMTAlignmentError; the block itself is not modelled (the
-    containers are judged one by one), which a warning says. Container scope and policy
-    none allocate container by container, as modelled."""
-    if not (pod_level_set(pod) and gate(node, "PodLevelResources")
-            and gate(node, "PodLevelResourceManagers") and cpumanager.is_static(node)
-            and topology.policy(node) != topology.NONE and topology.scope(node) == "pod"):
-        return []
-    pinned = [c.name for c in pod.containers if c.designated]
-    cpu = (pod.pod_requests or {}).get("cpu")
-    total = cpu // NANO if qos == GUARANTEED and cpu and cpu % NANO == 0 else 0
-    if not total:
-        if not pinned:
-            return []
-        return [Finding(ERROR, f"the pod-level cpu request is "
-                        f"{'no whole number' if qos == GUARANTEED else 'not Guaranteed'}: "
-                        f"with PodLevelResourceManagers on and topologyManagerScope pod, the "
-                        f"static CPU Manager runs such a pod in the shared pool, so "
-                        f"{', '.join(pinned)} {'gets' if len(pinned) == 1 else 'get'} no "
-                        f"exclusive CPUs; set spec.resources cpu "
-                        f"to a whole number with requests == limits, or remove spec.resources "
-                        f"({PLRM_SRC})", "cpumanager", pod.path)]
-    smt = cpumanager.CpuState(node).smt_error(total)
-    if smt.startswith("SMT Alignment Error: requested"):
-        return [Finding(ERROR, f"the kubelet refuses the pod on every node of pool "
-                        f"{node.pool!r} ({smt}): with PodLevelResourceManagers on it takes the "
-                        f"pod-level cpu ({total}) as one block of whole cores under "
-                        f"full-pcpus-only; request a multiple of the CPUs per core in "
-                        f"spec.resources ({PLRM_SRC})", "cpumanager", pod.path)]
-    return [Finding(WARNING, f"PodLevelResourceManagers is on: the kubelet gives the pod "
-                    f"{total} exclusive CPUs as one block, each whole-CPU container its CPUs "
-                    f"from that block and the pod's other containers the rest of it; krm-fn "
-                    f"judges the containers one by one, so the exclusive CPUs per node and "
-                    f"the NUMA placement below may differ ({PLRM_SRC})", "cpumanager",
-                    pod.path)]
 
 
 FIT_SRC = ("kubernetes/kubernetes pkg/scheduler/framework/plugins/noderesources/fit.go "
