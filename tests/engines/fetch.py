@@ -31,9 +31,9 @@ PINNED = {
     ("vllm", "0.21.0"): "05ff89c3e926b88b77d7878e317a659ffba678afc21c1d48952037aa5457f058",
     ("vllm", "0.31.0"): "dde46f1efbe846e5bd0c5c4ec6ec71842c42254c7ff3d9bebb2a57028715d380",
     ("vllm", "0.34.0"): "fcad848b246a9d8652b47e6425af92334dc02492f9802720f54e27b823cf0113",
-    # gunicorn's own argument and GUNICORN_CMD_ARGS parsing: tests/engines/test_gunicorn_args.py
+    # gunicorn's own argument and GUNICORN_CMD_ARGS parsing: tests/engines/test_worker_args.py
     ("gunicorn", "23.0.0"): "f014447a0101dc57e294f6c18ca6b40227a4c90e9bdb586042628030cba004ec",
-    # uvicorn's click command and Config: tests/engines/test_uvicorn_args.py
+    # uvicorn's click command and Config: tests/engines/test_worker_args.py
     ("uvicorn", "0.38.0"): "fd97093bdd120a2609fc0d3afe931d4d4ad688b6e75f0f929fde1bc36fe0e91d",
     # llama.cpp as llama-cpp-python vendors it (vendor/llama.cpp): tests/engines/llama.py
     ("llama-cpp-python", "0.3.36"):
@@ -127,9 +127,18 @@ def package_dir(package: str, version: str, top: str) -> Path:
 
 def require(package: str, version: str, path: str) -> str:
     """source(...), or skip the calling test without it (fail under CI=true)."""
+    return _or_skip(source, package, version, path)
+
+
+def require_dir(package: str, version: str, top: str) -> Path:
+    """package_dir(...), or skip the calling test without it (fail under CI=true)."""
+    return _or_skip(package_dir, package, version, top)
+
+
+def _or_skip(get, *args):
     import pytest
     try:
-        return source(package, version, path)
+        return get(*args)
     except Unavailable as e:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{e}, and CI=true: the engine sources must be downloadable")
