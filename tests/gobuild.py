@@ -16,6 +16,7 @@ where that is a failure (`require_go`).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -118,3 +119,14 @@ def build(spec: GoProgram) -> Path:
         if old != exe and not old.name.endswith(".tmp") and old.stat().st_mtime < stale:
             old.unlink(missing_ok=True)
     return exe
+
+
+def run_json(spec: GoProgram, payload: object, timeout: int = 120) -> object:
+    """Build `spec` (Go required as `require_go` says, for `spec.what`), run it with
+    `payload` as JSON on its standard input and return its standard output decoded from
+    JSON: the small judges of one kubelet function each (tests/controlplane/expand,
+    tests/controlplane/sysctl). Raises CalledProcessError when it fails."""
+    require_go(f"to build {spec.what or spec.name}")
+    p = subprocess.run([str(build(spec))], input=json.dumps(payload), capture_output=True,
+                       text=True, timeout=timeout, check=True)
+    return json.loads(p.stdout)

@@ -5,9 +5,7 @@ third_party/forked/golang/expansion at the release tests/controlplane/go.mod pin
 values expanded in order as makeEnvironmentVariables does)."""
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -18,7 +16,8 @@ from tests import gobuild
 
 HERE = Path(__file__).resolve().parent / "controlplane" / "expand"
 PROGRAM = gobuild.GoProgram("expand", HERE, modfile="../go.mod",
-                            what="the kubelet's command and args expansion")
+                            what="the kubelet's command and args expansion "
+                                 "(tests/controlplane/expand)")
 
 FIXED = [
     {"command": ["gunicorn", "--workers", "$(W)", "app:app"],
@@ -49,11 +48,7 @@ def _generated(n: int, seed: int = 35) -> list:
 
 
 def _kubelet(containers: list) -> list:
-    gobuild.require_go("to build the kubelet's expansion (tests/controlplane/expand)")
-    exe = gobuild.build(PROGRAM)
-    p = subprocess.run([str(exe)], input=json.dumps([{"name": "c", **c} for c in containers]),
-                       capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(p.stdout)
+    return gobuild.run_json(PROGRAM, [{"name": "c", **c} for c in containers])
 
 
 def test_command_and_args_are_expanded_as_the_kubelet_expands_them():

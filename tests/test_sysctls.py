@@ -5,9 +5,7 @@ allowedUnsafeSysctls, Admit) at the release tests/controlplane/go.mod pins, on t
 pods; and end to end, the verdict of a render."""
 from __future__ import annotations
 
-import json
 import random
-import subprocess
 from pathlib import Path
 
 from krm_fn.admission import sysctls
@@ -17,7 +15,7 @@ from tests.test_verdict import GUARANTEED_4, POOL, config, deployment, errors, r
 
 HERE = Path(__file__).resolve().parent / "controlplane" / "sysctl"
 PROGRAM = gobuild.GoProgram("sysctl", HERE, modfile="../go.mod",
-                            what="the kubelet's sysctl admission")
+                            what="the kubelet's sysctl admission (tests/controlplane/sysctl)")
 NAMES = ["net.core.somaxconn", "net/core/somaxconn", "net.ipv4.tcp_syncookies",
          "net.ipv4.ip_local_port_range", "kernel.shm_rmid_forced", "kernel.shmmax",
          "kernel.msgmax", "fs.mqueue.msg_max", "kernel.domainname", "user.max_user_namespaces",
@@ -41,12 +39,7 @@ def _cases(n: int, seed: int = 36) -> list:
 
 
 def _kubelet(cases: list) -> list:
-    gobuild.require_go("to build the kubelet's sysctl admission (tests/controlplane/sysctl)")
-    exe = gobuild.build(PROGRAM)
-    p = subprocess.run([str(exe)], input=json.dumps(
-        [{"allowed": a, "pod": {"spec": s}} for a, s in cases]),
-        capture_output=True, text=True, timeout=120, check=True)
-    return json.loads(p.stdout)
+    return gobuild.run_json(PROGRAM, [{"allowed": a, "pod": {"spec": s}} for a, s in cases])
 
 
 def test_sysctls_are_admitted_as_the_kubelet_admits_them():
