@@ -36,18 +36,17 @@ def _qos_findings(pod: AdmittedPod, node: NodeModel, qos: str, pod_level: bool) 
     designated = [c.name for c in pod.containers if c.designated]
     if qos == GUARANTEED or not designated:
         return []
-    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None) and \
-            not level_set(pod) and not gate(node, "PodLevelResourcesFixKubeletQOSClass"):
+    if not pod_level or (pod.pod_requests is None and pod.pod_limits is None):
+        why = (f"not Guaranteed: {_names(not_guaranteed(pod))}; set cpu and memory requests "
+               f"equal to limits in every container, init, sidecar and injected ones included")
+    elif level_set(pod) or gate(node, "PodLevelResourcesFixKubeletQOSClass"):
+        why = ("the pod-level spec.resources decides the class: set its cpu and memory "
+               "requests equal to its limits")
+    else:
         why = (f"an empty pod-level spec.resources decides the class on Kubernetes "
                f"{node.version[0]}.{node.version[1]} (ComputePodQOS takes it whenever it is "
                f"present; from 1.37 the PodLevelResourcesFixKubeletQOSClass gate ignores it: "
                f"kubernetes/kubernetes#135082): remove spec.resources")
-    elif pod_level and (pod.pod_requests is not None or pod.pod_limits is not None):
-        why = ("the pod-level spec.resources decides the class: set its cpu and memory "
-               "requests equal to its limits")
-    else:
-        why = (f"not Guaranteed: {_names(not_guaranteed(pod))}; set cpu and memory requests "
-               f"equal to limits in every container, init, sidecar and injected ones included")
     return [Finding(ERROR, f"pod is {qos} after admission, so no container gets exclusive "
                     f"CPUs, not even {_names(designated)} (the static CPU Manager pins only "
                     f"Guaranteed pods); "

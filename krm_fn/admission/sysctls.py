@@ -14,6 +14,7 @@ as safe: every node of a supported Kubernetes release runs a newer kernel.
 from __future__ import annotations
 
 from krm_fn.admission.model import ERROR, Finding, NodeModel
+from krm_fn.admission.taints import host_flag
 
 # pkg/kubelet/sysctl/safe_sysctls.go safeSysctls, v1.37.2
 SAFE = ("kernel.shm_rmid_forced", "net.ipv4.ip_local_port_range", "net.ipv4.tcp_syncookies",
@@ -91,8 +92,8 @@ def refusals(spec: dict, node: NodeModel, at: str) -> tuple:
     allow = _allowlist(allowed if isinstance(allowed, list) else ())
     if allow is None:
         return ()
-    host = {"Net": _true(spec.get("hostNetwork")), "IPC": _true(spec.get("hostIPC")),
-            "User": spec.get("hostUsers") is None or _true(spec.get("hostUsers"))}
+    host = {"Net": host_flag(spec, "hostNetwork"), "IPC": host_flag(spec, "hostIPC"),
+            "User": spec.get("hostUsers") is None or host_flag(spec, "hostUsers")}
     for i, s in enumerate(sysctls):
         name = s.get("name") if isinstance(s, dict) else None
         if not isinstance(name, str):
@@ -108,7 +109,3 @@ def refusals(spec: dict, node: NodeModel, at: str) -> tuple:
                                    f"still places it, and it fails on the node: {fix} ({SRC})",
                             "scheduling", f"{at}.securityContext.sysctls[{i}]"),)
     return ()
-
-
-def _true(v) -> bool:
-    return v is True or (isinstance(v, str) and v.lower() == "true")

@@ -90,9 +90,14 @@ def _s(value: object) -> str:
 
 
 def host_net(spec: dict) -> bool:
-    """`hostNetwork: true` in plain pod spec `spec` (a bool, or the text the YAML reader
-    keeps)."""
-    v = spec.get("hostNetwork")
+    """`hostNetwork: true` in plain pod spec `spec` (`host_flag`)."""
+    return host_flag(spec, "hostNetwork")
+
+
+def host_flag(spec: dict, field: str) -> bool:
+    """`field: true` in plain pod spec `spec` (hostNetwork, hostIPC, hostUsers: a bool, or
+    the text the YAML reader keeps)."""
+    v = spec.get(field)
     return v is True or (isinstance(v, str) and v.lower() == "true")
 
 
