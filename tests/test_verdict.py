@@ -730,3 +730,14 @@ def test_an_empty_pod_level_resources_is_best_effort_before_1_37_and_ignored_fro
     assert verdicts(results)[0].startswith("verdict: Guaranteed after admission; exclusive "
                                            "CPUs server 4")
     assert items[0]["spec"]["template"]["spec"]["resources"] == {}
+
+
+def test_an_empty_pod_level_resources_from_1_37_leaves_the_class_to_the_containers():
+    # the fix needed is the containers' (daprd, injected without requests == limits), not
+    # the ignored pod-level field
+    spec = {"resources": {}, "containers": [{"name": "server", "image": "srv:1",
+                                             "resources": GUARANTEED_4}]}
+    code, results, _ = render(config(version="1.37", verdict={"onFailure": "warning"}),
+                              deployment(annotations=DAPR, spec=spec))
+    said = [m for _, m in results if m.startswith("pod is Burstable after admission")]
+    assert len(said) == 1 and "not Guaranteed: 'daprd'" in said[0], said

@@ -57,6 +57,13 @@ def level_set(pod: AdmittedPod) -> bool:
                for part in (pod.pod_requests, pod.pod_limits) for r in part or ())
 
 
+def from_pod_level(pod: AdmittedPod, pod_level: bool, ignore_empty: bool) -> bool:
+    """Whether `pod_qos` classifies `pod` from its pod-level `spec.resources` alone (the
+    arguments are pod_qos's)."""
+    return pod_level and (pod.pod_requests is not None or pod.pod_limits is not None) and (
+        not ignore_empty or level_set(pod))
+
+
 def resource_qos(requests: dict, limits: dict) -> str:
     """The class of one set of resource requirements (qos.go resourceQOS): BestEffort when
     nothing is set at all; Burstable when the cpu or memory request differs from its limit,
@@ -87,8 +94,7 @@ def pod_qos(pod: AdmittedPod, pod_level: bool = True, ignore_empty: bool = False
     that are set count (`level_set`). Containers' requests are the defaulted ones (a limit
     without a request gives request = limit, pkg/apis/core/v1/defaults.go).
     """
-    if pod_level and (pod.pod_requests is not None or pod.pod_limits is not None) and (
-            not ignore_empty or level_set(pod)):
+    if from_pod_level(pod, pod_level, ignore_empty):
         return resource_qos(pod.pod_requests or {}, pod.pod_limits or {})
     qos = None
     for c in pod.containers:
