@@ -21,7 +21,7 @@ from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, f
                                        pod_plan, pod_requests, too_large, unknown)
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, WARNING, AdmittedPod, Finding,
                                     NodeModel)
-from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, from_pod_level, gate, level_set,
+from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, from_pod_level, gate,
                                   not_guaranteed, pod_level_set)
 from krm_fn.quantity import NANO
 
@@ -39,7 +39,7 @@ def _qos_findings(pod: AdmittedPod, node: NodeModel, qos: str, pod_level: bool) 
     if not from_pod_level(pod, pod_level, gate(node, "PodLevelResourcesFixKubeletQOSClass")):
         why = (f"not Guaranteed: {_names(not_guaranteed(pod))}; set cpu and memory requests "
                f"equal to limits in every container, init, sidecar and injected ones included")
-    elif level_set(pod):
+    elif pod_level_set(pod):
         why = ("the pod-level spec.resources decides the class: set its cpu and memory "
                "requests equal to its limits")
     else:

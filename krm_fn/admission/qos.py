@@ -43,16 +43,9 @@ def _gate(node: NodeModel, name: str) -> bool:
 
 
 def pod_level_set(pod: AdmittedPod) -> bool:
-    """The pod sets pod-level `spec.resources` for cpu or memory (resourcehelper
-    IsPodLevelResourcesSet, k8s.io/component-helpers/resource/helpers.go)."""
-    return any(r in (pod.pod_requests or {}) or r in (pod.pod_limits or {})
-               for r in QOS_RESOURCES)
-
-
-def level_set(pod: AdmittedPod) -> bool:
     """The pod's `spec.resources` sets a resource pod-level resources support: cpu, memory
-    or a huge page size (component-helpers resource/helpers.go IsPodLevelResourcesSet and
-    IsSupportedPodLevelResource, v0.37.2)."""
+    or a huge page size (k8s.io/component-helpers resource/helpers.go
+    IsPodLevelResourcesSet and IsSupportedPodLevelResource, the same in v0.35 to v0.37)."""
     return any(r in QOS_RESOURCES or r.startswith("hugepages-")
                for part in (pod.pod_requests, pod.pod_limits) for r in part or ())
 
@@ -61,7 +54,7 @@ def from_pod_level(pod: AdmittedPod, pod_level: bool, ignore_empty: bool) -> boo
     """Whether `pod_qos` classifies `pod` from its pod-level `spec.resources` alone (the
     arguments are pod_qos's)."""
     return pod_level and (pod.pod_requests is not None or pod.pod_limits is not None) and (
-        not ignore_empty or level_set(pod))
+        not ignore_empty or pod_level_set(pod))
 
 
 def resource_qos(requests: dict, limits: dict) -> str:
@@ -91,7 +84,7 @@ def pod_qos(pod: AdmittedPod, pod_level: bool = True, ignore_empty: bool = False
     `spec.resources` is classified from it alone, an empty one (`{}`) too, which makes it
     BestEffort (kubernetes/kubernetes#135082), unless `ignore_empty`: the
     PodLevelResourcesFixKubeletQOSClass gate (1.37) is on, and only pod-level resources
-    that are set count (`level_set`). Containers' requests are the defaulted ones (a limit
+    that are set count (`pod_level_set`). Containers' requests are the defaulted ones (a limit
     without a request gives request = limit, pkg/apis/core/v1/defaults.go).
     """
     if from_pod_level(pod, pod_level, ignore_empty):
