@@ -56,8 +56,10 @@ def read(c, toks: list, line: str, names: set):
             yield ("torchrun", f"torchrun PET_NPROC_PER_NODE={numbers.brief(value)}",
                    env_path(c, "PET_NPROC_PER_NODE"), value, count_text(value))
             return
-    if VLLM in names and not _elsewhere(toks, line, names):
-        yield from _vllm(toks)
+    if VLLM in names:
+        words = flexible(toks)
+        if not _elsewhere(words, line, names):
+            yield from _vllm(words)
     if TGI in names:
         found = flag(toks, ("--num-shard",))
         if found is not None:
@@ -87,18 +89,18 @@ def flexible(toks: list) -> list:
 
 
 def _elsewhere(toks: list, line: str, names: set) -> bool:
-    """Whether vLLM's ranks may run on other pods too (see the module docstring)."""
+    """Whether vLLM's ranks may run on other pods too (see the module docstring); `toks`
+    as `flexible` gives them."""
     if "Ray" in names or any(w in line for w in ELSEWHERE):
         return True
-    backend = flag(flexible(toks), BACKEND)
+    backend = flag(toks, BACKEND)
     return backend is not None and backend[0] == "ray"
 
 
 def _vllm_flags(toks: list) -> list:
     """The flag() of each vLLM size written: tp, pp, then the local data-parallel ranks
-    (`-dpl`, else `-dp`)."""
+    (`-dpl`, else `-dp`); `toks` as `flexible` gives them."""
     sizes = []
-    toks = flexible(toks)
     for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
         found = flag(toks, names)
         if found is not None:
