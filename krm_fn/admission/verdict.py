@@ -56,16 +56,20 @@ def effective_requests(pod: AdmittedPod, resource: str):
     return max(apps + sidecars, peak)
 
 
-def _podlevel_findings(pod: AdmittedPod, node: NodeModel) -> list:
-    """Pod-level requests below the aggregate of the container requests, injected
-    containers included: the API server refuses the pod (validation runs after the
-    mutating webhooks that inject the containers). Without the PodLevelResources gate
-    the API server drops the field (it validates nothing)."""
-    out = []
-    if not pod.pod_requests or not gate(node, "PodLevelResources"):
+def _podlevel_findings(pod: AdmittedPod, node: NodeModel, spec: dict | None) -> list:
+    """What the API server refuses in the pod-level resources of `spec` (podresources.py),
+    then pod-level cpu or memory requests (as the API server defaults them, given `spec`)
+    below the aggregate of the container requests, injected containers included
+    (validation runs after the mutating webhooks that inject the containers). Without the
+    PodLevelResources gate the API server drops the field (it validates nothing)."""
+    out: list = []
+    if pod.pod_requests is None or not gate(node, "PodLevelResources"):
         return out
+    from krm_fn.admission import podresources
+    out += podresources.refusals(spec, pod, node.version)
+    after = podresources.requests_after_defaults(spec, pod, node.version)
     for r in ("cpu", "memory"):
-        have = pod.pod_requests.get(r)
+        have = (pod.pod_requests if after is None else after).get(r)
         need = effective_requests(pod, r)
         if have is not None and need > have:
             injected = [c.name for c in pod.containers if c.source != "manifest"]
@@ -97,7 +101,7 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     verdict says what they may change; `hpas`: the HorizontalPodAutoscalers of the input
     that scale it (hpa.py: maxReplicas against the quotas and the fit per node).
     """
-    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node)
+    findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node, spec)
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
     findings += kubelet.resource_refusals(spec, pod.path)
     if isinstance(spec, dict) and isinstance(spec.get("securityContext"), dict) and \
