@@ -184,3 +184,34 @@ def test_pod_level_resources_against_the_api_server(controlplane, tmp_path):
     accepted = sum(1 for p in pods if p["spec"]["resources"] and not _krm_fn_paths(p))
     assert accepted > CASES // 5, accepted       # the generator reaches both outcomes
     assert len(said) >= 12, sorted(said)         # and most of the refusals
+
+
+# container huge pages in whole pages (validateResourceQuantityHugePageValue, also for
+# containers: kubelet.resource_refusals)
+_PAGES = {"pages-3mi": ("hugepages-2Mi", "3Mi"), "pages-4mi": ("hugepages-2Mi", "4Mi"),
+          "pages-1gi-in-2mi": ("hugepages-2Mi", "1Gi"), "pages-zero": ("hugepages-2Mi", "0"),
+          "pages-1500mi-in-1gi": ("hugepages-1Gi", "1500Mi"),
+          "pages-2gi-in-1gi": ("hugepages-1Gi", "2Gi")}
+
+
+def _paged(name: str) -> dict:
+    res, amount = _PAGES[name]
+    box = {"cpu": "1", "memory": "1Gi", res: amount}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "podlevel"},
+            "spec": {"containers": [{"name": "c", "image": "srv:1",
+                                     "resources": {"requests": dict(box), "limits": box}}]}}
+
+
+def test_container_huge_pages_in_whole_pages_as_the_api_server_counts_them(controlplane,
+                                                                          tmp_path):
+    from krm_fn.admission.kubelet import resource_refusals
+    from tests.test_apiserver import refusals
+    for name in _PAGES:
+        pod = _paged(name)
+        ours = [f.path for f in resource_refusals(pod["spec"], "spec")]
+        lines = refusals(controlplane, [pod], tmp_path, name)
+        assert bool(ours) == bool(lines), (name, ours, lines)
+        assert ours == [] or all("is not positive integer multiple of" in line
+                                 for line in lines[1:] or lines), (name, lines)
+    assert [n for n in _PAGES if resource_refusals(_paged(n)["spec"], "spec")] == [
+        "pages-3mi", "pages-1500mi-in-1gi"]

@@ -380,7 +380,8 @@ def resource_refusals(spec: dict | None, at: str) -> list:
     `resources` validateResourceRequirements refuses beyond what `_overcommit_findings`
     judges: a negative amount other than cpu and memory (the resources rule reports those)
     ("must be greater than or equal to 0"), an extended resource that is no integer
-    ("must be an integer"), a request above its limit ("must be less than or equal to
+    ("must be an integer"), huge pages that are no whole number of pages ("not positive
+    integer multiple"), a request above its limit ("must be less than or equal to
     <resource> limit of <limit>"), huge pages without cpu or memory ("HugePages require cpu
     or memory")."""
     out: list = []
@@ -411,6 +412,10 @@ def _container_refusals(name, res: dict, at: str) -> list:
                 said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be an "
                              f"integer", f"an extended resource is counted in whole units: "
                              f"request a whole number of {r}"))
+            elif r.startswith(HUGEPAGES) and not _whole_pages(r, q.nanos):
+                said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": {shown} is "
+                             f"not positive integer multiple of {r}",
+                             f"give {r} in whole pages"))
             parsed.setdefault(part, {})[r] = (-q.nanos if negative else q.nanos, shown)
     limits, requests = parsed.get("limits", {}), parsed.get("requests", {})
     for r, (want, shown) in requests.items():
@@ -426,6 +431,13 @@ def _container_refusals(name, res: dict, at: str) -> list:
     return [Finding(ERROR, f"{path}: {words}: the API server refuses the pod's container "
                     f"{name!r}; {fix} ({RESOURCES_SRC}; {DOCS})", "validation", path)
             for path, words, fix in said]
+
+
+def _whole_pages(name: str, nanos: int) -> bool:
+    """podresources.divisible (helper.IsHugePageResourceValueDivisible), imported only for
+    a container that has huge pages."""
+    from krm_fn.admission import podresources
+    return podresources.divisible(name, nanos)
 
 
 def _amount(res: str, value) -> str:

@@ -161,13 +161,13 @@ def _values(amounts: dict, at: str) -> list:
         if nanos < 0:
             said.append((f"{at}[{r}]", f"Invalid value: \"{shown}\": must be greater than "
                          f"or equal to 0", f"{r} cannot be negative"))
-        elif r.startswith(HUGEPAGES) and not _divisible(r, nanos):
+        elif r.startswith(HUGEPAGES) and not divisible(r, nanos):
             said.append((f"{at}[{r}]", f"Invalid value: \"{shown}\": {shown} is not positive "
                          f"integer multiple of {r}", f"give {r} in whole pages"))
     return said
 
 
-def _divisible(name: str, nanos: int) -> bool:
+def divisible(name: str, nanos: int) -> bool:
     """helper.IsHugePageResourceValueDivisible: the amount (rounded up to whole bytes, as
     Quantity.Value) is a multiple of the page size the name gives (a name without a page
     size is never divisible)."""
