@@ -97,24 +97,23 @@ def _elsewhere(toks: list, line: str, names: set) -> bool:
     return backend is not None and backend[0] == "ray"
 
 
+def _vllm_written(toks: list) -> list:
+    """The flag() of each vLLM size, None where it is not written: tp, pp, then the local
+    data-parallel ranks (`-dpl`, else `-dp`); `toks` as `flexible` gives them."""
+    return [flag(toks, names) for names in (TP, PP, DPL if flag(toks, DPL) is not None
+                                            else DP)]
+
+
 def _vllm_flags(toks: list) -> list:
-    """The flag() of each vLLM size written: tp, pp, then the local data-parallel ranks
-    (`-dpl`, else `-dp`); `toks` as `flexible` gives them."""
-    sizes = []
-    for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
-        found = flag(toks, names)
-        if found is not None:
-            sizes.append(found)
-    return sizes
+    """The flag() of each vLLM size written, in _vllm_written's order."""
+    return [x for x in _vllm_written(toks) if x is not None]
 
 
 def vllm_sizes(toks: list) -> tuple[int, int]:
     """(tp × pp, local data-parallel ranks) of vLLM's command words `toks`; a size not
     written or not a whole number above 0 counts 1."""
     found = []
-    toks = flexible(toks)
-    for names in (TP, PP, DPL if flag(toks, DPL) is not None else DP):
-        x = flag(toks, names)
+    for x in _vllm_written(flexible(toks)):
         k = count_text(x[0]) if x is not None else None
         found.append(k if k is not None and k >= 1 else 1)
     return found[0] * found[1], found[2]
