@@ -189,17 +189,12 @@ AUDIT_POD_SECURITY = {"runAsUser": 0, "runAsGroup": 0, "runAsNonRoot": False,
 AUDIT_CONTAINER_SECURITY = {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True,
                             "runAsNonRoot": False, "capabilities": {"drop": ["ALL"]}}
 PAUSE_IMAGE = "registry.k8s.io/pause:3.10"
-# Pod Security levels that refuse hostPath volumes (and a root user): both but `privileged`
-# (https://kubernetes.io/docs/concepts/security/pod-security-standards/).
-PSA_REFUSING = ("baseline", "restricted")
-PSA_LABEL = "pod-security.kubernetes.io/"
-
-
 def namespace_refusal(namespace: dict | None, fmt: str, ref) -> list:
     """[the result] when the input's Namespace `namespace` (plain data, None when it is not
     in the input) has a Pod Security level that refuses the audit pod's hostPath volumes
     and root user: `enforce` is an error (the API server refuses the pod), `warn` and
     `audit` a warning; else []."""
+    from krm_fn.admission import podsecurity
     from krm_fn.results import ERROR, WARNING, Result
     if not isinstance(namespace, dict):
         return []
@@ -207,18 +202,17 @@ def namespace_refusal(namespace: dict | None, fmt: str, ref) -> list:
     labels_ = md.get("labels") if isinstance(md.get("labels"), dict) else {}
     out = []
     what = "Job" if fmt == "node-audit-job" else "DaemonSet"
-    for mode, sev in (("enforce", ERROR), ("warn", WARNING), ("audit", WARNING)):
-        level = labels_.get(PSA_LABEL + mode)
-        if level in PSA_REFUSING:
-            out.append(Result(
-                f"Namespace {md.get('name')} has {PSA_LABEL}{mode}: {level}, which "
-                f"{'refuses' if mode == 'enforce' else 'flags'} the node audit {what}'s pod: "
-                f"it mounts the kubelet's checkpoints as hostPath volumes and runs as root to "
-                f"read them (0600 root), which only the privileged level allows "
-                f"(https://kubernetes.io/docs/concepts/security/pod-security-standards/); "
-                f"set spec.output.namespace to a namespace labelled "
-                f"{PSA_LABEL}enforce: privileged for the audit", sev, ref,
-                "spec.output.namespace", str(level)))
+    for mode, level in podsecurity.strict_modes(labels_):
+        sev = ERROR if mode == "enforce" else WARNING
+        out.append(Result(
+            f"Namespace {md.get('name')} has {podsecurity.LABEL}{mode}: {level}, which "
+            f"{'refuses' if mode == 'enforce' else 'flags'} the node audit {what}'s pod: "
+            f"it mounts the kubelet's checkpoints as hostPath volumes and runs as root to "
+            f"read them (0600 root), which only the privileged level allows "
+            f"(https://kubernetes.io/docs/concepts/security/pod-security-standards/); "
+            f"set spec.output.namespace to a namespace labelled "
+            f"{podsecurity.LABEL}enforce: privileged for the audit", sev, ref,
+            "spec.output.namespace", str(level)))
     return out
 
 

@@ -115,6 +115,9 @@ def judge(item: TunedItem, run) -> Outcome:
             if unseen:
                 tp.verdict.append(Result(unseen, INFO, admitted.ref, admitted.path,
                                          tags=VERDICT_TAGS + (("part", "injection"),)))
+            tp.verdict += [Result(m, WARNING, admitted.ref, admitted.path,
+                                  tags=VERDICT_TAGS + (("part", "injection"),))
+                           for m in injectors.pod_security(meta, admitted.injections)]
     outcome = _outcome(item, run)
     outcome.verdicts = verdicts
     return outcome

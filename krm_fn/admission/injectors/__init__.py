@@ -194,6 +194,32 @@ def for_pod(pod, ctx: InjectionContext) -> tuple:
     return injections(meta_of(pod, ctx=ctx), ctx)
 
 
+def pod_security(meta: Meta, injections: tuple) -> list[str]:
+    """A warning per injection of `injections` (model.Injection) whose init container adds
+    capabilities (the module's REDIRECT: istio-init, linkerd-init) when the pod's Namespace,
+    in the input, enforces the Pod Security level baseline or restricted: that level
+    refuses added capabilities beyond its short list, so the API server refuses the pod
+    unless the mesh runs with its CNI plugin instead of that init container, which krm-fn
+    cannot see (https://kubernetes.io/docs/concepts/security/pod-security-standards/#baseline)."""
+    from krm_fn.admission import podsecurity
+    enforce = [level for mode, level in podsecurity.strict_modes(meta.ns_labels)
+               if mode == "enforce"]
+    out = []
+    for inj in injections if enforce else ():
+        redirect = getattr(module(inj.injector), "REDIRECT", None)
+        if redirect is None or not any(c.name == redirect[0] for c in inj.containers):
+            continue
+        name, caps, cni, doc = redirect
+        out.append(f"Namespace {meta.namespace or 'default'} enforces Pod Security "
+                   f"{enforce[0]} ({podsecurity.LABEL}enforce: {enforce[0]}), which refuses "
+                   f"the capabilities {' and '.join(caps)} that {inj.title}'s init "
+                   f"container {name} adds: the API server refuses the pod unless the "
+                   f"mesh runs with {cni}, without {name} ({doc}; "
+                   f"https://kubernetes.io/docs/concepts/security/pod-security-standards/"
+                   f"#baseline)")
+    return out
+
+
 def unseen_namespace(meta: Meta, ctx: InjectionContext, flat: bool = False) -> str | None:
     """The info message when the pod's Namespace is not in the input while an injector
     configured in `spec.workloads.injection` (cpu or memory set) with `mode: auto` could be
@@ -203,7 +229,8 @@ def unseen_namespace(meta: Meta, ctx: InjectionContext, flat: bool = False) -> s
         return None
     if ctx.injection is None or not any(map(_sizes, vars(ctx.injection).values())):
         return None                     # no injector configured: import none of them
-    unseen = [m for m in __getattr__("ANNOTATED") if hasattr(m, "NAMESPACE_TRIGGER") and _configured(m, ctx)
+    unseen = [m for m in __getattr__("ANNOTATED")
+              if hasattr(m, "NAMESPACE_TRIGGER") and _configured(m, ctx)
               and _mode(m, ctx) == "auto" and m.trigger(meta) == (None, None)]
     if not unseen:
         return None

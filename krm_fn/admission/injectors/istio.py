@@ -25,8 +25,8 @@ the input, only the pod's own label or annotation is visible.
 **What it adds.** `istio-proxy` (an app container, or an init container with
 `restartPolicy: Always` when native sidecars are on: annotation
 `sidecar.istio.io/nativeSidecar`, else ENABLE_NATIVE_SIDECARS, `auto` since 1.27, which
-turns them on when every node's kubelet is 1.33 or newer, as every supported one is) and the init container
-`istio-init` (`istio-validation` with Istio CNI; none with the annotation
+turns them on when every node's kubelet is 1.33 or newer, as every supported one is) and
+the init container `istio-init` (`istio-validation` with Istio CNI; none with the annotation
 `sidecar.istio.io/interceptionMode: NONE`). Both get the same resources (the
 `resources` template of files/injection-template.yaml, used by both since Istio 1.8).
 
@@ -64,6 +64,11 @@ NS_LABEL, REV = WHEN[ID].ns_labels
 AMBIENT = "istio.io/dataplane-mode"
 NATIVE = "sidecar.istio.io/nativeSidecar"
 INTERCEPTION = "sidecar.istio.io/interceptionMode"
+# the init container that sets up the traffic redirection, the capabilities it adds, the
+# plugin that replaces it, and where that is documented (the injection template's
+# istio-init securityContext: capabilities add NET_ADMIN, NET_RAW)
+REDIRECT = ("istio-init", ("NET_ADMIN", "NET_RAW"), "its CNI plugin",
+            "https://istio.io/latest/docs/setup/additional-setup/pod-security-admission/")
 
 
 def _pod_choice(meta: base.Meta):

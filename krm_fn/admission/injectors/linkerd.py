@@ -45,6 +45,10 @@ INJECT = WHEN[ID].annotations[0]  # what can trigger it: WHEN in __init__.py
 ON = ("enabled", "ingress")
 NATIVE = tuple(f"config.{v}linkerd.io/proxy-enable-native-sidecar"
                for v in ("", "beta.", "alpha."))
+# the init container that rewrites the pod's iptables, the capabilities it adds (the proxy
+# injector's proxy-init securityContext), the plugin that replaces it, and its documentation
+REDIRECT = ("linkerd-init", ("NET_ADMIN", "NET_RAW"), "the Linkerd CNI plugin",
+            "https://linkerd.io/2/features/cni/")
 
 
 def trigger(meta: base.Meta):
