@@ -1,6 +1,6 @@
 """Writing env vars of a container: append an entry, or make an existing one hold a
-thread count under `spec.workloads.threads.existing` (a lower value kept, a higher one
-replaced with a warning; `valueFrom` and non-numbers left alone with a warning).
+thread count under `spec.workloads.threads.existing` (a lower value kept, a higher one or
+0 replaced with a warning; `valueFrom` and non-numbers left alone with a warning).
 
 Shared by the threads rule and the serving-engine checks (krm_fn/rules/engines/); not a
 rule. A `resourceFieldRef` resolves to `ceil(quantity / divisor)`
@@ -157,7 +157,7 @@ def _set_one(pod: PodView, c: ContainerView, by_name: dict, var: str, want: str,
                  f"container {c.name!r}: {var}={found} is not a whole number (ASCII digits) "
                  f"and is left alone; set it to {want} ({why})")
         return
-    if n == count or (cfg.workloads.threads.existing == "keep-lower" and n < count):
+    if n == count or (cfg.workloads.threads.existing == "keep-lower" and 0 < n < count):
         if pod.edits.unquoted(c.path + ("env", i, "value")):
             pod.set(c.path + ("env", i, "value"), str(raw),
                     f"container {c.name!r}: {var} {text} was unquoted, which YAML reads as a "
@@ -166,12 +166,17 @@ def _set_one(pod: PodView, c: ContainerView, by_name: dict, var: str, want: str,
                     f"written quoted (https://kubernetes.io/docs/tasks/inject-data-application/"
                     f"define-environment-variable-container/)", raw)
         return
+    if n == 0:
+        reason = (f"0 is no thread count: the runtime picks its own then (llama.cpp every CPU "
+                  f"of the node, std::thread::hardware_concurrency(); an OpenMP runtime "
+                  f"ignores 0 as invalid), not {why}")
+    elif n > count:
+        reason = higher or f"{text} is more threads than {why} and would oversubscribe them"
+    else:
+        reason = "threads.existing is replace"
     pod.set(c.path + ("env", i, "value"), want,
-            f"container {c.name!r}: {var} {text} -> {want}"
-            + (": " + (higher or f"{text} is more threads than {why} and would "
-                                   f"oversubscribe them")
-               if n > count else ": threads.existing is replace"), raw,
-            severity=WARNING if n > count else INFO)
+            f"container {c.name!r}: {var} {text} -> {want}: {reason}", raw,
+            severity=WARNING if n > count or n == 0 else INFO)
 
 
 def downward_ok(count, cfg) -> bool:

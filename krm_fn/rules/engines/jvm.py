@@ -1,8 +1,9 @@
 """JVM: `-XX:ActiveProcessorCount=N` appended to `JAVA_TOOL_OPTIONS` (N = CPUs minus
 reservedCpus: a JVM is one process), never replacing its other options (an existing lower
 count is kept, a higher one lowered with a warning); a higher count in `JAVA_OPTS`,
-`JDK_JAVA_OPTIONS` or later on the command line wins over `JAVA_TOOL_OPTIONS` and is warned
-about.
+`JDK_JAVA_OPTIONS`, later on the command line or in `_JAVA_OPTIONS` (which HotSpot reads
+after the command line: openjdk src/hotspot/share/runtime/arguments.cpp
+`Arguments::parse_vm_init_args`) wins over `JAVA_TOOL_OPTIONS` and is warned about.
 
 By JDK version (from the image tag: `eclipse-temurin:17-jre`, `openjdk:8u181-jdk`,
 `amazoncorretto:11`, `tomcat:10-jdk17`): the option exists from JDK 10 (JDK-8146115) and
@@ -91,7 +92,7 @@ def has_option(c: ContainerView) -> tuple[bool | None, str | None]:
 
 def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     """Make JAVA_TOOL_OPTIONS carry -XX:ActiveProcessorCount=<base count>, then warn about
-    a higher count in JAVA_OPTS, JDK_JAVA_OPTIONS or the command line."""
+    a higher count in JAVA_OPTS, JDK_JAVA_OPTIONS, the command line or _JAVA_OPTIONS."""
     cnt = f.count
     n = cnt.base
     want = f"-XX:ActiveProcessorCount={n}"
@@ -107,7 +108,8 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
             _not_added(pod, c, c.path + ("env",), want, has, shown)
     else:
         _tool_options(pod, c, entry, cnt, want, why, (has, shown))
-    later = [(var, env_entry(c, var)) for var in ("JAVA_OPTS", "JDK_JAVA_OPTIONS")]
+    later = [(var, env_entry(c, var))
+             for var in ("JAVA_OPTS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")]
     sources = [(f"env {var}", c.path + ("env", ent[0], "value"), str(ent[1].get("value") or ""))
                for var, ent in later if ent is not None and "valueFrom" not in ent[1]]
     sources += [("the command line", t.path, t.text) for t in tokens(c)]
@@ -198,8 +200,8 @@ ENGINE = Engine(
          "JDK has it). N = CPUs − `reservedCpus`, not divided by workers",
     warns="a JDK without the option (before 8u191, 9: it refuses to start with it) or of "
           "unknown version (`latest`, `8`, a server's own tag): nothing added; a higher "
-          "count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS` or the command line (it comes later "
-          "and wins)",
+          "count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS`, the command line or `_JAVA_OPTIONS` "
+          "(it comes later and wins)",
     sources=(("java launcher: -XX:ActiveProcessorCount, JDK_JAVA_OPTIONS",
               "https://docs.oracle.com/en/java/javase/21/docs/specs/man/java.html"),
              ("JDK-8281181", "https://bugs.openjdk.org/browse/JDK-8281181"),
