@@ -12,9 +12,11 @@ https://kubernetes.io/docs/concepts/policy/limit-range/. Per item of
   must be set and at most `max`; with `maxLimitRequestRatio`, limit / request must be at
   most the ratio;
 - `type: Pod`: the same on the pod's effective requests and limits (podRequests,
-  podLimits).
+  podLimits: the containers' aggregate, with the pod-level `spec.resources` cpu and memory
+  in its place where the pod sets them).
 
-Only `cpu` and `memory` are checked here (what pinning depends on). Messages quote the
+Every resource an item names is checked (cpu, memory, ephemeral-storage, huge pages, an
+extended resource), as PodValidateLimitFunc loops over the item's keys. Messages quote the
 API server's ("maximum cpu usage per Container is 2, but limit is 4").
 
 Before that, the LimitRanger's mutating admission sets each LimitRange's `default` and
@@ -32,6 +34,9 @@ from krm_fn.quantity import NANO
 SOURCE = ("kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go, "
           "https://kubernetes.io/docs/concepts/policy/limit-range/")
 RESOURCES = ("cpu", "memory")
+# limitranger supportedPodLevelResources: what a pod-level spec.resources replaces in the
+# pod's totals
+POD_LEVEL = ("cpu", "memory")
 
 
 def _amount(res: str, text) -> int | None:
@@ -51,9 +56,10 @@ def _show(res: str, v) -> str:
 
 def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
     """The API server's messages for one set of requests / limits against one
-    `spec.limits` item of `kind` (Container or Pod)."""
+    `spec.limits` item of `kind` (Container or Pod), for every resource the item names
+    (cpu and memory first)."""
     out = []
-    for res in RESOURCES:
+    for res in _named(item):
         low = _amount(res, (item.get("min") or {}).get(res))
         high = _amount(res, (item.get("max") or {}).get(res))
         # the ratio read as a cpu quantity: nano-units (ratio * NANO)
@@ -79,11 +85,25 @@ def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
             elif r is not None and r > high:
                 out.append(f"maximum {res} usage per {kind} is {_show(res, high)}, but "
                            f"request is {_show(res, r)}")
-        if ratio is not None and r and li is not None and li * NANO > ratio * r:
-            out.append(f"{res} max limit to request ratio per {kind} is "
-                       f"{quantity.format_cpu(ratio)}, but provided ratio is "
-                       f"{li / r:f}")
+        if ratio is not None:   # limitRequestRatioConstraint
+            said = f"{res} max limit to request ratio per {kind} is {quantity.format_cpu(ratio)}"
+            if not r:
+                out.append(f"{said}, but no request is specified or request is 0")
+            elif not li:
+                out.append(f"{said}, but no limit is specified or limit is 0")
+            elif li * NANO > ratio * r:
+                out.append(f"{said}, but provided ratio is {li / r:f}")
     return out
+
+
+def _named(item: dict) -> list:
+    """The resources a `spec.limits` item bounds (in min, max or maxLimitRequestRatio): cpu
+    and memory first, then the others by name."""
+    names: set = set()
+    for key in ("min", "max", "maxLimitRequestRatio"):
+        if isinstance(item.get(key), dict):
+            names |= {str(k) for k in item[key]}
+    return [r for r in RESOURCES if r in names] + sorted(names - set(RESOURCES))
 
 
 def defaults(limit_ranges) -> tuple:
@@ -210,11 +230,16 @@ def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
 def _sum(pod: AdmittedPod, part: str) -> dict:
     """{resource: the pod's effective amount} of `part` (requests or limits) as the
     LimitRanger counts pod totals (podRequests / podLimits: app containers plus sidecars,
-    or the largest init container plus the sidecars before it, whichever is larger);
-    a resource no container sets is left out."""
+    or the largest init container plus the sidecars before it, whichever is larger; then
+    the pod-level cpu and memory of `spec.resources` in their place where the pod sets
+    them); a resource nothing sets is left out."""
     out = {}
-    for res in RESOURCES:
+    names = {r for c in pod.containers for r in getattr(c, part)}
+    for res in names:
         values = [(c.role, getattr(c, part).get(res)) for c in pod.containers]
-        if any(v is not None for _, v in values):
-            out[res] = peak([(role, v or 0) for role, v in values])
+        out[res] = peak([(role, v or 0) for role, v in values])
+    level = pod.pod_requests if part == "requests" else pod.pod_limits
+    for res in POD_LEVEL:
+        if level and res in level:
+            out[res] = level[res]
     return out

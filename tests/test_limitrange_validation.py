@@ -1,0 +1,161 @@
+"""LimitRange min / max / maxLimitRequestRatio (krm_fn/admission/limitrange.py `refused`)
+against the real API server's LimitRanger (plugin/pkg/admission/limitranger/admission.go
+PodValidateLimitFunc): generated LimitRanges of type Container and Pod over cpu, memory,
+ephemeral-storage, huge pages and an extended resource, and generated pods (init
+containers, sidecars, pod-level cpu and memory) in a fresh namespace each; the constraints
+the API server names as broken must be exactly krm-fn's (resource, kind, and which check),
+counted per pod. Seed KRM_FN_DIFF_SEED (default 7311)."""
+from __future__ import annotations
+
+import os
+import random
+import re
+from collections import Counter
+
+from krm_fn.admission import limitrange
+from krm_fn.admission.build import requests_limits
+from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, Container
+from krm_fn.results import Ref
+
+SEED = int(os.environ.get("KRM_FN_DIFF_SEED", "7311"))
+CASES = int(os.environ.get("KRM_FN_DIFF_EXAMPLES", "40"))
+
+_RES = {"cpu": ("500m", "1", "2", "4"), "memory": ("512Mi", "1Gi", "2Gi", "4Gi"),
+        "ephemeral-storage": ("1Gi", "2Gi", "4Gi"), "hugepages-2Mi": ("2Mi", "4Mi", "8Mi"),
+        "example.com/foo": ("1", "2", "3")}
+# the check a message names: (minimum|maximum|ratio, resource, Container|Pod, what failed)
+_MESSAGE = re.compile(r"(minimum|maximum) (\S+) usage per (Container|Pod) is \S+?"
+                      r"(?:, but (request|limit) is|\.  No (request|limit) is specified)"
+                      r"|([\w./-]+) max limit to request ratio per (Container|Pod) is \S+, but "
+                      r"(provided ratio|no request|no limit)")
+
+
+def _limit_range(rng: random.Random) -> dict:
+    items = []
+    for kind in ("Container", "Pod"):
+        if rng.random() < 0.6:
+            item: dict = {"type": kind}
+            for key in ("min", "max"):
+                bound = {r: rng.choice(v) for r, v in _RES.items() if rng.random() < 0.3}
+                if bound:
+                    item[key] = bound
+            for r in set(item.get("min", {})) & set(item.get("max", {})):
+                low, high = sorted((item["min"][r], item["max"][r]), key=_size)
+                item["min"][r], item["max"][r] = low, high     # the API refuses min > max
+            if rng.random() < 0.2:
+                item["maxLimitRequestRatio"] = {rng.choice(("cpu", "memory")): "2"}
+            if len(item) > 1:
+                items.append(item)
+    return {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+            "spec": {"limits": items or [{"type": "Container", "max": {"cpu": "2"}}]}}
+
+
+def _box(rng: random.Random) -> dict:
+    """Valid container resources: requests at most limits, huge pages and the extended
+    resource with request == limit, always some cpu and memory."""
+    req, lim = {}, {}
+    for r, values in _RES.items():
+        if r in ("cpu", "memory") or rng.random() < 0.3:
+            a, b = sorted((rng.choice(values), rng.choice(values)), key=_size)
+            if r in ("hugepages-2Mi", "example.com/foo"):
+                a = b
+            if r == "cpu" or rng.random() < 0.8:
+                req[r] = a
+            if rng.random() < 0.7 or r in ("hugepages-2Mi", "example.com/foo"):
+                lim[r] = b
+    return {"requests": req, "limits": lim}
+
+
+def _size(text: str) -> float:
+    from krm_fn import quantity
+    return quantity.parse(text).nanos
+
+
+def _pod(rng: random.Random, k: int) -> dict:
+    spec: dict = {"containers": [{"name": f"c{i}", "image": "srv:1", "resources": _box(rng)}
+                                 for i in range(rng.randint(1, 2))]}
+    if rng.random() < 0.4:
+        spec["initContainers"] = [
+            {"name": "i0", "image": "srv:1", "resources": _box(rng),
+             **({"restartPolicy": "Always"} if rng.random() < 0.5 else {})}]
+    if rng.random() < 0.3:         # pod-level cpu and memory covering the containers
+        level = {"cpu": "16", "memory": "32Gi"}
+        spec["resources"] = {"requests": dict(level), "limits": dict(level)}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"p{k}"}, "spec": spec}
+
+
+def _model(pod: dict, lrs: list) -> AdmittedPod:
+    """The admission model krm-fn builds: LimitRange defaults set, pod-level resources."""
+    spec = pod["spec"]
+    own = [Container(c["name"], SIDECAR if c.get("restartPolicy") == "Always" else INIT,
+                     *requests_limits(c["resources"])) for c in spec.get("initContainers", [])]
+    own += [Container(c["name"], APP, *requests_limits(c["resources"]))
+            for c in spec["containers"]]
+    own = limitrange.with_defaults(own, limitrange.defaults(lrs))
+    level = requests_limits(spec["resources"]) if "resources" in spec else (None, None)
+    return AdmittedPod(Ref("v1", "Pod", pod["metadata"]["name"], "x"), "spec", tuple(own),
+                       *level)
+
+
+def _checks(texts) -> Counter:
+    """The checks named in the messages `texts` (each said once: the API server's message
+    lists an error that several containers break alike once, utilerrors.NewAggregate)."""
+    return Counter(m.group(0).split(" is ")[0] + "|" + (m.group(4) or m.group(5) or
+                                                        m.group(8) or "")
+                   for text in set(texts) for m in _MESSAGE.finditer(text))
+
+
+def _split(message: str) -> list:
+    """The errors of the API server's message `pods "p" is forbidden: [a, b]` (or one)."""
+    body = message.split(" is forbidden: ", 1)[-1].strip()
+    if body.startswith("[") and body.endswith("]"):
+        body = body[1:-1]
+    return re.split(r", (?=(?:minimum|maximum) |[\w./-]+ max limit to request ratio)", body)
+
+
+_QUOTED = re.compile(r'refuses [^"]*: "(.*?)"; the API server refuses the pod')
+
+
+def test_limitrange_checks_against_the_api_server(controlplane):
+    from tests.controlplane.cluster import wait
+    rng = random.Random(SEED)
+    wrong, refused, invalid = [], 0, 0
+    for k in range(CASES):
+        lr, pods = _limit_range(rng), [_pod(rng, j) for j in range(4)]
+        ns = controlplane.pod_namespace(f"lr-validate-{SEED}-{k}")
+        status, got = controlplane.request("POST", f"/api/v1/namespaces/{ns}/limitranges", lr)
+        if status == 422:       # e.g. a ratio above max / min: the API server refuses it
+            controlplane.request("DELETE", f"/api/v1/namespaces/{ns}")
+            continue
+        assert status == 201, got.get("message")
+        probe = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "probe"},
+                 "spec": {"containers": [{"name": "c", "image": "srv:1"}]}}
+
+        def seen():         # the LimitRanger's informer has the LimitRange
+            status, got = controlplane.request(
+                "POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", probe)
+            return status != 201 or "kubernetes.io/limit-ranger" in (
+                got["metadata"].get("annotations") or {})
+        wait("the LimitRange in the LimitRanger", seen)
+        for pod in pods:
+            status, got = controlplane.request(
+                "POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", pod)
+            if status == 422:
+                # invalid before the LimitRanger validates (a LimitRange default limit
+                # below the container's request): krm-fn's API validation says that
+                invalid += 1
+                continue
+            assert status in (201, 403), got
+            api = Counter() if status == 201 else _checks(_split(got.get("message", "")))
+            refused += bool(api)
+            ours = _checks([_QUOTED.search(f.message).group(1) for f in
+                            limitrange.refused(_model(pod, [lr]), [lr])])
+            if api != ours:
+                wrong.append((lr["spec"], pod["spec"], dict(api), dict(ours),
+                              got.get("message")))
+        controlplane.request("DELETE", f"/api/v1/namespaces/{ns}")
+    assert not wrong, (f"KRM_FN_DIFF_SEED={SEED}", wrong[:3])
+    # both outcomes reached, at most half of the pods lost to validation
+    compared = CASES * 4 - invalid
+    assert compared * 9 // 10 > refused > compared // 5 and invalid < CASES * 2, (refused,
+                                                                                invalid)
