@@ -215,3 +215,21 @@ def test_container_huge_pages_in_whole_pages_as_the_api_server_counts_them(contr
                                  for line in lines[1:] or lines), (name, lines)
     assert [n for n in _PAGES if resource_refusals(_paged(n)["spec"], "spec")] == [
         "pages-3mi", "pages-1500mi-in-1gi"]
+
+
+def _fill_warning(results: list) -> list:
+    return [m for s, m in results if s == "warning" and "sets pod-level resources:" in m]
+
+
+def test_no_remove_warning_where_the_pools_kubelet_pins_pod_level_pods():
+    # PodLevelResourceManagers on with the pod scope: the kubelet pins the pod's block, the
+    # verdict says how; "remove spec.resources" would contradict it
+    level = {"requests": {"cpu": "4", "memory": "16Gi"}, "limits": {"cpu": "4", "memory": "16Gi"}}
+    code, results, _ = render(_gated_config(), _pod(level))
+    assert code == 0 and _fill_warning(results) == [], results
+    code, results, _ = render(config("1.37"), _pod(level))
+    assert _fill_warning(results) == [
+        "spec.resources sets pod-level resources: on Kubernetes 1.37 the static CPU Manager "
+        "gives a pod with pod-level resources no exclusive CPUs (KEP-2837; unless the "
+        "PodLevelResourceManagers gate (beta, off by default in Kubernetes 1.37) is on), so no "
+        "container is pinned; remove spec.resources and keep the container resources."]

@@ -16,6 +16,15 @@ PLRM_SRC = ("KEP-5526, https://github.com/kubernetes/enhancements/tree/master/ke
             "pkg/kubelet/cm/cpumanager/policy_static.go allocatePodForAdd, podGuaranteedCPUs")
 
 
+def pins_pod_level(node: NodeModel) -> bool:
+    """Whether the kubelet of `node` pins a pod with pod-level resources at all: the
+    PodLevelResources and PodLevelResourceManagers gates on, the static CPU Manager, and
+    the Topology Manager's pod scope under a policy other than none (`findings`)."""
+    return (gate(node, "PodLevelResources") and gate(node, "PodLevelResourceManagers")
+            and cpumanager.is_static(node) and topology.policy(node) != topology.NONE
+            and topology.scope(node) == "pod")
+
+
 def findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
     """With PodLevelResourceManagers on, the static CPU Manager and the Topology Manager's
     pod scope (policy other than none) give a pod with pod-level resources one block of
@@ -26,9 +35,7 @@ def findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
     `full-pcpus-only` is an SMTAlignmentError; the block itself is not modelled (the
     containers are judged one by one), which a warning says. Container scope and policy
     none allocate container by container, as modelled."""
-    if not (pod_level_set(pod) and gate(node, "PodLevelResources")
-            and gate(node, "PodLevelResourceManagers") and cpumanager.is_static(node)
-            and topology.policy(node) != topology.NONE and topology.scope(node) == "pod"):
+    if not (pod_level_set(pod) and pins_pod_level(node)):
         return []
     pinned = [c.name for c in pod.containers if c.designated]
     cpu = (pod.pod_requests or {}).get("cpu")

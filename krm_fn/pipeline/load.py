@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from krm_fn import config as config_mod
 from krm_fn import objects, rules, workloads
-from krm_fn.admission import injectors, serving_mode
+from krm_fn.admission import injectors, podscope, serving_mode
 from krm_fn.admission.build import daemon_pods, node_model
 from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits
@@ -138,7 +138,9 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
     run.nodes = [n._replace(daemons=daemon_pods(untuned, n.labels, n.taints))
                  for n in run.nodes]
-    run.pools = [rules.PoolInfo.from_plan(pool, plan) for pool, plan in zip(cfg.nodePools, plans)]
+    run.pools = [rules.PoolInfo.from_plan(pool, plan)._replace(
+        pins_pod_level=podscope.pins_pod_level(node))
+        for pool, plan, node in zip(cfg.nodePools, plans, run.nodes)]
     run.octx = objects.ObjectContext(cfg, run.pools, items, tuned)
     run.ictx = injectors.InjectionContext.for_config(
         _as_rendered(items, is_tuned, run.octx), cfg)._replace(

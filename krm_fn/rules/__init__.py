@@ -29,7 +29,8 @@ from krm_fn.rules import (canonical, cgroup, facts, injector_annotations, merged
 
 
 class PoolInfo(namedtuple("PoolInfo", "name node_selector threads_per_core full_pcpus_only "
-                          "exclusive_cpus single_process_oom_kill", defaults=(False,))):
+                          "exclusive_cpus single_process_oom_kill pins_pod_level",
+                          defaults=(False, False))):
     """What the rules need to know of the node pool a workload is placed in.
 
     `threads_per_core`: SMT siblings per core; `full_pcpus_only`: the static policy option
@@ -39,7 +40,8 @@ class PoolInfo(namedtuple("PoolInfo", "name node_selector threads_per_core full_
     `exclusive_cpus`: logical CPUs a pod can get exclusively (capacity minus
     reservedSystemCPUs); `single_process_oom_kill`: the kubelet runs with
     `singleProcessOOMKill: true` (an OOM kills one process, not the container's whole
-    cgroup).
+    cgroup); `pins_pod_level`: the kubelet pins pods with pod-level resources
+    (admission.podscope.pins_pod_level: PodLevelResourceManagers on, pod scope).
     """
 
     __slots__ = ()

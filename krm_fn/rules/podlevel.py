@@ -18,7 +18,9 @@ When a pod spec carries `resources`:
   containers admission webhooks inject (krm_fn/admission/injectors, sized as the
   injector-annotations rule leaves them): the API server validates the pod after the
   webhooks, and refuses pod-level requests below that aggregate (KEP-2837);
-- a warning says that pinning needs the field removed, and where.
+- a warning says that pinning needs the field removed, and where, unless the pool's
+  kubelet pins such pods (PodLevelResourceManagers on with the Topology Manager's pod
+  scope: the verdict then says how it shares the pod's block of CPUs out).
 """
 from __future__ import annotations
 
@@ -126,6 +128,8 @@ def apply(pod: PodView, ctx) -> None:
     kserve = (" In KServe this field is pod-level, not the model container's: container "
               "resources go under the framework key (e.g. spec.predictor.model.resources)."
               if pod.at.platform == "kserve" else "")
+    if getattr(ctx.pool, "pins_pod_level", False):
+        return      # the pool's kubelet pins it as one block: the verdict says how
     pod.warn(base, f"{where} sets pod-level resources: {_version_note(ctx)}; remove {where} "
                    f"and keep the container resources." + kserve)
 
