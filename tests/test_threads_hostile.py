@@ -58,3 +58,52 @@ def test_java_options_env_wins_over_java_tool_options_and_is_warned():
     assert ("container 's': -XX:ActiveProcessorCount=64 in env _JAVA_OPTIONS comes after "
             "JAVA_TOOL_OPTIONS on the JVM command line and wins; set it to 8 or remove it"
             in said["warning"])
+
+
+LLAMA = "ghcr.io/ggml-org/llama.cpp:server-b6000"
+
+
+def test_llama_threads_from_a_downward_api_variable_are_its_value():
+    # the kubelet expands $(CPUS) from the resourceFieldRef (ceil(limits.cpu / divisor) = 8)
+    # before llama-server reads it: 8 threads, above the 4 physical cores, not a start-up
+    # failure
+    code, c, said = _run({"image": LLAMA, "args": ["-m", "/m.gguf", "--threads", "$(CPUS)"],
+                          "env": [{"name": "CPUS", "valueFrom": {"resourceFieldRef": {
+                              "resource": "limits.cpu", "divisor": "1"}}}]})
+    assert code == 0 and said["error"] == []
+    assert "LLAMA_ARG_THREADS" not in _env(c)           # the arg wins over it
+    assert [m for m in said["warning"] if "llama.cpp --threads" in m] == [
+        "container 's': llama.cpp --threads 8 asks for more threads than the 8 pinned CPUs "
+        "as 4 physical cores (2 threads per core), since llama.cpp runs one thread per "
+        "physical core by itself and wins over LLAMA_ARG_THREADS; set it to 4"]
+
+
+def test_llama_threads_the_shell_expands_are_read_or_said_unknown():
+    # the shell expands $THREADS from the env (4: as many as the physical cores) and
+    # $(nproc) when the container starts: neither stops llama-server
+    code, _, said = _run({"image": LLAMA, "command": ["sh", "-c"],
+                          "args": ["exec llama-server -m /m.gguf --threads $THREADS"],
+                          "env": [{"name": "THREADS", "value": "4"}]})
+    assert code == 0 and said["error"] == []
+    assert not [m for m in said["warning"] if "llama.cpp" in m]
+    code, _, said = _run({"image": LLAMA, "command": [
+        "sh", "-c", "exec llama-server -m /m.gguf -t $(nproc)"]})
+    assert code == 0 and said["error"] == []
+    assert [m for m in said["warning"] if "llama.cpp -t" in m] == [
+        "container 's': llama.cpp -t $(nproc) is only known when the container starts, so "
+        "krm-fn cannot check it against the 8 pinned CPUs as 4 physical cores (2 threads per "
+        "core), since llama.cpp runs one thread per physical core by itself; it wins over "
+        "LLAMA_ARG_THREADS: make sure it is at most 4"]
+
+
+def test_another_commands_flags_in_a_script_are_not_the_servers():
+    # `ls -t` and `curl -w` are not llama-server's -t or gunicorn's -w
+    code, c, said = _run({"image": LLAMA, "command": [
+        "sh", "-c", 'M=$(ls -t /models/*.gguf | head -n1); exec llama-server -m "$M"']})
+    assert code == 0 and said["error"] == [] and _env(c)["LLAMA_ARG_THREADS"] == "4"
+    code, c, said = _run({"image": "python:3.12", "command": [
+        "sh", "-c", 'until curl -s -o /dev/null -w "%{http_code}" http://store/ready | grep '
+                    '-q 200; do sleep 2; done; exec gunicorn -b 0.0.0.0:8000 app:app'],
+        "env": [{"name": "WEB_CONCURRENCY", "value": "2"}]})
+    assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "4"      # 8 CPUs / 2 workers
+    assert not [m for m in said["warning"] if "http_code" in m]

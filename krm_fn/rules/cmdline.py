@@ -121,16 +121,22 @@ def expand(s: str, mapping: dict) -> str:
 def env_mapping(c: ContainerView) -> dict:
     """{name: value} of the container's env as the kubelet expands command and args with
     it (pkg/kubelet/kubelet_pods.go makeEnvironmentVariables: each literal value expanded
-    against the entries before it; a later entry of a name wins). A name whose value comes
-    from elsewhere (valueFrom, envFrom, service links) is unknown at render time and left
-    out, so a reference to it stays unexpanded (and is read as such)."""
+    against the entries before it; a later entry of a name wins). A resourceFieldRef on the
+    container's own cpu is known: ceil(cpu / divisor) (envvars.field_ref_value, as the
+    kubelet's containerResourceRuntimeValue gives it). A name whose value comes from
+    elsewhere (another valueFrom, envFrom, service links) is unknown at render time and left
+    out, so a reference to it stays unexpanded (`runtime_only` says so)."""
     out: dict = {}
     env = c.data.get("env")
     for e in env if isinstance(env, list) else ():
         if not isinstance(e, dict) or not isinstance(e.get("name"), str):
             continue
         if e.get("valueFrom") is not None:
+            from krm_fn.rules.envvars import field_ref_value
             out.pop(e["name"], None)
+            known = field_ref_value(c, e["valueFrom"])
+            if known is not None:
+                out[e["name"]] = str(known)
             continue
         value = e.get("value")
         value = "" if value is None else str(value)
@@ -138,6 +144,79 @@ def env_mapping(c: ContainerView) -> dict:
         out.pop(e["name"], None)            # insertion order: the last entry's place
         out[e["name"]] = value
     return out
+
+
+SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
+
+
+def shell_script(toks: list[Token]) -> bool:
+    """Whether the command line is a shell running a script (`sh -c '...'`, `bash -ec`,
+    `/bin/sh -c`): its words then hold the shell's own expansions (`$VAR`, `$(cmd)`), which
+    the shell makes at run time."""
+    if not toks or toks[0].text.rsplit("/", 1)[-1] not in SHELLS:
+        return False
+    return any(t.text.startswith("-") and not t.text.startswith("--") and "c" in t.text[1:]
+               for t in toks[1:3])
+
+
+# what ends a simple command in a script's words (shlex keeps a `;` glued to the word before)
+SEPARATORS = (";", "&&", "||", "|", "&", "|&")
+
+
+def own_command(toks: list[Token], programs: tuple) -> list[Token]:
+    """In a shell script (`shell_script`), the words of the simple command that runs one of
+    `programs` (a word whose last path part is one of them), from that word to the next
+    separator (the last such command when there are several): another command's flags
+    (`ls -t`, `curl -w`) are not the program's. The whole `toks` otherwise: no shell, or
+    no such word (the image's entrypoint is the program, the words its args)."""
+    if not shell_script(toks):
+        return toks
+    start = None
+    for i, t in enumerate(toks):
+        if t.text.rsplit("/", 1)[-1] in programs:
+            start = i
+    if start is None:
+        return toks
+    out = []
+    for t in toks[start:]:
+        if t.text in SEPARATORS:
+            break
+        if t.text.endswith(";"):
+            out.append(Token(t.text.rstrip(";"), t.path))
+            break
+        out.append(t)
+    return out
+
+
+def runtime_only(c: ContainerView, script: bool, word: str) -> bool:
+    """Whether `word` (a word of the container's command line after the kubelet's
+    expansion; `script`: it is a shell script's, shell_script) holds a value only known
+    when the container starts: any `$` in a script's word (the shell expands it), or a
+    `$(NAME)` the kubelet leaves for env it resolves at run time (a valueFrom other than the
+    container's own cpu, envFrom)."""
+    if "$" not in word:
+        return False
+    if script:
+        return True
+    if "$(" not in word:
+        return False
+    env = c.data.get("env")
+    dynamic = {e.get("name") for e in env if isinstance(e, dict) and e.get("valueFrom")} \
+        if isinstance(env, list) else set()
+    return bool(c.data.get("envFrom")) or any(f"$({n})" in word for n in dynamic
+                                              if isinstance(n, str))
+
+
+def shell_value(c: ContainerView, script: bool, word: str) -> str | None:
+    """What the shell of a script (`script`: shell_script of the command line) makes of
+    `word` when it is one reference `$NAME` or `${NAME}` to an env var the container sets
+    with a known value (env_mapping); None for any other word."""
+    if not (script and word.startswith("$")):
+        return None
+    name = word[2:-1] if word.startswith("${") and word.endswith("}") else word[1:]
+    if not name or not all(ch.isalnum() or ch == "_" for ch in name) or name[0].isdigit():
+        return None
+    return env_mapping(c).get(name)
 
 
 def text(toks: list[Token]) -> str:

@@ -9,7 +9,11 @@ parser on the same argv): a flag is a whole word, a word starting with `--` has 
 and a sign allowed, trailing text ignored: `8x` is 8); a value <= 0 means
 `std::thread::hardware_concurrency()`, every CPU the node has online. `--threads=8`, `-t8`,
 a missing value or a value `std::stoi` refuses stop llama-server at start-up ("error:
-invalid argument"), so they are errors.
+invalid argument"), so they are errors. A value set when the container starts is read as
+the kubelet and the shell make it: `$(CPUS)` from a resourceFieldRef on the container's
+cpu is its value, a script's `$THREADS` the env var's; one only known then (`$(nproc)`,
+a variable from envFrom) is warned about, never an error. In a shell script only the
+words of the command that runs `llama-server` count (`ls -t` is not its `-t`).
 
 By build (the image tag's `bNNNN`, ggml-org/llama.cpp release tags): llama-server reads
 `LLAMA_ARG_*` env vars since PR #9105 (August 2024; then an env var won over the arg);
@@ -27,7 +31,8 @@ from typing import NamedTuple
 
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import Token, env_entry, tokens
+from krm_fn.rules.cmdline import (Token, env_entry, own_command, runtime_only, shell_script,
+                                  shell_value, tokens)
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, EnvSpec, Release, release_for
 from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
@@ -45,6 +50,8 @@ FIRST = RELEASES[0]
 _IMAGE = re.compile(r"(^|/)llama\.cpp$")
 _BUILD = re.compile(r"(?:^|-)b([0-9]{1,6})$")
 BATCH_FLAGS = ("--threads-batch", "-tb")
+# the server's program: in a shell script only its own command's flags count
+PROGRAMS = ("llama-server",)
 
 
 def build(c: ContainerView) -> tuple | None:
@@ -70,13 +77,16 @@ class Arg(NamedTuple):
     """One thread flag as llama-server's parser reads it: `threads` is what it sets (None
     when the node's CPU count is meant: a value <= 0), `refused` the start-up error when the
     parser stops instead, `token` the word to point at, `written` the flag as written,
-    `ignored` what std::stoi left unread after the digits (e.g. ".0" of "4.0")."""
+    `ignored` what std::stoi left unread after the digits (e.g. ".0" of "4.0"); `unknown`:
+    the value is only known when the container starts (cmdline.runtime_only: a shell's
+    `$(nproc)`, a `$(VAR)` from envFrom), so `threads` is None without meaning <= 0."""
 
     threads: int | None
     refused: str | None
     token: Token
     written: str
     ignored: str = ""
+    unknown: bool = False
 
 
 def stoi(text: str) -> int | None:
@@ -103,10 +113,14 @@ def _int32(text: str) -> int | None:
     return n if -_INT32 <= n < _INT32 else None
 
 
-def read_args(toks: list[Token], names: tuple) -> list[Arg]:
+def read_args(toks: list[Token], names: tuple, c: ContainerView | None = None,
+              script: bool = False) -> list[Arg]:
     """Every occurrence of the flags `names` (e.g. ("--threads", "-t")) in `toks`, read as
     common/arg.cpp does (module docstring): the last one with a value is the setting, and
-    any refused one stops the server."""
+    any refused one stops the server. Given the container `c` (`script`: its command line
+    is a shell script, cmdline.shell_script), a value the shell expands from a known env
+    var is read as that value, and one only known at run time is `unknown` (never
+    refused)."""
     out: list[Arg] = []
     i = 0
     while i < len(toks):
@@ -117,8 +131,15 @@ def read_args(toks: list[Token], names: tuple) -> list[Arg]:
                 out.append(Arg(None, "expected value for argument", t, t.text))
             else:
                 v = toks[i + 1]
-                n, rest = _stoi(v.text)
+                value = v.text
                 written = f"{t.text} {v.text}"
+                if c is not None and "$" in value:
+                    value = shell_value(c, script, value) or value
+                    if "$" in value and runtime_only(c, script, value):
+                        out.append(Arg(None, None, v, written, unknown=True))
+                        i += 2
+                        continue
+                n, rest = _stoi(value)
                 out.append(Arg(n if n is None or n > 0 else None,
                                None if n is not None else f"std::stoi refuses {v.text!r}",
                                v, written, rest))
@@ -136,11 +157,12 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     module docstring); warn about -t or -tb above the count or meaning every node CPU; an
     error for a thread flag llama-server refuses at start-up."""
     cnt, cfg = f.count, ctx.cfg
-    toks = tokens(c)
+    whole = tokens(c)
+    toks, script = own_command(whole, PROGRAMS), shell_script(whole)
     want = str(cnt.count)
     spec = ENGINE.env[0]
-    threads = read_args(toks, spec.flags)
-    batch = read_args(toks, BATCH_FLAGS)
+    threads = read_args(toks, spec.flags, c, script)
+    batch = read_args(toks, BATCH_FLAGS, c, script)
     for name, args in (("--threads", threads), ("--threads-batch", batch)):
         for a in (a for a in args if a.refused is not None):
             pod.error(a.token.path,
@@ -184,7 +206,12 @@ def _above(pod: PodView, c: ContainerView, cnt, a: Arg | None, over: str,
     (every CPU of the node), or one std::stoi reads only in part ("1e3" is 1)."""
     if a is None:
         return
-    if a.ignored and (a.threads or 0) <= cnt.count:
+    if a.unknown:
+        pod.warn(a.token.path, f"container {c.name!r}: {ENGINE.name} "
+                               f"{numbers.brief(a.written)} is only known when the container "
+                               f"starts, so krm-fn cannot check it against {cnt.why}; it wins "
+                               f"over {over}: make sure it is at most {want}")
+    elif a.ignored and (a.threads or 0) <= cnt.count:
         shown = "<= 0, every CPU of the node," if a.threads is None else a.threads
         pod.warn(a.token.path, f"container {c.name!r}: {ENGINE.name} "
                                f"{numbers.brief(a.written)} is read as {shown}: std::stoi "
@@ -215,7 +242,8 @@ ENGINE = Engine(
          "env var; `--threads-batch`/`-tb` defaults to `-t` and has no env var); nothing "
          "for builds before b3683",
     warns="`-t`/`-tb` above N, <= 0 (every node CPU), or read by `std::stoi` only in part "
-          "(`1e3` is 1); a build before b3683 (add "
+          "(`1e3` is 1), or only known when the container starts (`$(nproc)`); a build "
+          "before b3683 (add "
           "`--threads N`); no build in the tag (env var set, `--threads N` named as the "
           "setting every build reads); `--threads=N`, `-tN`, a missing value or one "
           "`std::stoi` refuses stop llama-server at start-up: an **error** (args read as "

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, text,
-                                  tokens, words)
+from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, own_command,
+                                  text, tokens, words)
 from krm_fn.rules.engines import ranks
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
 from krm_fn.rules.engines.recognition import Pattern, Recognition
@@ -45,7 +45,8 @@ def _read(c: ContainerView, engines: tuple):
         elif src.command is not None and not src.command.search(line):
             continue
         if src.flags:
-            found = flag(toks, src.flags)
+            found = flag(own_command(toks, (src.server,)) if src.command is not None
+                         else toks, src.flags)
             if found is not None:
                 yield (src.server, f"{src.server} {numbers.brief(found[2])}".strip(), found[1].path,
                        found[0],
@@ -148,7 +149,9 @@ ROW = Engine(
                "`--workers`/`-w`; any "
                "`--workers N` arg; `$(VAR)` in command and args expanded from the "
                "container's env as the kubelet does (a count that stays unreadable, e.g. "
-               "from a ConfigMap, hides that server's lower-precedence sources)",
+               "from a ConfigMap, hides that server's lower-precedence sources); in a shell "
+               "script a server's flags only in its own command (`curl -w` is not "
+               "gunicorn's `-w`)",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`; "
          "more rank processes than CPUs is an **error** (each runs at least one thread)",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
