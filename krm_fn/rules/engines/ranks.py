@@ -15,7 +15,9 @@ among them (engines/workers.py reads these first, then the worker counts).
   data-parallel rank is a process launched by someone else: vllm/config/parallel.py at
   v0.34.0, so not counted here). Not read when the ranks run on other pods too: the Ray executor
   (`--distributed-executor-backend ray`, `ray start` or the multi-node-serving.sh of
-  vLLM's LeaderWorkerSet example in the container), `--nnodes` or `--headless`.
+  vLLM's LeaderWorkerSet example in the container), `--headless`, or `--nnodes`/`-n`
+  above 1 with data parallelism written; with `--nnodes N` alone each pod runs tp × pp ÷ N
+  of them (`--nnodes 1`: all).
 - Text Generation Inference: `--num-shard`, or its env `NUM_SHARD` (launcher/src/main.rs,
   `#[clap(long, env)] num_shard`; the flag wins): the launcher starts one shard process per
   rank, each sizing torch's threads from `OMP_NUM_THREADS`.
@@ -23,7 +25,7 @@ among them (engines/workers.py reads these first, then the worker counts).
 from __future__ import annotations
 
 from krm_fn import numbers
-from krm_fn.rules.cmdline import Token, count_text, env_path, env_value, flag
+from krm_fn.rules.cmdline import Token, count_text, env_path, env_value, flag, own_command
 from krm_fn.rules.engines.recognition import Pattern
 
 VLLM = "vLLM CPU"
@@ -36,8 +38,13 @@ TP = ("--tensor-parallel-size", "-tp", "--tensor_parallel_size")
 PP = ("--pipeline-parallel-size", "-pp", "--pipeline_parallel_size")
 DP = ("--data-parallel-size", "-dp", "--data_parallel_size")
 DPL = ("--data-parallel-size-local", "-dpl", "--data_parallel_size_local")
-ELSEWHERE = ("--nnodes", "--headless", "multi-node-serving.sh", "--ray_cluster_size")
+ELSEWHERE = ("--headless", "multi-node-serving.sh", "--ray_cluster_size")
+# the pods (nodes) one vLLM server's ranks are spread over with its mp backend
+# (vllm/engine/arg_utils.py from 0.11: `--nnodes`/`-n`, with `--node-rank`/`-r`)
+NNODES = ("--nnodes", "-n")
 BACKEND = ("--distributed-executor-backend", "--distributed_executor_backend")
+# the long flags read here, which an unambiguous prefix also names (flexible)
+_LONG = tuple(names[0] for names in (TP, PP, DP, DPL, BACKEND))
 
 
 def read(c, toks: list, line: str, names: set):
@@ -57,9 +64,10 @@ def read(c, toks: list, line: str, names: set):
                    env_path(c, "PET_NPROC_PER_NODE"), value, count_text(value))
             return
     if VLLM in names:
-        words = flexible(toks)
-        if not _elsewhere(words, line, names):
-            yield from _vllm(words)
+        words = flexible(own_command(toks, ("vllm",)))
+        nodes = _nodes(words)
+        if nodes is not None and not _elsewhere(words, line, names):
+            yield from _vllm(words, nodes)
     if TGI in names:
         found = flag(toks, ("--num-shard",))
         if found is not None:
@@ -73,19 +81,43 @@ def read(c, toks: list, line: str, names: set):
 
 
 def flexible(toks: list) -> list:
-    """vLLM's command words as its FlexibleArgumentParser hands them to argparse: in a
-    `--name` or `--name=value` word, `_` in the name (up to a `.`) becomes `-`
-    (vllm/utils.py FlexibleArgumentParser.parse_args; vllm/utils/argparse_utils.py from
-    0.11), so `--tensor_parallel-size 2` is `--tensor-parallel-size 2`."""
+    """vLLM's command words as its FlexibleArgumentParser hands them to argparse, and as
+    argparse reads them: in a `--name` or `--name=value` word, `_` in the name (up to a
+    `.`) becomes `-` (vllm/utils.py FlexibleArgumentParser.parse_args;
+    vllm/utils/argparse_utils.py from 0.11), so `--tensor_parallel-size 2` is
+    `--tensor-parallel-size 2`; then a name that only starts one of the flags read here
+    (`--tensor-parallel 2`) is that flag, as argparse takes an unambiguous prefix of a long
+    option (allow_abbrev, which vLLM's parser leaves on). A prefix of another option of
+    vLLM's too is ambiguous, and vLLM stops at start-up whatever is read here."""
     out = []
     for t in toks:
         s = t.text
-        if s.startswith("--") and "_" in s:
+        if s.startswith("--") and ("_" in s or s.partition("=")[0] not in _LONG):
             key, sep, value = s.partition("=")
             name, dot, rest = key[2:].partition(".")
-            t = Token("--" + name.replace("_", "-") + dot + rest + sep + value, t.path)
+            key = "--" + name.replace("_", "-") + dot + rest
+            if key not in _LONG and len(key) > 4:
+                starts = [f for f in _LONG if f.startswith(key)]
+                key = starts[0] if len(starts) == 1 else key
+            if key + sep + value != s:
+                t = Token(key + sep + value, t.path)
         out.append(t)
     return out
+
+
+def _nodes(toks: list) -> int | None:
+    """The nodes vLLM's ranks are spread over: `--nnodes`/`-n` (1 when not written); None
+    when that is not a whole number above 0, or when it is above 1 with data parallelism
+    written (the nodes then split the data-parallel ranks too: vllm/config/parallel.py
+    nnodes_within_dp, not read here). With one data-parallel rank each node runs
+    tp × pp ÷ nnodes ranks (ParallelConfig.local_world_size, v0.11.1)."""
+    found = flag(toks, NNODES)
+    if found is None:
+        return 1
+    n = count_text(found[0])
+    if n is None or n < 1 or (n > 1 and (flag(toks, DP) or flag(toks, DPL))):
+        return None
+    return n
 
 
 def _elsewhere(toks: list, line: str, names: set) -> bool:
@@ -119,8 +151,10 @@ def vllm_sizes(toks: list) -> tuple[int, int]:
     return found[0] * found[1], found[2]
 
 
-def _vllm(toks: list):
-    """vLLM's local processes: tp × pp × local data-parallel ranks (sizes not written: 1)."""
+def _vllm(toks: list, nodes: int = 1):
+    """vLLM's local processes: tp × pp × local data-parallel ranks (sizes not written: 1),
+    divided among `nodes` nodes (_nodes; a world they do not divide stops vLLM at start-up:
+    nothing is read)."""
     sizes = _vllm_flags(toks)
     if not sizes:
         return
@@ -132,4 +166,11 @@ def _vllm(toks: list):
             yield VLLM, what, sizes[0][1].path, value, None
             return
         n *= k
-    yield VLLM, what, sizes[0][1].path, " × ".join(s[0] for s in sizes), n
+    written = " × ".join(s[0] for s in sizes)
+    if nodes > 1:
+        if n % nodes:
+            return
+        n //= nodes
+        what += f" on one of {nodes} nodes"
+        written += f" ÷ {nodes}"
+    yield VLLM, what, sizes[0][1].path, written, n
