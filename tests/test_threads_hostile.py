@@ -142,3 +142,16 @@ def test_vllm_ranks_over_nnodes():
     c, info = _run_info({"image": "vllm/vllm-openai-cpu:v0.11.1",
                          "args": ["serve", "m", "-tp", "4", "-n", "2", "--node-rank", "0"]})
     assert "divided by 2 worker processes (vLLM -tp 4 on one of 2 nodes)" in _omp_why(info)
+
+
+def test_fastapi_run_workers_from_web_concurrency():
+    # fastapi-cli 0.0.16 cli.py `run` passes workers=None to uvicorn.run; uvicorn 0.38.0
+    # Config then takes WEB_CONCURRENCY: 4 processes share the 8 CPUs
+    code, c, _ = _run({"image": "python:3.12", "command": [
+        "fastapi", "run", "app/main.py", "--port", "8000"],
+        "env": [{"name": "WEB_CONCURRENCY", "value": "4"}]})
+    assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "2"
+    code, c, _ = _run({"image": "python:3.12", "command": [
+        "fastapi", "run", "app/main.py", "--workers", "2"],
+        "env": [{"name": "WEB_CONCURRENCY", "value": "4"}]})
+    assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "4"     # --workers wins

@@ -22,6 +22,10 @@ SOURCES: tuple[WorkerSource, ...] = (
                  ("UVICORN_WORKERS", "WEB_CONCURRENCY")),
     WorkerSource("hypercorn", Pattern(r"(^|[\s/])hypercorn(\s|$)", ("hypercorn",)),
                  ("--workers", "-w")),
+    # `fastapi run` (fastapi-cli 0.0.16 src/fastapi_cli/cli.py): --workers, passed to
+    # uvicorn.run, whose Config reads WEB_CONCURRENCY when it is None
+    WorkerSource("fastapi", Pattern(r"(^|[\s/])fastapi\s+run(\s|$)", ("fastapi",)),
+                 ("--workers",), ("WEB_CONCURRENCY",)),
     # the uvicorn-gunicorn images' gunicorn_conf.py reads WEB_CONCURRENCY (python_web.py)
     WorkerSource("gunicorn", None, (), ("WEB_CONCURRENCY",), engine="uvicorn-gunicorn images"),
     WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
@@ -146,7 +150,7 @@ ROW = Engine(
                "tp × pp × local dp, TGI `--num-shard`/`NUM_SHARD`; then gunicorn "
                "`--workers`/`-w` (`-w4` too), uvicorn `--workers` and `UVICORN_WORKERS`, "
                "their `WEB_CONCURRENCY` (gunicorn also `GUNICORN_CMD_ARGS`); hypercorn "
-               "`--workers`/`-w`; any "
+               "`--workers`/`-w`; `fastapi run` `--workers`, else `WEB_CONCURRENCY`; any "
                "`--workers N` arg; `$(VAR)` in command and args expanded from the "
                "container's env as the kubelet does (a count that stays unreadable, e.g. "
                "from a ConfigMap, hides that server's lower-precedence sources); in a shell "
@@ -160,6 +164,8 @@ ROW = Engine(
     sources=(("gunicorn workers", "https://docs.gunicorn.org/en/stable/settings.html#workers"),
              ("uvicorn settings (UVICORN_ environment variables)",
               "https://www.uvicorn.org/settings/"),
+             ("fastapi-cli 0.0.16 cli.py (run --workers)",
+              "https://github.com/fastapi/fastapi-cli/blob/0.0.16/src/fastapi_cli/cli.py"),
              ("hypercorn __main__.py (-w/--workers)",
               "https://github.com/pgjones/hypercorn/blob/main/src/hypercorn/__main__.py"),
              ("torch.distributed.run (--nproc-per-node)",
