@@ -155,3 +155,13 @@ def test_fastapi_run_workers_from_web_concurrency():
         "fastapi", "run", "app/main.py", "--workers", "2"],
         "env": [{"name": "WEB_CONCURRENCY", "value": "4"}]})
     assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "4"     # --workers wins
+
+
+def test_uvicorn_gunicorn_image_workers_from_gunicorn_cmd_args():
+    # the image runs `gunicorn -c gunicorn_conf.py` (docker-images/start.sh); gunicorn reads
+    # GUNICORN_CMD_ARGS after the config file that reads WEB_CONCURRENCY (app/base.py)
+    code, c, said = _run({"image": "tiangolo/uvicorn-gunicorn-fastapi:python3.11",
+                          "env": [{"name": "GUNICORN_CMD_ARGS", "value": "--workers 4"},
+                                  {"name": "WEB_CONCURRENCY", "value": "1"}]})
+    assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "2"
+    assert not [m for m in said["warning"] if "set env WEB_CONCURRENCY" in m]

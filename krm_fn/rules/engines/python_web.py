@@ -64,7 +64,8 @@ ENGINE = Engine(
     check=check,
     recognised="image `tiangolo/uvicorn-gunicorn*` (its gunicorn_conf.py); its Python "
                "version from the tag (`python3.11`)",
-    sets="the thread vars, divided by `WEB_CONCURRENCY` when set",
+    sets="the thread vars, divided by `--workers`/`-w` in `GUNICORN_CMD_ARGS` (which gunicorn "
+         "reads after the image's config file), else by `WEB_CONCURRENCY` when set",
     warns="no `WEB_CONCURRENCY`: workers = max(2, `WORKERS_PER_CORE` × `cpu_count()`), the "
           "node's CPUs on Python < 3.13 (which ignores `PYTHON_CPU_COUNT`)",
     sources=(("uvicorn-gunicorn-docker gunicorn_conf.py", _CONF),

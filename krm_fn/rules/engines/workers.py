@@ -13,9 +13,12 @@ from krm_fn.rules.engines import ranks
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
 from krm_fn.rules.engines.recognition import Pattern, Recognition
 
+# gunicorn's worker flags, also read in GUNICORN_CMD_ARGS (gunicorn 23.0.0 app/base.py
+# load_config: the config file, then GUNICORN_CMD_ARGS, then the command line)
+GUNICORN_FLAGS = ("--workers", "-w")
 SOURCES: tuple[WorkerSource, ...] = (
     WorkerSource("gunicorn", Pattern(r"(^|[\s/])gunicorn(\s|$)", ("gunicorn",)),
-                 ("--workers", "-w"), ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
+                 GUNICORN_FLAGS, ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
     # uvicorn's CLI reads every option from UVICORN_<NAME> too (click auto_envvar_prefix);
     # WEB_CONCURRENCY only when --workers is unset (uvicorn/config.py)
     WorkerSource("uvicorn", Pattern(r"(^|[\s/])uvicorn(\s|$)", ("uvicorn",)), ("--workers",),
@@ -26,8 +29,10 @@ SOURCES: tuple[WorkerSource, ...] = (
     # uvicorn.run, whose Config reads WEB_CONCURRENCY when it is None
     WorkerSource("fastapi", Pattern(r"(^|[\s/])fastapi\s+run(\s|$)", ("fastapi",)),
                  ("--workers",), ("WEB_CONCURRENCY",)),
-    # the uvicorn-gunicorn images' gunicorn_conf.py reads WEB_CONCURRENCY (python_web.py)
-    WorkerSource("gunicorn", None, (), ("WEB_CONCURRENCY",), engine="uvicorn-gunicorn images"),
+    # the uvicorn-gunicorn images run gunicorn -c gunicorn_conf.py, which reads
+    # WEB_CONCURRENCY (python_web.py); GUNICORN_CMD_ARGS comes after the config file
+    WorkerSource("gunicorn", None, (), ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY"),
+                 engine="uvicorn-gunicorn images"),
     WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
                  engine="TorchServe"),
     WorkerSource("", None, ("--workers",)),
@@ -60,7 +65,7 @@ def _read(c: ContainerView, engines: tuple):
             if value is None:
                 continue
             if var == "GUNICORN_CMD_ARGS":
-                found = flag([Token(w, ()) for w in words(value)], src.flags)
+                found = flag([Token(w, ()) for w in words(value)], GUNICORN_FLAGS)
                 if found is None:
                     continue
                 raw = found[0]
