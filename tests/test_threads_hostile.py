@@ -165,3 +165,10 @@ def test_uvicorn_gunicorn_image_workers_from_gunicorn_cmd_args():
                                   {"name": "WEB_CONCURRENCY", "value": "1"}]})
     assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "2"
     assert not [m for m in said["warning"] if "set env WEB_CONCURRENCY" in m]
+
+
+def test_llama_cpp_full_image_is_llama_server():
+    # the :full image's entrypoint .devops/tools.sh execs llama-server for --server
+    code, c, _ = _run({"image": "ghcr.io/ggml-org/llama.cpp:full-b6000",
+                       "args": ["--server", "-m", "/models/m.gguf", "--host", "0.0.0.0"]})
+    assert code == 0 and _env(c)["LLAMA_ARG_THREADS"] == "4"

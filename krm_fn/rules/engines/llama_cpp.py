@@ -236,7 +236,8 @@ ENGINE = Engine(
     releases=RELEASES,
     per_core="physical",
     per_core_source=_SRC + "17fce9be15411587700cda558a626e9f53e54a0b/common/common.cpp",
-    recognised="`llama-server` in command/args; image `ghcr.io/ggml-org/llama.cpp:server*`; "
+    recognised="`llama-server` in command/args; image `ghcr.io/ggml-org/llama.cpp:server*`, "
+               "or `:full*` (its tools.sh runs llama-server for `--server`); "
                "the build is the `-bNNNN` of a llama.cpp image tag",
     sets="`LLAMA_ARG_THREADS` = N, unless `--threads`/`-t` is in args (an arg wins over the "
          "env var; `--threads-batch`/`-tb` defaults to `-t` and has no env var); nothing "

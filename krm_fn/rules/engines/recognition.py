@@ -86,7 +86,10 @@ TABLE: tuple[Recognition, ...] = (
                           _p(r"\bvllm\.entrypoints\.", "vllm.entrypoints.")),
                 needs=(_p(r"(^|\s)--device(=|\s+)cpu(\s|$)", "--device"),)),
     Recognition("llama.cpp", "llama_cpp",
-                images=(_p(r"(^|/)llama\.cpp:server", "llama.cpp:server"),),
+                # :full* runs .devops/tools.sh, which execs llama-server for --server / -s
+                # (and the other tools, which read the same common args, for the rest)
+                images=(_p(r"(^|/)llama\.cpp:(server|full)", "llama.cpp:server",
+                           "llama.cpp:full"),),
                 commands=(_p(r"(^|[\s/])llama-server(\s|$)", "llama-server"),)),
     Recognition("Ollama", "ollama",
                 images=(_p(r"(^|/)ollama/ollama(:|@|$)", "ollama/ollama"),),
