@@ -172,3 +172,11 @@ def test_llama_cpp_full_image_is_llama_server():
     code, c, _ = _run({"image": "ghcr.io/ggml-org/llama.cpp:full-b6000",
                        "args": ["--server", "-m", "/models/m.gguf", "--host", "0.0.0.0"]})
     assert code == 0 and _env(c)["LLAMA_ARG_THREADS"] == "4"
+
+
+def test_xeon_launcher_instances_share_the_cores():
+    # run_cpu.py launch starts --ninstances processes, each keeping the OMP_NUM_THREADS set
+    code, c, _ = _run({"image": "intel/intel-extension-for-pytorch:2.5.0-pip-base",
+                       "command": ["ipexrun", "--ninstances", "2", "--disable-numactl",
+                                   "--disable-taskset", "serve.py"]})
+    assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "2"     # 4 physical cores / 2

@@ -35,6 +35,10 @@ SOURCES: tuple[WorkerSource, ...] = (
                  engine="uvicorn-gunicorn images"),
     WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
                  engine="TorchServe"),
+    # the Xeon launcher starts --ninstances processes, each keeping an OMP_NUM_THREADS
+    # already set (torch/backends/xeon/run_cpu.py launch, set_env)
+    WorkerSource("Intel Xeon launcher", None, ("--ninstances",), (),
+                 engine="Intel Xeon launcher (ipexrun)"),
     WorkerSource("", None, ("--workers",)),
 )
 
@@ -155,7 +159,8 @@ ROW = Engine(
                "tp × pp × local dp, TGI `--num-shard`/`NUM_SHARD`; then gunicorn "
                "`--workers`/`-w` (`-w4` too), uvicorn `--workers` and `UVICORN_WORKERS`, "
                "their `WEB_CONCURRENCY` (gunicorn also `GUNICORN_CMD_ARGS`); hypercorn "
-               "`--workers`/`-w`; `fastapi run` `--workers`, else `WEB_CONCURRENCY`; any "
+               "`--workers`/`-w`; `fastapi run` `--workers`, else `WEB_CONCURRENCY`; the "
+               "Intel Xeon launcher's `--ninstances`; any "
                "`--workers N` arg; `$(VAR)` in command and args expanded from the "
                "container's env as the kubelet does (a count that stays unreadable, e.g. "
                "from a ConfigMap, hides that server's lower-precedence sources); in a shell "

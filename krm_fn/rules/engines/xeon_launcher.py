@@ -39,7 +39,8 @@ ENGINE = Engine(
     per_core_source=_SRC,
     recognised="`ipexrun`, `python -m intel_extension_for_pytorch.cpu.launch` or `python -m "
                "torch.backends.xeon.run_cpu` in command/args",
-    sets="the thread vars (an `OMP_NUM_THREADS` already set wins over the launcher's count)",
+    sets="the thread vars (an `OMP_NUM_THREADS` already set wins over the launcher's count), "
+         "divided by its `--ninstances` processes",
     warns="its numactl/taskset binding to the node's core ids unless `--disable-numactl "
           "--disable-taskset`",
     sources=(("torch/backends/xeon/run_cpu.py (the launcher ipexrun ships)", _SRC),
