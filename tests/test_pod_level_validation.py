@@ -233,3 +233,26 @@ def test_no_remove_warning_where_the_pools_kubelet_pins_pod_level_pods():
         "gives a pod with pod-level resources no exclusive CPUs (KEP-2837; unless the "
         "PodLevelResourceManagers gate (beta, off by default in Kubernetes 1.37) is on), so no "
         "container is pinned; remove spec.resources and keep the container resources."]
+
+
+def test_pod_level_cpu_is_rounded_to_a_block_the_kubelet_pins():
+    # server 8 + istio-proxy 500m need 8500m; with PodLevelResourceManagers the kubelet
+    # pins the pod-level cpu as one block of whole CPUs (whole cores under full-pcpus-only):
+    # 10, not 8500m, which would run in the shared pool
+    fc = _gated_config()
+    fc["spec"]["workloads"] = {"injection": {"istio": {"cpu": "500m", "memory": "512Mi"}}}
+    ns = {"apiVersion": "v1", "kind": "Namespace",
+          "metadata": {"name": "serving", "labels": {"istio-injection": "enabled"}}}
+    pod = _pod({"requests": {"cpu": "8", "memory": "16Gi"},
+                "limits": {"cpu": "8", "memory": "16Gi"}})
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8", "memory": "8Gi"},
+                                                 "limits": {"cpu": "8", "memory": "8Gi"}}
+    code, results, items = render(fc, ns, pod)
+    assert code == 0, errors(results)
+    (out,) = [i for i in items if i["kind"] == "Pod"]
+    assert out["spec"]["resources"]["requests"]["cpu"] == "10"
+    assert out["spec"]["resources"]["limits"]["cpu"] == "10"
+    assert ("info", "pod-level requests.cpu 8 -> 10 (8500m rounded up to 10: the kubelet pins "
+            "the pod's pod-level cpu as one block only in whole CPUs, under full-pcpus-only "
+            "whole cores of 2 threads): with pod-level resources the pod's QoS comes from "
+            "them alone, and Guaranteed needs requests == limits") in results

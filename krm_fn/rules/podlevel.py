@@ -18,6 +18,8 @@ When a pod spec carries `resources`:
   containers admission webhooks inject (krm_fn/admission/injectors, sized as the
   injector-annotations rule leaves them): the API server validates the pod after the
   webhooks, and refuses pod-level requests below that aggregate (KEP-2837);
+- on a pool whose kubelet pins such pods (below), the cpu is rounded up to whole CPUs
+  (whole cores under `full-pcpus-only`), the block the kubelet can pin;
 - a warning says that pinning needs the field removed, and where, unless the pool's
   kubelet pins such pods (PodLevelResourceManagers on with the Topology Manager's pod
   scope: the verdict then says how it shares the pod's block of CPUs out).
@@ -111,6 +113,9 @@ def apply(pod: PodView, ctx) -> None:
         if not candidates:
             continue
         value = max(candidates)
+        block = _block(value, ctx) if r == "cpu" else None
+        if block is not None:
+            value = block[0]
         if have:        # memory keeps the unit written at pod level
             like = max((q for _, q in have.values()), key=lambda q: q.nanos)
         text = quantity.format_cpu(value) if r == "cpu" else quantity.format_like(value, like)
@@ -118,7 +123,8 @@ def apply(pod: PodView, ctx) -> None:
             raw, q = have.get(part, (None, None))
             if q is not None and q.nanos == value:
                 continue
-            because = ("the containers need " + text + added if need == value and
+            because = (block[1] if block is not None else
+                       "the containers need " + text + added if need == value and
                        (q is None or need != q.nanos) else "the larger pod-level value")
             pod.set(base + (part, r), text,
                     f"pod-level {part}.{r} " + (f"{raw} -> {text}" if raw is not None
@@ -132,6 +138,27 @@ def apply(pod: PodView, ctx) -> None:
         return      # the pool's kubelet pins it as one block: the verdict says how
     pod.warn(base, f"{where} sets pod-level resources: {_version_note(ctx)}; remove {where} "
                    f"and keep the container resources." + kserve)
+
+
+def _block(value: int, ctx) -> tuple[int, str] | None:
+    """(cpu in nanocores, why) when the pool's kubelet pins pods with pod-level resources
+    (PoolInfo.pins_pod_level) and `value` is not a block it can pin: whole CPUs, and under
+    `full-pcpus-only` whole cores (policy_static.go allocatePodForAdd, podGuaranteedCPUs:
+    a pod-level cpu that is no whole number runs in the shared pool; a block of part of a
+    core is an SMTAlignmentError); None when no rounding is needed."""
+    pool = getattr(ctx, "pool", None)
+    if pool is None or not pool.pins_pod_level:
+        return None
+    per = pool.threads_per_core if pool.full_pcpus_only else 1
+    unit = NANO * per
+    whole = quantity.ceil_div(value, unit) * unit
+    if whole == value:
+        return None
+    return whole, (f"{quantity.format_cpu(value)} rounded up to "
+                   f"{quantity.format_cpu(whole)}: the kubelet pins the pod's pod-level cpu "
+                   f"as one block only in whole CPUs"
+                   + (f", under full-pcpus-only whole cores of {per} threads" if per > 1
+                      else ""))
 
 
 def _version_note(ctx) -> str:
