@@ -17,7 +17,8 @@ def _run(container: dict):
                      "spec": {"containers": [{"name": "s", "resources": RES8, **container}]}}]}
     p = run_cli([], json.dumps(rl))
     out = load(p.stdout)
-    said = {sev: [r["message"] for r in results(out, sev)] for sev in ("error", "warning")}
+    said = {sev: [r["message"] for r in results(out, sev)]
+            for sev in ("error", "warning", "info")}
     return p.returncode, item(out, "Pod", "p")["spec"]["containers"][0], said
 
 
@@ -113,21 +114,12 @@ def _omp_why(said_info: list) -> str:
     return next(m for m in said_info if m.startswith("container 's': OMP_NUM_THREADS, MKL"))
 
 
-def _run_info(container: dict):
-    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
-          "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
-                     "spec": {"containers": [{"name": "s", "resources": RES8, **container}]}}]}
-    p = run_cli([], json.dumps(rl))
-    out = load(p.stdout)
-    return (item(out, "Pod", "p")["spec"]["containers"][0],
-            [r["message"] for r in results(out, "info")])
-
-
 def test_vllm_abbreviated_tensor_parallel_flag_is_read():
     # argparse takes `--tensor-parallel` for --tensor-parallel-size (allow_abbrev); on
     # 0.10.2 rank 1 reads the second entry of VLLM_CPU_OMP_THREADS_BIND (cpu_worker.py)
-    c, info = _run_info({"image": "vllm/vllm-openai-cpu:v0.10.2",
-                         "args": ["serve", "m", "--tensor-parallel", "2"]})
+    _, c, said = _run({"image": "vllm/vllm-openai-cpu:v0.10.2",
+                       "args": ["serve", "m", "--tensor-parallel", "2"]})
+    info = said["info"]
     assert _env(c)["VLLM_CPU_OMP_THREADS_BIND"] == "all|all"
     assert _env(c)["OMP_NUM_THREADS"] == "1"
     assert "divided by 2 worker processes (vLLM --tensor-parallel-size 2)" in _omp_why(info)
@@ -136,12 +128,13 @@ def test_vllm_abbreviated_tensor_parallel_flag_is_read():
 def test_vllm_ranks_over_nnodes():
     # ParallelConfig.local_world_size = world_size // nnodes (v0.11.1, one data-parallel
     # rank): --nnodes 1 runs every rank here, -n 2 half of them
-    c, info = _run_info({"image": "vllm/vllm-openai-cpu:v0.11.1",
-                         "args": ["serve", "m", "-tp", "2", "--nnodes", "1"]})
-    assert "divided by 2 worker processes (vLLM -tp 2)" in _omp_why(info)
-    c, info = _run_info({"image": "vllm/vllm-openai-cpu:v0.11.1",
-                         "args": ["serve", "m", "-tp", "4", "-n", "2", "--node-rank", "0"]})
-    assert "divided by 2 worker processes (vLLM -tp 4 on one of 2 nodes)" in _omp_why(info)
+    _, _, said = _run({"image": "vllm/vllm-openai-cpu:v0.11.1",
+                       "args": ["serve", "m", "-tp", "2", "--nnodes", "1"]})
+    assert "divided by 2 worker processes (vLLM -tp 2)" in _omp_why(said["info"])
+    _, _, said = _run({"image": "vllm/vllm-openai-cpu:v0.11.1",
+                       "args": ["serve", "m", "-tp", "4", "-n", "2", "--node-rank", "0"]})
+    assert "divided by 2 worker processes (vLLM -tp 4 on one of 2 nodes)" in _omp_why(
+        said["info"])
 
 
 def test_fastapi_run_workers_from_web_concurrency():
