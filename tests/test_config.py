@@ -229,10 +229,8 @@ def load_error(obj):
      "'abc' is not a quantity"),
     (pool_spec(kubelet={"evictionHard": {"memory.free": "1Gi"}}),
      "spec.nodePools[0].kubelet.evictionHard.memory.free", "unknown eviction signal"),
-    (pool_spec(kubelet={"evictionHard": {"nodefs.available": "0%"}}),
-     "spec.nodePools[0].kubelet.evictionHard.nodefs.available", "greater than 0%"),
     (pool_spec(kubelet={"evictionHard": {"nodefs.available": "101%"}}),
-     "spec.nodePools[0].kubelet.evictionHard.nodefs.available", "at most 100%"),
+     "spec.nodePools[0].kubelet.evictionHard.nodefs.available", "from 0% to 100%"),
     (pool_spec(kubelet={"evictionHard": {"nodefs.available": "-5%"}}),
      "spec.nodePools[0].kubelet.evictionHard.nodefs.available", "found '-5%'"),
     (pool_spec(kubelet={"evictionHard": {"nodefs.inodesFree": "1500m"}}),
@@ -538,3 +536,10 @@ def test_unquoted_kubernetes_version_hint_reads_for_any_number(number, message):
     with pytest.raises(ConfigError) as e:
         config.load(typed({"kubernetesVersion": number}))
     assert (e.value.path, e.value.message) == ("spec.kubernetesVersion", message)
+
+
+def test_a_zero_percent_eviction_threshold_switches_the_signal_off_as_the_kubelet_does():
+    # pkg/kubelet/eviction/helpers.go parseThresholdStatement ignores exactly "0%" and "100%"
+    from krm_fn import config
+    config.load(pool_spec(kubelet={"evictionHard": {"imagefs.available": "0%",
+                                                    "imagefs.inodesFree": "0%"}}))

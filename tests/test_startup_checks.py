@@ -115,7 +115,7 @@ REFUSED = [
      "or 1m30s, found '30 s'"),
     (_pool(kubelet={"evictionHard": {"memory.available": "101%"}}),
      "spec.nodePools[0].kubelet.evictionHard.memory.available: a percentage threshold must "
-     "be greater than 0% and at most 100%, found '101%'"),
+     "be from 0% to 100%, found '101%'"),
     (_pool(kubelet={"extra": {"max pods": 1}}),
      "spec.nodePools[0].kubelet.extra: 'max pods' is not a KubeletConfiguration field name "
      "(letters and digits, starting with a letter)"),

@@ -188,7 +188,9 @@ def check_reserved(m: dict, path: str) -> None:
 
 
 def check_eviction(m: dict, path: str) -> None:
-    """evictionHard: known signals; each threshold a quantity or a percentage in (0, 100]."""
+    """evictionHard: known signals; each threshold a quantity or a percentage from 0% to
+    100% (the kubelet ignores exactly "0%" and "100%", the usual way to switch a signal
+    off: pkg/kubelet/eviction/helpers.go parseThresholdStatement)."""
     for key, value in m.items():
         sub = f"{path}.{key}"
         kind = EVICTION_SIGNALS.get(key)
@@ -198,9 +200,9 @@ def check_eviction(m: dict, path: str) -> None:
         if value.endswith("%"):
             pm = _PERCENT.fullmatch(value)
             n, d = ratio(pm.group(1)) if pm else (0, 1)
-            if not pm or not 0 < n <= 100 * d:
-                raise ConfigError(sub, f"a percentage threshold must be greater than 0% and at "
-                                       f"most 100%, found {short(value)}")
+            if not pm or not 0 <= n <= 100 * d:
+                raise ConfigError(sub, f"a percentage threshold must be from 0% to 100%, found "
+                                       f"{short(value)}")
             continue
         q = parse_quantity(value, kind, sub)
         if kind == "count" and not q.is_integer:
