@@ -27,7 +27,9 @@ performanceprofile_validation.go).
   cpuManagerReconcilePeriod `5s` (a warning when the plan asks for another period),
   topologyManagerPolicy and reservedSystemCPUs from the spec, and for `restricted` /
   `single-numa-node` memoryManagerPolicy `Static` (an error when the plan has another: the
-  verdict would judge a kubelet the node does not run).
+  verdict would judge a kubelet the node does not run); for `single-numa-node` the NTO also
+  turns `full-pcpus-only` on unless the annotation names it, so a plan without it writes
+  `full-pcpus-only: "false"` there.
   Fields the Machine Config Operator refuses in any KubeletConfig (krm_fn.node.fields, as
   for format `openshift`) are removed with a warning: the profile's KubeletConfig goes
   through the MCO too.
@@ -138,7 +140,25 @@ def _snippet(kubelet: dict, policy: str, name: str, rep: Report, ctx) -> dict:
                     f"which refuses {key}; {off.reason}", current=value)
             continue
         out[key] = value
-    return out
+    return _smt_option(out, policy)
+
+
+# topologyPolicy values for which the NTO turns full-pcpus-only on unless the annotation
+# names it (NTO_SOURCE New: CPUManagerPolicyOptions["full-pcpus-only"] = "true")
+NTO_FULL_PCPUS_POLICIES = ("single-numa-node",)
+
+
+def _smt_option(out: dict, policy: str) -> dict:
+    """`out` with cpuManagerPolicyOptions full-pcpus-only "false" written when the plan
+    leaves it off and the NTO would turn it on for `policy` (it keeps a value the
+    annotation names: the kubelet krm-fn judged then runs; the NTO's own tests cancel SMT
+    alignment so)."""
+    opts = out.get("cpuManagerPolicyOptions")
+    if policy not in NTO_FULL_PCPUS_POLICIES or (isinstance(opts, dict)
+                                                and "full-pcpus-only" in opts):
+        return out
+    return {**out, "cpuManagerPolicyOptions": {**(opts if isinstance(opts, dict) else {}),
+                                               "full-pcpus-only": "false"}}
 
 
 def _refuse(plan, rep: Report) -> bool:
