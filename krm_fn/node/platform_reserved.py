@@ -302,3 +302,27 @@ def mco_system_reserved(carried: dict, merged: dict, rep, where: str) -> None:
                 f"createNewKubeletDynamicSystemReservedIgnition) and the kubelet reserves "
                 f"{default} that krm-fn did not judge with; set kubelet.systemReserved.{key} "
                 f"(e.g. {default})", proposed=default)
+
+
+def mco_cleared(carried: dict, rep, where: str) -> None:
+    """An ERROR per reserved cgroup field (fields.RESERVED_CGROUP_FIELDS) that `carried`, the
+    KubeletConfiguration a KubeletConfig (`where`) hands the Machine Config Operator, clears
+    with "" next to reservedSystemCPUs: the MCO merges it onto the node's kubelet.conf with
+    mergo's WithOverride, which never applies an empty value (generateKubeletIgnFiles,
+    MCO_SOURCE), so the node's cgroup stays, and the kubelet refuses reservedSystemCPUs next
+    to it and does not start. krm-fn writes "" only to clear a baseline's value."""
+    cpus = carried.get("reservedSystemCPUs")
+    if not (isinstance(cpus, str) and cpus.strip()):
+        return
+    for key in fields.RESERVED_CGROUP_FIELDS:
+        if carried.get(key) == "":
+            rep.add(ERROR, key, f"{where} sets {key} \"\" to clear the node's, but the "
+                    f"Machine Config Operator merges a KubeletConfig onto the node's "
+                    f"kubelet.conf with mergo's WithOverride, which never applies an empty "
+                    f"value ({MCO_SOURCE} generateKubeletIgnFiles): the node's {key} stays, "
+                    f"and the kubelet refuses reservedSystemCPUs next to it (\"can't use "
+                    f"reservedSystemCPUs (--reserved-cpus) with systemReservedCgroup "
+                    f"(--system-reserved-cgroup) or kubeReservedCgroup "
+                    f"(--kube-reserved-cgroup)\") and does not start; clear {key} in the "
+                    f"node's kubelet.conf another way first, or keep the CPUs unreserved",
+                    current="", path="spec.output.baseline")

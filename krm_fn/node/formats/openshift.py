@@ -64,6 +64,7 @@ def render(plan, ctx) -> Rendered:
         kubelet_config[key] = value
     platform_reserved.mco_system_reserved(kubelet_config, plan.merged or body(plan), rep,
                                           f"{PLATFORM} KubeletConfig {name}")
+    platform_reserved.mco_cleared(kubelet_config, rep, f"{PLATFORM} KubeletConfig {name}")
     owned = [k for k in NTO_FIELDS if k in kubelet_config]
     if owned:
         rep.add(WARNING, None, f"{PLATFORM} KubeletConfig {name} sets {', '.join(owned)}: on a "

@@ -194,6 +194,8 @@ def render(plan, ctx) -> Rendered:
                                  **(annotation.get("systemReserved") or {})}
     platform_reserved.mco_system_reserved(carried, {**merged, "reservedSystemCPUs": "x"},
                                           rep, f"PerformanceProfile {name}")
+    platform_reserved.mco_cleared({**carried, "reservedSystemCPUs": "x"}, rep,
+                                  f"PerformanceProfile {name}")
     reserved = set(plan.reserved_cpus)
     spec: dict = {"cpu": {
         "reserved": format_cpuset(sorted(reserved)),
