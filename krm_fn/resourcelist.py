@@ -292,16 +292,14 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
             if new_text and not new_text.endswith("\n"):
                 new_text += nl
             if doc.nodes and all(is_json(text, n) for n in doc.nodes):
-                # JSON in, JSON out: a stream of JSON objects, as kubectl reads a JSON file
-                # (k8s.io/apimachinery yaml.NewYAMLOrJSONDecoder: a stream that starts with
-                # `{` is read as consecutive JSON objects)
+                # JSON in, JSON out: each object a document of its own after a `---` line
                 import json
-                new_text += "".join((json.dumps(o, indent=2, ensure_ascii=False) + "\n")
-                                    .replace("\n", nl) for o in emitted)
+                new_text += "".join(("---\n" + json.dumps(o, indent=2, ensure_ascii=False)
+                                     + "\n").replace("\n", nl) for o in emitted)
             else:
                 new_text += "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl)
                                     for o in emitted)
-        return new_text
+        return _json_first(new_text, len(doc.nodes) + len(emitted), nl)
     if emitted:
         edits.append(_emitted_edit(doc, emitted, nl))
     if results:
@@ -310,6 +308,17 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
             return _render_full(doc, ops, emitted, results, replace)
         edits.append(edit)
     return splice(text, edits)
+
+
+def _json_first(text: str, documents: int, nl: str) -> str:
+    """`text` with a `---` line put first when it holds several documents and starts with a
+    JSON object: kubectl reads a stream that starts with `{` as consecutive JSON objects
+    only (k8s.io/apimachinery yaml.NewYAMLOrJSONDecoder), which refuses the `---` between
+    documents, while kustomize, kpt and krm-fn read one YAML stream; a stream that starts
+    with `---` is YAML to every one of them, and each JSON document is YAML too."""
+    if documents > 1 and text.lstrip(" \t\r\n").startswith("{"):
+        return "---" + nl + text
+    return text
 
 
 def drop_edits(doc: Document, drop) -> list:

@@ -1,8 +1,11 @@
 """JSON in, JSON out (#34): a manifest written as JSON keeps being JSON. The edits krm-fn
 writes into a JSON object are JSON (quoted keys and strings, no block style), and the
-objects it emits after a JSON input are JSON objects of a stream, as kubectl reads a JSON
-file (k8s.io/apimachinery yaml.NewYAMLOrJSONDecoder); the stream is applied to the real API
-server of the control-plane tests."""
+objects it emits after a JSON input are JSON documents of a YAML stream that starts with a
+`---` line: kubectl reads a stream that starts with `{` as consecutive JSON objects only
+(k8s.io/apimachinery yaml.NewYAMLOrJSONDecoder), which kustomize, kpt and krm-fn itself do
+not read (they would see the first object alone), while every one of them reads the YAML
+stream. The stream is applied to the real API server of the control-plane tests and built
+by kustomize."""
 from __future__ import annotations
 
 import json
@@ -22,16 +25,10 @@ DEPLOYMENT = {
 
 
 def stream(text: str) -> list:
-    """The JSON objects of a stream (whitespace between them), as kubectl decodes it;
-    raises ValueError for anything that is not such a stream."""
-    dec, i, out = json.JSONDecoder(), 0, []
-    while True:
-        while i < len(text) and text[i].isspace():
-            i += 1
-        if i == len(text):
-            return out
-        obj, i = dec.raw_decode(text, i)
-        out.append(obj)
+    """The JSON objects of a YAML stream whose documents are each one JSON object (after a
+    first `---` line); raises ValueError for anything else."""
+    assert text.startswith("---\n"), text[:40]
+    return [json.loads(d) for d in text[4:].split("\n---\n")]
 
 
 def run(tmp_path, text: str, name: str = "in.json"):
@@ -49,9 +46,7 @@ def test_a_json_manifest_comes_back_as_json(tmp_path):
         # the same objects as for the YAML spelling of the manifest
         as_yaml = run(tmp_path, yaml.safe_dump(DEPLOYMENT, sort_keys=False), "in.yaml")
         assert objs == list(yaml.safe_load_all(as_yaml))
-        # the edited object alone is a JSON document json.loads reads
-        first_end = json.JSONDecoder().raw_decode(out)[1]
-        assert json.loads(out[:first_end]) == objs[0]
+        assert objs == list(yaml.safe_load_all(out))        # a YAML reader's view
         c = objs[0]["spec"]["template"]["spec"]["containers"][0]
         assert c["resources"]["limits"]["cpu"] == "4"            # a JSON string, rounded
         assert c["env"][0] == {"name": "OMP_NUM_THREADS", "value": "2"}
@@ -77,3 +72,21 @@ def test_the_json_stream_is_applied_by_the_api_server(controlplane, tmp_path):
     assert p.returncode == 0, p.stderr
     assert "deployment.apps/vllm serverside-applied (server dry run)" in p.stdout
     assert "configmap/kubelet-config-inference serverside-applied (server dry run)" in p.stdout
+
+
+def test_kustomize_and_krm_fn_read_every_object_of_the_json_output(tmp_path):
+    import shutil
+    import subprocess
+    out = run(tmp_path, json.dumps(DEPLOYMENT) + "\n")
+    (tmp_path / "k").mkdir()
+    (tmp_path / "k" / "out.yaml").write_text(out)
+    (tmp_path / "k" / "kustomization.yaml").write_text("resources: [out.yaml]\n")
+    kubectl = shutil.which("kubectl")
+    if kubectl:
+        built = subprocess.run([kubectl, "kustomize", str(tmp_path / "k")], capture_output=True,
+                               text=True, check=True).stdout
+        assert sorted(o["kind"] for o in yaml.safe_load_all(built)) == ["ConfigMap",
+                                                                       "Deployment"]
+    # and `krm-fn run --mode validate` reads its own output (the GitOps check)
+    p = run_cli(["run", "--mode", "validate", "k/out.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
