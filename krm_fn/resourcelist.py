@@ -299,7 +299,8 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
             else:
                 new_text += "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl)
                                     for o in emitted)
-        return _json_first(new_text, len(doc.nodes) + len(emitted), nl)
+        from krm_fn.yaml import documents
+        return documents.json_first(new_text, len(doc.nodes) + len(emitted), nl)
     if emitted:
         edits.append(_emitted_edit(doc, emitted, nl))
     if results:
@@ -308,17 +309,6 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
             return _render_full(doc, ops, emitted, results, replace)
         edits.append(edit)
     return splice(text, edits)
-
-
-def _json_first(text: str, documents: int, nl: str) -> str:
-    """`text` with a `---` line put first when it holds several documents and starts with a
-    JSON object: kubectl reads a stream that starts with `{` as consecutive JSON objects
-    only (k8s.io/apimachinery yaml.NewYAMLOrJSONDecoder), which refuses the `---` between
-    documents, while kustomize, kpt and krm-fn read one YAML stream; a stream that starts
-    with `---` is YAML to every one of them, and each JSON document is YAML too."""
-    if documents > 1 and text.lstrip(" \t\r\n").startswith("{"):
-        return "---" + nl + text
-    return text
 
 
 def drop_edits(doc: Document, drop) -> list:

@@ -1,6 +1,6 @@
 """The documents of a multi-document YAML stream as text: what deleting one of them
 removes (`krm-fn run --drop-local-config`), so every other document comes out byte for
-byte."""
+byte, and the `---` line a stream of JSON documents starts with (`json_first`)."""
 from __future__ import annotations
 
 
@@ -38,3 +38,14 @@ def _marker(text: str, lo: int, hi: int, last: bool) -> int | None:
             found = pos
         pos = text.find("---", pos + 3, hi)
     return found
+
+
+def json_first(text: str, documents: int, nl: str) -> str:
+    """`text` with a `---` line put first when it holds several documents and starts with a
+    JSON object: kubectl reads a stream that starts with `{` as consecutive JSON objects
+    only (k8s.io/apimachinery yaml.NewYAMLOrJSONDecoder), which refuses the `---` between
+    documents, while kustomize, kpt and krm-fn read one YAML stream; a stream that starts
+    with `---` is YAML to every one of them, and each JSON document is YAML too."""
+    if documents > 1 and text.lstrip(" \t\r\n").startswith("{"):
+        return "---" + nl + text
+    return text
