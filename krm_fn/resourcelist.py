@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import yaml
 
+from krm_fn.yaml import documents as doc_text
 from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
 from krm_fn import numbers
@@ -290,7 +291,7 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
         new_text = splice(text, edits)
         if emitted:
             if new_text and not new_text.endswith("\n"):
-                new_text += nl
+                new_text = doc_text.end_safely(new_text) + nl
             if doc.nodes and all(is_json(text, n) for n in doc.nodes):
                 # JSON in, JSON out: each object a document of its own after a `---` line
                 import json
@@ -299,8 +300,9 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
             else:
                 new_text += "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl)
                                     for o in emitted)
-        from krm_fn.yaml import documents
-        return documents.json_first(new_text, len(doc.nodes) + len(emitted), nl)
+        return doc_text.json_first(new_text, len(doc.nodes) + len(emitted), nl)
+    if emitted or results:
+        doc_text.keep_final_block(text, doc.root, edits)
     if emitted:
         edits.append(_emitted_edit(doc, emitted, nl))
     if results:
@@ -314,8 +316,7 @@ def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dic
 def drop_edits(doc: Document, drop) -> list:
     """Text edits that delete the multi-document items `drop` (indices): see
     krm_fn.yaml.documents.drop_edits."""
-    from krm_fn.yaml import documents
-    return documents.drop_edits(doc.text, doc.spans, drop)
+    return doc_text.drop_edits(doc.text, doc.spans, drop)
 
 
 def _where(doc: Document, i: int) -> str:

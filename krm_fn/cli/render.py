@@ -240,10 +240,11 @@ def read_inputs(files, restriction: str = "LoadRestrictionsRootOnly") -> str:
         # the first input's byte-order mark is kept (render writes it back); a later
         # file's would land inside the stream
         texts.append(decode(data, "stdin" if f == "-" else f, keep_bom=not texts))
+    from krm_fn.yaml.documents import end_safely
     out = ""
     for t in texts:
         if out and not out.endswith("\n"):
-            out += "\n"
+            out = end_safely(out) + "\n"     # a block scalar at its end keeps its value
         if out and not t.lstrip().startswith("---"):
             out += "---\n"
         out += t

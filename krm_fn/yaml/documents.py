@@ -3,6 +3,8 @@ removes (`krm-fn run --drop-local-config`), so every other document comes out by
 byte, and the `---` line a stream of JSON documents starts with (`json_first`)."""
 from __future__ import annotations
 
+import yaml
+
 
 def drop_edits(text: str, spans, drop) -> list:
     """Text edits (start, end, "") of `text` that delete the documents `drop` (indices into
@@ -49,3 +51,53 @@ def json_first(text: str, documents: int, nl: str) -> str:
     if documents > 1 and text.lstrip(" \t\r\n").startswith("{"):
         return "---" + nl + text
     return text
+
+
+def final_block_edit(text: str, root) -> tuple | None:
+    """The text edit (start, end, header) that makes the block scalar `text` ends with safe
+    to append after, or None: when `text` has no final line break and the last scalar of
+    the document `root` (a libyaml node composed from `text`) is a block scalar that keeps
+    its final line break (clip `|`, `>` or keep `+`), a line break written after it would
+    become part of its value (`echo hi` would read `echo hi\\n`); its header gets the strip
+    indicator `-` instead, which reads the same value with the line break after it."""
+    if not text or text.endswith(("\n", "\r")):
+        return None
+    node = root
+    while isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value:
+        node = node.value[-1][1] if isinstance(node, yaml.MappingNode) else node.value[-1]
+    if not isinstance(node, yaml.ScalarNode) or node.style not in ("|", ">") or \
+            node.end_mark.index < len(text.rstrip(" \t")):
+        return None
+    i = node.start_mark.index
+    if text[i:i + 1] not in ("|", ">"):
+        return None             # a tag or an anchor before the indicator
+    j = i + 1
+    while j < len(text) and text[j] in "+-0123456789":
+        j += 1
+    head = text[i + 1:j]
+    if "-" in head:
+        return None
+    return (i, j, text[i] + head.replace("+", "") + "-")
+
+
+def end_safely(text: str) -> str:
+    """`text` (one input file of a stream) with final_block_edit applied to its last
+    document, so that the documents joined after it do not change it; `text` itself when
+    it ends with a line break or does not parse (the parser then reports it)."""
+    if not text or text.endswith(("\n", "\r")):
+        return text
+    from krm_fn.yaml.load import Loader
+    try:
+        nodes = [n for n in yaml.compose_all(text, Loader=Loader) if n is not None]
+    except yaml.YAMLError:
+        return text
+    edit = final_block_edit(text, nodes[-1]) if nodes else None
+    return text if edit is None else text[:edit[0]] + edit[2] + text[edit[1]:]
+
+
+def keep_final_block(text: str, root, edits: list) -> None:
+    """Append to `edits` the final_block_edit of `text` (whose document is `root`), unless
+    an edit already covers that header: something is about to be written after the end."""
+    fix = final_block_edit(text, root)
+    if fix is not None and not any(e[0] < fix[1] and fix[0] < e[1] for e in edits):
+        edits.append(fix)

@@ -1,0 +1,50 @@
+"""Text at the edges of a stream (hostile round on KRM and YAML round-trips): what is
+written after the end of an input must not change what the input's last document reads
+as. A block scalar that keeps its final line break (`|`, `>`, `|+`) and ends the text
+without one would take in the line break written after it (`echo hi` read as `echo hi\\n`):
+its header gets the strip indicator instead, which reads the same value."""
+from __future__ import annotations
+
+import yaml
+
+from tests.helpers import run_cli
+
+POD = ("apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: s\n"
+       "    image: srv:1\n    resources: {requests: {cpu: 3500m, memory: 1Gi}}\n")
+SCRIPT = ("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\ndata:\n  script: HEADER\n"
+          "    echo hi")
+
+
+def _scripts(text: str) -> list:
+    docs = [d for d in yaml.safe_load_all(text) if d]
+    items = docs[0]["items"] if docs[0].get("kind") == "ResourceList" else docs
+    return [o["data"]["script"] for o in items if o.get("kind") == "ConfigMap"
+            and o["metadata"]["name"] == "cm"]
+
+
+def test_a_final_block_scalar_keeps_its_value_after_emitted_documents(tmp_path):
+    for header in ("|", ">", "|+", "|2"):
+        text = POD + "---\n" + SCRIPT.replace("HEADER", header)
+        assert _scripts(text) == ["echo hi"]
+        (tmp_path / "in.yaml").write_text(text)
+        p = run_cli(["run", "in.yaml"], cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert _scripts(p.stdout) == ["echo hi"], (header, p.stdout[-200:])
+
+
+def test_a_final_block_scalar_keeps_its_value_when_files_are_joined(tmp_path):
+    (tmp_path / "a.yaml").write_text(SCRIPT.replace("HEADER", "|"))
+    (tmp_path / "b.yaml").write_text(POD)
+    p = run_cli(["run", "a.yaml", "b.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert _scripts(p.stdout) == ["echo hi"]
+
+
+def test_a_final_block_scalar_of_a_resource_list_keeps_its_value():
+    items = "".join("- " + "\n  ".join(t.splitlines()) + "\n" for t in (POD,))
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + items
+            + "- " + "\n  ".join(SCRIPT.replace("HEADER", "|").splitlines()))
+    assert _scripts(text) == ["echo hi"]
+    p = run_cli([], text)
+    assert p.returncode == 0, p.stderr
+    assert _scripts(p.stdout) == ["echo hi"]
