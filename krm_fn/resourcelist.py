@@ -283,23 +283,16 @@ def render(doc: Document, ops: dict, emitted: list, results: list,
 def _render(doc: Document, ops: dict, emitted: list, results: list, replace: dict,
             drop: frozenset = frozenset()) -> str:
     text = doc.text
-    nl = "\r\n" if "\r\n" in text else "\n"
+    nl = doc_text.line_break(text[doc.spans[-1].start:] if doc.mode == "multidoc"
+                             and doc.spans else text)
     if doc.mode == "resourcelist" and doc.flow:
         return _render_full(doc, ops, emitted, results, replace)
-    edits = _item_edits(doc, ops, replace, nl) + drop_edits(doc, drop)
+    edits = _item_edits(doc, ops, replace) + drop_edits(doc, drop)
     if doc.mode == "multidoc":
         new_text = splice(text, edits)
         if emitted:
-            if new_text and not new_text.endswith("\n"):
-                new_text = doc_text.end_safely(new_text) + nl
-            if doc.nodes and all(is_json(text, n) for n in doc.nodes):
-                # JSON in, JSON out: each object a document of its own after a `---` line
-                import json
-                new_text += "".join(("---\n" + json.dumps(o, indent=2, ensure_ascii=False)
-                                     + "\n").replace("\n", nl) for o in emitted)
-            else:
-                new_text += "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl)
-                                    for o in emitted)
+            new_text = doc_text.append_documents(new_text, emitted, nl, bool(doc.nodes) and all(
+                is_json(text, n) for n in doc.nodes))
         return doc_text.json_first(new_text, len(doc.nodes) + len(emitted), nl)
     if emitted or results:
         doc_text.keep_final_block(text, doc.root, edits)
@@ -323,18 +316,21 @@ def _where(doc: Document, i: int) -> str:
     return f"items[{i}]" if doc.mode == "resourcelist" else f"document {i + 1}"
 
 
-def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
+def _item_edits(doc: Document, ops: dict, replace: dict) -> list:
     """The text edits of the changed items: the span editor's, or one edit per item that
-    ruamel rewrites (shapes the span editor cannot express) or that is replaced whole."""
+    ruamel rewrites (shapes the span editor cannot express) or that is replaced whole;
+    inserted lines end with the line break most of the item's lines end with."""
     text = doc.text
     edits: list = []
     plain = regions.no_directives(text)
     memo: dict = {} if plain else {"off": True}
+    crlf = "\r\n" in text
     for i, item_ops in sorted(ops.items()):
         sp = doc.spans[i]
+        inl = doc_text.line_break(text[sp.start:sp.end]) if crlf else "\n"   # its own
         try:
             check_editable(text, doc.nodes[i])
-            mine = item_edits(text, doc.nodes[i], item_ops, nl, KEY_ORDER)
+            mine = item_edits(text, doc.nodes[i], item_ops, inl, KEY_ORDER)
             if any(e[0] < sp.start or e[1] > sp.end for e in mine):
                 raise Unsupported("edit outside the item")
             new = splice_in(text, sp.start, sp.end, mine)
@@ -345,10 +341,11 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
                     or as_intended(new + tail, sp.column, doc.items[i], item_ops, prefix)):
                 raise Unsupported("the edited text does not read back as the change")
         except Unsupported:
-            new = _rewrite_item(doc, i, item_ops, nl, not plain)
+            new = _rewrite_item(doc, i, item_ops, inl, not plain)
         edits.append((sp.start, sp.end, new))
     for i, obj in sorted(replace.items()):
         sp = doc.spans[i]
+        nl = doc_text.line_break(text[sp.start:sp.end]) if crlf else "\n"
         body = emit.to_yaml(obj).rstrip("\n").split("\n")
         pad = " " * sp.column
         edits.append((sp.start, sp.end, body[0] + nl + "".join(
@@ -358,9 +355,10 @@ def _item_edits(doc: Document, ops: dict, replace: dict, nl: str) -> list:
 
 def _rewrite_item(doc: Document, i: int, item_ops, nl: str, directives: bool) -> str:
     """Item i rewritten by ruamel.yaml with `item_ops` applied, checked to read back as the
-    change (`directives`: the text holds `%` lines, safety.surroundings). Raises InputError when ruamel cannot write it (a plain multi-document input),
-    Unsupported when it cannot or what it wrote does not read back as the change (a
-    ResourceList is then rewritten whole, and checked again)."""
+    change (`directives`: the text holds `%` lines, safety.surroundings). Raises InputError
+    when ruamel cannot write it (a plain multi-document input), Unsupported when it cannot
+    or what it wrote does not read back as the change (a ResourceList is then rewritten
+    whole, and checked again)."""
     from krm_fn.yaml import ruamel
     sp = doc.spans[i]
     try:

@@ -48,3 +48,22 @@ def test_a_final_block_scalar_of_a_resource_list_keeps_its_value():
     p = run_cli([], text)
     assert p.returncode == 0, p.stderr
     assert _scripts(p.stdout) == ["echo hi"]
+
+
+def test_inserted_lines_take_the_line_break_of_their_own_item(tmp_path):
+    # one CRLF file (or a stray CRLF line) in the run does not make an LF item's new lines
+    # CRLF: each item's inserted lines end as most of its own lines do
+    (tmp_path / "a.yaml").write_bytes(POD.encode())
+    (tmp_path / "b.yaml").write_bytes(SCRIPT.replace("HEADER", "|").replace(
+        "\n", "\r\n").encode() + b"\r\n")
+    for files in (["a.yaml", "b.yaml"], ["b.yaml", "a.yaml"]):
+        p = run_cli(["run", *files], cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        out = p.stdout.encode() if isinstance(p.stdout, str) else p.stdout
+        pod = out[out.index(b"kind: Pod"):]
+        pod = pod[:pod.index(b"---")] if b"---" in pod else pod
+        assert b"\r" not in pod, pod[:300]
+    (tmp_path / "c.yaml").write_bytes(b"# written on windows\r\n" + POD.encode())
+    p = run_cli(["run", "c.yaml"], cwd=tmp_path)
+    out = p.stdout.encode() if isinstance(p.stdout, str) else p.stdout
+    assert out.count(b"\r") == 1

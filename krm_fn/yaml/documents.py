@@ -101,3 +101,26 @@ def keep_final_block(text: str, root, edits: list) -> None:
     fix = final_block_edit(text, root)
     if fix is not None and not any(e[0] < fix[1] and fix[0] < e[1] for e in edits):
         edits.append(fix)
+
+
+def line_break(text: str) -> str:
+    """The line break most lines of `text` end with: "\\r\\n" when more than half do, else
+    "\\n" (lines krm-fn inserts take the style of the item or stream they go into, not
+    that of a stray line elsewhere)."""
+    crlf = text.count("\r\n")
+    return "\r\n" if crlf and 2 * crlf > text.count("\n") else "\n"
+
+
+def append_documents(text: str, objects: list, nl: str, as_json: bool) -> str:
+    """`text` (a multi-document stream) with `objects` (plain data) appended, each a
+    document after a `---` line ending with `nl`; `as_json`: the stream is JSON documents,
+    so they are JSON too (JSON in, JSON out). A block scalar that ends `text` without a
+    final line break keeps its value (end_safely)."""
+    if text and not text.endswith("\n"):
+        text = end_safely(text) + nl
+    if as_json:
+        import json
+        return text + "".join(("---\n" + json.dumps(o, indent=2, ensure_ascii=False) + "\n")
+                              .replace("\n", nl) for o in objects)
+    from krm_fn.yaml import emit
+    return text + "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl) for o in objects)
