@@ -86,8 +86,15 @@ def _typed() -> Builder:
 
 
 def _span(text: str, node) -> Span:
-    return Span(node.start_mark.index, line_end(text, content_end(node)),
-                node.start_mark.column)
+    """The item's span; a block collection whose properties (`--- !!map`, `- &a`) stand on
+    a line before its first entry starts at that entry, the properties outside it."""
+    start = node.start_mark
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and \
+            node.flow_style is not True:
+        first = node.value[0][0] if isinstance(node, yaml.MappingNode) else node.value[0]
+        if first.start_mark.line > start.line and isinstance(node, yaml.MappingNode):
+            start = first.start_mark
+    return Span(start.index, line_end(text, content_end(node)), start.column)
 
 
 def parse(text: str, require_resource_list: bool) -> Document:

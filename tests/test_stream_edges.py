@@ -67,3 +67,15 @@ def test_inserted_lines_take_the_line_break_of_their_own_item(tmp_path):
     p = run_cli(["run", "c.yaml"], cwd=tmp_path)
     out = p.stdout.encode() if isinstance(p.stdout, str) else p.stdout
     assert out.count(b"\r") == 1
+
+
+def test_a_document_with_properties_on_its_marker_line_is_edited(tmp_path):
+    # `--- !!map` / `--- &a`: the properties stand before the first key; the item is edited
+    # from that key on, the marker line as written
+    for props in ("!!map", "&a"):
+        (tmp_path / "in.yaml").write_text(f"--- {props}\n" + POD)
+        p = run_cli(["run", "in.yaml"], cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert p.stdout.startswith(f"--- {props}\napiVersion: v1\nkind: Pod\n")
+        (pod,) = [d for d in yaml.safe_load_all(p.stdout) if d and d["kind"] == "Pod"]
+        assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "4"

@@ -103,8 +103,9 @@ def rewrite_item(text: str, column: int, ops, nl: str, where: str,
     try:
         return _rewrite(text, column, ops, nl, insert_before)
     except (YAMLError, ValueError, TypeError, KeyError, IndexError) as e:
+        why = first_line(e) if isinstance(e, YAMLError) else "a shape it cannot rewrite"
         raise InputError(f"{where}: cannot edit it in place and ruamel.yaml cannot rewrite "
-                         f"it ({first_line(e)}); write it in plain block style") from None
+                         f"it ({why}); write it in plain block style") from None
 
 
 def _rewrite(text: str, column: int, ops, nl: str, insert_before: dict) -> str:
