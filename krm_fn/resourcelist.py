@@ -19,6 +19,7 @@ from __future__ import annotations
 import yaml
 
 from krm_fn.yaml import documents as doc_text
+from krm_fn.yaml.documents import Span, item_span
 from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
 from krm_fn import numbers
@@ -34,18 +35,6 @@ RESOURCE_LIST_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1bet
                           "config.kubernetes.io/v1alpha1")
 # A new `requests` goes before an existing `limits` of the same resources, as people write it.
 KEY_ORDER = {"requests": "limits"}
-
-
-class Span:
-    """Where one item stands in the input text: [start, end) character offsets and the
-    column its first line starts at (its indentation)."""
-
-    __slots__ = ("start", "end", "column")
-
-    def __init__(self, start: int, end: int, column: int) -> None:
-        self.start = start
-        self.end = end
-        self.column = column
 
 
 class Document:
@@ -85,18 +74,6 @@ def _typed() -> Builder:
     return Builder(typed=True, number_check=numbers.yaml_disagreement)
 
 
-def _span(text: str, node) -> Span:
-    """The item's span; a block collection whose properties (`--- !!map`, `- &a`) stand on
-    a line before its first entry starts at that entry, the properties outside it."""
-    start = node.start_mark
-    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and \
-            node.flow_style is not True:
-        first = node.value[0][0] if isinstance(node, yaml.MappingNode) else node.value[0]
-        if first.start_mark.line > start.line and isinstance(node, yaml.MappingNode):
-            start = first.start_mark
-    return Span(start.index, line_end(text, content_end(node)), start.column)
-
-
 def parse(text: str, require_resource_list: bool) -> Document:
     """Parse input text. Raises InputError (one line) when the text is not YAML, when
     `require_resource_list` and it is not a single ResourceList, or when it is malformed."""
@@ -116,7 +93,7 @@ def parse(text: str, require_resource_list: bool) -> Document:
                          "config.kubernetes.io/v1); use `krm-fn run` for plain YAML")
     builder = Builder(typed=False)
     items = [builder.build(n, f"document {i + 1}", text) for i, n in enumerate(nodes)]
-    return Document(text, "multidoc", items, [_span(text, n) for n in nodes],
+    return Document(text, "multidoc", items, [item_span(text, n) for n in nodes],
                     nodes=nodes, aliased=builder.aliased)
 
 
@@ -149,7 +126,7 @@ def _parse_resource_list(text: str, root) -> Document:
     else:
         doc.items = [builder.build(n, f"items[{i}]", text)
                      for i, n in enumerate(items_node.value)]
-        doc.spans = [_span(text, n) for n in items_node.value]
+        doc.spans = [item_span(text, n) for n in items_node.value]
         doc.nodes = list(items_node.value)
         doc.items_node = items_node
         doc.flow = doc.flow or items_node.flow_style is True

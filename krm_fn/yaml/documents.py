@@ -1,9 +1,12 @@
 """The documents of a multi-document YAML stream as text: what deleting one of them
 removes (`krm-fn run --drop-local-config`), so every other document comes out byte for
-byte, and the `---` line a stream of JSON documents starts with (`json_first`)."""
+byte, the `---` line a stream of JSON documents starts with (`json_first`), and where each
+item stands (`Span`, `item_span`)."""
 from __future__ import annotations
 
 import yaml
+
+from krm_fn.yaml.spans import content_end, line_end
 
 
 def drop_edits(text: str, spans, drop) -> list:
@@ -124,3 +127,28 @@ def append_documents(text: str, objects: list, nl: str, as_json: bool) -> str:
                               .replace("\n", nl) for o in objects)
     from krm_fn.yaml import emit
     return text + "".join(("---\n" + emit.to_yaml(o)).replace("\n", nl) for o in objects)
+
+
+class Span:
+    """Where one item stands in the input text: [start, end) character offsets and the
+    column its first line starts at (its indentation)."""
+
+    __slots__ = ("start", "end", "column")
+
+    def __init__(self, start: int, end: int, column: int) -> None:
+        self.start = start
+        self.end = end
+        self.column = column
+
+
+def item_span(text: str, node) -> Span:
+    """The Span of the item whose node is `node` in `text`; a block mapping whose
+    properties (`--- !!map`, `- &a`) stand on a line before its first entry starts at that
+    entry, the properties outside it."""
+    start = node.start_mark
+    if isinstance(node, (yaml.MappingNode, yaml.SequenceNode)) and node.value and \
+            node.flow_style is not True:
+        first = node.value[0][0] if isinstance(node, yaml.MappingNode) else node.value[0]
+        if first.start_mark.line > start.line and isinstance(node, yaml.MappingNode):
+            start = first.start_mark
+    return Span(start.index, line_end(text, content_end(node)), start.column)
