@@ -187,15 +187,32 @@ class Retyped:
 
     def __call__(self, i: int, path: tuple) -> bool:
         node = self._node(i, path)
-        return (isinstance(node, yaml.ScalarNode) and not node.style
-                and node.tag == "tag:yaml.org,2002:str" and not emit.is_plain_safe(node.value))
+        if not isinstance(node, yaml.ScalarNode) or node.style:
+            return False
+        if self._tagged(node):      # `!!int 0x4` is 4 to a YAML reader, `!!str 016` "016"
+            return node.tag in _TAGGED and _TAGGED[node.tag] != "string"
+        return node.tag == "tag:yaml.org,2002:str" and not emit.is_plain_safe(node.value)
 
     def type_of(self, i: int, path: tuple) -> str | None:
-        """yaml_type of the scalar of items[i] at `path`; None when there is none."""
+        """yaml_type of the scalar of items[i] at `path` (the JSON type its explicit tag
+        names, when it has one); None when there is none."""
         node = self._node(i, path)
         if not isinstance(node, yaml.ScalarNode):
             return None
+        if self._tagged(node):
+            return _TAGGED.get(node.tag)
         return yaml_type(node.value, node.style, node.tag)
+
+    def _tagged(self, node) -> bool:
+        """Whether the scalar `node` is written with an explicit tag (`!!str 016`): its text
+        starts with the tag, or with an anchor and then the tag (a plain scalar's value
+        never starts with `!`)."""
+        text = self.doc.text
+        start = node.start_mark.index
+        if text[start:start + 1] not in ("!", "&"):
+            return False
+        words = text[start:node.end_mark.index].split(None, 2)
+        return any(w.startswith("!") for w in words[:2])
 
 
 _YAML11_BOOLS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE "

@@ -79,3 +79,18 @@ def test_a_document_with_properties_on_its_marker_line_is_edited(tmp_path):
         assert p.stdout.startswith(f"--- {props}\napiVersion: v1\nkind: Pod\n")
         (pod,) = [d for d in yaml.safe_load_all(p.stdout) if d and d["kind"] == "Pod"]
         assert pod["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "4"
+
+
+def test_an_explicit_tag_decides_what_a_yaml_reader_types(tmp_path):
+    # `!!str 016` is the string "016" (the quantity 16) to kubectl and kustomize, not the
+    # YAML 1.1 octal 14; `!!int 0x4` is the number 4, which a quantity field refuses
+    pod = POD.replace("cpu: 3500m", "cpu: !!str 016")
+    (tmp_path / "in.yaml").write_text(pod)
+    p = run_cli(["run", "in.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    (out,) = [d for d in yaml.safe_load_all(p.stdout) if d and d["kind"] == "Pod"]
+    assert out["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "16"
+    (tmp_path / "in.yaml").write_text(POD.replace("cpu: 3500m", "cpu: !!int 0x4"))
+    p = run_cli(["run", "in.yaml"], cwd=tmp_path)
+    assert p.returncode == 1
+    assert "cpu `0x4` is 4 to kubectl, kustomize and the API server" in p.stderr
