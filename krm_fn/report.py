@@ -66,6 +66,11 @@ def _change(before: str, now: str) -> str:
 
 
 def _table(rows: list[list[str]], indent: str = "") -> list[str]:
+    """The rows as aligned lines; a character that is not printable (a carriage return or
+    an escape in an object's name) is written escaped (`\\r`), as the result lines write it,
+    so that it cannot move the cursor over another row."""
+    rows = [[c if c.isprintable() else "".join(ch if ch.isprintable() else repr(ch)[1:-1]
+                                                for ch in c) for c in r] for r in rows]
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     return [(indent + "  ".join(c.ljust(w) for c, w in zip(r, widths))).rstrip()
             for r in rows]

@@ -222,3 +222,15 @@ def test_report_is_linear_in_the_workloads():
     start = time.monotonic()
     report.render(doc.items, out, resourcelist.load_config_file(CONFIG))
     assert time.monotonic() - start < 10
+
+
+def test_a_control_character_in_a_name_is_written_escaped_in_the_tables(tmp_path):
+    # a raw carriage return would move the cursor and print another row over the name
+    from tests.helpers import run_cli
+    dep = ("apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: \"real\\rspoofed\"\n"
+           "  namespace: ai\nspec:\n  template:\n    spec:\n      containers:\n      - name: c\n"
+           "        image: srv:1\n        resources: {requests: {cpu: \"4\", memory: 1Gi}}\n")
+    (tmp_path / "d.yaml").write_text(dep)
+    p = run_cli(["run", "--report", "d.yaml"], cwd=tmp_path)
+    assert "\r" not in p.stderr
+    assert "real\\rspoofed" in p.stderr
