@@ -1161,3 +1161,26 @@ def test_openshift_cannot_clear_a_baseline_reserved_cgroup(fmt):
     assert "never applies an empty value" in r.message
     _, results = run(fmt, node_plan.build(cfg.nodePools[0], (1, 36), REF)[0])
     assert [r for r in results if "never applies an empty value" in r.message] == []
+
+
+def test_gke_leaves_out_values_its_api_refuses():
+    # google.container.v1: EvictionSignals.memoryAvailable a quantity >= 100Mi (no %),
+    # EvictionMinimumReclaim a percentage <= 10%, maxParallelImagePulls 2 to 5
+    objs, results = platform_run("gke", {"extra": {
+        "evictionSoft": {"memory.available": "5%", "nodefs.available": "20%"},
+        "evictionSoftGracePeriod": {"memory.available": "1m", "nodefs.available": "1m"},
+        "evictionMinimumReclaim": {"memory.available": "500Mi", "nodefs.available": "5%"},
+        "maxParallelImagePulls": 20}})
+    config_ = yaml.safe_load(objs[0]["data"]["system-config.yaml"])["kubeletConfig"]
+    assert config_["evictionSoft"] == {"nodefsAvailable": "20%"}
+    assert config_["evictionMinimumReclaim"] == {"nodefsAvailable": "5%"}
+    assert "maxParallelImagePulls" not in config_
+    said = [r.message for r in results if r.severity == WARNING and "GKE" in r.message]
+    assert ("evictionSoft memory.available 5% is left out of the GKE output: the GKE API takes "
+            "a quantity in Ki, Mi or Gi of at least 100Mi there, and refuses the node pool's "
+            "system config otherwise") in said
+    assert ("maxParallelImagePulls 20 is left out of the GKE output: GKE accepts "
+            "maxParallelImagePulls from 2 to 5") in said
+    objs, _ = platform_run("gke", {"extra": {"maxParallelImagePulls": 3}})
+    assert yaml.safe_load(objs[0]["data"]["system-config.yaml"])["kubeletConfig"][
+        "maxParallelImagePulls"] == 3

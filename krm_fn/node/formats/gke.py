@@ -6,8 +6,10 @@ entry's `platforms["gke"]`; gcloud `container/util.py` LoadSystemConfigFromYAML 
 keys; https://cloud.google.com/kubernetes-engine/docs/how-to/node-system-config): e.g.
 topologyManagerPolicy -> topologyManager.policy, singleProcessOOMKill -> singleProcessOomKill,
 evictionMaxPodGracePeriod -> evictionMaxPodGracePeriodSeconds. Conversions by name:
-`pids-range` (GKE accepts podPidsLimit 1024 <= n < 4194304), `signals` (eviction signals
-renamed, e.g. memory.available -> memoryAvailable), `cgroup-mode` (`failCgroupV1: true` becomes
+`pids-range` (GKE accepts podPidsLimit 1024 <= n < 4194304), `pulls-range`
+(maxParallelImagePulls 2 to 5), `signals` (eviction signals renamed, e.g. memory.available ->
+memoryAvailable; a value the GKE API refuses, such as a percentage for memoryAvailable or a
+minimum reclaim above 10%, left out with a warning), `cgroup-mode` (`failCgroupV1: true` becomes
 `linuxConfig.cgroupMode: CGROUP_MODE_V2`: the node pool runs cgroup v2, which is what refusing
 v1 asks for). A name starting with `linuxConfig.` goes under the root's linuxConfig; the rest
 under kubeletConfig. Every other field is a warning: GKE cannot set it.
@@ -46,8 +48,42 @@ def _pids_range(key: str, value, rep: Report):
     return None
 
 
+# what the GKE API takes (google.container.v1 EvictionSignals, EvictionMinimumReclaim,
+# NodeKubeletConfig; https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/
+# NodeConfig): memoryAvailable a quantity in Ki, Mi or Gi of at least 100Mi, nodefsAvailable
+# a percentage from 10% to 50%, imagefsAvailable from 15% to 50%; a minimum reclaim a
+# percentage of at most 10%; maxParallelImagePulls from 2 to 5
+SOFT_RANGES = {"memory.available": ("quantity", 100 * 2**20, None),
+               "nodefs.available": ("percent", 10, 50),
+               "imagefs.available": ("percent", 15, 50)}
+PARALLEL_PULLS = (2, 5)
+
+
+def _gke_refuses(key: str, signal: str, value) -> str | None:
+    """What the GKE API says of `value` for `signal` in eviction field `key`, or None."""
+    from krm_fn.quantity import QuantityError, parse_memory
+    text = str(value).strip()
+    if key == "evictionMinimumReclaim":
+        n = text[:-1] if text.endswith("%") else None
+        return None if n is not None and n.replace(".", "", 1).isdigit() and float(n) <= 10 \
+            else "a percentage of at most 10%"
+    kind, low, high = SOFT_RANGES.get(signal, (None, None, None))
+    if key != "evictionSoft" or kind is None:
+        return None
+    if kind == "percent":
+        n = text[:-1] if text.endswith("%") else ""
+        ok = n.replace(".", "", 1).isdigit() and low <= float(n) <= high
+        return None if ok else f"a percentage from {low}% to {high}%"
+    try:
+        ok = text[-2:] in ("Ki", "Mi", "Gi") and parse_memory(text).whole >= low
+    except QuantityError:
+        ok = False
+    return None if ok else "a quantity in Ki, Mi or Gi of at least 100Mi"
+
+
 def _signals(key: str, value, rep: Report):
-    """An eviction map with GKE's signal names, or None with a warning."""
+    """An eviction map with GKE's signal names, or None with a warning; a signal whose
+    value the GKE API refuses is left out with a warning."""
     if not isinstance(value, dict):
         rep.unsupported(PLATFORM, key, value)
         return None
@@ -56,7 +92,26 @@ def _signals(key: str, value, rep: Report):
         rep.unsupported(PLATFORM, key, value, f" with the signal(s) {unknown} (GKE takes "
                         f"{', '.join(SIGNALS)})")
         return None
-    return {SIGNALS[s]: v for s, v in value.items()}
+    out = {}
+    for s, v in value.items():
+        refused = _gke_refuses(key, s, v)
+        if refused is None:
+            out[SIGNALS[s]] = v
+            continue
+        rep.add(WARNING, key, f"{key} {s} {v} is left out of the {PLATFORM} output: the GKE "
+                f"API takes {refused} there, and refuses the node pool's system config "
+                f"otherwise", current=v)
+    return out or None
+
+
+def _pulls_range(key: str, value, rep: Report):
+    """maxParallelImagePulls within what GKE takes, or None with a warning."""
+    low, high = PARALLEL_PULLS
+    if isinstance(value, int) and low <= value <= high:
+        return value
+    rep.add(WARNING, key, f"{key} {value} is left out of the {PLATFORM} output: GKE accepts "
+            f"{key} from {low} to {high}", current=value)
+    return None
 
 
 def _cgroup_mode(key: str, value, rep: Report):
@@ -67,7 +122,8 @@ def _cgroup_mode(key: str, value, rep: Report):
     return None
 
 
-CONVERT = {"pids-range": _pids_range, "signals": _signals, "cgroup-mode": _cgroup_mode}
+CONVERT = {"pids-range": _pids_range, "signals": _signals, "cgroup-mode": _cgroup_mode,
+           "pulls-range": _pulls_range}
 
 
 def system_config(plan, rep: Report, ctx=None) -> dict:
