@@ -219,6 +219,26 @@ def format_bytes(n: int) -> str:
     return format_binary_si(n * NANO)
 
 
+def parse_signed(text: object) -> tuple[int, str] | None:
+    """(signed nano-units, the amount as the API server shows it: "-" then format_like) of a
+    resource amount as written, which may start with a minus sign (Quantity holds no sign);
+    None when it is no quantity."""
+    s = text.strip() if isinstance(text, str) else text
+    negative = isinstance(s, str) and s.startswith("-")
+    try:
+        q = parse(s[1:] if negative else s)
+    except (QuantityError, TypeError):
+        return None
+    shown = ("-" if negative and q.nanos else "") + format_like(q.nanos, q)
+    return (-q.nanos if negative else q.nanos), shown
+
+
+def format_amount(resource: str, amount: int) -> str:
+    """A model amount of `resource` for a message: cpu (nanocores) as format_cpu, anything
+    else (bytes, or a count for an extended resource) as format_bytes."""
+    return format_cpu(amount) if resource == "cpu" else format_bytes(int(amount))
+
+
 def format_cpu_rounded(nanocores: int) -> str:
     """`nanocores` (int, e.g. an allocatable total or a usage sum) rounded to 1m (half to
     even, as Python's round), then as format_cpu: 428571428 -> "429m", 4 * NANO -> "4"."""

@@ -104,6 +104,15 @@ def peak(values: list[tuple[str, int]]) -> int:
     return max(init_peak, apps + sidecars)
 
 
+def aggregate(containers, part: str) -> dict:
+    """{resource: peak} of `part` ("requests" or "limits") of model Containers, for every
+    resource one of them sets (k8s.io/component-helpers/resource
+    AggregateContainerRequests, AggregateContainerLimits)."""
+    names = {r for c in containers for r in getattr(c, part)}
+    return {r: peak([(c.role, getattr(c, part).get(r, 0)) for c in containers])
+            for r in names}
+
+
 def pod_guaranteed_cpus(pod: AdmittedPod, qos: str) -> int:
     """Exclusive CPUs the pod holds at its peak (policy_static.go podGuaranteedCPUs)."""
     return peak([(c.role, guaranteed_cpus(c, qos)) for c in pod.containers])

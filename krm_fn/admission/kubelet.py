@@ -19,6 +19,7 @@ from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology, wide
 from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, fit_one,
                                        pod_plan, pod_requests, too_large, unknown)
+from krm_fn.admission.podresources import amount_refusal, overcommit_allowed
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, WARNING, AdmittedPod, Finding,
                                     NodeModel)
 from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, from_pod_level, gate,
@@ -333,7 +334,7 @@ def _overcommit_findings(pod: AdmittedPod) -> list:
     out = []
     for c in pod.containers:
         for res, want in c.requests.items():
-            if not (res.startswith(HUGEPAGES) or ("/" in res and "kubernetes.io/" not in res)):
+            if overcommit_allowed(res):
                 continue
             limit = c.limits.get(res)
             if limit == want:
@@ -365,16 +366,6 @@ def extended(res: str) -> bool:
     return not apivalidation.label_key_errors("requests." + res)
 
 
-def _quantity(text):
-    """(Quantity, negative) of a resource amount as written; None when it is none."""
-    s = text.strip() if isinstance(text, str) else text
-    negative = isinstance(s, str) and s.startswith("-")
-    try:
-        return quantity.parse(s[1:] if negative else s), negative
-    except (quantity.QuantityError, TypeError):
-        return None
-
-
 def resource_refusals(spec: dict | None, at: str) -> list:
     """An ERROR per container (of pod spec `spec` as tuned, at field path `at`) whose
     `resources` validateResourceRequirements refuses beyond what `_overcommit_findings`
@@ -400,27 +391,22 @@ def _container_refusals(name, res: dict, at: str) -> list:
     for part in ("limits", "requests"):
         amounts = res.get(part)
         for r, text in (amounts.items() if isinstance(amounts, dict) else ()):
-            got = _quantity(text)
+            got = quantity.parse_signed(text)
             if got is None:
                 continue
-            q, negative = got
-            shown = ("-" if negative and q.nanos else "") + quantity.format_like(q.nanos, q)
-            if negative and q.nanos and r not in ("cpu", "memory"):
-                said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be "
-                             f"greater than or equal to 0", f"{r} cannot be negative"))
-            elif extended(r) and not q.is_integer:
+            nanos, shown = got
+            if nanos < 0 and r in ("cpu", "memory"):
+                pass            # the resources rule reports a negative cpu or memory
+            elif (found := amount_refusal(r, nanos, shown, f"{at}.{part}")) is not None:
+                said.append(found)
+            elif extended(r) and nanos % NANO:
                 said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be an "
                              f"integer", f"an extended resource is counted in whole units: "
                              f"request a whole number of {r}"))
-            elif r.startswith(HUGEPAGES) and not _whole_pages(r, q.nanos):
-                said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": {shown} is "
-                             f"not positive integer multiple of {r}",
-                             f"give {r} in whole pages"))
-            parsed.setdefault(part, {})[r] = (-q.nanos if negative else q.nanos, shown)
+            parsed.setdefault(part, {})[r] = got
     limits, requests = parsed.get("limits", {}), parsed.get("requests", {})
     for r, (want, shown) in requests.items():
-        native = "/" not in r or "kubernetes.io/" in r
-        if native and not r.startswith(HUGEPAGES) and r in limits and want > limits[r][0]:
+        if overcommit_allowed(r) and r in limits and want > limits[r][0]:
             said.append((f"{at}.requests", f"Invalid value: \"{shown}\": must be less than "
                          f"or equal to {r} limit of {limits[r][1]}",
                          f"lower requests.{r} to at most its limit, or raise the limit"))
@@ -431,13 +417,6 @@ def _container_refusals(name, res: dict, at: str) -> list:
     return [Finding(ERROR, f"{path}: {words}: the API server refuses the pod's container "
                     f"{name!r}; {fix} ({RESOURCES_SRC}; {DOCS})", "validation", path)
             for path, words, fix in said]
-
-
-def _whole_pages(name: str, nanos: int) -> bool:
-    """podresources.divisible (helper.IsHugePageResourceValueDivisible), imported only for
-    a container that has huge pages."""
-    from krm_fn.admission import podresources
-    return podresources.divisible(name, nanos)
 
 
 def _amount(res: str, value) -> str:

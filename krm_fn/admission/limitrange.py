@@ -27,7 +27,7 @@ applies them), which can change a container's QoS and what a quota counts.
 from __future__ import annotations
 
 from krm_fn import quantity
-from krm_fn.admission.cpumanager import peak
+from krm_fn.admission.cpumanager import aggregate
 from krm_fn.admission.model import ERROR, AdmittedPod, Finding
 from krm_fn.quantity import NANO
 
@@ -48,10 +48,7 @@ def _amount(res: str, text) -> int | None:
     return q.nanos if res == "cpu" else q.whole
 
 
-def _show(res: str, v) -> str:
-    if res == "cpu":
-        return quantity.format_cpu(v)
-    return quantity.format_bytes(int(v))
+_show = quantity.format_amount     # a model amount of a resource, for a message
 
 
 def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
@@ -233,11 +230,7 @@ def _sum(pod: AdmittedPod, part: str) -> dict:
     or the largest init container plus the sidecars before it, whichever is larger; then
     the pod-level cpu and memory of `spec.resources` in their place where the pod sets
     them); a resource nothing sets is left out."""
-    out = {}
-    names = {r for c in pod.containers for r in getattr(c, part)}
-    for res in names:
-        values = [(c.role, getattr(c, part).get(res)) for c in pod.containers]
-        out[res] = peak([(role, v or 0) for role, v in values])
+    out = aggregate(pod.containers, part)
     level = pod.pod_requests if part == "requests" else pod.pod_limits
     for res in POD_LEVEL:
         if level and res in level:

@@ -27,7 +27,8 @@ defaulting of 1.35 and 1.36 is read from their source, not run.
 from __future__ import annotations
 
 from krm_fn import quantity
-from krm_fn.admission.model import APP, ERROR, HUGEPAGES, SIDECAR, AdmittedPod, Finding
+from krm_fn.admission.cpumanager import aggregate
+from krm_fn.admission.model import APP, ERROR, HUGEPAGES, AdmittedPod, Finding
 from krm_fn.quantity import NANO
 
 SOURCE = ("pkg/apis/core/validation/validation.go validatePodResources; "
@@ -42,49 +43,41 @@ def supported(name: str) -> bool:
     return name in SUPPORTED or name.startswith(HUGEPAGES)
 
 
-def refusals(spec: dict | None, pod: AdmittedPod, version: tuple) -> list:
-    """An ERROR Finding (rule "podlevel") per refusal of the module docstring for the pod
-    spec `spec` (plain, as tuned) whose model after admission is `pod` (cpu in nanocores,
-    everything else in bytes), on an API server of `version` ((1, minor)); [] when it has
-    no pod-level `resources` mapping. The amounts are judged after `defaulted`."""
+def check(spec: dict | None, pod: AdmittedPod, version: tuple) -> tuple[list, dict | None]:
+    """(an ERROR Finding (rule "podlevel") per refusal of the module docstring, the
+    pod-level requests after `defaulted` as {resource: amount} (cpu in nanocores, the rest
+    in whole bytes, rounded up)) for the pod spec `spec` (plain, as tuned) whose model after
+    admission is `pod` (cpu in nanocores, everything else in bytes), on an API server of
+    `version` ((1, minor)); ([], None) when it has no pod-level `resources` mapping."""
     res = spec.get("resources") if isinstance(spec, dict) else None
     if not isinstance(res, dict):
-        return []
+        return [], None
+    given = {part: _amounts(res.get(part)) for part in ("requests", "limits")}
+    requests, limits = defaulted(given["requests"], given["limits"], pod, version)
+    after = {r: n if r == "cpu" else quantity.ceil_div(n, NANO)
+             for r, (n, _) in requests.items()}
     at = f"{pod.path}.resources"
     os_ = spec.get("os")
     if isinstance(os_, dict) and os_.get("name") == "windows":
         return [_finding(at, "Forbidden: may not be set for a windows pod",
-                         "remove spec.resources (a Windows pod has no pod-level resources)")]
+                         "remove spec.resources (a Windows pod has no pod-level "
+                         "resources)")], after
     said = []
     if res.get("claims") is not None:
         said.append((f"{at}.claims", "Forbidden: claims may not be set for Resources at "
                      "pod-level", "move the claims to the containers' resources.claims"))
-    given = {part: _amounts(res.get(part)) for part in ("requests", "limits")}
     for part, amounts in given.items():
         said += [(f"{at}.{part}[{r}]", f"Unsupported value: \"{r}\": supported values: "
                   f"\"cpu\", \"hugepages-\", \"memory\"",
                   f"remove {r} from the pod-level resources (only cpu, memory and huge pages "
                   f"can be set for the whole pod; keep {r} on the containers)")
                  for r in amounts if not supported(r)]
-    requests, limits = defaulted(given["requests"], given["limits"], pod, version)
     for part, amounts in (("limits", limits), ("requests", requests)):
-        said += _values(amounts, f"{at}.{part}")
+        said += [found for r, (nanos, shown) in amounts.items()
+                 if (found := amount_refusal(r, nanos, shown, f"{at}.{part}")) is not None]
     said += _requirements(requests, limits, at)
     said += _consistency(pod, requests, limits, at)
-    return [_finding(path, words, fix) for path, words, fix in said]
-
-
-def requests_after_defaults(spec: dict | None, pod: AdmittedPod, version: tuple) -> dict | None:
-    """{resource: amount} (cpu in nanocores, the rest in whole bytes, rounded up) of the
-    pod-level requests of `spec` once `defaulted` filled them in; None when `spec` has no
-    pod-level `resources` mapping."""
-    res = spec.get("resources") if isinstance(spec, dict) else None
-    if not isinstance(res, dict):
-        return None
-    requests, _ = defaulted(_amounts(res.get("requests")), _amounts(res.get("limits")), pod,
-                            version)
-    return {r: n if r == "cpu" else quantity.ceil_div(n, NANO)
-            for r, (n, _) in requests.items()}
+    return [_finding(path, words, fix) for path, words, fix in said], after
 
 
 def defaulted(requests: dict, limits: dict, pod: AdmittedPod,
@@ -109,18 +102,18 @@ def defaulted(requests: dict, limits: dict, pod: AdmittedPod,
         return requests, limits
     fix = version >= (1, 37)
     containers = [c for c in pod.containers if fix or c.source == "manifest"]
-    for r, v in _aggregates(containers, "limits").items():
+    top = aggregate(containers, "limits")
+    for r, v in top.items():
         if r.startswith(HUGEPAGES) and r not in requests and r not in limits:
             limits[r] = _pair(r, v)
     if fix or limits:
-        for r, v in _aggregates(containers, "requests").items():
+        for r, v in aggregate(containers, "requests").items():
             if r in SUPPORTED and r not in requests:
                 requests[r] = _pair(r, v)
         for r, v in limits.items():
             if supported(r) and r not in requests:
                 requests[r] = v
     if fix:
-        top = _aggregates(containers, "limits")
         for r, v in list(requests.items()):
             if supported(r) and r not in limits and r in top and \
                     all(r in c.limits for c in containers):
@@ -130,7 +123,7 @@ def defaulted(requests: dict, limits: dict, pod: AdmittedPod,
 
 def _pair(resource: str, amount: int) -> tuple:
     """(nano-units, text) of a model amount (cpu in nanocores, the rest in bytes)."""
-    return _nanos(resource, amount), _show(resource, amount)
+    return _nanos(resource, amount), quantity.format_amount(resource, amount)
 
 
 def _finding(path: str, words: str, fix: str) -> Finding:
@@ -143,28 +136,24 @@ def _amounts(amounts) -> dict:
     amount that is no quantity is left out: the resources rule reports it)."""
     out: dict = {}
     for r, text in (amounts.items() if isinstance(amounts, dict) else ()):
-        s = text.strip() if isinstance(text, str) else text
-        negative = isinstance(s, str) and s.startswith("-")
-        try:
-            q = quantity.parse(s[1:] if negative else s)
-        except (quantity.QuantityError, TypeError):
-            continue
-        shown = ("-" if negative and q.nanos else "") + quantity.format_like(q.nanos, q)
-        out[str(r)] = (-q.nanos if negative else q.nanos, shown)
+        got = quantity.parse_signed(text)
+        if got is not None:
+            out[str(r)] = got
     return out
 
 
-def _values(amounts: dict, at: str) -> list:
-    """ValidateResourceQuantityValue and the huge page size check of each amount."""
-    said = []
-    for r, (nanos, shown) in amounts.items():
-        if nanos < 0:
-            said.append((f"{at}[{r}]", f"Invalid value: \"{shown}\": must be greater than "
-                         f"or equal to 0", f"{r} cannot be negative"))
-        elif r.startswith(HUGEPAGES) and not divisible(r, nanos):
-            said.append((f"{at}[{r}]", f"Invalid value: \"{shown}\": {shown} is not positive "
-                         f"integer multiple of {r}", f"give {r} in whole pages"))
-    return said
+def amount_refusal(resource: str, nanos: int, shown: str, at: str) -> tuple | None:
+    """(path, words, fix) of what ValidateResourceQuantityValue and the huge page size
+    check refuse in one amount of `resource` (signed nano-units `nanos`, written `shown`,
+    in the requests or limits at field path `at`): a negative amount, huge pages in no
+    whole number of pages; None when neither. Container and pod-level resources alike."""
+    if nanos < 0:
+        return (f"{at}[{resource}]", f"Invalid value: \"{shown}\": must be greater than or "
+                f"equal to 0", f"{resource} cannot be negative")
+    if resource.startswith(HUGEPAGES) and not divisible(resource, nanos):
+        return (f"{at}[{resource}]", f"Invalid value: \"{shown}\": {shown} is not positive "
+                f"integer multiple of {resource}", f"give {resource} in whole pages")
+    return None
 
 
 def divisible(name: str, nanos: int) -> bool:
@@ -180,7 +169,7 @@ def divisible(name: str, nanos: int) -> bool:
     return quantity.ceil_div(nanos, NANO) % (size // NANO) == 0
 
 
-def _overcommitted(resource: str) -> bool:
+def overcommit_allowed(resource: str) -> bool:
     """helper.IsOvercommitAllowed: a native resource (no "/", or a kubernetes.io/ one)
     that is no huge page size."""
     native = "/" not in resource or "kubernetes.io/" in resource
@@ -194,7 +183,7 @@ def _requirements(requests: dict, limits: dict, at: str) -> list:
     said = []
     for r, (want, shown) in requests.items():
         if r in limits:
-            if not _overcommitted(r) and want != limits[r][0]:
+            if not overcommit_allowed(r) and want != limits[r][0]:
                 said.append((f"{at}.requests", f"Invalid value: \"{shown}\": must be equal "
                              f"to {r} limit of {limits[r][1]}", f"set requests.{r} to its "
                              f"limit ({r} cannot be overcommitted)"))
@@ -202,7 +191,7 @@ def _requirements(requests: dict, limits: dict, at: str) -> list:
                 said.append((f"{at}.requests", f"Invalid value: \"{shown}\": must be less "
                              f"than or equal to {r} limit of {limits[r][1]}",
                              f"lower requests.{r} to at most its limit, or raise the limit"))
-        elif not _overcommitted(r):
+        elif not overcommit_allowed(r):
             said.append((f"{at}.limits", "Required value: Limit must be set for non "
                          "overcommitable resources", f"set limits.{r} to the request"))
     names = set(requests) | set(limits)
@@ -212,58 +201,29 @@ def _requirements(requests: dict, limits: dict, at: str) -> list:
     return said
 
 
-def _aggregates(containers, part: str) -> dict:
-    """{resource: amount} of AggregateContainerRequests (part "requests") or
-    AggregateContainerLimits ("limits") over model Containers (cpu in nanocores, the rest
-    in bytes): per resource any of them sets, max(app containers + sidecars, each init
-    container + the sidecars before it)."""
-    apps: dict = {}
-    sidecars: dict = {}
-    peak: dict = {}
-    for c in containers:
-        for r, v in getattr(c, part).items():
-            if c.role == APP:
-                apps[r] = apps.get(r, 0) + v
-            elif c.role == SIDECAR:
-                sidecars[r] = sidecars.get(r, 0) + v
-        if c.role not in (APP, SIDECAR):
-            for r, v in getattr(c, part).items():
-                peak[r] = max(peak.get(r, 0), sidecars.get(r, 0) + v)
-    names = set(apps) | set(sidecars) | set(peak)
-    return {r: max(apps.get(r, 0) + sidecars.get(r, 0), peak.get(r, 0)) for r in names}
-
-
-def _show(resource: str, amount: int) -> str:
-    return quantity.format_cpu(amount) if resource == "cpu" else quantity.format_bytes(amount)
-
-
 def _consistency(pod: AdmittedPod, requests: dict, limits: dict, at: str) -> list:
     """validatePodResourceConsistency of the pod-level (defaulted) `requests` and `limits`
     against the pod's containers after admission, injected ones included, except cpu and
     memory requests (verdict._podlevel_findings says those)."""
     said = []
-    need_req = _aggregates(pod.containers, "requests")
-    for r, (have, shown) in requests.items():
-        need = need_req.get(r)
-        if r not in SUPPORTED and need is not None and _nanos(r, need) > have:
-            said.append((f"{at}.requests[{r}]", f"Invalid value: \"{shown}\": must be "
-                         f"greater than or equal to aggregate container requests of "
-                         f"{_show(r, need)}", f"raise it to at least {_show(r, need)}"))
-    need_lim = _aggregates(pod.containers, "limits")
-    for r, (have, shown) in limits.items():
-        need = need_lim.get(r)
-        if r.startswith(HUGEPAGES) and need is not None and _nanos(r, need) > have:
-            said.append((f"{at}.limits[{r}]", f"Invalid value: \"{shown}\": must be "
-                         f"greater than or equal to aggregate container limits of "
-                         f"{_show(r, need)}", f"raise it to at least {_show(r, need)}"))
+    for part, amounts, need_of in (("requests", requests, aggregate(pod.containers, "requests")),
+                                   ("limits", limits, aggregate(pod.containers, "limits"))):
+        for r, (have, shown) in amounts.items():
+            need = need_of.get(r)
+            judged = r not in SUPPORTED if part == "requests" else r.startswith(HUGEPAGES)
+            if judged and need is not None and _nanos(r, need) > have:
+                text = quantity.format_amount(r, need)
+                said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be "
+                             f"greater than or equal to aggregate container {part} of {text}",
+                             f"raise it to at least {text}"))
     apps = [c for c in pod.containers if c.role == APP]
     for i, c in enumerate(apps):
         for r, lim in c.limits.items():
             if r in limits and _nanos(r, lim) > limits[r][0]:
                 said.append((f"{at}.containers[{i}][{r}].limits", f"Invalid value: "
-                             f"\"{_show(r, lim)}\": must be less than or equal to pod "
-                             f"limits of {limits[r][1]}", f"lower container {c.name!r}'s "
-                             f"limits.{r}, or raise the pod-level limit"))
+                             f"\"{quantity.format_amount(r, lim)}\": must be less than or "
+                             f"equal to pod limits of {limits[r][1]}", f"lower container "
+                             f"{c.name!r}'s limits.{r}, or raise the pod-level limit"))
     return said
 
 

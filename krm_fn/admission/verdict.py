@@ -15,8 +15,8 @@ from __future__ import annotations
 from krm_fn import quantity
 from krm_fn.admission import capacity, kubelet, scheduling
 from krm_fn.admission.qos import gate
-from krm_fn.admission.cpumanager import CpuState
-from krm_fn.admission.model import (APP, ERROR, SIDECAR, AdmittedPod, Finding, NodeModel,
+from krm_fn.admission.cpumanager import CpuState, peak
+from krm_fn.admission.model import (ERROR, AdmittedPod, Finding, NodeModel,
                                     PodVerdict, node_memo)
 
 
@@ -44,16 +44,7 @@ def effective_requests(pod: AdmittedPod, resource: str):
     (k8s.io/component-helpers/resource AggregateContainerRequests): max(sum of app
     containers + sum of sidecars, max over regular init containers of (the init container
     + the sidecars started before it))."""
-    apps = sidecars = peak = 0
-    for c in pod.containers:
-        v = c.requests.get(resource, 0)
-        if c.role == APP:
-            apps += v
-        elif c.role == SIDECAR:
-            sidecars += v
-        else:
-            peak = max(peak, sidecars + v)
-    return max(apps + sidecars, peak)
+    return peak([(c.role, c.requests.get(resource, 0)) for c in pod.containers])
 
 
 def _podlevel_findings(pod: AdmittedPod, node: NodeModel, spec: dict | None) -> list:
@@ -66,8 +57,8 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel, spec: dict | None) -> 
     if pod.pod_requests is None or not gate(node, "PodLevelResources"):
         return out
     from krm_fn.admission import podresources
-    out += podresources.refusals(spec, pod, node.version)
-    after = podresources.requests_after_defaults(spec, pod, node.version)
+    found, after = podresources.check(spec, pod, node.version)
+    out += found
     for r in ("cpu", "memory"):
         have = (pod.pod_requests if after is None else after).get(r)
         need = effective_requests(pod, r)
@@ -75,12 +66,12 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel, spec: dict | None) -> 
             injected = [c.name for c in pod.containers if c.source != "manifest"]
             extra = (f" (injected containers {', '.join(injected)} included)" if injected
                      else "")
-            show = (quantity.format_cpu if r == "cpu" else quantity.format_bytes)
-            out.append(Finding(ERROR, f"pod-level requests.{r} {show(have)} is below the "
-                                      f"{show(need)} the containers request{extra}: the API "
+            have_, need_ = (quantity.format_amount(r, v) for v in (have, need))
+            out.append(Finding(ERROR, f"pod-level requests.{r} {have_} is below the "
+                                      f"{need_} the containers request{extra}: the API "
                                       f"server refuses the pod; raise "
                                       f"spec.resources.requests.{r} and limits.{r} to at "
-                                      f"least {show(need)} ({POD_LEVEL_SOURCE})",
+                                      f"least {need_} ({POD_LEVEL_SOURCE})",
                                "podlevel", f"{pod.path}.resources.requests.{r}"))
     return out
 

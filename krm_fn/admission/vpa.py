@@ -126,10 +126,6 @@ def _bound(policy: dict, key: str, res: str):
     return (q.nanos if res == "cpu" else q.whole) or None
 
 
-def _show(res: str, value) -> str:
-    return quantity.format_cpu(value) if res == "cpu" else quantity.format_bytes(value)
-
-
 def effect(policy: dict, container) -> tuple:
     """What the VPA does to `container` (model.Container, an app container) under
     `policy` (policy_for): (resources whose request == limit it breaks, under RequestsOnly;
@@ -236,7 +232,7 @@ def _message(name, mode: str, c, policy: dict, entry, broken: tuple, moved: bool
           "no containerPolicies entry, so the defaults")
     what = []
     if broken:
-        low = ", ".join(f"{r} {_show(r, c.limits[r])}" for r in broken)
+        low = ", ".join(f"{r} {quantity.format_amount(r, c.limits[r])}" for r in broken)
         what.append(f"sets container {c.name!r}'s {' and '.join(broken)} request to its "
                     f"recommendation and keeps the limit (controlledValues RequestsOnly; "
                     f"{by}): a recommendation below the limit ({low}) makes request != "
@@ -251,7 +247,7 @@ def _message(name, mode: str, c, policy: dict, entry, broken: tuple, moved: bool
         wrote = "krm-fn wrote" if c.designated else "it has"
         what.append(f"sets {whose} to its "
                     f"recommendation{bounds} (controlledValues RequestsAndLimits; {by}) "
-                    f"instead of the {_show('cpu', c.requests['cpu'])} {wrote}: a "
+                    f"instead of the {quantity.format_amount('cpu', c.requests['cpu'])} {wrote}: a "
                     f"value that is almost never a whole number, so the static CPU Manager "
                     f"gives it no exclusive CPUs")
     return (f"VerticalPodAutoscaler {name} (updateMode {mode}) "
