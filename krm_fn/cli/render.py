@@ -242,9 +242,11 @@ def read_inputs(files, restriction: str = "LoadRestrictionsRootOnly") -> str:
         texts.append(decode(data, "stdin" if f == "-" else f, keep_bom=not texts))
     from krm_fn.yaml.documents import end_safely
     out = ""
-    for t in texts:
+    for i, t in enumerate(texts):
+        if i + 1 < len(texts):
+            t = end_safely(t)       # a block scalar it ends with keeps its value
         if out and not out.endswith("\n"):
-            out = end_safely(out) + "\n"     # a block scalar at its end keeps its value
+            out += "\n"
         if out and not t.lstrip().startswith("---"):
             out += "---\n"
         out += t

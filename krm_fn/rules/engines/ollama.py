@@ -69,7 +69,7 @@ def _loaded_models(pod: PodView, c: ContainerView, want: int) -> None:
     loaded model is its own runner process sized to `want` threads, so requests to several
     models at once run that many pools on the pinned CPUs. Unset, the server allows 3 on a
     CPU node (server/sched.go: `defaultModelsPerGPU` 3 × the device list, one CPU entry):
-    not warned, since one served model loads one runner (docs/workloads.md)."""
+    not warned, since one served model loads one runner."""
     found = env_entry(c, MAX_LOADED)
     if found is None or not isinstance(found[1].get("value"), str):
         return
