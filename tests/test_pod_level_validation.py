@@ -256,3 +256,27 @@ def test_pod_level_cpu_is_rounded_to_a_block_the_kubelet_pins():
             "the pod's pod-level cpu as one block only in whole CPUs, under full-pcpus-only "
             "whole cores of 2 threads): with pod-level resources the pod's QoS comes from "
             "them alone, and Guaranteed needs requests == limits") in results
+
+
+@pytest.mark.parametrize("rounding", ["up", "down", "error", "keep"])
+def test_the_pod_level_block_is_rounded_as_cpu_rounding_rounds_a_container(rounding):
+    # cpuRounding error or keep leaves the fractional pod-level cpu as the containers need
+    # it, so the verdict says the pod is not pinned; up and down round up, the pod-level
+    # cpu covering the containers'
+    fc = _gated_config()
+    fc["spec"]["workloads"] = {"cpuRounding": rounding,
+                               "injection": {"istio": {"cpu": "500m", "memory": "512Mi"}}}
+    ns = {"apiVersion": "v1", "kind": "Namespace",
+          "metadata": {"name": "serving", "labels": {"istio-injection": "enabled"}}}
+    pod = _pod({"requests": {"cpu": "8", "memory": "16Gi"},
+                "limits": {"cpu": "8", "memory": "16Gi"}})
+    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8", "memory": "8Gi"},
+                                                 "limits": {"cpu": "8", "memory": "8Gi"}}
+    code, results, _ = render(fc, ns, pod)
+    said = [m for s, m in results if m.startswith("pod-level requests.cpu 8 -> ")]
+    if rounding in ("up", "down"):
+        assert code == 0 and said[0].startswith("pod-level requests.cpu 8 -> 10 "), results
+    else:
+        assert code == 1 and said == []
+        assert [m for m in errors(results) if m.startswith(
+            "the pod-level cpu request is no whole number")], errors(results)

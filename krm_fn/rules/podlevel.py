@@ -19,7 +19,8 @@ When a pod spec carries `resources`:
   injector-annotations rule leaves them): the API server validates the pod after the
   webhooks, and refuses pod-level requests below that aggregate (KEP-2837);
 - on a pool whose kubelet pins such pods (below), the cpu is rounded up to whole CPUs
-  (whole cores under `full-pcpus-only`), the block the kubelet can pin;
+  (whole cores under `full-pcpus-only`), the block the kubelet can pin, as `cpuRounding`
+  rounds a container's cpu;
 - a warning says that pinning needs the field removed, and where, unless the pool's
   kubelet pins such pods (PodLevelResourceManagers on with the Topology Manager's pod
   scope: the verdict then says how it shares the pod's block of CPUs out).
@@ -145,10 +146,15 @@ def _block(value: int, ctx) -> tuple[int, str] | None:
     (PoolInfo.pins_pod_level) and `value` is not a block it can pin: whole CPUs, and under
     `full-pcpus-only` whole cores (policy_static.go allocatePodForAdd, podGuaranteedCPUs:
     a pod-level cpu that is no whole number runs in the shared pool; a block of part of a
-    core is an SMTAlignmentError); None when no rounding is needed."""
+    core is an SMTAlignmentError); None when no rounding is needed. As for a container's
+    cpu (facts._pinned_target, _smt), `spec.workloads.cpuRounding` error rounds nothing,
+    keep leaves a fractional cpu but raises a whole one to whole cores; up and down both
+    round up here, as the pod-level cpu must cover the containers'."""
     pool = getattr(ctx, "pool", None)
-    if pool is None or not pool.pins_pod_level:
-        return None
+    mode = ctx.cfg.workloads.cpuRounding
+    if pool is None or not pool.pins_pod_level or mode == "error" or (
+            mode == "keep" and value % NANO):
+        return None     # kept as written: the verdict says why the pod is not pinned
     per = pool.threads_per_core if pool.full_pcpus_only else 1
     unit = NANO * per
     whole = quantity.ceil_div(value, unit) * unit
