@@ -168,7 +168,7 @@ class Finding(namedtuple("Finding", "severity message rule path", defaults=(None
     `message`: what happens, why, and the fix (where to change what), citing the kubelet
     source or KEP; `rule`: the model part that found it (`qos`, `cpumanager`, `topology`,
     `memorymanager`, `scheduling`, `webhook`, `podlevel`, `injection`, `capacity`,
-    `validation`, `vpa`, `hpa`, `resourcequota`, `limitrange`); `path`: field path
+    `validation`, `vpa`, `hpa`, `resourcequota`, `limitrange`, `podsecurity`); `path`: field path
     in the workload or None."""
 
     __slots__ = ()

@@ -79,7 +79,7 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel, spec: dict | None) -> 
 def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
           spec: dict | None = None, limit_ranges: list = (), vpas: list = (),
           quotas: list = (), replicas: int = 1, unmodelled: tuple = (),
-          hpas: list = ()) -> PodVerdict:
+          hpas: list = (), security: tuple = ()) -> PodVerdict:
     """The PodVerdict of `pod` on one empty node `node` of its pool; `features`: the
     Knative feature flags (knative.features) when the pod is a Knative pod, else None;
     `spec`: the plain pod spec as tuned (what Knative's webhook checks beyond the model);
@@ -90,9 +90,11 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     of this pod; `unmodelled`: ((Webhook, why), ...) of the injecting webhooks krm-fn does
     not model that fire for the pod (unmodelled.fired): a WARNING each, and a Guaranteed
     verdict says what they may change; `hpas`: the HorizontalPodAutoscalers of the input
-    that scale it (hpa.py: maxReplicas against the quotas and the fit per node).
+    that scale it (hpa.py: maxReplicas against the quotas and the fit per node);
+    `security`: the Pod Security admission refusals of the pod (podsecurity.findings).
     """
     findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node, spec)
+    findings += security
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
     findings += kubelet.resource_refusals(spec, pod.path)
     if isinstance(spec, dict) and isinstance(spec.get("securityContext"), dict) and \

@@ -107,7 +107,9 @@ def judge(item: TunedItem, run) -> Outcome:
                               _vpas_of(run, pick.ref, pick.obj, admitted.path), quotas,
                               _replicas(pick.obj, admitted.path) if quotas else 1,
                               _unmodelled(meta),
-                              hpas=_hpas_of(run, pick.ref, admitted.path))
+                              hpas=_hpas_of(run, pick.ref, admitted.path),
+                              security=_pod_security(meta, tp.pod.spec, node, admitted.path,
+                                                     pick.ref.namespace))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
                 item, tp.pod, run.cfg), _has_error(own))
@@ -131,6 +133,18 @@ def _unmodelled(meta) -> tuple:
         return ()
     from krm_fn.admission import unmodelled
     return unmodelled.fired(meta)
+
+
+def _pod_security(meta, spec, node, path: str, namespace: str | None) -> tuple:
+    """admission.podsecurity.findings for the pod (its template annotations and spec as
+    tuned) in its Namespace of the input at the pool's release; () without importing the
+    checks when that Namespace carries no Pod Security label."""
+    labels = meta.ns_labels
+    if not labels or not any(k.startswith("pod-security.kubernetes.io/") for k in labels):
+        return ()
+    from krm_fn.admission import podsecurity
+    return tuple(podsecurity.findings(namespace or "default", labels, meta.annotations, spec,
+                                      node.version[1], path))
 
 
 def _vpas_of(run, ref, obj=None, path: str = "") -> list:
