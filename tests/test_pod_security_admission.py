@@ -347,3 +347,34 @@ def test_the_namespaces_refused_labels_are_an_error_on_its_pods():
         "privileged, baseline, restricted): the Namespace is not created, and where it "
         "exists already its pods are checked at restricted "
         "(https://kubernetes.io/docs/concepts/security/pod-security-admission/)"]
+
+
+_ATOMS = (None, True, False, 0, 1, "", "x", "true", "0", "0x0", "Unconfined", "ALL", [], {},
+          1.5, "localhost/ x", "localhost/")
+_KEYS = ("securityContext", "containers", "initContainers", "volumes", "hostNetwork",
+         "hostUsers", "os", "name", "privileged", "capabilities", "add", "drop", "runAsUser",
+         "runAsNonRoot", "seccompProfile", "type", "appArmorProfile", "seLinuxOptions", "user",
+         "procMount", "windowsOptions", "hostProcess", "sysctls", "ports", "hostPort",
+         "livenessProbe", "httpGet", "host", "lifecycle", "preStop", "hostPath",
+         "allowPrivilegeEscalation")
+
+
+def test_any_shape_of_spec_and_labels_is_judged_without_an_internal_error():
+    rng = random.Random(SEED)
+
+    def junk(depth: int):
+        if depth > 4 or rng.random() < 0.3:
+            return rng.choice(_ATOMS)
+        if rng.random() < 0.5:
+            return [junk(depth + 1) for _ in range(rng.randint(0, 3))]
+        return {rng.choice(_KEYS): junk(depth + 1) for _ in range(rng.randint(0, 5))}
+    for _ in range(3000):
+        labels = {podsecurity.LABEL + "enforce": rng.choice(("baseline", "restricted", "x", None)),
+                  podsecurity.LABEL + "enforce-version": rng.choice(("v1.0", "latest", None, 3))}
+        ann = rng.choice(({}, {"container.apparmor.security.beta.kubernetes.io/x": "unconfined"},
+                          {1: 2}, None))
+        for minor in (18, 35, 37):
+            policy = podsecurity.enforced(labels, minor)
+            assert isinstance(podsecurity.message(policy, podsecurity.violations(
+                policy, ann, junk(0))), str)
+            assert isinstance(podsecurity.label_errors(labels), list)

@@ -210,7 +210,7 @@ def _apparmor(ann, spec):
         setters.append(_named("container", bad))
     prefix = "container.apparmor.security.beta.kubernetes.io/"
     notes = sorted(f"{k}={go_quote(v)}" for k, v in ann.items()
-                   if k.startswith(prefix) and isinstance(v, str)
+                   if isinstance(k, str) and k.startswith(prefix) and isinstance(v, str)
                    and not (v == "" or v == "runtime/default" or v.startswith("localhost/")))
     listed = sorted(values) + notes
     if notes:

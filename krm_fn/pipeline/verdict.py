@@ -140,7 +140,7 @@ def _pod_security(meta, spec, node, path: str, namespace: str | None) -> tuple:
     tuned) in its Namespace of the input at the pool's release; () without importing the
     checks when that Namespace carries no Pod Security label."""
     labels = meta.ns_labels
-    if not labels or not any(k.startswith("pod-security.kubernetes.io/") for k in labels):
+    if not labels or not any(str(k).startswith("pod-security.kubernetes.io/") for k in labels):
         return ()
     from krm_fn.admission import podsecurity
     return tuple(podsecurity.findings(namespace or "default", labels, meta.annotations, spec,
