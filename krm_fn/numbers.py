@@ -148,6 +148,23 @@ def yaml11(text: str) -> int | float | None:
     return None
 
 
+_GO_TRUE = frozenset("y Y yes Yes YES true True TRUE on On ON".split())
+_GO_FALSE = frozenset("n N no No NO false False FALSE off Off OFF".split())
+
+
+def yaml11_bool(value: object) -> bool | None:
+    """The boolean kubectl reads in a plain YAML scalar (go-yaml v2 resolve.go, as
+    sigs.k8s.io/yaml uses it: YAML 1.1's y, yes, on, true and their negations in three
+    spellings each), or a bool itself; None for anything else."""
+    if isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        return None
+    if value in _GO_TRUE:
+        return True
+    return False if value in _GO_FALSE else None
+
+
 def go_style_float(s: str) -> bool:
     r"""Whether `s` is what go-yaml's yamlStyleFloat accepts (resolve.go: the expression
     `^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$` on the whole string), as a

@@ -340,5 +340,10 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
             raise ShapeError(p, "must be a mapping (a container)")
         name = c.get("name") or next(iter(model_names(at)), None) or key
         containers.insert(0, ContainerView(str(name), "app", p, c))
+    if at.needs_containers and not any(c.role == "app" for c in containers):
+        raise ShapeError(at.spec + ("containers",),
+                         "Required value: a pod needs at least one container in containers, "
+                         "so the API server refuses it (pkg/apis/core/validation/"
+                         "validation.go validateContainers)")
     return PodView(ref, at, spec, meta if isinstance(meta, dict) else None, containers,
                    edits, results)

@@ -42,8 +42,9 @@ class MergedContainer(namedtuple("MergedContainer", "name sidecar app when uri s
 
 
 class PodSpecAt(namedtuple("PodSpecAt", "spec meta container_keys model_container platform "
-                           "optional unnamed_container ray_params merged",
-                           defaults=((), None, None, False, None, None, ()))):
+                           "optional unnamed_container ray_params merged needs_containers "
+                           "unless",
+                           defaults=((), None, None, False, None, None, (), False, None))):
     """Where one pod spec lives in an object. Paths are tuples of mapping keys; `"*"`
     stands for every entry of a list (`spec.workerGroupSpecs[*].template.spec`).
 
@@ -55,7 +56,12 @@ class PodSpecAt(namedtuple("PodSpecAt", "spec meta container_keys model_containe
     `unnamed_container`: containers may omit `name` (Knative): the platform names the only
     container this, and the i-th of several this + `-i`;
     `ray_params`: path of the KubeRay `rayStartParams` map of this pod's group;
-    `merged`: containers the controller merges in by name (MergedContainer).
+    `merged`: containers the controller merges in by name (MergedContainer);
+    `needs_containers`: the pod spec is the whole pod's (a PodTemplateSpec or PodSpec no
+    controller merges over another), so one without containers is refused by the API
+    server (pkg/apis/core/validation/validation.go validateContainers: "Required value");
+    `unless`: an object path that, when set, makes the controller ignore this pod spec
+    (an Argo Rollout's spec.template under spec.workloadRef).
     """
 
     __slots__ = ()
@@ -70,8 +76,10 @@ def model_names(at: PodSpecAt) -> tuple:
 
 
 def _t(*path: str, **kw) -> PodSpecAt:
-    """A PodTemplateSpec at `path`: spec at path+spec, metadata at path+metadata."""
-    return PodSpecAt(spec=tuple(path) + ("spec",), meta=tuple(path) + ("metadata",), **kw)
+    """A PodTemplateSpec at `path`: spec at path+spec, metadata at path+metadata; the whole
+    pod's, so it needs containers."""
+    return PodSpecAt(spec=tuple(path) + ("spec",), meta=tuple(path) + ("metadata",),
+                     needs_containers=True, **kw)
 
 
 # KServe v1beta1 predictor framework keys: each is one inline corev1.Container
@@ -136,7 +144,7 @@ def _ray_cluster(*prefix: str, optional: bool = False) -> tuple:
 
 
 KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
-    ("", "Pod"): (PodSpecAt(spec=("spec",), meta=("metadata",)),),
+    ("", "Pod"): (PodSpecAt(spec=("spec",), meta=("metadata",), needs_containers=True),),
     ("", "PodTemplate"): (_t("template"),),
     ("", "ReplicationController"): (_t("spec", "template"),),
     ("apps", "Deployment"): (_t("spec", "template"),),
@@ -176,7 +184,7 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
         _t("spec", "template", platform="knative", unnamed_container="user-container"),),
     ("serving.knative.dev", "Revision"): (
         PodSpecAt(("spec",), ("metadata",), platform="knative",
-                  unnamed_container="user-container"),),
+                  unnamed_container="user-container", needs_containers=True),),
     # LeaderWorkerSet: no leaderTemplate -> the leader uses workerTemplate.
     ("leaderworkerset.x-k8s.io", "LeaderWorkerSet"): (
         _t("spec", "leaderWorkerTemplate", "leaderTemplate", optional=True),
@@ -185,7 +193,8 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
     ("jobset.x-k8s.io", "JobSet"): (
         _t("spec", "replicatedJobs", "*", "template", "spec", "template"),),
     # Argo Rollouts: spec.template, or spec.workloadRef naming a Deployment (krm_fn/objects/).
-    ("argoproj.io", "Rollout"): (_t("spec", "template", optional=True),),
+    ("argoproj.io", "Rollout"): (_t("spec", "template", optional=True,
+                                    unless=("spec", "workloadRef")),),
     # KubeRay: head and every worker group.
     ("ray.io", "RayCluster"): _ray_cluster("spec"),
     ("ray.io", "RayService"): _ray_cluster("spec", "rayClusterConfig"),
@@ -198,6 +207,39 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
     ("mlops.seldon.io", "ServerConfig"): (
         PodSpecAt(("spec", "podSpec"), None, model_container=("mlserver", "triton")),),
 }
+
+
+# The versions at which the API server (core groups) or each project's CRDs serve the
+# kinds of KINDS, by group (a mapping by kind where a group's kinds differ): an object at
+# another version is refused ("no matches for kind"). Core: the Kubernetes API reference
+# (apps/v1beta1 and v1beta2 were removed in 1.16, batch/v1beta1 CronJob in 1.25:
+# https://kubernetes.io/docs/reference/using-api/deprecation-guide/); the CRDs: each
+# project's config/crd (KServe, Knative Serving, LWS, JobSet, Argo Rollouts, KubeRay with
+# its older v1alpha1, Seldon Core v2).
+SERVED: dict = {
+    "": ("v1",), "apps": ("v1",), "batch": ("v1",),
+    "serving.kserve.io": {"InferenceService": ("v1beta1",),
+                          "ServingRuntime": ("v1alpha1",),
+                          "ClusterServingRuntime": ("v1alpha1",),
+                          "LLMInferenceService": ("v1alpha1", "v1alpha2")},
+    "serving.knative.dev": ("v1",), "leaderworkerset.x-k8s.io": ("v1",),
+    "jobset.x-k8s.io": ("v1alpha2",), "argoproj.io": ("v1alpha1",),
+    "ray.io": ("v1", "v1alpha1"), "mlops.seldon.io": ("v1alpha1",),
+}
+
+
+def served_versions(obj: dict) -> tuple:
+    """The versions at which the kind of `obj` (one of KINDS) is served (SERVED); () for a
+    kind SERVED does not list."""
+    group = group_of(obj.get("apiVersion"))
+    got = SERVED.get(group, ())
+    return got.get(obj.get("kind"), ()) if isinstance(got, dict) else got
+
+
+def version_of(api_version: object) -> str:
+    """`apps/v1` -> `v1`; `v1` -> `v1`."""
+    s = api_version if isinstance(api_version, str) else ""
+    return s.rsplit("/", 1)[-1]
 
 
 def parse_path(text: str) -> tuple:
@@ -272,8 +314,11 @@ def registered(obj: dict, extra: dict | None = None) -> tuple[PodSpecAt, ...]:
 
 
 def locations(obj: dict, extra: dict | None = None) -> list[PodSpecAt]:
-    """Concrete pod spec locations of `obj` (patterns expanded); [] for other kinds."""
-    return [c for at in registered(obj, extra) for c in expand(obj, at)]
+    """Concrete pod spec locations of `obj` (patterns expanded, those whose `unless` path
+    is set left out); [] for other kinds."""
+    return [c for at in registered(obj, extra)
+            if at.unless is None or get_path(obj, at.unless) is None
+            for c in expand(obj, at)]
 
 
 def get_path(obj: object, path: tuple) -> object:

@@ -191,14 +191,44 @@ def _untyped(value):
     return value if value is None or isinstance(value, str) else str(value)
 
 
+_SPELLED = {True: ("true", "True", "yes", "Yes", "on", "ON", "y"),
+            False: ("false", "FALSE", "no", "No", "off", "n")}
+
+
+def _spelled(value, rng: random.Random):
+    """`value` written as kubectl reads it in YAML 1.1 spellings (sigs.k8s.io/yaml, go-yaml
+    v2 resolve.go): booleans as yes / on / y ..., whole numbers as hex, octal-looking and
+    float text (`0x50`, `080`, `80.0`: the JSON numbers 80 the API server decodes)."""
+    if isinstance(value, dict):
+        return {k: _spelled(v, rng) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_spelled(v, rng) for v in value]
+    if isinstance(value, bool):
+        return rng.choice(_SPELLED[value])
+    if isinstance(value, int):
+        return rng.choice((str(value), hex(value), f"{value}.0", "0" + str(value)
+                           if value and "8" in str(value) or "9" in str(value) else
+                           str(value)))
+    return value
+
+
 def _krm_fn(pod: dict) -> str | None:
     """krm-fn's message for the generated pod at the 1.37 control plane, None if admitted;
-    the same for the pod read typed and untyped (as a render reads it)."""
+    the same for the pod read typed, untyped (as a render reads it) and in YAML 1.1
+    spellings of booleans and numbers."""
     level, rest = pod["metadata"]["namespace"][4:].split("-", 1)
     version = None if rest == "unset" else rest.replace("-", ".")
     policy = podsecurity.enforced(_labels(level, version), 37)
     said = set()
-    for p in (pod, _untyped(pod)):
+    spelled = _spelled(pod, random.Random(pod["metadata"]["name"]))
+    spelled["metadata"], spelled["spec"]["containers"] = pod["metadata"], [
+        {**c, "name": o["name"]} for c, o in zip(spelled["spec"]["containers"],
+                                                 pod["spec"]["containers"])]
+    for key in ("initContainers",):
+        if key in pod["spec"]:
+            spelled["spec"][key] = [{**c, "name": o["name"]} for c, o in
+                                    zip(spelled["spec"][key], pod["spec"][key])]
+    for p in (pod, _untyped(pod), spelled):
         found = podsecurity.violations(policy, p["metadata"].get("annotations"), p["spec"])
         said.add(podsecurity.message(policy, found) if found else None)
     assert len(said) == 1, said
@@ -250,6 +280,10 @@ def test_the_checks_against_the_api_servers_pod_security_admission(controlplane)
     {"pod-security.kubernetes.io/warn": "strict",
      "pod-security.kubernetes.io/audit-version": "1.30",
      "pod-security.kubernetes.io/enforce-version": "v2.0"},
+    # past an int64: strconv.Atoi refuses it
+    {"pod-security.kubernetes.io/enforce": "baseline",
+     "pod-security.kubernetes.io/enforce-version": "v1.9223372036854775808"},
+    {"pod-security.kubernetes.io/enforce": ""},
 ])
 def test_the_namespace_labels_the_api_server_refuses(controlplane, labels):
     status, body = controlplane.request("POST", "/api/v1/namespaces?dryRun=All", {
@@ -378,3 +412,93 @@ def test_any_shape_of_spec_and_labels_is_judged_without_an_internal_error():
             assert isinstance(podsecurity.message(policy, podsecurity.violations(
                 policy, ann, junk(0))), str)
             assert isinstance(podsecurity.label_errors(labels), list)
+
+
+def test_the_largest_int64_version_is_valid_and_null_labels_are_empty():
+    assert podsecurity.label_errors({podsecurity.LABEL + "enforce-version":
+                                     "v1.9223372036854775807"}) == []
+    assert podsecurity.label_errors({podsecurity.LABEL + "enforce": None}) == [
+        "metadata.labels[pod-security.kubernetes.io/enforce]: Invalid value: \"\": must be "
+        "one of privileged, baseline, restricted"]
+
+
+@pytest.mark.parametrize("labels, tail", [
+    # an invalid enforce level: the pods of an existing Namespace are checked at restricted
+    ({"pod-security.kubernetes.io/enforce": "Baseline"},
+     ", and where it exists already its pods are checked at restricted"),
+    # an invalid version or warn label: the valid enforce level stands (PolicyToEvaluate)
+    ({"pod-security.kubernetes.io/enforce": "privileged",
+      "pod-security.kubernetes.io/enforce-version": "v9"}, ""),
+    ({"pod-security.kubernetes.io/warn": "strict"}, ""),
+])
+def test_the_label_error_says_what_an_existing_namespace_enforces(labels, tail):
+    found = podsecurity.findings("serving", labels, {}, {"containers": [{"name": "a"}]}, 37,
+                                 "spec")
+    assert [f.message for f in found][:1] == [
+        f"the API server refuses Namespace serving's Pod Security labels ("
+        f"{'; '.join(podsecurity.label_errors(labels))}): the Namespace is not created{tail} "
+        f"(https://kubernetes.io/docs/concepts/security/pod-security-admission/)"]
+
+
+def test_an_annotation_equal_to_the_pods_profile_with_a_null_field_is_not_copied():
+    spec = {"securityContext": {"appArmorProfile": {"type": "Unconfined",
+                                                    "localhostProfile": None}},
+            "containers": [{"name": "server"}]}
+    ann = {"container.apparmor.security.beta.kubernetes.io/server": "unconfined"}
+    policy = podsecurity.enforced({"pod-security.kubernetes.io/enforce": "baseline"}, 37)
+    assert podsecurity.message(policy, podsecurity.violations(policy, ann, spec)) == (
+        'violates PodSecurity "baseline:latest": forbidden AppArmor profiles (pod and '
+        'annotation must not set AppArmor profile type to "Unconfined", '
+        '"container.apparmor.security.beta.kubernetes.io/server="unconfined"")')
+
+
+def _restricted_ns() -> dict:
+    return _namespace({"pod-security.kubernetes.io/enforce": "restricted"})
+
+
+def test_a_knative_container_is_named_as_knative_names_it():
+    ksvc = {"apiVersion": "serving.knative.dev/v1", "kind": "Service",
+            "metadata": {"name": "k", "namespace": "serving"},
+            "spec": {"template": {"spec": {"containers": [
+                {"image": "s:1", "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+    msgs = _errors(render(_ns_config({}), _restricted_ns(), ksvc)[1])
+    assert msgs and 'container "user-container" must set' in msgs[0], msgs
+
+
+def test_templates_a_controller_completes_are_not_judged_alone():
+    """COARSER on purpose: an LLMInferenceService's template is merged over KServe's
+    LLMInferenceServiceConfig, a `model` predictor's container over its ServingRuntime's,
+    whose securityContext krm-fn does not see."""
+    llm = {"apiVersion": "serving.kserve.io/v1alpha1", "kind": "LLMInferenceService",
+           "metadata": {"name": "l", "namespace": "serving"},
+           "spec": {"model": {"uri": "pvc://m"}, "template": {"containers": [
+               {"name": "main", "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]}}}
+    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "m", "namespace": "serving"},
+            "spec": {"predictor": {"model": {"modelFormat": {"name": "sklearn"},
+                                             "resources": {"limits": {"cpu": "4",
+                                                                      "memory": "8Gi"}}}}}}
+    for obj in (llm, isvc):
+        assert _errors(render(_ns_config({}), _restricted_ns(), obj)[1]) == []
+
+
+def test_a_custom_kserve_predictor_is_judged():
+    isvc = {"apiVersion": "serving.kserve.io/v1beta1", "kind": "InferenceService",
+            "metadata": {"name": "m", "namespace": "serving"},
+            "spec": {"predictor": {"containers": [
+                {"name": "kserve-container", "image": "s:1",
+                 "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}]}}}
+    msgs = _errors(render(_ns_config({}), _restricted_ns(), isvc)[1])
+    assert msgs and 'container "kserve-container" must set' in msgs[0], msgs
+
+
+def test_the_refusal_is_shown_beside_a_rules_error():
+    """Pod Security is independent of the rules: fixing their error leaves the refusal, so
+    one render names both."""
+    dep = copy.deepcopy(NS_DEP)
+    dep["spec"]["template"]["spec"]["hostNetwork"] = True
+    del dep["spec"]["template"]["spec"]["containers"][0]["resources"]
+    results = render(_ns_config({}), _namespace(
+        {"pod-security.kubernetes.io/enforce": "baseline"}), dep)[1]
+    assert any(m.startswith("Namespace serving enforces Pod Security baseline") and
+               "host namespaces (hostNetwork=true)" in m for m in _errors(results)), results

@@ -390,7 +390,8 @@ def _fill(path, idx):
 def workload(draw, key: tuple, name: str, labels: dict):
     """(object, [Location]) for the registry entry `key`."""
     group, kind = key
-    obj: dict = {"apiVersion": f"{group}/v1" if group else "v1", "kind": kind,
+    version = workloads.served_versions({"apiVersion": f"{group}/v1", "kind": kind})[0]
+    obj: dict = {"apiVersion": f"{group}/{version}" if group else version, "kind": kind,
                  "metadata": {"name": name, "labels": dict(labels)}}
     if draw(st.booleans()):
         obj["metadata"]["namespace"] = "ml"
@@ -414,7 +415,11 @@ def workload(draw, key: tuple, name: str, labels: dict):
     for at, path, meta in locs:
         apps = _get(obj, path).get("containers", [])
         models = workloads.model_names(at)
-        if models and len(apps) > 1 and apps[-1].get("name") and draw(st.booleans()):
+        # (not beside a KServe framework key: a kserve-container there is a second
+        # implementation, which KServe's webhook refuses)
+        framework = any(_get(obj, path).get(k) is not None for k in at.container_keys)
+        if models and len(apps) > 1 and apps[-1].get("name") and not framework and \
+                draw(st.booleans()):
             apps[-1]["name"] = draw(st.sampled_from(models))
     # default-container annotation on some pod templates, naming a later app container
     for at, path, meta in locs:

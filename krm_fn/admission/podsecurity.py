@@ -24,9 +24,7 @@ runtime classes, namespaces) and its defaults for Namespaces without labels are 
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
-
-from krm_fn.admission.pss_checks import CHECKS, Check, go_quote
+from collections import namedtuple
 
 LABEL = "pod-security.kubernetes.io/"
 MODES = ("enforce", "warn", "audit")
@@ -46,46 +44,36 @@ def strict_modes(labels) -> list:
             if labels.get(LABEL + mode) in NOT_PRIVILEGED]
 
 
-# the newest release any check has a version for (policy/registry.go maxVersion)
-NEWEST = max(v[0] for c in CHECKS.values() for v in c.versions)
-
-
-def _at(check: Check, minor: int):
-    """The check's function at release 1.`minor`, or None before its first version."""
-    fn = None
-    for first, f in check.versions:
-        if first <= minor:
-            fn = f
-    return fn
-
-
-def checks_at(level: str, minor: int) -> list:
-    """[(id, fn)] the PodSecurity admission runs for `level` at release 1.`minor`, in its
-    order: baseline checks by ID then restricted ones by ID; at restricted, the baseline
-    checks a restricted check present at that release overrides left out."""
-    if level not in NOT_PRIVILEGED:
-        return []
-    at = {c.id: (c, _at(c, minor)) for c in CHECKS.values()}
-    at = {i: cf for i, cf in at.items() if cf[1] is not None
-          and (level == "restricted" or cf[0].level == "baseline")}
-    gone = {o for c, _ in at.values() if c.level == "restricted" for o in c.overrides}
-    order = sorted(i for i, (c, _) in at.items() if c.level == "baseline") + sorted(
-        i for i, (c, _) in at.items() if c.level == "restricted")
-    return [(i, at[i][1]) for i in order if i not in gone]
-
-
 _VERSION = re.compile(r"v1\.([0-9]|[1-9][0-9]*)")      # api/helpers.go versionRegexp
+_INT64 = (1 << 63) - 1          # strconv.Atoi on a 64-bit build refuses more
 
 
-class Enforced(NamedTuple):
+def _label(labels: dict, key: str):
+    """The value of label `key` as the API server sees it: a null value is "" (what
+    `kubectl create` and server-side apply send), absent is None."""
+    if key not in labels:
+        return None
+    v = labels[key]
+    return "" if v is None else v
+
+
+def _level_ok(v) -> bool:
+    return v in LEVELS
+
+
+def _version_ok(v) -> bool:
+    """api.ParseVersion: `latest` or v1.<n> with n a decimal without leading zeros that
+    fits an int64."""
+    return v == "latest" or (isinstance(v, str) and _VERSION.fullmatch(v) is not None
+                             and int(v[3:]) <= _INT64)
+
+
+class Enforced(namedtuple("Enforced", "level version minor label cluster")):
     """The enforce policy of a Namespace: `level`, `version` ("latest" or "v1.<n>", as the
     message writes it), `minor` (the release whose checks run), `label` (the label text),
     `cluster`: the cluster's minor release."""
-    level: str
-    version: str
-    minor: int
-    label: str
-    cluster: int
+
+    __slots__ = ()
 
 
 def enforced(labels, cluster_minor: int) -> Enforced | None:
@@ -96,13 +84,14 @@ def enforced(labels, cluster_minor: int) -> Enforced | None:
     privileged or no label."""
     if not isinstance(labels, dict) or LABEL + "enforce" not in labels:
         return None
-    raw = labels[LABEL + "enforce"]
-    level = raw if raw in LEVELS else "restricted"
+    from krm_fn.admission.pss_checks import NEWEST
+    raw = _label(labels, LABEL + "enforce")
+    level = raw if _level_ok(raw) else "restricted"
     if level == "privileged":
         return None
     version, minor = "latest", min(cluster_minor, NEWEST)
-    v = labels.get(LABEL + "enforce-version")
-    if isinstance(v, str) and _VERSION.fullmatch(v):
+    v = _label(labels, LABEL + "enforce-version")
+    if v != "latest" and _version_ok(v):
         version, minor = v, min(int(v[3:]), minor)
     return Enforced(level, version, minor, f"{LABEL}enforce: {raw}", cluster_minor)
 
@@ -112,6 +101,7 @@ def violations(policy: Enforced, annotations, spec) -> list:
     mapping, and its `spec`) fails, in the admission's order; [] when it is admitted."""
     ann = annotations if isinstance(annotations, dict) else {}
     spec = apparmor_synced(ann, spec if isinstance(spec, dict) else {}, policy.cluster)
+    from krm_fn.admission.pss_checks import checks_at
     return [r for _, fn in checks_at(policy.level, policy.minor) for r in [fn(ann, spec)] if r]
 
 
@@ -151,9 +141,16 @@ def _synced(c: dict, annotations: dict, pod_profile) -> dict:
     if field is None and value.startswith("localhost/") and name and name == name.strip() \
             and len(name) <= 4095:
         field = {"type": "Localhost", "localhostProfile": name}
-    if field is None or field == pod_profile:
+    if field is None or field == _set_fields(pod_profile):
         return c
     return {**c, "securityContext": {**(sc or {}), "appArmorProfile": field}}
+
+
+def _set_fields(profile):
+    """An AppArmorProfile mapping without its null fields (apiequality.Semantic.DeepEqual
+    compares the decoded struct, where a null localhostProfile is unset)."""
+    return {k: v for k, v in profile.items() if v is not None} \
+        if isinstance(profile, dict) else profile
 
 
 def message(policy: Enforced, found: list) -> str:
@@ -170,14 +167,14 @@ def label_errors(labels) -> list:
     version). The API server refuses to create a Namespace with any of them."""
     if not isinstance(labels, dict):
         return []
+    from krm_fn.apivalidation import go_quote
     out = []
     for mode in ("enforce", "audit", "warn"):
-        for key, ok, why in (
-                (LABEL + mode, lambda v: v in LEVELS, "must be one of " + ", ".join(LEVELS)),
-                (LABEL + mode + "-version", lambda v: v == "latest" or _VERSION.fullmatch(v),
-                 'must be "latest" or "v1.x"')):
-            v = labels.get(key)
-            if v is not None and not (isinstance(v, str) and ok(v)):
+        for key, ok, why in ((LABEL + mode, _level_ok, "must be one of " + ", ".join(LEVELS)),
+                             (LABEL + mode + "-version", _version_ok,
+                              'must be "latest" or "v1.x"')):
+            v = _label(labels, key)
+            if v is not None and not ok(v):
                 out.append(f"metadata.labels[{key}]: Invalid value: {go_quote(str(v))}: {why}")
     return out
 
@@ -193,10 +190,11 @@ def findings(namespace: str, labels, annotations, spec, cluster_minor: int,
     out = []
     bad = label_errors(labels)
     if bad:
+        fallback = ("" if _level_ok(_label(labels, LABEL + "enforce") or "privileged") else
+                    ", and where it exists already its pods are checked at restricted")
         out.append(Finding(ERROR, f"the API server refuses Namespace {namespace}'s Pod "
                                   f"Security labels ({'; '.join(bad)}): the Namespace is "
-                                  f"not created, and where it exists already its pods are "
-                                  f"checked at restricted (https://kubernetes.io/docs/"
+                                  f"not created{fallback} (https://kubernetes.io/docs/"
                                   f"concepts/security/pod-security-admission/)",
                            "podsecurity", path))
     policy = enforced(labels, cluster_minor)

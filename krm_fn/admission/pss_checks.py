@@ -8,22 +8,20 @@ krm_fn/admission/podsecurity.py picks the checks of a Namespace's level and vers
 """
 from __future__ import annotations
 
-from typing import Callable, NamedTuple
+from collections import namedtuple
+from collections.abc import Callable
 
-from krm_fn.admission.injectors.base import yaml_bool
 from krm_fn.apivalidation import go_quote
-from krm_fn.numbers import yaml11
+from krm_fn.numbers import yaml11, yaml11_bool
 
 
-class Check(NamedTuple):
+class Check(namedtuple("Check", "id level versions overrides", defaults=((),))):
     """One Pod Security Standards check: `id` (policy CheckID), `level` (baseline or
     restricted), `versions` ((first minor release, fn), ...) in increasing order, where
     fn(annotations, spec) returns None (allowed) or (reason, detail); `overrides`: the
     baseline check IDs it replaces at the restricted level."""
-    id: str
-    level: str
-    versions: tuple
-    overrides: tuple = ()
+
+    __slots__ = ()
 
 
 CHECKS: dict[str, Check] = {}
@@ -78,19 +76,24 @@ def _named(kind: str, names: list) -> str:
 
 def _true(v) -> bool:
     """A bool field set to true, typed or as the YAML text kubectl reads (items are read
-    untyped: krm_fn/yaml/load.py)."""
-    return yaml_bool(v) is True
+    untyped: krm_fn/yaml/load.py; numbers.yaml11_bool: YAML 1.1's yes, on, y too)."""
+    return yaml11_bool(v) is True
 
 
 def _false(v) -> bool:
-    return yaml_bool(v) is False
+    return yaml11_bool(v) is False
 
 
 def _int(v):
-    """An int field's value, typed or from its YAML text (numbers.yaml11); None if none."""
+    """An int field's value, typed or as kubectl reads its YAML text (numbers.yaml11: `080`,
+    `1e2` are floats there, JSON numbers the API server decodes as 80, 100); else None."""
     if isinstance(v, bool):
         return None
-    return v if isinstance(v, int) else yaml11(v) if isinstance(v, str) else None
+    if isinstance(v, str):
+        v = yaml11(v)
+    if isinstance(v, float) and v.is_integer():
+        return int(v)
+    return v if isinstance(v, int) else None
 
 
 def _windows(spec: dict) -> bool:
@@ -468,3 +471,30 @@ _check("runAsUser", "restricted", (23, _run_as_user),
 _check("seccompProfile_restricted", "restricted", (19, _seccomp(True)),
        (25, _unless(_windows, _seccomp(True))), overrides=("seccompProfile_baseline",))
 
+
+# the newest release any check has a version for (policy/registry.go maxVersion)
+NEWEST = max(v[0] for c in CHECKS.values() for v in c.versions)
+
+
+def _at(check: Check, minor: int):
+    """The check's function at release 1.`minor`, or None before its first version."""
+    fn = None
+    for first, f in check.versions:
+        if first <= minor:
+            fn = f
+    return fn
+
+
+def checks_at(level: str, minor: int) -> list:
+    """[(id, fn)] the PodSecurity admission runs for `level` at release 1.`minor`, in its
+    order: baseline checks by ID then restricted ones by ID; at restricted, the baseline
+    checks a restricted check present at that release overrides left out."""
+    if level not in ("baseline", "restricted"):
+        return []
+    at = {c.id: (c, _at(c, minor)) for c in CHECKS.values()}
+    at = {i: cf for i, cf in at.items() if cf[1] is not None
+          and (level == "restricted" or cf[0].level == "baseline")}
+    gone = {o for c, _ in at.values() if c.level == "restricted" for o in c.overrides}
+    order = sorted(i for i, (c, _) in at.items() if c.level == "baseline") + sorted(
+        i for i, (c, _) in at.items() if c.level == "restricted")
+    return [(i, at[i][1]) for i in order if i not in gone]

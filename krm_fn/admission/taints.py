@@ -42,6 +42,7 @@ from collections import namedtuple
 
 from krm_fn.admission.model import ERROR, AdmittedPod, Finding, NodeModel
 from krm_fn.admission.scheduling import _int
+from krm_fn.numbers import yaml11_bool
 
 NO_SCHEDULE, PREFER_NO_SCHEDULE, NO_EXECUTE = "NoSchedule", "PreferNoSchedule", "NoExecute"
 BLOCKING = (NO_SCHEDULE, NO_EXECUTE)        # DoNotScheduleTaintsFilterFunc
@@ -96,9 +97,8 @@ def host_net(spec: dict) -> bool:
 
 def host_flag(spec: dict, field: str) -> bool:
     """`field: true` in plain pod spec `spec` (hostNetwork, hostIPC, hostUsers: a bool, or
-    the text the YAML reader keeps)."""
-    v = spec.get(field)
-    return v is True or (isinstance(v, str) and v.lower() == "true")
+    the text the YAML reader keeps, read as kubectl reads it: numbers.yaml11_bool)."""
+    return yaml11_bool(spec.get(field)) is True
 
 
 def _transient(key: str) -> bool:

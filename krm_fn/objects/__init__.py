@@ -13,7 +13,8 @@ without such objects imports none of them; start-up: docs/performance.md):
   through with a finding that says what to change and where: NVIDIA NIM Operator
   `NIMService`, production-stack `VLLMRuntime`, the legacy KFServing InferenceService, an
   Argo Rollouts `Rollout` with `spec.workloadRef`, KServe `LLMInferenceService` without
-  `spec.template`, Seldon `Server` without `spec.podSpec`.
+  `spec.template`, Seldon `Server` without `spec.podSpec`, a KServe `InferenceService`
+  whose predictor has other than one implementation.
 
 `CLUSTER` lists the cluster objects (recognised by kind, name and namespace: `cluster_tag`)
 and `HANDLERS` the pass-through kinds (by API group and kind); each entry names its module
@@ -76,6 +77,7 @@ HANDLERS = {
     ("serving.kubeflow.org", "InferenceService"): "legacy_kfserving",
     ("argoproj.io", "Rollout"): "rollout",
     ("serving.kserve.io", "LLMInferenceService"): "llmisvc",
+    ("serving.kserve.io", "InferenceService"): "inference_service",
     ("mlops.seldon.io", "Server"): "seldon_server",
 }
 

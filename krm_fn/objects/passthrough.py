@@ -10,7 +10,9 @@ imports this module only for them):
 - Argo Rollouts `Rollout` with `spec.workloadRef`: the pods come from the referenced
   Deployment: a warning names it, and says when it is in the input but not selected;
 - KServe `LLMInferenceService` without `spec.template`, Seldon `Server` without
-  `spec.podSpec`: nothing in the manifest sizes the model server.
+  `spec.podSpec`: nothing in the manifest sizes the model server;
+- a KServe `InferenceService` whose predictor has other than exactly one implementation:
+  KServe's webhook refuses it (an error; the pod specs are tuned by the rules otherwise).
 
 Each handler is `f(obj, ref, ctx) -> [Result]` (ctx: krm_fn.objects.ObjectContext).
 """
@@ -20,7 +22,7 @@ import math
 
 from krm_fn import quantity
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
-from krm_fn.workloads import get_path
+from krm_fn.workloads import KSERVE_FRAMEWORKS, get_path
 
 
 def _suggest(res: dict, ctx) -> tuple[str | None, str | None, bool]:
@@ -113,6 +115,13 @@ def rollout(obj: dict, ref: Ref, ctx) -> list:
     if not isinstance(wref, dict) or not wref.get("name"):
         return [Result("spec.workloadRef must name the Deployment whose pod template the "
                        "Rollout uses", ERROR, ref, "spec.workloadRef")]
+    meta = get_path(obj, ("spec", "template", "metadata"))
+    if isinstance(meta, dict) and (meta.get("labels") or meta.get("annotations")):
+        return [Result("spec.template has labels or annotations beside spec.workloadRef: Argo "
+                       "Rollouts refuses the Rollout (\"template must be empty for workload "
+                       "reference rollout\", rollout/templateref.go; RolloutSpec.EmptyTemplate "
+                       "counts labels and annotations) and runs no pods; remove spec.template "
+                       "and tune the referenced Deployment", ERROR, ref, "spec.template")]
     kind = str(wref.get("kind") or "Deployment")
     name = str(wref["name"])
     ns = ref.namespace or "default"
@@ -134,6 +143,31 @@ def rollout(obj: dict, ref: Ref, ctx) -> list:
                        f"krm-fn.dev/skip annotation): select {kind} {name} instead of (or "
                        f"besides) the Rollout", WARNING, ref, "spec.workloadRef")]
     return [Result(f"{head}; it is tuned in this render", INFO, ref, "spec.workloadRef")]
+
+
+def inference_service(obj: dict, ref: Ref, ctx) -> list:
+    """KServe's validating webhook refuses an InferenceService whose predictor has other
+    than exactly one implementation (pkg/apis/serving/v1beta1 component.go
+    validateExactlyOneImplementation; predictor.go GetImplementations: each framework key
+    and `model` that is set, and each container named kserve-container, else the first
+    container): an error, since no pod is ever made."""
+    pred = get_path(obj, ("spec", "predictor"))
+    if not isinstance(pred, dict):
+        return []
+    found = [k for k in KSERVE_FRAMEWORKS if pred.get(k) is not None]
+    containers = pred.get("containers") if isinstance(pred.get("containers"), list) else []
+    found += ["containers (kserve-container)" for c in containers
+              if isinstance(c, dict) and c.get("name") == "kserve-container"]
+    if len(found) == 1 or (not found and containers):
+        return []
+    keys = ", ".join(KSERVE_FRAMEWORKS) + " or containers"
+    what = ("none of them" if not found else
+            "more than one: " + ", ".join(found))
+    return [Result(f"spec.predictor sets {what}: KServe's webhook refuses an "
+                   f"InferenceService whose predictor has other than exactly one of {keys} "
+                   f"(\"exactly one of [...] must be specified in PredictorSpec\", "
+                   f"pkg/apis/serving/v1beta1/component.go validateExactlyOneImplementation), "
+                   f"so no pod is made; keep exactly one", ERROR, ref, "spec.predictor")]
 
 
 def llmisvc(obj: dict, ref: Ref, ctx) -> list:

@@ -19,7 +19,8 @@ from krm_fn.node.formats import LOCAL_CONFIG_ANNOTATION
 from krm_fn.pod import path_str
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.rules.choice import DEFAULT_CONTAINER, PINNED_ANNOTATION  # noqa: F401
-from krm_fn.workloads import get_path, locations, registered
+from krm_fn.workloads import (get_path, group_of, locations, registered, served_versions,
+                               version_of)
 
 SKIP_ANNOTATION = "krm-fn.dev/skip"
 POOL_ANNOTATION = "krm-fn.dev/node-pool"
@@ -309,6 +310,17 @@ def _pick(i: int, obj: dict, ref: Ref, run) -> Picked | None:
     if skipped(obj):
         return Picked(i, obj, ref, [Result(f"skipped: annotation {SKIP_ANNOTATION} is "
                                            f"\"true\"", INFO, ref)])
+    if kind_known and (group_of(ref.api_version), ref.kind) not in run.extra:
+        served = served_versions(obj)
+        if served and version_of(ref.api_version) not in served:
+            group = group_of(ref.api_version)
+            want = " or ".join(f"{group}/{v}" if group else v for v in served)
+            return Picked(i, obj, ref, [Result(
+                f"apiVersion {ref.api_version} is not one the API server serves {ref.kind} at "
+                f"(only {want}), so kubectl and the API server refuse it (\"no matches for "
+                f"kind\"); left unchanged: write apiVersion: {want.split(' or ')[0]} "
+                f"(https://kubernetes.io/docs/reference/using-api/deprecation-guide/)",
+                ERROR, ref, "apiVersion")])
     pick = Picked(i, obj, ref, tune=True, file=file_of(obj), handled=handled,
                   kind_known=kind_known)
     if kind_known:

@@ -56,7 +56,7 @@ def severity_on_failure(item: TunedItem, pod, cfg) -> str:
 # Findings that stand whatever the rules' error was: what an injector, a webhook, the
 # scheduler or the API server will do with the pod once the rules' error is fixed.
 INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "vpa",
-               "resourcequota", "validation", "hpa")
+               "resourcequota", "validation", "hpa", "podsecurity")
 
 
 def _results(v, admitted, on_failure, rules_failed: bool) -> list:
@@ -86,6 +86,10 @@ def judge(item: TunedItem, run) -> Outcome:
     placed in a node pool judged on one node of it, then the item's outcome."""
     pick = item.pick
     verdicts = []
+    # an item with YAML aliases is left unchanged when krm-fn would change it (_outcome):
+    # its pods will not run as tuned
+    unchanged = (bool(item.changes) and pick.index in run.aliased) or \
+        _has_error(item.object_findings)
     if pick.pool is not None:
         node = run.nodes[pick.pool_index]
         start = 0
@@ -108,11 +112,11 @@ def judge(item: TunedItem, run) -> Outcome:
                               _replicas(pick.obj, admitted.path) if quotas else 1,
                               _unmodelled(meta),
                               hpas=_hpas_of(run, pick.ref, admitted.path),
-                              security=_pod_security(meta, tp.pod.spec, node, admitted.path,
+                              security=_pod_security(meta, tp.pod, node, admitted.path,
                                                      pick.ref.namespace))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
-                item, tp.pod, run.cfg), _has_error(own))
+                item, tp.pod, run.cfg), _has_error(own) or unchanged)
             unseen = injectors.unseen_namespace(meta, run.ictx, run.flat)
             if unseen:
                 tp.verdict.append(Result(unseen, INFO, admitted.ref, admitted.path,
@@ -135,16 +139,40 @@ def _unmodelled(meta) -> tuple:
     return unmodelled.fired(meta)
 
 
-def _pod_security(meta, spec, node, path: str, namespace: str | None) -> tuple:
-    """admission.podsecurity.findings for the pod (its template annotations and spec as
-    tuned) in its Namespace of the input at the pool's release; () without importing the
-    checks when that Namespace carries no Pod Security label."""
+def _pod_security(meta, pod, node, path: str, namespace: str | None) -> tuple:
+    """admission.podsecurity.findings for the tuned pod `pod` (a PodView: its template
+    annotations and spec) in its Namespace of the input at the pool's release; () without
+    importing the checks when that Namespace carries no Pod Security label, and for pod
+    specs that are not the whole pod (_whole_pod)."""
     labels = meta.ns_labels
     if not labels or not any(str(k).startswith("pod-security.kubernetes.io/") for k in labels):
+        return ()
+    spec = _whole_pod(pod)
+    if spec is None:
         return ()
     from krm_fn.admission import podsecurity
     return tuple(podsecurity.findings(namespace or "default", labels, meta.annotations, spec,
                                       node.version[1], path))
+
+
+def _whole_pod(pod) -> dict | None:
+    """The pod spec of PodView `pod` as the pod will have it, for Pod Security: its
+    containers under the names the platform gives them (Knative's user-container); None
+    where a controller merges the spec over a template krm-fn does not judge
+    (COARSER: LLMInferenceService and Seldon templates, ServingRuntimes, KServe workers and
+    framework/`model` predictors, whose container the ServingRuntime's completes)."""
+    at = pod.at
+    if not at.needs_containers and not (
+            pod.ref.kind == "InferenceService" and at.spec[-1] != "workerSpec"
+            and not any(pod.spec.get(k) is not None for k in at.container_keys)):
+        return None
+    lists: dict = {"containers": [], "initContainers": []}
+    for c in pod.containers:
+        key = c.path[len(at.spec)]
+        if key in lists:
+            lists[key].append(c.data if c.data.get("name") == c.name
+                              else {**c.data, "name": c.name})
+    return {**pod.spec, **{k: v for k, v in lists.items() if v or k in pod.spec}}
 
 
 def _vpas_of(run, ref, obj=None, path: str = "") -> list:
@@ -203,6 +231,7 @@ def _outcome(item: TunedItem, run) -> Outcome:
             findings.append(Result(LEFT_UNCHANGED, ERROR, pick.ref))
             changes = []
     pool_index, work = None, None
+    blocked = _has_error(findings)      # the object's own error: its pod specs stay too
     if pick.kind_known:
         if pick.pool_findings:
             findings += pick.pool_findings
@@ -210,7 +239,7 @@ def _outcome(item: TunedItem, run) -> Outcome:
             more = _pod_findings(item)
             if _has_error(more):
                 more.append(Result(LEFT_UNCHANGED, ERROR, pick.ref))
-            else:
+            elif not blocked:
                 changes += item.changes
                 pool_index = pick.pool_index if item.found else None
                 work = item.work

@@ -10,6 +10,7 @@ from collections import namedtuple
 
 from krm_fn import quantity
 from krm_fn.admission import model
+from krm_fn.numbers import yaml11_bool
 from krm_fn.workloads import get_path
 
 CPU, MEMORY = "cpu", "memory"
@@ -173,17 +174,10 @@ def namespace_meta(namespaces: dict, name: str) -> tuple[dict | None, dict | Non
 
 
 def yaml_bool(value: object) -> bool | None:
-    """A YAML 1.2 core boolean as the API server reads it: True for true / True / TRUE
-    (or a bool True), False for false / False / FALSE, None otherwise. Items are read
-    untyped (every scalar a string: krm_fn/yaml/load.py)."""
-    if isinstance(value, bool):
-        return value
-    text = str(value) if value is not None else ""
-    if text in ("true", "True", "TRUE"):
-        return True
-    if text in ("false", "False", "FALSE"):
-        return False
-    return None
+    """A boolean field of a manifest as kubectl reads it: numbers.yaml11_bool (true, yes,
+    on, y in three spellings each, and their negations, or a bool); None otherwise. Items
+    are read untyped (every scalar a string: krm_fn/yaml/load.py)."""
+    return yaml11_bool(value)
 
 
 def is_isvc(pod) -> bool:
