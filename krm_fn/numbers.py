@@ -88,8 +88,11 @@ _GO_TABLE = {".nan": float("nan"), ".NaN": float("nan"), ".NAN": float("nan")}
 _GO_TABLE.update({s: float("inf") for s in (".inf", ".Inf", ".INF", "+.inf", "+.Inf",
                                             "+.INF")})
 _GO_TABLE.update({s: float("-inf") for s in ("-.inf", "-.Inf", "-.INF")})
-_GO_NOT_NUMBERS = frozenset("y Y yes Yes YES n N no No NO true True TRUE false False FALSE "
-                            "on On ON off Off OFF null Null NULL ~".split())
+# go-yaml v2 resolve.go's booleans (YAML 1.1: y, yes, on, true and negations, three
+# spellings each) and nulls: the plain scalars it reads as no number and no string
+_GO_TRUE = frozenset("y Y yes Yes YES true True TRUE on On ON".split())
+_GO_FALSE = frozenset("n N no No NO false False FALSE off Off OFF".split())
+_GO_NOT_NUMBERS = _GO_TRUE | _GO_FALSE | frozenset("null Null NULL ~".split())
 _BASES = {"x": (16, "0123456789abcdefABCDEF"), "o": (8, "01234567"), "b": (2, "01")}
 _INT64 = 1 << 63
 
@@ -146,10 +149,6 @@ def yaml11(text: str) -> int | float | None:
     if first in DIGITS or first in "+-":
         return _go_number(text)
     return None
-
-
-_GO_TRUE = frozenset("y Y yes Yes YES true True TRUE on On ON".split())
-_GO_FALSE = frozenset("n N no No NO false False FALSE off Off OFF".split())
 
 
 def yaml11_bool(value: object) -> bool | None:

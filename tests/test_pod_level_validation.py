@@ -235,19 +235,27 @@ def test_no_remove_warning_where_the_pools_kubelet_pins_pod_level_pods():
         "container is pinned; remove spec.resources and keep the container resources."]
 
 
-def test_pod_level_cpu_is_rounded_to_a_block_the_kubelet_pins():
-    # server 8 + istio-proxy 500m need 8500m; with PodLevelResourceManagers the kubelet
-    # pins the pod-level cpu as one block of whole CPUs (whole cores under full-pcpus-only):
-    # 10, not 8500m, which would run in the shared pool
+def _istio_pod_of_8500m(workloads: dict) -> tuple:
+    """(config, Namespace, Pod): a pod-level 8-cpu pod whose server takes all 8 CPUs, in a
+    Namespace with Istio injection (istio-proxy 500m), under the gated 1.37 config with
+    `workloads` in spec.workloads: the containers need 8500m."""
     fc = _gated_config()
-    fc["spec"]["workloads"] = {"injection": {"istio": {"cpu": "500m", "memory": "512Mi"}}}
+    fc["spec"]["workloads"] = {**workloads,
+                               "injection": {"istio": {"cpu": "500m", "memory": "512Mi"}}}
     ns = {"apiVersion": "v1", "kind": "Namespace",
           "metadata": {"name": "serving", "labels": {"istio-injection": "enabled"}}}
     pod = _pod({"requests": {"cpu": "8", "memory": "16Gi"},
                 "limits": {"cpu": "8", "memory": "16Gi"}})
     pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8", "memory": "8Gi"},
                                                  "limits": {"cpu": "8", "memory": "8Gi"}}
-    code, results, items = render(fc, ns, pod)
+    return fc, ns, pod
+
+
+def test_pod_level_cpu_is_rounded_to_a_block_the_kubelet_pins():
+    # server 8 + istio-proxy 500m need 8500m; with PodLevelResourceManagers the kubelet
+    # pins the pod-level cpu as one block of whole CPUs (whole cores under full-pcpus-only):
+    # 10, not 8500m, which would run in the shared pool
+    code, results, items = render(*_istio_pod_of_8500m({}))
     assert code == 0, errors(results)
     (out,) = [i for i in items if i["kind"] == "Pod"]
     assert out["spec"]["resources"]["requests"]["cpu"] == "10"
@@ -263,16 +271,7 @@ def test_the_pod_level_block_is_rounded_as_cpu_rounding_rounds_a_container(round
     # cpuRounding error or keep leaves the fractional pod-level cpu as the containers need
     # it, so the verdict says the pod is not pinned; up and down round up, the pod-level
     # cpu covering the containers'
-    fc = _gated_config()
-    fc["spec"]["workloads"] = {"cpuRounding": rounding,
-                               "injection": {"istio": {"cpu": "500m", "memory": "512Mi"}}}
-    ns = {"apiVersion": "v1", "kind": "Namespace",
-          "metadata": {"name": "serving", "labels": {"istio-injection": "enabled"}}}
-    pod = _pod({"requests": {"cpu": "8", "memory": "16Gi"},
-                "limits": {"cpu": "8", "memory": "16Gi"}})
-    pod["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "8", "memory": "8Gi"},
-                                                 "limits": {"cpu": "8", "memory": "8Gi"}}
-    code, results, _ = render(fc, ns, pod)
+    code, results, _ = render(*_istio_pod_of_8500m({"cpuRounding": rounding}))
     said = [m for s, m in results if m.startswith("pod-level requests.cpu 8 -> ")]
     if rounding in ("up", "down"):
         assert code == 0 and said[0].startswith("pod-level requests.cpu 8 -> 10 "), results

@@ -310,15 +310,15 @@ def _pick(i: int, obj: dict, ref: Ref, run) -> Picked | None:
     if skipped(obj):
         return Picked(i, obj, ref, [Result(f"skipped: annotation {SKIP_ANNOTATION} is "
                                            f"\"true\"", INFO, ref)])
-    if kind_known and (group_of(ref.api_version), ref.kind) not in run.extra:
+    group = group_of(ref.api_version)
+    if kind_known and (group, ref.kind) not in run.extra:
         served = served_versions(obj)
         if served and version_of(ref.api_version) not in served:
-            group = group_of(ref.api_version)
-            want = " or ".join(f"{group}/{v}" if group else v for v in served)
+            wants = [f"{group}/{v}" if group else v for v in served]
             return Picked(i, obj, ref, [Result(
                 f"apiVersion {ref.api_version} is not one the API server serves {ref.kind} at "
-                f"(only {want}), so kubectl and the API server refuse it (\"no matches for "
-                f"kind\"); left unchanged: write apiVersion: {want.split(' or ')[0]} "
+                f"(only {' or '.join(wants)}), so kubectl and the API server refuse it (\"no "
+                f"matches for kind\"); left unchanged: write apiVersion: {wants[0]} "
                 f"(https://kubernetes.io/docs/reference/using-api/deprecation-guide/)",
                 ERROR, ref, "apiVersion")])
     pick = Picked(i, obj, ref, tune=True, file=file_of(obj), handled=handled,

@@ -830,8 +830,8 @@ def test_host_network_true_is_read_from_the_untyped_pod_spec():
     """As kubectl reads it (sigs.k8s.io/yaml on go-yaml v2, resolve.go: YAML 1.1's yes, on
     and y are booleans; the real API server refuses `hostNetwork: yes` under Pod Security
     baseline: tests/test_pod_security_admission.py)."""
-    from krm_fn.admission.injectors.base import yaml_bool
-    assert [yaml_bool(v) for v in ("true", "True", "TRUE", True, "false", "yes", "On", "n",
+    from krm_fn.numbers import yaml11_bool
+    assert [yaml11_bool(v) for v in ("true", "True", "TRUE", True, "false", "yes", "On", "n",
                                    "tRuE", "1", None)] == [
         True, True, True, True, False, True, True, False, None, None, None]
 

@@ -173,13 +173,6 @@ def namespace_meta(namespaces: dict, name: str) -> tuple[dict | None, dict | Non
     return (lab if isinstance(lab, dict) else {}), (ann if isinstance(ann, dict) else {})
 
 
-def yaml_bool(value: object) -> bool | None:
-    """A boolean field of a manifest as kubectl reads it: numbers.yaml11_bool (true, yes,
-    on, y in three spellings each, and their negations, or a bool); None otherwise. Items
-    are read untyped (every scalar a string: krm_fn/yaml/load.py)."""
-    return yaml11_bool(value)
-
-
 def is_isvc(pod) -> bool:
     """A KServe InferenceService component (predictor, transformer, explainer, canary):
     its pods get the InferenceService's own metadata too. A ServingRuntime's own metadata
@@ -239,7 +232,7 @@ def _meta_of(pod, namespaces: dict | None, ctx: "InjectionContext | None") -> Me
     return Meta(pod_meta(pod, "annotations"), pod_meta(pod, "labels"),
                 root_meta(pod, "annotations") if is_isvc(pod) else {}, ns_labels, ns_ann,
                 pod.at.platform, pod.ref.kind, pod.ref.namespace,
-                yaml_bool(spec.get("hostNetwork")) is True, spec,
+                yaml11_bool(spec.get("hostNetwork")) is True, spec,
                 tuple(pod.at.container_keys),
                 ctx.kserve_default_mode() if ctx is not None else None,
                 group, cluster, cluster_path)

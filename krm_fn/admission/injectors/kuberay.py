@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from krm_fn.admission import model
 from krm_fn.admission.injectors import base
+from krm_fn.numbers import yaml11_bool
 from krm_fn.workloads import get_path
 
 ID = "kuberay"
@@ -37,7 +38,7 @@ WAIT_DEFAULT = {"cpu": "200m", "memory": "256Mi"}
 
 
 def _autoscaling(meta: base.Meta) -> bool:
-    return base.yaml_bool(meta.ray_cluster.get("enableInTreeAutoscaling")) is True
+    return yaml11_bool(meta.ray_cluster.get("enableInTreeAutoscaling")) is True
 
 
 def trigger(meta: base.Meta):

@@ -36,6 +36,7 @@ import re
 from krm_fn.admission import model
 from krm_fn.admission.serving_mode import KSERVE_CONFIG as CONFIG
 from krm_fn.admission.injectors import base
+from krm_fn.numbers import yaml11_bool
 from krm_fn.workloads import get_path
 
 ID = "storage_initializer"
@@ -147,7 +148,7 @@ def _serving(candidates: list, uris: list) -> dict | None:
 
 def _usable(sc: dict) -> bool:
     spec = sc.get("spec") if isinstance(sc.get("spec"), dict) else {}
-    if base.yaml_bool(spec.get("disabled")) is True:
+    if yaml11_bool(spec.get("disabled")) is True:
         return False
     return str(spec.get("workloadType") or "initContainer") == "initContainer"
 
@@ -180,7 +181,7 @@ def direct_pvc(ctx: base.InjectionContext) -> bool:
     config/configmap/inferenceservice.yaml)."""
     conf = kserve_config(ctx, CONFIG_KEY)
     value = (conf or {}).get("enableDirectPvcVolumeMount", True)
-    return base.yaml_bool(value) is not False
+    return yaml11_bool(value) is not False
 
 
 def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
