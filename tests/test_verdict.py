@@ -118,6 +118,19 @@ def test_verdict_annotation_on_the_workload_lowers_the_failure_to_a_warning():
     assert items[0]["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "p"}
 
 
+def test_the_verdict_line_points_at_the_warnings_when_the_failure_is_lowered():
+    """Under spec.verdict.onFailure: warning there are no errors to see: the summary line
+    points at the warnings; a rule's error beside it keeps "(see the errors)"."""
+    def line(cfg, *items):
+        return [m for s, m in render(cfg, *items)[1] if m.startswith("verdict:")]
+    lowered = line(config(verdict={"onFailure": "warning"}), deployment(annotations=DAPR))
+    assert lowered == ["verdict: Burstable after admission; no exclusive CPUs; injected "
+                       "daprd; 7 per node (allocatable cpu 30: 4 each); will not run pinned "
+                       "(see the warnings)"]
+    strict = line(config(), deployment(annotations=DAPR))
+    assert strict == [lowered[0].replace("(see the warnings)", "(see the errors)")]
+
+
 def test_verdict_annotation_on_the_pod_template_lowers_the_failure_to_a_warning():
     code, results, _ = render(config(), deployment(
         annotations={**DAPR, "krm-fn.dev/verdict": "warning"}))

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from krm_fn.results import Ref
+from krm_fn.results import ERROR, INFO, WARNING, Ref  # noqa: F401 (re-exported)
 
 APP, INIT, SIDECAR = "app", "init", "sidecar"
 HUGEPAGES = "hugepages-"    # the prefix of the huge page resources (hugepages-2Mi, ...)
-ERROR, WARNING, INFO = "error", "warning", "info"
 DEPENDS = "depends"   # severity-like marker: the outcome depends on what else runs there
 
 

@@ -16,7 +16,7 @@ from krm_fn import quantity
 from krm_fn.admission import capacity, kubelet, scheduling
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState, peak
-from krm_fn.admission.model import (ERROR, AdmittedPod, Finding, NodeModel,
+from krm_fn.admission.model import (ERROR, WARNING, AdmittedPod, Finding, NodeModel,
                                     PodVerdict, node_memo)
 
 
@@ -161,12 +161,14 @@ def _api_findings(pod: AdmittedPod, limit_ranges: list, vpas: list, quotas: list
     return out
 
 
-def line(v: PodVerdict, failed: bool = False) -> str:
+def line(v: PodVerdict, failed: bool = False, severity: str = ERROR) -> str:
     """The one-line summary of a verdict, e.g. `Guaranteed after admission; exclusive CPUs
     server 4 on NUMA 0; injected istio-init, istio-proxy; 7 per node` (`Guaranteed unless
     <webhook> injects <containers> without equal requests and limits; ...` when a webhook
     krm-fn does not model fires: PodVerdict.unless); `failed`: an error
-    outside the verdict (a rule's) keeps the pod from running pinned too."""
+    outside the verdict (a rule's) keeps the pod from running pinned too; `severity`: what
+    the verdict's ERROR findings are given as (WARNING under `spec.verdict.onFailure:
+    warning` or the krm-fn.dev/verdict annotation), named in the line's pointer."""
     parts = [f"{v.qos}{v.unless}" if v.unless else f"{v.qos} after admission"]
     if v.exclusive:
         parts.append("exclusive CPUs " + _exclusive_text(v))
@@ -177,7 +179,8 @@ def line(v: PodVerdict, failed: bool = False) -> str:
     if v.fit is not None:
         parts.append(fit_text(v))
     if failed or any(f.severity == ERROR for f in v.findings):
-        parts.append("will not run pinned (see the errors)")
+        parts.append("will not run pinned (see the "
+                     f"{'warnings' if severity == WARNING and not failed else 'errors'})")
     return "; ".join(parts)
 
 

@@ -67,11 +67,13 @@ def _results(v, admitted, on_failure, rules_failed: bool) -> list:
     mostly restate that error, so only the ERROR findings of the INDEPENDENT parts are
     given, so that one render names every fix."""
     ref, path = admitted.ref, admitted.path
-    out = [Result(f"verdict: {judging.line(v, rules_failed)}", INFO, ref, path,
-                  tags=VERDICT_TAGS)]
     shown = v.findings if not rules_failed else [
         f for f in v.findings if f.severity == ERROR and f.rule in INDEPENDENT]
     severity = {DEPENDS: INFO}
+    if not rules_failed and any(f.severity == ERROR for f in shown):
+        severity[ERROR] = on_failure()
+    out = [Result(f"verdict: {judging.line(v, rules_failed, severity.get(ERROR, ERROR))}",
+                  INFO, ref, path, tags=VERDICT_TAGS)]
     for f in shown:
         if f.severity == ERROR and ERROR not in severity:
             severity[ERROR] = on_failure()
