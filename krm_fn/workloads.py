@@ -48,7 +48,9 @@ class PodSpecAt(namedtuple("PodSpecAt", "spec meta container_keys model_containe
     """Where one pod spec lives in an object. Paths are tuples of mapping keys; `"*"`
     stands for every entry of a list (`spec.workerGroupSpecs[*].template.spec`).
 
-    `optional`: the object may lack this pod spec (else a missing one is an error);
+    `optional`: the object may lack this pod spec (else a missing one is an error; with a
+    `"*"`, each entry of the list must hold it unless `optional`: an empty or absent list
+    has no entries);
     `model_container`: name of the container to pin when the config names none (a tuple:
     the first of these names the pod has);
     `platform`: who adds containers at admission (`kserve`, `knative`, `seldon`), for the
@@ -133,7 +135,9 @@ def _ray(*group: str, star: bool = False) -> PodSpecAt:
     """A KubeRay group (head or worker): template at group.template, rayStartParams beside it;
     the Ray container is containers[0] (RayContainerIndex)."""
     base = tuple(group) + (("*",) if star else ())
-    return _t(*base, "template", ray_params=base + ("rayStartParams",), optional=star)
+    # every worker group needs its template (the RayCluster CRD's workerGroupSpecs items:
+    # required groupName, maxReplicas, minReplicas, template; a null one is pruned first)
+    return _t(*base, "template", ray_params=base + ("rayStartParams",))
 
 
 def _ray_cluster(*prefix: str, optional: bool = False) -> tuple:
@@ -285,7 +289,7 @@ def expand(obj: dict, at: PodSpecAt) -> list[PodSpecAt]:
     for spec, indices in results:
         out.append(at._replace(
             spec=spec, meta=_fill(at.meta, indices), ray_params=_fill(at.ray_params, indices),
-            optional=at.optional or bool(indices)))
+            optional=at.optional))
     return out
 
 

@@ -4,6 +4,10 @@
 - a registered kind at an apiVersion the API server or the project's CRD does not serve
   (`apps/v1beta1` Deployment: "no matches for kind"; workloads.SERVED);
 - a pod template without containers (validation.go validateContainers: "Required value");
+- a KubeRay worker group or a JobSet replicated job without its template (their CRDs
+  require it in every entry; a null one is pruned and then "Required value"), checked
+  against the real API server with the vendored CRDs; an error in any pod spec of an item
+  leaves the whole item unchanged, so every pod's verdict says it will not run pinned;
 - a KServe predictor with other than exactly one implementation (KServe's webhook:
   component.go validateExactlyOneImplementation, predictor.go GetImplementations);
 - an Argo Rollout with spec.workloadRef: its spec.template is not the pods' (Argo replaces
@@ -153,3 +157,70 @@ def test_an_item_left_unchanged_for_its_aliases_says_it_will_not_run_pinned():
     lines = [r["message"] for r in out["results"] if r["message"].startswith("verdict:")]
     assert p.returncode == 1 and lines and all(
         v.endswith("will not run pinned (see the errors)") for v in lines), lines
+
+
+_HEAD = {"rayStartParams": {}, "template": {"spec": {"containers": [
+    {"name": "ray-head", "image": "rayproject/ray:2.9.0", "resources": GUARANTEED_4}]}}}
+
+
+def _ray_cluster(worker: dict) -> dict:
+    return {"apiVersion": "ray.io/v1", "kind": "RayCluster",
+            "metadata": {"name": "rc", "namespace": "ai"},
+            "spec": {"headGroupSpec": _HEAD, "workerGroupSpecs": [
+                {"groupName": "w", "minReplicas": 1, "maxReplicas": 2, "rayStartParams": {},
+                 **worker}]}}
+
+
+def _jobset(job: dict) -> dict:
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "js", "namespace": "ai"},
+            "spec": {"replicatedJobs": [
+                {"name": "ok", "template": {"spec": {"template": {"spec": {
+                    "restartPolicy": "Never", "containers": _C}}}}},
+                {"name": "bad", **job}]}}
+
+
+_MISSING = [
+    (_ray_cluster({"template": None}), "spec.workerGroupSpecs[0].template",
+     "missing: a RayCluster keeps its pod spec at spec.workerGroupSpecs[0].template.spec"),
+    (_ray_cluster({}), "spec.workerGroupSpecs[0].template",
+     "missing: a RayCluster keeps its pod spec at spec.workerGroupSpecs[0].template.spec"),
+    (_jobset({"template": None}), "spec.replicatedJobs[1].template",
+     "missing: a JobSet keeps its pod spec at "
+     "spec.replicatedJobs[1].template.spec.template.spec"),
+    (_jobset({"template": {"spec": {}}}), "spec.replicatedJobs[1].template.spec.template",
+     "missing: a JobSet keeps its pod spec at "
+     "spec.replicatedJobs[1].template.spec.template.spec"),
+]
+
+
+@pytest.mark.parametrize("obj, field, message", _MISSING)
+def test_a_list_entry_without_its_pod_template_is_refused(obj, field, message):
+    """Every entry of workerGroupSpecs / replicatedJobs needs its template (the CRDs'
+    `required`); the item's other pods are judged but will not run pinned."""
+    code, results, items = render(config(), obj)
+    assert code == 1
+    assert _errors(results) == [message, "left unchanged because of the errors above"]
+    assert items == [obj]
+    assert all(line.endswith("will not run pinned (see the errors)")
+               for line in verdicts(results)) and verdicts(results)
+
+
+@pytest.mark.parametrize("obj, field, message", _MISSING)
+def test_the_api_server_refuses_a_list_entry_without_its_template(controlplane, obj, field,
+                                                                  message):
+    """The real API server with the vendored CRDs refuses each case above ("Required
+    value" at the field krm-fn names); the same object with the template is accepted."""
+    group, version = obj["apiVersion"].split("/")
+    plural = {"RayCluster": "rayclusters", "JobSet": "jobsets"}[obj["kind"]]
+    ns = controlplane.pod_namespace("shapes")
+    path = f"/apis/{group}/{version}/namespaces/{ns}/{plural}?dryRun=All"
+    code, body = controlplane.request("POST", path, {**obj, "metadata": {"name": "x"}})
+    assert code == 422, body
+    causes = [(c.get("field"), c.get("reason")) for c in body["details"]["causes"]]
+    assert (field, "FieldValueRequired") in causes, causes
+    fixed = _ray_cluster({"template": _HEAD["template"]}) if obj["kind"] == "RayCluster" \
+        else _jobset({"template": {"spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": _C}}}}})
+    code, body = controlplane.request("POST", path, {**fixed, "metadata": {"name": "x"}})
+    assert code == 201, body

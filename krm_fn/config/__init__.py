@@ -104,6 +104,8 @@ def extra_registry(cfg: Spec) -> dict:
             spec = workloads.parse_path(spec_path)
             meta = (workloads.parse_path(k.annotations[i]) if i < len(k.annotations)
                     else spec[:-1] + ("metadata",))
-            ats.append(workloads.PodSpecAt(spec=spec, meta=meta))
+            # an entry of a declared [*] list may lack the pod spec: krm-fn does not know
+            # what the kind's own schema requires
+            ats.append(workloads.PodSpecAt(spec=spec, meta=meta, optional="*" in spec))
         out[(k.group, k.kind)] = tuple(ats)
     return out

@@ -88,15 +88,14 @@ def judge(item: TunedItem, run) -> Outcome:
     placed in a node pool judged on one node of it, then the item's outcome."""
     pick = item.pick
     verdicts = []
-    # an item with YAML aliases is left unchanged when krm-fn would change it (_outcome):
-    # its pods will not run as tuned
+    # an item with YAML aliases is left unchanged when krm-fn would change it (_outcome),
+    # and so is one with an error of its own or of any of its pod specs: none of its pods
+    # will run as tuned
     unchanged = (bool(item.changes) and pick.index in run.aliased) or \
-        _has_error(item.object_findings)
+        _has_error(item.object_findings) or _has_error(item.findings)
     if pick.pool is not None:
         node = run.nodes[pick.pool_index]
-        start = 0
         for tp in item.pods:
-            own, start = item.findings[start:tp.end], tp.end
             if tp.pod is None:
                 continue
             namespace = pick.ref.namespace or ""
@@ -118,7 +117,7 @@ def judge(item: TunedItem, run) -> Outcome:
                                                      pick.ref.namespace))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
-                item, tp.pod, run.cfg), _has_error(own) or unchanged)
+                item, tp.pod, run.cfg), unchanged)
             unseen = injectors.unseen_namespace(meta, run.ictx, run.flat)
             if unseen:
                 tp.verdict.append(Result(unseen, INFO, admitted.ref, admitted.path,
