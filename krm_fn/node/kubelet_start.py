@@ -138,8 +138,9 @@ def main_kubelet(config: dict, version, enabled: dict, defaults: dict
     """What NewMainKubelet (kubernetes/kubernetes pkg/kubelet/kubelet.go) refuses in the
     file alone once the managers are built, in its order, on a node with an API server: a
     sync frequency that is not positive, a configmap and secret change detection strategy it
-    does not know, a container log size it cannot parse (logs.NewContainerLogManager).
-    (Its eviction thresholds: eviction_errors.)"""
+    does not know, a container log size it cannot parse (logs.NewContainerLogManager), an
+    allowedUnsafeSysctls entry that is not a sysctl pattern or not known to be namespaced
+    (sysctl_problem). (Its eviction thresholds: eviction_errors.)"""
     from krm_fn.node.kubelet_validation import _Config
     c = _Config(config, version, enabled, defaults)
     out = []
@@ -156,7 +157,47 @@ def main_kubelet(config: dict, version, enabled: dict, defaults: dict
         out.append(("containerLogMaxSize", f"failed to initialize container log manager: "
                     f"failed to parse container log max size {go_quote(size)}: {parsed}",
                     MAIN_KUBELET))
+    sysctls = config.get("allowedUnsafeSysctls")
+    for pattern in sysctls if isinstance(sysctls, list) else ():
+        problem = sysctl_problem(str(pattern), version)
+        if problem:
+            out.append(("allowedUnsafeSysctls", problem, MAIN_KUBELET))
+            break           # NewAllowlist returns at the first
     return out
+
+
+# The sysctls the kubelet knows to be namespaced (k8s.io/component-helpers
+# node/util/sysctl/namespace.go nameToNamespace, prefixToNamespace): by name, and by prefix
+# (followed by a dot); kernel.domainname (UTS) and user.* (User) since 1.37.
+_NAMESPACED = {(1, 35): ({"kernel.sem", "kernel.shmall", "kernel.shmmax", "kernel.shmmni",
+                          "kernel.shm_rmid_forced", "kernel.shm", "kernel.msgmax",
+                          "kernel.msgmnb", "kernel.msgmni", "kernel.msg"},
+                         ("net", "fs.mqueue"))}
+_NAMESPACED[(1, 37)] = (_NAMESPACED[(1, 35)][0] | {"kernel.domainname"},
+                        _NAMESPACED[(1, 35)][1] + ("user",))
+# policyvalidation.IsValidSysctlPattern (pkg/apis/policy/validation/validation.go):
+# SysctlContainSlashPatternFmt, at most apivalidation.SysctlMaxLength (253) characters
+SYSCTL_PATTERN = r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[\./])*([a-z0-9][-_a-z0-9]*)?[a-z0-9*]"
+
+
+def sysctl_problem(pattern: str, version) -> str | None:
+    """What sysctl.NewAllowlist (pkg/kubelet/sysctl/allowlist.go), called by NewMainKubelet
+    with the safe sysctls and allowedUnsafeSysctls, says of one `pattern` (a sysctl name, or
+    a prefix ending in `*`) at Kubernetes `version` ((1, minor)); None when it takes it. A
+    refusal stops the kubelet at start-up."""
+    import re
+    if len(pattern) > 253 or not re.fullmatch(SYSCTL_PATTERN, pattern):
+        return (f"sysctl {go_quote(pattern)} must have at most 253 characters and match "
+                f"regex {SYSCTL_PATTERN}")
+    name = pattern
+    first = re.search(r"[./]", name)
+    if first and first.group() == "/":      # utilsysctl.NormalizeName: swap . and /
+        name = name.translate(str.maketrans("./", "/."))
+    name = name.split("*", 1)[0]
+    names, prefixes = _NAMESPACED[(1, 37) if tuple(version) >= (1, 37) else (1, 35)]
+    if name in names or any(name.startswith(p + ".") for p in prefixes):
+        return None
+    return f"the sysctls {go_quote(name)} are not known to be namespaced"
 
 
 def resource_managers(config: dict, version, enabled: dict, defaults: dict,

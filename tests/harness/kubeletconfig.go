@@ -57,6 +57,7 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/eviction"
 	"k8s.io/kubernetes/pkg/kubelet/kubeletconfig/configfiles"
 	"k8s.io/kubernetes/pkg/kubelet/logs"
+	"k8s.io/kubernetes/pkg/kubelet/sysctl"
 	utilfs "k8s.io/kubernetes/pkg/util/filesystem"
 	"sigs.k8s.io/yaml"
 )
@@ -278,8 +279,9 @@ func loadConfigFile(ctx context.Context, path string, data []byte) (kc *kubeletc
 // the configuration file alone, in its order, for a node with an API server (the
 // configmap and secret managers exist): the sync frequency, the configmap and secret
 // change detection strategy, the container log manager's limits
-// (logs.NewContainerLogManager) and every eviction threshold (eviction.ParseThresholdConfig
-// with enforceNodeAllocatable: soft thresholds, their grace periods, minimum reclaims).
+// (logs.NewContainerLogManager), every eviction threshold (eviction.ParseThresholdConfig
+// with enforceNodeAllocatable: soft thresholds, their grace periods, minimum reclaims) and
+// the sysctl allowlist (sysctl.NewAllowlist of the safe sysctls and allowedUnsafeSysctls).
 func mainKubelet(kc *kubeletconfig.KubeletConfiguration) error {
 	if kc.SyncFrequency.Duration <= 0 {
 		return fmt.Errorf("invalid sync frequency %d", kc.SyncFrequency.Duration)
@@ -296,6 +298,11 @@ func mainKubelet(kc *kubeletconfig.KubeletConfiguration) error {
 	}
 	if _, err := eviction.ParseThresholdConfig(kc.EnforceNodeAllocatable, kc.EvictionHard, kc.EvictionSoft,
 		kc.EvictionSoftGracePeriod, kc.EvictionMinimumReclaim); err != nil {
+		return err
+	}
+	// the safe sysctls and allowedUnsafeSysctls, each known to be namespaced
+	safeAndUnsafe := append(sysctl.SafeSysctlAllowlist(context.Background()), kc.AllowedUnsafeSysctls...)
+	if _, err := sysctl.NewAllowlist(safeAndUnsafe); err != nil {
 		return err
 	}
 	return nil
