@@ -42,6 +42,14 @@ def vllm(version: str, args: list, cpu: str = "8", env: list | None = None) -> d
     ("v0.21.0", ["-dp", "2"], "8", "3", "nobind"),
     ("v0.31.0", ["-dp", "2"], "8", "3", "nobind"),
     ("v0.31.0", ["-tp", "2", "-dp", "2"], "12", "2", "nobind"),
+    # external load balancing (one pod per data-parallel rank): one local rank whatever
+    # -dp says (hostile testing: -dp 4 -dpn 0 was counted as 4 processes)
+    ("v0.11.1", ["-dp", "4", "-dpn", "0"], "8", "8", "nobind"),
+    ("v0.11.1", ["--data-parallel-size", "4", "--data_parallel_rank=2"], "8", "8", "nobind"),
+    ("v0.11.1", ["-dp", "4", "-dpe", "--nnodes", "4", "--node-rank", "1"], "8", "8",
+     "nobind"),
+    ("v0.31.0", ["-tp", "2", "-dp", "4", "-dpn", "3"], "12", "5", "nobind"),
+    ("v0.31.0", ["-dp", "2", "-dpe", "--no-data-parallel-external-lb"], "8", "3", "nobind"),
     # before 0.9.1 `all` is tested whole: one value for every rank
     ("v0.8.5", ["-tp", "2"], "8", "4", None),
 ])

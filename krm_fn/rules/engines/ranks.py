@@ -9,13 +9,16 @@ among them (engines/workers.py reads these first, then the worker counts).
   it launches, so the engine's own parallel sizes are not multiplied in.
 - vLLM: `--tensor-parallel-size`/`-tp` × `--pipeline-parallel-size`/`-pp` worker processes
   per data-parallel rank, times `--data-parallel-size-local`/`-dpl` (else
-  `--data-parallel-size`/`-dp`) data-parallel ranks in this pod (vllm/engine/arg_utils.py;
+  `--data-parallel-size`/`-dp`) data-parallel ranks in this pod, one with
+  `--data-parallel-rank`/`-dpn` or `--data-parallel-external-lb`/`-dpe` (external load
+  balancing, one pod per rank) (vllm/engine/arg_utils.py;
   FlexibleArgumentParser also takes `_` for `-`); none of them is read from env
   (vllm/envs.py has only `VLLM_DP_SIZE`, read for offline SPMD data parallelism, where each
   data-parallel rank is a process launched by someone else: vllm/config/parallel.py at
-  v0.34.0, so not counted here). Not read when the ranks run on other pods too: the Ray executor
-  (`--distributed-executor-backend ray`, `ray start` or the multi-node-serving.sh of
-  vLLM's LeaderWorkerSet example in the container), `--headless`, or `--nnodes`/`-n`
+  v0.34.0, so not counted here). Not read when the ranks run on other pods too: the Ray
+  executor (`--distributed-executor-backend ray`, `--data-parallel-backend ray`, `ray
+  start` or the multi-node-serving.sh of vLLM's LeaderWorkerSet example in the
+  container), `--headless`, or `--nnodes`/`-n`
   above 1 with data parallelism written; with `--nnodes N` alone each pod runs tp × pp ÷ N
   of them (`--nnodes 1`: all).
 - Text Generation Inference: `--num-shard`, or its env `NUM_SHARD` (launcher/src/main.rs,
@@ -38,13 +41,20 @@ TP = ("--tensor-parallel-size", "-tp", "--tensor_parallel_size")
 PP = ("--pipeline-parallel-size", "-pp", "--pipeline_parallel_size")
 DP = ("--data-parallel-size", "-dp", "--data_parallel_size")
 DPL = ("--data-parallel-size-local", "-dpl", "--data_parallel_size_local")
+# external load balancing: this server is one data-parallel rank, whatever -dp says
+# (vllm/engine/arg_utils.py: `data_parallel_external_lb = ... or data_parallel_rank is not
+# None` -> data_parallel_size_local = 1; --data-parallel-rank from 0.10.0, -dpe from 0.11)
+DPN = ("--data-parallel-rank", "-dpn", "--data_parallel_rank")
+DPE = ("--data-parallel-external-lb", "-dpe")
 ELSEWHERE = ("--headless", "multi-node-serving.sh", "--ray_cluster_size")
+# Ray places the data-parallel ranks (--data-parallel-backend / -dpb ray), maybe elsewhere
+DP_BACKEND = ("--data-parallel-backend", "-dpb")
 # the pods (nodes) one vLLM server's ranks are spread over with its mp backend
 # (vllm/engine/arg_utils.py from 0.11: `--nnodes`/`-n`, with `--node-rank`/`-r`)
 NNODES = ("--nnodes", "-n")
 BACKEND = ("--distributed-executor-backend", "--distributed_executor_backend")
 # the long flags read here, which an unambiguous prefix also names (flexible)
-_LONG = tuple(names[0] for names in (TP, PP, DP, DPL, BACKEND))
+_LONG = tuple(names[0] for names in (TP, PP, DP, DPL, DPN, DPE, BACKEND, DP_BACKEND))
 
 
 def read(c, toks: list, line: str, names: set):
@@ -125,15 +135,32 @@ def _elsewhere(toks: list, line: str, names: set) -> bool:
     as `flexible` gives them."""
     if "Ray" in names or any(w in line for w in ELSEWHERE):
         return True
-    backend = flag(toks, BACKEND)
-    return backend is not None and backend[0] == "ray"
+    return any(found is not None and found[0] == "ray"
+               for found in (flag(toks, BACKEND), flag(toks, DP_BACKEND)))
+
+
+def _external_lb(toks: list) -> bool:
+    """Whether this vLLM server is one data-parallel rank of an externally balanced
+    deployment (one pod per rank): `--data-parallel-rank`/`-dpn` written, or
+    `--data-parallel-external-lb`/`-dpe` the last of it and its `--no-` form."""
+    if flag(toks, DPN) is not None:
+        return True
+    on = False
+    for t in toks:
+        if t.text in DPE:
+            on = True
+        elif t.text == "--no-data-parallel-external-lb":
+            on = False
+    return on
 
 
 def _vllm_written(toks: list) -> list:
     """The flag() of each vLLM size, None where it is not written: tp, pp, then the local
-    data-parallel ranks (`-dpl`, else `-dp`); `toks` as `flexible` gives them."""
-    return [flag(toks, names) for names in (TP, PP, DPL if flag(toks, DPL) is not None
-                                            else DP)]
+    data-parallel ranks (`-dpl`, else `-dp`; None under external load balancing, where
+    the server runs one: _external_lb); `toks` as `flexible` gives them."""
+    dp = None if _external_lb(toks) else flag(toks, DPL if flag(toks, DPL) is not None
+                                              else DP)
+    return [flag(toks, TP), flag(toks, PP), dp]
 
 
 def _vllm_flags(toks: list) -> list:
