@@ -151,6 +151,18 @@ def yaml11(text: str) -> int | float | None:
     return None
 
 
+def yaml11_int(value: object) -> int | None:
+    """An int field's value, typed or as kubectl reads its YAML text (yaml11: `080`, `1e2`
+    are floats there, JSON numbers the API server decodes as 80, 100); else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str):
+        value = yaml11(value)
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
+
+
 def yaml11_bool(value: object) -> bool | None:
     """The boolean kubectl reads in a plain YAML scalar (go-yaml v2 resolve.go, as
     sigs.k8s.io/yaml uses it: YAML 1.1's y, yes, on, true and their negations in three

@@ -10,6 +10,7 @@ derived from the changes.
 from __future__ import annotations
 
 from krm_fn.changes import Change, path_str, rule_tags  # path_str: for the rules
+from krm_fn.numbers import yaml11_bool, yaml11_int
 from krm_fn.results import ERROR, INFO, WARNING, Ref, Result
 from krm_fn.workloads import PodSpecAt, get_path, model_names
 
@@ -239,6 +240,47 @@ class PodView:
 VALIDATION_SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
 
 
+def host_ports(c: dict, host_network: bool) -> list:
+    """[(key, index)] of the host ports container `c` (plain data) asks for, as the API
+    server reads them: key `protocol/hostIP/port` (protocol TCP when not written:
+    SetDefaults_ContainerPort; under hostNetwork a port without hostPort takes its
+    containerPort: defaults.go defaultHostNetworkPorts), index: the entry of `ports`.
+    Entries not of the API's types are skipped (their type error is reported elsewhere)."""
+    ports = c.get("ports")
+    out = []
+    for i, p in enumerate(ports if isinstance(ports, list) else ()):
+        if not isinstance(p, dict):
+            continue
+        port = yaml11_int(p.get("hostPort"))
+        if host_network and not port:
+            port = yaml11_int(p.get("containerPort"))
+        proto, ip = p.get("protocol") or "TCP", p.get("hostIP") or ""
+        if port and isinstance(proto, str) and isinstance(ip, str):
+            out.append((f"{proto}/{ip}/{port}", i))
+    return out
+
+
+def _host_ports(containers: list, host_network: bool) -> None:
+    """Raise ShapeError at a host port the pod asks for twice: across its containers, and
+    within each init container (they run one by one): the API server refuses the pod
+    (validation.go checkHostPortConflicts, AccumulateUniqueHostPorts: "Duplicate
+    value")."""
+    seen: dict = {}
+    for c in containers:
+        if c.path[-2] not in ("containers", "initContainers"):
+            continue
+        mine = seen if c.path[-2] == "containers" else {}
+        for key, i in host_ports(c.data, host_network):
+            path = c.path + ("ports", i, "hostPort")
+            if key in mine:
+                from krm_fn.apivalidation import go_quote
+                raise ShapeError(path, f"Duplicate value: {go_quote(key)}: {path_str(mine[key])}"
+                                       f" takes the same host port, so the API server refuses "
+                                       f"the pod: give one of them another hostPort, or none "
+                                       f"({VALIDATION_SRC} checkHostPortConflicts)")
+            mine[key] = path
+
+
 def _no_ephemeral(spec: dict, at: PodSpecAt, ref: Ref) -> None:
     """Raise ShapeError when the pod spec sets `ephemeralContainers`: the API server
     refuses them on create (ValidatePodCreate: "cannot be set on create"; they are only
@@ -340,6 +382,8 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
             raise ShapeError(p, "must be a mapping (a container)")
         name = c.get("name") or next(iter(model_names(at)), None) or key
         containers.insert(0, ContainerView(str(name), "app", p, c))
+    if any("ports" in c.data for c in containers):
+        _host_ports(containers, yaml11_bool(spec.get("hostNetwork")) is True)
     if at.needs_containers and not any(c.role == "app" for c in containers):
         raise ShapeError(at.spec + ("containers",),
                          "Required value: a pod needs at least one container in containers, "

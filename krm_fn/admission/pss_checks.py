@@ -12,7 +12,7 @@ from collections import namedtuple
 from collections.abc import Callable
 
 from krm_fn.apivalidation import go_quote
-from krm_fn.numbers import yaml11, yaml11_bool
+from krm_fn.numbers import yaml11_bool, yaml11_int as _int
 
 
 class Check(namedtuple("Check", "id level versions overrides", defaults=((),))):
@@ -82,18 +82,6 @@ def _true(v) -> bool:
 
 def _false(v) -> bool:
     return yaml11_bool(v) is False
-
-
-def _int(v):
-    """An int field's value, typed or as kubectl reads its YAML text (numbers.yaml11: `080`,
-    `1e2` are floats there, JSON numbers the API server decodes as 80, 100); else None."""
-    if isinstance(v, bool):
-        return None
-    if isinstance(v, str):
-        v = yaml11(v)
-    if isinstance(v, float) and v.is_integer():
-        return int(v)
-    return v if isinstance(v, int) else None
 
 
 def _windows(spec: dict) -> bool:

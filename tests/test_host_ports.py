@@ -1,0 +1,92 @@
+"""Host ports (hostile testing): a pod that asks for one host port twice is refused by the
+API server (validation.go checkHostPortConflicts: across the containers, and within each
+init container; protocol TCP when not written; under hostNetwork every container port is
+a host port), so krm-fn fails the render instead of giving a pinned verdict. Judged by the
+real API server (tests/controlplane): it refuses exactly the pods krm-fn refuses, at the
+field krm-fn names.
+"""
+from __future__ import annotations
+
+import pytest
+
+from tests.test_verdict import GUARANTEED_4, config, deployment, render, verdicts
+
+
+def _c(name: str, *ports: dict, **extra) -> dict:
+    return {"name": name, "image": f"{name}:1", "resources": GUARANTEED_4,
+            "ports": list(ports), **extra}
+
+
+# (pod spec, the field of the duplicate or None when the pod is valid)
+CASES = [
+    ({"containers": [_c("a", {"containerPort": 80, "hostPort": 8080}),
+                     _c("b", {"containerPort": 81, "hostPort": 8080})]},
+     "spec.containers[1].ports[0].hostPort"),
+    ({"containers": [_c("a", {"containerPort": 80, "hostPort": 8080},
+                        {"containerPort": 81, "hostPort": 8080, "protocol": "TCP"})]},
+     "spec.containers[0].ports[1].hostPort"),
+    ({"containers": [_c("a", {"containerPort": 80, "hostPort": 8080},
+                        {"containerPort": 80, "hostPort": 8080, "protocol": "UDP"})]}, None),
+    ({"containers": [_c("a", {"containerPort": 80, "hostPort": 8080, "hostIP": "10.0.0.1"}),
+                     _c("b", {"containerPort": 81, "hostPort": 8080,
+                              "hostIP": "10.0.0.2"})]}, None),
+    # init containers run one by one: each is checked alone, not against the others
+    ({"initContainers": [_c("i", {"containerPort": 80, "hostPort": 8080})],
+      "containers": [_c("a", {"containerPort": 80, "hostPort": 8080})]}, None),
+    ({"initContainers": [_c("i", {"containerPort": 80, "hostPort": 9000},
+                            {"containerPort": 81, "hostPort": 9000})],
+      "containers": [_c("a")]}, "spec.initContainers[0].ports[1].hostPort"),
+    # hostNetwork: each container port is its host port (defaultHostNetworkPorts)
+    ({"hostNetwork": True, "containers": [_c("a", {"containerPort": 9100}),
+                                          _c("b", {"containerPort": 9100})]},
+     "spec.containers[1].ports[0].hostPort"),
+    ({"containers": [_c("a", {"containerPort": 9100}), _c("b", {"containerPort": 9100})]},
+     None),
+]
+
+
+def _pod(spec: dict) -> dict:
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "ai"},
+            "spec": spec}
+
+
+@pytest.mark.parametrize("spec, field", CASES)
+def test_a_host_port_asked_for_twice_fails_the_render(spec, field):
+    code, results, items = render(config(), deployment(spec=spec))
+    errors = [m for s, m in results if s == "error"]
+    if field is None:
+        assert code == 0 and not errors, errors
+        return
+    key = "UDP" if "UDP" in str(spec) else "TCP"
+    port = 9100 if spec.get("hostNetwork") else 9000 if "initContainers" in str(spec) and \
+        field.startswith("spec.initContainers") else 8080
+    assert code == 1
+    assert errors[0].startswith(f"Duplicate value: \"{key}//{port}\": "), errors
+    assert errors[-1] == "left unchanged because of the errors above"
+    assert all("will not run pinned" in v for v in verdicts(results))
+
+
+@pytest.mark.parametrize("spec, field", CASES)
+def test_the_api_server_refuses_the_same_pods(controlplane, spec, field):
+    """Each case's pod, as krm-fn reads it (a Pod: spec.* paths), sent to the real API
+    server (dry run): refused with "Duplicate value" at exactly the field krm-fn names,
+    or accepted."""
+    from tests.helpers import run_fn
+    import yaml
+    ns = controlplane.pod_namespace("ports")
+    pod = {**_pod(spec), "metadata": {"name": "p", "namespace": ns}}
+    code, body = controlplane.request("POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", pod)
+    causes = [(c.get("field"), c.get("reason")) for c in
+              (body.get("details") or {}).get("causes", [])] if code != 201 else []
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [pod],
+          "functionConfig": {**config(), "spec": {**config()["spec"],
+                                                  "selector": {"kinds": ["Pod"]}}}}
+    p = run_fn([], yaml.safe_dump(rl, sort_keys=False))
+    ours = [r.get("field", {}).get("path") for r in yaml.safe_load(p.stdout)["results"]
+            if r["severity"] == "error" and r["message"].startswith("Duplicate value")]
+    if field is None:
+        assert code == 201, body
+        assert ours == []
+    else:
+        assert code == 422 and causes == [(field, "FieldValueDuplicate")], body
+        assert ours == [field]
