@@ -241,11 +241,12 @@ VALIDATION_SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
 
 
 def host_ports(c: dict, host_network: bool) -> list:
-    """[(key, index)] of the host ports container `c` (plain data) asks for, as the API
-    server reads them: key `protocol/hostIP/port` (protocol TCP when not written:
+    """[(protocol, hostIP, port, index)] of the host ports container `c` (plain data) asks
+    for, as the API server stores them (protocol TCP when not written:
     SetDefaults_ContainerPort; under hostNetwork a port without hostPort takes its
-    containerPort: defaults.go defaultHostNetworkPorts), index: the entry of `ports`.
-    Entries not of the API's types are skipped (their type error is reported elsewhere)."""
+    containerPort: defaults.go defaultHostNetworkPorts; hostIP "" when not written),
+    index: the entry of `ports`. Entries not of the API's types are skipped (their type
+    error is reported elsewhere)."""
     ports = c.get("ports")
     out = []
     for i, p in enumerate(ports if isinstance(ports, list) else ()):
@@ -256,7 +257,7 @@ def host_ports(c: dict, host_network: bool) -> list:
             port = yaml11_int(p.get("containerPort"))
         proto, ip = p.get("protocol") or "TCP", p.get("hostIP") or ""
         if port and isinstance(proto, str) and isinstance(ip, str):
-            out.append((f"{proto}/{ip}/{port}", i))
+            out.append((proto, ip, port, i))
     return out
 
 
@@ -270,8 +271,8 @@ def _host_ports(containers: list, host_network: bool) -> None:
         if c.path[-2] not in ("containers", "initContainers"):
             continue
         mine = seen if c.path[-2] == "containers" else {}
-        for key, i in host_ports(c.data, host_network):
-            path = c.path + ("ports", i, "hostPort")
+        for proto, ip, port, i in host_ports(c.data, host_network):
+            key, path = f"{proto}/{ip}/{port}", c.path + ("ports", i, "hostPort")
             if key in mine:
                 from krm_fn.apivalidation import go_quote
                 raise ShapeError(path, f"Duplicate value: {go_quote(key)}: {path_str(mine[key])}"

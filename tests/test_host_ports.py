@@ -3,7 +3,9 @@ API server (validation.go checkHostPortConflicts: across the containers, and wit
 init container; protocol TCP when not written; under hostNetwork every container port is
 a host port), so krm-fn fails the render instead of giving a pinned verdict. Judged by the
 real API server (tests/controlplane): it refuses exactly the pods krm-fn refuses, at the
-field krm-fn names.
+field krm-fn names. And on the node: a host port holds one pod per node, and one that a
+DaemonSet of the pool holds leaves no room at all (the scheduler's NodePorts filter; the
+fit itself is judged by the real kube-scheduler in tests/test_scheduler_differential.py).
 """
 from __future__ import annotations
 
@@ -90,3 +92,57 @@ def test_the_api_server_refuses_the_same_pods(controlplane, spec, field):
     else:
         assert code == 422 and causes == [(field, "FieldValueDuplicate")], body
         assert ours == [field]
+
+
+def _daemonset(port: int) -> dict:
+    return {"apiVersion": "apps/v1", "kind": "DaemonSet",
+            "metadata": {"name": "node-exporter", "namespace": "monitoring"},
+            "spec": {"template": {"spec": {"containers": [
+                {"name": "e", "image": "e:1", "ports": [{"containerPort": port,
+                                                          "hostPort": port}],
+                 "resources": {"requests": {"cpu": "100m", "memory": "64Mi"},
+                               "limits": {"cpu": "100m", "memory": "64Mi"}}}]}}}}
+
+
+def test_a_host_port_a_daemonset_holds_on_every_node_fails_the_render():
+    """Hostile testing: the scheduler's NodePorts filter finds no node (the pool's
+    DaemonSet holds the port on every one), so the pinned pod stays Pending: an error, not
+    a pinned verdict (tests/test_scheduler_differential.py judges the Packer's host ports
+    against the real kube-scheduler)."""
+    cfg = config(selector={"kinds": ["Deployment"]})
+    code, results, _ = render(cfg, _daemonset(9100), deployment(spec={"containers": [
+        _c("server", {"containerPort": 9100, "hostPort": 9100})]}))
+    assert code == 1
+    assert [m for s, m in results if s == "error"] == [
+        "no node of pool 'p' has room for one pod of Deployment srv beside the pods of "
+        "DaemonSet node-exporter on every node: host port TCP/9100 (NodePorts: node(s) "
+        "didn't have free ports for the requested pod ports); the scheduler leaves every "
+        "replica Pending: free what it names on the pool's nodes or ask for less "
+        "(https://kubernetes.io/docs/concepts/scheduling-eviction/kube-scheduler/"
+        "#kube-scheduler-implementation)",
+        "left unchanged because of the errors above"]
+
+
+def test_a_host_port_allows_one_pod_per_node():
+    cfg = config(selector={"kinds": ["Deployment"]})
+    code, results, _ = render(cfg, _daemonset(9100), deployment(spec={"containers": [
+        _c("server", {"containerPort": 8080, "hostPort": 8080})]}))
+    assert code == 0, results
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 1 per node "
+        "(host port TCP/8080)"]
+
+
+def test_no_room_beside_the_daemonsets_cpu_fails_the_render():
+    """The same class of fault without ports: DaemonSet pods that leave less cpu than one
+    pod asks for (0 per node was an info)."""
+    ds = _daemonset(9100)
+    ds["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "28", "memory": "64Mi"}, "limits": {"cpu": "28", "memory": "64Mi"}}
+    code, results, _ = render(config(selector={"kinds": ["Deployment"]}), ds, deployment())
+    errors = [m for s, m in results if s == "error"]
+    assert code == 1
+    assert errors[0].startswith("no node of pool 'p' has room for one pod of Deployment srv "
+                                "beside the pods of DaemonSet node-exporter on every node: "
+                                "allocatable cpu 30, 28 of it taken by DaemonSet pods: 4 "
+                                "each (OutOfcpu)"), errors

@@ -34,12 +34,12 @@ def test_a_tuned_daemonset_takes_its_exclusive_cpus_on_every_node():
         "verdict: Guaranteed after admission; exclusive CPUs agent 4 on NUMA 0; "
         "11 per node (allocatable cpu 44: 4 each)",
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
-        "10 per node (allocatable cpu 44: 4 each)"]
+        "10 per node (allocatable cpu 44, 4 of it taken by DaemonSet pods: 4 each)"]
     assert summary(results) == (
         "node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
         "memory, less the pods of DaemonSet agent on every node; DaemonSet agent needs 4 "
         "exclusive CPUs (one on every node); Deployment srv needs 4 exclusive CPUs (10 per "
-        "node, limited by allocatable cpu 44: 4 each (OutOfcpu))")
+        "node, limited by allocatable cpu 44, 4 of it taken by DaemonSet pods: 4 each (OutOfcpu))")
 
 
 def test_a_tuned_daemonset_counts_as_krm_fn_writes_it():
@@ -50,7 +50,7 @@ def test_a_tuned_daemonset_counts_as_krm_fn_writes_it():
     assert code == 0
     assert verdicts(results)[1] == (
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
-        "10 per node (allocatable cpu 44: 4 each)")
+        "10 per node (allocatable cpu 44, 4 of it taken by DaemonSet pods: 4 each)")
 
 
 def test_two_tuned_daemonsets_count_each_other_not_themselves():
@@ -59,11 +59,11 @@ def test_two_tuned_daemonsets_count_each_other_not_themselves():
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs agent 4 on NUMA 0; "
-        "9 per node (allocatable cpu 44: 4 each)",
+        "9 per node (allocatable cpu 44, 8 of it taken by DaemonSet pods: 4 each)",
         "verdict: Guaranteed after admission; exclusive CPUs agent 8 on NUMA 0; "
-        "5 per node (allocatable cpu 44: 8 each)",
+        "5 per node (allocatable cpu 44, 4 of it taken by DaemonSet pods: 8 each)",
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
-        "8 per node (allocatable cpu 44: 4 each)"]
+        "8 per node (allocatable cpu 44, 12 of it taken by DaemonSet pods: 4 each)"]
 
 
 def test_a_tuned_daemonset_left_unchanged_counts_as_the_input_writes_it():
@@ -76,7 +76,7 @@ def test_a_tuned_daemonset_left_unchanged_counts_as_the_input_writes_it():
     assert code == 1
     assert verdicts(results)[1] == (
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
-        "9 per node (allocatable cpu 44: 4 each)")
+        "9 per node (allocatable cpu 44, 6 of it taken by DaemonSet pods: 4 each)")
 
 
 def test_an_untuned_daemonset_is_not_counted_twice():
@@ -85,7 +85,7 @@ def test_an_untuned_daemonset_is_not_counted_twice():
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
-        "10 per node (allocatable cpu 44: 4 each)"]
+        "10 per node (allocatable cpu 44, 4 of it taken by DaemonSet pods: 4 each)"]
 
 
 def _node(allocatable: dict) -> dict:

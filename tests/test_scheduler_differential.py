@@ -15,7 +15,8 @@ maxPods; pods with init containers, sidecars, pod-level resources, huge pages):
    (tests/controlplane), then the pool's DaemonSet pods, the pods and the copies of the last
    one, one by one, each waited for until the scheduler binds it or marks it Unschedulable:
    which pods are bound and, for the first that is not, the resource the scheduler names
-   ("Insufficient cpu", "Too many pods") must be what krm-fn's resource fit says.
+   ("Insufficient cpu", "Too many pods", or a host port: "didn't have free ports", the
+   NodePorts filter, which runs before the resource fit) must be what krm-fn's fit says.
 
 Deliberately not compared here: the resource managers' refusals (the kubelet harness's
 part; krm-fn's model runs with them off), and pods the API server refuses as invalid
@@ -26,7 +27,7 @@ from __future__ import annotations
 import os
 import re
 
-from hypothesis import HealthCheck, given, seed, settings
+from hypothesis import HealthCheck, given, seed, settings, strategies as st
 
 from krm_fn.admission import capacity
 from tests.controlplane import placement
@@ -74,6 +75,8 @@ def model_fit(node, pods: list, repeat: int, alloc: dict) -> dict:
 def _reason(why: str) -> str:
     if why.startswith("maxPods"):
         return "pods"
+    if "(NodePorts: " in why:
+        return "ports"
     m = re.search(r"\(OutOf(\S+)\)$", why)
     assert m, why
     return m.group(1)
@@ -152,9 +155,31 @@ def compare(controlplane, harnesses, node, pods, repeat) -> None:
                          f"(KRM_FN_DIFF_SEED={SEED})")
 
 
+# host ports the generated pods and DaemonSet pods ask for: a few, so that they meet
+# (0.0.0.0 and "" bind every address; another IP meets itself and those)
+PORTS = (("TCP", "", 8080), ("UDP", "", 8080), ("TCP", "10.0.0.1", 8080),
+         ("TCP", "0.0.0.0", 9100), ("SCTP", "", 9100))
+
+
+@st.composite
+def with_ports(draw) -> tuple:
+    """cases.case() with host ports on one pod in three (the NodePorts filter; the kubelet
+    harness's cases stay without, tests/test_kubelet_differential.py)."""
+    node, pods, repeat = draw(cases.case())
+
+    def ports() -> tuple:
+        if draw(st.integers(0, 2)):
+            return ()
+        return tuple(draw(st.lists(st.sampled_from(PORTS), min_size=1, max_size=2,
+                                   unique=True)))
+    pods = [p._replace(host_ports=ports()) for p in pods]
+    node = node._replace(daemons=tuple(d._replace(host_ports=ports()) for d in node.daemons))
+    return node, pods, repeat
+
+
 @settings(max_examples=EXAMPLES, deadline=None, database=None,
           suppress_health_check=list(HealthCheck))
 @seed(SEED)
-@given(cases.case())
+@given(with_ports())
 def test_generated(controlplane, harnesses, case):
     compare(controlplane, harnesses, *case)

@@ -551,11 +551,11 @@ def test_daemonset_pods_take_their_share_of_every_node_before_the_fit():
     assert code == 0
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; "
-        "10 per node (allocatable cpu 44: 4 each)"]
+        "10 per node (allocatable cpu 44, 250m of it taken by DaemonSet pods: 4 each)"]
     assert ("node pool 'p': 44 exclusive CPUs per node (NUMA 0: 44), 190.9Gi allocatable "
             "memory, less the pods of DaemonSet node-exporter on every node; Deployment srv "
-            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44: 4 each "
-            "(OutOfcpu))") in [m for _, m in results]
+            "needs 4 exclusive CPUs (10 per node, limited by allocatable cpu 44, 250m of it "
+            "taken by DaemonSet pods: 4 each (OutOfcpu))") in [m for _, m in results]
 
 
 def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the_pod():

@@ -204,7 +204,23 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
                        pod_limits, tuple(injections), {**rc_sel, **selector},
                        aff if isinstance(aff, dict) else None, tuple(tol), namespace,
                        findings, overhead, pod.spec.get("activeDeadlineSeconds"),
-                       priority_class_name(pod.spec, priority_classes or {}))
+                       priority_class_name(pod.spec, priority_classes or {}),
+                       pod_host_ports([(c.path[-2], c.data) for c in pod.containers
+                                       if len(c.path) > 1], pod.spec))
+
+
+def pod_host_ports(containers: list, spec: dict) -> tuple:
+    """AdmittedPod.host_ports of the pod spec `spec` (plain data) given its containers as
+    (list key, plain container): the host ports of the app containers and of the init
+    containers with restartPolicy Always (pkg/scheduler/util/utils.go GetHostPorts; under
+    hostNetwork a container port is its host port: krm_fn.pod.host_ports)."""
+    from krm_fn.numbers import yaml11_bool
+    from krm_fn.pod import host_ports
+    net = yaml11_bool(spec.get("hostNetwork")) is True
+    return tuple((proto, ip, port) for key, c in containers
+                 if key == "containers" or (key == "initContainers" and isinstance(c, dict)
+                                            and c.get("restartPolicy") == "Always")
+                 for proto, ip, port, _ in host_ports(c, net))
 
 
 def _limit_range_defaults(injections: tuple, limit_ranges: tuple, where: str) -> tuple:
@@ -355,16 +371,18 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
         if scheduling.os_refusals(spec, (meta or {}).get("labels") if isinstance(
                 meta, dict) else {}):
             continue        # the Linux kubelet refuses the pod: it takes nothing there
-        conts = []
+        conts, raw = [], []
         for key, role in (("initContainers", INIT), ("containers", APP)):
             for c in spec.get(key) or []:
                 if not isinstance(c, dict):
                     continue
+                raw.append((key, c))
                 r = SIDECAR if role == INIT and c.get("restartPolicy") == "Always" else role
                 req, lim = requests_limits(c.get("resources"))
                 conts.append(Container(str(c.get("name") or ""), r, req, lim, "daemonset"))
         md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         out.append(AdmittedPod(Ref(str(obj.get("apiVersion")), "DaemonSet",
                                    str(md.get("name") or ""), str(md.get("namespace") or "")),
-                               "spec.template.spec", tuple(conts)))
+                               "spec.template.spec", tuple(conts),
+                               host_ports=pod_host_ports(raw, spec)))
     return tuple(out)

@@ -194,6 +194,9 @@ def pod_plan(pod: AdmittedPod, node: NodeModel) -> tuple:
     return got[1:]
 
 
+ALL_IPS = "0.0.0.0"      # a host port without hostIP binds every address (DefaultBindAllHostIP)
+
+
 class Packer:
     """One node of the pool with only its DaemonSet pods (`node.daemons`), filled pod after
     pod. `count` pods placed besides them; `why` the limit the last refused pod hit (""
@@ -215,12 +218,14 @@ class Packer:
         self.count = self.total = 0
         self.why = self.limit = ""
         self.last = None
+        self.ports: dict = {}     # host IP -> {(protocol, port)} reserved on the node
         self.unknown = None     # (why, limit) when a DaemonSet pod's admission is not modelled
         for daemon in node.daemons:         # on every node before anything else
             if not self.place(daemon) and self.limit == BEYOND:
                 self.unknown = (self.why, self.limit)
                 break
         self.count, self.why, self.limit = 0, "", ""
+        self.daemon_cpu = self.cpu    # what the DaemonSet pods took (nanocores)
 
     def place(self, pod: AdmittedPod) -> bool:
         """Place one replica of `pod`; False (and `why`, `limit` set) when it does not fit,
@@ -230,14 +235,23 @@ class Packer:
         if self.unknown is not None:
             self.why, self.limit = self.unknown
             return False
+        if pod.host_ports:
+            taken = self._port_taken(pod.host_ports)
+            if taken is not None:
+                self.limit = f"host port {taken}"
+                self.why = f"{self.limit} (NodePorts: node(s) didn't have free ports for " \
+                           f"the requested pod ports)"
+                return False
         if self.total >= self.max_pods:
             self.why = self.limit = f"maxPods {self.max_pods}"
             return False
         req, qos, plan = pod_plan(pod, self.node)
         cpu = self.cpu + req["cpu"]
         if cpu > self.alloc["cpu"]:
-            self.limit = (f"allocatable cpu {quantity.format_cpu_rounded(self.alloc['cpu'])}: "
-                          f"{each_cpu(pod, self.node, req['cpu'], qos)} each")
+            taken = (f", {quantity.format_cpu(self.daemon_cpu)} of it taken by DaemonSet "
+                     f"pods" if self.daemon_cpu else "")
+            self.limit = (f"allocatable cpu {quantity.format_cpu_rounded(self.alloc['cpu'])}"
+                          f"{taken}: {each_cpu(pod, self.node, req['cpu'], qos)} each")
             self.why = f"{self.limit} (OutOfcpu)"
             return False
         short = short_of(req, self.alloc, {**self.used, "memory": self.memory},
@@ -260,9 +274,24 @@ class Packer:
         for res, amount in req.items():
             if res != "cpu" and res != "memory":
                 self.used[res] = self.used.get(res, 0) + amount
+        for proto, ip, port in pod.host_ports:
+            self.ports.setdefault(ip or ALL_IPS, set()).add((proto or "TCP", port))
         self.count += 1
         self.total += 1
         return True
+
+    def _port_taken(self, ports: tuple) -> str | None:
+        """`TCP/8080` for the first of `ports` ((protocol, hostIP, port)) that a pod placed
+        before holds, else None: 0.0.0.0 ("" too) conflicts with every IP, another IP with
+        itself and 0.0.0.0 (k8s.io/kube-scheduler framework/types.go
+        HostPortInfo.CheckConflict)."""
+        for proto, ip, port in ports:
+            pp, ip = (proto or "TCP", port), ip or ALL_IPS
+            held = self.ports.values() if ip == ALL_IPS else (
+                self.ports.get(ALL_IPS, ()), self.ports.get(ip, ()))
+            if any(pp in h for h in held):
+                return f"{pp[0]}/{port}" if ip == ALL_IPS else f"{pp[0]}/{ip}:{port}"
+        return None
 
 
 def _gib(v: int) -> str:

@@ -51,7 +51,7 @@ class Injection(namedtuple("Injection", "injector title why containers guarantee
 
 class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests pod_limits "
                              "injections node_selector affinity tolerations namespace findings "
-                             "overhead active_deadline priority_class")):
+                             "overhead active_deadline priority_class host_ports")):
     """A pod as the kubelet will see it after admission.
 
     `ref`, `path`: the workload and the pod spec's field path, for results;
@@ -69,7 +69,9 @@ class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests po
     `priority_class`: the pod's priorityClassName after the Priority admission plugin as
     far as the input tells: the spec's, else the name of the input's globalDefault
     PriorityClass (the lowest value among several), else "" (the ResourceQuota scope
-    PriorityClass reads it).
+    PriorityClass reads it); `host_ports`: the (protocol, hostIP, port) the scheduler's
+    NodePorts filter and the kubelet's admission reserve on the node, from the app
+    containers and the sidecars (pkg/scheduler/util/utils.go GetHostPorts), () for none.
     """
 
     __slots__ = ()
@@ -79,11 +81,13 @@ class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests po
                 injections: tuple = (), node_selector: dict | None = None,
                 affinity: dict | None = None, tolerations: tuple = (), namespace: str = "",
                 findings: tuple = (), overhead: dict | None = None,
-                active_deadline: object = None, priority_class: str = ""):
+                active_deadline: object = None, priority_class: str = "",
+                host_ports: tuple = ()):
         return super().__new__(
             cls, ref, path, containers, pod_requests, pod_limits, injections,
             {} if node_selector is None else node_selector, affinity, tolerations, namespace,
-            findings, {} if overhead is None else overhead, active_deadline, priority_class)
+            findings, {} if overhead is None else overhead, active_deadline, priority_class,
+            host_ports)
 
 
 class NodeModel(namedtuple("NodeModel", "pool labels kubelet version cpus reserved_cpus "

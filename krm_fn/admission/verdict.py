@@ -16,6 +16,7 @@ from krm_fn import quantity
 from krm_fn.admission import capacity, kubelet, scheduling
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState, peak
+from krm_fn.admission.topology import BEYOND
 from krm_fn.admission.model import (ERROR, WARNING, AdmittedPod, Finding, NodeModel,
                                     PodVerdict, node_memo)
 
@@ -119,7 +120,9 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     if features is not None:
         from krm_fn.admission import knative
         findings += knative.refused(pod, features, spec)
-    fit, _, limit = fit_alone(pod, node, shape, named)
+    fit, why, limit = fit_alone(pod, node, shape, named)
+    if fit == 0 and limit != BEYOND and not any(f.severity == ERROR for f in findings):
+        findings.append(_no_room(pod, node, why))
     if hpas:
         from krm_fn.admission import hpa
         findings += hpa.findings(pod, list(hpas), list(quotas), fit, node.pool)
@@ -127,6 +130,20 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     return PodVerdict(qos, tuple(exclusive), tuple(numa), injected, fit, tuple(findings),
                       tuple(sorted(numa_of.items())), limit,
                       unless if qos == "Guaranteed" else "")
+
+
+def _no_room(pod: AdmittedPod, node: NodeModel, why: str) -> Finding:
+    """The ERROR for a pod of which not one fits on an empty node of its pool beside the
+    pool's DaemonSet pods: the scheduler's filters (NodePorts, NodeResourcesFit) find no
+    node, so every replica stays Pending."""
+    daemons = (" beside the pods of DaemonSet " + ", ".join(d.ref.name for d in node.daemons)
+               + " on every node") if node.daemons else ""
+    return Finding(ERROR, f"no node of pool '{node.pool}' has room for one pod of "
+                          f"{pod.ref.kind} {pod.ref.name}{daemons}: {why}; the scheduler "
+                          f"leaves every replica Pending: free what it names on the pool's "
+                          f"nodes or ask for less (https://kubernetes.io/docs/concepts/"
+                          f"scheduling-eviction/kube-scheduler/#kube-scheduler-implementation)",
+                   "scheduling", pod.path)
 
 
 def _taint_findings(pod: AdmittedPod, node: NodeModel, features, spec) -> tuple:
@@ -217,7 +234,7 @@ def _kubelet(pod: AdmittedPod, node: NodeModel, named: tuple | None = None) -> t
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     """What the fit of a pod depends on besides the node: its containers' roles and
-    resources, pod-level resources, pod overhead, designation; with `named`, also the
+    resources, pod-level resources, pod overhead, host ports, designation; with `named`, also the
     containers' names and sources (what messages name)."""
     return _signatures(pod)[named]
 
@@ -227,7 +244,7 @@ def _signatures(pod: AdmittedPod) -> tuple:
     def res(m):
         return tuple(sorted(m.items())) if m else ()
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
-    rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead))
+    rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead), pod.host_ports)
     named = tuple([r + (c.name, c.source) for r, c in zip(rows, pod.containers)])
     return (tuple(rows),) + rest, (named,) + rest
 

@@ -51,6 +51,8 @@ def first_short(message: str) -> str | None:
     short = {r.rstrip(",.") for r in re.findall(r"Insufficient (\S+)", message)}
     if "Too many pods" in message:
         short.add("pods")
+    if "didn't have free ports for the requested pod ports" in message:
+        return "ports"      # NodePorts filters before NodeResourcesFit and stops there
     if not short:
         return None
     return min(short, key=lambda r: (FIT_ORDER.index(r) if r in FIT_ORDER

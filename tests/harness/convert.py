@@ -107,12 +107,16 @@ def container(c) -> dict:
 
 def pod(p: AdmittedPod, name: str) -> dict:
     """The v1 Pod the kubelet receives for `p` (containers in the model's order: init and
-    sidecar containers, then app containers)."""
+    sidecar containers, then app containers; the host ports on the first app container)."""
     spec: dict = {
         "initContainers": [container(c) for c in p.containers if c.role in (INIT, SIDECAR)],
         "containers": [container(c) for c in p.containers if c.role == APP]}
     if not spec["initContainers"]:
         del spec["initContainers"]
+    if p.host_ports and spec["containers"]:
+        spec["containers"][0]["ports"] = [
+            {"containerPort": port, "hostPort": port, "protocol": proto,
+             **({"hostIP": ip} if ip else {})} for proto, ip, port in p.host_ports]
     if p.pod_requests is not None or p.pod_limits is not None:
         spec["resources"] = {k: v for k, v in (("requests", resources(p.pod_requests)),
                                                ("limits", resources(p.pod_limits))) if v}
