@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.helpers import item, load, results, run_cli
 
 RES8 = {"requests": {"cpu": "8", "memory": "16Gi"}, "limits": {"cpu": "8", "memory": "16Gi"}}
@@ -173,3 +175,44 @@ def test_xeon_launcher_instances_share_the_cores():
                        "command": ["ipexrun", "--ninstances", "2", "--disable-numactl",
                                    "--disable-taskset", "serve.py"]})
     assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "2"     # 4 physical cores / 2
+
+
+_XEON = "intel/intel-extension-for-pytorch:2.5.0-pip-base"
+_OFF = ["--disable-numactl", "--disable-taskset"]
+
+
+@pytest.mark.parametrize("launcher, threads", [
+    # --rank launches that one instance only (run_cpu.py launch: `if args.rank != -1: break`)
+    (["--ninstances", "2", "--rank", "0"], "4"),
+    # argparse takes an unambiguous prefix of a long option (allow_abbrev)
+    (["--ninst", "2"], "2"),
+    # --core-list with --ncores-per-instance: one instance per that many listed cores
+    (["--core-list", "0,1,2,3", "--ncores-per-instance", "2"], "2"),
+    # the program's own --ninstances is not the launcher's
+    (["--ninstances=2"] + _OFF + ["serve.py", "--ninstances", "8"], "2"),
+])
+def test_xeon_launcher_instances_as_its_parser_reads_them(launcher, threads):
+    cmd = ["ipexrun", *launcher] + ([] if "serve.py" in launcher else _OFF + ["serve.py"])
+    code, c, _ = _run({"image": _XEON, "command": cmd})
+    assert code == 0 and _env(c)["OMP_NUM_THREADS"] == threads
+
+
+@pytest.mark.parametrize("launcher, what", [
+    (["--ncores-per-instance", "2"], "--ncores-per-instance 2"),
+    (["--latency-mode"], "--latency-mode"),
+    (["--throughput-mode"], "--throughput-mode"),
+    (["--multi-instance"], "--multi-instance"),
+])
+def test_xeon_launcher_instances_counted_from_the_node_are_warned(launcher, what):
+    # hostile testing: the launcher counts these from the node's physical cores (or NUMA
+    # nodes), not the container's cpuset (run_cpu.py launch: get_all_physical_cores,
+    # node_nums), and each instance keeps the OMP_NUM_THREADS set: nothing was said
+    code, c, said = _run({"image": _XEON, "command": ["ipexrun", *launcher, *_OFF,
+                                                      "serve.py"]})
+    assert code == 0 and _env(c)["OMP_NUM_THREADS"] == "4"
+    assert [m for m in said["warning"] if "counts its instances" in m] == [
+        f"container 's': Intel Xeon launcher {what} counts its instances from the node's "
+        f"cores, not the container's 8 CPUs, so their number is not known from the manifest "
+        f"and the thread vars are not divided by it (4 per instance, each keeps it): write "
+        f"--ninstances N (with --ncores-per-instance), N × threads within the pinned CPUs "
+        f"(torch/backends/xeon/run_cpu.py launch)"]

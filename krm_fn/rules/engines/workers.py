@@ -35,10 +35,6 @@ SOURCES: tuple[WorkerSource, ...] = (
                  engine="uvicorn-gunicorn images"),
     WorkerSource("TorchServe", None, (), ("TS_DEFAULT_WORKERS_PER_MODEL",),
                  engine="TorchServe"),
-    # the Xeon launcher starts --ninstances processes, each keeping an OMP_NUM_THREADS
-    # already set (torch/backends/xeon/run_cpu.py launch, set_env)
-    WorkerSource("Intel Xeon launcher", None, ("--ninstances",), (),
-                 engine="Intel Xeon launcher (ipexrun)"),
     WorkerSource("", None, ("--workers",)),
 )
 
@@ -51,6 +47,10 @@ def _read(c: ContainerView, engines: tuple):
     line = text(toks)
     names = {e.name for e in engines}
     yield from ranks.read(c, toks, line, names)
+    if "Intel Xeon launcher (ipexrun)" in names:
+        # its instances each keep an OMP_NUM_THREADS already set (run_cpu.py set_env)
+        from krm_fn.rules.engines import xeon_launcher
+        yield from xeon_launcher.instances(toks)
     for src in SOURCES:
         if src.engine is not None:
             if src.engine not in names:
@@ -119,7 +119,14 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     w = cnt.workers
     if w is None:
         bad = f.unread_workers
-        if bad is not None:
+        if bad is not None and bad[2] is None:      # a count the node decides
+            pod.warn(bad[1], f"container {c.name!r}: {bad[0]} counts its instances from the "
+                             f"node's cores, not the container's {cnt.cpus} CPUs, so their "
+                             f"number is not known from the manifest and the thread vars are "
+                             f"not divided by it ({cnt.count} per instance, each keeps it): "
+                             f"write --ninstances N (with --ncores-per-instance), N × threads "
+                             f"within the pinned CPUs (torch/backends/xeon/run_cpu.py launch)")
+        elif bad is not None:
             pod.warn(bad[1], f"container {c.name!r}: the worker count {bad[0]} is not a whole "
                              f"number (ASCII digits): left alone, and the thread vars are not "
                              f"divided by it ({cnt.count} per worker); set a whole number of "
@@ -160,7 +167,9 @@ ROW = Engine(
                "`--workers`/`-w` (`-w4` too), uvicorn `--workers` and `UVICORN_WORKERS`, "
                "their `WEB_CONCURRENCY` (gunicorn also `GUNICORN_CMD_ARGS`); hypercorn "
                "`--workers`/`-w`; `fastapi run` `--workers`, else `WEB_CONCURRENCY`; the "
-               "Intel Xeon launcher's `--ninstances`; any "
+               "Intel Xeon launcher's instances (`--ninstances`, one with `--rank`, `--core-list` "
+               "÷ `--ncores-per-instance`; a count taken from the node's cores is warned and "
+               "not divided); any "
                "`--workers N` arg; `$(VAR)` in command and args expanded from the "
                "container's env as the kubelet does (a count that stays unreadable, e.g. "
                "from a ConfigMap, hides that server's lower-precedence sources); in a shell "
