@@ -18,7 +18,7 @@ one per NUMA node of the node), not the container's, it is not known from the ma
 from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import Token, count_text, tokens
+from krm_fn.rules.cmdline import count_text, tokens
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine
 
