@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from krm_fn.changes import path_str
 from krm_fn.matching import ALNUM, DIGITS, LOWER, only
+from krm_fn.workloads import get_path
 
 SOURCE = "kubernetes/kubernetes pkg/apis/core/validation/validation.go ValidateTolerations"
 TAINT_DOCS = "https://kubernetes.io/docs/concepts/scheduling-eviction/taint-and-toleration/"
@@ -251,21 +252,30 @@ def _command_env(c: dict, at: tuple) -> list:
     return out + _list_items(c.get("env"), at + ("env",), (("name", STRING), ("value", STRING)))
 
 
-# the workload's count fields and their Go struct (the decoder's message names it)
-COUNTS = ("replicas", "parallelism", "completions")
+# the workload's count fields, int32 wherever they stand: a Deployment's, a Job's, a
+# JobSet replicated job's and its Job's, a KubeRay worker group's (their CRDs: format int32)
+COUNTS = ("replicas", "parallelism", "completions", "minReplicas", "maxReplicas")
 
 
-def workload_fields(obj: dict, metadata: bool = True) -> list:
+def workload_fields(obj: dict, metadata: bool = True, specs: list = ()) -> list:
     """[(path, API type, value)] of the workload's own scalars krm-fn reads: its labels and
-    annotations (unless not `metadata`: a Pod's are its pod spec's, pod_fields), and
-    `spec.replicas`, `spec.parallelism`, `spec.completions`."""
+    annotations (unless not `metadata`: a Pod's are its pod spec's, pod_fields), and the
+    COUNTS of `spec` and of every mapping on the way to each pod spec path of `specs`
+    (`spec.replicatedJobs[0].replicas`, `spec.jobTemplate.spec.parallelism`,
+    `spec.workerGroupSpecs[1].maxReplicas`; a pod spec's own fields are pod_fields')."""
     meta, spec = obj.get("metadata"), obj.get("spec")
     out = []
     if isinstance(meta, dict) and metadata:
         for part in ("labels", "annotations"):
             out += _map_values(meta.get(part), ("metadata", part), STRING)
-    if isinstance(spec, dict):
-        out += [(("spec", f), INT32, spec[f]) for f in COUNTS if f in spec]
+    seen = set()
+    for path in [("spec",)] + [tuple(p[:n]) for p in specs for n in range(2, len(p) + 1)]:
+        if path in seen:
+            continue
+        seen.add(path)
+        here = get_path(obj, path)
+        if isinstance(here, dict):
+            out += [(path + (f,), INT32, here[f]) for f in COUNTS if f in here]
     return out
 
 

@@ -224,3 +224,54 @@ def test_the_api_server_refuses_a_list_entry_without_its_template(controlplane, 
             "restartPolicy": "Never", "containers": _C}}}}})
     code, body = controlplane.request("POST", path, {**fixed, "metadata": {"name": "x"}})
     assert code == 201, body
+
+
+def _quoted(obj: dict, path: tuple) -> dict:
+    import copy
+    obj = copy.deepcopy(obj)
+    cur = obj
+    for k in path[:-1]:
+        cur = cur[k]
+    cur[path[-1]] = str(cur.get(path[-1], 1))
+    return obj
+
+
+_JOB = {"template": {"spec": {"parallelism": 1, "template": {"spec": {
+    "restartPolicy": "Never", "containers": _C}}}}, "replicas": 2}
+_RAY = {"template": _HEAD["template"], "replicas": 2, "minReplicas": 1, "maxReplicas": 4}
+_COUNTS = [
+    (_quoted(_jobset(_JOB), ("spec", "replicatedJobs", 1, "replicas")),
+     "spec.replicatedJobs[1].replicas"),
+    (_quoted(_jobset(_JOB), ("spec", "replicatedJobs", 1, "template", "spec", "parallelism")),
+     "spec.replicatedJobs[1].template.spec.parallelism"),
+    (_quoted(_ray_cluster(_RAY), ("spec", "workerGroupSpecs", 0, "replicas")),
+     "spec.workerGroupSpecs[0].replicas"),
+    (_quoted(_ray_cluster(_RAY), ("spec", "workerGroupSpecs", 0, "maxReplicas")),
+     "spec.workerGroupSpecs[0].maxReplicas"),
+]
+
+
+@pytest.mark.parametrize("obj, field", _COUNTS)
+def test_a_quoted_count_on_the_way_to_a_pod_spec_is_refused(obj, field):
+    """Hostile testing: only spec.replicas/parallelism/completions were type-checked; a
+    count inside a JobSet replicated job or a KubeRay worker group is int32 as well."""
+    code, results, items = render(config(), obj)
+    assert code == 1
+    errors = _errors(results)
+    value = {"replicas": "2", "parallelism": "1", "maxReplicas": "4"}[field.rsplit(".", 1)[1]]
+    assert errors[0].startswith(f"\"{value}\" is quoted, which "
+                                f"makes it a string to kubectl and the API server, but "
+                                f"{field} is an integer (int32)"), errors
+    assert errors[-1] == "left unchanged because of the errors above"
+
+
+@pytest.mark.parametrize("obj, field", _COUNTS)
+def test_the_api_server_refuses_a_quoted_count(controlplane, obj, field):
+    group, version = obj["apiVersion"].split("/")
+    plural = {"RayCluster": "rayclusters", "JobSet": "jobsets"}[obj["kind"]]
+    ns = controlplane.pod_namespace("shapes")
+    path = f"/apis/{group}/{version}/namespaces/{ns}/{plural}?dryRun=All"
+    code, body = controlplane.request("POST", path, {**obj, "metadata": {"name": "x"}})
+    assert code == 422, body
+    causes = [(c.get("field"), c.get("reason")) for c in body["details"]["causes"]]
+    assert (field, "FieldValueTypeInvalid") in causes, causes

@@ -93,16 +93,17 @@ def _tune_pods(item: TunedItem, run) -> None:
     # a workload-level krm-fn.dev/pinned-containers must name a container of some pod spec
     listed_at: dict = {"path": None, "matched": False, "names": []}
     findings = item.findings
-    metas = []
+    metas, specs = [], []
     for at in locations(pick.obj, run.extra):
         tuned, chosen = _tune_pod(item, at, edits, info, listed_at, run)
         item.pods.append(TunedPod(len(findings), tuned, chosen))
         metas.append(tuple(at.meta or ()))
+        specs.append(at.spec)
     if run.cfg.output.admissionPolicy.enabled and info is not None:
         from krm_fn.guard import targets        # spec.output.admissionPolicy
         targets.label_all(item, metas, info, run.cfg, run.nodes[pick.pool_index])
-    _json_types(apivalidation.workload_fields(pick.obj, ("metadata",) not in metas), item,
-                edits, item.tail)
+    _json_types(apivalidation.workload_fields(pick.obj, ("metadata",) not in metas, specs),
+                item, edits, item.tail)
     if listed_at["path"] is not None and not listed_at["matched"]:
         item.tail.append(Result(f"annotation {PINNED_ANNOTATION} names no container of the "
                                 f"workload (containers: {', '.join(listed_at['names'])})",
