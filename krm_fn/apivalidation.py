@@ -263,7 +263,7 @@ def workload_fields(obj: dict, metadata: bool = True, specs: list = ()) -> list:
     COUNTS of `spec` and of every mapping on the way to each pod spec path of `specs`
     (`spec.replicatedJobs[0].replicas`, `spec.jobTemplate.spec.parallelism`,
     `spec.workerGroupSpecs[1].maxReplicas`; a pod spec's own fields are pod_fields')."""
-    meta, spec = obj.get("metadata"), obj.get("spec")
+    meta = obj.get("metadata")
     out = []
     if isinstance(meta, dict) and metadata:
         for part in ("labels", "annotations"):
