@@ -63,15 +63,18 @@ FORMAT_KIND: dict[str, str] = {
 }
 
 
-class On(namedtuple("On", "name convert omit_default owner platform_default",
-                    defaults=("", False, "", None))):
+class On(namedtuple("On", "name convert omit_default owner platform_default bounds",
+                    defaults=("", False, "", None, None))):
     """A platform sets the field. `name`: its name there (dots: nested maps below the
     platform's root, e.g. GKE `topologyManager.policy`); `convert`: the name of a value
     conversion the format module implements ("" = the value as is); `omit_default`: a value
     equal to the kubelet default is left out silently (the platform's own default);
     `owner`: another component that owns the field on this platform ("" = none);
     `platform_default`: what the platform writes when the field is not given (None = nothing
-    krm-fn must account for)."""
+    krm-fn must account for); `bounds`: (kind, low, high), both ends in, of the values the
+    platform's API takes: kind "int", "size" (bytes, written in Ki, Mi or Gi) or
+    "duration" (nanoseconds); None: no range (the format module leaves a value outside out,
+    with a warning)."""
 
     __slots__ = ()
 
@@ -285,26 +288,28 @@ FIELDS: tuple[Field, ...] = (
        platforms={"gke": On("cpuCFSQuota"), "aks": On("cpuCfsQuota")}),
     _f("cpuCFSQuotaPeriod", "*metav1.Duration", "duration", "100ms",
        gates=("CustomCPUCFSQuotaPeriod",),
-       platforms={"gke": On("cpuCFSQuotaPeriod"), "aks": On("cpuCfsQuotaPeriod")}),
+       platforms={"gke": On("cpuCFSQuotaPeriod", bounds=("duration", 10**6, 10**9)),
+                  "aks": On("cpuCfsQuotaPeriod")}),
     _b("memoryThrottlingFactor", "*float64", "factor", 0.9, gates=("MemoryQoS",),
        source="https://kep.k8s.io/2570"),
     _f("containerLogMaxSize", "string", "text", "10Mi",
-       platforms={"gke": On("containerLogMaxSize"),
+       platforms={"gke": On("containerLogMaxSize", bounds=("size", 10 * 2**20, 500 * 2**20)),
                   "aks": On("containerLogMaxSizeMB", convert="mib")}),
     _f("containerLogMaxFiles", "*int32", "int", 5,
-       platforms={"gke": On("containerLogMaxFiles"),
+       platforms={"gke": On("containerLogMaxFiles", bounds=("int", 2, 10)),
                   "aks": On("containerLogMaxFiles", convert="at-least-2")}),
     _f("allowedUnsafeSysctls", "[]string", "string-list",
        platforms={"gke": On("allowedUnsafeSysctls"), "aks": On("allowedUnsafeSysctls")}),
     _f("maxParallelImagePulls", "*int32", "int",
        platforms={"gke": On("maxParallelImagePulls", convert="pulls-range")}),
     _f("imageGCHighThresholdPercent", "*int32", "int", 85,
-       platforms={"gke": On("imageGcHighThresholdPercent"),
+       platforms={"gke": On("imageGcHighThresholdPercent", bounds=("int", 10, 85)),
                   "aks": On("imageGcHighThreshold")}),
     _f("imageGCLowThresholdPercent", "*int32", "int", 80,
-       platforms={"gke": On("imageGcLowThresholdPercent"), "aks": On("imageGcLowThreshold")}),
+       platforms={"gke": On("imageGcLowThresholdPercent", bounds=("int", 10, 85)),
+                  "aks": On("imageGcLowThreshold")}),
     _f("imageMinimumGCAge", "metav1.Duration", "duration", "2m",
-       platforms={"gke": On("imageMinimumGcAge")}),
+       platforms={"gke": On("imageMinimumGcAge", bounds=("duration", 1, 120 * 10**9))}),
     _f("imageMaximumGCAge", "metav1.Duration", "duration", "0s",
        platforms={"gke": On("imageMaximumGcAge")}),
     _f("evictionSoft", "map[string]string", "eviction-map", source=EVICTION_DOC,
@@ -314,7 +319,7 @@ FIELDS: tuple[Field, ...] = (
     _f("evictionMinimumReclaim", "map[string]string", "eviction-map", source=EVICTION_DOC,
        platforms={"gke": On("evictionMinimumReclaim", convert="signals")}),
     _f("evictionMaxPodGracePeriod", "int32", "int", 0, source=EVICTION_DOC,
-       platforms={"gke": On("evictionMaxPodGracePeriodSeconds")}),
+       platforms={"gke": On("evictionMaxPodGracePeriodSeconds", bounds=("int", 0, 300))}),
     _f("failSwapOn", "*bool", "bool", True,
        platforms={"aks": On("failSwapOn"), "openshift": Off(_MCO_SWAP)}),
     _f("memorySwap", "MemorySwapConfiguration", "object", gates=("NodeSwap",),

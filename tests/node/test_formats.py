@@ -808,6 +808,50 @@ def test_gke_eviction_map_with_a_signal_gke_lacks():
     assert "allocatableMemory.available" in by_path(results)[P + "extra.evictionSoft"].message
 
 
+# hostile testing: values the GKE API refuses (NodeKubeletConfig, https://cloud.google.com/
+# kubernetes-engine/docs/reference/rest/v1/NodeConfig#nodekubeletconfig) were emitted
+@pytest.mark.parametrize("field, gke_name, bad, good, takes", [
+    ("containerLogMaxSize", "containerLogMaxSize", "1Gi", "500Mi",
+     "a quantity in Ki, Mi or Gi from 10Mi to 500Mi"),
+    ("containerLogMaxSize", "containerLogMaxSize", "20M", "10Mi",
+     "a quantity in Ki, Mi or Gi from 10Mi to 500Mi"),
+    ("containerLogMaxFiles", "containerLogMaxFiles", 50, 10, "a whole number from 2 to 10"),
+    ("imageGCHighThresholdPercent", "imageGcHighThresholdPercent", 95, 85,
+     "a whole number from 10 to 85"),
+    ("imageMinimumGCAge", "imageMinimumGcAge", "10m", "2m",
+     "a positive duration of at most 2m"),
+    ("evictionMaxPodGracePeriod", "evictionMaxPodGracePeriodSeconds", 1000, 300,
+     "a whole number from 0 to 300"),
+])
+def test_gke_fields_outside_what_the_gke_api_takes_are_left_out(field, gke_name, bad, good,
+                                                                takes):
+    objs, results = platform_run("gke", {**GKE_KUBELET, "extra": {field: bad}}, **GKE_POOL)
+    gke = yaml.safe_load(file_of(objs, "system-config.yaml"))["kubeletConfig"]
+    assert gke_name not in gke
+    assert by_path(results)[P + "extra." + field].message == (
+        f"{field} {bad} is left out of the GKE output: the GKE API takes {takes} there, and "
+        f"refuses the node pool's system config otherwise")
+    objs, results = platform_run("gke", {**GKE_KUBELET, "extra": {field: good}}, **GKE_POOL)
+    assert yaml.safe_load(file_of(objs, "system-config.yaml"))["kubeletConfig"][gke_name] == good
+
+
+def test_gke_soft_threshold_left_out_takes_its_grace_period_and_the_new_ranges_hold():
+    objs, results = platform_run("gke", {**GKE_KUBELET, "extra": {
+        "evictionSoft": {"nodefs.inodesFree": "1%", "pid.available": "60%",
+                         "memory.available": "200Mi"},
+        "evictionSoftGracePeriod": {"nodefs.inodesFree": "1m", "pid.available": "1m",
+                                    "memory.available": "1m"}}}, **GKE_POOL)
+    gke = yaml.safe_load(file_of(objs, "system-config.yaml"))["kubeletConfig"]
+    assert gke["evictionSoft"] == {"memoryAvailable": "200Mi"}
+    assert gke["evictionSoftGracePeriod"] == {"memoryAvailable": "1m"}
+    said = [r.message for r in results if "evictionSoft" in r.message]
+    assert "evictionSoft nodefs.inodesFree 1% is left out of the GKE output: the GKE API takes " \
+           "a percentage from 5% to 50% there, and refuses the node pool's system config " \
+           "otherwise" in said
+    assert "evictionSoftGracePeriod pid.available is left out of the GKE output with its soft " \
+           "threshold" in said
+
+
 def test_gke_fail_cgroup_v1_false_is_warned():
     objs, results = platform_run("gke", {**GKE_KUBELET, "failCgroupV1": False}, **GKE_POOL)
     assert "linuxConfig" not in yaml.safe_load(file_of(objs, "system-config.yaml"))

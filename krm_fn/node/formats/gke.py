@@ -7,8 +7,9 @@ keys; https://cloud.google.com/kubernetes-engine/docs/how-to/node-system-config)
 topologyManagerPolicy -> topologyManager.policy, singleProcessOOMKill -> singleProcessOomKill,
 evictionMaxPodGracePeriod -> evictionMaxPodGracePeriodSeconds. Conversions by name:
 `pids-range` (GKE accepts podPidsLimit 1024 <= n < 4194304), `pulls-range`
-(maxParallelImagePulls 2 to 5), `signals` (eviction signals renamed, e.g. memory.available ->
-memoryAvailable; a value the GKE API refuses, such as a percentage for memoryAvailable or a
+(maxParallelImagePulls 2 to 5), a field with `bounds` (the other fields GKE takes within
+a range, e.g. containerLogMaxFiles 2 to 10, imageMinimumGCAge at most 2m), `signals`
+(eviction signals renamed, e.g. memory.available -> memoryAvailable; a value the GKE API refuses, such as a percentage for memoryAvailable or a
 minimum reclaim above 10%, left out with a warning), `cgroup-mode` (`failCgroupV1: true` becomes
 `linuxConfig.cgroupMode: CGROUP_MODE_V2`: the node pool runs cgroup v2, which is what refusing
 v1 asks for). A name starting with `linuxConfig.` goes under the root's linuxConfig; the rest
@@ -55,8 +56,52 @@ def _pids_range(key: str, value, rep: Report):
 # percentage of at most 10%; maxParallelImagePulls from 2 to 5
 SOFT_RANGES = {"memory.available": ("quantity", 100 * 2**20, None),
                "nodefs.available": ("percent", 10, 50),
-               "imagefs.available": ("percent", 15, 50)}
+               "imagefs.available": ("percent", 15, 50),
+               "nodefs.inodesFree": ("percent", 5, 50),
+               "imagefs.inodesFree": ("percent", 5, 50),
+               "pid.available": ("percent", 10, 50)}
 PARALLEL_PULLS = (2, 5)
+def _in_range(bounds: tuple, value) -> str | None:
+    """None when GKE takes `value` within `bounds` (fields.On.bounds), else what it takes."""
+    kind, low, high = bounds
+    if kind == "int":
+        ok = isinstance(value, int) and not isinstance(value, bool) and low <= value <= high
+        return None if ok else f"a whole number from {low} to {high}"
+    if kind == "size":
+        from krm_fn.quantity import QuantityError, parse_memory
+        try:
+            text = str(value)
+            ok = text[-2:] in ("Ki", "Mi", "Gi") and low <= parse_memory(text).whole <= high
+        except QuantityError:
+            ok = False
+        return None if ok else (f"a quantity in Ki, Mi or Gi from {low // 2**20}Mi to "
+                                f"{high // 2**20}Mi")
+    from krm_fn.node.kubelet_says import parse_duration
+    ns = parse_duration(str(value))[0]
+    if ns is not None and low <= ns <= high:
+        return None
+    if low == 1:
+        return f"a positive duration of at most {_go_duration(high)}"
+    return f"a duration from {_go_duration(low)} to {_go_duration(high)}"
+
+
+def _go_duration(ns: int) -> str:
+    """A whole number of nanoseconds the way the bounds are written: `1ns`, `1ms`, `2m`."""
+    for unit, size in (("m", 60 * 10**9), ("s", 10**9), ("ms", 10**6), ("ns", 1)):
+        if ns % size == 0:
+            return f"{ns // size}{unit}"
+    return f"{ns}ns"
+
+
+def _range(key: str, value, rep: Report, bounds: tuple):
+    """`value` when GKE takes it for `key` within `bounds`, else None with a warning."""
+    takes = _in_range(bounds, value)
+    if takes is None:
+        return value
+    rep.add(WARNING, key, f"{key} {value} is left out of the {PLATFORM} output: the GKE API "
+            f"takes {takes} there, and refuses the node pool's system config otherwise",
+            current=value)
+    return None
 
 
 def _gke_refuses(key: str, signal: str, value) -> str | None:
@@ -145,20 +190,36 @@ def system_config(plan, rep: Report, ctx=None) -> dict:
             continue
         if on.omit_default and value == fields.BY_NAME[key].default:
             continue
-        if on.convert:
+        if on.bounds:
+            value = _range(key, value, rep, on.bounds)
+        elif on.convert:
             value = CONVERT[on.convert](key, value, rep)
-            if value is None:
-                continue
+        if value is None:
+            continue
         target, name = (linux, on.name[len(LINUX):]) if on.name.startswith(LINUX) else (kc, on.name)
         group, dot, leaf = name.partition(".")
         if dot:
             target.setdefault(group, {})[leaf] = value
         else:
             target[name] = value
+    _pair(kc, rep)
     out: dict = {"kubeletConfig": kc}
     if linux:
         out["linuxConfig"] = linux
     return out
+
+
+def _pair(kc: dict, rep: Report) -> None:
+    """Keep in `kc` (GKE names) only soft eviction grace periods whose threshold is there:
+    one left out by _signals takes its grace period with it, with a warning."""
+    soft, grace = kc.get("evictionSoft") or {}, kc.get("evictionSoftGracePeriod")
+    for signal in [s for s in grace or {} if s not in soft]:
+        name = next(k for k, v in SIGNALS.items() if v == signal)
+        rep.add(WARNING, "evictionSoftGracePeriod", f"evictionSoftGracePeriod {name} is left "
+                f"out of the {PLATFORM} output with its soft threshold", current=grace[signal])
+        del grace[signal]
+    if grace == {}:
+        del kc["evictionSoftGracePeriod"]
 
 
 def render(plan, ctx) -> Rendered:
