@@ -216,3 +216,20 @@ def test_xeon_launcher_instances_counted_from_the_node_are_warned(launcher, what
         f"and the thread vars are not divided by it (4 per instance, each keeps it): write "
         f"--ninstances N (with --ncores-per-instance), N × threads within the pinned CPUs "
         f"(torch/backends/xeon/run_cpu.py launch)"]
+
+
+@pytest.mark.parametrize("written", ["-1", "0"])
+def test_jvm_active_processor_count_of_0_or_less_means_detect(written):
+    # hostile testing: -XX:ActiveProcessorCount is an int flag whose default -1 (and any
+    # value <= 0) makes the JVM detect the count (hotspot globals.hpp; os::active_processor_
+    # count uses it only when > 0); it was called "not a whole number: the JVM refuses"
+    code, c, said = _run({"image": "eclipse-temurin:21-jre", "env": [
+        {"name": "JAVA_TOOL_OPTIONS", "value": f"-Xmx1g -XX:ActiveProcessorCount={written}"}]})
+    assert code == 0 and _env(c)["JAVA_TOOL_OPTIONS"] == "-Xmx1g -XX:ActiveProcessorCount=8"
+    assert not [m for m in said["warning"] if "refuses to start" in m]
+    code, c, said = _run({"image": "eclipse-temurin:21-jre", "command": [
+        "java", f"-XX:ActiveProcessorCount={written}", "-jar", "app.jar"]})
+    assert [m for m in said["warning"] if "ActiveProcessorCount" in m] == [
+        f"container 's': -XX:ActiveProcessorCount={written} in the command line comes after "
+        f"JAVA_TOOL_OPTIONS on the JVM command line and wins (a count of 0 or less: the JVM "
+        f"detects the processors itself); set it to 8 or remove it"]

@@ -115,14 +115,28 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     sources += [("the command line", t.path, t.text) for t in tokens(c)]
     for what, path, value in sources:
         for m in re.finditer(_APC, value):
-            have = count_text(m.group(1))
-            if have is None or have > n:
+            have = apc_value(m.group(1))
+            if have is None or have > n or have <= 0:
                 pod.warn(path, f"container {c.name!r}: -XX:ActiveProcessorCount="
                                f"{numbers.brief(m.group(1))} in {what} comes after "
                                f"JAVA_TOOL_OPTIONS on the JVM command line and wins"
-                               + ("" if have is not None else
-                                  " (and is not a whole number: the JVM refuses to start)")
+                               + (" (and is not a whole number: the JVM refuses to start)"
+                                  if have is None else
+                                  " (a count of 0 or less: the JVM detects the processors "
+                                  "itself)" if have <= 0 else "")
                                + f"; set it to {n} or remove it")
+
+
+def apc_value(text: str) -> int | None:
+    """The int HotSpot reads in `-XX:ActiveProcessorCount=<text>` (an int flag, default -1:
+    a value of 0 or less makes os::active_processor_count() detect the processors;
+    src/hotspot/share/runtime/globals.hpp), or None where it refuses to start (not a whole
+    number, or beyond a 32-bit int)."""
+    digits = text[1:] if text.startswith("-") else text
+    n = count_text(digits) if digits.isdigit() else None
+    if n is None or n > 2**31 - 1:
+        return None
+    return -n if text.startswith("-") else n
 
 
 def _not_added(pod: PodView, c: ContainerView, path: tuple, want: str, has: bool | None,
@@ -170,12 +184,19 @@ def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
                 f"container {c.name!r}: {want} appended to JAVA_TOOL_OPTIONS ({why})",
                 e.get("value"))
         return
-    have = count_text(m.group(1))
+    have = apc_value(m.group(1))
     if have is None:
         pod.warn(c.path + ("env", i, "value"),
                  f"container {c.name!r}: JAVA_TOOL_OPTIONS -XX:ActiveProcessorCount="
                  f"{numbers.brief(m.group(1))} is not a whole number (ASCII digits) and is "
                  f"left alone; the JVM refuses to start with it: set {want}")
+        return
+    if have <= 0:
+        new = value[:m.start()] + want + value[m.end():]
+        pod.set(c.path + ("env", i, "value"), new,
+                f"container {c.name!r}: JAVA_TOOL_OPTIONS "
+                f"-XX:ActiveProcessorCount={m.group(1)} -> {n}: a count of 0 or less makes "
+                f"the JVM detect the processors itself ({why})", e.get("value"))
         return
     if have > n:
         new = value[:m.start()] + want + value[m.end():]
