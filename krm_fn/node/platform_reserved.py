@@ -304,18 +304,25 @@ def mco_system_reserved(carried: dict, merged: dict, rep, where: str) -> None:
                 f"(e.g. {default})", proposed=default)
 
 
+# the reserved cgroup field the MCO clears itself: generateKubeletIgnFiles sets
+# systemReservedCgroup "" when the KubeletConfig's is empty ("Empty strings are ignored by
+# mergo") and whenever reservedSystemCPUs is set (MCO_SOURCE)
+MCO_CLEARS = "systemReservedCgroup"
+
+
 def mco_cleared(carried: dict, rep, where: str) -> None:
-    """An ERROR per reserved cgroup field (fields.RESERVED_CGROUP_FIELDS) that `carried`, the
-    KubeletConfiguration a KubeletConfig (`where`) hands the Machine Config Operator, clears
-    with "" next to reservedSystemCPUs: the MCO merges it onto the node's kubelet.conf with
-    mergo's WithOverride, which never applies an empty value (generateKubeletIgnFiles,
-    MCO_SOURCE), so the node's cgroup stays, and the kubelet refuses reservedSystemCPUs next
-    to it and does not start. krm-fn writes "" only to clear a baseline's value."""
+    """An ERROR per reserved cgroup field (fields.RESERVED_CGROUP_FIELDS) other than
+    MCO_CLEARS that `carried`, the KubeletConfiguration a KubeletConfig (`where`) hands the
+    Machine Config Operator, clears with "" next to reservedSystemCPUs: the MCO merges it
+    onto the node's kubelet.conf with mergo's WithOverride, which never applies an empty
+    value (generateKubeletIgnFiles, MCO_SOURCE), so the node's cgroup stays, and the kubelet
+    refuses reservedSystemCPUs next to it and does not start. krm-fn writes "" only to clear
+    a baseline's value."""
     cpus = carried.get("reservedSystemCPUs")
     if not (isinstance(cpus, str) and cpus.strip()):
         return
     for key in fields.RESERVED_CGROUP_FIELDS:
-        if carried.get(key) == "":
+        if key != MCO_CLEARS and carried.get(key) == "":
             rep.add(ERROR, key, f"{where} sets {key} \"\" to clear the node's, but the "
                     f"Machine Config Operator merges a KubeletConfig onto the node's "
                     f"kubelet.conf with mergo's WithOverride, which never applies an empty "

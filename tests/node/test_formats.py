@@ -1187,22 +1187,31 @@ def test_closed_platform_without_node_memory_warns_only_of_the_memory_reservatio
 
 
 @pytest.mark.parametrize("fmt", ["openshift", "performance-profile"])
-def test_openshift_cannot_clear_a_baseline_reserved_cgroup(fmt):
-    # krm-fn writes systemReservedCgroup "" to clear the node's next to reservedSystemCPUs;
+def test_openshift_cannot_clear_a_baseline_kube_reserved_cgroup(fmt):
+    # krm-fn writes kubeReservedCgroup "" to clear the node's next to reservedSystemCPUs;
     # the MCO's mergo.Merge(..., WithOverride) never applies an empty value, so the node's
-    # /system.slice stays and the kubelet refuses to start
+    # /kubelet.slice stays and the kubelet refuses to start. systemReservedCgroup is not an
+    # error (hostile testing): the MCO clears it itself next to reservedSystemCPUs
+    # (generateKubeletIgnFiles: "disabling systemReservedCgroup enforcement")
     spec = {"nodePools": [{"name": "inference",
                            "nodeSelector": {"node-role.kubernetes.io/inference": ""}}]}
     cfg = config.load({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
                        "metadata": {"name": "pin-inference"}, "spec": spec})
     base = {"enforceNodeAllocatable": ["pods", "system-reserved-compressible"],
-            "systemReservedCgroup": "/system.slice",
+            "systemReservedCgroup": "/system.slice", "kubeReservedCgroup": "/kubelet.slice",
             "systemReserved": {"cpu": "500m", "memory": "1Gi"}, "cgroupDriver": "systemd"}
     p, _ = node_plan.build(cfg.nodePools[0], (1, 36), REF, baseline=base)
     _, results = run(fmt, p, baseline=base)
-    [r] = [r for r in results if r.severity == ERROR and "systemReservedCgroup" in r.message]
+    cleared = [r for r in results if r.severity == ERROR and "never applies" in r.message]
+    assert [r.message.split(" \"\" ")[0].rsplit(" ", 1)[1] for r in cleared] == [
+        "kubeReservedCgroup"]
+    [r] = cleared
     assert r.path == "spec.output.baseline"
     assert "never applies an empty value" in r.message
+    base.pop("kubeReservedCgroup")
+    p, _ = node_plan.build(cfg.nodePools[0], (1, 36), REF, baseline=base)
+    _, results = run(fmt, p, baseline=base)
+    assert [r for r in results if "never applies an empty value" in r.message] == []
     _, results = run(fmt, node_plan.build(cfg.nodePools[0], (1, 36), REF)[0])
     assert [r for r in results if "never applies an empty value" in r.message] == []
 
