@@ -77,6 +77,8 @@ def _reason(why: str) -> str:
         return "pods"
     if "(NodePorts: " in why:
         return "ports"
+    if "(InterPodAffinity: " in why:
+        return "antiaffinity"
     m = re.search(r"\(OutOf(\S+)\)$", why)
     assert m, why
     return m.group(1)
@@ -91,14 +93,15 @@ def scheduler_fit(cp, index: int, node, pods: list, repeat: int, alloc: dict) ->
                   for i, d in enumerate(node.daemons)]
         listed += [(convert.pod(p, f"pod-{i}"), f"pod-{i}") for i, p in enumerate(pods)]
         for pod, name in listed:
-            got = _decision(case.place(pod["spec"], name))
+            got = _decision(case.place(pod["spec"], name, pod["metadata"].get("labels")))
             if isinstance(got, str) and got.startswith("invalid: "):
                 return {"invalid": got}
             out["placed"].append(got)
         if repeat and pods:
             last = convert.pod(pods[-1], "copy")
             for i in range(repeat):
-                got = _decision(case.place(last["spec"], f"copy-{i}"))
+                got = _decision(case.place(last["spec"], f"copy-{i}",
+                                           last["metadata"].get("labels")))
                 if got is not True:
                     out["stoppedBy"] = got
                     break
@@ -161,10 +164,24 @@ PORTS = (("TCP", "", 8080), ("UDP", "", 8080), ("TCP", "10.0.0.1", 8080),
          ("TCP", "0.0.0.0", 9100), ("SCTP", "", 9100))
 
 
+# labels and required pod anti-affinity selectors the generated pods draw from, so that
+# they select each other (every pod is in the one namespace of its case: terms without
+# namespaces select that one, namespaceSelector {} every namespace)
+LABELS = ({}, {"app": "a"}, {"app": "b"}, {"app": "a", "tier": "x"})
+SELECTORS = ({"matchLabels": {"app": "a"}},
+             {"matchExpressions": [{"key": "app", "operator": "In", "values": ["a", "b"]}]},
+             {"matchExpressions": [{"key": "tier", "operator": "Exists"}]},
+             {"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["a"]}]},
+             {})
+
+
 @st.composite
 def with_ports(draw) -> tuple:
-    """cases.case() with host ports on one pod in three (the NodePorts filter; the kubelet
-    harness's cases stay without, tests/test_kubelet_differential.py)."""
+    """cases.case() with host ports on one pod in three (the NodePorts filter) and labels
+    and required pod anti-affinity on kubernetes.io/hostname on one in four
+    (InterPodAffinity); the kubelet harness's cases stay without
+    (tests/test_kubelet_differential.py)."""
+    from krm_fn.admission import podaffinity
     node, pods, repeat = draw(cases.case())
 
     def ports() -> tuple:
@@ -172,8 +189,21 @@ def with_ports(draw) -> tuple:
             return ()
         return tuple(draw(st.lists(st.sampled_from(PORTS), min_size=1, max_size=2,
                                    unique=True)))
-    pods = [p._replace(host_ports=ports()) for p in pods]
-    node = node._replace(daemons=tuple(d._replace(host_ports=ports()) for d in node.daemons))
+
+    def placed(p):
+        p = p._replace(host_ports=ports(), labels=draw(st.sampled_from(LABELS)),
+                       namespace="default")
+        if draw(st.integers(0, 3)):
+            return p
+        term = {"topologyKey": podaffinity.HOSTNAME,
+                "labelSelector": draw(st.sampled_from(SELECTORS))}
+        if draw(st.booleans()):
+            term["namespaceSelector"] = {}
+        affinity = {"podAntiAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+                                        [term]}}
+        return p._replace(affinity=affinity, anti=podaffinity.terms(affinity, "default"))
+    pods = [placed(p) for p in pods]
+    node = node._replace(daemons=tuple(placed(d) for d in node.daemons))
     return node, pods, repeat
 
 

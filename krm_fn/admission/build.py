@@ -206,7 +206,18 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
                        findings, overhead, pod.spec.get("activeDeadlineSeconds"),
                        priority_class_name(pod.spec, priority_classes or {}),
                        pod_host_ports([(c.path[-2], c.data) for c in pod.containers
-                                       if len(c.path) > 1], pod.spec))
+                                       if len(c.path) > 1], pod.spec),
+                       labels if isinstance(labels, dict) else {},
+                       _anti(aff, namespace or ""))
+
+
+def _anti(affinity, namespace: str) -> tuple:
+    """podaffinity.terms of a pod spec's affinity, the module imported only when the pod has
+    pod anti-affinity."""
+    if not (isinstance(affinity, dict) and affinity.get("podAntiAffinity")):
+        return ()
+    from krm_fn.admission import podaffinity
+    return podaffinity.terms(affinity, namespace)
 
 
 def pod_host_ports(containers: list, spec: dict) -> tuple:
@@ -381,8 +392,12 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
                 req, lim = requests_limits(c.get("resources"))
                 conts.append(Container(str(c.get("name") or ""), r, req, lim, "daemonset"))
         md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        ns = str(md.get("namespace") or "")
+        own = meta.get("labels") if isinstance(meta, dict) else None
         out.append(AdmittedPod(Ref(str(obj.get("apiVersion")), "DaemonSet",
-                                   str(md.get("name") or ""), str(md.get("namespace") or "")),
-                               "spec.template.spec", tuple(conts),
-                               host_ports=pod_host_ports(raw, spec)))
+                                   str(md.get("name") or ""), ns),
+                               "spec.template.spec", tuple(conts), namespace=ns,
+                               host_ports=pod_host_ports(raw, spec),
+                               labels=own if isinstance(own, dict) else {},
+                               anti=_anti(spec.get("affinity"), ns)))
     return tuple(out)

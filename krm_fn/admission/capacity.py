@@ -219,6 +219,8 @@ class Packer:
         self.why = self.limit = ""
         self.last = None
         self.ports: dict = {}     # host IP -> {(protocol, port)} reserved on the node
+        self.placed: dict = {}    # id -> each AdmittedPod placed (pod anti-affinity)
+        self.anti = False         # some pod placed has pod anti-affinity terms
         self.unknown = None     # (why, limit) when a DaemonSet pod's admission is not modelled
         for daemon in node.daemons:         # on every node before anything else
             if not self.place(daemon) and self.limit == BEYOND:
@@ -262,6 +264,13 @@ class Packer:
                           f"{amount_text(short, req[short])} each")
             self.why = f"{self.limit} (OutOf{short})"
             return False
+        if pod.anti or self.anti:
+            from krm_fn.admission import podaffinity
+            why = podaffinity.refused(pod, list(self.placed.values()))
+            if why is not None:
+                self.limit = "pod anti-affinity"
+                self.why = f"{self.limit} (InterPodAffinity: {why})"
+                return False
         trial = self.state.copy()
         outcome = self.last = admit(pod, self.node, trial, qos, plan)
         if not outcome.admitted:
@@ -276,6 +285,8 @@ class Packer:
                 self.used[res] = self.used.get(res, 0) + amount
         for proto, ip, port in pod.host_ports:
             self.ports.setdefault(ip or ALL_IPS, set()).add((proto or "TCP", port))
+        self.placed[id(pod)] = pod
+        self.anti = self.anti or bool(pod.anti)
         self.count += 1
         self.total += 1
         return True

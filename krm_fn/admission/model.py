@@ -51,7 +51,8 @@ class Injection(namedtuple("Injection", "injector title why containers guarantee
 
 class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests pod_limits "
                              "injections node_selector affinity tolerations namespace findings "
-                             "overhead active_deadline priority_class host_ports")):
+                             "overhead active_deadline priority_class host_ports labels "
+                             "anti")):
     """A pod as the kubelet will see it after admission.
 
     `ref`, `path`: the workload and the pod spec's field path, for results;
@@ -71,7 +72,9 @@ class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests po
     PriorityClass (the lowest value among several), else "" (the ResourceQuota scope
     PriorityClass reads it); `host_ports`: the (protocol, hostIP, port) the scheduler's
     NodePorts filter and the kubelet's admission reserve on the node, from the app
-    containers and the sidecars (pkg/scheduler/util/utils.go GetHostPorts), () for none.
+    containers and the sidecars (pkg/scheduler/util/utils.go GetHostPorts), () for none;
+    `labels`: the pod's labels (plain, {} for none); `anti`: its required pod anti-affinity
+    terms krm-fn judges (podaffinity.terms), () for none.
     """
 
     __slots__ = ()
@@ -82,12 +85,12 @@ class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests po
                 affinity: dict | None = None, tolerations: tuple = (), namespace: str = "",
                 findings: tuple = (), overhead: dict | None = None,
                 active_deadline: object = None, priority_class: str = "",
-                host_ports: tuple = ()):
+                host_ports: tuple = (), labels: dict | None = None, anti: tuple = ()):
         return super().__new__(
             cls, ref, path, containers, pod_requests, pod_limits, injections,
             {} if node_selector is None else node_selector, affinity, tolerations, namespace,
             findings, {} if overhead is None else overhead, active_deadline, priority_class,
-            host_ports)
+            host_ports, {} if labels is None else labels, anti)
 
 
 class NodeModel(namedtuple("NodeModel", "pool labels kubelet version cpus reserved_cpus "

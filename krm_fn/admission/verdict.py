@@ -245,6 +245,8 @@ def _signatures(pod: AdmittedPod) -> tuple:
         return tuple(sorted(m.items())) if m else ()
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
     rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead), pod.host_ports)
+    if pod.anti:        # its terms may select its own labels: they shape the fit
+        rest += (pod.anti, pod.namespace, tuple(sorted(pod.labels.items())))
     named = tuple([r + (c.name, c.source) for r, c in zip(rows, pod.containers)])
     return (tuple(rows),) + rest, (named,) + rest
 
@@ -262,6 +264,10 @@ def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None,
         return hit[1]
     if shape is None or named is None:
         shape, named = _signatures(pod)
+    if not pod.anti and any(d.anti for d in node.daemons):
+        # a DaemonSet pod's anti-affinity terms may select this pod's labels
+        extra = (pod.namespace, tuple(sorted(pod.labels.items())))
+        shape, named = shape + extra, named + extra
     key = ("fit shape", shape)
     value = memo.get(key)
     if value is None:

@@ -53,6 +53,8 @@ def first_short(message: str) -> str | None:
         short.add("pods")
     if "didn't have free ports for the requested pod ports" in message:
         return "ports"      # NodePorts filters before NodeResourcesFit and stops there
+    if not short and "anti-affinity rules" in message:
+        return "antiaffinity"   # InterPodAffinity filters after NodeResourcesFit
     if not short:
         return None
     return min(short, key=lambda r: (FIT_ORDER.index(r) if r in FIT_ORDER
@@ -102,9 +104,10 @@ class OneNode:
         self.created.remove(name)
         wait(f"probe pod {name} deleted", lambda: self._gone(name))
 
-    def _create(self, spec: dict, name: str) -> tuple:
+    def _create(self, spec: dict, name: str, labels: dict | None = None) -> tuple:
         body = {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": name, "namespace": self.ns},
+                "metadata": {"name": name, "namespace": self.ns,
+                             **({"labels": labels} if labels else {})},
                 "spec": {**spec, "nodeSelector": {**(spec.get("nodeSelector") or {}),
                                                   CASE_LABEL: self.name},
                          "tolerations": list(spec.get("tolerations") or [])
@@ -131,12 +134,12 @@ class OneNode:
     def _gone(self, name: str) -> bool:
         return self.cp.request("GET", f"/api/v1/namespaces/{self.ns}/pods/{name}")[0] == 404
 
-    def place(self, spec: dict, name: str):
-        """Create a Pod `name` with pod spec `spec` on this node; True when the scheduler
-        binds it, else the scheduler's Unschedulable message; "invalid: <message>" when
-        the API server refuses the pod. `stored` is then the Pod as the API server stored
-        it (after its admission plugins)."""
-        status, got = self._create(spec, name)
+    def place(self, spec: dict, name: str, labels: dict | None = None):
+        """Create a Pod `name` with pod spec `spec` (and `labels`) on this node; True when
+        the scheduler binds it, else the scheduler's Unschedulable message; "invalid:
+        <message>" when the API server refuses the pod. `stored` is then the Pod as the API
+        server stored it (after its admission plugins)."""
+        status, got = self._create(spec, name, labels)
         if status != 201:
             return f"invalid: {got.get('message') if isinstance(got, dict) else got}"
         self.stored = got

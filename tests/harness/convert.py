@@ -117,12 +117,17 @@ def pod(p: AdmittedPod, name: str) -> dict:
         spec["containers"][0]["ports"] = [
             {"containerPort": port, "hostPort": port, "protocol": proto,
              **({"hostIP": ip} if ip else {})} for proto, ip, port in p.host_ports]
+    if p.anti:
+        spec["affinity"] = {"podAntiAffinity": p.affinity["podAntiAffinity"]}
     if p.pod_requests is not None or p.pod_limits is not None:
         spec["resources"] = {k: v for k, v in (("requests", resources(p.pod_requests)),
                                                ("limits", resources(p.pod_limits))) if v}
     if p.overhead:
         spec["overhead"] = resources(p.overhead)
-    return {"metadata": {"name": name, "namespace": "default", "uid": name}, "spec": spec}
+    meta = {"name": name, "namespace": "default", "uid": name}
+    if p.labels:
+        meta["labels"] = dict(p.labels)
+    return {"metadata": meta, "spec": spec}
 
 
 def admit_input(node: NodeModel, pods: list, repeat: int = 0) -> dict:
