@@ -165,7 +165,7 @@ def test_not_configured_pair_the_user_half_set_is_mirrored_without_warning():
 
 
 def test_unequal_user_pair_is_raised_to_the_larger_and_equal_pairs_are_kept():
-    obj, res, ops = run(deployment({"sidecar.istio.io/inject": "yes",
+    obj, res, ops = run(deployment({"sidecar.istio.io/inject": "true",
                                     "sidecar.istio.io/proxyCPU": "100m",
                                     "sidecar.istio.io/proxyCPULimit": "2",
                                     "sidecar.istio.io/proxyMemory": "1Gi",
@@ -174,7 +174,7 @@ def test_unequal_user_pair_is_raised_to_the_larger_and_equal_pairs_are_kept():
     assert ops == [(("spec", "template", "metadata", "annotations",
                      "sidecar.istio.io/proxyCPU"), "2")]
     assert res[0]["message"] == (
-        "Istio istio-proxy (annotation sidecar.istio.io/inject=yes): annotation "
+        "Istio istio-proxy (annotation sidecar.istio.io/inject=true): annotation "
         "sidecar.istio.io/proxyCPU 100m -> 2, equal to sidecar.istio.io/proxyCPULimit: the "
         "injected container needs request == limit for the pod to stay Guaranteed")
     assert res[0]["field"]["currentValue"] == "100m"

@@ -217,7 +217,16 @@ def test_context_from_items_collects_controlling_objects():
 @pytest.mark.parametrize("m, want", [
     (meta(labels={"sidecar.istio.io/inject": "true"}),
      (True, "label sidecar.istio.io/inject=true")),
-    (meta({"sidecar.istio.io/inject": "yes"}), (True, "annotation sidecar.istio.io/inject=yes")),
+    (meta({"sidecar.istio.io/inject": "true"}), (True, "annotation sidecar.istio.io/inject=true")),
+    # hostile testing: only `true` and `false` decide (inject.go injectRequired from 1.27);
+    # any other value falls back to the policy: in an injected namespace, a sidecar
+    (meta({"sidecar.istio.io/inject": "yes"}), (None, None)),
+    (meta(labels={"sidecar.istio.io/inject": "no"}, ns_labels={"istio-injection": "enabled"}),
+     (True, "namespace ml label istio-injection=enabled")),
+    (meta({"sidecar.istio.io/inject": "False"}, ns_labels={"istio-injection": "enabled"}),
+     (True, "namespace ml label istio-injection=enabled")),
+    # the object webhook's selector is `In ["true"]`, case-sensitive: "True" calls nothing
+    (meta(labels={"sidecar.istio.io/inject": "True"}, ns_labels={"team": "a"}), (None, None)),
     (meta({"sidecar.istio.io/inject": "true"}, {"sidecar.istio.io/inject": "false"}),
      (False, "label sidecar.istio.io/inject=false")),
     (meta(), (None, None)),
@@ -239,7 +248,9 @@ def test_context_from_items_collects_controlling_objects():
      (False, "annotation sidecar.istio.io/inject=true, but namespace ml has no "
              "istio-injection or istio.io/rev label and the pod no sidecar.istio.io/inject "
              "label, so Istio's webhook is not called")),
-], ids=["label", "annotation", "label-over-annotation", "nothing", "namespace-label",
+], ids=["label", "annotation", "annotation-yes", "label-no-in-enabled-namespace",
+        "annotation-False-in-enabled-namespace", "label-True-in-unlabelled-namespace",
+        "label-over-annotation", "nothing", "namespace-label",
         "pod-opt-out-in-enabled-namespace", "namespace-disabled", "namespace-revision",
         "pod-revision", "ambient", "host-network", "label-in-unlabelled-namespace",
         "annotation-alone-in-unlabelled-namespace"])

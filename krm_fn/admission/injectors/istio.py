@@ -16,8 +16,11 @@ injector when
 A Namespace labelled `istio-injection=disabled` matches none of these: no sidecar. The
 injector then decides from the pod (pkg/kube/inject/inject.go `injectRequired`): the label
 `sidecar.istio.io/inject` wins over the annotation of the same name; `false` opts out;
-pods with `hostNetwork: true` are never injected. krm-fn reads a value of `true`, `yes`,
-`y` or `on` as opting in (older releases accepted these; current ones only `true`).
+pods with `hostNetwork: true` are never injected. Only `true` and `false`, exactly, decide:
+any other value ("True", "no", "off") falls back to the injection policy, which injects in a
+namespace the webhook is called for ("Invalid value ... Falling back to default injection
+policy", from Istio 1.27; earlier releases read y/yes/true/on case-blind and anything else as
+an opt-out), and the webhook's object selector matches the label only when it is `true`.
 A Namespace with label `istio.io/dataplane-mode=ambient` and no sidecar trigger runs in
 ambient mode: ztunnel on the node, no container in the pod. When the Namespace is not in
 the input, only the pod's own label or annotation is visible.
@@ -72,16 +75,17 @@ REDIRECT = ("istio-init", ("NET_ADMIN", "NET_RAW"), "its CNI plugin",
 
 
 def _pod_choice(meta: base.Meta):
-    """(True|False|None, why) from the pod's label (preferred) or annotation."""
+    """(True|False|None, why) from the pod's label (preferred) or annotation: `true` or
+    `false` exactly; None for any other value (module docstring)."""
     if meta.labels.get(INJECT) is not None:
         where, value = "label", str(meta.labels[INJECT])
     elif meta.annotations.get(INJECT) is not None:
         where, value = "annotation", str(meta.annotations[INJECT])
     else:
         return None, None
-    if value == "":
-        return None, None
-    return value.lower() in ("y", "yes", "true", "on"), f"{where} {INJECT}={value}"
+    if value not in ("true", "false"):
+        return None, None       # the default policy decides (inject.go injectRequired)
+    return value == "true", f"{where} {INJECT}={value}"
 
 
 def trigger(meta: base.Meta):
