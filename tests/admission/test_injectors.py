@@ -346,6 +346,42 @@ def test_queue_proxy_configmap_then_annotations_win():
         "in ConfigMap knative-serving/config-deployment in this input")
 
 
+_USER = {"containers": [{"name": "sidecar", "image": "s:1"},
+                        {"name": "server", "image": "m:1", "ports": [{"containerPort": 8080}],
+                         "resources": {"requests": {"cpu": "4", "memory": "8Gi"},
+                                       "limits": {"cpu": "4", "memory": "8Gi"}}}]}
+_PCT = "queue.sidecar.serving.knative.dev/resource-percentage"
+
+
+def test_queue_proxy_resource_percentage_scales_and_clamps_the_user_containers():
+    # hostile testing: the percentage was not modelled, so a pod whose queue-proxy gets
+    # request != limit from it was judged by the ConfigMap's equal values
+    # (queue.go createQueueResources: the ConfigMap, then the percentage of the user
+    # container's, the one with ports, clamped by resourceboundary.go, then the annotations)
+    ctx = InjectionContext.from_items([cm("config-deployment", "knative-serving", {
+        "queue-sidecar-cpu-request": "100m", "queue-sidecar-cpu-limit": "100m",
+        "queue-sidecar-memory-request": "128Mi", "queue-sidecar-memory-limit": "128Mi"})])
+    got = queue_proxy.containers(meta({_PCT: "10"}, platform="knative", spec=_USER), ctx)
+    assert got == (C("queue-proxy", model.APP, {"cpu": 100, "memory": 200},
+                     {"cpu": 400, "memory": 500}, "queue_proxy"),)
+    got = queue_proxy.containers(meta({_PCT: "0.5"}, platform="knative", spec=_USER), ctx)
+    assert got == (C("queue-proxy", model.APP, {"cpu": 25, "memory": 50},
+                     {"cpu": 40, "memory": 200}, "queue_proxy"),)
+    # the four annotations win over the percentage; a percentage that is no number is not
+    # read, nor one over a user container without resources
+    four = {_PCT: "10", **{f"queue.sidecar.serving.knative.dev/{r}-resource-{p}": v
+                           for r, v in (("cpu", "250m"), ("memory", "64Mi"))
+                           for p in ("request", "limit")}}
+    assert queue_proxy.containers(meta(four, platform="knative", spec=_USER), ctx) == (
+        C("queue-proxy", model.APP, {"cpu": 250, "memory": 64}, {"cpu": 250, "memory": 64},
+          "queue_proxy"),)
+    for m in (meta({_PCT: "ten"}, platform="knative", spec=_USER),
+              meta({_PCT: "10"}, platform="knative", spec={"containers": [{"name": "x"}]})):
+        assert queue_proxy.containers(m, ctx) == (
+            C("queue-proxy", model.APP, {"cpu": 100, "memory": 128},
+              {"cpu": 100, "memory": 128}, "queue_proxy"),)
+
+
 # --- KServe -------------------------------------------------------------------------------
 
 def kmeta(spec, **kw) -> Meta:

@@ -20,12 +20,17 @@ resource, the first that is set of:
    `memory-resource-request`, `memory-resource-limit`: honoured since knative-v1.11.0
    (when the release label of Knative's config-deployment or config-features in the input
    names an older release, krm-fn ignores them);
-   (`queue.sidecar.serving.knative.dev/resource-percentage`, deprecated, derives them from
-   the user container's and is not modelled);
-2. ConfigMap `knative-serving/config-deployment` keys `queue-sidecar-cpu-request`,
+2. the revision's annotation `queue.sidecar.serving.knative.dev/resource-percentage`
+   (deprecated): each of the four from the user container's own request or limit (one it
+   sets, not zero) times the percentage, clamped to cpu requests 25m to 100m, cpu limits
+   40m to 500m, memory requests 50Mi to 200Mi, memory limits 200Mi to 500Mi
+   (`computeResourceRequirements`, resourceboundary.go): request and limit differ unless
+   they land on the same value, so the pod is mostly Burstable; a percentage that is no
+   decimal number is not read;
+3. ConfigMap `knative-serving/config-deployment` keys `queue-sidecar-cpu-request`,
    `queue-sidecar-cpu-limit`, `queue-sidecar-memory-request`,
    `queue-sidecar-memory-limit` (pkg/deployment/config.go);
-3. defaults: cpu request 25m always; with `queueproxy.resource-defaults: enabled` in
+4. defaults: cpu request 25m always; with `queueproxy.resource-defaults: enabled` in
    ConfigMap `knative-serving/config-features` also cpu limit 1000m, memory request
    400Mi and memory limit 800Mi; otherwise no limits (pkg/deployment/config.go).
 
@@ -58,6 +63,11 @@ CM_KEYS = {(res, part): keys[i] for res, keys in KEYS.items()
 DEFAULT_CPU_REQUEST = "25m"
 FEATURE_DEFAULTS = {("cpu", "limits"): "1000m", ("memory", "requests"): "400Mi",
                     ("memory", "limits"): "800Mi"}
+PERCENTAGE = _P + "resource-percentage"
+# resourceboundary.go: (resource, part) -> (min, max) in milli-units (millicores, millibytes)
+BOUNDS = {("cpu", "requests"): (25, 100), ("cpu", "limits"): (40, 500),
+          ("memory", "requests"): (50 * 2**20 * 1000, 200 * 2**20 * 1000),
+          ("memory", "limits"): (200 * 2**20 * 1000, 500 * 2**20 * 1000)}
 def trigger(meta: base.Meta):
     """(True, why) for Knative pods and KServe InferenceServices in Serverless mode,
     (False, why) for a KServe deploymentMode without Knative, else (None, None)
@@ -102,10 +112,34 @@ def resources(meta: base.Meta, ctx: base.InjectionContext) -> tuple[dict, dict]:
         ann = names[0] if part == "requests" else names[1]
         default = DEFAULT_CPU_REQUEST if (res, part) == ("cpu", "requests") else (
             FEATURE_DEFAULTS.get((res, part)) if on else None)
-        value = base.first((honoured, ann), (cm, key)) or default
+        value = base.first((cm, key)) or default
+        scaled = _scaled(meta, res, part)
+        value = base.first((honoured, ann)) or (scaled if scaled is not None else value)
         if value is not None:
             out[part][res] = value
     return out["requests"], out["limits"]
+
+
+def _scaled(meta: base.Meta, res: str, part: str) -> str | None:
+    """The resource-percentage layer (module docstring, step 2) for `res` of `part`, as
+    text; None when the annotation is not a decimal number or the user container sets no
+    such amount (revision GetContainer: the container with ports, else the first)."""
+    from krm_fn import numbers
+    text = meta.annotations.get(PERCENTAGE)
+    if not isinstance(text, str) or len(text) > 40 or not numbers.go_style_float(text):
+        return None
+    conts = meta.spec.get("containers") if isinstance(meta.spec, dict) else None
+    conts = [c for c in conts if isinstance(c, dict)] if isinstance(conts, list) else []
+    user = next((c for c in conts if c.get("ports")), conts[0] if conts else None)
+    have = (user or {}).get("resources")
+    have = have.get(part) if isinstance(have, dict) else None
+    got = base.amount(res, have.get(res)) if isinstance(have, dict) else None
+    if not got:
+        return None
+    milli = -(-got // 10**6) if res == "cpu" else got * 1000     # MilliValue
+    low, high = BOUNDS[(res, part)]
+    scaled = min(max(int(milli * float(text) / 100), low), high)
+    return f"{scaled}m" if res == "cpu" else str(-(-scaled // 1000))
 
 
 def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
