@@ -627,6 +627,41 @@ def test_vault_annotations_and_pre_populate():
     assert [c.name for c in only] == ["vault-agent-init"]
 
 
+_V = "vault.hashicorp.com/"
+_VAULT_EQUAL = {_V + "agent-inject": "true", _V + "agent-requests-cpu": "250m",
+                _V + "agent-limits-cpu": "250m", _V + "agent-requests-mem": "64Mi",
+                _V + "agent-limits-mem": "64Mi"}
+
+
+def test_vault_json_patch_of_the_resources_is_applied():
+    # hostile testing: agent-json-patch (container_sidecar.go, applied after the resources)
+    # was ignored, so removing the limits still read as Guaranteed
+    gone = vault.containers(meta({**_VAULT_EQUAL, _V + "agent-json-patch":
+                                  '[{"op":"remove","path":"/resources/limits"}]'}), EMPTY)
+    assert gone == (C("vault-agent-init", model.INIT, {"cpu": 250, "memory": 64},
+                      {"cpu": 250, "memory": 64}, "vault"),
+                    C("vault-agent", model.APP, {"cpu": 250, "memory": 64}, {}, "vault"))
+    init = vault.containers(meta({**_VAULT_EQUAL, _V + "agent-init-json-patch":
+                                  '[{"op":"replace","path":"/resources/limits/cpu",'
+                                  '"value":"1"}]'}), EMPTY)
+    assert init[0] == C("vault-agent-init", model.INIT, {"cpu": 250, "memory": 64},
+                        {"cpu": 1000, "memory": 64}, "vault")
+    same = vault.containers(meta({**_VAULT_EQUAL, _V + "agent-json-patch":
+                                  '[{"op":"add","path":"/env/-","value":{"name":"A"}}]'}),
+                            EMPTY)
+    assert vault.fix(meta(_VAULT_EQUAL), EMPTY, same) == ""
+    moved = vault.containers(meta({**_VAULT_EQUAL, _V + "agent-json-patch":
+                                   '[{"op":"move","from":"/x","path":"/resources/limits"}]'}),
+                             EMPTY)
+    assert moved[1] == C("vault-agent", model.APP, {}, {}, "vault")
+
+
+def test_vault_pod_already_injected_gets_nothing():
+    assert vault.trigger(meta({**_VAULT_EQUAL, _V + "agent-inject-status": "injected"})) == (
+        False, "annotation vault.hashicorp.com/agent-inject-status=injected (already "
+               "injected: nothing more)")
+
+
 # --- dapr ---------------------------------------------------------------------------------
 
 def test_dapr():
