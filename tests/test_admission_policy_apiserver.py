@@ -142,6 +142,13 @@ MUTATIONS = {
         "'/spec/containers/0/resources/requests/cpu', value: '3'}]"),
         "pinned container(s) server (cpu 3, rendered 4) need a whole number of CPUs, a "
         "multiple of 2 (the pool runs full-pcpus-only with 2 threads per core)"),
+    # hostile testing: limits of 0 equal to requests of 0 passed the check, but ComputePodQOS
+    # counts only limits above zero, so the pod is Burstable
+    "zero": (_apply_config(
+        "Object{spec: Object.spec{containers: [Object.spec.containers{name: 'zero', image: "
+        "'example.com/zero:1', resources: Object.spec.containers.resources{requests: "
+        "{'cpu': '0', 'memory': '64Mi'}, limits: {'cpu': '0', 'memory': '64Mi'}}}]}}"),
+        "container(s) zero without cpu and memory requests equal to limits"),
     "pod-level": (_apply_config(
         "Object{spec: Object.spec{resources: Object.spec.resources{limits: {'cpu': '4', "
         "'memory': '1Gi'}}}}"),
@@ -160,6 +167,7 @@ MUTATED = {
     "selector": lambda spec: "nodeSelector" not in spec,
     "cpu": lambda spec: spec["containers"][0]["resources"]["limits"]["cpu"] == "3",
     "pod-level": lambda spec: "resources" in spec,
+    "zero": lambda spec: "zero" in [c["name"] for c in spec["containers"]],
 }
 
 

@@ -88,7 +88,8 @@ def each_container(body: str) -> str:
 _RES = "has(c.resources) && has(c.resources.{0})"
 EQUAL = (f"{_RES.format('requests')} && has(c.resources.limits) && "
          f"['cpu', 'memory'].all(r, r in c.resources.requests && r in c.resources.limits && "
-         f"quantity(c.resources.requests[r]).compareTo(quantity(c.resources.limits[r])) == 0)")
+         f"quantity(c.resources.requests[r]).compareTo(quantity(c.resources.limits[r])) == 0 "
+         f"&& quantity(c.resources.limits[r]).compareTo(quantity('0')) > 0)")
 CPU = f"{_RES.format('limits')} && 'cpu' in c.resources.limits"
 WHOLE = (f"{CPU} && quantity(c.resources.limits['cpu']).isInteger() && "
          f"quantity(c.resources.limits['cpu']).asInteger() % variables.smt == 0")
@@ -108,7 +109,8 @@ POD_SET = (f"has({_POD}) && (has({_POD}.requests) && ['cpu', 'memory'].exists(r,
            f"{_POD}.limits))")
 POD_EQUAL = (f"has({_POD}.requests) && has({_POD}.limits) && ['cpu', 'memory'].all(r, r in "
              f"{_POD}.requests && r in {_POD}.limits && quantity({_POD}.requests[r])"
-             f".compareTo(quantity({_POD}.limits[r])) == 0)")
+             f".compareTo(quantity({_POD}.limits[r])) == 0 && quantity({_POD}.limits[r])"
+             f".compareTo(quantity('0')) > 0)")
 _TERMS = "object.spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution"
 AFFINE = (f"has(object.spec.affinity) && has(object.spec.affinity.nodeAffinity) && "
           f"has({_TERMS}) && size({_TERMS}.nodeSelectorTerms) > 0 && "
