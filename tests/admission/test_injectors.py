@@ -556,8 +556,17 @@ def test_kserve_agent():
     (meta(ns_ann={"linkerd.io/inject": "disabled"}),
      (False, "namespace ml annotation linkerd.io/inject=disabled")),
     (meta(labels={"linkerd.io/inject": "enabled"}), (None, None)),
+    # hostile testing: an invalid value anywhere disables injection (report.go
+    # disabledByAnnotation), even with the pod's enabled
+    (meta({"linkerd.io/inject": "enabled"}, ns_ann={"linkerd.io/inject": "true"}),
+     (False, "namespace ml annotation linkerd.io/inject=true, which is not enabled, "
+             "disabled or ingress: Linkerd injects nothing")),
+    (meta({"linkerd.io/inject": "yes"}, ns_ann={"linkerd.io/inject": "enabled"}),
+     (False, "annotation linkerd.io/inject=yes, which is not enabled, disabled or ingress: "
+             "Linkerd injects nothing")),
 ], ids=["pod", "ingress", "pod-disabled", "nothing", "namespace", "pod-opt-out-in-namespace",
-        "pod-over-disabled-namespace", "namespace-disabled", "label-is-not-a-trigger"])
+        "pod-over-disabled-namespace", "namespace-disabled", "label-is-not-a-trigger",
+        "invalid-namespace-value", "invalid-pod-value"])
 def test_linkerd_triggers(m, want):
     assert linkerd.trigger(m) == want
 

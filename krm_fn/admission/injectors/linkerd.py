@@ -3,7 +3,9 @@
 **When it fires** (linkerd/linkerd2 pkg/inject/report.go `disabledByAnnotation`): the
 annotation `linkerd.io/inject` with value `enabled` or `ingress`, on the pod or on its
 Namespace. A pod's `linkerd.io/inject: disabled` opts out even in an enabled Namespace; a
-pod's `enabled` wins over a Namespace's `disabled`. Nothing else (no labels). Pods with
+pod's `enabled` wins over a Namespace's `disabled`. Any other value, on the pod or on the
+Namespace, disables injection (pkg/inject/report.go `disabledByAnnotation`,
+`isInjectAnnotationValid`). Nothing else (no labels). Pods with
 `hostNetwork: true` are never injected (`Report.Injectable`: "hostNetwork is enabled").
 When the Namespace is not in the input, only the pod's annotation is visible.
 
@@ -43,6 +45,7 @@ NOTE = ("Linkerd: releases before linkerd/linkerd2#12741 (merged 2024-06) size "
         "linkerd-init keeps the pod Burstable")
 INJECT = WHEN[ID].annotations[0]  # what can trigger it: WHEN in __init__.py
 ON = ("enabled", "ingress")
+VALID = ON + ("disabled",)
 NATIVE = tuple(f"config.{v}linkerd.io/proxy-enable-native-sidecar"
                for v in ("", "beta.", "alpha."))
 # the init container that rewrites the pod's iptables, the capabilities it adds (the proxy
@@ -61,6 +64,10 @@ def trigger(meta: base.Meta):
         return False, "hostNetwork: true (Linkerd never injects such pods)"
     ns = (meta.ns_annotations or {}).get(INJECT)
     ns = None if ns is None or str(ns) == "" else str(ns)
+    for where, bad in ((f"namespace {meta.namespace} annotation", ns), ("annotation", pod)):
+        if bad is not None and bad not in VALID:
+            return False, (f"{where} {INJECT}={bad}, which is not enabled, disabled or "
+                           f"ingress: Linkerd injects nothing")
     if pod is not None and (pod not in ON or ns is None or ns not in ON):
         return pod in ON, f"annotation {INJECT}={value}"
     if ns is not None:
