@@ -273,6 +273,12 @@ def test_bad_compare_file_is_a_usage_error(tmp_path):
     ('{"kind": "ProbeResult", "latencySeconds": {"p50": true}}',
      "latencySeconds.p50 is not a number"),
     ("[" * 100000 + "]" * 100000, "nested too deeply to be a ProbeResult"),
+    # hostile testing: errors that are no object of counts crashed the comparison after
+    # the whole run (AttributeError), or counted as 0
+    ('{"kind": "ProbeResult", "latencySeconds": {"p50": 0.1}, "errors": [3]}',
+     "errors is not an object of counts"),
+    ('{"kind": "ProbeResult", "latencySeconds": {"p50": 0.1}, "errors": {"timeout": "3"}}',
+     "errors.timeout is not a whole number >= 0"),
 ])
 def test_compare_file_is_checked_before_the_run(tmp_path, doc, says):
     # refused before any request (the URL does not answer), not after the whole run
@@ -281,6 +287,14 @@ def test_compare_file_is_checked_before_the_run(tmp_path, doc, says):
                    "--compare", str(tmp_path / "b.json")])
     assert p.returncode == 2
     assert p.stderr == f"krm-fn: --compare {tmp_path / 'b.json'}: {says}\n"
+
+
+@pytest.mark.parametrize("option", ["--threshold", "--max-error-rate", "--rate"])
+def test_nan_is_a_usage_error(option):
+    # hostile testing: click's FloatRange lets NaN through, and --json then wrote NaN
+    p = run_probe(["--api", "openai-chat", "--url", "http://127.0.0.1:1", "--model", "m",
+                   option, "nan"])
+    assert p.returncode == 2 and "'nan' is not a number." in p.stderr, p.stderr
 
 
 def test_rate_and_concurrency_together_is_a_usage_error():

@@ -317,6 +317,17 @@ def _verify_node(root: str, exp, as_json: bool) -> None:
         sys.exit(1)
 
 
+class _Finite(click.FloatRange):
+    """click.FloatRange that also refuses NaN (which compares false with both bounds, so
+    FloatRange lets it through; JSON cannot carry it)."""
+
+    def convert(self, value, param, ctx):
+        got = super().convert(value, param, ctx)
+        if got != got:
+            self.fail(f"{value!r} is not a number.", param, ctx)
+        return got
+
+
 def _probe_duration(ctx, param, value):
     if value is None:
         return None
@@ -341,7 +352,7 @@ def _probe_duration(ctx, param, value):
 @click.option("--body", type=click.Path(dir_okay=False, allow_dash=True),
               help="Request body FILE (JSON for KServe; replaces the generated OpenAI body).")
 @click.option("--header", "-H", multiple=True, help="Extra request header `Name: value`.")
-@click.option("--rate", type=click.FloatRange(0.01, 100000, min_open=False),
+@click.option("--rate", type=_Finite(0.01, 100000, min_open=False),
               help="Open loop: requests per second, sent on schedule whatever the responses.")
 @click.option("--concurrency", "-c", type=click.IntRange(1, 4096),
               help="Closed loop: N requests outstanding (default 1 without --rate).")
@@ -355,9 +366,9 @@ def _probe_duration(ctx, param, value):
               help="Per request, in total (connect, headers, body).")
 @click.option("--max-inflight", type=click.IntRange(1, 65536), default=256, show_default=True,
               help="With --rate: requests outstanding at most; a send beyond is an error.")
-@click.option("--threshold", type=click.FloatRange(0, 100), default=0.20, show_default=True,
+@click.option("--threshold", type=_Finite(0, 100), default=0.20, show_default=True,
               help="Highest CV (stddev/mean) that counts as stable.")
-@click.option("--max-error-rate", type=click.FloatRange(0, 1), default=0.01, show_default=True,
+@click.option("--max-error-rate", type=_Finite(0, 1), default=0.01, show_default=True,
               help="Exit 1 when more than this fraction of requests failed.")
 @click.option("--compare", type=click.Path(dir_okay=False),
               help="A --json result of an earlier run: print before, after and the change.")

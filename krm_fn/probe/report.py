@@ -122,6 +122,14 @@ def load_before(text_: str, name: str) -> dict:
     for key in METRICS:
         _number(lat.get(key), f"--compare {name}: latencySeconds.{key}")
     _number(doc.get("cv"), f"--compare {name}: cv")
+    errors = doc.get("errors")
+    if errors is not None:
+        if not isinstance(errors, dict):
+            raise CompareError(f"--compare {name}: errors is not an object of counts")
+        for kind, count in errors.items():
+            if not isinstance(count, int) or isinstance(count, bool) or count < 0:
+                raise CompareError(f"--compare {name}: errors.{kind} is not a whole number "
+                                   f">= 0")
     return doc
 
 
@@ -158,7 +166,7 @@ def compare(before: dict, after: dict, name: str) -> str:
     cv_b, cv_a = before.get("cv"), after.get("cv")
     fmt = (lambda v: "-" if v is None else f"{v:.3f}")
     lines.append(f"{'CV':<9} {fmt(cv_b):>12} {fmt(cv_a):>12} {_change(cv_b, cv_a):>9}")
-    errs = (lambda d: sum(v for v in (d.get("errors") or {}).values() if isinstance(v, int)))
+    errs = (lambda d: sum((d.get("errors") or {}).values()))
     lines.append(f"{'errors':<9} {errs(before):>12} {errs(after):>12}")
     return "\n".join(lines) + "\n"
 
