@@ -650,6 +650,26 @@ def test_a_deployment_and_a_statefulset_of_one_name_get_a_rule_each():
     assert 'workload="StatefulSet/llm"' in rules_[1]["spec"]["groups"][1]["rules"][0]["expr"]
 
 
+def test_rule_names_stay_names_the_api_server_takes_and_distinct():
+    # hostile testing: a 253-character workload name was cut to a name ending in "-" (the
+    # API server refuses it), two long names were cut to one, and Deployment
+    # "statefulset-llm" met StatefulSet "llm" (an error that asked to rename a pool)
+    def named(kind, name):
+        obj = json.loads(json.dumps(DEPLOYMENT))
+        obj["kind"], obj["metadata"]["name"] = kind, name
+        return obj
+    long_a, long_b = "a" * 238 + "-" + "a" * 14, "a" * 240 + "x"
+    got = [r["metadata"]["name"] for r in emitted(
+        [named("Deployment", long_a), named("Deployment", long_b),
+         named("Deployment", "statefulset-llm"), named("StatefulSet", "llm")], config())]
+    assert len(set(got)) == 4 and all(len(n) <= 253 and n[-1].isalnum() for n in got), got
+    assert got[2:] == ["krm-fn-jitter-statefulset-llm",
+                       "krm-fn-jitter-statefulset-llm-" + __import__("hashlib").sha256(
+                           b"StatefulSet/llm").hexdigest()[:10]]
+    from krm_fn.apivalidation import _dns_subdomain
+    assert all(_dns_subdomain(n) for n in got)
+
+
 def test_names_that_are_not_kubernetes_names_cannot_break_out_of_promql_strings():
     from krm_fn.monitoring.targets import Target
     t = Target("InferenceService", 'x*(y|a"b\\', 'ser"ving', ("c|d",), None, 0)
@@ -680,3 +700,14 @@ def test_a_zero_rate_window_is_a_config_error():
     assert [(r.path, r.message) for r in out.results if r.severity == "error"] == [
         ("spec.output.monitoring.rateWindow", "invalid function config: must be longer than "
          "zero (rate() needs a range), found '0s'")]
+
+
+@pytest.mark.parametrize("field", ["rateWindow", "alertFor"])
+def test_a_duration_prometheus_cannot_hold_is_a_config_error(field):
+    # hostile testing: 300y passed the syntax check, and promtool refused every rule
+    # ("duration out of range": model.ParseDuration holds at most 2^63-1 ns, about 292y)
+    out = transform([dict(DEPLOYMENT)], config(**{field: "300y"}))
+    [err] = [r for r in out.results if r.severity == "error"]
+    assert err.path == f"spec.output.monitoring.{field}" and "300y" in err.message
+    out = transform([dict(DEPLOYMENT)], config(**{field: "292y"}))
+    assert not [r for r in out.results if r.severity == "error"]

@@ -79,9 +79,13 @@ def is_identifier(s: str) -> bool:
 def is_prom_duration(s: str) -> bool:
     """`(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?`:
     a Prometheus duration, whole numbers with units largest first, each unit at most once
-    (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)."""
+    (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations), in all
+    at most 2^63-1 nanoseconds (prometheus/common model.ParseDuration: "duration out of
+    range" beyond, which promtool and Prometheus refuse)."""
     units = ("y", "w", "d", "h", "m", "s", "ms")
-    last, i = -1, 0
+    nanos = (365 * 86400 * 10**9, 7 * 86400 * 10**9, 86400 * 10**9, 3600 * 10**9,
+             60 * 10**9, 10**9, 10**6)
+    last, i, total = -1, 0, 0
     if s == "":
         return False
     while i < len(s):
@@ -90,8 +94,10 @@ def is_prom_duration(s: str) -> bool:
         unit = s[j:k]
         if j == i or unit not in units or units.index(unit) <= last:
             return False
-        last, i = units.index(unit), k
-    return True
+        last = units.index(unit)
+        total += int(s[i:j]) * nanos[last]
+        i = k
+    return total <= 2**63 - 1
 
 
 def _image_component(c: str) -> bool:

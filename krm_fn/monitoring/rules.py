@@ -344,23 +344,32 @@ def alerts(t, mon, version: tuple, gates: dict) -> list:
     return out
 
 
-def name_of(t) -> str:
+def name_of(t, distinct: bool = False) -> str:
     """metadata.name of the PrometheusRule: `krm-fn-jitter-<name>` for a Deployment,
-    `krm-fn-jitter-<kind>-<name>` for another kind, cut to 253."""
+    `krm-fn-jitter-<kind>-<name>` for another kind. A name longer than 253 characters, or
+    with `distinct` (the name is another target's already: Deployment `statefulset-llm`
+    and StatefulSet `llm`), ends in `-` and 10 hex digits of the SHA-256 of the kind and the
+    name, the rest cut to fit and never ending in `-` or `.` (a DNS subdomain)."""
     kind = "" if t.kind == "Deployment" else f"{t.kind.lower()}-"
-    return f"krm-fn-jitter-{kind}{t.name}"[:253]
+    full = f"krm-fn-jitter-{kind}{t.name}"
+    if len(full) <= 253 and not distinct:
+        return full
+    import hashlib
+    digest = hashlib.sha256(f"{t.kind}/{t.name}".encode()).hexdigest()[:10]
+    return full[:253 - 11].rstrip("-.") + "-" + digest
 
 
 def prometheus_rule(t, mon, version: tuple, gates: dict, labels: dict,
-                    annotations: dict) -> dict:
-    """The monitoring.coreos.com/v1 PrometheusRule of target `t` (in its namespace)."""
+                    annotations: dict, name: str | None = None) -> dict:
+    """The monitoring.coreos.com/v1 PrometheusRule of target `t` (in its namespace), named
+    `name` (default name_of(t))."""
+    name = name or name_of(t)
     groups = []
     rec = recording_rules(t, mon)
     if rec:
-        groups.append({"name": f"{name_of(t)}.records", "rules": rec})
-    groups.append({"name": f"{name_of(t)}.alerts", "rules": alerts(t, mon, version,
-                                                                            gates)})
-    md: dict = {"name": name_of(t)}
+        groups.append({"name": f"{name}.records", "rules": rec})
+    groups.append({"name": f"{name}.alerts", "rules": alerts(t, mon, version, gates)})
+    md: dict = {"name": name}
     if t.namespace:
         md["namespace"] = t.namespace
     md["labels"] = {**{str(k): str(v) for k, v in mon.labels.items()}, **labels}

@@ -85,10 +85,13 @@ def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None
         pool, plan = cfg.nodePools[t.pool_index], run.plans[t.pool_index]
         gates = plan.kubelet.get("featureGates") or {}
         where = f"{t.namespace}-" if t.namespace else ""
-        ann = ({PATH_ANNOTATION: f"monitoring/{where}{rules.name_of(t)}.yaml"}
-               if run.set_path else {})
+        name = rules.name_of(t)
+        if ("monitoring.coreos.com/v1", "PrometheusRule", t.namespace or "", name) in \
+                emitted_by:     # another target's name (kind prefix against a name)
+            name = rules.name_of(t, distinct=True)
+        ann = ({PATH_ANNOTATION: f"monitoring/{where}{name}.yaml"} if run.set_path else {})
         obj = rules.prometheus_rule(t, mon, cfg.kubernetesVersion, gates,
-                                    pool_labels(pool.name), ann)
+                                    pool_labels(pool.name), ann, name)
         if not _collides(obj, pool.name, "monitoring", emitted_by, out):
             _place(obj, items, by_name, run, pool.name, "monitoring", 1, out)
     if mon.grafanaDashboard and any(t.metrics is not None for t in targets):
