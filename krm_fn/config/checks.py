@@ -79,25 +79,32 @@ def is_identifier(s: str) -> bool:
 def is_prom_duration(s: str) -> bool:
     """`(?=[0-9])([0-9]+y)?([0-9]+w)?([0-9]+d)?([0-9]+h)?([0-9]+m)?([0-9]+s)?([0-9]+ms)?`:
     a Prometheus duration, whole numbers with units largest first, each unit at most once
-    (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations), in all
-    at most 2^63-1 nanoseconds (prometheus/common model.ParseDuration: "duration out of
-    range" beyond, which promtool and Prometheus refuse)."""
-    units = ("y", "w", "d", "h", "m", "s", "ms")
-    nanos = (365 * 86400 * 10**9, 7 * 86400 * 10**9, 86400 * 10**9, 3600 * 10**9,
-             60 * 10**9, 10**9, 10**6)
+    (https://prometheus.io/docs/prometheus/latest/querying/basics/#time-durations)."""
+    return prom_duration_ns(s) is not None
+
+
+PROM_UNITS = {"y": 365 * 86400 * 10**9, "w": 7 * 86400 * 10**9, "d": 86400 * 10**9,
+              "h": 3600 * 10**9, "m": 60 * 10**9, "s": 10**9, "ms": 10**6}
+
+
+def prom_duration_ns(s: str) -> int | None:
+    """The nanoseconds of Prometheus duration `s` (is_prom_duration's syntax), or None when
+    it is not one. Prometheus holds at most 2^63-1 (prometheus/common model.ParseDuration:
+    "duration out of range" beyond, which promtool and Prometheus refuse)."""
+    units = tuple(PROM_UNITS)
     last, i, total = -1, 0, 0
     if s == "":
-        return False
+        return None
     while i < len(s):
         j = span(s, i, DIGITS)
         k = span(s, j, "ywdhms")
         unit = s[j:k]
         if j == i or unit not in units or units.index(unit) <= last:
-            return False
+            return None
         last = units.index(unit)
-        total += int(s[i:j]) * nanos[last]
+        total += int(s[i:j]) * PROM_UNITS[unit]
         i = k
-    return total <= 2**63 - 1
+    return total
 
 
 def _image_component(c: str) -> bool:

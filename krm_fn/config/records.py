@@ -14,7 +14,8 @@ import re
 from krm_fn import workloads
 from krm_fn.config import checks
 from krm_fn.config.checks import (KIND_NAME, check_labels, check_names, is_dns_label,
-                                  is_dns_subdomain, is_identifier, is_image, is_prom_duration)
+                                  is_dns_subdomain, is_identifier, is_image, is_prom_duration,
+                                  prom_duration_ns)
 from krm_fn.config.fields import Record
 from krm_fn.config.threadvars import NOT_THREAD_ENV, THREAD_ENV
 from krm_fn.config.values import ConfigError, parse_quantity, short
@@ -317,6 +318,11 @@ class Monitoring(Record):
             if len(value) > 32 or not is_prom_duration(value):
                 raise ConfigError(f"{path}.{name}", f"must be a Prometheus duration such as "
                                                     f"5m or 1h30m, found {short(value)}")
+            if prom_duration_ns(value) > 2**63 - 1:
+                raise ConfigError(f"{path}.{name}", f"must be at most 292y (Prometheus "
+                                                    f"holds durations in int64 nanoseconds: "
+                                                    f"\"duration out of range\"), found "
+                                                    f"{short(value)}")
         if not self.rateWindow.strip("0ywdhms"):
             raise ConfigError(f"{path}.rateWindow", f"must be longer than zero (rate() needs "
                                                     f"a range), found {short(self.rateWindow)}")
