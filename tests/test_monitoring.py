@@ -489,6 +489,21 @@ def test_native_expressions_parse_with_promql_parser():
         promql_parser.parse(e)
 
 
+def test_native_records_once_per_metric():
+    # hostile testing: layouts that share a metric recorded the same series twice, each
+    # labelled with a release, so the CV alert fired once per layout
+    rule = vllm_rule(histograms="native")
+    recs = [(r["record"], r["expr"]) for g in rule["spec"]["groups"] for r in g["rules"]
+            if "record" in r]
+    assert len(recs) == len(set(recs)), recs
+    layouts = [r["labels"]["layout"] for g in rule["spec"]["groups"] for r in g["rules"]
+               if "layout" in r.get("labels", {})]
+    assert all(" " not in name for name in layouts), layouts      # the metric alone
+    [high] = [r for g in rule["spec"]["groups"] for r in g["rules"]
+              if r.get("alert") == "KrmFnLatencyCVHigh"][:1]
+    assert "beyond the error of its buckets" not in high["annotations"]["description"]
+
+
 # --- a real Prometheus -------------------------------------------------------------------------
 
 class _Exporter:

@@ -40,7 +40,9 @@ featureGates override them.
 
 With `histograms: native` (a Prometheus 3 that converts the classic histograms,
 `convert_classic_histograms_to_nhcb`), the mean and stddev come from histogram_avg and
-histogram_stddev of the metric of each layout; no error bound is recorded (PromQL cannot
+histogram_stddev of each metric of the layouts, once per metric (labelled `layout` with the
+metric's name: layouts that share a metric differ only in their buckets, which a native
+histogram carries itself); no error bound is recorded (PromQL cannot
 read a native histogram's bucket widths), so there is no `cv_resolved` and the CV alert
 compares the CV itself with the threshold.
 """
@@ -239,10 +241,15 @@ def recording_rules(t, mon) -> list:
     labels = {"workload": workload(t), "engine": t.metrics.engine}
     mine = selector(t.namespace, f"workload={_q(workload(t))}")
     for sig in t.metrics.signals:
-        for layout in sig.layouts:
+        # native: the expressions read the metric alone, so layouts sharing a metric would
+        # record the same series twice, each labelled with a release the pod may not run
+        layouts = sig.layouts if not native else list(
+            {lay.metric: lay for lay in reversed(sig.layouts)}.values())[::-1]
+        for layout in layouts:
             exprs = layout_expressions(layout, t, mon.rateWindow, native)
+            name = layout.metric if native else layout_name(layout)
             out += [{"record": record(sig.name, what), "expr": expr,
-                     "labels": {**labels, "layout": layout_name(layout)}}
+                     "labels": {**labels, "layout": name}}
                     for what, expr in exprs.items()]
         cv = f"{record(sig.name, 'stddev')}{mine} / {record(sig.name, 'mean')}{mine}"
         out.append({"record": record(sig.name, "cv"), "expr": cv, "labels": dict(labels)})
@@ -279,7 +286,8 @@ def _cv_alerts(t, mon, where: str) -> list:
             f"{where}: {sig.title} CV above {threshold:g}",
             f"Pod {{{{ $labels.pod }}}}: the coefficient of variation (stddev/mean) of the "
             f"{sig.title} ({metrics}) is {{{{ $value | printf \"%.2f\" }}}} over "
-            f"{mon.rateWindow}, above {threshold:g} beyond the error of its buckets. Check "
+            f"{mon.rateWindow}, above {threshold:g}"
+            f"{'' if mon.histograms == 'native' else ' beyond the error of its buckets'}. Check "
             f"thread affinity and NUMA placement: krm-fn verify in the pod, krm-fn verify "
             f"--node on its node.", signal=sig.name))
         if mon.histograms == "native":
