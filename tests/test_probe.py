@@ -438,6 +438,19 @@ def test_recorder_is_exact_then_bounded_within_its_relative_width():
     assert sum(c for _, _, c in s.histogram()) == 50_000
 
 
+def test_recorder_interpolates_between_ranks_as_r7_does():
+    # hostile testing: once in buckets, a percentile took the bucket of rank floor(h) and
+    # dropped R-7's step towards rank floor(h) + 1, far off in a gap between two groups
+    values = [0.01] * 1000 + [1.0] * 2      # n = 1002: p99.9 sits between the groups
+    rec = stats.Recorder(exact_max=1_000)
+    for x in values:
+        rec.add(x)
+    assert not rec.exact
+    for p in stats.PERCENTILES:
+        exact = stats.percentile(sorted(values), p)
+        assert abs(rec.percentiles([p])[p] - exact) <= exact * stats.RELATIVE, p
+
+
 def test_recorder_under_its_bound_is_exact():
     rec = stats.Recorder.of([0.3, 0.1, 0.2])
     assert rec.exact and rec.percentiles((50.0,)) == {50.0: 0.2}

@@ -173,17 +173,21 @@ class Recorder:
         if self.buckets is None:
             ordered = sorted(self.samples)
             return {p: percentile(ordered, p) for p in ps}
-        wanted = sorted((((self.n - 1) * p / 100.0), p) for p in ps)
-        out, seen, k = {}, 0, 0
-        values = list(self._values())
-        for value, count in values:
-            while k < len(wanted) and wanted[k][0] < seen + count:
-                out[wanted[k][1]] = value
-                k += 1
+        import bisect
+        ends, middles, seen = [], [], 0
+        for value, count in self._values():
             seen += count
-        for _, p in wanted[k:]:
-            out[p] = values[-1][0]
-        out.update({p: min(max(v, self.minimum), self.maximum) for p, v in out.items()})
+            ends.append(seen)
+            middles.append(value)
+
+        def at(rank: int) -> float:         # the bucket value of the rank-th latency
+            return middles[min(bisect.bisect_right(ends, rank), len(middles) - 1)]
+        out = {}
+        for p in ps:        # R-7 as `percentile`, between the bucket values of two ranks
+            h = (self.n - 1) * p / 100.0
+            f = math.floor(h)
+            lo, hi = at(f), at(min(f + 1, self.n - 1))
+            out[p] = min(max(lo + (h - f) * (hi - lo), self.minimum), self.maximum)
         return out
 
     def histogram(self, bins: int = 12) -> list[tuple[float, float, int]]:
