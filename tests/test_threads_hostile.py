@@ -233,3 +233,14 @@ def test_jvm_active_processor_count_of_0_or_less_means_detect(written):
         f"container 's': -XX:ActiveProcessorCount={written} in the command line comes after "
         f"JAVA_TOOL_OPTIONS on the JVM command line and wins (a count of 0 or less: the JVM "
         f"detects the processors itself); set it to 8 or remove it"]
+
+
+def test_openvino_plugin_config_in_a_shell_script_is_read():
+    # hostile testing: --plugin_config was read from exec-form entries only, so the 64 in a
+    # `sh -c` script was not seen and the warning asked to add the property it already set
+    code, c, said = _run({"image": "openvino/model_server:2024.4", "command": [
+        "sh", "-c", "exec /ovms/bin/ovms --model_path /m --model_name m --port 9000 "
+                    "--plugin_config '{\"INFERENCE_NUM_THREADS\": 64}'"]})
+    assert [m for m in said["warning"] if "OpenVINO" in m] == [
+        "container 's': OpenVINO Model Server --plugin_config INFERENCE_NUM_THREADS=64 is more "
+        "threads than the 8 pinned CPUs; set it to 8"]

@@ -15,7 +15,7 @@ import json
 
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import image_version
+from krm_fn.rules.cmdline import flag, image_version, tokens
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 
@@ -43,7 +43,8 @@ def _key_for(c: ContainerView) -> str:
 
 def _plugin_config(c: ContainerView) -> tuple | None:
     """(the JSON text, its field path) of --plugin_config in command/args, read from the
-    entries as written (JSON is no shell words), or None."""
+    entries as written (JSON is no shell words), else from a shell script's words; or
+    None."""
     found = None
     for key in ("command", "args"):
         entries = c.data.get(key)
@@ -57,6 +58,11 @@ def _plugin_config(c: ContainerView) -> tuple | None:
                 found = (entries[i + 1], c.path + (key, i + 1))
             elif e.startswith("--plugin_config="):
                 found = (e[len("--plugin_config="):], c.path + (key, i))
+    if found is None:       # a shell script's words (`sh -c "exec ovms ... --plugin_config
+        # '{...}'"`), with $(VAR) expanded as the kubelet does (cmdline.tokens)
+        got = flag(tokens(c), ("--plugin_config",))
+        if got is not None:
+            found = (got[0], got[1].path)
     return found
 
 
