@@ -243,4 +243,5 @@ def test_openvino_plugin_config_in_a_shell_script_is_read():
                     "--plugin_config '{\"INFERENCE_NUM_THREADS\": 64}'"]})
     assert [m for m in said["warning"] if "OpenVINO" in m] == [
         "container 's': OpenVINO Model Server --plugin_config INFERENCE_NUM_THREADS=64 is more "
-        "threads than the 8 pinned CPUs; set it to 8"]
+        "threads than the 8 pinned CPUs as 4 physical cores (2 threads per core), since "
+        "OpenVINO Model Server runs one thread per physical core by itself; set it to 4"]
