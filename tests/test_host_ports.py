@@ -146,3 +146,16 @@ def test_no_room_beside_the_daemonsets_cpu_fails_the_render():
                                 "beside the pods of DaemonSet node-exporter on every node: "
                                 "allocatable cpu 30, 28 of it taken by DaemonSet pods: 4 "
                                 "each (OutOfcpu)"), errors
+
+
+def test_a_daemonset_pod_too_big_for_the_node_is_not_a_crash():
+    # the fit goldens found it: a DaemonSet pod refused for cpu before anything was placed
+    # read the DaemonSet share before it existed (AttributeError, an internal error)
+    ds = _daemonset(9100)
+    ds["spec"]["template"]["spec"]["containers"][0]["resources"] = {
+        "requests": {"cpu": "500", "memory": "64Mi"}, "limits": {"cpu": "500", "memory": "64Mi"}}
+    code, results, _ = render(config(selector={"kinds": ["Deployment"]}), ds, deployment())
+    assert code == 0, results
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 7 per node "
+        "(allocatable cpu 30: 4 each)"]

@@ -78,3 +78,32 @@ def test_other_topology_keys_are_not_judged():
             {"topologyKey": "topology.kubernetes.io/zone",
              "labelSelector": {"matchLabels": {"app": "srv"}}}]}}))
     assert code == 0 and "1 per node" not in verdicts(results)[0]
+
+
+def _job(term: dict) -> dict:
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "train",
+                                                                 "namespace": "ai"},
+            "spec": {"parallelism": 4, "completions": 4, "template": {"spec": {
+                "restartPolicy": "Never",
+                "affinity": {"podAntiAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": [
+                        {"topologyKey": HOST, "labelSelector": term}]}},
+                "containers": [{"name": "server", "image": "srv:1", "resources": {
+                    "requests": {"cpu": "4", "memory": "8Gi"},
+                    "limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+
+
+def test_labels_the_controller_adds_are_selected():
+    # hostile testing: a Job's job-name (the API server writes it: job/strategy.go
+    # generateSelector) and a Deployment's pod-template-hash were not the pods' labels, so
+    # spreading one per node was read as 7 per node
+    cfg = config(selector={"kinds": ["Job", "Deployment"]})
+    for term in ({"matchLabels": {"job-name": "train"}},
+                 {"matchExpressions": [{"key": "batch.kubernetes.io/controller-uid",
+                                        "operator": "Exists"}]}):
+        code, results, _ = render(cfg, _job(term))
+        assert code == 0 and verdicts(results)[0].endswith("1 per node (pod anti-affinity)"), \
+            (term, verdicts(results))
+    code, results, _ = render(cfg, _server(_anti({"matchExpressions": [
+        {"key": "pod-template-hash", "operator": "Exists"}]})))
+    assert verdicts(results)[0].endswith("1 per node (pod anti-affinity)"), results

@@ -207,8 +207,39 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
                        priority_class_name(pod.spec, priority_classes or {}),
                        pod_host_ports([(c.path[-2], c.data) for c in pod.containers
                                        if len(c.path) > 1], pod.spec),
-                       labels if isinstance(labels, dict) else {},
+                       {**(labels if isinstance(labels, dict) else {}),
+                        **controller_labels(pod.ref.kind, pod.ref.name)},
                        _anti(aff, namespace or ""))
+
+
+# what a value the controller sets and the manifest cannot know reads as: no label value
+# can hold it (a label value has no spaces), so only Exists and NotIn selectors match it
+UNKNOWN = "(set by the controller)"
+
+
+def controller_labels(kind: str, name: str) -> dict:
+    """The labels the pod gets besides its template's, as its controller or the API server
+    writes them (what a pod anti-affinity term may select): a Job's `job-name` and
+    `batch.kubernetes.io/job-name` (its name; pkg/registry/batch/job/strategy.go
+    generateSelector) and controller-uid; a Deployment's `pod-template-hash`; a
+    StatefulSet's pod name, pod index and revision hash; a DaemonSet's revision hash and
+    template generation; an Argo Rollout's `rollouts-pod-template-hash`. A value the
+    manifest cannot know is UNKNOWN."""
+    if kind == "Job":
+        return {"job-name": name, "batch.kubernetes.io/job-name": name,
+                "controller-uid": UNKNOWN, "batch.kubernetes.io/controller-uid": UNKNOWN}
+    return dict.fromkeys(_CONTROLLER_KEYS.get(kind, ()), UNKNOWN)
+
+
+_CONTROLLER_KEYS = {
+    "Deployment": ("pod-template-hash",),
+    "CronJob": ("job-name", "batch.kubernetes.io/job-name", "controller-uid",
+                "batch.kubernetes.io/controller-uid"),
+    "StatefulSet": ("statefulset.kubernetes.io/pod-name", "apps.kubernetes.io/pod-index",
+                    "controller-revision-hash"),
+    "DaemonSet": ("controller-revision-hash", "pod-template-generation"),
+    "Rollout": ("rollouts-pod-template-hash",),
+}
 
 
 def _anti(affinity, namespace: str) -> tuple:
@@ -398,6 +429,7 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
                                    str(md.get("name") or ""), ns),
                                "spec.template.spec", tuple(conts), namespace=ns,
                                host_ports=pod_host_ports(raw, spec),
-                               labels=own if isinstance(own, dict) else {},
+                               labels={**(own if isinstance(own, dict) else {}),
+                                       **controller_labels("DaemonSet", "")},
                                anti=_anti(spec.get("affinity"), ns)))
     return tuple(out)

@@ -218,6 +218,7 @@ class Packer:
         self.count = self.total = 0
         self.why = self.limit = ""
         self.last = None
+        self.daemon_cpu = 0       # what the DaemonSet pods took (nanocores), once placed
         self.ports: dict = {}     # host IP -> {(protocol, port)} reserved on the node
         self.placed: dict = {}    # id -> each AdmittedPod placed (pod anti-affinity)
         self.anti = False         # some pod placed has pod anti-affinity terms
@@ -227,7 +228,7 @@ class Packer:
                 self.unknown = (self.why, self.limit)
                 break
         self.count, self.why, self.limit = 0, "", ""
-        self.daemon_cpu = self.cpu    # what the DaemonSet pods took (nanocores)
+        self.daemon_cpu = self.cpu
 
     def place(self, pod: AdmittedPod) -> bool:
         """Place one replica of `pod`; False (and `why`, `limit` set) when it does not fit,

@@ -367,6 +367,19 @@ def test_queue_proxy_resource_percentage_scales_and_clamps_the_user_containers()
     got = queue_proxy.containers(meta({_PCT: "0.5"}, platform="knative", spec=_USER), ctx)
     assert got == (C("queue-proxy", model.APP, {"cpu": 25, "memory": 50},
                      {"cpu": 40, "memory": 200}, "queue_proxy"),)
+    # NaN and Inf are numbers to strconv.ParseFloat: every amount goes to its maximum
+    # (hostile testing: they were not read, so the ConfigMap's equal values were)
+    for odd in ("NaN", "Inf", "+infinity"):
+        got = queue_proxy.containers(meta({_PCT: odd}, platform="knative", spec=_USER), ctx)
+        assert got == (C("queue-proxy", model.APP, {"cpu": 100, "memory": 200},
+                         {"cpu": 500, "memory": 500}, "queue_proxy"),), odd
+    # a request a fraction of a byte below 200Mi is not the 200Mi limit (Knative keeps
+    # milli-units: 209715199980m against 200Mi)
+    odd_user = {"containers": [{"name": "server", "image": "m:1", "resources": {
+        "requests": {"cpu": "4", "memory": "10485759999"},
+        "limits": {"cpu": "4", "memory": "10485759999"}}}]}
+    [qp] = queue_proxy.containers(meta({_PCT: "2"}, platform="knative", spec=odd_user), ctx)
+    assert qp.requests["memory"] == 200 * MI - 1 and qp.limits["memory"] == 200 * MI
     # the four annotations win over the percentage; a percentage that is no number is not
     # read, nor one over a user container without resources
     four = {_PCT: "10", **{f"queue.sidecar.serving.knative.dev/{r}-resource-{p}": v
@@ -663,6 +676,18 @@ def test_vault_json_patch_of_the_resources_is_applied():
                                    '[{"op":"move","from":"/x","path":"/resources/limits"}]'}),
                              EMPTY)
     assert moved[1] == C("vault-agent", model.APP, {}, {}, "vault")
+    # a move or copy whose `from` is under /resources (hostile testing: only `path` was
+    # read, so moving the limits away still read as Guaranteed)
+    away = vault.containers(meta({**_VAULT_EQUAL, _V + "agent-json-patch":
+                                  '[{"op":"move","from":"/resources/limits","path":"/x"}]'}),
+                            EMPTY)
+    assert away[1] == C("vault-agent", model.APP, {"cpu": 250, "memory": 64}, {}, "vault")
+    copied = vault.containers(meta({**_VAULT_EQUAL, _V + "agent-requests-cpu": "100m",
+                                    _V + "agent-json-patch":
+                                    '[{"op":"copy","from":"/resources/limits",'
+                                    '"path":"/resources/requests"}]'}), EMPTY)
+    assert copied[1] == C("vault-agent", model.APP, {"cpu": 250, "memory": 64},
+                          {"cpu": 250, "memory": 64}, "vault")
 
 
 def test_vault_pod_already_injected_gets_nothing():

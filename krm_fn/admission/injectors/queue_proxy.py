@@ -25,8 +25,9 @@ resource, the first that is set of:
    sets, not zero) times the percentage, clamped to cpu requests 25m to 100m, cpu limits
    40m to 500m, memory requests 50Mi to 200Mi, memory limits 200Mi to 500Mi
    (`computeResourceRequirements`, resourceboundary.go): request and limit differ unless
-   they land on the same value, so the pod is mostly Burstable; a percentage that is no
-   decimal number is not read;
+   they land on the same value, so the pod is mostly Burstable (a percentage of NaN or Inf
+   is the maximum of each: strconv.ParseFloat takes them); a hexadecimal float or anything
+   else ParseFloat refuses is not read;
 3. ConfigMap `knative-serving/config-deployment` keys `queue-sidecar-cpu-request`,
    `queue-sidecar-cpu-limit`, `queue-sidecar-memory-request`,
    `queue-sidecar-memory-limit` (pkg/deployment/config.go);
@@ -124,9 +125,8 @@ def _scaled(meta: base.Meta, res: str, part: str) -> str | None:
     """The resource-percentage layer (module docstring, step 2) for `res` of `part`, as
     text; None when the annotation is not a decimal number or the user container sets no
     such amount (revision GetContainer: the container with ports, else the first)."""
-    from krm_fn import numbers
-    text = meta.annotations.get(PERCENTAGE)
-    if not isinstance(text, str) or len(text) > 40 or not numbers.go_style_float(text):
+    pct = _percentage(meta.annotations.get(PERCENTAGE))
+    if pct is None:
         return None
     conts = meta.spec.get("containers") if isinstance(meta.spec, dict) else None
     conts = [c for c in conts if isinstance(c, dict)] if isinstance(conts, list) else []
@@ -138,8 +138,33 @@ def _scaled(meta: base.Meta, res: str, part: str) -> str | None:
         return None
     milli = -(-got // 10**6) if res == "cpu" else got * 1000     # MilliValue
     low, high = BOUNDS[(res, part)]
-    scaled = min(max(int(milli * float(text) / 100), low), high)
-    return f"{scaled}m" if res == "cpu" else str(-(-scaled // 1000))
+    value = float(milli) * (pct / 100)        # Go: float64(milli) * fraction
+    # int64(value), MaxInt64 where it is not below MaxInt64 (NaN too), MinInt64 for -Inf
+    whole = 2**63 - 1 if not value < 2**63 - 1 else (-2**63 if value == float("-inf")
+                                                     else int(value))
+    scaled = min(max(whole, low), high)
+    if res == "cpu":
+        return f"{scaled}m"
+    # bytes for the model: requests rounded down, limits up, so that a fraction of a byte
+    # between them (the real quantities differ, e.g. 209715199980m against 200Mi) stays a
+    # difference (requests never pass 200Mi, limits never fall below it)
+    return str(scaled // 1000 if part == "requests" else -(-scaled // 1000))
+
+
+def _percentage(text) -> float | None:
+    """strconv.ParseFloat(text, 64) for the forms it takes that krm-fn reads: a decimal
+    number (go-yaml's float syntax), and NaN and Inf in any case, signed; None otherwise
+    (a hexadecimal float is not read: COARSER)."""
+    from krm_fn import numbers
+    if not isinstance(text, str) or len(text) > 40:
+        return None
+    if numbers.go_style_float(text):
+        value = float(text)     # out of float64's range: ParseFloat's ErrRange, not read
+        return value if abs(value) != float("inf") else None
+    word = text.lower().lstrip("+-")
+    if word in ("nan", "inf", "infinity"):
+        return float(("-" if text.startswith("-") else "") + word)
+    return None
 
 
 def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:

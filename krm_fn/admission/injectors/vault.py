@@ -16,9 +16,10 @@ injector's flags, by default requests cpu 250m, memory 64Mi and limits cpu 500m,
 128Mi (container_sidecar.go `DefaultResource*`). The defaults make the pod Burstable. Then
 the JSON patch of `vault.hashicorp.com/agent-json-patch` (vault-agent) or
 `agent-init-json-patch` (vault-agent-init), applied to the container after its resources
-(container_sidecar.go, container_init_sidecar.go, from vault-k8s 1.1.0): its `add`,
-`replace` and `remove` operations under `/resources` are applied; any other operation
-there leaves the resources unknown, which krm-fn reads as none (Burstable).
+(container_sidecar.go, container_init_sidecar.go, from vault-k8s 1.1.0): its operations
+whose `path` or `from` is under `/resources` are applied; a value copied or moved into
+`/resources` from elsewhere in the container leaves the resources unknown, which krm-fn
+reads as none (Burstable).
 
 A pod already carrying `vault.hashicorp.com/agent-inject-status: injected` gets nothing
 (agent.go ShouldInject).
@@ -74,42 +75,62 @@ def containers(meta: base.Meta, ctx: base.InjectionContext) -> tuple:
 
 
 def _patched(req: dict, lim: dict, patch) -> tuple[dict, dict]:
-    """(requests, limits) after the JSON patch `patch` (text, RFC 6902) of the container:
-    its add, replace and remove under /resources applied in order; ({}, {}) when another
-    operation touches /resources; unchanged for no patch or one that is not a list."""
+    """(requests, limits) after the JSON patch `patch` (text, RFC 6902) of the container, as
+    vault-k8s applies it to the marshalled container (evanphx/json-patch): add, replace,
+    remove, copy and move whose `path` or `from` is under /resources; ({}, {}) when a value
+    comes into /resources from elsewhere in the container (krm-fn does not model the rest of
+    it); unchanged for no patch, or one that is not JSON."""
     if not isinstance(patch, str) or "/resources" not in patch:
         return req, lim
+    import copy
     import json
     try:
         ops = json.loads(patch)
     except ValueError:
         return req, lim
-    res = {"requests": dict(req), "limits": dict(lim)}
+    box = {"resources": {"requests": dict(req), "limits": dict(lim)}}
     for op in ops if isinstance(ops, list) else ():
-        path = op.get("path") if isinstance(op, dict) else None
-        if not isinstance(path, str) or not (path + "/").startswith("/resources/"):
+        if not isinstance(op, dict):
             continue
-        keys = [k.replace("~1", "/").replace("~0", "~") for k in path.split("/")[2:]]
-        kind = op.get("op")
-        if kind not in ("add", "replace", "remove") or len(keys) > 2:
-            return {}, {}
-        if not keys:
-            value = op.get("value") if kind != "remove" else {}
-            res = {k: dict(v) for k, v in value.items() if isinstance(v, dict)} \
-                if isinstance(value, dict) else {}
-        elif len(keys) == 1:
-            if kind == "remove":
-                res.pop(keys[0], None)
-            else:
-                value = op.get("value")
-                res[keys[0]] = dict(value) if isinstance(value, dict) else {}
+        path, src, kind = _pointer(op.get("path")), _pointer(op.get("from")), op.get("op")
+        mine = path is not None and path[:1] == ["resources"]
+        if kind in ("copy", "move") and src is not None and src[:1] == ["resources"]:
+            value = copy.deepcopy(_get(box, src))
+            if kind == "move":
+                _put(box, src, None)
+            if mine:
+                _put(box, path, value)
+        elif mine and kind in ("copy", "move"):
+            return {}, {}       # a value from outside the resources
+        elif mine and kind in ("add", "replace", "remove"):
+            _put(box, path, None if kind == "remove" else copy.deepcopy(op.get("value")))
+    res = box.get("resources") if isinstance(box.get("resources"), dict) else {}
+    return tuple({k: str(v) for k, v in part.items()} if isinstance(part, dict) else {}
+                 for part in (res.get("requests"), res.get("limits")))
+
+
+def _pointer(text) -> list | None:
+    """The keys of JSON pointer `text` (RFC 6901: ~1 is /, ~0 is ~), or None."""
+    if not isinstance(text, str) or not text.startswith("/"):
+        return None
+    return [k.replace("~1", "/").replace("~0", "~") for k in text.split("/")[1:]]
+
+
+def _get(box: dict, keys: list):
+    cur = box
+    for k in keys:
+        cur = cur.get(k) if isinstance(cur, dict) else None
+    return cur
+
+
+def _put(box: dict, keys: list, value) -> None:
+    """Set `value` at `keys` in nested dicts (None: remove it); a missing parent: nothing."""
+    parent = _get(box, keys[:-1])
+    if isinstance(parent, dict):
+        if value is None:
+            parent.pop(keys[-1], None)
         else:
-            part = res.setdefault(keys[0], {})
-            if kind == "remove":
-                part.pop(keys[1], None)
-            else:
-                part[keys[1]] = str(op.get("value"))
-    return res.get("requests") or {}, res.get("limits") or {}
+            parent[keys[-1]] = value
 
 
 def fix(meta: base.Meta, ctx: base.InjectionContext, added: tuple) -> str:
