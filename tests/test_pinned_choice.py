@@ -251,7 +251,9 @@ def test_more_cpus_than_the_pool_has_names_how_to_pin_another_container():
     errors = [r[2] for r in _resources_results(out) if r[0] == "error"]
     assert len(errors) == 1 and errors[0].startswith(
         "container 'big' would need 500 exclusive CPUs but node pool 'inference' has ")
-    assert errors[0].endswith(f": the kubelet could never admit the pod; {ANOTHER}")
+    assert errors[0].endswith(": the kubelet could never admit the pod; ask for at most 60, "
+                              "or give the pool more cores (topology) or fewer reserved.cores; "
+                              f"{ANOTHER}")
 
 
 def test_an_engine_left_out_with_whole_cpus_is_pinned_by_the_kubelet_and_not_reported():

@@ -245,3 +245,16 @@ def test_openvino_plugin_config_in_a_shell_script_is_read():
         "container 's': OpenVINO Model Server --plugin_config INFERENCE_NUM_THREADS=64 is more "
         "threads than the 8 pinned CPUs as 4 physical cores (2 threads per core), since "
         "OpenVINO Model Server runs one thread per physical core by itself; set it to 4"]
+
+
+def test_the_worker_oom_warning_says_not_set_for_a_missing_memory_limit():
+    # newcomer trial: "make resources.limits.memory (None) cover all 2 workers"
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+          "items": [{"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                     "spec": {"containers": [{"name": "s", "image": "x:1",
+                                              "args": ["--workers", "2"],
+                                              "resources": {"requests": {"cpu": "8"}}}]}}]}
+    p = run_cli([], json.dumps(rl))
+    said = [r["message"] for r in results(load(p.stdout), "warning")]
+    assert not [m for m in said if "(None)" in m], said
+    assert [m for m in said if "memory (not set) cover all 2" in m], said

@@ -159,7 +159,9 @@ def _beyond_pool(c: ContainerView, n: int, ctx, what: str, notes: list,
     notes.append((ERROR, c.path + _LIMIT,
                   f"container {c.name!r} {what.format(n=n)} but node pool {ctx.pool.name!r} "
                   f"has {ctx.pool.exclusive_cpus} CPUs outside its reserved CPUs: the kubelet "
-                  f"could never admit the pod" + (f"; {another()}" if pinned else "")))
+                  f"could never admit the pod; ask for at most {ctx.pool.exclusive_cpus}, or "
+                  f"give the pool more cores (topology) or fewer reserved.cores"
+                  + (f"; {another()}" if pinned else "")))
     return True
 
 

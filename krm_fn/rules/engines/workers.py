@@ -148,6 +148,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     where = (f"spec.nodePools[].kubelet.{oom.name}: true for node pool {ctx.pool.name!r}"
              if ctx.pool is not None else f"spec.nodePools[].kubelet.{oom.name}: true")
     mem = c.get("resources", "limits", "memory")
+    mem = "not set" if mem is None else mem
     pod.warn(w.path, f"container {c.name!r} runs {w.count} worker processes ({w.what}): since "
                      f"Kubernetes 1.28 on cgroup v2 the kubelet sets memory.oom.group, so one "
                      f"worker going over the memory limit kills the whole container, all "
