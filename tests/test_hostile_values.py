@@ -153,9 +153,14 @@ TOKEN_CASES = {
                    f"alone; set it to 4"), None),
 }
 
-TABLE = ([(name, v) for name in ENV_CASES for v in HOSTILE + BLANK]
+# -1 and -0 are whole numbers to the JVM's int flag: 0 or less means it detects the count
+# (tests/test_threads_hostile.py test_jvm_active_processor_count_of_0_or_less_means_detect)
+_JVM_INTS = {"-1", "-0"}
+TABLE = ([(name, v) for name in ENV_CASES for v in HOSTILE + BLANK
+          if not (name.endswith("-XX:ActiveProcessorCount") and v in _JVM_INTS)]
          + [("OVMS --plugin_config INFERENCE_NUM_THREADS", v) for v in BLANK]
-         + [(name, v) for name in TOKEN_CASES for v in HOSTILE])
+         + [(name, v) for name in TOKEN_CASES for v in HOSTILE
+            if not (name.endswith("-XX:ActiveProcessorCount") and v in _JVM_INTS)])
 
 
 def _short(v: str) -> str:

@@ -48,9 +48,7 @@ def _read(c: ContainerView, engines: tuple):
     names = {e.name for e in engines}
     yield from ranks.read(c, toks, line, names)
     if "Intel Xeon launcher (ipexrun)" in names:
-        # its instances each keep an OMP_NUM_THREADS already set (run_cpu.py set_env)
-        from krm_fn.rules.engines import xeon_launcher
-        yield from xeon_launcher.instances(toks)
+        yield from ranks.launcher_instances(toks)
     for src in SOURCES:
         if src.engine is not None:
             if src.engine not in names:
