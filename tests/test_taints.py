@@ -250,7 +250,8 @@ def test_a_daemonset_that_does_not_tolerate_the_pools_taint_takes_no_capacity():
     assert pool_line == [
         "node pool 'p': 30 exclusive CPUs per node (NUMA 0: 14, NUMA 1: 16), 62.93Gi "
         "allocatable memory, less the pods of DaemonSet on on every node; Deployment srv needs "
-        "4 exclusive CPUs (6 per node, limited by allocatable cpu 30: 4 each (OutOfcpu))"]
+        "4 exclusive CPUs (6 per node, limited by allocatable cpu 30, 3 of it taken by "
+        "DaemonSet pods: 4 each (OutOfcpu))"]
 
 
 def test_a_windows_daemonset_takes_no_capacity():

@@ -156,11 +156,13 @@ class ControlPlane:
         raise self._failed(name, f"was not ready within {self.timeout:.0f} s")
 
     def _ready(self, port: int, verify: bool, path: str = "/readyz") -> bool:
-        ctx = ssl.create_default_context(cafile=str(self.ca)) if verify else \
-            ssl._create_unverified_context()     # a component's self-signed serving cert
         req = urllib.request.Request(f"https://127.0.0.1:{port}{path}",
                                      headers={"Authorization": f"Bearer {self.token}"})
         try:
+            # inside the try: the API server may still be writing its certificate (the file
+            # exists, empty or partial: ssl.SSLError "no certificate or crl found", an OSError)
+            ctx = ssl.create_default_context(cafile=str(self.ca)) if verify else \
+                ssl._create_unverified_context()     # a component's self-signed serving cert
             with urllib.request.urlopen(req, context=ctx, timeout=5) as r:
                 return r.status == 200
         except OSError:
