@@ -145,7 +145,7 @@ def yaml11(text: str) -> int | float | None:
     if text in _GO_NOT_NUMBERS:
         return None
     if first == ".":
-        return _go_float(text)
+        return go_float(text)
     if first in DIGITS or first in "+-":
         return _go_number(text)
     return None
@@ -206,7 +206,7 @@ def yaml11_typed(text: str) -> bool:
     return text in _GO_NOT_NUMBERS or text == "" or yaml11(text) is not None
 
 
-def _go_float(s: str) -> float | None:
+def go_float(s: str) -> float | None:
     """strconv.ParseFloat(s, 64) of a string yamlStyleFloat matches; None out of range."""
     if len(s) > 400 or not go_style_float(s):
         return None
@@ -221,7 +221,7 @@ def _go_number(text: str) -> int | float | None:
         n = _go_uint(plain, None)
     if n is not None:
         return n
-    f = _go_float(plain)
+    f = go_float(plain)
     if f is not None:
         return f
     if plain.startswith("0b"):           # resolve.go: ParseInt(plain[2:], 2, 64), a sign

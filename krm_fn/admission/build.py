@@ -256,9 +256,9 @@ def pod_host_ports(containers: list, spec: dict) -> tuple:
     (list key, plain container): the host ports of the app containers and of the init
     containers with restartPolicy Always (pkg/scheduler/util/utils.go GetHostPorts; under
     hostNetwork a container port is its host port: krm_fn.pod.host_ports)."""
-    from krm_fn.numbers import yaml11_bool
+    from krm_fn.admission.taints import host_net
     from krm_fn.pod import host_ports
-    net = yaml11_bool(spec.get("hostNetwork")) is True
+    net = host_net(spec)
     return tuple((proto, ip, port) for key, c in containers
                  if key == "containers" or (key == "initContainers" and isinstance(c, dict)
                                             and c.get("restartPolicy") == "Always")

@@ -234,8 +234,9 @@ def _kubelet(pod: AdmittedPod, node: NodeModel, named: tuple | None = None) -> t
 
 def _signature(pod: AdmittedPod, named: bool = False) -> tuple:
     """What the fit of a pod depends on besides the node: its containers' roles and
-    resources, pod-level resources, pod overhead, host ports, designation; with `named`, also the
-    containers' names and sources (what messages name)."""
+    resources, pod-level resources, pod overhead, host ports, designation, its anti-affinity
+    terms with what they may select of itself; with `named`, also the containers' names and
+    sources (what messages name)."""
     return _signatures(pod)[named]
 
 
@@ -246,9 +247,15 @@ def _signatures(pod: AdmittedPod) -> tuple:
     rows = [(c.role, res(c.requests), res(c.limits), c.designated) for c in pod.containers]
     rest = (res(pod.pod_requests), res(pod.pod_limits), res(pod.overhead), pod.host_ports)
     if pod.anti:        # its terms may select its own labels: they shape the fit
-        rest += (pod.anti, pod.namespace, tuple(sorted(pod.labels.items())))
+        rest += (pod.anti,) + _selected_as(pod)
     named = tuple([r + (c.name, c.source) for r, c in zip(rows, pod.containers)])
     return (tuple(rows),) + rest, (named,) + rest
+
+
+def _selected_as(pod: AdmittedPod) -> tuple:
+    """What a pod anti-affinity term selects a pod by (podaffinity.selects): its namespace
+    and labels, hashable."""
+    return pod.namespace, tuple(sorted(pod.labels.items()))
 
 
 def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None,
@@ -266,7 +273,7 @@ def fit_alone(pod: AdmittedPod, node: NodeModel, shape: tuple | None = None,
         shape, named = _signatures(pod)
     if not pod.anti and any(d.anti for d in node.daemons):
         # a DaemonSet pod's anti-affinity terms may select this pod's labels
-        extra = (pod.namespace, tuple(sorted(pod.labels.items())))
+        extra = _selected_as(pod)
         shape, named = shape + extra, named + extra
     key = ("fit shape", shape)
     value = memo.get(key)

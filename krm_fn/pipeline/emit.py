@@ -85,13 +85,14 @@ def emit_monitoring(items: list, run, targets: list, out, by_name: dict) -> None
         pool, plan = cfg.nodePools[t.pool_index], run.plans[t.pool_index]
         gates = plan.kubelet.get("featureGates") or {}
         where = f"{t.namespace}-" if t.namespace else ""
-        name = rules.name_of(t)
-        if ("monitoring.coreos.com/v1", "PrometheusRule", t.namespace or "", name) in \
-                emitted_by:     # another target's name (kind prefix against a name)
-            name = rules.name_of(t, distinct=True)
-        ann = ({PATH_ANNOTATION: f"monitoring/{where}{name}.yaml"} if run.set_path else {})
-        obj = rules.prometheus_rule(t, mon, cfg.kubernetesVersion, gates,
-                                    pool_labels(pool.name), ann, name)
+        for distinct in (False, True):  # another target's name (kind prefix against name)
+            name = rules.name_of(t, distinct)
+            ann = ({PATH_ANNOTATION: f"monitoring/{where}{name}.yaml"} if run.set_path
+                   else {})
+            obj = rules.prometheus_rule(t, mon, cfg.kubernetesVersion, gates,
+                                        pool_labels(pool.name), ann, name)
+            if _key(obj) not in emitted_by:
+                break
         if not _collides(obj, pool.name, "monitoring", emitted_by, out):
             _place(obj, items, by_name, run, pool.name, "monitoring", 1, out)
     if mon.grafanaDashboard and any(t.metrics is not None for t in targets):
@@ -189,10 +190,15 @@ def _render(fmt: str, plan, ctx: RenderContext, run, pool_index: int, out) -> li
     return objs
 
 
+def _key(obj: dict) -> tuple:
+    """(apiVersion, kind, namespace, name) of an emitted object, what _collides compares."""
+    r = ref_of(obj)
+    return r.api_version, r.kind, r.namespace, r.name
+
+
 def _collides(obj: dict, pool: str, fmt: str, emitted_by: dict, out) -> bool:
     """True (with an error result) when another pool's output already has `obj`'s name."""
-    r = ref_of(obj)
-    key = (r.api_version, r.kind, r.namespace, r.name)
+    r, key = ref_of(obj), _key(obj)
     if key in emitted_by:
         other_pool, other_fmt = emitted_by[key]
         out.results.append(Result(

@@ -159,8 +159,7 @@ def _percentage(text) -> float | None:
     if not isinstance(text, str) or len(text) > 40:
         return None
     if numbers.go_style_float(text):
-        value = float(text)     # out of float64's range: ParseFloat's ErrRange, not read
-        return value if abs(value) != float("inf") else None
+        return numbers.go_float(text)   # None out of float64's range: ParseFloat's ErrRange
     word = text.lower().lstrip("+-")
     if word in ("nan", "inf", "infinity"):
         return float(("-" if text.startswith("-") else "") + word)

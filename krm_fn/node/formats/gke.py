@@ -9,8 +9,9 @@ evictionMaxPodGracePeriod -> evictionMaxPodGracePeriodSeconds. Conversions by na
 `pids-range` (GKE accepts podPidsLimit 1024 <= n < 4194304), `pulls-range`
 (maxParallelImagePulls 2 to 5), a field with `bounds` (the other fields GKE takes within
 a range, e.g. containerLogMaxFiles 2 to 10, imageMinimumGCAge at most 2m), `signals`
-(eviction signals renamed, e.g. memory.available -> memoryAvailable; a value the GKE API refuses, such as a percentage for memoryAvailable or a
-minimum reclaim above 10%, left out with a warning), `cgroup-mode` (`failCgroupV1: true` becomes
+(eviction signals renamed, e.g. memory.available -> memoryAvailable; a value the GKE API
+refuses, such as a percentage for memoryAvailable or a minimum reclaim above 10%, left out
+with a warning), `cgroup-mode` (`failCgroupV1: true` becomes
 `linuxConfig.cgroupMode: CGROUP_MODE_V2`: the node pool runs cgroup v2, which is what refusing
 v1 asks for). A name starting with `linuxConfig.` goes under the root's linuxConfig; the rest
 under kubeletConfig. Every other field is a warning: GKE cannot set it.

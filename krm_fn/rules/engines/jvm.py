@@ -22,7 +22,7 @@ import re
 
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.results import WARNING
+from krm_fn.results import INFO, WARNING
 from krm_fn.rules.cmdline import count_text, env_entry, tokens
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for
@@ -191,20 +191,14 @@ def _tool_options(pod: PodView, c: ContainerView, entry: tuple, cnt, want: str,
                  f"{numbers.brief(m.group(1))} is not a whole number (ASCII digits) and is "
                  f"left alone; the JVM refuses to start with it: set {want}")
         return
-    if have <= 0:
-        new = value[:m.start()] + want + value[m.end():]
-        pod.set(c.path + ("env", i, "value"), new,
+    if have <= 0 or have > n:
+        detect = have <= 0
+        pod.set(c.path + ("env", i, "value"), value[:m.start()] + want + value[m.end():],
                 f"container {c.name!r}: JAVA_TOOL_OPTIONS "
-                f"-XX:ActiveProcessorCount={m.group(1)} -> {n}: a count of 0 or less makes "
-                f"the JVM detect the processors itself ({why})", e.get("value"))
-        return
-    if have > n:
-        new = value[:m.start()] + want + value[m.end():]
-        pod.set(c.path + ("env", i, "value"), new,
-                f"container {c.name!r}: JAVA_TOOL_OPTIONS "
-                f"-XX:ActiveProcessorCount={m.group(1)} -> {n}: more processors "
-                f"than {cnt.base_why}", e.get("value"),
-                severity=WARNING)
+                f"-XX:ActiveProcessorCount={m.group(1)} -> {n}: "
+                + (f"a count of 0 or less makes the JVM detect the processors itself ({why})"
+                   if detect else f"more processors than {cnt.base_why}"),
+                e.get("value"), severity=INFO if detect else WARNING)
 
 
 ENGINE = Engine(
