@@ -66,8 +66,8 @@ def apply(pod: PodView, ctx) -> None:
                             f"krm-fn.dev/node-pool annotation")
         elif pod.edits.unquoted(path):
             pod.set(path, value, f"nodeSelector {key}: {value} was unquoted, which YAML "
-                                 f"reads as a {_yaml_type(value)}: the API server refuses a "
-                                 f"nodeSelector value that is not a string (cannot "
+                                 f"reads as a {pod.edits.yaml_type(path)}: the API server "
+                                 f"refuses a nodeSelector value that is not a string (cannot "
                                  f"unmarshal into map[string]string), so the pod would "
                                  f"never reach node pool {ctx.pool.name!r}; written quoted "
                                  f"(https://kubernetes.io/docs/concepts/overview/"
@@ -85,16 +85,6 @@ def apply(pod: PodView, ctx) -> None:
     if feats is None:
         feats = knative.defaults()
     _knative(pod, ctx, feats, _why(pod, why), current, affinity, missing)
-
-
-def _yaml_type(value: str) -> str:
-    """What a YAML reader makes of the plain scalar `value` (YAML 1.1 as sigs.k8s.io/yaml's
-    go-yaml v2 reads it: `yes`/`on` are booleans too)."""
-    if value.lower() in ("true", "false", "yes", "no", "on", "off", "y", "n"):
-        return "boolean"
-    if value in ("", "~") or value.lower() == "null":
-        return "null"
-    return "number"
 
 
 def _set_selector(pod: PodView, ctx, key: str, value: str, note: str = "") -> None:
