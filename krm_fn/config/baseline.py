@@ -78,7 +78,7 @@ def _unwrap(baseline: object, root: str) -> tuple[object, str]:
 def _cpuset(v: object, path: str) -> None:
     text = _baseline_scalar(v, path)
     try:
-        topology.parse_cpuset(text)
+        topology.parse_cpuset(text, repeats=True)     # the kubelet took it
     except ValueError as e:
         raise ConfigError(path, f"not a cpuset: {e}") from None
 

@@ -103,7 +103,7 @@ def _clip(text: str) -> str:
 
 def _cpuset(value: object) -> tuple[int, ...] | None:
     try:
-        return tuple(parse_cpuset(str(value or "")))
+        return tuple(parse_cpuset(str(value or ""), repeats=True))
     except ValueError:
         return None
 

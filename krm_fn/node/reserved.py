@@ -86,6 +86,17 @@ def _same(key: str, a: object, b: object) -> bool:
         return str(a) == str(b)
 
 
+def _repeats(text: str, cpus: list, path: str, res) -> None:
+    """A warning when the cpuset `text` (read as `cpus`) names a CPU twice: the kubelet
+    takes it (k8s.io/utils/cpuset Parse adds each element to a set), likely a typo."""
+    try:
+        parse_cpuset(text)
+    except ValueError as e:
+        res(WARNING, path, f"{e}; the kubelet reads it as {format_cpuset(cpus)!r} "
+            f"(k8s.io/utils/cpuset Parse keeps each CPU once): write that, or the CPU meant",
+            current=text)
+
+
 def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res, version=(1, 0)) -> list[int]:
     """Set kubelet["reservedSystemCPUs"]: the explicit cpuset `k.reservedSystemCPUs`
     (checked against `topo`), or whole cores chosen from the topology
@@ -99,11 +110,14 @@ def reserved_cpus(kubelet: dict, k, pool, topo: Topology, res, version=(1, 0)) -
         kubelet["reservedSystemCPUs"] = text
         path = "kubelet.reservedSystemCPUs"
         try:
-            cpus = parse_cpuset(text)
+            cpus = parse_cpuset(text, repeats=True)
         except ValueError as e:
-            res(ERROR, path, f"{e}; the kubelet refuses a reservedSystemCPUs it cannot parse",
+            res(ERROR, path, f"{e}; " + ("the kubelet refuses a reservedSystemCPUs it cannot "
+                                         "parse" if kubelet_says.cpuset_error(text) else
+                                         "no node has such a CPU: the kubelet fails to start"),
                 current=text)
         else:
+            _repeats(text, cpus, path, res)
             ids = {c.cpu for c in topo.cpus()}
             outside = [c for c in cpus if c not in ids]
             if not cpus:

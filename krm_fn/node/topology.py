@@ -271,13 +271,14 @@ def _cpu_id(digits: str, text: str) -> int:
     return int(stripped or "0")
 
 
-def parse_cpuset(text: str) -> list[int]:
+def parse_cpuset(text: str, repeats: bool = False) -> list[int]:
     """Parse a Linux cpuset list string into sorted CPU ids: "0-2,5" -> [0, 1, 2, 5]; "" -> [].
 
     Grammar (k8s.io/utils/cpuset Parse): comma-separated elements, each `N` or `N-M` with
     N <= M, decimal digits only. Stricter than the kubelet: whitespace, empty elements,
-    reversed ranges, CPUs listed twice and CPU ids >= MAX_CPUS raise ValueError naming the
-    offending element (ids are bounded before any range is expanded).
+    reversed ranges, CPUs listed twice (unless `repeats`: Parse adds each element to a
+    set, so "0-1,1" is {0, 1} to the kubelet) and CPU ids >= MAX_CPUS raise ValueError
+    naming the offending element (ids are bounded before any range is expanded).
     """
     if not isinstance(text, str):
         raise ValueError(f"cpuset must be a string such as \"0-1,32-33\", found {text!r}")
@@ -300,7 +301,7 @@ def parse_cpuset(text: str) -> list[int]:
                                  f"a CPU id or a range N-M)")
             n = _cpu_id(elem, text)
             ids = range(n, n + 1)
-        dup = seen.intersection(ids)
+        dup = None if repeats else seen.intersection(ids)
         if dup:
             raise ValueError(f"cpuset {_short(text)}: CPU {min(dup)} listed twice")
         seen.update(ids)

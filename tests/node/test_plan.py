@@ -187,6 +187,11 @@ def test_explicit_reserved_system_cpus():
     ("0-1,64", "CPUs 64 do not exist"),
     ("", "empty"),
     ("0-63", "covers every CPU"),
+    ("3-1", "the kubelet refuses a reservedSystemCPUs it cannot parse"),
+    # strconv.Atoi reads it (k8s.io/utils/cpuset Parse), the node has no such CPU
+    ("0-1,99999999999", "is out of range (CPU ids go up to 16383; Linux supports at most "
+                        "8192 CPUs); no node has such a CPU: the kubelet fails to start"),
+    ("0-1," + "9" * 20, "the kubelet refuses a reservedSystemCPUs it cannot parse"),
 ])
 def test_bad_reserved_system_cpus(text, fragment):
     plan, results = build(pool(reservedSystemCPUs=text))
@@ -194,6 +199,18 @@ def test_bad_reserved_system_cpus(text, fragment):
         (ERROR, "spec.nodePools[0].kubelet.reservedSystemCPUs", text)]
     assert fragment in results[0].message
     assert plan.reserved_cpus == []
+
+
+def test_reserved_system_cpus_listing_a_cpu_twice_is_what_the_kubelet_reads():
+    """k8s.io/utils/cpuset Parse adds each element to a set: "0-1,32-33,1" is {0,1,32,33}
+    to the kubelet, which starts with it; a warning, and the plan reserves that set."""
+    plan, results = build(pool(reservedSystemCPUs="0-1,32-33,1"))
+    assert plan.kubelet["reservedSystemCPUs"] == "0-1,32-33,1"
+    assert plan.reserved_cpus == [0, 1, 32, 33]
+    assert [(r.severity, r.current, r.message) for r in results] == [
+        (WARNING, "0-1,32-33,1", "cpuset '0-1,32-33,1': CPU 1 listed twice; the kubelet "
+         "reads it as '0-1,32-33' (k8s.io/utils/cpuset Parse keeps each CPU once): write "
+         "that, or the CPU meant")]
 
 
 def test_reserved_system_cpus_partial_core_warning():

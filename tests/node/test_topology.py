@@ -128,6 +128,10 @@ def test_parse_cpuset():
     assert parse_cpuset("0-2,5") == [0, 1, 2, 5]
     assert parse_cpuset("5,0-2") == [0, 1, 2, 5]
     assert parse_cpuset("3-3") == [3]
+    # the kubelet's k8s.io/utils/cpuset Parse takes a CPU listed twice
+    assert parse_cpuset("0-2,1,2-3", repeats=True) == [0, 1, 2, 3]
+    with pytest.raises(ValueError, match="out of range"):
+        parse_cpuset("0,0,16384", repeats=True)
 
 
 @pytest.mark.parametrize("text,msg", [
