@@ -48,6 +48,11 @@ MEMORY_BRACKETS = ((4, 0.25), (8, 0.20), (16, 0.10), (128, 0.06), (None, 0.02))
 GKE_SMALL_MACHINE = 255 * MIB          # below 1 GiB of memory
 GKE_MANY_PODS_CPU = 400                # millicores more with maxPods > 110
 AKS_PER_POD, AKS_BASE = 20 * MIB, 50 * MIB
+# a node pool's maxPods on AKS: 10-250, by default 30 (Azure CNI with standard networking),
+# 250 (Azure CNI Overlay) or 110 (other configurations, kubenet); set per node pool, not in
+# its kubelet config
+AKS_MIN_PODS = 10
+AKS_MAX_PODS = "https://learn.microsoft.com/azure/aks/node-auto-provisioning-aksnodeclass"
 
 
 @dataclass(frozen=True)
@@ -62,6 +67,7 @@ class Reservation:
     system: dict
     eviction_memory: str
     source: str
+    pods_unknown: bool = False      # the memory depends on a maxPods the plan does not give
 
 
 def brackets(amount: float, table: tuple) -> float:
@@ -93,16 +99,26 @@ def gke(cpus: int, memory: int | None, max_pods: int = 110) -> Reservation:
     return Reservation("GKE", kube, {}, "100Mi", GKE_SOURCE)
 
 
-def aks(cpus: int, memory: int | None, max_pods: int = 110,
+def aks(cpus: int, memory: int | None, max_pods: int | None = 110,
         version: tuple = (1, 29)) -> Reservation:
     """AKS's reservation for a node of `cpus` logical CPUs and `memory` bytes (None:
-    unknown) allowing `max_pods` pods, on Kubernetes `version` (AKS_SOURCE)."""
+    unknown) allowing `max_pods` pods (None: not known), on Kubernetes `version`
+    (AKS_SOURCE). From 1.29 the memory depends on the node pool's max pods, whose default
+    depends on the network plugin (AKS_MAX_PODS): with `max_pods` None and a node whose
+    25 % of memory is more than the fewest pods AKS allows would reserve, the memory is
+    left out and `pods_unknown` set."""
     kube: dict = {"cpu": _millis(brackets(cpus, AKS_CPU))}
     new = tuple(version) >= (1, 29)
-    if memory is not None:
-        kube["memory"] = min(AKS_PER_POD * max_pods + AKS_BASE, memory // 4) if new else \
-            int(brackets(memory / GIB, MEMORY_BRACKETS) * 1024) * MIB
-    return Reservation("AKS", kube, {}, "100Mi" if new else "750Mi", AKS_SOURCE)
+    unknown = False
+    if memory is not None and not new:
+        kube["memory"] = int(brackets(memory / GIB, MEMORY_BRACKETS) * 1024) * MIB
+    elif memory is not None:
+        cap = memory // 4
+        if max_pods is None and cap > AKS_PER_POD * AKS_MIN_PODS + AKS_BASE:
+            unknown = True
+        else:
+            kube["memory"] = min(AKS_PER_POD * (max_pods or AKS_MIN_PODS) + AKS_BASE, cap)
+    return Reservation("AKS", kube, {}, "100Mi" if new else "750Mi", AKS_SOURCE, unknown)
 
 
 def memory_text(n: int) -> str:
@@ -179,7 +195,15 @@ def judge(merged: dict, res: Reservation, rep, cpus: int) -> tuple[str, ...]:
                     f"kubelet.systemReserved.cpu", current=f"{millis}m",
                     proposed=f"{kube_cpu}m")
     handled = list(JUDGED)
-    if "memory" in res.kube:
+    if res.pods_unknown:
+        rep.add(ERROR, "maxPods", f"{p}'s kubelet reserves memory by the node pool's maximum "
+                f"pods (20 MiB per pod + 50 MiB, at most 25 % of the node's memory; {src}), "
+                f"which its kubelet config cannot set and krm-fn is not told: by default 30 "
+                f"with Azure CNI, 250 with Azure CNI Overlay, 110 with kubenet "
+                f"({AKS_MAX_PODS}), so the allocatable memory krm-fn would judge "
+                f"may not be the node's; set kubelet.extra.maxPods to the node pool's maxPods "
+                f"(`az aks nodepool show --query maxPods`)")
+    elif "memory" in res.kube:
         want = res.kube["memory"] + res.system.get("memory", 0)
         have = _memory_bytes(merged)
         if have is not None and have != want:
@@ -217,14 +241,16 @@ def for_format(fmt: str, plan, ctx) -> Reservation | None:
     pool = getattr(ctx, "pool", None)
     memory = getattr(getattr(pool, "topology", None), "memory", None)
     merged = plan.merged or {}
-    max_pods = merged.get("maxPods", 110)
-    max_pods = max_pods if isinstance(max_pods, int) and not isinstance(max_pods, bool) else 110
+    max_pods = merged.get("maxPods")
+    if not isinstance(max_pods, int) or isinstance(max_pods, bool):
+        max_pods = None     # GKE: 110 when not given; AKS: depends on its network plugin
     from krm_fn.node import upstream
     return sizer(plan.topology.total_cpus, None if memory is None else memory.whole,
                  max_pods, getattr(ctx, "version", None) or upstream.FIRST)
 
 
-SIZERS = {"gke": lambda cpus, memory, pods, version: gke(cpus, memory, pods), "aks": aks}
+SIZERS = {"gke": lambda cpus, memory, pods, version: gke(cpus, memory, pods or 110),
+          "aks": aks}
 
 
 # OpenShift: the Machine Config Operator moves these systemReserved entries of a KubeletConfig

@@ -13,7 +13,7 @@ from krm_fn import config
 from krm_fn.node import formats
 from krm_fn.node import plan as node_plan
 from krm_fn.node.formats import FORMATS, RenderContext, render, render_with_results
-from krm_fn.results import ERROR, WARNING, Ref
+from krm_fn.results import ERROR, INFO, WARNING, Ref
 from krm_fn.yaml import emit
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -862,8 +862,11 @@ def test_gke_fail_cgroup_v1_false_is_warned():
 
 # a 64-CPU, 64Gi pool as AKS sizes it from 1.29: 6% + 4% + 2 x 2% + 60 x 1% of a core = 740m
 # (the documented 740m for 64 cores); memory the lesser of 20Mi x 110 pods + 50Mi and 16Gi
+# (the node pool's maxPods, which AKS sets per node pool: an info)
 AKS_KUBELET = {"cpuManagerPolicyOptions": {}, "topologyManagerScope": "container",
-               "systemReserved": {}, "kubeReserved": {"cpu": "740m", "memory": "2250Mi"}}
+               "systemReserved": {}, "kubeReserved": {"cpu": "740m", "memory": "2250Mi"},
+               "extra": {"maxPods": 110}}
+AKS_PODS = (INFO, P + "extra.maxPods")
 
 
 def test_aks_yaml(plan):
@@ -889,7 +892,11 @@ def test_aks_plan_with_aks_reservation_is_clean():
     objs, results = platform_run("aks", AKS_KUBELET, **GKE_POOL)
     assert json.loads(file_of(objs, "kubelet-config.json")) == {
         "cpuManagerPolicy": "static", "topologyManagerPolicy": "best-effort", "podMaxPids": 4096}
-    assert kinds(results) == [(WARNING, P + "cpuManagerReconcilePeriod")]
+    assert kinds(results) == [(WARNING, P + "cpuManagerReconcilePeriod"), AKS_PODS]
+    assert results[1].message == (
+        "maxPods 110 is not in the AKS output: AKS sets it per node pool (`az aks nodepool add "
+        "--max-pods`), not in its kubelet config; krm-fn judged the pods and AKS's memory "
+        "reservation with it: give the node pool the same")
 
 
 @pytest.mark.parametrize("fmt", ["gke", "aks"])
@@ -898,7 +905,7 @@ def test_a_value_a_closed_platform_drops_is_silent_at_the_kubelets_default(fmt):
     # period's default, so a GKE or AKS render can be free of warnings
     kubelet = GKE_KUBELET if fmt == "gke" else AKS_KUBELET
     _, results = platform_run(fmt, {**kubelet, "cpuManagerReconcilePeriod": "10s"}, **GKE_POOL)
-    assert results == []
+    assert kinds(results) == ([] if fmt == "gke" else [AKS_PODS])
 
 
 def test_aks_before_1_29_sizes_memory_by_brackets_and_evicts_at_750mi():
@@ -910,14 +917,15 @@ def test_aks_before_1_29_sizes_memory_by_brackets_and_evicts_at_750mi():
 
 def test_aks_renames_and_defaults():
     objs, results = platform_run("aks", {**AKS_KUBELET, "extra": {
-        "cpuCFSQuota": True, "imageGCLowThresholdPercent": 70, "containerLogMaxSize": "20Mi",
+        **AKS_KUBELET["extra"], "cpuCFSQuota": True, "imageGCLowThresholdPercent": 70, "containerLogMaxSize": "20Mi",
         "containerLogMaxFiles": 3, "failSwapOn": False, "allowedUnsafeSysctls": ["net.*"]}},
         **GKE_POOL)
     assert json.loads(file_of(objs, "kubelet-config.json")) == {
         "cpuManagerPolicy": "static", "topologyManagerPolicy": "best-effort", "podMaxPids": 4096,
         "cpuCfsQuota": True, "imageGcLowThreshold": 70, "containerLogMaxSizeMB": 20,
         "containerLogMaxFiles": 3, "failSwapOn": False, "allowedUnsafeSysctls": ["net.*"]}
-    assert P + "topologyManagerScope" not in by_path(results)    # the kubelet default
+    assert P + "topologyManagerScope" not in by_path(
+        [r for r in results if r.severity != INFO])      # the kubelet default
 
 
 # (containerLogMaxFiles 1, which AKS would not take either, is refused by the kubelet itself:
@@ -926,8 +934,11 @@ def test_aks_renames_and_defaults():
     ({"containerLogMaxSize": "1500Ki"}, "containerLogMaxSize", "whole number of MiB"),
 ])
 def test_aks_values_it_cannot_take(extra, key, text):
-    objs, results = platform_run("aks", {**AKS_KUBELET, "extra": extra}, **GKE_POOL)
-    assert text in by_path(results)[P + "extra." + key].message
+    objs, results = platform_run("aks", {**AKS_KUBELET, "extra": {**AKS_KUBELET["extra"],
+                                                                   **extra}}, **GKE_POOL)
+    assert text in by_path([r for r in results if r.severity != INFO])[
+        P + "extra." + key].message
+    assert AKS_PODS in kinds(results)
     assert len(json.loads(file_of(objs, "kubelet-config.json"))) == 3
 
 
@@ -948,11 +959,37 @@ def test_aks_cpu_reservation_is_the_documented_table(cpus, millis):
     assert pr.aks(cpus, None).kube == {"cpu": millis}
 
 
-@pytest.mark.parametrize("memory, pods, mib", [(8, 30, 650), (4, 70, 1024), (64, 250, 5050)])
+@pytest.mark.parametrize("memory, pods, mib", [(8, 30, 650), (4, 70, 1024), (64, 250, 5050),
+                                              (0.5, None, 128)])    # 25% < 10 pods' worth
 def test_aks_memory_reservation_from_1_29(memory, pods, mib):
     from krm_fn.node import platform_reserved as pr
-    r = pr.aks(8, memory * pr.GIB, pods, (1, 29))
-    assert (r.kube["memory"], r.eviction_memory) == (mib * pr.MIB, "100Mi")
+    r = pr.aks(8, int(memory * pr.GIB), pods, (1, 29))
+    assert (r.kube["memory"], r.eviction_memory, r.pods_unknown) == (mib * pr.MIB, "100Mi",
+                                                                     False)
+
+
+def test_aks_memory_by_a_max_pods_not_given_is_an_error():
+    """AKS reserves 20 MiB per pod of the node pool's maxPods (default 30, 250 or 110 by
+    network plugin), which its kubelet config cannot set: without kubelet.extra.maxPods the
+    memory AKS leaves to pods is unknown, and the render fails closed (hostile test: 110
+    was assumed, 2.8Gi more than an Azure CNI Overlay node has)."""
+    kubelet = {k: v for k, v in AKS_KUBELET.items() if k != "extra"}
+    _, results = platform_run("aks", kubelet, **GKE_POOL)
+    assert kinds(results) == [(ERROR, P + "extra.maxPods"),
+                              (WARNING, P + "cpuManagerReconcilePeriod")]
+    assert results[0].message == (
+        "AKS's kubelet reserves memory by the node pool's maximum pods (20 MiB per pod + 50 "
+        "MiB, at most 25 % of the node's memory; https://learn.microsoft.com/azure/aks/"
+        "node-resource-reservations), which its kubelet config cannot set and krm-fn is not "
+        "told: by default 30 with Azure CNI, 250 with Azure CNI Overlay, 110 with kubenet "
+        "(https://learn.microsoft.com/azure/aks/node-auto-provisioning-aksnodeclass), so the "
+        "allocatable memory krm-fn would judge may not be the node's; set "
+        "kubelet.extra.maxPods to the node pool's maxPods (`az aks nodepool show --query "
+        "maxPods`)")
+    # 250 pods: 5050Mi, which the plan's 2250Mi is not
+    _, results = platform_run("aks", {**kubelet, "extra": {"maxPods": 250}}, **GKE_POOL)
+    assert [(r.severity, r.path, r.proposed) for r in results if r.severity == ERROR] == [
+        (ERROR, P + "kubeReserved.memory", "5050Mi")]
 
 
 @pytest.mark.parametrize("cpus, memory, pods, millis, mib", [

@@ -14,7 +14,7 @@ import json
 from krm_fn import quantity
 from krm_fn.node import fields, platform_reserved
 from krm_fn.node.formats._common import Rendered, Report, body, carrier
-from krm_fn.results import WARNING
+from krm_fn.results import INFO, WARNING
 
 DATA_KEY = "kubelet-config.json"
 PLATFORM = "AKS"
@@ -52,6 +52,9 @@ def _at_least_2(key: str, value, rep: Report):
 
 
 CONVERT = {"mib": _mib_field, "at-least-2": _at_least_2}
+# fields AKS sets per node pool rather than in the kubelet config: the value says what the
+# node pool has (an info, not a warning), and how it is set there
+POOL_FIELDS = {"maxPods": "az aks nodepool add --max-pods"}
 
 
 def kubelet_config(plan, rep: Report, ctx=None) -> dict:
@@ -68,6 +71,12 @@ def kubelet_config(plan, rep: Report, ctx=None) -> dict:
         on = NAMES.get(key)
         if on is None:
             if key in fields.OMIT_AT_DEFAULT and value == fields.OMIT_AT_DEFAULT[key]:
+                continue
+            if key in POOL_FIELDS:
+                rep.add(INFO, key, f"{key} {value} is not in the {PLATFORM} output: {PLATFORM} "
+                        f"sets it per node pool (`{POOL_FIELDS[key]}`), not in its kubelet "
+                        f"config; krm-fn judged the pods and {PLATFORM}'s memory reservation "
+                        f"with it: give the node pool the same", current=value)
                 continue
             rep.unsupported(PLATFORM, key, value, version=getattr(ctx, "version", None))
             continue
