@@ -917,7 +917,8 @@ def test_aks_before_1_29_sizes_memory_by_brackets_and_evicts_at_750mi():
 
 def test_aks_renames_and_defaults():
     objs, results = platform_run("aks", {**AKS_KUBELET, "extra": {
-        **AKS_KUBELET["extra"], "cpuCFSQuota": True, "imageGCLowThresholdPercent": 70, "containerLogMaxSize": "20Mi",
+        **AKS_KUBELET["extra"], "cpuCFSQuota": True, "imageGCLowThresholdPercent": 70,
+        "containerLogMaxSize": "20Mi",
         "containerLogMaxFiles": 3, "failSwapOn": False, "allowedUnsafeSysctls": ["net.*"]}},
         **GKE_POOL)
     assert json.loads(file_of(objs, "kubelet-config.json")) == {
