@@ -86,7 +86,29 @@ def tokens(c: ContainerView) -> list[Token]:
                 if n:
                     out.append(Token(";", path))  # a script's next line
                 out.extend(Token(w, path) for w in words(line))
+    start = script_start(out) if mapping else None
+    if start is not None:
+        out[start:] = _split_references(out[start:], mapping)
     c.memo["tokens"] = (key, tuple(out))
+    return out
+
+
+def _split_references(toks: list[Token], mapping: dict) -> list[Token]:
+    """A script's words (`toks`) with each word that is one reference `$NAME` or `${NAME}`
+    to an env var of the container whose known value (`mapping`, env_mapping) holds blanks
+    replaced by that value's words: the shell splits an unquoted expansion at blanks
+    (POSIX Shell Command Language 2.6.5, field splitting), so `exec server $EXTRA_ARGS`
+    with EXTRA_ARGS="-t 32" runs `server -t 32`. Not when the script assigns NAME itself."""
+    out: list[Token] = []
+    for t in toks:
+        w = t.text
+        name = w[2:-1] if w.startswith("${") and w.endswith("}") else w[1:]
+        value = mapping.get(name) if w[:1] == "$" and _name(name) else None
+        if value is not None and value.split() != [value] and value.strip() and not any(
+                u.text.startswith(name + "=") or ("=" + name + "=") in u.text for u in toks):
+            out.extend(Token(part, t.path) for part in value.split())
+        else:
+            out.append(t)
     return out
 
 
@@ -149,14 +171,37 @@ def env_mapping(c: ContainerView) -> dict:
 SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
 
 
+# a shell's long options that take the next word as their argument (bash: --rcfile FILE)
+_SHELL_LONG_ARGS = ("--rcfile", "--init-file")
+
+
 def shell_script(toks: list[Token]) -> bool:
     """Whether the command line is a shell running a script (`sh -c '...'`, `bash -ec`,
-    `/bin/sh -c`): its words then hold the shell's own expansions (`$VAR`, `$(cmd)`), which
-    the shell makes at run time."""
+    `/bin/sh -c`, `bash -euo pipefail -c`, `bash --norc -c`): its words then hold the
+    shell's own expansions (`$VAR`, `$(cmd)`), which the shell makes at run time. The
+    shell's options before `-c` are read as bash reads them ("Invoking Bash": `bash
+    [options] [-o option] [-O shopt_option] -c string`): `-o` and `-O` (also `+o`, and in
+    a cluster such as `-euo`) take the next word."""
+    return script_start(toks) is not None
+
+
+def script_start(toks: list[Token]) -> int | None:
+    """The index in `toks` of the first word of the script a shell runs (shell_script),
+    or None when the command line is no shell running a script."""
     if not toks or toks[0].text.rsplit("/", 1)[-1] not in SHELLS:
-        return False
-    return any(t.text.startswith("-") and not t.text.startswith("--") and "c" in t.text[1:]
-               for t in toks[1:3])
+        return None
+    i = 1
+    while i < min(len(toks), 32):
+        w = toks[i].text
+        if len(w) < 2 or w[0] not in "-+" or w == "--":
+            return None             # the script file, or the end of the options
+        if w.startswith("--"):
+            i += 2 if w in _SHELL_LONG_ARGS else 1
+            continue
+        i += 1 + w.count("o") + w.count("O")
+        if w[0] == "-" and "c" in w[1:]:
+            return i if i < len(toks) else None
+    return None
 
 
 # what ends a simple command in a script's words (shlex keeps a `;` glued to the word before)
@@ -188,6 +233,74 @@ def own_command(toks: list[Token], programs: tuple) -> list[Token]:
     return out
 
 
+_DECLARERS = frozenset(("export", "declare", "typeset", "readonly"))
+_ASSIGN_LEADERS = _DECLARERS | {"exec", "command"}
+
+
+def _name(word: str) -> bool:
+    """Whether `word` is a shell variable name (letters, digits, `_`, not a digit first)."""
+    return bool(word) and not word[0].isdigit() and all(
+        ch.isalnum() and ch.isascii() or ch == "_" for ch in word)
+
+
+def assignments(c: ContainerView) -> dict:
+    """{NAME: (value as written, Token)} of the env assignments the container's command
+    line makes itself, the last of each name: in a shell script, a `NAME=value` word that
+    starts a simple command or follows `export`, `declare`/`typeset`/`readonly` (and their
+    options), `exec`, `command`, `env` or another assignment; outside a script, those `env`
+    (coreutils) takes before the program when it is the command (`env [-i] [-u NAME]
+    NAME=value ... program`). The shell or `env` gives them to the program in place of the
+    container's env of that name (POSIX Shell Command Language 2.9.1; a variable from the
+    environment is exported already, so a plain assignment changes what later commands
+    get). Kept in the container view's memo with the tokens they are read from."""
+    toks = tokens(c)
+    hit = c.memo.get("assignments")
+    if hit is not None and hit[0] is c.memo["tokens"]:
+        return hit[1]
+    out: dict = {}
+    start = script_start(toks)
+    if start is not None:           # the script: the words of its command or args entry
+        path = toks[start].path
+        _assigned([t for t in toks[start:] if t.path == path], True, out)
+    elif toks and toks[0].text.rsplit("/", 1)[-1] == "env":
+        _assigned(toks, False, out)
+    c.memo["assignments"] = (c.memo["tokens"], out)
+    return out
+
+
+def _assigned(toks: list[Token], script: bool, out: dict) -> None:
+    """Fill `out` (assignments) from the words `toks` of a script (`script`) or of an
+    `env` command line."""
+    start, leader = True, "" if script else "env"   # at a command start; after which leader
+    skip = False
+    for t in toks if script else toks[1:]:
+        w = t.text
+        end = script and w.endswith(";")
+        if end:
+            w = w.rstrip(";")
+        if script and w in SEPARATORS:
+            start, leader = True, ""
+            continue
+        if skip:
+            skip = False
+        elif start:
+            name, eq, value = w.partition("=")
+            if eq and _name(name):
+                out[name] = (value, t)
+            elif w.rsplit("/", 1)[-1] == "env" or w in _ASSIGN_LEADERS:
+                leader = "env" if w.rsplit("/", 1)[-1] == "env" else w
+            elif leader and w[:1] == "-":
+                skip = leader == "env" and w in ("-u", "--unset", "-C", "--chdir")
+            elif leader in _DECLARERS and _name(w):
+                pass                    # `export A B=1`: names and assignments
+            else:
+                start = False
+                if not script:
+                    return
+        if end:
+            start, leader = True, ""
+
+
 def runtime_only(c: ContainerView, script: bool, word: str) -> bool:
     """Whether `word` (a word of the container's command line after the kubelet's
     expansion; `script`: it is a shell script's, shell_script) holds a value only known
@@ -210,12 +323,16 @@ def runtime_only(c: ContainerView, script: bool, word: str) -> bool:
 def shell_value(c: ContainerView, script: bool, word: str) -> str | None:
     """What the shell of a script (`script`: shell_script of the command line) makes of
     `word` when it is one reference `$NAME` or `${NAME}` to an env var the container sets
-    with a known value (env_mapping); None for any other word."""
+    with a known value (env_mapping), or that the script assigns a value without `$`
+    (assignments: its last); None for any other word."""
     if not (script and word.startswith("$")):
         return None
     name = word[2:-1] if word.startswith("${") and word.endswith("}") else word[1:]
-    if not name or not all(ch.isalnum() or ch == "_" for ch in name) or name[0].isdigit():
+    if not _name(name):
         return None
+    own = assignments(c).get(name)
+    if own is not None:
+        return None if "$" in own[0] else own[0]
     return env_mapping(c).get(name)
 
 

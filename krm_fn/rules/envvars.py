@@ -86,6 +86,28 @@ def set_env(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg,
     found = env_index(pod, c)
     if found is not None:
         _set_one(pod, c, found[1], var, want, why, cfg, added, downward, higher)
+        _overridden(pod, c, var, want, why, cfg)
+
+
+def _overridden(pod: PodView, c: ContainerView, var: str, want: str, why: str, cfg) -> None:
+    """A warning when the container's command line assigns `var` itself
+    (cmdline.assignments: `export OMP_NUM_THREADS=32` in a script, `env VAR=32 program`):
+    the program gets that value, not the env's `want`, unless it is `want` (or lower, with
+    `threads.existing: keep-lower`)."""
+    from krm_fn.rules import cmdline
+    got = cmdline.assignments(c).get(var)
+    if got is None:
+        return
+    value, tok = got
+    n, count = numbers.count(value), int(want)
+    if n == count or (n is not None and 0 < n < count
+                      and cfg.workloads.threads.existing == "keep-lower"):
+        return
+    pod.warn(tok.path, f"container {c.name!r}: the command line sets {var}="
+                       f"{numbers.shown(value)} itself, which the program gets instead of the "
+                       f"env's {want} ({why}): a shell's assignment or `env` replaces the "
+                       f"container's env of that name (POSIX Shell Command Language 2.9.1); "
+                       f"remove it there, or write {var}={want}")
 
 
 def set_envs(pod: PodView, c: ContainerView, by_name: dict, names, want: str, why: str,
@@ -98,19 +120,21 @@ def set_envs(pod: PodView, c: ContainerView, by_name: dict, names, want: str, wh
     if added is None:
         for var in names:
             _set_one(pod, c, by_name, var, want, why, cfg, added, downward, None)
-        return
-    new: list = []          # (index, entry) of new entries not written yet
+    else:
+        new: list = []          # (index, entry) of new entries not written yet
+        for var in names:
+            if var in by_name:
+                pod.edits.set_all(c.path + ("env",), new)
+                new = []
+                _set_one(pod, c, by_name, var, want, why, cfg, added, downward, None)
+                continue
+            index = len(c.data.get("env") or []) + len(new)
+            by_name[var] = index
+            new.append((index, _entry(var, want, downward)))
+            added.append(var)
+        pod.edits.set_all(c.path + ("env",), new)
     for var in names:
-        if var in by_name:
-            pod.edits.set_all(c.path + ("env",), new)
-            new = []
-            _set_one(pod, c, by_name, var, want, why, cfg, added, downward, None)
-            continue
-        index = len(c.data.get("env") or []) + len(new)
-        by_name[var] = index
-        new.append((index, _entry(var, want, downward)))
-        added.append(var)
-    pod.edits.set_all(c.path + ("env",), new)
+        _overridden(pod, c, var, want, why, cfg)
 
 
 def _entry(var: str, want: str, downward: bool) -> dict:

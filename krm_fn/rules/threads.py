@@ -35,6 +35,11 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
   pkg/apis/serving/fieldmask.go EnvVarSourceMask).
 - A value already there that is lower is kept (`existing: keep-lower`); a higher one is
   replaced with a warning; `existing: replace` always writes the count.
+- A value the command line sets itself replaces the env's for the program: an assignment
+  in a shell script (`export OMP_NUM_THREADS=32; exec server`, `OMP_NUM_THREADS=32 exec
+  server`) or `env OMP_NUM_THREADS=32 server`. Unless it is the count (or lower, with
+  `keep-lower`), a warning at that command entry (POSIX Shell Command Language 2.9.1). The
+  same holds for the engines' own variables (`LLAMA_ARG_THREADS`, ...).
 - A value that is not a whole number is left alone with a warning. A `valueFrom` is left
   alone: silently when it is a resourceFieldRef on the container's own cpu that resolves
   to at most the count, else with a warning: the user must check it.
