@@ -971,3 +971,37 @@ def test_xeon_launcher_binding_to_node_core_ids_is_warned(args, warned):
     p, out, after = run(c, {"threadsPerCoreMode": "engine-default"})
     assert env_of(after)["OMP_NUM_THREADS"] == "4"          # physical cores by default
     assert bool([m for m in messages(out, "warning") if "Xeon launcher" in m]) == warned
+
+
+# -- vLLM --config (hostile test): options from a file the manifest does not hold -----------
+
+
+def test_vllm_config_file_leaves_the_rank_count_unknown():
+    """FlexibleArgumentParser reads `--config FILE` (the command line wins): a size it may
+    set is not known, so the thread vars are not divided, with a warning at the flag."""
+    p, out, c = run({"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.12.0",
+                     "args": ["vllm", "serve", "m", "--config", "/cfg/v.yaml"],
+                     "resources": res("8", "16Gi")})
+    assert p.returncode == 0
+    assert env_of(c)["OMP_NUM_THREADS"] == "8"
+    [w] = [r for r in results(out, "warning") if "--config" in r["message"]]
+    assert w["field"]["path"] == "spec.containers[0].args[4]"
+    assert w["message"] == (
+        "container 'vllm': vLLM --config /cfg/v.yaml: vLLM reads its options from that file "
+        "too (FlexibleArgumentParser; the command line wins), so its tensor, pipeline and "
+        "data-parallel sizes, the rank processes that share the pinned CPUs, are not known "
+        "from the manifest and the thread vars are not divided by them (8 per rank, each "
+        "keeps it): write the sizes on the command line (--tensor-parallel-size, "
+        "--pipeline-parallel-size, --data-parallel-size)")
+
+
+def test_vllm_config_file_with_every_size_on_the_command_line_is_read():
+    sizes = ["-tp", "2", "-pp", "1", "-dp", "1"]
+    p, out, c = run({"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.12.0",
+                     "args": ["vllm", "serve", "m", "--config=/cfg/v.yaml", *sizes],
+                     "resources": res("8", "16Gi")})
+    _, _, alone = run({"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.12.0",
+                       "args": ["vllm", "serve", "m", *sizes], "resources": res("8", "16Gi")})
+    assert p.returncode == 0
+    assert env_of(c)["OMP_NUM_THREADS"] == env_of(alone)["OMP_NUM_THREADS"] == "3"
+    assert not [m for m in messages(out, "warning") if "--config" in m]

@@ -29,6 +29,9 @@ among them (engines/workers.py reads these first, then the worker counts).
   node's cores (`--ncores-per-instance` alone: the node's physical cores divided by it;
   `--latency-mode`: by 4; `--throughput-mode`, `--multi-instance`: one per NUMA node) is
   not known from the manifest.
+- vLLM `--config FILE` (FlexibleArgumentParser reads options from the YAML file; the
+  command line wins): a size not on the command line may be in the file, which is not in
+  the manifest, so the rank count is unknown (a warning; the thread vars not divided).
 - Text Generation Inference: `--num-shard`, or its env `NUM_SHARD` (launcher/src/main.rs,
   `#[clap(long, env)] num_shard`; the flag wins): the launcher starts one shard process per
   rank, each sizing torch's threads from `OMP_NUM_THREADS`.
@@ -61,6 +64,10 @@ DP_BACKEND = ("--data-parallel-backend", "-dpb")
 # (vllm/engine/arg_utils.py from 0.11: `--nnodes`/`-n`, with `--node-rank`/`-r`)
 NNODES = ("--nnodes", "-n")
 BACKEND = ("--distributed-executor-backend", "--distributed_executor_backend")
+# vLLM reads options from a YAML file too (FlexibleArgumentParser._pull_args_from_config,
+# `vllm serve --config FILE`; the command line wins): the sizes it leaves open are unknown
+CONFIG = ("--config",)
+FROM_FILE = "<the --config file>"   # the raw text of a count only that file gives
 # the long flags read here, which an unambiguous prefix also names (flexible)
 _LONG = tuple(names[0] for names in (TP, PP, DP, DPL, DPN, DPE, BACKEND, DP_BACKEND))
 
@@ -85,6 +92,11 @@ def read(c, toks: list, line: str, names: set):
         words = flexible(own_command(toks, ("vllm",)))
         nodes = _nodes(words)
         if nodes is not None and not _elsewhere(words, line, names):
+            config = flag(words, CONFIG)
+            if config is not None and _sizes_open(words):
+                yield (VLLM, f"vLLM {numbers.brief(config[2])}", config[1].path, FROM_FILE,
+                       None)
+                return
             yield from _vllm(words, nodes)
     if TGI in names:
         found = flag(toks, ("--num-shard",))
@@ -96,6 +108,13 @@ def read(c, toks: list, line: str, names: set):
         if value is not None:
             yield (TGI, f"TGI NUM_SHARD={numbers.brief(value)}", env_path(c, "NUM_SHARD"),
                    value, count_text(value))
+
+
+def _sizes_open(toks: list) -> bool:
+    """Whether some vLLM size (tp, pp, local data-parallel ranks) is not on the command
+    line `toks` (as `flexible` gives them), so that a `--config` file may set it."""
+    tp, pp, dp = _vllm_written(toks)
+    return tp is None or pp is None or (dp is None and not _external_lb(toks))
 
 
 def flexible(toks: list) -> list:

@@ -379,7 +379,9 @@ ENGINE = Engine(
           "`auto` or a CPU list; `VLLM_CPU_NUM_OF_RESERVED_CPU` with no binding (read with "
           "`auto` only: use `reservedCpus`) or before 0.9.1; `VLLM_CPU_KVCACHE_SPACE` (GiB) "
           "above the memory limit is an **error**, leaving < 1Gi a warning; a CPU list with "
-          "fewer entries than ranks, or more ranks than CPUs, is an **error**",
+          "fewer entries than ranks, or more ranks than CPUs, is an **error**; `--config "
+          "FILE` with a size not on the command line (the file may set it: rank count "
+          "unknown, thread vars not divided)",
     sources=(("vLLM CPU installation",
               "https://docs.vllm.ai/en/latest/getting_started/installation/cpu.html"),),
 )

@@ -124,6 +124,15 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                              f"not divided by it ({cnt.count} per instance, each keeps it): "
                              f"write --ninstances N (with --ncores-per-instance), N × threads "
                              f"within the pinned CPUs (torch/backends/xeon/run_cpu.py launch)")
+        elif bad is not None and bad[2] == ranks.FROM_FILE:
+            pod.warn(bad[1], f"container {c.name!r}: {bad[0]}: vLLM reads its options from "
+                             f"that file too (FlexibleArgumentParser; the command line wins), "
+                             f"so its tensor, pipeline and data-parallel sizes, the rank "
+                             f"processes that share the pinned CPUs, are not known from the "
+                             f"manifest and the thread vars are not divided by them "
+                             f"({cnt.count} per rank, each keeps it): write the sizes on the "
+                             f"command line (--tensor-parallel-size, --pipeline-parallel-size, "
+                             f"--data-parallel-size)")
         elif bad is not None:
             pod.warn(bad[1], f"container {c.name!r}: the worker count {bad[0]} is not a whole "
                              f"number (ASCII digits): left alone, and the thread vars are not "
