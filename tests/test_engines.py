@@ -1005,3 +1005,48 @@ def test_vllm_config_file_with_every_size_on_the_command_line_is_read():
     assert p.returncode == 0
     assert env_of(c)["OMP_NUM_THREADS"] == env_of(alone)["OMP_NUM_THREADS"] == "3"
     assert not [m for m in messages(out, "warning") if "--config" in m]
+
+
+# -- envFrom: the env a ConfigMap of the input gives (hostile test) --------------------------
+
+
+def _tgi_with_env_from(env_from: list, env: list | None = None, cm_namespace: str = "s"):
+    tgi = {"name": "tgi",
+           "image": "ghcr.io/huggingface/text-generation-inference:3.3.4-intel-cpu",
+           "args": ["--model-id", "m"], "envFrom": env_from, "resources": res("8", "16Gi")}
+    if env is not None:
+        tgi["env"] = env
+    doc = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [
+        {"apiVersion": "v1", "kind": "ConfigMap",
+         "metadata": {"name": "tgi", "namespace": cm_namespace},
+         "data": {"NUM_SHARD": "2", "LOG_LEVEL": "info"}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "s"},
+         "spec": {"containers": [tgi]}}],
+        "functionConfig": {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fn"},
+                           "data": {"threadsEnv": "OMP_NUM_THREADS",
+                                    "threadsPerCoreMode": "logical"}}}
+    p = run_cli([], json.dumps(doc))
+    assert p.returncode == 0, p.stderr
+    out = load(p.stdout)
+    return out, item(out, "Pod", "p")["spec"]["containers"][0]
+
+
+@pytest.mark.parametrize("env_from, env, cm_namespace, threads, path", [
+    # NUM_SHARD from the ConfigMap: 2 shard processes share the 8 CPUs
+    ([{"configMapRef": {"name": "tgi"}}], None, "s", "4", "spec.containers[0].envFrom[0]"),
+    ([{"configMapRef": {"name": "x"}}, {"configMapRef": {"name": "tgi"}}], None, "s", "4",
+     "spec.containers[0].envFrom[1]"),
+    # env wins over envFrom (makeEnvironmentVariables)
+    ([{"configMapRef": {"name": "tgi"}}], [{"name": "NUM_SHARD", "value": "1"}], "s", "8",
+     None),
+    # a prefix renames the key; a ConfigMap of another namespace is not the pod's
+    ([{"configMapRef": {"name": "tgi"}, "prefix": "TGI_"}], None, "s", "8", None),
+    ([{"configMapRef": {"name": "tgi"}}], None, "other", "8", None),
+])
+def test_worker_counts_from_env_from_a_configmap_of_the_input(env_from, env, cm_namespace,
+                                                             threads, path):
+    out, c = _tgi_with_env_from(env_from, env, cm_namespace)
+    assert env_of(c)["OMP_NUM_THREADS"] == threads
+    workers = [r["field"]["path"] for r in results(out, "warning")
+               if "runs 2 worker processes (TGI NUM_SHARD=2)" in r["message"]]
+    assert workers == ([path] if path else [])

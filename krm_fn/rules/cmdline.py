@@ -411,12 +411,49 @@ def tag_version(tag: str) -> tuple | None:
 
 
 def env_value(c: ContainerView, name: str) -> str | None:
-    """The literal value of env `name` (last entry wins), None when absent or valueFrom."""
-    value = None
+    """The literal value of env `name` (last entry wins), None when absent or valueFrom;
+    without an env entry of that name, the value the container's envFrom gives from a
+    ConfigMap of the input (env_from: env wins over envFrom)."""
+    value, found = None, False
     for e in c.data.get("env") or []:
         if isinstance(e, dict) and e.get("name") == name:
             value = None if "valueFrom" in e else str(e.get("value") or "")
+            found = True
+    if not found and c.data.get("envFrom"):
+        got = env_from(c).get(name)
+        return None if got is None else got[0]
     return value
+
+
+def env_from(c: ContainerView) -> dict:
+    """{name: (value, field path of its envFrom entry)} of the env the container's envFrom
+    gives from the input's ConfigMaps, as the kubelet builds it (pkg/kubelet/kubelet_pods.go
+    makeEnvironmentVariables: the sources in order, each key with the source's prefix, a
+    later source winning). The ConfigMaps are c.memo["configmaps"] = ({(namespace, name):
+    ConfigMap}, the pod's namespace), which facts.compute sets; a source not in the input
+    gives nothing (its values are known only in the cluster)."""
+    src = c.memo.get("configmaps")
+    if src is None:
+        return {}
+    hit = c.memo.get("env_from")
+    if hit is not None:
+        return hit
+    out: dict = {}
+    cms, namespace = src
+    sources = c.data.get("envFrom")
+    for i, e in enumerate(sources if isinstance(sources, list) else ()):
+        ref = e.get("configMapRef") if isinstance(e, dict) else None
+        cm = cms.get((namespace, str(ref.get("name") or ""))) if isinstance(ref, dict) \
+            else None
+        data = cm.get("data") if isinstance(cm, dict) else None
+        if not isinstance(data, dict):
+            continue
+        prefix = e.get("prefix")
+        prefix = prefix if isinstance(prefix, str) else ""
+        for k, v in data.items():
+            out[prefix + str(k)] = ("" if v is None else str(v), c.path + ("envFrom", i))
+    c.memo["env_from"] = out
+    return out
 
 
 def env_names(c: ContainerView) -> frozenset:
@@ -437,9 +474,13 @@ def env_entry(c: ContainerView, name: str) -> tuple[int, dict] | None:
 
 
 def env_path(c: ContainerView, name: str) -> tuple:
-    """The field path of the last env entry named `name`, else of `env` itself."""
+    """The field path of the last env entry named `name`, else of the envFrom entry that
+    gives it (env_from), else of `env` itself."""
     found = env_entry(c, name)
-    return c.path + ("env", found[0]) if found is not None else c.path + ("env",)
+    if found is not None:
+        return c.path + ("env", found[0])
+    got = env_from(c).get(name) if c.data.get("envFrom") else None
+    return got[1] if got is not None else c.path + ("env",)
 
 
 def env_ok(c: ContainerView) -> bool:

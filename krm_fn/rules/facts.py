@@ -422,7 +422,11 @@ def compute(pod: PodView, ctx) -> dict:
     cfg = ctx.cfg
     on = cfg.workloads.threads.engines
     out: dict = {}
+    ictx = getattr(ctx, "ictx", None)
+    cms = getattr(ictx, "configmaps", None)
     for c in pod.containers:
+        if cms and c.data.get("envFrom"):        # what envFrom gives (cmdline.env_from)
+            c.memo["configmaps"] = (cms, pod.ref.namespace)
         plan = plans.get(c.path)
         limit = _limit(c, plan)
         pinned = c.name in ctx.pinned and c.role == "app"
