@@ -1050,3 +1050,24 @@ def test_worker_counts_from_env_from_a_configmap_of_the_input(env_from, env, cm_
     workers = [r["field"]["path"] for r in results(out, "warning")
                if "runs 2 worker processes (TGI NUM_SHARD=2)" in r["message"]]
     assert workers == ([path] if path else [])
+
+
+def test_a_thread_var_that_refers_to_another_env_var_is_read_as_the_kubelet_expands_it():
+    """`value: $(T)` is the value of T before it (makeEnvironmentVariables expands env
+    values): 64 is replaced with a warning, 2 is kept (keep-lower), an unknown reference
+    stays literal to the kubelet and is left alone (hostile test: `$(T)` was called not a
+    whole number)."""
+    p, out, c = run({"name": "app", "image": "x:1", "resources": res("8", "16Gi"), "env": [
+        {"name": "T", "value": "64"}, {"name": "OMP_NUM_THREADS", "value": "$(T)"}]})
+    assert env_of(c)["OMP_NUM_THREADS"] == "8"
+    assert messages(out, "warning") == [
+        "container 'app': OMP_NUM_THREADS $(T) (= 64) -> 8: $(T) (= 64) is more threads than "
+        "the 8 pinned CPUs and would oversubscribe them"]
+    p, out, c = run({"name": "app", "image": "x:1", "resources": res("8", "16Gi"), "env": [
+        {"name": "T", "value": "2"}, {"name": "OMP_NUM_THREADS", "value": "$(T)"}]})
+    assert env_of(c)["OMP_NUM_THREADS"] == "$(T)" and messages(out, "warning") == []
+    p, out, c = run({"name": "app", "image": "x:1", "resources": res("8", "16Gi"), "env": [
+        {"name": "OMP_NUM_THREADS", "value": "$(T)"}, {"name": "T", "value": "2"}]})
+    assert env_of(c)["OMP_NUM_THREADS"] == "$(T)"
+    assert [m.split(" is not")[0] for m in messages(out, "warning")] == [
+        "container 'app': OMP_NUM_THREADS='$(T)'"]

@@ -174,7 +174,16 @@ def _set_one(pod: PodView, c: ContainerView, by_name: dict, var: str, want: str,
         return
     raw = e.get("value")
     text = "" if raw is None else str(raw).strip(numbers.BLANKS)
-    n = numbers.count(text)
+    if "$" in text:          # `$(T)`: the kubelet expands it against the entries before it
+        from krm_fn.rules import cmdline
+        expanded = cmdline.env_mapping(c).get(var)
+        if expanded is not None and expanded != text:
+            text = f"{text} (= {expanded.strip(numbers.BLANKS)})"
+            n = numbers.count(expanded.strip(numbers.BLANKS))
+        else:
+            n = None
+    else:
+        n = numbers.count(text)
     if n is None:
         found = numbers.shown("" if raw is None else str(raw))
         pod.warn(c.path + ("env", i, "value"),

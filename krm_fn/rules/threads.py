@@ -34,7 +34,8 @@ pins too — gets each variable of `spec.workloads.threads.env` set to
   refuses `resourceFieldRef` otherwise (knative/serving pkg/apis/config/features.go,
   pkg/apis/serving/fieldmask.go EnvVarSourceMask).
 - A value already there that is lower is kept (`existing: keep-lower`); a higher one is
-  replaced with a warning; `existing: replace` always writes the count.
+  replaced with a warning; `existing: replace` always writes the count. A value that
+  refers to an env var before it (`$(T)`) is read as the kubelet expands it.
 - A value the command line sets itself replaces the env's for the program: an assignment
   in a shell script (`export OMP_NUM_THREADS=32; exec server`, `OMP_NUM_THREADS=32 exec
   server`) or `env OMP_NUM_THREADS=32 server`. Unless it is the count (or lower, with
