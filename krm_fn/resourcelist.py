@@ -453,23 +453,33 @@ def _render_full(doc: Document, ops: dict, emitted: list, results: list,
         raise InputError(f"cannot rewrite this ResourceList (written in flow style or with "
                          f"flow-style results, so it is rewritten whole): "
                          f"{ruamel.first_line(e)}; write it in block style") from None
-    _check_rewritten(doc, ops, out)
+    _check_rewritten(doc, ops, out, replace)
     return out
 
 
-def _check_rewritten(doc: Document, ops: dict, out: str) -> None:
+def _check_rewritten(doc: Document, ops: dict, out: str, replace: dict) -> None:
     """Raise InputError unless the whole-list rewrite `out` reads back with every changed
-    item equal to its change (safety.intended)."""
+    item equal to its change (safety.intended) and every other input item (but those
+    `replace` rewrites) equal to what it was: ruamel.yaml types plain scalars and writes
+    them back its own way (a timestamp cut to microseconds, `9.99e999` as `.inf`), which
+    Go's YAML readers read otherwise."""
+    bad = "the rewritten text does not read back as the change"
     try:
         (root,) = documents(out)
         items = {k.value: v for k, v in root.value}["items"].value
-        ok = all(Builder(typed=False).build(items[i], "item") == intended(doc.items[i], o)
-                 for i, o in ops.items())
+        for i, was in enumerate(doc.items):
+            if i in replace:
+                continue
+            want = intended(was, ops[i]) if i in ops else was
+            if Builder(typed=False).build(items[i], "item") != want:
+                if i not in ops:
+                    bad = (f"{_where(doc, i)}, which krm-fn does not change, would not read "
+                           f"back as it was (ruamel.yaml writes some plain scalars its own "
+                           f"way: timestamps, large or odd numbers)")
+                raise ValueError(bad)
     except (InputError, ValueError, KeyError, IndexError, AttributeError):
-        ok = False
-    if not ok:
-        raise InputError("cannot rewrite this ResourceList safely: the rewritten text does "
-                         "not read back as the change; write it in plain block style")
+        raise InputError(f"cannot rewrite this ResourceList safely: {bad}; write it in "
+                         f"plain block style") from None
 
 
 def _render_full_ruamel(doc: Document, ops: dict, emitted: list, results: list,

@@ -201,6 +201,15 @@ CASES: dict[str, Case] = {
         ("InferenceTuning pin spec.workloads.threads.reservedCpus:", "must be at least 0")),
     "c16-config-unknown-resource.yaml": Case(
         ("InferenceTuning pin spec.workloads.sidecarResources:", "unknown field 'gpu'")),
+    # --- a ResourceList rewritten whole (flow style, flow-style results) by ruamel.yaml,
+    # which writes some plain scalars of items krm-fn does not change its own way (the
+    # timestamp cut to microseconds, 9.99e999 and 1e400 as .inf): refused, not changed
+    "e01-flow-results-retyped-scalars.yaml": Case(
+        ("cannot rewrite this ResourceList safely: items[0], which krm-fn does not change, "
+         "would not read back as it was",), False),
+    "e02-json-number-beyond-float.yaml": Case(
+        ("cannot rewrite this ResourceList safely: items[0], which krm-fn does not change, "
+         "would not read back as it was",), False),
     # --- `krm-fn run --config FILE`: plain YAML in, config from a file
     "r01-config-file-two-documents.config.yaml": Case(
         ("the config file must hold exactly one YAML document, found 2",), False,
