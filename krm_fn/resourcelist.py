@@ -23,7 +23,7 @@ from krm_fn.yaml.documents import Span, item_span
 from krm_fn.yaml import emit, regions
 from krm_fn.yaml.load import Builder, InputError, documents, is_null
 from krm_fn import numbers
-from krm_fn.yaml.safety import as_intended, check_editable, intended, surroundings
+from krm_fn.yaml.safety import as_intended, check_editable, surroundings
 from krm_fn.yaml.spans import (Unsupported, after_own_comments, break_before, child, is_json,
                                content_end, dash_column, item_edits, line_end, splice,
                                splice_in)
@@ -442,67 +442,8 @@ def _indented(lines: list, pad: str, nl: str) -> str:
 
 def _render_full(doc: Document, ops: dict, emitted: list, results: list,
                  replace: dict) -> str:
-    """Fallback for a flow-style ResourceList (JSON input): the whole document is re-read
-    with ruamel and written in block style. Raises InputError (one line) when ruamel
-    cannot read or write it (fields krm-fn never reads, such as `x: !!int zz`, are
-    constructed there)."""
-    from krm_fn.yaml import ruamel
-    try:
-        out = _render_full_ruamel(doc, ops, emitted, results, replace)
-    except (ruamel.YAMLError, ValueError, TypeError) as e:
-        raise InputError(f"cannot rewrite this ResourceList (written in flow style or with "
-                         f"flow-style results, so it is rewritten whole): "
-                         f"{ruamel.first_line(e)}; write it in block style") from None
-    _check_rewritten(doc, ops, out, replace)
-    return out
-
-
-def _check_rewritten(doc: Document, ops: dict, out: str, replace: dict) -> None:
-    """Raise InputError unless the whole-list rewrite `out` reads back with every changed
-    item equal to its change (safety.intended) and every other input item (but those
-    `replace` rewrites) equal to what it was: ruamel.yaml types plain scalars and writes
-    them back its own way (a timestamp cut to microseconds, `9.99e999` as `.inf`), which
-    Go's YAML readers read otherwise."""
-    bad = "the rewritten text does not read back as the change"
-    try:
-        (root,) = documents(out)
-        items = {k.value: v for k, v in root.value}["items"].value
-        for i, was in enumerate(doc.items):
-            if i in replace:
-                continue
-            want = intended(was, ops[i]) if i in ops else was
-            if Builder(typed=False).build(items[i], "item") != want:
-                if i not in ops:
-                    bad = (f"{_where(doc, i)}, which krm-fn does not change, would not read "
-                           f"back as it was (ruamel.yaml writes some plain scalars its own "
-                           f"way: timestamps, large or odd numbers)")
-                raise ValueError(bad)
-    except (InputError, ValueError, KeyError, IndexError, AttributeError):
-        raise InputError(f"cannot rewrite this ResourceList safely: {bad}; write it in "
-                         f"plain block style") from None
-
-
-def _render_full_ruamel(doc: Document, ops: dict, emitted: list, results: list,
-                        replace: dict) -> str:
-    import io
-
-    from krm_fn.yaml import ruamel
-    y = ruamel.round_trip()
-    data = y.load(doc.text)
-    data.fa.set_block_style()
-    if data.get("items") is None:
-        data["items"] = []
-    items = data["items"]
-    items.fa.set_block_style()
-    for i, item_ops in ops.items():
-        ruamel.apply_ops(items[i], item_ops, KEY_ORDER)
-    for i, obj in replace.items():
-        items[i] = ruamel.styled(obj)
-    for obj in emitted:
-        items.append(ruamel.styled(obj))
-    if results:
-        existing = data.get("results") or []
-        data["results"] = ruamel.styled(list(existing) + list(results))
-    buf = io.StringIO()
-    y.dump(data, buf)
-    return buf.getvalue()
+    """Fallback for a flow-style ResourceList (JSON input): krm_fn.yaml.whole rewrites the
+    whole document with ruamel.yaml in block style. Raises InputError (one line)."""
+    from krm_fn.yaml import whole
+    return whole.rewrite(doc.text, doc.items, ops, emitted, results, replace,
+                         lambda i: _where(doc, i), KEY_ORDER)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 
 from krm_fn import quantity
+from krm_fn.admission import priority
 from krm_fn.admission.model import (APP, ERROR, HUGEPAGES, WARNING, AdmittedPod, Container,
                                     Finding, NodeModel)
 from krm_fn.pod import path_str
@@ -198,6 +199,7 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     from krm_fn.admission import scheduling
     labels = pod.meta.get("labels") if isinstance(pod.meta, dict) else None
     findings = tuple(findings) + scheduling.os_refusals(pod.spec, labels, path_str(pod.at.spec))
+    findings += priority.refusals(pod.spec, priority_classes or {}, path_str(pod.at.spec))
     tol = (tol if isinstance(tol, list) else []) + _runtime_class_tolerations(
         pod.spec, runtime_classes or {})
     return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,
@@ -293,18 +295,11 @@ def priority_class_name(pod_spec: dict, priority_classes: dict) -> str:
     spec's when set, else the name of the PriorityClass of `priority_classes` ({name:
     PriorityClass, plain data}) with `globalDefault: true` (the lowest `value` among
     several, as the plugin picks), else "" (no globalDefault PriorityClass in the input)."""
-    from krm_fn import numbers
     name = pod_spec.get("priorityClassName") if isinstance(pod_spec, dict) else None
     if name:
         return str(name)
-    best = None
-    for pc_name, pc in priority_classes.items():
-        if not isinstance(pc, dict) or str(pc.get("globalDefault")).lower() != "true":
-            continue
-        value = numbers.api_int(pc.get("value", 0))[0] or 0
-        if best is None or value < best[0]:
-            best = (value, pc_name)
-    return best[1] if best else ""
+    found = priority.default_class(priority_classes)
+    return found[0] if found else ""
 
 
 def _runtime_class_tolerations(pod_spec: dict, runtime_classes: dict) -> list:

@@ -1,0 +1,89 @@
+"""The Priority admission plugin: a pod that writes `spec.priority` or
+`spec.preemptionPolicy` other than what its PriorityClass gives is refused.
+
+plugin/pkg/admission/priority/admission.go (admitPod) computes the pod's priority and
+preemption policy from its PriorityClass (`priorityClassName`, else the cluster's
+globalDefault one, the lowest `value` among several; with none, 0 and
+PreemptLowerPriority) and forbids a pod whose spec already holds other values: "the integer
+value of priority (5) must not be provided in pod spec; priority admission controller
+computed 1000 from the given PriorityClass name". A workload's API object is accepted (the
+plugin checks pods only), so its controller's pods fail to be created (FailedCreate) and
+never run.
+
+Judged from the PriorityClasses of the input: an error when the class the plugin uses is
+there; a class named but not in the input is the cluster's, whose value krm-fn does not
+know (nothing said); with no class named and no globalDefault one in the input, a priority
+other than 0 is refused unless the cluster has a globalDefault class of that value (a
+warning).
+"""
+from __future__ import annotations
+
+from krm_fn import numbers
+from krm_fn.admission.model import ERROR, WARNING, Finding
+
+SOURCE = ("https://github.com/kubernetes/kubernetes/blob/master/plugin/pkg/admission/priority/"
+          "admission.go")
+PREEMPT_LOWER = "PreemptLowerPriority"      # PriorityClass.preemptionPolicy's default
+
+
+def default_class(classes: dict) -> tuple[str, dict] | None:
+    """(name, PriorityClass) of the globalDefault PriorityClass of `classes` ({name:
+    PriorityClass, plain data}), the lowest `value` among several (getDefaultPriorityClass);
+    None when there is none."""
+    best = None
+    for name, pc in classes.items():
+        if not isinstance(pc, dict) or str(pc.get("globalDefault")).lower() != "true":
+            continue
+        value = numbers.api_int(pc.get("value", 0))[0] or 0
+        if best is None or value < best[0]:
+            best = (value, name, pc)
+    return None if best is None else (best[1], best[2])
+
+
+def refusals(spec: dict, classes: dict, at: str) -> tuple:
+    """Findings for the pod spec `spec` (plain data) whose `priority` or `preemptionPolicy`
+    the Priority admission plugin refuses, given the input's PriorityClasses `classes`
+    ({name: PriorityClass}); `at` is the pod spec's field path."""
+    if not isinstance(spec, dict) or (spec.get("priority") is None
+                                      and spec.get("preemptionPolicy") is None):
+        return ()
+    name = spec.get("priorityClassName")
+    if name:
+        pc = classes.get(str(name))
+        if not isinstance(pc, dict):
+            return ()                   # the cluster's class: its value is not known here
+        how = f"PriorityClass {name}"
+    else:
+        found = default_class(classes)
+        pc = found[1] if found else None
+        how = (f"the globalDefault PriorityClass {found[0]}" if found else
+               "no PriorityClass (none is named, and the input holds no globalDefault one)")
+    value = numbers.api_int(pc.get("value", 0))[0] if pc is not None else 0
+    policy = str(pc.get("preemptionPolicy") or PREEMPT_LOWER) if pc is not None \
+        else PREEMPT_LOWER
+    out = []
+    given = numbers.api_int(spec.get("priority"))[0] if spec.get("priority") is not None \
+        else None
+    if given is not None and value is not None and given != value:
+        out.append(Finding(
+            ERROR if pc is not None else WARNING,
+            f"the integer value of priority ({given}) must not be provided in pod spec; "
+            f"priority admission controller computed {value} from the given PriorityClass "
+            f"name: the Priority admission plugin refuses every pod of the workload, which "
+            f"computes it from {how}" + ("" if pc is not None else
+                                         " unless the cluster has a globalDefault class of "
+                                         f"value {given}")
+            + f" ({SOURCE}); remove spec.priority", "validation", f"{at}.priority"))
+    own = spec.get("preemptionPolicy")
+    if own is not None and str(own) != policy:
+        out.append(Finding(
+            ERROR if pc is not None else WARNING,
+            f"the string value of PreemptionPolicy ({own}) must not be provided in pod spec; "
+            f"priority admission controller computed {policy} from the given PriorityClass "
+            f"name: the Priority admission plugin refuses every pod of the workload, which "
+            f"takes it from {how}" + ("" if pc is not None else
+                                      " unless the cluster has a globalDefault class of "
+                                      f"preemptionPolicy {own}")
+            + f" ({SOURCE}); remove spec.preemptionPolicy", "validation",
+            f"{at}.preemptionPolicy"))
+    return tuple(out)
