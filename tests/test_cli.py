@@ -269,6 +269,26 @@ def test_run_drop_local_config_keeps_what_follows_a_kept_document(tmp_path, end)
     assert p.stdout == kept + "---\n" + kept.replace("kept", "last")
 
 
+def test_run_drop_local_config_leaves_each_documents_directives_with_it(tmp_path):
+    """Hostile test: the next document's `%TAG` directive went with a dropped one (the
+    output did not parse); a dropped document's own directives go with it (left behind,
+    they would clash with the next one's)."""
+    def doc(name, local=False, tag=None):
+        ann = ("  annotations: {config.kubernetes.io/local-config: \"true\"}\n"
+               if local else "")
+        head = f"%TAG !e! {tag}\n---\n" if tag else "---\n"
+        return (f"{head}apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {name}\n{ann}"
+                f"data: {{k: {'!e!x ' if tag else ''}v}}\n...\n")
+    first = "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: z}\n...\n"
+    text = first + doc("local", True, "tag:a.com,2000:") + doc("a", tag="tag:b.com,2000:")
+    (tmp_path / "in.yaml").write_text(text)
+    p = run_cli(["run", "--drop-local-config", "in.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout == first + doc("a", tag="tag:b.com,2000:")
+    import yaml
+    assert len(list(yaml.compose_all(p.stdout))) == 2      # the tag handle is defined
+
+
 def test_run_help_names_drop_local_config():
     p = run_cli(["run", "--help"])
     assert p.returncode == 0

@@ -22,10 +22,26 @@ def drop_edits(text: str, spans, drop) -> list:
         start = 0 if i == 0 else _marker(text, spans[i - 1].end, spans[i].start, last=True)
         if start is None:
             start = spans[i - 1].end
+        elif i:                 # its own directives (%TAG, %YAML) go with it
+            start = _directive(text, spans[i - 1].end, start, start)
         end = len(text) if i == n - 1 else _marker(text, spans[i].end, spans[i + 1].start,
                                                    last=False)
+        if end is not None and i < n - 1:   # the next document's directives stay with it
+            end = _directive(text, spans[i].end, end, end)
         out.append((start, spans[i].end if end is None else end, ""))
     return out
+
+
+def _directive(text: str, lo: int, hi: int, none: int) -> int:
+    """The offset of the first line in text[lo:hi] that is a directive (`%` at column 0:
+    between two documents' nodes there are only comments, blank lines, directives and
+    markers), else `none`."""
+    pos = text.find("%", lo, hi)
+    while pos != -1:
+        if pos == 0 or text[pos - 1] == "\n":
+            return pos
+        pos = text.find("%", pos + 1, hi)
+    return none
 
 
 def _marker(text: str, lo: int, hi: int, last: bool) -> int | None:
