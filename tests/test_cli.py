@@ -289,6 +289,21 @@ def test_run_drop_local_config_leaves_each_documents_directives_with_it(tmp_path
     assert len(list(yaml.compose_all(p.stdout))) == 2      # the tag handle is defined
 
 
+@pytest.mark.parametrize("args", [
+    ["run", "--config", "broken.yaml", "pod.yaml"],
+    ["plugin", "broken.yaml"],
+    ["run", "pod.yaml", "broken.yaml"],        # its own line, not the joined stream's
+    ["run", "--baseline", "broken.yaml", "pod.yaml"],
+])
+def test_a_file_that_is_not_yaml_is_named_with_its_own_line(tmp_path, args):
+    (tmp_path / "pod.yaml").write_text(POD)
+    (tmp_path / "broken.yaml").write_text("a: [\n")
+    p = run_cli(args, stdin=POD if args[0] == "plugin" else "", cwd=tmp_path)
+    assert p.returncode == 1
+    assert p.stderr.splitlines()[0].startswith(
+        "krm-fn: broken.yaml: it is not valid YAML at line 2, column 1:"), p.stderr
+
+
 def test_run_help_names_drop_local_config():
     p = run_cli(["run", "--help"])
     assert p.returncode == 0

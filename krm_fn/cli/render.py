@@ -258,8 +258,22 @@ def _read_config(path: str, what: str | None = None, restriction: str = "LoadRes
     from krm_fn.cli import files
     data = files.read_file(path, what or path, files.MAX_CONFIG_BYTES, restriction)
     text = decode(data, path)
-    return (resourcelist.load_config_file(text) if what is None
-            else resourcelist.load_config_file(text, what))
+    try:
+        return (resourcelist.load_config_file(text) if what is None
+                else resourcelist.load_config_file(text, what))
+    except resourcelist.InputError as e:
+        raise _in_file(path, e) from None
+
+
+def _in_file(name: str, e: Exception) -> Exception:
+    """InputError `e` about the text of file `name`, with the file named ("input is not
+    valid YAML at line 2" is then that file's line 2)."""
+    from krm_fn.resourcelist import InputError
+    msg = str(e)
+    if name in msg:
+        return e                # it names the file already
+    return InputError(f"{name}: " + ("it" + msg[len("input"):] if msg.startswith("input is ")
+                                     else msg))
 
 
 def _stdin() -> str:
@@ -300,8 +314,27 @@ def _run_files(config_file, baseline_file, files, report, mode, output, fail_on_
     if baseline_file:
         fc = with_baseline(fc, _read_config(baseline_file, f"--baseline {baseline_file}",
                                             restriction), baseline_file)
-    render(read_inputs(files, restriction), fc, False, True, report, mode, output,
-           run_cmd=True, fail_on_change=fail_on_change, drop_local_config=drop_local_config)
+    text = read_inputs(files, restriction)
+    try:
+        render(text, fc, False, True, report, mode, output, run_cmd=True,
+               fail_on_change=fail_on_change, drop_local_config=drop_local_config)
+    except Exception as e:
+        if "input is not valid YAML" not in str(e):
+            raise
+        raise _bad_file(files, restriction, e) from None
+
+
+def _bad_file(files, restriction: str, e: Exception) -> Exception:
+    """The InputError `e` (a YAML syntax error in the joined stream of `files`, whose
+    line counts the stream's) said of the first file that is not valid YAML by itself,
+    with its own line; `e` when every file is."""
+    from krm_fn.yaml.load import InputError, documents
+    for f in files:
+        try:
+            documents(read_inputs([f], restriction))
+        except InputError as mine:
+            return _in_file("stdin" if f == "-" else f, mine)
+    return e
 
 
 def run_files(config_file: str | None, baseline_file: str | None, files, report: bool,
