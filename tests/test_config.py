@@ -89,6 +89,12 @@ def test_flat_keys_configure_the_first_pool():
                                                      "InferenceTuning or a v1 ConfigMap"),
     ({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning", "spec": {}, "data": {}},
      "", "unknown field 'data'"),
+    # a spec or data that is no mapping is no "all defaults" (hostile test: read as defaults)
+    *[({"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning", "spec": v}, "spec",
+       f"expected a mapping, found {t}")
+      for v, t in (([], "a list"), (False, "a boolean"), (0, "a number"), ("", "a string"))],
+    *[({"apiVersion": "v1", "kind": "ConfigMap", "data": v}, "data",
+       f"expected a mapping, found {t}") for v, t in (([], "a list"), ("", "a string"))],
 ])
 def test_errors_name_the_field(obj, path, message):
     with pytest.raises(ConfigError) as e:

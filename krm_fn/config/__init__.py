@@ -45,7 +45,8 @@ def load(obj: object) -> Spec:
     elif not isinstance(obj, dict):
         raise ConfigError("functionConfig", f"expected a mapping, found {type_name(obj)}")
     elif obj.get("kind") == "ConfigMap":
-        data = obj.get("data") or {}
+        data = obj.get("data")
+        data = {} if data is None else data     # `data: []`, `false`, `""` are no mapping
         if not isinstance(data, dict):
             raise ConfigError("data", f"expected a mapping, found {type_name(data)}")
         from krm_fn.config.flat import spec_from_flat
@@ -59,7 +60,11 @@ def load(obj: object) -> Spec:
             raise ConfigError("", "unknown field" + ("s " if len(top_unknown) > 1 else " ")
                               + ", ".join(repr(str(k)) for k in top_unknown)
                               + " (known: apiVersion, kind, metadata, spec)")
-        spec, flat = (obj.get("spec") or {}), False
+        spec, flat = obj.get("spec"), False
+        if spec is None:
+            spec = {}
+        elif not isinstance(spec, dict):        # `spec: []`, `false`, `0`: no defaults
+            raise ConfigError("spec", f"expected a mapping, found {type_name(spec)}")
     else:
         raise ConfigError("kind", f"functionConfig must be a {API_VERSION} {KIND} or a v1 "
                                   f"ConfigMap, found {obj.get('apiVersion')!r} "
