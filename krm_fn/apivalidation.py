@@ -350,8 +350,12 @@ def _type_message(path: tuple, value, got: str, api: tuple, what: str) -> str:
     from krm_fn import numbers
     text = str(value)
     key = path[-1] if isinstance(path[-1], str) else f"{path[-2]}[{path[-1]}]"
-    how = ("quoted, which makes it a string to kubectl and the API server" if got == "string" else
-           f"unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a {got}")
+    if got != "string":
+        how = f"unquoted, which YAML 1.1 (kubectl, kustomize, the API server) reads as a {got}"
+    elif numbers.yaml11_typed(text):    # only quotes make `3` a string
+        how = "quoted, which makes it a string to kubectl and the API server"
+    else:                               # `many`: a string quoted or not
+        how = "a string to kubectl and the API server"
     if api is STRING:
         fix = f"write it quoted: {key}: {go_quote(text)}"
     elif api is BOOL:

@@ -628,6 +628,19 @@ def test_resources_against_the_api_server(controlplane, name, tmp_path):
         assert not any(f"{_C0}" in m for m in errors(results)), errors(results)
 
 
+def test_a_word_in_an_integer_field_is_not_called_quoted():
+    """Hostile test: `replicas: many` (plain) was said to be quoted; only a quoted number
+    is (`"3"`)."""
+    obj = deployment(name="web", spec={"containers": [
+        {"name": "app", "image": "a:1", "resources": GUARANTEED_4}]})
+    obj["spec"]["replicas"] = "many"
+    code, results, _ = render(config(), obj)
+    assert code == 1
+    assert errors(results)[0].startswith(
+        "\"many\" is a string to kubectl and the API server, but spec.replicas is an "
+        "integer (int32)")
+
+
 def test_a_pods_own_label_of_another_type_is_named_once():
     obj = _pod({"containers": [{"name": "app", "image": "a:1", "resources": GUARANTEED_4}]})
     obj["metadata"]["labels"] = {"v": 1}
