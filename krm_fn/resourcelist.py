@@ -136,6 +136,11 @@ def _parse_resource_list(text: str, root) -> Document:
                                                         "functionConfig")
     if "results" in fields:
         doc.results_node = fields["results"][1]
+        if not isinstance(doc.results_node, yaml.SequenceNode) and not (
+                isinstance(doc.results_node, yaml.ScalarNode) and is_null(doc.results_node)):
+            raise InputError(f"ResourceList results must be a list (line "
+                             f"{doc.results_node.start_mark.line + 1}); krm-fn appends its "
+                             f"own to them")
         # Nothing reads the input's results, but they are written back: building them
         # (value dropped) refuses what the items' bounds refuse, e.g. an alias bomb.
         Builder(typed=False).build(doc.results_node, "results")
