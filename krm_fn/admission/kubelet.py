@@ -17,11 +17,11 @@ from math import gcd
 
 from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology, wide
-from krm_fn.admission.capacity import (allocatable, amount_text, fit, fit_mix, fit_one,
-                                       pod_plan, pod_requests, too_large, unknown)
+from krm_fn.admission.capacity import (Packer, allocatable, amount_text, fit, fit_mix,
+                                       fit_one, pod_plan, pod_requests, too_large, unknown)
 from krm_fn.admission.podresources import amount_refusal, overcommit_allowed
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, WARNING, AdmittedPod, Finding,
-                                    NodeModel)
+                                    NodeModel, node_memo)
 from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, from_pod_level, gate,
                                   not_guaranteed, pod_level_set)
 from krm_fn.quantity import NANO
@@ -437,8 +437,23 @@ def judge(pod: AdmittedPod, node: NodeModel) -> tuple:
     return judge_detail(pod, node)[:4]
 
 
+def _with_daemons(node: NodeModel) -> topology.NodeState:
+    """The resource managers' state of a node of the pool once its DaemonSet pods are
+    admitted (capacity.Packer), copied for one admission; the empty state without
+    DaemonSet pods or when one's admission is not modelled."""
+    if not node.daemons:
+        return topology.NodeState(node)
+    memo = node_memo(node)
+    packer = memo.get("daemons-state")
+    if packer is None:
+        packer = memo["daemons-state"] = Packer(node)
+    return packer.state.copy() if packer.unknown is None else topology.NodeState(node)
+
+
 def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
-    """The kubelet's verdict on `pod` on an EMPTY node of `node`'s pool.
+    """The kubelet's verdict on `pod` on a node of `node`'s pool that holds only its
+    DaemonSet pods (`node.daemons`, placed first as on every node: their exclusive CPUs
+    are not free; an empty node when a DaemonSet pod's admission is not modelled).
 
     Returns (qos, exclusive, numa, findings, numa_of): qos "Guaranteed" | "Burstable" |
     "BestEffort"; exclusive ((container name, cpus), ...) in allocation order, () when
@@ -449,7 +464,7 @@ def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
     """
     pod_level = gate(node, "PodLevelResources")
     _, qos, plan = pod_plan(pod, node)
-    adm = topology.admit(pod, node, topology.NodeState(node), qos, plan)
+    adm = topology.admit(pod, node, _with_daemons(node), qos, plan)
     exclusive = adm.exclusive if adm.admitted else ()
     numa = adm.numa if adm.admitted else ()
     findings = _node_findings(pod, node, qos) + _qos_findings(pod, node, qos, pod_level)
