@@ -9,7 +9,7 @@ kubelet's resource managers. The managers are judged by the kubelet's own code
 maxPods; pods with init containers, sidecars, pod-level resources, huge pages):
 
 1. allocatable: krm-fn's capacity.allocatable(node) (cpu, memory when the pool describes
-   it, huge pages) and maxPods equal what the kubelet's nodestatus setter computes for that
+   it, huge pages) and the pods (maxPods, podsPerCore) equal what the kubelet's nodestatus setter computes for that
    node (the harness's `allocatable`);
 2. placement: a Node with that allocatable is created in the real control plane
    (tests/controlplane), then the pool's DaemonSet pods, the pods and the copies of the last
@@ -73,7 +73,7 @@ def model_fit(node, pods: list, repeat: int, alloc: dict) -> dict:
 
 
 def _reason(why: str) -> str:
-    if why.startswith("maxPods"):
+    if why.startswith(("maxPods", "pods ")):      # maxPods, or podsPerCore x CPUs
         return "pods"
     if "(NodePorts: " in why:
         return "ports"
@@ -139,8 +139,7 @@ def compare(controlplane, harnesses, node, pods, repeat) -> None:
     for res, v in kubelet.items():
         if res.startswith("hugepages-"):
             assert ours.get(res, 0) == v, (res, ours, alloc_text)
-    assert int((node.kubelet or {}).get("maxPods", capacity.MAX_PODS_DEFAULT)) == \
-        kubelet["pods"]
+    assert capacity.pod_capacity(node)[0] == kubelet["pods"]     # maxPods, podsPerCore
     # the Node gets what the kubelet reports; memory AMPLE where the pool does not describe
     # it, as the harness's machine has (convert.UNDESCRIBED_MEMORY)
     COUNTER[0] += 1

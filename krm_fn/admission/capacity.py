@@ -197,6 +197,21 @@ def pod_plan(pod: AdmittedPod, node: NodeModel) -> tuple:
 ALL_IPS = "0.0.0.0"      # a host port without hostIP binds every address (DefaultBindAllHostIP)
 
 
+def pod_capacity(node: NodeModel) -> tuple[int, str]:
+    """(the pods a node of the pool takes, that limit in words): maxPods (default 110), and
+    with `podsPerCore` above 0 at most that many per logical CPU: the kubelet's pod capacity
+    is min(NumCores * podsPerCore, maxPods) (pkg/kubelet/nodestatus/setters.go
+    MachineInfo; cadvisor's NumCores counts logical CPUs)."""
+    kubelet = node.kubelet or {}
+    max_pods = int(kubelet.get("maxPods", MAX_PODS_DEFAULT))
+    per_core = kubelet.get("podsPerCore")
+    per_core = per_core if isinstance(per_core, int) and not isinstance(per_core, bool) else 0
+    if per_core > 0 and len(node.cpus) * per_core < max_pods:
+        n = len(node.cpus) * per_core
+        return n, f"pods {n} (podsPerCore {per_core} × {len(node.cpus)} CPUs)"
+    return max_pods, f"maxPods {max_pods}"
+
+
 class Packer:
     """One node of the pool with only its DaemonSet pods (`node.daemons`), filled pod after
     pod. `count` pods placed besides them; `why` the limit the last refused pod hit (""
@@ -214,7 +229,7 @@ class Packer:
         self.memory = 0
         self.used: dict = {}      # every other resource placed so far (bytes, counts)
         self.described = bool(node.from_node)
-        self.max_pods = int((node.kubelet or {}).get("maxPods", MAX_PODS_DEFAULT))
+        self.max_pods, self.pods_limit = pod_capacity(node)
         self.count = self.total = 0
         self.why = self.limit = ""
         self.last = None
@@ -246,7 +261,7 @@ class Packer:
                            f"the requested pod ports)"
                 return False
         if self.total >= self.max_pods:
-            self.why = self.limit = f"maxPods {self.max_pods}"
+            self.why = self.limit = self.pods_limit
             return False
         req, qos, plan = pod_plan(pod, self.node)
         cpu = self.cpu + req["cpu"]

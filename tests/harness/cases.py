@@ -1,10 +1,10 @@
 """Generated cases for the differential tests (hypothesis strategies): nodes of 1 to 8 NUMA
 nodes with SMT on and off, every CPU Manager policy option krm-fn knows (the alpha ones with
 the CPUManagerPolicyAlphaOptions gate on), every Topology Manager policy, scope and option,
-Memory Manager None and Static with per-NUMA memory and hugepages, reservations and maxPods;
-and pods with init containers, native sidecars, pod-level resources, several containers,
-fractional, integer and burstable CPUs, memory that spans NUMA nodes and hugepages, in
-sequences.
+Memory Manager None and Static with per-NUMA memory and hugepages, reservations, maxPods and
+podsPerCore; and pods with init containers, native sidecars, pod-level resources, several
+containers, fractional, integer and burstable CPUs, memory that spans NUMA nodes and
+hugepages, in sequences.
 
 `case()` draws (node: NodeModel, pods: [AdmittedPod], repeat: int).
 """
@@ -103,6 +103,8 @@ def node(draw) -> NodeModel:
                                      for n, mi in rows if mi]
     if draw(st.integers(0, 4)) == 0:
         kubelet["maxPods"] = draw(st.integers(1, 12))
+    if draw(st.integers(0, 5)) == 0:     # min(logical CPUs x podsPerCore, maxPods) pods
+        kubelet["podsPerCore"] = draw(st.integers(1, 2))
     minor = draw(st.sampled_from(MINORS))
     return NodeModel("pool", {}, kubelet, minor, cpus, reserved, numa_memory, {})
 

@@ -108,7 +108,7 @@ def _reason(packer: capacity.Packer) -> str:
     if packer.last is not None and not packer.last.admitted:
         return packer.last.reason
     why = packer.why
-    if why.startswith("maxPods"):
+    if why.startswith(("maxPods", "pods ")):       # maxPods, or podsPerCore x CPUs
         return "OutOfpods"
     if why.endswith(")") and "(OutOf" in why:
         return why[why.rindex("(OutOf") + 1:-1]
