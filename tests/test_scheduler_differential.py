@@ -9,8 +9,8 @@ kubelet's resource managers. The managers are judged by the kubelet's own code
 maxPods; pods with init containers, sidecars, pod-level resources, huge pages):
 
 1. allocatable: krm-fn's capacity.allocatable(node) (cpu, memory when the pool describes
-   it, huge pages) and the pods (maxPods, podsPerCore) equal what the kubelet's nodestatus setter computes for that
-   node (the harness's `allocatable`);
+   it, huge pages) and the pods (maxPods, podsPerCore) equal what the kubelet's nodestatus
+   setter computes for that node (the harness's `allocatable`);
 2. placement: a Node with that allocatable is created in the real control plane
    (tests/controlplane), then the pool's DaemonSet pods, the pods and the copies of the last
    one, one by one, each waited for until the scheduler binds it or marks it Unschedulable:
