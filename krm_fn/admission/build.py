@@ -341,7 +341,8 @@ def numa_memory(topo_cfg, numa_ids: list[int]) -> dict:
 def allocatable_memory(capacity: int, kubelet: dict) -> int:
     """Node allocatable memory in bytes: capacity minus kubeReserved and systemReserved
     memory and the hard eviction threshold memory.available (a quantity or a percentage
-    of capacity), never below 0."""
+    of capacity, go_quantity.percent_of: the kubelet reads it as a float32), never below
+    0."""
     used = 0
     for name in ("kubeReserved", "systemReserved"):
         m = kubelet.get(name)
@@ -350,10 +351,10 @@ def allocatable_memory(capacity: int, kubelet: dict) -> int:
     hard = kubelet.get("evictionHard")
     signal = hard.get(MEMORY_SIGNAL) if isinstance(hard, dict) else None
     if isinstance(signal, str) and signal.endswith("%"):
-        try:
-            n, d = quantity.ratio(signal[:-1])
-            used += quantity.trunc_div(n * capacity, d * 100)
-        except (ValueError, ZeroDivisionError):
+        from krm_fn.node import go_quantity
+        try:        # float32, as the kubelet's eviction parser (hostile test: exact was
+            used += go_quantity.percent_of(capacity, signal)    # 102 bytes short at 10%)
+        except (ValueError, OverflowError):
             pass
     elif signal is not None:
         used += amount("memory", signal) or 0

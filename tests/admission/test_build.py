@@ -51,8 +51,12 @@ def test_allocatable_memory_is_capacity_minus_reservations_eviction_and_hugepage
 
 
 def test_percentage_eviction_threshold_is_of_capacity():
+    # as the kubelet reads it: float32(10) / 100 = 0.100000001490116..., and
+    # int64(float64(capacity) * that) (eviction parsePercentage, GetThresholdQuantity):
+    # 160 bytes more than an exact tenth of 100Gi (hostile test: the exact tenth admitted a
+    # pod the kubelet refuses with OutOfmemory)
     assert build.allocatable_memory(100 * GI, {"evictionHard": {"memory.available": "10%"}}) \
-        == 90 * GI
+        == 90 * GI - 160
 
 
 def test_node_without_memory_models_none():

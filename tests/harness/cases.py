@@ -101,6 +101,10 @@ def node(draw) -> NodeModel:
             rows = [(numas[0], total)]
         kubelet["reservedMemory"] = [{"numaNode": n, "limits": {"memory": f"{mi}Mi"}}
                                      for n, mi in rows if mi]
+    if kubelet.get("memoryManagerPolicy") != "Static" and draw(st.integers(0, 3)) == 0:
+        # a percentage of capacity, which the kubelet reads as a float32
+        kubelet["evictionHard"] = {"memory.available": draw(st.sampled_from(
+            ("10%", "7.5%", "33.3%")))}
     if draw(st.integers(0, 4)) == 0:
         kubelet["maxPods"] = draw(st.integers(1, 12))
     if draw(st.integers(0, 5)) == 0:     # min(logical CPUs x podsPerCore, maxPods) pods
