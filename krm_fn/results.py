@@ -54,8 +54,8 @@ class Result(namedtuple("Result", "message severity ref path current proposed fi
 
     def as_dict(self) -> dict:
         d: dict[str, object] = {"message": self.message, "severity": self.severity}
-        if self.ref is not None:
-            d["resourceRef"] = self.ref.as_dict()
+        if self.ref is not None and (self.ref.kind or self.ref.name):
+            d["resourceRef"] = self.ref.as_dict()       # none for an object with neither
         if self.path is not None:
             fld: dict[str, object] = {"path": self.path}
             if self.current is not None:
@@ -71,6 +71,7 @@ class Result(namedtuple("Result", "message severity ref path current proposed fi
 
     def line(self) -> str:
         """One human-readable line, as printed on stderr: `error: Deployment ns/x spec...: msg`."""
-        where = " ".join(x for x in (str(self.ref) if self.ref else "", self.path or "") if x)
+        ref = str(self.ref).strip() if self.ref else ""      # "" for no kind and no name
+        where = " ".join(x for x in (ref, self.path or "") if x)
         line = f"{self.severity}: {where + ': ' if where else ''}{self.message}"
         return "".join(c if c.isprintable() else repr(c)[1:-1] for c in line)

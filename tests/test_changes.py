@@ -152,3 +152,15 @@ def test_an_item_left_unchanged_reports_no_lowered_cpu():
         ("error", "spec.containers[0].resources.limits.memory",
          "container 's' is pinned but sets no memo"),
         ("error", None, "left unchanged because of the errors abo")]
+
+
+def test_a_result_about_an_object_with_no_kind_and_no_name_has_no_resource_ref():
+    """Hostile test: `functionConfig: {}` gave `resourceRef: {apiVersion: "", kind: "",
+    name: ""}` (which identifies nothing) and `error:   kind:` on stderr."""
+    from krm_fn.results import ERROR, Ref, Result
+    r = Result("m", ERROR, Ref("", "", ""), "kind")
+    assert r.as_dict() == {"message": "m", "severity": "error", "field": {"path": "kind"}}
+    assert r.line() == "error: kind: m"
+    named = Result("m", ERROR, Ref("v1", "List", ""), "items")
+    assert named.as_dict()["resourceRef"] == {"apiVersion": "v1", "kind": "List", "name": ""}
+    assert named.line() == "error: List items: m"

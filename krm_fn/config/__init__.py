@@ -66,9 +66,10 @@ def load(obj: object) -> Spec:
         elif not isinstance(spec, dict):        # `spec: []`, `false`, `0`: no defaults
             raise ConfigError("spec", f"expected a mapping, found {type_name(spec)}")
     else:
+        found = (f"{obj.get('apiVersion')!r} {obj.get('kind')!r}" if obj.get("apiVersion")
+                 is not None or obj.get("kind") is not None else "neither apiVersion nor kind")
         raise ConfigError("kind", f"functionConfig must be a {API_VERSION} {KIND} or a v1 "
-                                  f"ConfigMap, found {obj.get('apiVersion')!r} "
-                                  f"{obj.get('kind')!r}")
+                                  f"ConfigMap, found {found}")
     try:
         cfg = SPEC.build(spec, "data" if flat else "spec", flat)
         cfg.check("spec")
