@@ -216,8 +216,8 @@ def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
                 continue
             for who, req, lim in pairs:
                 for msg in _violations(kind, req, lim, item):
-                    out.append(Finding(ERROR, f"LimitRange {name} of namespace "
-                                              f"{md.get('namespace') or pod.namespace} refuses "
+                    ns = md.get("namespace") or pod.namespace or "default"
+                    out.append(Finding(ERROR, f"LimitRange {name} of namespace {ns} refuses "
                                               f"{who}: \"{msg}\"; the API server refuses the "
                                               f"pod: change the container's resources or the "
                                               f"LimitRange ({SOURCE})", "limitrange", pod.path))
