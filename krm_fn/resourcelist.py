@@ -67,11 +67,12 @@ class Document:
         self.api_version = api_version
 
 
-def _typed() -> Builder:
-    """The Builder of typed documents (the function config, a config file): YAML 1.2 core
-    scalars, with the number spellings other readers take otherwise refused
+def _typed(text: str) -> Builder:
+    """The Builder of typed documents (the function config, a config file) composed from
+    `text`: YAML 1.2 core scalars (a plain scalar with an explicit `!!str` tag stays a
+    string), with the number spellings other readers take otherwise refused
     (numbers.yaml_disagreement)."""
-    return Builder(typed=True, number_check=numbers.yaml_disagreement)
+    return Builder(typed=True, number_check=numbers.yaml_disagreement, text=text)
 
 
 def parse(text: str, require_resource_list: bool) -> Document:
@@ -132,7 +133,7 @@ def _parse_resource_list(text: str, root) -> Document:
         doc.flow = doc.flow or items_node.flow_style is True
     doc.aliased = builder.aliased
     if "functionConfig" in fields:
-        doc.function_config = _typed().build(fields["functionConfig"][1],
+        doc.function_config = _typed(text).build(fields["functionConfig"][1],
                                                         "functionConfig")
     if "results" in fields:
         doc.results_node = fields["results"][1]
@@ -154,7 +155,7 @@ def load_config_file(text: str, what: str = "the config file") -> dict | None:
     nodes = documents(text)
     if len(nodes) != 1:
         raise InputError(f"{what} must hold exactly one YAML document, found {len(nodes)}")
-    obj = _typed().build(nodes[0], "config" if what == "the config file" else what)
+    obj = _typed(text).build(nodes[0], "config" if what == "the config file" else what)
     if not isinstance(obj, dict):
         raise InputError(f"{what} must hold a mapping")
     return obj

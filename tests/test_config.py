@@ -549,3 +549,17 @@ def test_a_zero_percent_eviction_threshold_switches_the_signal_off_as_the_kubele
     from krm_fn import config
     config.load(pool_spec(kubelet={"evictionHard": {"imagefs.available": "0%",
                                                     "imagefs.inodesFree": "0%"}}))
+
+
+@pytest.mark.parametrize("written, read", [("!!str 1.35", "1.35"), ("&v !!str 1.35", "1.35"),
+                                           ("1.35", 1.35), ('"1.35"', "1.35"),
+                                           ("!!str 010", "010")])
+def test_an_explicit_str_tag_keeps_a_number_like_value_a_string(written, read):
+    """Hostile test: `kubernetesVersion: !!str 1.35` was read as the number 1.35 and the
+    config refused; the tag makes it the string "1.35" to every YAML reader."""
+    from krm_fn import resourcelist
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
+            "functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n  kind: InferenceTuning\n"
+            f"  metadata: {{name: x}}\n  spec:\n    kubernetesVersion: {written}\n")
+    got = resourcelist.parse(text, True).function_config["spec"]["kubernetesVersion"]
+    assert got == read and type(got) is type(read)

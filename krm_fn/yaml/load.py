@@ -98,6 +98,18 @@ _SCALAR_ONLY_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "
                                                         "str", "binary", "timestamp")}
 
 
+def _str_tagged(text: str, node) -> bool:
+    """Whether the str-tagged plain scalar `node` of `text` carries its tag explicitly
+    (`!!str 1.35`, `&a !!str 1.35`): the loader gives an untagged scalar the same tag, but
+    only the explicit one makes `1.35` a string to a YAML reader. A plain scalar cannot
+    start with `!`, so a word of the node's text that does, before its value, is a tag."""
+    if node.tag != "tag:yaml.org,2002:str":
+        return False
+    words = text[node.start_mark.index:node.end_mark.index].split(None, 2)
+    return bool(words) and (words[0][:1] == "!" or (
+        words[0][:1] == "&" and len(words) > 1 and words[1][:1] == "!"))
+
+
 class Builder:
     """Plain data from libyaml nodes, one item per `build` call, all calls sharing one
     MAX_NODES budget. Aliases are kept shared (never expanded) but their expanded size is
@@ -107,8 +119,9 @@ class Builder:
     could not resolve it); `aliased` holds the indices (call numbers, from 0) of the items
     that use an alias inside themselves. `expanded` is the count of nodes so far."""
 
-    def __init__(self, typed: bool = False, number_check=None):
+    def __init__(self, typed: bool = False, number_check=None, text: str | None = None):
         self.typed = typed
+        self.text = text        # the text the nodes come from: explicit tags are seen in it
         self.number_check = number_check
         self.expanded = 0
         self.memo: dict[int, object] = {}
@@ -144,7 +157,8 @@ class Builder:
         plain = not node.style and node.tag in _PLAIN_TAGS
         if node.tag == "tag:yaml.org,2002:null" or (plain and v in _NULL):
             return None
-        if not self.typed or not plain:
+        if not self.typed or not plain or (self.text is not None and _str_tagged(self.text,
+                                                                               node)):
             return v
         if v in _BOOL:
             return _BOOL[v]
