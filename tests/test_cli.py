@@ -684,3 +684,16 @@ def test_run_drop_local_config_refuses_a_resource_list():
     assert p.stderr == ("krm-fn: --drop-local-config: the input is a ResourceList, whose "
                         "items krm-fn keeps (kustomize and kpt leave local-config items out "
                         "of their own output)\n")
+
+
+def test_run_on_a_file_without_a_final_line_break_adds_no_empty_line(tmp_path):
+    """Hostile test: two insertions at the end of a file without a final line break (a new
+    `limits`, then the `env`) each started a line, leaving an empty line between them."""
+    (tmp_path / "p.yaml").write_text(
+        "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: a\n"
+        "    image: b\n    resources:\n      requests: {cpu: \"2\", memory: 1Gi}")
+    p = run_cli(["run", "p.yaml"], cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    assert "\n\n" not in p.stdout
+    assert "      requests: {cpu: \"2\", memory: 1Gi}\n      limits:\n        cpu: \"2\"\n" \
+           "        memory: \"1Gi\"\n    env:\n    - name: OMP_NUM_THREADS\n" in p.stdout

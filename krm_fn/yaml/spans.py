@@ -468,6 +468,12 @@ def splice(text: str, edits) -> str:
                                                               else 0)):
         if start < pos:
             raise AssertionError("overlapping text edits")
+        if start == end == pos and start and text[start - 1] != "\n" and out and \
+                out[-1].endswith("\n") and new[:1] in ("\n", "\r"):
+            # a second insertion where the text has no line break (its end): the one
+            # before it ended the line already, so its own break_before would leave an
+            # empty line
+            new = new[2:] if new.startswith("\r\n") else new[1:]
         out.append(text[pos:start])
         out.append(new)
         pos = end
