@@ -65,25 +65,26 @@ def refusals(spec: dict, classes: dict, at: str) -> tuple:
     given = numbers.api_int(spec.get("priority"))[0] if spec.get("priority") is not None \
         else None
     if given is not None and value is not None and given != value:
-        out.append(Finding(
-            ERROR if pc is not None else WARNING,
-            f"the integer value of priority ({given}) must not be provided in pod spec; "
-            f"priority admission controller computed {value} from the given PriorityClass "
-            f"name: the Priority admission plugin refuses every pod of the workload, which "
-            f"computes it from {how}" + ("" if pc is not None else
-                                         " unless the cluster has a globalDefault class of "
-                                         f"value {given}")
-            + f" ({SOURCE}); remove spec.priority", "validation", f"{at}.priority"))
+        out.append(_refused(pc is not None, f"the integer value of priority ({given})", value,
+                            "computes it", how, f"value {given}", "priority", at))
     own = spec.get("preemptionPolicy")
     if own is not None and str(own) != policy:
-        out.append(Finding(
-            ERROR if pc is not None else WARNING,
-            f"the string value of PreemptionPolicy ({own}) must not be provided in pod spec; "
-            f"priority admission controller computed {policy} from the given PriorityClass "
-            f"name: the Priority admission plugin refuses every pod of the workload, which "
-            f"takes it from {how}" + ("" if pc is not None else
-                                      " unless the cluster has a globalDefault class of "
-                                      f"preemptionPolicy {own}")
-            + f" ({SOURCE}); remove spec.preemptionPolicy", "validation",
-            f"{at}.preemptionPolicy"))
+        out.append(_refused(pc is not None, f"the string value of PreemptionPolicy ({own})",
+                            policy, "takes it", how, f"preemptionPolicy {own}",
+                            "preemptionPolicy", at))
     return tuple(out)
+
+
+def _refused(known: bool, given: str, computed, verb: str, how: str, unless: str,
+             field: str, at: str) -> Finding:
+    """The plugin's refusal of pod spec field `field` (`given`: its value as the plugin
+    names it; `computed`: what the plugin computes from `how`); an ERROR when the class is
+    `known` (in the input), else a WARNING: the cluster may have a globalDefault class with
+    the pod's value (`unless`)."""
+    return Finding(
+        ERROR if known else WARNING,
+        f"{given} must not be provided in pod spec; priority admission controller computed "
+        f"{computed} from the given PriorityClass name: the Priority admission plugin refuses "
+        f"every pod of the workload, which {verb} from {how}"
+        + ("" if known else f" unless the cluster has a globalDefault class of {unless}")
+        + f" ({SOURCE}); remove spec.{field}", "validation", f"{at}.{field}")
