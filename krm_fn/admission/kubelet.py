@@ -450,6 +450,13 @@ def _with_daemons(node: NodeModel) -> topology.NodeState:
     return packer.state.copy() if packer.unknown is None else topology.NodeState(node)
 
 
+def _scheduler_refuses(pod: AdmittedPod, node: NodeModel) -> bool:
+    """Whether one pod `pod` is refused before the kubelet's resource managers on a node
+    of the pool holding its DaemonSet pods (a resource fit, host ports, maxPods)."""
+    packer = Packer(node)
+    return not packer.place(pod) and packer.last is None
+
+
 def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
     """The kubelet's verdict on `pod` on a node of `node`'s pool that holds only its
     DaemonSet pods (`node.daemons`, placed first as on every node: their exclusive CPUs
@@ -465,6 +472,10 @@ def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
     pod_level = gate(node, "PodLevelResources")
     _, qos, plan = pod_plan(pod, node)
     adm = topology.admit(pod, node, _with_daemons(node), qos, plan)
+    if not adm.admitted and node.daemons and _scheduler_refuses(pod, node):
+        # the scheduler keeps it off a node beside the DaemonSet pods (the fit's "no room"
+        # says why): the kubelet's own verdict is the one of an empty node
+        adm = topology.admit(pod, node, topology.NodeState(node), qos, plan)
     exclusive = adm.exclusive if adm.admitted else ()
     numa = adm.numa if adm.admitted else ()
     findings = _node_findings(pod, node, qos) + _qos_findings(pod, node, qos, pod_level)
