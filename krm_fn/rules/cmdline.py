@@ -98,14 +98,17 @@ def _split_references(toks: list[Token], mapping: dict) -> list[Token]:
     to an env var of the container whose known value (`mapping`, env_mapping) holds blanks
     replaced by that value's words: the shell splits an unquoted expansion at blanks
     (POSIX Shell Command Language 2.6.5, field splitting), so `exec server $EXTRA_ARGS`
-    with EXTRA_ARGS="-t 32" runs `server -t 32`. Not when the script assigns NAME itself."""
+    with EXTRA_ARGS="-t 32" runs `server -t 32`. Not when the script assigns NAME itself
+    (_assigned, as `assignments` reads the script's words)."""
+    own: dict = {}
+    _assigned([t for t in toks if t.path == toks[0].path], True, own)
     out: list[Token] = []
     for t in toks:
         w = t.text
         name = w[2:-1] if w.startswith("${") and w.endswith("}") else w[1:]
         value = mapping.get(name) if w[:1] == "$" and _name(name) else None
-        if value is not None and value.split() != [value] and value.strip() and not any(
-                u.text.startswith(name + "=") or ("=" + name + "=") in u.text for u in toks):
+        if value is not None and value.split() != [value] and value.strip() and \
+                name not in own:
             out.extend(Token(part, t.path) for part in value.split())
         else:
             out.append(t)
