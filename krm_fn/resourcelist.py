@@ -134,7 +134,7 @@ def _parse_resource_list(text: str, root) -> Document:
     doc.aliased = builder.aliased
     if "functionConfig" in fields:
         doc.function_config = _typed(text).build(fields["functionConfig"][1],
-                                                        "functionConfig")
+                                                 "functionConfig")
     if "results" in fields:
         doc.results_node = fields["results"][1]
         if not isinstance(doc.results_node, yaml.SequenceNode) and not (

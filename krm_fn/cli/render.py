@@ -314,11 +314,12 @@ def _run_files(config_file, baseline_file, files, report, mode, output, fail_on_
     if baseline_file:
         fc = with_baseline(fc, _read_config(baseline_file, f"--baseline {baseline_file}",
                                             restriction), baseline_file)
+    from krm_fn.resourcelist import InputError
     text = read_inputs(files, restriction)
     try:
         render(text, fc, False, True, report, mode, output, run_cmd=True,
                fail_on_change=fail_on_change, drop_local_config=drop_local_config)
-    except Exception as e:
+    except InputError as e:
         if "input is not valid YAML" not in str(e):
             raise
         raise _bad_file(files, restriction, e) from None
