@@ -175,6 +175,32 @@ def _split(s: str) -> tuple[str, str, str | None, str, str] | None:
     return s[:i], s[i:j], frac, s[k:e], s[e:]
 
 
+# apimachinery quantity.go's parse errors (ErrFormatWrong, ErrSuffix): the API server's
+# answer, decoding the whole object, to a quantity it cannot parse
+FORMAT_WRONG = ("quantities must match the regular expression "
+                "'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'")
+SUFFIX_WRONG = "unable to parse quantity's suffix"
+
+
+def api_error(text: str) -> str | None:
+    """The error apimachinery's ParseQuantity gives for the string `text` as the API server
+    decodes it (Quantity.UnmarshalJSON trims white space first): FORMAT_WRONG when it is
+    empty or not a number then a suffix, SUFFIX_WRONG when the suffix is none it knows; None
+    when Kubernetes reads it, possibly rounding or capping it where parse() refuses it (no
+    digits, finer than 1n, above 2^63-1, an exponent beyond 400)."""
+    s = text.strip()
+    parts = _split(s) if s else None
+    if parts is None:
+        return FORMAT_WRONG
+    suffix = parts[3] + parts[4]
+    if suffix in _BINARY or suffix in _DECIMAL:
+        return None
+    if parts[3] in ("e", "E") and re.fullmatch(r"[+-]?[0-9]+", parts[4]) and \
+            -2 ** 63 <= int(parts[4]) < 2 ** 63:
+        return None
+    return SUFFIX_WRONG
+
+
 def _canonical_decimal(nanos: int) -> tuple[int, int]:
     """(mantissa, exponent) with exponent a multiple of 3, as large as possible, and an
     integer mantissa, of the value `nanos` nano-units: CanonicalizeBytes for

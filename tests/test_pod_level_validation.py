@@ -187,7 +187,7 @@ def test_pod_level_resources_against_the_api_server(controlplane, tmp_path):
 
 
 # container huge pages in whole pages (validateResourceQuantityHugePageValue, also for
-# containers: kubelet.resource_refusals)
+# containers: containerresources.resource_refusals)
 _PAGES = {"pages-3mi": ("hugepages-2Mi", "3Mi"), "pages-4mi": ("hugepages-2Mi", "4Mi"),
           "pages-1gi-in-2mi": ("hugepages-2Mi", "1Gi"), "pages-zero": ("hugepages-2Mi", "0"),
           "pages-1500mi-in-1gi": ("hugepages-1Gi", "1500Mi"),
@@ -204,7 +204,7 @@ def _paged(name: str) -> dict:
 
 def test_container_huge_pages_in_whole_pages_as_the_api_server_counts_them(controlplane,
                                                                           tmp_path):
-    from krm_fn.admission.kubelet import resource_refusals
+    from krm_fn.admission.containerresources import resource_refusals
     from tests.test_apiserver import refusals
     for name in _PAGES:
         pod = _paged(name)

@@ -19,7 +19,7 @@ from krm_fn import quantity
 from krm_fn.admission import cpumanager, memorymanager, topology, wide
 from krm_fn.admission.capacity import (Packer, allocatable, amount_text, fit, fit_mix,
                                        fit_one, pod_plan, pod_requests, too_large, unknown)
-from krm_fn.admission.podresources import amount_refusal, overcommit_allowed
+from krm_fn.admission.podresources import overcommit_allowed
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, WARNING, AdmittedPod, Finding,
                                     NodeModel, node_memo)
 from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, from_pod_level, gate,
@@ -350,73 +350,6 @@ def _overcommit_findings(pod: AdmittedPod) -> list:
                                f"{_amount(res, want)} ({VALIDATION_SRC}; "
                                f"{DOCS}#extended-resources)", "validation", pod.path))
     return out
-
-
-RESOURCES_SRC = ("kubernetes/kubernetes pkg/apis/core/validation/validation.go "
-                 "validateResourceRequirements, ValidateResourceQuantityValue")
-
-
-def extended(res: str) -> bool:
-    """helper.IsExtendedResourceName: a resource outside the kubernetes.io namespace (a name
-    with a "/" that does not contain "kubernetes.io/"), not `requests.`-prefixed, a label
-    key once `requests.` is put before it; its quantities must be integers."""
-    if "/" not in res or "kubernetes.io/" in res or res.startswith("requests."):
-        return False
-    from krm_fn import apivalidation
-    return not apivalidation.label_key_errors("requests." + res)
-
-
-def resource_refusals(spec: dict | None, at: str) -> list:
-    """An ERROR per container (of pod spec `spec` as tuned, at field path `at`) whose
-    `resources` validateResourceRequirements refuses beyond what `_overcommit_findings`
-    judges: a negative amount other than cpu and memory (the resources rule reports those)
-    ("must be greater than or equal to 0"), an extended resource that is no integer
-    ("must be an integer"), huge pages that are no whole number of pages ("not positive
-    integer multiple"), a request above its limit ("must be less than or equal to
-    <resource> limit of <limit>"), huge pages without cpu or memory ("HugePages require cpu
-    or memory")."""
-    out: list = []
-    for key in ("initContainers", "containers"):
-        lst = spec.get(key) if isinstance(spec, dict) else None
-        for i, c in enumerate(lst if isinstance(lst, list) else ()):
-            res = c.get("resources") if isinstance(c, dict) else None
-            if isinstance(res, dict):
-                out += _container_refusals(c.get("name"), res, f"{at}.{key}[{i}].resources")
-    return out
-
-
-def _container_refusals(name, res: dict, at: str) -> list:
-    said = []
-    parsed: dict = {}
-    for part in ("limits", "requests"):
-        amounts = res.get(part)
-        for r, text in (amounts.items() if isinstance(amounts, dict) else ()):
-            got = quantity.parse_signed(text)
-            if got is None:
-                continue
-            nanos, shown = got
-            if nanos < 0 and r in ("cpu", "memory"):
-                pass            # the resources rule reports a negative cpu or memory
-            elif (found := amount_refusal(r, nanos, shown, f"{at}.{part}")) is not None:
-                said.append(found)
-            elif extended(r) and nanos % NANO:
-                said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be an "
-                             f"integer", f"an extended resource is counted in whole units: "
-                             f"request a whole number of {r}"))
-            parsed.setdefault(part, {})[r] = got
-    limits, requests = parsed.get("limits", {}), parsed.get("requests", {})
-    for r, (want, shown) in requests.items():
-        if overcommit_allowed(r) and r in limits and want > limits[r][0]:
-            said.append((f"{at}.requests", f"Invalid value: \"{shown}\": must be less than "
-                         f"or equal to {r} limit of {limits[r][1]}",
-                         f"lower requests.{r} to at most its limit, or raise the limit"))
-    names = set(limits) | set(requests)
-    if any(r.startswith(HUGEPAGES) for r in names) and not names & {"cpu", "memory"}:
-        said.append((at, "Forbidden: HugePages require cpu or memory",
-                     "request cpu or memory with the huge pages"))
-    return [Finding(ERROR, f"{path}: {words}: the API server refuses the pod's container "
-                    f"{name!r}; {fix} ({RESOURCES_SRC}; {DOCS})", "validation", path)
-            for path, words, fix in said]
 
 
 def _amount(res: str, value) -> str:

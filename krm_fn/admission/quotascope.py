@@ -40,10 +40,10 @@ _ALLOWED = {"BestEffort": ("pods",), "VolumeAttributesClass": ("persistentvolume
                                                                "requests.storage")}
 # helpers.go standardQuotaResources (and IsQuotaHugePageResourceName: hugepages-<size>,
 # requests.hugepages-<size>)
-_STANDARD = _POD + ("ephemeral-storage", "requests.storage", "requests.ephemeral-storage",
-                    "limits.ephemeral-storage", "resourcequotas", "services",
-                    "replicationcontrollers", "secrets", "persistentvolumeclaims",
-                    "configmaps", "services.nodeports", "services.loadbalancers")
+STANDARD_QUOTA = _POD + ("ephemeral-storage", "requests.storage", "requests.ephemeral-storage",
+                         "limits.ephemeral-storage", "resourcequotas", "services",
+                         "replicationcontrollers", "secrets", "persistentvolumeclaims",
+                         "configmaps", "services.nodeports", "services.loadbalancers")
 _CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -114,7 +114,8 @@ def problem(quota: dict) -> str | None:
 
 
 def _standard(resource: str) -> bool:
-    return resource in _STANDARD or resource.startswith(("requests.hugepages-", "hugepages-"))
+    return resource in STANDARD_QUOTA or resource.startswith(("requests.hugepages-",
+                                                              "hugepages-"))
 
 
 def _label_value(v: str) -> bool:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 
 from krm_fn import quantity
-from krm_fn.admission import capacity, kubelet, scheduling
+from krm_fn.admission import capacity, containerresources, kubelet, scheduling
 from krm_fn.admission.qos import gate
 from krm_fn.admission.cpumanager import CpuState, peak
 from krm_fn.admission.topology import BEYOND
@@ -97,7 +97,7 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
     findings = list(pod.findings) + _injection_findings(pod) + _podlevel_findings(pod, node, spec)
     findings += security
     findings += _api_findings(pod, list(limit_ranges), list(vpas), list(quotas), replicas)
-    findings += kubelet.resource_refusals(spec, pod.path)
+    findings += containerresources.resource_refusals(spec, pod.path)
     if isinstance(spec, dict) and isinstance(spec.get("securityContext"), dict) and \
             spec["securityContext"].get("sysctls"):
         from krm_fn.admission import sysctls
