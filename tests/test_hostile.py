@@ -456,3 +456,53 @@ def test_the_multi_worker_warning_names_the_typed_field_and_goes_once_it_is_set(
                 if "memory.oom.group" in r["message"]]
     assert "singleProcessOOMKill: true" in yaml.safe_load(fixed.stdout)["items"][1]["data"][
         "kubelet-config.yaml"]
+
+
+_UNCHANGED_ITEM = """\
+apiVersion: config.kubernetes.io/v1
+kind: ResourceList
+functionConfig:
+  apiVersion: krm-fn.dev/v1alpha1
+  kind: InferenceTuning
+  metadata: {name: pin}
+  spec:
+    nodePools: [{name: p, nodeSelector: {pool: p}}]
+    workloads: {threads: {env: [OMP_NUM_THREADS], engines: false}}
+items:
+- apiVersion: apps/v1
+  kind: Deployment
+  metadata: {name: a, namespace: s}
+  spec:
+    template:
+      spec:
+        containers:
+        - name: vllm
+          image: vllm
+          env:
+          - {name: OMP_NUM_THREADS, value: "16"}
+          resources:
+            requests: {cpu: 1500m, memory: 1Gi}
+        - name: side
+          image: side
+          resources:
+            requests: {cpu: abc, memory: 1Gi}
+"""
+
+
+def test_an_item_left_unchanged_gets_no_result_about_values_not_written():
+    """Hostile test: an item an error leaves unchanged kept the changes of warning severity
+    ("OMP_NUM_THREADS 16 -> 2" with its currentValue and proposedValue), though the output
+    keeps 16. The warnings that explain the verdict's pod (what it would have been) stay,
+    as the verdict does: "cpu 1500m rounded up to 2"."""
+    p = run_cli([], _UNCHANGED_ITEM)
+    assert p.returncode == 1
+    out = yaml.safe_load(p.stdout)
+    assert out["items"][0]["spec"]["template"]["spec"]["containers"][0]["env"] == [
+        {"name": "OMP_NUM_THREADS", "value": "16"}]
+    assert [(r["severity"], r["message"][:40]) for r in out["results"]] == [
+        ("warning", "container 'vllm' is pinned because it is"),
+        ("warning", "container 'vllm': cpu 1500m rounded up t"),
+        ("error", "container 'side': 'abc' is not a quantit"),
+        ("info", "verdict: Burstable after admission; no e"),
+        ("error", "left unchanged because of the errors abo")]
+    assert not any("proposedValue" in r.get("field", {}) for r in out["results"])

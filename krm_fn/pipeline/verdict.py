@@ -252,11 +252,13 @@ def _outcome(item: TunedItem, run) -> Outcome:
                                " and run again; left unchanged", ERROR, pick.ref))
         changes, pool_index = [], None
     if _has_error(findings):
-        # the item is left unchanged: drop the infos that describe changes not made (the
-        # verdict's stay: they say what the pod would have been), before changes.results
-        # raises some infos to warnings
-        findings = [f for f in findings if f.severity != INFO or (
-            f.__class__ is not changes_mod.Change and f.tags[:1] == VERDICT_TAGS)]
+        # the item is left unchanged: drop the changes not made, whatever their severity
+        # (a warning such as "OMP_NUM_THREADS 16 -> 2" would claim a value not written),
+        # and the infos that describe them (the verdict's stay: they say what the pod
+        # would have been), before changes.results raises some infos to warnings
+        findings = [f for f in findings if f.severity == ERROR or (
+            f.__class__ is not changes_mod.Change and (f.severity != INFO or
+                                                       f.tags[:1] == VERDICT_TAGS))]
     results = changes_mod.results(findings, pick.file)
     changes = [c if c.index == pick.index else _indexed(c, pick.index) for c in changes]
     return Outcome(changes, results, pool_index, work if changes else None)
