@@ -153,3 +153,21 @@ def test_usage_counts_sidecars_pod_level_resources_and_overhead_as_pods_go():
     # pod-level resources take the place of the containers' (PodLevelResources)
     r = pod(ctr("app", 2), pod_requests={"cpu": cores(3)}, pod_limits={"cpu": cores(3)})
     assert (rq._usage(r)["requests.cpu"], rq._usage(r)["limits.cpu"]) == (cores(3), cores(3))
+
+
+def test_a_workload_the_namespace_total_leaves_unchanged_gets_no_change_result():
+    """As for an item's own error (pipeline/verdict._outcome): the warning of a change not
+    made ("OMP_NUM_THREADS 16 -> 4", with the value it would write) goes with the changes."""
+    b = _dep("b", "4", replicas=2)
+    b["spec"]["template"]["spec"]["containers"][0]["env"] = [
+        {"name": "OMP_NUM_THREADS", "value": "16"}]
+    threads = {"threads": {"env": ["OMP_NUM_THREADS"], "engines": False}}
+    code, results, items = render(config(workloads=threads), _quota(**{"requests.cpu": "10"}),
+                                  _dep("a", "4"), b)
+    assert code == 1
+    assert not [m for s, m in results if "OMP_NUM_THREADS 16 -> 4" in m]
+    # a is left unchanged too: adding its thread env starts a rollout the quota has no room
+    # for
+    assert [c.get("env") for d in items if d.get("kind") == "Deployment"
+            for c in d["spec"]["template"]["spec"]["containers"]] == [
+        None, [{"name": "OMP_NUM_THREADS", "value": "16"}]]

@@ -336,6 +336,8 @@ def _add(tail: list, outcome, pick, result: Result) -> None:
     if result.severity != ERROR or at < len(res) - 1:
         return
     # the item is left unchanged: as pipeline/verdict._outcome does for the verdict's errors
-    outcome.results = [r for r in res if r.severity != INFO or r.tags[:1] == VERDICT_TAGS]
+    # (the results of its changes, those with the value written, go whatever their severity)
+    outcome.results = [r for r in res if r.severity == ERROR or (r.proposed is None and (
+        r.severity != INFO or r.tags[:1] == VERDICT_TAGS))]
     outcome.results.append(Result(LEFT_UNCHANGED, ERROR, pick.ref))
     outcome.changes, outcome.pool_index, outcome.work = [], None, None
