@@ -563,3 +563,26 @@ def test_an_explicit_str_tag_keeps_a_number_like_value_a_string(written, read):
             f"  metadata: {{name: x}}\n  spec:\n    kubernetesVersion: {written}\n")
     got = resourcelist.parse(text, True).function_config["spec"]["kubernetesVersion"]
     assert got == read and type(got) is type(read)
+
+
+@pytest.mark.parametrize("spec, path", [
+    ({"selector": {"matchLabels": {"release": 1.10}}}, "spec.selector.matchLabels.release"),
+    ({"nodePools": [{"name": "p", "nodeSelector": {"os": 8.10}}]},
+     "spec.nodePools[0].nodeSelector.os"),
+    ({"nodePools": [{"name": "p", "nodeSelector": {"size": 1e3}}]},
+     "spec.nodePools[0].nodeSelector.size"),
+])
+def test_an_unquoted_decimal_label_value_is_refused_not_rewritten(spec, path):
+    """Hostile test: `release: 1.10` selected workloads labelled "1.1", and a node pool's
+    `VERSION_ID: 8.10` was written into every nodeSelector as "8.1" (`1e3` as "1000.0"),
+    exit 0: YAML keeps a number's value, not its text."""
+    with pytest.raises(ConfigError) as e:
+        config.load(typed(spec))
+    assert e.value.path == path
+    assert e.value.message.startswith("an unquoted number, which YAML reads as the number ")
+    assert e.value.message.endswith("(8.10 and 8.1 are the same number): quote the value")
+
+
+def test_an_unquoted_integer_label_value_is_its_text():
+    cfg = config.load(typed({"nodePools": [{"name": "p", "nodeSelector": {"gen": 4}}]}))
+    assert cfg.nodePools[0].nodeSelector == {"gen": "4"}
