@@ -493,12 +493,50 @@ def test_llama_unknown_build_sets_the_env_var_and_names_threads_as_better():
 
 def test_llama_env_above_the_count_is_lowered():
     c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server",
+         "args": ["-m", "/models/m.gguf"],
          "env": [{"name": "LLAMA_ARG_THREADS", "value": "32"}], "resources": res()}
     p, out, after = run(c)
     assert env_of(after)["LLAMA_ARG_THREADS"] == "4"
     assert results(out, "warning")[0]["message"] == (
         "container 'llama': LLAMA_ARG_THREADS 32 -> 4: 32 is more threads than llama.cpp: "
         "the 4 pinned CPUs and would oversubscribe them")
+
+
+_ROUTER = ("container 'llama': llama-server names no model (-m, -hf, --model-url, "
+           "--docker-repo or their LLAMA_ARG_* env vars), so it runs as a router that loads "
+           "each requested model in a child llama-server with the same environment and args, "
+           "4 threads each; {what} lets {many} models run at once, each pool on the same "
+           "pinned CPUs; set --models-max 1 (or LLAMA_ARG_MODELS_MAX=1), or serve one model "
+           "per Deployment with -m (https://github.com/ggml-org/llama.cpp/blob/0c1e57098/"
+           "tools/server/server.cpp)")
+
+
+@pytest.mark.parametrize("args, env, warning", [
+    (["--models-dir", "/models"], [],
+     _ROUTER.format(what="--models-max 4 (the default)", many="up to 4")),
+    (["--models-dir", "/models", "--models-max", "2"], [],
+     _ROUTER.format(what="--models-max 2", many="up to 2")),
+    (["--models-max", "0"], [], _ROUTER.format(what="--models-max 0", many="any number of")),
+    ([], [{"name": "LLAMA_ARG_MODELS_MAX", "value": "3"}],
+     _ROUTER.format(what="LLAMA_ARG_MODELS_MAX=3", many="up to 3")),
+    (["--models-max", "1"], [], None),
+    ([], [{"name": "LLAMA_ARG_MODELS_MAX", "value": "1"}], None),
+    (["-m", "/models/m.gguf"], [], None),
+    (["--model", "/models/m.gguf"], [], None),
+    (["-hf", "ggml-org/gemma-3-1b-it-GGUF"], [], None),
+    (["--docker-repo", "ai/gemma3"], [], None),
+    ([], [{"name": "LLAMA_ARG_HF_REPO", "value": "ggml-org/gemma-3-1b-it-GGUF"}], None),
+])
+def test_llama_server_without_a_model_is_a_router_of_several_thread_pools(args, env, warning):
+    """Hostile test: llama-server without -m/-hf (tools/server/server.cpp is_router_server)
+    starts a child llama-server per loaded model, each inheriting LLAMA_ARG_THREADS, up to
+    --models-max (default 4, common/common.h) at once."""
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b7400", "args": args,
+         "env": env, "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after)["LLAMA_ARG_THREADS"] == "4"
+    assert [m for m in messages(out, "warning") if "router" in m] == (
+        [warning] if warning else [])
 
 
 # -- workers ----------------------------------------------------------------------------------
@@ -720,10 +758,12 @@ def test_downward_api_with_reserved_cpus_writes_literals_with_a_warning():
 
 
 def test_downward_api_whole_cpus():
-    c = {"name": "srv", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321", "resources": res()}
+    c = {"name": "srv", "image": "ghcr.io/ggml-org/llama.cpp:server-b4321", "resources": res(),
+         "env": [{"name": "LLAMA_ARG_MODEL", "value": "/models/m.gguf"}]}
     p, out, after = run(c, {"threadsSource": "downwardAPI"})
     ref = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
-    assert after["env"] == [{"name": "OMP_NUM_THREADS", "valueFrom": ref},
+    assert after["env"] == [{"name": "LLAMA_ARG_MODEL", "value": "/models/m.gguf"},
+                            {"name": "OMP_NUM_THREADS", "valueFrom": ref},
                             {"name": "LLAMA_ARG_THREADS", "valueFrom": ref}]
     assert messages(out, "warning") == []
 

@@ -214,7 +214,7 @@ def test_llama_cpp_table_covers_every_hostile_value():
 @pytest.mark.parametrize("value", HOSTILE, ids=_short)
 def test_hostile_llama_cpp_threads_read_as_llama_server_reads_them(value):
     c = {"name": "c", "image": "ghcr.io/ggml-org/llama.cpp:server", "resources": res(),
-         "args": ["-t", value]}
+         "args": ["-t", value, "-m", "/models/m.gguf"]}
     code, stderr, items, warns = run(c)
     kind, text = LLAMA_T[value]
     if kind == "error":
@@ -226,7 +226,7 @@ def test_hostile_llama_cpp_threads_read_as_llama_server_reads_them(value):
         return
     assert stderr == "" and code == 0
     after = items[0]["spec"]["containers"][0]
-    assert after["args"] == ["-t", value]
+    assert after["args"] == ["-t", value, "-m", "/models/m.gguf"]
     assert "LLAMA_ARG_THREADS" not in [e["name"] for e in after["env"]]   # -t wins over it
     assert warns == ({} if kind is None else
                      {"spec.containers[0].args[1]": [text.format(v=value)]})

@@ -31,8 +31,8 @@ from typing import NamedTuple
 
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
-from krm_fn.rules.cmdline import (Token, env_entry, own_command, runtime_only, shell_script,
-                                  shell_value, tokens)
+from krm_fn.rules.cmdline import (Token, env_entry, env_from, env_value, own_command,
+                                  runtime_only, shell_script, shell_value, tokens)
 from krm_fn.rules.engines import recognition
 from krm_fn.rules.engines.base import Engine, EnvSpec, Release, release_for
 from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
@@ -175,6 +175,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     set_b = [a for a in batch if a.refused is None]
     _above(pod, c, cnt, set_b[-1] if set_b else None,
            f"{spec.name}, which -tb otherwise follows", want)
+    _router(pod, c, toks, script, want)
     if threads:
         return
     v = build(c)
@@ -198,6 +199,46 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                  f"{FIRST.label} may not read (they ignore it); better: --threads {want} in "
                  f"args, which every build reads — or use a tag such as server-b{FIRST.since[0]}"
                  f" or later")
+
+
+# the model-naming flags (common/arg.cpp) and their env vars: without any, llama-server is a
+# router (tools/server/server.cpp `is_router_server`) that runs each model it loads as a
+# child llama-server with its own environment and args, up to --models-max at once
+MODEL_FLAGS = ("-m", "--model", "-mu", "--model-url", "-hf", "-hfr", "--hf-repo", "-dr",
+               "--docker-repo")
+MODEL_ENV = ("LLAMA_ARG_MODEL", "LLAMA_ARG_MODEL_URL", "LLAMA_ARG_HF_REPO",
+             "LLAMA_ARG_DOCKER_REPO")
+MODELS_MAX, MODELS_MAX_ENV, MODELS_MAX_DEFAULT = ("--models-max",), "LLAMA_ARG_MODELS_MAX", 4
+_ROUTER_SRC = _SRC + "0c1e57098/tools/server/server.cpp"   # llama-cpp-python 0.3.36's
+
+
+def _router(pod: PodView, c: ContainerView, toks: list, script: bool, want: str) -> None:
+    """Warn when llama-server names no model and may load more than one at once: a router
+    whose every loaded model is a child llama-server with the same thread count, so up to
+    --models-max (LLAMA_ARG_MODELS_MAX, default 4, 0 unlimited) pools of `want` threads."""
+    words = {t.text.replace("_", "-") if t.text.startswith("--") else t.text for t in toks}
+    if words & set(MODEL_FLAGS) or any(env_entry(c, n) is not None for n in MODEL_ENV) or (
+            c.data.get("envFrom") and any(n in env_from(c) for n in MODEL_ENV)):
+        return
+    given = [a for a in read_args(toks, MODELS_MAX, c, script) if a.refused is None]
+    if given:
+        most, what = (given[-1].threads or 0), numbers.brief(given[-1].written)
+    else:
+        text = env_value(c, MODELS_MAX_ENV)
+        n = None if text is None else stoi(text)
+        most = MODELS_MAX_DEFAULT if n is None else n
+        what = (f"{MODELS_MAX_ENV}={numbers.brief(text)}" if n is not None
+                else f"--models-max {MODELS_MAX_DEFAULT} (the default)")
+    if most == 1:
+        return
+    many = "any number of" if most <= 0 else f"up to {most}"
+    pod.warn(c.path, f"container {c.name!r}: llama-server names no model (-m, -hf, "
+                     f"--model-url, --docker-repo or their LLAMA_ARG_* env vars), so it runs "
+                     f"as a router that loads each requested model in a child llama-server "
+                     f"with the same environment and args, {want} threads each; {what} lets "
+                     f"{many} models run at once, each pool on the same pinned CPUs; set "
+                     f"--models-max 1 (or {MODELS_MAX_ENV}=1), or serve one model per "
+                     f"Deployment with -m ({_ROUTER_SRC})")
 
 
 def _above(pod: PodView, c: ContainerView, cnt, a: Arg | None, over: str,
@@ -242,7 +283,10 @@ ENGINE = Engine(
     sets="`LLAMA_ARG_THREADS` = N, unless `--threads`/`-t` is in args (an arg wins over the "
          "env var; `--threads-batch`/`-tb` defaults to `-t` and has no env var); nothing "
          "for builds before b3683",
-    warns="`-t`/`-tb` above N, <= 0 (every node CPU), or read by `std::stoi` only in part "
+    warns="no model named (`-m`, `-hf`, `--model-url`, `--docker-repo`, or `LLAMA_ARG_MODEL`, "
+          "`LLAMA_ARG_HF_REPO`, ...): a router running each loaded model in a child "
+          "llama-server of N threads, up to `--models-max` (default 4) at once, unless that is "
+          "1; `-t`/`-tb` above N, <= 0 (every node CPU), or read by `std::stoi` only in part "
           "(`1e3` is 1), or only known when the container starts (`$(nproc)`); a build "
           "before b3683 (add "
           "`--threads N`); no build in the tag (env var set, `--threads N` named as the "
