@@ -502,6 +502,27 @@ def test_llama_env_above_the_count_is_lowered():
         "the 4 pinned CPUs and would oversubscribe them")
 
 
+@pytest.mark.parametrize("args, warned", [
+    (["-td", "16"], ["container 'llama': llama.cpp -td 16 asks for more threads than the 4 "
+                     "pinned CPUs and wins over -t, which the draft model's threads "
+                     "otherwise follow; set it to 4"]),
+    (["--spec-draft-threads-batch", "0"],
+     ["container 'llama': llama.cpp --spec-draft-threads-batch 0 is <= 0, which llama.cpp "
+      "reads as std::thread::hardware_concurrency(), every CPU of the node rather than "
+      "the 4 pinned CPUs; it wins over -td, which the draft model's threads "
+      "otherwise follow: set it to 4"]),
+    (["--threads-draft", "2", "-tbd", "4"], []),
+])
+def test_llama_draft_model_threads_are_read_like_threads(args, warned):
+    """Hostile test: -td/-tbd (speculative decoding's draft model, common/arg.cpp) were not
+    read; -td 16 ran 16 threads on 4 CPUs unwarned."""
+    c = {"name": "llama", "image": "ghcr.io/ggml-org/llama.cpp:server-b7400",
+         "args": ["-m", "/m.gguf", "-md", "/d.gguf", *args], "resources": res()}
+    p, out, after = run(c)
+    assert env_of(after)["LLAMA_ARG_THREADS"] == "4"
+    assert messages(out, "warning") == warned
+
+
 _ROUTER = ("container 'llama': llama-server names no model (-m, -hf, --model-url, "
            "--docker-repo or their LLAMA_ARG_* env vars), so it runs as a router that loads "
            "each requested model in a child llama-server with the same environment and args, "

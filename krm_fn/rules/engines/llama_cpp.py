@@ -1,6 +1,9 @@
 """llama.cpp `llama-server`: `LLAMA_ARG_THREADS` = the thread count, unless `--threads`/`-t`
 is in args (an arg wins over the env var from b3683); `--threads-batch`/`-tb` defaults to
-`-t`. An arg above the count is warned about.
+`-t`. An arg above the count is warned about, as are the draft model's (speculative
+decoding) `-td` and `-tbd`, which default to `-t` and `-td`. Without a model (`-m`, `-hf`,
+...) llama-server is a router running each loaded model in a child llama-server
+(`_router`).
 
 The args are read as llama.cpp's own parser reads them (common/arg.cpp,
 `common_params_parse_ex`, the same since b3683; tests/engines/test_llama_args.py runs that
@@ -50,6 +53,10 @@ FIRST = RELEASES[0]
 _IMAGE = re.compile(r"(^|/)llama\.cpp$")
 _BUILD = re.compile(r"(?:^|-)b([0-9]{1,6})$")
 BATCH_FLAGS = ("--threads-batch", "-tb")
+# the draft model of speculative decoding (common/arg.cpp): its own pools, defaulting to
+# -t and -td, a value <= 0 meaning every CPU of the node, as for -t
+DRAFT_FLAGS = ("--spec-draft-threads", "-td", "--threads-draft")
+DRAFT_BATCH_FLAGS = ("--spec-draft-threads-batch", "-tbd", "--threads-batch-draft")
 # the server's program: in a shell script only its own command's flags count
 PROGRAMS = ("llama-server",)
 
@@ -163,7 +170,10 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     spec = ENGINE.env[0]
     threads = read_args(toks, spec.flags, c, script)
     batch = read_args(toks, BATCH_FLAGS, c, script)
-    for name, args in (("--threads", threads), ("--threads-batch", batch)):
+    draft = read_args(toks, DRAFT_FLAGS, c, script)
+    draft_batch = read_args(toks, DRAFT_BATCH_FLAGS, c, script)
+    for name, args in (("--threads", threads), ("--threads-batch", batch),
+                       ("--threads-draft", draft), ("--threads-batch-draft", draft_batch)):
         for a in (a for a in args if a.refused is not None):
             pod.error(a.token.path,
                       f"container {c.name!r}: llama-server stops at start-up on "
@@ -175,6 +185,10 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     set_b = [a for a in batch if a.refused is None]
     _above(pod, c, cnt, set_b[-1] if set_b else None,
            f"{spec.name}, which -tb otherwise follows", want)
+    for args, follows in ((draft, "-t"), (draft_batch, "-td")):
+        set_d = [a for a in args if a.refused is None]
+        _above(pod, c, cnt, set_d[-1] if set_d else None,
+               f"{follows}, which the draft model's threads otherwise follow", want)
     _router(pod, c, toks, script, want)
     if threads:
         return
@@ -283,7 +297,8 @@ ENGINE = Engine(
     sets="`LLAMA_ARG_THREADS` = N, unless `--threads`/`-t` is in args (an arg wins over the "
          "env var; `--threads-batch`/`-tb` defaults to `-t` and has no env var); nothing "
          "for builds before b3683",
-    warns="no model named (`-m`, `-hf`, `--model-url`, `--docker-repo`, or `LLAMA_ARG_MODEL`, "
+    warns="`-td`/`-tbd` (the draft model's threads) set like `-t` below; "
+          "no model named (`-m`, `-hf`, `--model-url`, `--docker-repo`, or `LLAMA_ARG_MODEL`, "
           "`LLAMA_ARG_HF_REPO`, ...): a router running each loaded model in a child "
           "llama-server of N threads, up to `--models-max` (default 4) at once, unless that is "
           "1; `-t`/`-tb` above N, <= 0 (every node CPU), or read by `std::stoi` only in part "
