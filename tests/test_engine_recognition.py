@@ -75,7 +75,8 @@ def _eager_detect(c: ContainerView) -> list[str]:
         hit = any(re.search(p.regex, image) for p in e.images) or (key is not None and key in
                                                                     e.kserve)
         if not hit and any(re.search(p.regex, line) for p in e.commands):
-            hit = not e.needs or any(re.search(p.regex, line) for p in e.needs)
+            hit = not e.needs or any(re.search(p.regex, line) for p in e.needs) or (
+                e.or_no_accelerator and not recognition.accelerator(c.data.get("resources")))
         if not hit and names & set(e.env_names):
             hit = True
         if hit:

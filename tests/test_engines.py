@@ -71,6 +71,12 @@ def view(c: dict, path=("spec", "containers", 0)) -> ContainerView:
     ({"image": "ghcr.io/huggingface/text-generation-inference:3.3.5-intel-cpu"},
      "Text Generation Inference (CPU)"),
     ({"image": "x:1", "command": ["ipexrun", "serve.py"]}, "Intel Xeon launcher (ipexrun)"),
+    # hostile test: `vllm serve` without --device cpu (vLLM 0.10.0 has no --device) on no
+    # accelerator is the CPU backend
+    ({"image": "registry.example.com/ml/vllm-openai:v0.11.1",
+      "command": ["vllm", "serve", "m", "-tp", "2"]}, "vLLM CPU"),
+    ({"image": "x:1", "command": ["python3", "-m", "vllm.entrypoints.openai.api_server"],
+      "resources": {"limits": {"cpu": "4", "example.com/foo": "1"}}}, "vLLM CPU"),
     ({"image": "x:1", "command": ["python", "-m", "torch.backends.xeon.run_cpu", "s.py"]},
      "Intel Xeon launcher (ipexrun)"),
 ])
@@ -78,9 +84,30 @@ def test_detect(container, engine):
     assert engine in [e.name for e in engines.detect(view(container))]
 
 
+@pytest.mark.parametrize("image, severity", [
+    ("registry.example.com/ml/vllm-openai:v0.11.1", "error"),
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.10.0", "error"),
+    ("public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo:v0.9.1", None),
+    ("registry.example.com/ml/vllm-cpu:latest", "warning"),
+])
+def test_vllm_device_flag_is_gone_from_0_10_0(image, severity):
+    """Hostile test: `--device cpu`, which krm-fn needed to recognise `vllm serve`, stops
+    vLLM 0.10.0 and later at start-up (the option is gone from engine/arg_utils.py)."""
+    c = {"name": "llm", "image": image, "command": ["vllm", "serve", "m", "--device", "cpu"],
+         "resources": res()}
+    p, out, after = run(c)
+    said = [(r["severity"], r["field"]["path"]) for r in out["results"]
+            if "--device" in r["message"]]
+    assert said == ([] if severity is None else [(severity, "spec.containers[0].command[3]")])
+    assert p.returncode == (1 if severity == "error" else 0)
+
+
 @pytest.mark.parametrize("container", [
     {"image": "vllm/vllm-openai:v0.8.5"},                       # the GPU image
-    {"image": "x:1", "command": ["vllm", "serve", "m"]},        # no CPU device
+    {"image": "x:1", "command": ["vllm", "serve", "m"],          # on a GPU
+     "resources": {"limits": {"nvidia.com/gpu": "1"}}},
+    {"image": "x:1", "command": ["vllm", "serve", "m"],
+     "resources": {"requests": {"amd.com/gpu": "1"}}},
     {"image": "srv:1", "args": ["--threads", "4"]},
     {"image": "llamacpp-worker:latest", "args": ["--host", "0.0.0.0", "--mem", "4192"]},
 ])

@@ -13,8 +13,8 @@ V091_SRC = "https://github.com/vllm-project/vllm/blob/v0.9.1/vllm/envs.py"
 
 
 def vllm(version: str, args: list, cpu: str = "8", env: list | None = None) -> dict:
-    c = {"name": "vllm", "image": REPO + version, "args": ["serve", "m", "--device", "cpu",
-                                                           *args], "resources": res(cpu)}
+    c = {"name": "vllm", "image": REPO + version, "args": ["serve", "m", *args],
+         "resources": res(cpu)}
     if env is not None:
         c["env"] = env
     return c

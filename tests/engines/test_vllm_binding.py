@@ -219,7 +219,7 @@ def _manager_threads(m, world: int, omp: str) -> list:
 
 
 def _krm_fn(v: str, args: list, cpus: int, data: dict | None = None):
-    c = {"name": "vllm", "image": REPO + v, "args": ["serve", "m", "--device", "cpu", *args],
+    c = {"name": "vllm", "image": REPO + v, "args": ["serve", "m", *args],
          "resources": res(str(cpus))}
     p, out, after = run(c, data)
     assert p.returncode == 0, messages(out, "error")
@@ -231,7 +231,7 @@ def _krm_fn(v: str, args: list, cpus: int, data: dict | None = None):
 def test_every_rank_gets_threads_within_the_pinned_cpus(v, args, world, dpl, cpus):
     if v in NO_OFF and world * dpl > 1:
         c = {"name": "vllm", "image": REPO + v, "resources": res(str(cpus)),
-             "args": ["serve", "m", "--device", "cpu", *args]}
+             "args": ["serve", "m", *args]}
         p, out, after = run(c)
         assert p.returncode == 1
         assert "use vLLM 0.21.0 or later (nobind), or one rank" in messages(out, "error")[0]

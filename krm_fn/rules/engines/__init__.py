@@ -93,16 +93,19 @@ def serving_names(c: ContainerView) -> tuple[str, ...]:
 
 def _inputs(c: ContainerView) -> tuple:
     """What recognition reads of container `c`: (lowercased image, "" when longer than
-    MAX_IMAGE_TEXT; command line; KServe framework key or None; env var names)."""
+    MAX_IMAGE_TEXT; command line; KServe framework key or None; env var names; whether it
+    asks for an accelerator, recognition.accelerator)."""
     image = str(c.data.get("image") or "").lower()
     image = image if len(image) <= MAX_IMAGE_TEXT else ""
-    return image, text(tokens(c)), _framework_key(c), env_names(c)
+    return (image, text(tokens(c)), _framework_key(c), env_names(c),
+            recognition.accelerator(c.data.get("resources")))
 
 
 @functools.lru_cache(maxsize=4096)
-def _detect(image: str, line: str, key: str | None, names: frozenset) -> tuple[str, ...]:
+def _detect(image: str, line: str, key: str | None, names: frozenset,
+            accelerated: bool = False) -> tuple[str, ...]:
     """The modules of the engines recognised (recognition.TABLE), `not_with` applied."""
-    found = [r for r in recognition.TABLE if r.matches(image, line, key, names)]
+    found = [r for r in recognition.TABLE if r.matches(image, line, key, names, accelerated)]
     return tuple(r.module for r in found if not any(o.name in r.not_with for o in found))
 
 

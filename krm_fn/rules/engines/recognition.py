@@ -37,12 +37,13 @@ def _p(regex: str, *within: str) -> Pattern:
 
 
 class Recognition(namedtuple("Recognition", "name module images commands needs kserve "
-                             "env_names not_with serving",
-                             defaults=((), (), (), (), (), (), True))):
+                             "env_names not_with serving or_no_accelerator",
+                             defaults=((), (), (), (), (), (), True, False))):
     """How the engine of module `module` (krm_fn/rules/engines/<module>.py), named `name`,
     is recognised in a container: a Pattern of `images` matches its image (lowercased), a
     Pattern of `commands` matches command+args joined by spaces (and, when `needs` is
-    given, one of `needs` matches too), the container is the KServe framework key of
+    given, one of `needs` matches too, or with `or_no_accelerator` the container asks for
+    no accelerator: `accelerator`), the container is the KServe framework key of
     `kserve`, or an env var of `env_names` is present — unless an engine named in
     `not_with` is recognised in it too. `serving`: the engine serves models, so a
     container running it is the one to pin (krm_fn/rules/choice.py); False for a
@@ -51,10 +52,11 @@ class Recognition(namedtuple("Recognition", "name module images commands needs k
 
     __slots__ = ()
 
-    def matches(self, image: str, line: str, key: str | None, names: frozenset) -> bool:
+    def matches(self, image: str, line: str, key: str | None, names: frozenset,
+                accelerated: bool = False) -> bool:
         """Whether the container with lowercased `image`, command line `line`, KServe
-        framework key `key` (or None) and env var names `names` is this engine's (before
-        `not_with`)."""
+        framework key `key` (or None), env var names `names` and, `accelerated`, a request
+        of an accelerator is this engine's (before `not_with`)."""
         for p in self.images:
             if p.search(image):
                 return True
@@ -62,7 +64,7 @@ class Recognition(namedtuple("Recognition", "name module images commands needs k
             return True
         for p in self.commands:
             if p.search(line):
-                if not self.needs:
+                if not self.needs or (self.or_no_accelerator and not accelerated):
                     return True
                 for q in self.needs:
                     if q.search(line):
@@ -84,7 +86,10 @@ TABLE: tuple[Recognition, ...] = (
                         _p(r"vllm[\w./-]*:[\w.-]*\bcpu\b", "vllm")),
                 commands=(_p(r"(^|[\s/])vllm\s+serve(\s|$)", "vllm"),
                           _p(r"\bvllm\.entrypoints\.", "vllm.entrypoints.")),
-                needs=(_p(r"(^|\s)--device(=|\s+)cpu(\s|$)", "--device"),)),
+                # `vllm serve` is the CPU backend where the pod asks for no accelerator
+                # (vLLM picks its platform from the machine; `--device` is gone from 0.10.0)
+                needs=(_p(r"(^|\s)--device(=|\s+)cpu(\s|$)", "--device"),),
+                or_no_accelerator=True),
     Recognition("llama.cpp", "llama_cpp",
                 # :full* runs .devops/tools.sh, which execs llama-server for --server / -s
                 # (and the other tools, which read the same common args, for the rest)
@@ -132,6 +137,24 @@ TABLE: tuple[Recognition, ...] = (
                              "torch.backends.xeon.run_cpu"))),
 )
 BY_MODULE = {r.module: r for r in TABLE}
+# extended resources of accelerators (device plugins' resource names): a container asking
+# for one runs an engine on it, not on the pinned CPUs
+ACCELERATORS = ("nvidia.com/", "amd.com/gpu", "gpu.intel.com/", "habana.ai/",
+                "aws.amazon.com/neuron", "google.com/tpu")
+
+
+def accelerator(resources) -> bool:
+    """Whether a container's `resources` (plain data) request or limit an accelerator
+    (ACCELERATORS, or an extended resource whose name says gpu)."""
+    if not isinstance(resources, dict):
+        return False
+    for part in ("limits", "requests"):
+        amounts = resources.get(part)
+        for name in (amounts if isinstance(amounts, dict) else ()):
+            name = str(name)
+            if "/" in name and (name.startswith(ACCELERATORS) or "gpu" in name.lower()):
+                return True
+    return False
 
 
 def of(module_name: str) -> Recognition:

@@ -152,6 +152,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     cache."""
     v = version(c)
     rel = release_for(RELEASES, v)
+    _device(pod, c, v)
     bind = env_entry(c, BIND)
     if v is not None and rel is None:
         effective = None
@@ -178,6 +179,30 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                      f"ignored with {effective}; remove it, and set spec.workloads.threads."
                      f"reservedCpus to leave pinned CPUs to vLLM's own threads")
     _kvcache(pod, c)
+
+
+NO_DEVICE = (0, 10, 0)      # the first release without `--device` (engine/arg_utils.py)
+
+
+def _device(pod: PodView, c: ContainerView, v: tuple | None) -> None:
+    """`--device` in command/args: vLLM 0.10.0 and later have no such option (its argument
+    parser stops the server: unrecognized, or from 0.31.0 an ambiguous prefix of
+    --device-ids), an error; a warning when the image names no version."""
+    for t in tokens(c):
+        if t.text != "--device" and not t.text.startswith("--device="):
+            continue
+        src = f"{_SRC}v0.10.0/vllm/engine/arg_utils.py"
+        if v is not None and v >= NO_DEVICE:
+            pod.error(t.path, f"container {c.name!r}: vLLM {version_text(v)} has no --device "
+                              f"option (removed in 0.10.0; the platform is the build's), so "
+                              f"its argument parser stops the server at start-up: remove "
+                              f"{numbers.brief(t.text)} ({src})")
+        elif v is None:
+            pod.warn(t.path, f"container {c.name!r}: vLLM 0.10.0 and later have no --device "
+                             f"option and stop at start-up on {numbers.brief(t.text)}; the "
+                             f"image names no version: remove it unless the release is older "
+                             f"({src})")
+        return
 
 
 def _unset(pod: PodView, c: ContainerView, cnt, v, rel, bind: bool = False,
@@ -366,8 +391,9 @@ ENGINE = Engine(
     reserve=reserve,
     recognised="image `*vllm*-cpu*` (`public.ecr.aws/q9t5s3a7/vllm-cpu-release-repo`, "
                "`vllm/vllm-openai-cpu`, a vLLM image with a `cpu` tag); `vllm serve` / "
-               "`python -m vllm.entrypoints…` with `--device cpu`; the version is the tag of "
-               "an image whose name mentions vllm",
+               "`python -m vllm.entrypoints…` with `--device cpu`, or on a container that "
+               "asks for no accelerator (`nvidia.com/gpu`, `amd.com/gpu`, ...); the version "
+               "is the tag of an image whose name mentions vllm",
     sets="`VLLM_CPU_OMP_THREADS_BIND` = the release's no-binding value unless set (`nobind` "
          "from 0.11.1 except 0.20.x, which has none: `auto` is left, an error with more than "
          "one rank; `all` for 0.9.1–0.11.0, one `|`-separated entry per rank there: "
@@ -375,7 +401,9 @@ ENGINE = Engine(
          "so that `OMP_NUM_THREADS` decides; a no-binding spelling the release does not "
          "accept, or too few per-rank entries, is replaced; thread vars = (N − the cores "
          "vLLM's own binding keeps for its scheduler) ÷ (tp × pp × local dp) rank processes",
-    warns="no version tag (nothing set: only the default is valid in every release); bind "
+    warns="`--device` from 0.10.0 (gone: the server does not start) is an **error**, a "
+          "warning without a version; no version tag (nothing set: only the default is "
+          "valid in every release); bind "
           "`auto` or a CPU list; `VLLM_CPU_NUM_OF_RESERVED_CPU` with no binding (read with "
           "`auto` only: use `reservedCpus`) or before 0.9.1; `VLLM_CPU_KVCACHE_SPACE` (GiB) "
           "above the memory limit is an **error**, leaving < 1Gi a warning; a CPU list with "
