@@ -1159,3 +1159,28 @@ def test_a_thread_var_that_refers_to_another_env_var_is_read_as_the_kubelet_expa
     assert env_of(c)["OMP_NUM_THREADS"] == "$(T)"
     assert [m.split(" is not")[0] for m in messages(out, "warning")] == [
         "container 'app': OMP_NUM_THREADS='$(T)'"]
+
+
+@pytest.mark.parametrize("script, env", [
+    ("exec vllm serve m --tensor-parallel-size $TP", [{"name": "TP", "value": "2"}]),
+    ("TP=2; exec vllm serve m --tensor-parallel-size ${TP}", []),
+])
+def test_a_rank_count_the_script_expands_is_read_as_its_value(script, env):
+    """Hostile test: `-tp $TP` with env TP=2 in a `bash -c` script was "not a whole number":
+    the thread vars were not divided among the 2 ranks."""
+    literal = {"name": "vllm", "image": "vllm/vllm-openai-cpu:v0.11.1", "resources": res("8"),
+               "command": ["bash", "-c", "exec vllm serve m --tensor-parallel-size 2"]}
+    c = dict(literal, command=["bash", "-c", script], env=env)
+    want = env_of(run(literal)[2])["OMP_NUM_THREADS"]
+    p, out, after = run(c)
+    assert env_of(after)["OMP_NUM_THREADS"] == want == "3"     # (8 - 2 kept) / 2 ranks
+    assert not [m for m in messages(out, "warning") if "not a whole number" in m]
+
+
+def test_a_worker_count_the_script_expands_is_read_as_its_value():
+    c = {"name": "web", "image": "python:3.12", "resources": res("8"),
+         "command": ["sh", "-c", "exec gunicorn -w $WORKERS app:app"],
+         "env": [{"name": "WORKERS", "value": "4"}]}
+    p, out, after = run(c)
+    assert env_of(after)["OMP_NUM_THREADS"] == "2"
+    assert not [m for m in messages(out, "warning") if "not a whole number" in m]

@@ -8,7 +8,7 @@ from __future__ import annotations
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, own_command,
-                                  text, tokens, words)
+                                  resolved, text, tokens, words)
 from krm_fn.rules.engines import ranks
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
 from krm_fn.rules.engines.recognition import Pattern, Recognition
@@ -43,7 +43,7 @@ def _read(c: ContainerView, engines: tuple):
     """Every worker count the container writes, its rank processes first (ranks.py), then
     in SOURCES order, as (server, what, field path, the text found, the count or None when
     it is not a whole number)."""
-    toks = tokens(c)
+    toks = resolved(c, tokens(c))      # `-tp $TP` in a script reads TP's known value
     line = text(toks)
     names = {e.name for e in engines}
     yield from ranks.read(c, toks, line, names)
@@ -182,7 +182,8 @@ ROW = Engine(
                "container's env as the kubelet does (a count that stays unreadable, e.g. "
                "from a ConfigMap, hides that server's lower-precedence sources); in a shell "
                "script a server's flags only in its own command (`curl -w` is not "
-               "gunicorn's `-w`)",
+               "gunicorn's `-w`), and a `$VAR` word as the value the env or the script gives "
+               "it (`-tp $TP` with `TP=2`)",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`; "
          "more rank processes than CPUs is an **error** (each runs at least one thread)",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
