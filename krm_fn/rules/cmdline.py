@@ -339,20 +339,6 @@ def shell_value(c: ContainerView, script: bool, word: str) -> str | None:
     return env_mapping(c).get(name)
 
 
-def resolved(c: ContainerView, toks: list[Token]) -> list[Token]:
-    """`toks` with each word of a shell script that is one reference to a variable of known
-    value (shell_value: `$TP` with env TP=2, or the script's own TP=2) replaced by that
-    value, as the shell hands it to the program; `toks` itself when the command line is no
-    shell script."""
-    if not shell_script(toks):
-        return toks
-    out = []
-    for t in toks:
-        value = shell_value(c, True, t.text) if t.text.startswith("$") else None
-        out.append(t if value is None or "$" in value else Token(value, t.path))
-    return out
-
-
 def text(toks: list[Token]) -> str:
     """The words joined by single spaces (what the engine regexes run over)."""
     return " ".join(t.text for t in toks)

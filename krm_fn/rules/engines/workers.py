@@ -8,7 +8,7 @@ from __future__ import annotations
 from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, own_command,
-                                  resolved, text, tokens, words)
+                                  shell_script, shell_value, text, tokens, words)
 from krm_fn.rules.engines import ranks
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
 from krm_fn.rules.engines.recognition import Pattern, Recognition
@@ -39,11 +39,25 @@ SOURCES: tuple[WorkerSource, ...] = (
 )
 
 
+def _resolved(c: ContainerView, toks: list[Token]) -> list[Token]:
+    """`toks` with each word of a shell script that is one reference to a variable of known
+    value (shell_value: `$TP` with env TP=2, or the script's own TP=2) replaced by that
+    value, as the shell hands it to the program; `toks` itself when the command line is no
+    shell script."""
+    if not shell_script(toks):
+        return toks
+    out = []
+    for t in toks:
+        value = shell_value(c, True, t.text) if t.text.startswith("$") else None
+        out.append(t if value is None or "$" in value else Token(value, t.path))
+    return out
+
+
 def _read(c: ContainerView, engines: tuple):
     """Every worker count the container writes, its rank processes first (ranks.py), then
     in SOURCES order, as (server, what, field path, the text found, the count or None when
     it is not a whole number)."""
-    toks = resolved(c, tokens(c))      # `-tp $TP` in a script reads TP's known value
+    toks = _resolved(c, tokens(c))     # `-tp $TP` in a script reads TP's known value
     line = text(toks)
     names = {e.name for e in engines}
     yield from ranks.read(c, toks, line, names)
