@@ -258,3 +258,19 @@ def test_the_worker_oom_warning_says_not_set_for_a_missing_memory_limit():
     said = [r["message"] for r in results(load(p.stdout), "warning")]
     assert not [m for m in said if "(None)" in m], said
     assert [m for m in said if "memory (not set) cover all 2" in m], said
+
+
+@pytest.mark.parametrize("command, warned", [
+    (["java", "-jar", "/app.jar", "-XX:ActiveProcessorCount=16"], False),
+    (["java", "-cp", "/app", "Main", "-XX:ActiveProcessorCount=16"], False),
+    (["java", "-m", "app/app.Main", "-XX:ActiveProcessorCount=16"], False),
+    (["java", "-cp", "/app", "-XX:ActiveProcessorCount=16", "Main"], True),
+    (["/opt/java/bin/java", "-XX:ActiveProcessorCount=16", "-jar", "/app.jar"], True),
+    (["sh", "-c", "exec java -jar /app.jar -XX:ActiveProcessorCount=16"], False),
+])
+def test_jvm_options_end_at_the_main_class_or_jar(command, warned):
+    """Hostile test: `java -jar /app.jar -XX:ActiveProcessorCount=16` was warned about,
+    though after -jar <file> (or the main class, or -m <module>) the words are the
+    application's arguments, not the JVM's options (java -help)."""
+    code, c, said = _run({"image": "eclipse-temurin:21-jre", "command": command})
+    assert bool([m for m in said["warning"] if "ActiveProcessorCount=16" in m]) == warned

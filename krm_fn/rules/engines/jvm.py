@@ -112,7 +112,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
              for var in ("JAVA_OPTS", "JDK_JAVA_OPTIONS", "_JAVA_OPTIONS")]
     sources = [(f"env {var}", c.path + ("env", ent[0], "value"), str(ent[1].get("value") or ""))
                for var, ent in later if ent is not None and "valueFrom" not in ent[1]]
-    sources += [("the command line", t.path, t.text) for t in tokens(c)]
+    sources += [("the command line", t.path, t.text) for t in jvm_options(tokens(c))]
     for what, path, value in sources:
         for m in re.finditer(_APC, value):
             have = apc_value(m.group(1))
@@ -125,6 +125,35 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                                   " (a count of 0 or less: the JVM detects the processors "
                                   "itself)" if have <= 0 else "")
                                + f"; set it to {n} or remove it")
+
+
+# java launcher options whose value is the next word (`java -help`): a word after them is
+# no main class
+_WITH_VALUE = frozenset(("-cp", "-classpath", "--class-path", "-p", "--module-path",
+                         "--upgrade-module-path", "--add-modules", "--enable-native-access",
+                         "--limit-modules", "--add-reads", "--add-exports", "--add-opens",
+                         "--patch-module", "--source"))
+
+
+def jvm_options(toks: list) -> list:
+    """The words of `toks` that the java launcher reads as its own options: those after the
+    `java` word (a path ending in /java too) up to the main class, `-jar <file>` or
+    `-m`/`--module <module>` (java -help: what follows them is the application's
+    arguments); all of `toks` when no word runs java (the image's entrypoint does, and
+    which of the words are its options is not known)."""
+    start = next((i for i, t in enumerate(toks) if t.text.rsplit("/", 1)[-1] == "java"), None)
+    if start is None:
+        return toks
+    out, i = [], start + 1
+    while i < len(toks):
+        word = toks[i].text
+        if not word.startswith("-") or word == ";":
+            break
+        out.append(toks[i])
+        if word in ("-jar", "-m", "--module"):
+            break
+        i += 2 if word in _WITH_VALUE else 1
+    return out
 
 
 def apc_value(text: str) -> int | None:
@@ -215,8 +244,9 @@ ENGINE = Engine(
          "JDK has it). N = CPUs − `reservedCpus`, not divided by workers",
     warns="a JDK without the option (before 8u191, 9: it refuses to start with it) or of "
           "unknown version (`latest`, `8`, a server's own tag): nothing added; a higher "
-          "count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS`, the command line or `_JAVA_OPTIONS` "
-          "(it comes later and wins)",
+          "count in `JAVA_OPTS`, `JDK_JAVA_OPTIONS`, the command line's JVM options (before "
+          "the main class, `-jar <file>` or `-m <module>`) or `_JAVA_OPTIONS` (it comes "
+          "later and wins)",
     sources=(("java launcher: -XX:ActiveProcessorCount, JDK_JAVA_OPTIONS",
               "https://docs.oracle.com/en/java/javase/21/docs/specs/man/java.html"),
              ("JDK-8281181", "https://bugs.openjdk.org/browse/JDK-8281181"),
