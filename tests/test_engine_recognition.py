@@ -54,7 +54,7 @@ def test_each_engine_takes_its_recognition_from_the_table():
     for r, e in zip(recognition.TABLE, engines.ENGINES):
         assert e.recognition is r and e.name == r.name
         assert sys.modules[f"krm_fn.rules.engines.{r.module}"].ENGINE is e
-    assert len({r.module for r in recognition.TABLE}) == len(recognition.TABLE) == 12, (
+    assert len({r.module for r in recognition.TABLE}) == len(recognition.TABLE) == 13, (
         f"{len(recognition.TABLE)} engines (one module each): a new engine changes this "
         f"count; update it here and in tests/test_cli.py _engine_modules (CONTRIBUTING.md, "
         f"A serving engine)")

@@ -1184,3 +1184,81 @@ def test_a_worker_count_the_script_expands_is_read_as_its_value():
     p, out, after = run(c)
     assert env_of(after)["OMP_NUM_THREADS"] == "2"
     assert not [m for m in messages(out, "warning") if "not a whole number" in m]
+
+
+# -- llama-cpp-python's server -----------------------------------------------------------------
+
+_LCP = "registry.example.com/llama-cpp-python:0.3.36"
+
+
+@pytest.mark.parametrize("container", [
+    {"image": _LCP, "command": ["python3", "-m", "llama_cpp.server", "--model", "/m.gguf"]},
+    {"image": _LCP, "command": ["uvicorn", "--factory", "llama_cpp.server.app:create_app"]},
+    {"image": "ghcr.io/abetlen/llama-cpp-python:v0.3.36"},
+    {"image": _LCP, "command": ["sh", "-c", "exec python -m llama_cpp.server --model /m"]},
+])
+def test_llama_cpp_python_is_recognised(container):
+    assert "llama-cpp-python server" in [e.name for e in engines.detect(view(container))]
+
+
+@pytest.mark.parametrize("args, env, warned", [
+    # its defaults are the node's CPUs / 2 and all of them: both env vars set
+    ([], {"N_THREADS": "4", "N_THREADS_BATCH": "4"}, []),
+    # an option wins over its env var: kept, the other var set
+    (["--n_threads", "2"], {"N_THREADS_BATCH": "4"}, []),
+    (["--n_threads=16"], {"N_THREADS_BATCH": "4"},
+     ["container 'llm': llama-cpp-python server --n_threads=16 asks for more threads than "
+      "the 4 pinned CPUs and wins over N_THREADS; set it to 4"]),
+    (["--n_threads_batch", "-1"], {"N_THREADS": "4"},
+     ["container 'llm': llama-cpp-python server --n_threads_batch -1 means multiprocessing."
+      "cpu_count(), every CPU of the node (on Python 3.13 and later PYTHON_CPU_COUNT when "
+      "set) rather than the 4 pinned CPUs; it wins over N_THREADS_BATCH: set it to 4 "
+      "(https://github.com/abetlen/llama-cpp-python/blob/v0.3.36/llama_cpp/server/"
+      "settings.py)"]),
+])
+def test_llama_cpp_python_threads(args, env, warned):
+    c = {"name": "llm", "image": _LCP, "resources": res(),
+         "command": ["python3", "-m", "llama_cpp.server", "--model", "/m.gguf", *args]}
+    p, out, after = run(c)
+    assert p.returncode == 0
+    got = env_of(after)
+    assert {k: got[k] for k in ("N_THREADS", "N_THREADS_BATCH") if k in got} == env
+    assert messages(out, "warning") == warned
+
+
+@pytest.mark.parametrize("args, written, refused", [
+    (["--n_thread", "4"], "--n_thread",
+     "ambiguous option: --n_thread could match --n_threads, --n_threads_batch"),
+    (["--n-threads", "4"], "--n-threads", "unrecognized arguments: --n-threads (its options "
+                                          "are written with `_`, as the settings' fields)"),
+    (["--n_threads", "0"], "--n_threads 0",
+     "the settings refuse n_threads=0 (it must be at least 1, or -1)"),
+    (["--n_threads", "4.0"], "--n_threads 4.0", "argument --n_threads: invalid int value: '4.0'"),
+    (["--n_threads"], "--n_threads", "argument --n_threads: expected one argument"),
+])
+def test_llama_cpp_python_thread_options_it_stops_on_are_errors(args, written, refused):
+    c = {"name": "llm", "image": _LCP, "resources": res(),
+         "command": ["python3", "-m", "llama_cpp.server", "--model", "/m.gguf", *args]}
+    p, out, after = run(c)
+    assert p.returncode == 1
+    assert [m for m in messages(out, "error") if "stops at start-up" in m] == [
+        f"container 'llm': llama-cpp-python's server stops at start-up on {written} "
+        f"({refused}; its argparse options are read by cli.py add_args_from_model): write "
+        f"--n_threads 4 (https://github.com/abetlen/llama-cpp-python/blob/v0.3.36/llama_cpp/"
+        f"server/cli.py)"]
+
+
+def test_llama_cpp_python_config_file_is_warned_and_env_still_set():
+    c = {"name": "llm", "image": _LCP, "resources": res(),
+         "command": ["python3", "-m", "llama_cpp.server", "--config_file", "/etc/m.json",
+                     "--n_threads", "2"]}
+    p, out, after = run(c)
+    assert {k: v for k, v in env_of(after).items() if k.startswith("N_")} == {
+        "N_THREADS": "4", "N_THREADS_BATCH": "4"}
+    assert [m for m in messages(out, "warning") if "config file" in m] == [
+        "container 'llm': llama-cpp-python's server reads its models' settings from a config "
+        "file (--config_file or CONFIG_FILE): the command line's thread options are then not "
+        "read, and a model's n_threads or n_threads_batch in the file wins over N_THREADS and "
+        "N_THREADS_BATCH (set to 4); leave them out of the file or set them to 4 "
+        "(https://github.com/abetlen/llama-cpp-python/blob/v0.3.36/llama_cpp/server/"
+        "__main__.py)"]
