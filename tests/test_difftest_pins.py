@@ -204,7 +204,12 @@ def test_config_table_covers_every_changed_check():
 # vLLM hint naming the releases nobind suits, 0.20.x having none);
 # engines-12, engines-14 and version-17, whose Ollama and Triton messages and thread counts
 # are those read at the engines' tags (issue #32: Ollama 0.30's LLAMA_ARG_THREADS, per
-# physical core; Triton's enable-global-threadpool with intra_op_thread_count).
+# physical core; Triton's enable-global-threadpool with intra_op_thread_count);
+# quantity-0 and quantity-1, whose hugepages-2Mi `Me` and ephemeral-storage `1e-` and
+# `10000000000000000000Ei` the API server refuses or krm-fn cannot read (verdict,
+# admission/containerresources.py); engines-13, whose llama-server names no model (a router)
+# and whose `vllm serve --device` gets the warning of releases without --device; seed-18,
+# whose KServe runtime running vllm.entrypoints on no accelerator is now vLLM's CPU backend.
 CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
 
 
