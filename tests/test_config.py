@@ -586,3 +586,18 @@ def test_an_unquoted_decimal_label_value_is_refused_not_rewritten(spec, path):
 def test_an_unquoted_integer_label_value_is_its_text():
     cfg = config.load(typed({"nodePools": [{"name": "p", "nodeSelector": {"gen": 4}}]}))
     assert cfg.nodePools[0].nodeSelector == {"gen": "4"}
+
+
+@pytest.mark.parametrize("api_version, found", [(None, "none"), ("v1", "'v1'"),
+                                                (1.0, "1.0")])
+def test_a_wrong_api_version_is_named_without_python_words(api_version, found):
+    """Hostile test: a typed config without apiVersion said "found None"."""
+    obj = typed({})
+    if api_version is None:
+        del obj["apiVersion"]
+    else:
+        obj["apiVersion"] = api_version
+    with pytest.raises(ConfigError) as e:
+        config.load(obj)
+    assert (e.value.path, e.value.message) == (
+        "apiVersion", f"expected krm-fn.dev/v1alpha1, found {found}")

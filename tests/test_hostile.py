@@ -506,3 +506,18 @@ def test_an_item_left_unchanged_gets_no_result_about_values_not_written():
         ("info", "verdict: Burstable after admission; no e"),
         ("error", "left unchanged because of the errors abo")]
     assert not any("proposedValue" in r.get("field", {}) for r in out["results"])
+
+
+def test_a_null_node_selector_value_is_named_null_not_none():
+    """Hostile test: `nodeSelector: {pool: null}` against a pool that needs pool=p said
+    "pool=None" (Python's word)."""
+    text = _UNCHANGED_ITEM.replace("""          resources:
+            requests: {cpu: abc, memory: 1Gi}
+""", """          resources:
+            requests: {cpu: "1", memory: 1Gi}
+        nodeSelector: {pool: null}
+""")
+    p = run_cli([], text)
+    assert p.returncode == 1
+    assert ("spec.template.spec.nodeSelector.pool: nodeSelector pool=null conflicts with node "
+            "pool 'p', which needs pool=p" in p.stderr), p.stderr

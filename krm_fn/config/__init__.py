@@ -18,7 +18,7 @@ from krm_fn.config.fields import Field, Object, ObjectList, Record
 from krm_fn.config.records import Spec
 from krm_fn.config.spec import (DEFAULT_THREAD_ENV, FORMATS, POOL_FIELDS, SCHEMA,
                                 SPEC)
-from krm_fn.config.values import ConfigError, type_name
+from krm_fn.config.values import ConfigError, short, type_name
 
 API_VERSION = "krm-fn.dev/v1alpha1"
 KIND = "InferenceTuning"
@@ -53,8 +53,9 @@ def load(obj: object) -> Spec:
         spec, flat = spec_from_flat(data, "data"), True
     elif obj.get("kind") == KIND:
         if obj.get("apiVersion") != API_VERSION:
+            have = obj.get("apiVersion")
             raise ConfigError("apiVersion", f"expected {API_VERSION}, found "
-                                            f"{obj.get('apiVersion')!r}")
+                                            + ("none" if have is None else short(have)))
         top_unknown = [k for k in obj if k not in ("apiVersion", "kind", "metadata", "spec")]
         if top_unknown:
             raise ConfigError("", "unknown field" + ("s " if len(top_unknown) > 1 else " ")

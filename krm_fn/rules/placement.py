@@ -60,7 +60,8 @@ def apply(pod: PodView, ctx) -> None:
         if key not in current:
             missing[key] = value
         elif str(current[key]) != value:
-            pod.error(path, f"nodeSelector {key}={current[key]} conflicts with node pool "
+            have = "null" if current[key] is None else current[key]
+            pod.error(path, f"nodeSelector {key}={have} conflicts with node pool "
                             f"{ctx.pool.name!r}, which needs {key}={value}; remove it, or "
                             f"place the workload in another pool with the "
                             f"krm-fn.dev/node-pool annotation")
