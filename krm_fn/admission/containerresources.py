@@ -17,6 +17,8 @@ is pinned while the API server refuses it is the worst failure krm-fn can have.
 """
 from __future__ import annotations
 
+import functools
+
 from krm_fn import apivalidation, quantity
 from krm_fn.admission.model import ERROR, HUGEPAGES, Finding
 from krm_fn.admission.podresources import amount_refusal, overcommit_allowed
@@ -48,6 +50,13 @@ def extended(res: str) -> bool:
 def name_error(res: str) -> str | None:
     """What ValidateContainerResourceName says of the resource name `res` (its first
     message), None when a container may request it."""
+    if res in CONTAINER_RESOURCES:
+        return None             # cpu, memory, ephemeral-storage: nearly every name
+    return _name_error(res)
+
+
+@functools.lru_cache(maxsize=1024)
+def _name_error(res: str) -> str | None:
     errs = apivalidation.label_key_errors(res)      # validation.IsQualifiedName
     if errs:
         return errs[0]
