@@ -165,7 +165,7 @@ PERFORMANCE_PROFILE = Object(PerformanceProfile, (
 POOL_FIELDS = (
     Field("name", Str(), "inference", "Name of the node pool; names the emitted objects.",
           flat="nodePool"),
-    Field("nodeSelector", StrMap(), {"krm-fn.dev/cpu-pinning": "true"},
+    Field("nodeSelector", StrMap(labels=True), {"krm-fn.dev/cpu-pinning": "true"},
           "Labels of the pool's nodes; added to the pod spec `nodeSelector` of every workload "
           "placed in the pool. A conflicting existing value is an error."),
     Field("topology", TOPOLOGY, None, "CPU topology of the pool's nodes."),
@@ -314,7 +314,7 @@ MONITORING = Object(Monitoring, (
           "scrapes the engine's classic histograms as native ones "
           "(convert_classic_histograms_to_nhcb); no error bound.",
           flat="monitoringHistograms"),
-    Field("labels", StrMap(), {}, "Labels of the emitted PrometheusRules, e.g. the "
+    Field("labels", StrMap(labels=True), {}, "Labels of the emitted PrometheusRules, e.g. the "
           "Prometheus Operator's ruleSelector (release: prometheus).", flat="-"),
     Field("grafanaDashboard", Bool(), False, "Also emit a ConfigMap "
           "`krm-fn-jitter-dashboard` (in spec.output.namespace, label grafana_dashboard: "
@@ -349,8 +349,8 @@ ADMISSION_POLICY = Object(AdmissionPolicy, (
     Field("namespaces", List(), [], "Namespaces the binding applies in (empty: every "
           "namespace; only labelled pods are ever matched).",
           flat="admissionPolicyNamespaces"),
-    Field("namespaceLabels", StrMap(), {}, "Labels a namespace must carry for the binding "
-          "to apply in it (its namespaceSelector.matchLabels); not together with "
+    Field("namespaceLabels", StrMap(labels=True), {}, "Labels a namespace must carry for the "
+          "binding to apply in it (its namespaceSelector.matchLabels); not together with "
           "namespaces.", flat="-"),
 ))
 
@@ -408,7 +408,8 @@ SCHEMA = (
               "case-sensitive, and a kind krm-fn neither tunes nor checks is an error."),
         Field("names", List(), [], "Workload names."),
         Field("namespaces", List(), [], "Workload namespaces."),
-        Field("matchLabels", StrMap(), {}, "Labels the workload's metadata.labels must carry."),
+        Field("matchLabels", StrMap(labels=True), {},
+              "Labels the workload's metadata.labels must carry."),
     )), None, "Which workloads to tune; empty = every workload with a pod spec."),
     Field("workloads", WORKLOADS, None, "How pod specs are rewritten."),
     Field("extraKinds", ObjectList(EXTRA_KIND), [], "Custom workload kinds without a "

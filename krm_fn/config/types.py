@@ -63,7 +63,7 @@ class Str(Type):
     kind, label = "str", "string"
 
     def convert(self, v, path, flat):
-        return scalar_str(v, path)
+        return scalar_str(v, path, text=True)
 
     def json_schema(self, flat=False):
         return _scalar_schema()
@@ -227,7 +227,7 @@ class Enum(Type):
         self.choices = tuple(choices)
 
     def convert(self, v, path, flat):
-        s = scalar_str(v, path)
+        s = scalar_str(v, path, text=True)
         if s not in self.choices:
             same = [c for c in self.choices if c.lower() == s.lower()]
             hint = f" (write {same[0]!r}: the spelling is case-sensitive)" if same else ""
@@ -274,7 +274,7 @@ class List(Type):
             for i, x in enumerate(items):
                 check_text(x, f"{path}[{i}]")
         elif isinstance(v, list):
-            items = [scalar_str(x, f"{path}[{i}]") for i, x in enumerate(v)]
+            items = [scalar_str(x, f"{path}[{i}]", text=True) for i, x in enumerate(v)]
         elif isinstance(v, str) and control_char(v) is None and len(v) <= 200:
             raise ConfigError(path, f"expected a list, found a string (write [{v}])")
         else:
@@ -311,9 +311,14 @@ class List(Type):
 
 
 class StrMap(Type):
-    """A mapping of string to string; the ConfigMap spelling is `k=v,k2=v2`."""
+    """A mapping of string to string; the ConfigMap spelling is `k=v,k2=v2`. `labels`: its
+    values are text (label values), so an unquoted decimal number is refused
+    (values.scalar_str); else a value may be a number (`kubeReserved: {cpu: 0.5}`)."""
 
     kind, label = "map", "mapping of string to string"
+
+    def __init__(self, labels: bool = False):
+        self.labels = labels
 
     def convert(self, v, path, flat):
         if flat and isinstance(v, str):
@@ -324,10 +329,10 @@ class StrMap(Type):
         for a, b in v.items():
             if a is None or isinstance(a, (dict, list)):
                 raise ConfigError(path, f"keys must be strings, found {type_name(a)}")
-            key = scalar_str(a, path)
+            key = scalar_str(a, path, text=True)
             if key in out:
                 raise ConfigError(f"{path}.{key}", f"key {short(key)} is given twice")
-            out[key] = scalar_str(b, f"{path}.{key}")
+            out[key] = scalar_str(b, f"{path}.{key}", text=self.labels)
         return out
 
     def json_schema(self, flat=False):

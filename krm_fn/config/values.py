@@ -107,11 +107,13 @@ def control_char(s: str) -> str | None:
     return next(c for c in s if c in CONTROL_CHARS)
 
 
-def scalar_str(v: object, path: str) -> str:
-    """A YAML scalar as a string: booleans as true/false, integers as written by str();
-    raises ConfigError for containers, huge numbers, bad text and an unquoted decimal
-    number (a float: YAML keeps its value, not its text, so `8.10` would be "8.1" and
-    `1e3` "1000.0": https://yaml.org/spec/1.2.2/#1032-tag-resolution)."""
+def scalar_str(v: object, path: str, text: bool = False) -> str:
+    """A YAML scalar as a string: booleans as true/false, numbers as written by str();
+    raises ConfigError for containers, huge numbers and bad text, and, where the field is
+    `text` (a label value, a name), for an unquoted decimal number (a float: YAML keeps its
+    value, not its text, so `8.10` would be "8.1" and `1e3` "1000.0":
+    https://yaml.org/spec/1.2.2/#1032-tag-resolution). A quantity's value is what counts,
+    so `cpu: 0.5` stays "0.5"."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):
@@ -119,6 +121,8 @@ def scalar_str(v: object, path: str) -> str:
             raise ConfigError(path, f"number too large: {num(v)}")
         return str(v)
     if isinstance(v, float):
+        if not text:
+            return str(v)
         raise ConfigError(path, f"an unquoted number, which YAML reads as the number {v!r}, "
                                 f"not as the text written (8.10 and 8.1 are the same number): "
                                 f"quote the value")
