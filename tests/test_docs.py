@@ -115,3 +115,19 @@ def test_verify_examples_use_the_topology_policy_krm_fn_emits_by_default():
     found = re.findall(r"--topology-policy ([a-z-]+) ", "\n".join(pod_lines))
     assert default == "best-effort"
     assert found == [default, default]
+
+
+def test_the_workloads_page_lists_the_rules_in_the_order_they_run():
+    """Newcomer trial: docs/workloads.md named rules (`sidecars`, `injected`) that no longer
+    exist, in another order than `krm-fn explain rule`. Its list names each rule in bold, in
+    the order of krm_fn.rules.RULES, after `merged` (which runs first)."""
+    import re
+    from krm_fn import rules
+    page = (ROOT / "docs" / "workloads.md").read_text()
+    start = page.index("these rules, in order")
+    part = page[start:page.index("\n### ", start)]
+    named = re.findall(r"\*\*([a-z-]+)\*\*", part)
+    want = ["merged"] + [rules.rule_id(r) for r in rules.RULES]
+    assert [n for n in named if n in want] == want, named
+    words = ("error", "warning", "info")        # severities, also in bold
+    assert not [n for n in named if n not in want and n not in words], named

@@ -55,6 +55,11 @@ def test_node_only_render_keeps_the_warning_without_an_always_pool():
     out = transform([], _fc({"name": "cpu"}))
     assert out.emitted == []
     assert [(r.severity, r.message) for r in out.results] == [
+        (WARNING, "the input holds no items (was it piped from a command that failed?): "
+                  "nothing tuned and no kubelet config emitted")]
+    out = transform([{"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}}],
+                    _fc({"name": "cpu"}))
+    assert [(r.severity, r.message) for r in out.results] == [
         (WARNING, "no workload was selected: nothing tuned and no kubelet config emitted "
                   "(check spec.selector)")]
 

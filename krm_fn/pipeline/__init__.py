@@ -162,7 +162,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         out.results.extend(tail)
     always = emit.always_emitted(run.cfg, placement)
     if not placement and not out.has_errors:
-        out.results.append(_nothing_selected(run, always))
+        out.results.append(_nothing_selected(run, always, not items))
     for pool_index in always:       # spec.nodePools[].emit: always, no workload placed
         placement[pool_index] = verdict.Placement()
     verdict.summarize(placement, run)
@@ -272,12 +272,15 @@ def _take(out: Output, entry: tuple, placement: dict, watch: list | None,
     verdict.place(placement, outcome)
 
 
-def _nothing_selected(run, always: list) -> Result:
-    """No workload of the input was placed: a warning (nothing tuned, nothing emitted), or,
-    when pools with `emit: always` are emitted anyway, an info naming them."""
+def _nothing_selected(run, always: list, empty: bool = False) -> Result:
+    """No workload of the input was placed: a warning (nothing tuned, nothing emitted; for
+    an `empty` input, one saying so), or, when pools with `emit: always` are emitted
+    anyway, an info naming them."""
     if not always:
-        return Result("no workload was selected: nothing tuned and no kubelet config "
-                      "emitted (check spec.selector)", WARNING, run.fc_ref)
+        why = ("the input holds no items (was it piped from a command that failed?)" if empty
+               else "no workload was selected")
+        return Result(f"{why}: nothing tuned and no kubelet config emitted"
+                      + ("" if empty else " (check spec.selector)"), WARNING, run.fc_ref)
     names = ", ".join(repr(run.cfg.nodePools[i].name) for i in always)
     return Result(f"no workload was selected: nothing tuned; the node config of node "
                   f"pool(s) {names} is emitted (spec.nodePools[].emit: always)", INFO,
