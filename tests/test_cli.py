@@ -195,10 +195,11 @@ def test_run_says_when_it_writes_back_a_function_config(tmp_path):
     (tmp_path / "pin.yaml").write_text(CONFIG)
     p = run_cli(["run", "--config", "pin.yaml", "pod.yaml", "pin.yaml"], cwd=tmp_path)
     assert p.returncode == 0
-    assert p.stderr == ("krm-fn: warning: document 2 (InferenceTuning pin): a krm-fn function config, "
-                        "written back unchanged; kubectl apply would reject it (the cluster "
-                        "has no InferenceTuning kind): leave it out of FILES and pass it "
-                        "with --config\n")
+    assert p.stderr == ("krm-fn: warning: document 2 (InferenceTuning pin): a krm-fn function "
+                        "config, written back unchanged; kubectl apply would reject it (the "
+                        "cluster has no InferenceTuning kind); it is not this run's function "
+                        "config (a config among FILES is only an item): pass it with "
+                        "--config\n")
 
 
 NODE = """\

@@ -146,15 +146,17 @@ def _warn_local_config(items: list, dropped: frozenset) -> None:
             continue
         ref = ref_of(obj)
         where = f"krm-fn: warning: document {i + 1} ({ref.kind} {ref.name}): "
+        unused = ("; it is not this run's function config (a config among FILES is only "
+                  "an item): pass it with --config" if obj.get("kind") == "InferenceTuning"
+                  else "")
         if is_local_config(obj):
             echo_err(f"{where}local-config, written back unchanged: kustomize and kpt leave "
                      f"it out of their output, but kubectl apply -f of this output would "
                      f"create or update it in the cluster; --drop-local-config leaves it "
-                     f"out")
-        elif obj.get("kind") == "InferenceTuning":
+                     f"out{unused}")
+        elif unused:
             echo_err(f"{where}a krm-fn function config, written back unchanged; kubectl "
-                     f"apply would reject it (the cluster has no InferenceTuning kind): "
-                     f"leave it out of FILES and pass it with --config")
+                     f"apply would reject it (the cluster has no InferenceTuning kind){unused}")
 
 
 def _write_if_changed(path: str, text: str) -> bool:
