@@ -108,6 +108,8 @@ def test_vllm_device_flag_is_gone_from_0_10_0(image, severity):
      "resources": {"limits": {"nvidia.com/gpu": "1"}}},
     {"image": "x:1", "command": ["vllm", "serve", "m"],
      "resources": {"requests": {"amd.com/gpu": "1"}}},
+    {"image": "x:1", "command": ["vllm", "serve", "m"],                # a DRA GPU
+     "resources": {"limits": {"cpu": "4"}, "claims": [{"name": "gpu"}]}},
     {"image": "srv:1", "args": ["--threads", "4"]},
     {"image": "llamacpp-worker:latest", "args": ["--host", "0.0.0.0", "--mem", "4192"]},
 ])
@@ -550,7 +552,7 @@ def test_llama_draft_model_threads_are_read_like_threads(args, warned):
     assert messages(out, "warning") == warned
 
 
-_ROUTER = ("container 'llama': llama-server names no model (-m, -hf, --model-url, "
+_ROUTER = ("container 'llama': llama-server names no model (-m, -hf, "
            "--docker-repo or their LLAMA_ARG_* env vars), so it runs as a router that loads "
            "each requested model in a child llama-server with the same environment and args, "
            "4 threads each; {what} lets {many} models run at once, each pool on the same "
@@ -572,6 +574,9 @@ _ROUTER = ("container 'llama': llama-server names no model (-m, -hf, --model-url
     (["-m", "/models/m.gguf"], [], None),
     (["--model", "/models/m.gguf"], [], None),
     (["-hf", "ggml-org/gemma-3-1b-it-GGUF"], [], None),
+    # --model-url alone leaves the server's model path empty: a router (server.cpp)
+    (["-mu", "https://example.com/m.gguf"], [],
+     _ROUTER.format(what="--models-max 4 (the default)", many="up to 4")),
     (["--docker-repo", "ai/gemma3"], [], None),
     ([], [{"name": "LLAMA_ARG_HF_REPO", "value": "ggml-org/gemma-3-1b-it-GGUF"}], None),
 ])
@@ -1262,3 +1267,55 @@ def test_llama_cpp_python_config_file_is_warned_and_env_still_set():
         "N_THREADS_BATCH (set to 4); leave them out of the file or set them to 4 "
         "(https://github.com/abetlen/llama-cpp-python/blob/v0.3.36/llama_cpp/server/"
         "__main__.py)"]
+
+
+@pytest.mark.parametrize("word", ["--config", "--co", "--config_file=/etc/m.yaml"])
+def test_llama_cpp_python_config_file_abbreviated_is_a_config_file(word):
+    """Hostile test: argparse reads `--config` as --config_file (allow_abbrev), so the
+    command line's --n_threads is not read: N_THREADS must be set and the file warned."""
+    args = [word] if "=" in word else [word, "/etc/m.yaml"]
+    c = {"name": "llm", "image": _LCP, "resources": res(),
+         "command": ["python3", "-m", "llama_cpp.server", *args, "--n_threads", "2"]}
+    p, out, after = run(c)
+    assert env_of(after)["N_THREADS"] == "4"
+    assert [m for m in messages(out, "warning") if "config file" in m]
+
+
+@pytest.mark.parametrize("env, path, message", [
+    ([{"name": "N_THREADS", "value": "-1"}], "spec.containers[0].env[0].value",
+     "container 'llm': llama-cpp-python's server stops at start-up on N_THREADS=-1 (its "
+     "settings need a whole number of at least 1; -1 is read only on the command line): "
+     "set it to 4 (https://github.com/abetlen/llama-cpp-python/blob/v0.3.36/llama_cpp/"
+     "server/settings.py)"),
+    ([{"name": "N_THREADS_BATCH", "value": ""}], "spec.containers[0].env[0].value",
+     "container 'llm': llama-cpp-python's server stops at start-up on N_THREADS_BATCH='' "
+     "(its settings need a whole number of at least 0; -1 is read only on the command "
+     "line): set it to 4 (https://github.com/abetlen/llama-cpp-python/blob/v0.3.36/"
+     "llama_cpp/server/settings.py)"),
+    ([{"name": "n_threads", "value": "16"}], "spec.containers[0].env[0].name",
+     "container 'llm': n_threads and N_THREADS are one setting to llama-cpp-python's server "
+     "(pydantic-settings reads env names without case), and which value it takes depends "
+     "on the order of the process environment: remove n_threads (https://github.com/"
+     "abetlen/llama-cpp-python/blob/v0.3.36/llama_cpp/server/settings.py)"),
+])
+def test_llama_cpp_python_env_it_cannot_read_alike_is_an_error(env, path, message):
+    """Hostile test: N_THREADS=-1 (a string, which the settings' -1 check does not see)
+    stops the server, and a lower-case n_threads beside krm-fn's N_THREADS made the count
+    depend on the environment's order; both passed with exit 0."""
+    c = {"name": "llm", "image": _LCP, "resources": res(), "env": env,
+         "command": ["python3", "-m", "llama_cpp.server", "--model", "/m.gguf"]}
+    p, out, after = run(c)
+    assert p.returncode == 1
+    assert [(r["field"]["path"], r["message"]) for r in out["results"]
+            if r["severity"] == "error" and "left unchanged" not in r["message"]] == [
+        (path, message)]
+
+
+@pytest.mark.parametrize("container", [
+    {"image": "registry.example.com/bench-client:1",
+     "command": ["python3", "/app/bench.py", "--target", "llama_cpp.server"]},
+    {"image": "x:1", "command": ["sh", "-c", "pip show llama_cpp.server; exec python3 -m "
+                                             "http.server"]},
+])
+def test_llama_cpp_python_is_not_recognised_from_a_mention(container):
+    assert "llama-cpp-python server" not in [e.name for e in engines.detect(view(container))]

@@ -267,6 +267,10 @@ def test_the_worker_oom_warning_says_not_set_for_a_missing_memory_limit():
     (["java", "-cp", "/app", "-XX:ActiveProcessorCount=16", "Main"], True),
     (["/opt/java/bin/java", "-XX:ActiveProcessorCount=16", "-jar", "/app.jar"], True),
     (["sh", "-c", "exec java -jar /app.jar -XX:ActiveProcessorCount=16"], False),
+    # the second java of a script runs the server; an argfile is read in place
+    (["sh", "-c", "java -version && exec java -XX:ActiveProcessorCount=16 -jar /app.jar"],
+     True),
+    (["java", "@/etc/jvm.opts", "-XX:ActiveProcessorCount=16", "-jar", "/app.jar"], True),
 ])
 def test_jvm_options_end_at_the_main_class_or_jar(command, warned):
     """Hostile test: `java -jar /app.jar -XX:ActiveProcessorCount=16` was warned about,

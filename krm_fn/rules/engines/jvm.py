@@ -136,23 +136,26 @@ _WITH_VALUE = frozenset(("-cp", "-classpath", "--class-path", "-p", "--module-pa
 
 
 def jvm_options(toks: list) -> list:
-    """The words of `toks` that the java launcher reads as its own options: those after the
-    `java` word (a path ending in /java too) up to the main class, `-jar <file>` or
-    `-m`/`--module <module>` (java -help: what follows them is the application's
-    arguments); all of `toks` when no word runs java (the image's entrypoint does, and
-    which of the words are its options is not known)."""
-    start = next((i for i, t in enumerate(toks) if t.text.rsplit("/", 1)[-1] == "java"), None)
-    if start is None:
+    """The words of `toks` that a java launcher reads as its own options: after each `java`
+    word (a path ending in /java too; a script may run java more than once) up to the
+    main class, `-jar <file>` or `-m`/`--module <module>` (java -help: what follows them is
+    the application's arguments); an `@argfile` word is kept in place (the launcher
+    expands it there and reads on). All of `toks` when no word runs java (the image's
+    entrypoint does, and which of the words are its options is not known)."""
+    starts = [i for i, t in enumerate(toks) if t.text.rsplit("/", 1)[-1] == "java"]
+    if not starts:
         return toks
-    out, i = [], start + 1
-    while i < len(toks):
-        word = toks[i].text
-        if not word.startswith("-") or word == ";":
-            break
-        out.append(toks[i])
-        if word in ("-jar", "-m", "--module"):
-            break
-        i += 2 if word in _WITH_VALUE else 1
+    out = []
+    for start in starts:
+        i = start + 1
+        while i < len(toks):
+            word = toks[i].text
+            if not word.startswith(("-", "@")) or word == ";":
+                break
+            out.append(toks[i])
+            if word in ("-jar", "-m", "--module"):
+                break
+            i += 2 if word in _WITH_VALUE else 1
     return out
 
 

@@ -218,10 +218,10 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
 # the model-naming flags (common/arg.cpp) and their env vars: without any, llama-server is a
 # router (tools/server/server.cpp `is_router_server`) that runs each model it loads as a
 # child llama-server with its own environment and args, up to --models-max at once
-MODEL_FLAGS = ("-m", "--model", "-mu", "--model-url", "-hf", "-hfr", "--hf-repo", "-dr",
-               "--docker-repo")
-MODEL_ENV = ("LLAMA_ARG_MODEL", "LLAMA_ARG_MODEL_URL", "LLAMA_ARG_HF_REPO",
-             "LLAMA_ARG_DOCKER_REPO")
+# (tools/server/server.cpp `is_router_server` reads the path, hf_repo and docker_repo;
+# --model-url alone leaves the path empty for the server, which is then a router too)
+MODEL_FLAGS = ("-m", "--model", "-hf", "-hfr", "--hf-repo", "-dr", "--docker-repo")
+MODEL_ENV = ("LLAMA_ARG_MODEL", "LLAMA_ARG_HF_REPO", "LLAMA_ARG_DOCKER_REPO")
 MODELS_MAX, MODELS_MAX_ENV, MODELS_MAX_DEFAULT = ("--models-max",), "LLAMA_ARG_MODELS_MAX", 4
 _ROUTER_SRC = _SRC + "0c1e57098/tools/server/server.cpp"   # llama-cpp-python 0.3.36's
 
@@ -247,7 +247,7 @@ def _router(pod: PodView, c: ContainerView, toks: list, script: bool, want: str)
         return
     many = "any number of" if most <= 0 else f"up to {most}"
     pod.warn(c.path, f"container {c.name!r}: llama-server names no model (-m, -hf, "
-                     f"--model-url, --docker-repo or their LLAMA_ARG_* env vars), so it runs "
+                     f"--docker-repo or their LLAMA_ARG_* env vars), so it runs "
                      f"as a router that loads each requested model in a child llama-server "
                      f"with the same environment and args, {want} threads each; {what} lets "
                      f"{many} models run at once, each pool on the same pinned CPUs; set "
@@ -298,7 +298,7 @@ ENGINE = Engine(
          "env var; `--threads-batch`/`-tb` defaults to `-t` and has no env var); nothing "
          "for builds before b3683",
     warns="`-td`/`-tbd` (the draft model's threads) set like `-t` below; "
-          "no model named (`-m`, `-hf`, `--model-url`, `--docker-repo`, or `LLAMA_ARG_MODEL`, "
+          "no model named (`-m`, `-hf`, `--docker-repo`, or `LLAMA_ARG_MODEL`, "
           "`LLAMA_ARG_HF_REPO`, ...): a router running each loaded model in a child "
           "llama-server of N threads, up to `--models-max` (default 4) at once, unless that is "
           "1; `-t`/`-tb` above N, <= 0 (every node CPU), or read by `std::stoi` only in part "

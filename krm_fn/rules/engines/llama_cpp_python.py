@@ -41,6 +41,8 @@ from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
 _SRC = "https://github.com/abetlen/llama-cpp-python/blob/v0.3.36/llama_cpp/server/"
 MODULE = "llama_cpp.server"       # the word after `python -m`
 CONFIG_FLAG, CONFIG_ENV = "--config_file", "CONFIG_FILE"
+# the shortest prefix of --config_file no other option shares (--cache*, --chat_*, --clip_*)
+_CONFIG_SHORTEST = "--co"
 # the options read here, by their field (cli.py add_args_from_model: `--<field name>`)
 OPTIONS = ("--n_threads", "--n_threads_batch")
 # the shortest prefix only these two options share (no other setting starts with `n_t`)
@@ -154,8 +156,8 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     want = str(cnt.count)
     argv, script, parsed = argv_of(c)
     args = read_args(argv, c, script) if parsed else []
-    config = (parsed and any(t.text == CONFIG_FLAG or t.text.startswith(CONFIG_FLAG + "=")
-                             for t in argv)) or env_entry(c, CONFIG_ENV) is not None
+    config = (parsed and any(_is_config(t.text) for t in argv)) or \
+        env_entry(c, CONFIG_ENV) is not None
     for a in args:
         if a.refused is not None:
             pod.error(a.token.path,
@@ -163,6 +165,8 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                       f"{numbers.brief(a.written)} ({a.refused}; its argparse options are "
                       f"read by cli.py add_args_from_model): write {a.option} {want} "
                       f"({_SRC}cli.py)")
+    _env_refused(pod, c, want, {spec.name for spec in ENGINE.env if not config and any(
+        a.option == spec.flags[0] and a.refused is None for a in args)})
     down = downward_ok(cnt, cfg) and downward_refused(pod, ctx) is None
     for spec in ENGINE.env:
         given = [a for a in args if a.option == spec.flags[0] and a.refused is None]
@@ -177,6 +181,49 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                          f"n_threads or n_threads_batch in the file wins over N_THREADS and "
                          f"N_THREADS_BATCH (set to {want}); leave them out of the file or set "
                          f"them to {want} ({_SRC}__main__.py)")
+
+
+def _is_config(word: str) -> bool:
+    """Whether `word` is the --config_file option as argparse reads it: the whole name or
+    a prefix no other option shares (`--config`, `--co`), with or without `=value`."""
+    name = word.partition("=")[0]
+    return len(name) >= len(_CONFIG_SHORTEST) and CONFIG_FLAG.startswith(name)
+
+
+def _env_refused(pod: PodView, c: ContainerView, want: str, flagged: set) -> None:
+    """Errors for the thread env vars the server's settings refuse or cannot read alike
+    every time: a value pydantic refuses (empty, 0 for N_THREADS, negative: the text "-1"
+    is not the int the settings compare with, settings.py), and the name written in
+    other cases beside the one krm-fn sets (pydantic-settings reads names without case,
+    and the one it takes depends on the order of the process environment, which the
+    kubelet does not fix); nothing for a var whose option is on the command line
+    (`flagged`: it wins over both)."""
+    entries = [(i, e) for i, e in enumerate(c.data.get("env") or [])
+               if isinstance(e, dict) and isinstance(e.get("name"), str)]
+    for spec in ENGINE.env:
+        if spec.name in flagged:
+            continue
+        same = [(i, e) for i, e in entries if e["name"].upper() == spec.name]
+        other = [(i, e) for i, e in same if e["name"] != spec.name]
+        if other:
+            i, e = other[0]
+            pod.error(c.path + ("env", i, "name"),
+                      f"container {c.name!r}: {e['name']} and {spec.name} are one setting to "
+                      f"llama-cpp-python's server (pydantic-settings reads env names "
+                      f"without case), and which value it takes depends on the order of the "
+                      f"process environment: remove {e['name']} ({_SRC}settings.py)")
+        exact = [(i, e) for i, e in same if e["name"] == spec.name and "value" in e]
+        if not exact or "valueFrom" in exact[-1][1]:
+            continue
+        i, e = exact[-1]
+        text = str(e.get("value") or "").strip()
+        low = 1 if spec.name == "N_THREADS" else 0
+        if text == "" or text.startswith("-") or (text.isdigit() and int(text) < low):
+            pod.error(c.path + ("env", i, "value"),
+                      f"container {c.name!r}: llama-cpp-python's server stops at start-up on "
+                      f"{spec.name}={numbers.brief(e.get('value'))} (its settings need a "
+                      f"whole number of at least {low}; -1 is read only on the command line)"
+                      f": set it to {want} ({_SRC}settings.py)")
 
 
 def _above(pod: PodView, c: ContainerView, cnt, a: Arg, spec: EnvSpec, want: str) -> None:

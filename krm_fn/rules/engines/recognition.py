@@ -99,7 +99,10 @@ TABLE: tuple[Recognition, ...] = (
     Recognition("llama-cpp-python server", "llama_cpp_python",
                 images=(_p(r"(^|/)abetlen/llama-cpp-python(:|@|$)",
                            "abetlen/llama-cpp-python"),),
-                commands=(_p(r"(^|[\s/])llama_cpp\.server(\s|\.app:|$)", "llama_cpp.server"),)),
+                # `python -m llama_cpp.server`, or its app factory run by uvicorn
+                commands=(_p(r"(^|\s)-m\s+llama_cpp\.server(\s|$)", "llama_cpp.server"),
+                          _p(r"(^|[\s=])llama_cpp\.server\.app:create_app(\s|$)",
+                             "llama_cpp.server.app:create_app"))),
     Recognition("Ollama", "ollama",
                 images=(_p(r"(^|/)ollama/ollama(:|@|$)", "ollama/ollama"),),
                 commands=(_p(r"(^|[\s/])ollama\s+serve(\s|$)", "ollama"),)),
@@ -148,10 +151,14 @@ ACCELERATORS = ("nvidia.com/", "amd.com/gpu", "gpu.intel.com/", "habana.ai/",
 
 
 def accelerator(resources) -> bool:
-    """Whether a container's `resources` (plain data) request or limit an accelerator
-    (ACCELERATORS, or an extended resource whose name says gpu)."""
+    """Whether a container's `resources` (plain data) ask for an accelerator: a request or
+    limit of ACCELERATORS or of an extended resource whose name says gpu, or any
+    `claims` (dynamic resource allocation: the devices of a ResourceClaim, GPUs as a
+    rule)."""
     if not isinstance(resources, dict):
         return False
+    if resources.get("claims"):
+        return True
     for part in ("limits", "requests"):
         amounts = resources.get(part)
         for name in (amounts if isinstance(amounts, dict) else ()):
