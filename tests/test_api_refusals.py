@@ -644,13 +644,20 @@ RESOURCES.update({
                                       "for containers"),
     "name-native-domain": (_with("kubernetes.io/foo", "1"), None),
     "name-extended": (_with("example.com/foo", "2"), None),
+    # hostile test: read as kubectl and the API server read them (numbers.api_quantity)
+    "extended-octal": (_with("example.com/dev", "010"),
+                       _C0 + ".limits[example.com/dev]: Invalid value: \"010\": `010` is 8 to "
+                             "kubectl"),
+    "storage-list": (_with("ephemeral-storage", ["1Gi"]),
+                     _C0 + ".limits[ephemeral-storage]: Invalid value: " + _REGEX),
 })
 # what the API server's answer holds where it is not krm-fn's words: a quantity it cannot
 # parse fails the decoding of the whole object (no field path); one finer than 1n it rounds
 # up (shown as 1001m here) and then refuses as no integer
 API_WORDS = {"storage-10GB": _REGEX, "gpu-word": _REGEX, "hugepages-2MB": _REGEX,
              "gpu-suffix": "unable to parse quantity's suffix",
-             "gpu-finer-than-1n": "Invalid value: \"1001m\": must be an integer"}
+             "gpu-finer-than-1n": "Invalid value: \"1001m\": must be an integer",
+             "storage-list": "expected any scalar"}     # the server-side apply's words
 
 
 def test_resource_refusals_in_the_api_servers_words():
@@ -659,7 +666,7 @@ def test_resource_refusals_in_the_api_servers_words():
         spec = {"containers": [{"name": "app", "image": "a:1", "resources": res}]}
         got = [f.message for f in resource_refusals(spec, "spec.template.spec")]
         first = [re.split(r": (?:the API server|krm-fn does not read)", m)[0] for m in got]
-        assert first[:1] == ([want] if want else []), name
+        assert (first[0].startswith(want) if want else not first), (name, first)
     spec = {"containers": [{"name": "app", "resources": RESOURCES["gpu-fraction"][0]}]}
     assert resource_refusals(spec, "spec.template.spec")[1].message == (
         _C0 + ".requests[nvidia.com/gpu]: Invalid value: \"500m\": must be an integer: the "
@@ -667,7 +674,13 @@ def test_resource_refusals_in_the_api_servers_words():
         "whole units: request a whole number of nvidia.com/gpu " + RES_SRC)
 
 
-@pytest.mark.parametrize("name", list(RESOURCES))
+# krm-fn fails closed where the API server's reading depends on the quoting, which the
+# tuned data no longer holds: an unquoted 010 is 8 to it, a quoted one 10 (this test sends
+# it quoted, and the API server keeps 10)
+FAIL_CLOSED = {"extended-octal"}
+
+
+@pytest.mark.parametrize("name", sorted(set(RESOURCES) - FAIL_CLOSED))
 def test_resources_against_the_api_server(controlplane, name, tmp_path):
     res, want = RESOURCES[name]
     obj = _valid(deployment(name="res", spec={"containers": [

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import functools
 
-from krm_fn import apivalidation, quantity
+from krm_fn import apivalidation, numbers, quantity
 from krm_fn.admission.model import ERROR, HUGEPAGES, Finding
 from krm_fn.admission.podresources import amount_refusal, overcommit_allowed
 from krm_fn.admission.quotascope import STANDARD_QUOTA
@@ -95,6 +95,11 @@ def _container_refusals(name, res: dict, at: str) -> list:
                 said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{r}\": {bad}",
                              _rename(r), None, NAME_SRC))
                 continue
+            if r not in _RULE_READS:        # the resources rule reads cpu and memory
+                bad = _read_otherwise(r, text, f"{at}.{part}[{r}]", name)
+                if bad is not None:
+                    said.append(bad)
+                    continue
             got = quantity.parse_signed(text)
             if got is None:
                 if isinstance(text, str) and r not in _RULE_READS:
@@ -135,6 +140,23 @@ def _rename(r: str) -> str:
     return (f"did you mean {known}?" if known else
             "name cpu, memory, ephemeral-storage, hugepages-<size> or an extended resource "
             "such as example.com/device")
+
+
+def _read_otherwise(r: str, value, path: str, name) -> tuple | None:
+    """(path, words, fix, who) for an amount the API server cannot decode as a quantity (a
+    list, a mapping, a boolean: Quantity.UnmarshalJSON parses the raw JSON text), or one
+    kubectl and the API server read as another amount than its text (numbers.api_quantity:
+    an unquoted `010` is 8 to them); None otherwise."""
+    if isinstance(value, (dict, list, bool)):
+        return (path, f"Invalid value: {quantity.FORMAT_WRONG}",
+                f"write {r} as one quantity such as 1 or 10Gi",
+                f"the API server cannot decode {r} of container {name!r} (a "
+                f"{type(value).__name__.replace('dict', 'mapping')} is no quantity)")
+    _, why = numbers.api_quantity(value)
+    if why is None:
+        return None
+    return (path, f"Invalid value: \"{value}\": {why}", "quote the amount you mean",
+            f"krm-fn cannot tell which amount the API server keeps for container {name!r}")
 
 
 def _unread(r: str, text: str, path: str, name) -> tuple:
