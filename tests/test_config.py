@@ -601,3 +601,20 @@ def test_a_wrong_api_version_is_named_without_python_words(api_version, found):
         config.load(obj)
     assert (e.value.path, e.value.message) == (
         "apiVersion", f"expected krm-fn.dev/v1alpha1, found {found}")
+
+
+@pytest.mark.parametrize("written", ["07", "0x0A", "0o10", "+5", "-0"])
+def test_an_unquoted_integer_written_otherwise_is_refused_as_a_label_value(written):
+    """Hostile test: `example.com/rack: 07` was written into every nodeSelector as "7"
+    (exit 0): YAML keeps the number, not its text."""
+    from krm_fn import resourcelist
+    text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
+            "functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n  kind: InferenceTuning\n"
+            "  metadata: {name: x}\n  spec:\n    nodePools:\n"
+            f"    - {{name: a, nodeSelector: {{rack: {written}}}}}\n")
+    doc = resourcelist.parse(text, True)
+    with pytest.raises(ConfigError) as e:
+        config.load(doc.function_config)
+    assert e.value.path == "spec.nodePools[0].nodeSelector.rack"
+    assert e.value.message.startswith(f"an unquoted number written {written!r}, which YAML "
+                                      f"reads as the number ")

@@ -293,7 +293,8 @@ def test_restricted_policy_does_not_require_one_numa_node():
 def test_thread_env_names_come_from_the_registries():
     names = checks.thread_env_names(("APP_THREADS", "OMP_NUM_THREADS"))
     assert names[:len(config.DEFAULT_THREAD_ENV)] == tuple(config.DEFAULT_THREAD_ENV)
-    assert names[len(config.DEFAULT_THREAD_ENV):] == ("LLAMA_ARG_THREADS", "APP_THREADS"), (
+    assert names[len(config.DEFAULT_THREAD_ENV):] == ("LLAMA_ARG_THREADS", "N_THREADS",
+                                                     "N_THREADS_BATCH", "APP_THREADS"), (
         "the env vars of the engines with env= (recognition.TABLE order), then the other "
         "names given: a new engine with env= adds its variables here")
 

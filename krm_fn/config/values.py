@@ -119,6 +119,11 @@ def scalar_str(v: object, path: str, text: bool = False) -> str:
     if isinstance(v, int):
         if abs(v) >= 10 ** 60:
             raise ConfigError(path, f"number too large: {num(v)}")
+        written = getattr(v, "text", None)      # yaml.load.WrittenInt: `07`, `0x0A`, `+5`
+        if text and written is not None:
+            raise ConfigError(path, f"an unquoted number written {short(written)}, which "
+                                    f"YAML reads as the number {v}, not as the text "
+                                    f"written: quote the value")
         return str(v)
     if isinstance(v, float):
         if not text:

@@ -110,6 +110,17 @@ def _str_tagged(text: str, node) -> bool:
         words[0][:1] == "&" and len(words) > 1 and words[1][:1] == "!"))
 
 
+class WrittenInt(int):
+    """An int YAML 1.2 reads from a plain scalar that str() does not write back (`07`,
+    `0x0A`, `+5`): `text` is the scalar as written, for a reader that wants text (a label
+    value in the function config, krm_fn/config/values.py scalar_str)."""
+
+    def __new__(cls, value: int, text: str):
+        obj = super().__new__(cls, value)
+        obj.text = text
+        return obj
+
+
 class Builder:
     """Plain data from libyaml nodes, one item per `build` call, all calls sharing one
     MAX_NODES budget. Aliases are kept shared (never expanded) but their expanded size is
@@ -171,7 +182,8 @@ class Builder:
             if len(v) > MAX_INT_DIGITS:     # int() refuses > 4300 digits; no field needs 100
                 raise InputError(f"a number of {len(v)} digits (line {node.start_mark.line + 1}"
                                  f"); at most {MAX_INT_DIGITS} are accepted")
-            return int(v, 0) if v.startswith(("0o", "0x")) else int(v)
+            n = int(v, 0) if v.startswith(("0o", "0x")) else int(v)
+            return n if str(n) == v else WrittenInt(n, v)
         if float_re.match(v):
             return float(v.replace(".inf", "inf").replace(".Inf", "inf").replace(".INF", "inf")
                          .replace(".nan", "nan").replace(".NaN", "nan").replace(".NAN", "nan"))
