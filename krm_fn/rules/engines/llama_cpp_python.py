@@ -20,7 +20,12 @@ argv and env):
   constructor's `n_threads_batch or cpu_count()`): warned. `n_threads` 0 or below -1 and
   `n_threads_batch` below -1 fail the settings' validation (`ge=1`, `ge=0`) and the server
   exits: an error. A value above the count is warned about.
-- A config file (`--config_file` or env `CONFIG_FILE`) holds the models' settings: the
+- An `N_THREADS` of `-1`, empty or 0 stops the server (the env var's text is not the int
+  `-1` the settings compare with; `ge=1` refuses the rest): an error; so is `n_threads`
+  (or another case) beside `N_THREADS`: pydantic-settings reads the names without case and
+  takes the last in the process environment, whose order the kubelet does not fix.
+- A config file (`--config_file`, a prefix such as `--config`, or env `CONFIG_FILE`) holds
+  the models' settings: the
   command line's `--n_threads` is then not read, and a model's `n_threads` in the file wins
   over the env vars, which fill what it leaves out: a warning naming both settings.
 - The uvicorn factory form builds its settings from the environment only.
@@ -260,8 +265,10 @@ ENGINE = Engine(
           "batch threads) or only known when the container starts; a config file "
           "(`--config_file`, `CONFIG_FILE`: its models' settings win and the options are not "
           "read); an ambiguous prefix (`--n_thread`), an unknown spelling (`--n-threads`), a "
-          "missing value, one `int()` refuses, 0 or below -1 stop the server at start-up: an "
-          "**error** (argv read as its argparse reads it)",
+          "missing value, one `int()` refuses, 0 or below -1 stop the server at start-up, as "
+          "do an `N_THREADS` of `-1` (read only on the command line), empty or 0: an "
+          "**error** (argv read as its argparse reads it); so is an `n_threads` in other "
+          "cases beside `N_THREADS` (names are read without case, the order decides)",
     sources=(("llama-cpp-python server settings.py",
               _SRC + "settings.py"),
              ("llama-cpp-python server cli.py (argparse options)", _SRC + "cli.py"),
