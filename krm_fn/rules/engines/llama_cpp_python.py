@@ -25,9 +25,9 @@ argv and env):
   (or another case) beside `N_THREADS`: pydantic-settings reads the names without case and
   takes the last in the process environment, whose order the kubelet does not fix.
 - A config file (`--config_file`, a prefix such as `--config`, or env `CONFIG_FILE`) holds
-  the models' settings: the
-  command line's `--n_threads` is then not read, and a model's `n_threads` in the file wins
-  over the env vars, which fill what it leaves out: a warning naming both settings.
+  the models' settings: the command line's `--n_threads` is then not read, and a model's
+  `n_threads` in the file wins over the env vars, which fill what it leaves out: a warning
+  naming both settings.
 - The uvicorn factory form builds its settings from the environment only.
 """
 from __future__ import annotations
