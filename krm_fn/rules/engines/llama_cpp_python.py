@@ -132,7 +132,8 @@ def _value(name: str, value: str, vt: Token, written: str, c, script: bool) -> A
     try:
         n = int(value)
     except ValueError:
-        return Arg(name, None, f"argument {name}: invalid int value: {value!r}", vt, written)
+        shown = repr(value) if len(value) <= 40 else numbers.shown(value, 40)
+        return Arg(name, None, f"argument {name}: invalid int value: {shown}", vt, written)
     low = 1 if name == OPTIONS[0] else 0
     if n < low and n != -1:
         return Arg(name, n, f"the settings refuse {name[2:]}={n} (it must be at least {low}, "
