@@ -316,7 +316,7 @@ def test_typed_yaml_scalars_read_as_before(v):
 
     import yaml as pyyaml
 
-    from krm_fn.yaml.load import Builder, InputError
+    from krm_fn.yaml.load import Builder, InputError, WrittenInt
     node = pyyaml.ScalarNode("tag:yaml.org,2002:str", v, style=None)
     try:
         want = _typed_before(v)
@@ -333,6 +333,11 @@ def test_typed_yaml_scalars_read_as_before(v):
         got = Builder(typed=True, number_check=numbers.yaml_disagreement).scalar(node)
     except InputError:
         got = InputError
+    # the second: an int written otherwise than str() writes it (`0x1F`, `+5`, `07`) keeps
+    # its text (yaml.load.WrittenInt, an int), for the config's text fields
+    if isinstance(got, WrittenInt):
+        assert got.text == v and str(int(got)) != v, v
+        got = int(got)
     if isinstance(want, float) and math.isnan(want):
         assert isinstance(got, float) and math.isnan(got), v
     else:
