@@ -231,9 +231,13 @@ def test_text_report_progress_and_compare(tmp_path):
         before = run_probe(["--api", "openai-chat", "--url", s.url, "--model", "m", "-n", "60",
                             "-c", "2", "--warmup", "0", "--json", "--quiet"])
     (tmp_path / "before.json").write_text(before.stdout)
+    # a constant 50 ms stub: the CV is the machine's jitter, which one slow request on a
+    # busy CI machine can take above 0.20 (a fresh-clone CI run failed so on 2026-12-07,
+    # exit 1 with p50 52.2 ms), so the alarm line is raised here; the report's text is what
+    # this test checks
     with Stub([0.05]) as s:
         after = run_probe(["--api", "openai-chat", "--url", s.url, "--model", "m", "-n", "60",
-                           "-c", "2", "--warmup", "0", "--compare",
+                           "-c", "2", "--warmup", "0", "--threshold", "0.6", "--compare",
                            str(tmp_path / "before.json")])
     assert before.returncode == 1 and after.returncode == 0
     out = after.stdout
