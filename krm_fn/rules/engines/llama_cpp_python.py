@@ -171,13 +171,14 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                       f"{numbers.brief(a.written)} ({a.refused}; its argparse options are "
                       f"read by cli.py add_args_from_model): write {a.option} {want} "
                       f"({_SRC}cli.py)")
-    _env_refused(pod, c, want, {spec.name for spec in ENGINE.env if not config and any(
-        a.option == spec.flags[0] and a.refused is None for a in args)})
+    # per env var, the last option that sets it and wins over it (none with a config file)
+    given = {spec.name: [a for a in args if a.option == spec.flags[0] and a.refused is None]
+             for spec in ENGINE.env} if not config else {}
+    _env_refused(pod, c, want, {name for name, got in given.items() if got})
     down = downward_ok(cnt, cfg) and downward_refused(pod, ctx) is None
     for spec in ENGINE.env:
-        given = [a for a in args if a.option == spec.flags[0] and a.refused is None]
-        if given and not config:
-            _above(pod, c, cnt, given[-1], spec, want)
+        if given.get(spec.name):
+            _above(pod, c, cnt, given[spec.name][-1], spec, want)
             continue
         set_env(pod, c, spec.name, want, f"{ENGINE.name}: {cnt.why}", cfg, downward=down)
     if config:
