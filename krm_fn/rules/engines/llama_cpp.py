@@ -120,6 +120,12 @@ def _int32(text: str) -> int | None:
     return n if -_INT32 <= n < _INT32 else None
 
 
+def flag_word(text: str) -> str:
+    """A word as common/arg.cpp matches it against its flags: a `--` word with `_` read as
+    `-` (`--threads_batch` is `--threads-batch`), any other word as written."""
+    return text.replace("_", "-") if text.startswith("--") else text
+
+
 def read_args(toks: list[Token], names: tuple, c: ContainerView | None = None,
               script: bool = False) -> list[Arg]:
     """Every occurrence of the flags `names` (e.g. ("--threads", "-t")) in `toks`, read as
@@ -132,7 +138,7 @@ def read_args(toks: list[Token], names: tuple, c: ContainerView | None = None,
     i = 0
     while i < len(toks):
         t = toks[i]
-        word = t.text.replace("_", "-") if t.text.startswith("--") else t.text
+        word = flag_word(t.text)
         if word in names:
             if i + 1 >= len(toks) or toks[i + 1].text == ";":
                 out.append(Arg(None, "expected value for argument", t, t.text))
@@ -230,7 +236,7 @@ def _router(pod: PodView, c: ContainerView, toks: list, script: bool, want: str)
     """Warn when llama-server names no model and may load more than one at once: a router
     whose every loaded model is a child llama-server with the same thread count, so up to
     --models-max (LLAMA_ARG_MODELS_MAX, default 4, 0 unlimited) pools of `want` threads."""
-    words = {t.text.replace("_", "-") if t.text.startswith("--") else t.text for t in toks}
+    words = {flag_word(t.text) for t in toks}
     if words & set(MODEL_FLAGS) or any(env_entry(c, n) is not None for n in MODEL_ENV) or (
             c.data.get("envFrom") and any(n in env_from(c) for n in MODEL_ENV)):
         return
