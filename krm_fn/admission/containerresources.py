@@ -22,7 +22,7 @@ import functools
 from krm_fn import apivalidation, numbers, quantity
 from krm_fn.admission.model import ERROR, HUGEPAGES, Finding
 from krm_fn.admission.podresources import amount_refusal, overcommit_allowed
-from krm_fn.admission.quotascope import STANDARD_QUOTA
+from krm_fn.admission.quotascope import standard_quota
 from krm_fn.quantity import NANO
 
 RESOURCES_SRC = ("kubernetes/kubernetes pkg/apis/core/validation/validation.go "
@@ -32,8 +32,6 @@ NAME_SRC = ("kubernetes/kubernetes pkg/apis/core/validation/validation.go "
             "ValidateContainerResourceName")
 # helpers.go standardContainerResources (and IsHugePageResourceName: hugepages-<size>)
 CONTAINER_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-# helpers.go standardResources: the standard quota resources and "storage"
-_STANDARD = STANDARD_QUOTA + ("storage",)
 # the resources the resources rule reads (and reports when they are no quantity)
 _RULE_READS = ("cpu", "memory")
 
@@ -61,7 +59,9 @@ def _name_error(res: str) -> str | None:
     if errs:
         return errs[0]
     if "/" not in res:
-        if res not in _STANDARD and not res.startswith((HUGEPAGES, "requests." + HUGEPAGES)):
+        # helpers.go IsStandardResourceName: standardResources (the standard quota
+        # resources and "storage") or a quota's huge page name
+        if not standard_quota(res) and res != "storage":
             return "must be a standard resource type or fully qualified"
         if res not in CONTAINER_RESOURCES and not res.startswith(HUGEPAGES):
             return "must be a standard resource for containers"

@@ -40,10 +40,10 @@ _ALLOWED = {"BestEffort": ("pods",), "VolumeAttributesClass": ("persistentvolume
                                                                "requests.storage")}
 # helpers.go standardQuotaResources (and IsQuotaHugePageResourceName: hugepages-<size>,
 # requests.hugepages-<size>)
-STANDARD_QUOTA = _POD + ("ephemeral-storage", "requests.storage", "requests.ephemeral-storage",
-                         "limits.ephemeral-storage", "resourcequotas", "services",
-                         "replicationcontrollers", "secrets", "persistentvolumeclaims",
-                         "configmaps", "services.nodeports", "services.loadbalancers")
+_STANDARD_QUOTA = _POD + ("ephemeral-storage", "requests.storage", "requests.ephemeral-storage",
+                          "limits.ephemeral-storage", "resourcequotas", "services",
+                          "replicationcontrollers", "secrets", "persistentvolumeclaims",
+                          "configmaps", "services.nodeports", "services.loadbalancers")
 _CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
@@ -97,7 +97,7 @@ def problem(quota: dict) -> str | None:
         if op in ("Exists", "DoesNotExist") and values:
             return f"{shown}: {op} takes no values"
         allowed = _ALLOWED.get(name, _POD)
-        wrong = sorted(str(k) for k in hard if _standard(str(k)) and str(k) not in allowed)
+        wrong = sorted(str(k) for k in hard if standard_quota(str(k)) and str(k) not in allowed)
         if wrong:
             return (f"{shown} does not apply to {', '.join(wrong)}: the API server allows "
                     f"only {', '.join(allowed)} with it")
@@ -113,9 +113,11 @@ def problem(quota: dict) -> str | None:
     return None
 
 
-def _standard(resource: str) -> bool:
-    return resource in STANDARD_QUOTA or resource.startswith(("requests.hugepages-",
-                                                              "hugepages-"))
+def standard_quota(resource: str) -> bool:
+    """helpers.go IsStandardQuotaResourceName: standardQuotaResources, or a huge page
+    resource of a quota (`hugepages-<size>`, `requests.hugepages-<size>`)."""
+    return resource in _STANDARD_QUOTA or resource.startswith(("requests.hugepages-",
+                                                               "hugepages-"))
 
 
 def _label_value(v: str) -> bool:
