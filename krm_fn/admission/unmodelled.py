@@ -16,7 +16,7 @@ e.g. a language name) and the values that count (() = any value).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections import namedtuple
 
 from krm_fn.admission.model import WARNING, Finding
 
@@ -31,25 +31,17 @@ _FALSE = ("0", "f", "F", "false", "False", "FALSE")
 _KUMA_ON, _KUMA_OFF = ("enabled", "true", "yes"), ("disabled", "false", "no")
 
 
-@dataclass(frozen=True)
-class Trigger:
+class Trigger(namedtuple("Trigger", "where key values", defaults=((),))):
     """`where` (ANNOTATION, LABEL, NS_LABEL, NS_ANNOTATION), `key` (`*` matches any text),
     `values` (the values that count; () = any)."""
 
-    where: str
-    key: str
-    values: tuple = ()
+    __slots__ = ()
 
 
-@dataclass(frozen=True)
-class Webhook:
+class Webhook(namedtuple("Webhook", "name on off containers source")):
     """One webhook krm-fn does not model: see the module docstring."""
 
-    name: str
-    on: tuple
-    off: tuple
-    containers: str
-    source: str
+    __slots__ = ()
 
 
 def _t(where: str, key: str, *values: str) -> Trigger:
