@@ -22,6 +22,7 @@ from collections.abc import Iterable
 
 from collections import namedtuple
 
+from krm_fn import objects, quantity
 from krm_fn.results import INFO, WARNING, Ref, Result, value_text
 from krm_fn.workloads import get_path
 
@@ -106,7 +107,6 @@ def lowers_cpu(change: Change) -> bool:
     if len(path) < 3 or path[-1] != "cpu" or tuple(path[-3:]) not in _CPU_FIELDS \
             or change.old is None:
         return False
-    from krm_fn import quantity
     try:
         return quantity.parse_cpu(change.new).nanos < quantity.parse_cpu(change.old).nanos
     except (ValueError, TypeError):
@@ -116,7 +116,6 @@ def lowers_cpu(change: Change) -> bool:
 def shared(ref: Ref | None) -> bool:
     """True when `ref` names a shared cluster object krm-fn fixes (krm_fn.objects.CLUSTER:
     recognised by kind, name and namespace, `objects.cluster_tag`)."""
-    from krm_fn import objects
     if ref is None or ref.kind not in objects.CLUSTER_KINDS:
         return False
     md = {"name": ref.name}

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView, path_str
+from krm_fn.rules import cmdline
 from krm_fn.results import INFO, WARNING, Result
 
 DOWNWARD = {"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1"}}
@@ -94,7 +95,6 @@ def _overridden(pod: PodView, c: ContainerView, var: str, want: str, why: str, c
     (cmdline.assignments: `export OMP_NUM_THREADS=32` in a script, `env VAR=32 program`):
     the program gets that value, not the env's `want`, unless it is `want` (or lower, with
     `threads.existing: keep-lower`)."""
-    from krm_fn.rules import cmdline
     got = cmdline.assignments(c).get(var)
     if got is None:
         return
