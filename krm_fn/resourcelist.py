@@ -130,7 +130,9 @@ def _parse_resource_list(text: str, root) -> Document:
         doc.spans = [item_span(text, n) for n in items_node.value]
         doc.nodes = list(items_node.value)
         doc.items_node = items_node
-        doc.flow = doc.flow or items_node.flow_style is True
+        # an empty `items: []` is replaced in place (_emitted_edit); ruamel would move a
+        # comment after it (`items: [] # c`) before the `[]`, which then reads otherwise
+        doc.flow = doc.flow or (items_node.flow_style is True and bool(items_node.value))
     doc.aliased = builder.aliased
     if "functionConfig" in fields:
         doc.function_config = _typed(text).build(fields["functionConfig"][1],
@@ -398,16 +400,28 @@ def _emitted_edit(doc: Document, emitted: list, nl: str) -> tuple:
     text = doc.text
     if doc.items_node is None or not doc.items_node.value:
         value = doc.items_node or child(doc.root, "items")[1]
-        start, end = value.start_mark.index, value.end_mark.index
-        while start > 0 and text[start - 1] == " ":
-            start -= 1
         block = nl + _seq_entries(emitted, doc.items_key.start_mark.column, 2, nl)
-        return (start, end, block[:-len(nl)])
+        return _in_place_of(text, value, block[:-len(nl)])
     first = doc.items_node.value[0]
     dash = dash_column(text, first)
     pos = after_own_comments(text, line_end(text, content_end(doc.items_node)), dash)
     prefix = break_before(text, pos, nl)
     return (pos, pos, prefix + _seq_entries(emitted, dash, first.start_mark.column - dash, nl))
+
+
+def _in_place_of(text: str, value, block: str) -> tuple:
+    """The edit that writes `block` (new lines, each after a line break) in place of the
+    empty or null `value` node of a key (`items: []`, `results:`), from the key's colon.
+    A comment after the value (`items: [] # c`) stays on the key's line: after the new
+    lines it would run on into their last one (inside a block scalar, as its text)."""
+    start, end = value.start_mark.index, value.end_mark.index
+    while start > 0 and text[start - 1] == " ":
+        start -= 1
+    rest = text[end:line_end(text, end)].rstrip("\r\n")
+    comment = ""
+    if rest.strip().startswith("#"):
+        comment, end = " " + rest.strip(), end + len(rest)
+    return (start, end, comment + block)
 
 
 def _results_edit(doc: Document, results: list, nl: str) -> tuple | None:
@@ -428,10 +442,7 @@ def _results_edit(doc: Document, results: list, nl: str) -> tuple | None:
     if rn is not None:
         if rn.value and isinstance(rn, yaml.SequenceNode):
             return None
-        start = rn.start_mark.index
-        while start > 0 and text[start - 1] == " ":
-            start -= 1
-        return (start, rn.end_mark.index, nl + entries[:-len(nl)])
+        return _in_place_of(text, rn, nl + entries[:-len(nl)])
     # after the comment lines indented under the last entry, as the emitted items are
     # (_emitted_edit): the new key must not come between the items and those
     pos = after_own_comments(text, line_end(text, content_end(doc.root)), len(pad))

@@ -88,6 +88,35 @@ def test_empty_items_get_block_sequence_when_objects_are_emitted():
                    "- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n    name: x\n")
 
 
+_LITERAL = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"},
+            "data": {"steps": "1. one\n2. two\n"}}
+
+
+@pytest.mark.parametrize("value", ["[] # c", "[]   # c", "# c", "null # c", "~ # c",
+                                   "[ ] # c"])
+def test_a_comment_after_empty_items_stays_on_the_key_line(value):
+    # it ran on into the emitted entries' last line, there the text of a block scalar (the
+    # kubelet ConfigMap's steps), silently; `items: [] # c` was rewritten whole by ruamel,
+    # which moved the comment before the `[]` and refused its own output (exit 1)
+    for nl in ("\n", "\r\n"):
+        text = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+                f"items: {value}\nresults: {value}\n").replace("\n", nl)
+        doc = resourcelist.parse(text, True)
+        out = resourcelist.render(doc, {}, [_LITERAL], [{"message": "m", "severity": "info"}])
+        assert out == ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+                       "items: # c\n- apiVersion: v1\n  kind: ConfigMap\n  metadata:\n"
+                       "    name: x\n  data:\n    steps: |\n      1. one\n      2. two\n"
+                       "results: # c\n- message: m\n  severity: info\n").replace("\n", nl)
+
+
+def test_a_comment_after_empty_items_without_emitted_objects_is_kept():
+    doc = resourcelist.parse("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+                             "items: [] # c\n", True)
+    out = resourcelist.render(doc, {}, [], [{"message": "m", "severity": "info"}])
+    assert out == ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: [] # c\n"
+                   "results:\n- message: m\n  severity: info\n")
+
+
 def test_scalars_are_strings_for_items_and_typed_for_function_config():
     doc = resourcelist.parse(
         "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n"
