@@ -17,7 +17,11 @@ sets both from runtime.GOOS, and the kubelet
 configs krm-fn emits are Linux ones) and the OS and architecture of the pool's
 `topology.fromNode` Node (`known_labels`); any other label is unknown. So an expression on a label the pool does not list is DEPENDS (the pod
 lands only on those of the pool's nodes that carry it), while an expression on a pool
-label is decided exactly; ERROR only when no node of the pool can ever match.
+label is decided exactly; ERROR only when no node of the pool can ever match. The labels
+the kubelet registers every node with (`kubernetes.io/hostname`, `kubernetes.io/arch` and
+the `beta.kubernetes.io/` twins, pkg/kubelet/kubelet_node_status.go initialNode) are on
+every node even where krm-fn does not know their value: `Exists` on one matches every node
+and `DoesNotExist` none (`REGISTERED`).
 
 Sources: k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go
 (`GetRequiredNodeAffinity`, `RequiredNodeAffinity.Match`, `nodeSelectorTerm.match`,
@@ -34,6 +38,7 @@ other than `linux` and `windows` (pkg/apis/core/validation/validation.go `valida
 from __future__ import annotations
 
 from krm_fn.admission.model import DEPENDS, ERROR, AdmittedPod, Finding, NodeModel
+from krm_fn.admission.podaffinity import HOSTNAME
 
 REQUIRED = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
 _SOURCE = ("k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go, "
@@ -43,6 +48,9 @@ OS_LABEL, ARCH_LABEL = "kubernetes.io/os", "kubernetes.io/arch"
 # the deprecated twins the kubelet still sets to the same values (kubeletapis.LabelOS,
 # LabelArch: pkg/kubelet/kubelet_node_status.go initialNode, v1.37.2)
 _TWINS = (("beta.kubernetes.io/os", OS_LABEL), ("beta.kubernetes.io/arch", ARCH_LABEL))
+# every label the kubelet registers its Node with (initialNode, v1.37.2): present on every
+# node of every pool, whatever its value
+REGISTERED = (HOSTNAME, OS_LABEL, ARCH_LABEL, *(twin for twin, _ in _TWINS))
 NODE_OS = "linux"
 _OS_SOURCE = ("pkg/kubelet/lifecycle/predicate.go, "
               "https://kubernetes.io/docs/reference/labels-annotations-taints/#kubernetes-io-os")
@@ -138,6 +146,8 @@ def expression(expr: dict, labels: dict) -> bool | None:
     key, op = expr["key"], expr["operator"]
     values = [str(v) for v in expr.get("values") or []]
     if key not in labels:
+        if key in REGISTERED and op in ("Exists", "DoesNotExist"):
+            return op == "Exists"
         return None
     have = str(labels[key])
     if op == "In":
@@ -183,7 +193,9 @@ def term(t: object, labels: dict) -> tuple[bool | None, list[str]]:
         text = f"{e['key']} {e['operator']}" + (f" [{', '.join(vals)}]" if vals else "")
         if r is False:
             failed.append(f"{text} (the pool's nodes have {e['key']}={labels[e['key']]})"
-                          if e["key"] in labels else text)
+                          if e["key"] in labels else
+                          f"{text} (the kubelet registers every node with label {e['key']})"
+                          if e["key"] in REGISTERED else text)
         elif r is None:
             unknown.append(f"{text} on label {e['key']}, which the pool does not list")
     for f in fields if isinstance(fields, list) else [None]:

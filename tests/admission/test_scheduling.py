@@ -132,3 +132,21 @@ def test_requires_holds_only_when_every_term_requires_the_labels():
     assert not requires(affinity((expr("krm-fn.dev/cpu-pinning", "In", "true"),),
                                  (expr("zone", "In", "a"),)), want)
     assert not requires(None, want)
+
+
+def test_labels_the_kubelet_registers_exist_on_every_node_whatever_their_value():
+    # pkg/kubelet/kubelet_node_status.go initialNode: every Node is registered with
+    # kubernetes.io/hostname, kubernetes.io/arch and the beta twins, values unknown here
+    for key in ("kubernetes.io/hostname", "kubernetes.io/arch", "beta.kubernetes.io/arch"):
+        assert check({}, affinity((expr(key, "Exists"),)), POOL, "p") == ()
+        f = one(check({}, affinity((expr(key, "DoesNotExist"),)), POOL, "p"))
+        assert f.severity == ERROR and "never schedules on node pool 'p'" in f.message
+        assert (f"term 0: {key} DoesNotExist (the kubelet registers every node with label "
+                f"{key})") in f.message
+
+
+def test_values_of_the_labels_the_kubelet_registers_stay_unknown():
+    for e in (expr("kubernetes.io/hostname", "In", "node-1"),
+              expr("kubernetes.io/arch", "NotIn", "arm64")):
+        assert one(check({}, affinity((e,)), POOL, "p")).severity == DEPENDS
+    assert one(check({"kubernetes.io/hostname": "node-1"}, None, POOL, "p")).severity == DEPENDS

@@ -1,0 +1,43 @@
+"""Required node affinity on the labels the kubelet registers every Node with
+(pkg/kubelet/kubelet_node_status.go initialNode: kubernetes.io/hostname, kubernetes.io/os,
+kubernetes.io/arch and the beta.kubernetes.io/ twins), judged by the real kube-scheduler
+(tests/controlplane): the scheduler binds the pod exactly when krm-fn's
+admission/scheduling.evaluate says every node of the pool matches, and leaves it Pending
+exactly when krm-fn says none does. The Node carries what a kubelet registers
+(placement.OneNode adds kubernetes.io/hostname) and the pool's own label."""
+from __future__ import annotations
+
+import itertools
+import time
+
+import pytest
+
+from krm_fn.admission import scheduling
+from tests.controlplane import placement
+
+POOL = {"krm-fn.dev/cpu-pinning": "true"}
+KUBELET = {"kubernetes.io/os": "linux", "beta.kubernetes.io/os": "linux",
+           "kubernetes.io/arch": "amd64", "beta.kubernetes.io/arch": "amd64"}
+CASES = [(key, op) for key in scheduling.REGISTERED for op in ("Exists", "DoesNotExist")]
+_ids = itertools.count()
+
+
+def _affinity(key: str, op: str) -> dict:
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [{"key": key, "operator": op}]}]}}}
+
+
+@pytest.mark.parametrize("key,op", CASES, ids=[f"{k}-{o}" for k, o in CASES])
+def test_registered_label_affinity_matches_the_scheduler(controlplane, key, op):
+    ok, why = scheduling.evaluate(POOL, _affinity(key, op), scheduling.known_labels(POOL))
+    assert ok is not None, why          # decided: the label is on every node
+    name = f"registered-{next(_ids)}-{int(time.time() * 1000) % 100000}"
+    one = placement.OneNode(controlplane, name, {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                            {**KUBELET, **POOL})
+    try:
+        got = one.place({"nodeSelector": dict(POOL), "affinity": _affinity(key, op),
+                         "containers": [{"name": "c", "image": "example/app:1"}]}, name)
+    finally:
+        one.close()
+    assert not str(got).startswith("invalid: "), got
+    assert (got is True) == ok, (key, op, got, why)
