@@ -711,10 +711,10 @@ GATE_OFF = {"extra": {"featureGates": {"PodLevelResources": False}}}
 
 
 def test_pod_level_resources_with_the_gate_off_leave_the_pod_pinned():
-    """With PodLevelResources off in the pool's kubelet, its static CPU Manager and QoS
-    helper ignore spec.resources (pkg/kubelet/cm/cpumanager/policy_static.go,
-    pkg/apis/core/v1/helper/qos/qos.go check the gate), so the verdict judges the
-    containers: exclusive CPUs for the server."""
+    """With PodLevelResources off in the pool's 1.35 kubelet, its static CPU Manager does
+    not skip spec.resources (pkg/kubelet/cm/cpumanager/policy_static.go of v1.35.4 checks
+    the gate), and the pod-level resources the API server classifies the pod by
+    (status.qosClass) are Guaranteed: exclusive CPUs for the server."""
     spec = {"resources": {"requests": {"cpu": "4", "memory": "8Gi"},
                           "limits": {"cpu": "4", "memory": "8Gi"}},
             "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
@@ -723,6 +723,28 @@ def test_pod_level_resources_with_the_gate_off_leave_the_pod_pinned():
     assert code == 0
     assert verdicts(results)[0].startswith(
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0")
+
+
+GATES_OFF_1_37 = {"extra": {"featureGates": {
+    "PodLevelResources": False, "InPlacePodLevelResourcesVerticalScaling": False,
+    "PodLevelResourcesFixDefaulting": False, "PodLevelResourcesFixKubeletQOSClass": False}}}
+
+
+def test_pod_level_resources_with_the_gate_off_are_skipped_from_1_36():
+    """From 1.36 the static CPU Manager skips a pod with pod-level resources unless
+    PodLevelResources and PodLevelResourceManagers are both on (policy_static.go of v1.36.3
+    and v1.37.2), and the API server keeps spec.resources by its own gate: the kubelet's
+    gate off pins nothing, so the render fails instead of calling the pod pinned."""
+    spec = {"resources": GUARANTEED_4,
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    code, results, _ = render(config("1.37", {**POOL, "kubelet": GATES_OFF_1_37}),
+                              deployment(spec=spec))
+    assert code == 1
+    assert verdicts(results)[0].startswith(
+        "verdict: Guaranteed after admission; no exclusive CPUs")
+    assert any("the pool's kubelet runs with PodLevelResources off, and on Kubernetes 1.37 "
+               "its static CPU and Memory Managers skip such a pod" in m
+               for m in errors(results))
 
 
 def test_an_empty_pod_level_resources_is_best_effort_before_1_37_and_ignored_from_it():

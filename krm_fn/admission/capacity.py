@@ -28,7 +28,7 @@ from __future__ import annotations
 from krm_fn import quantity
 from krm_fn.admission.cpumanager import exclusive_requests, peak, reservation
 from krm_fn.admission.model import HUGEPAGES, INIT, AdmittedPod, NodeModel, node_memo
-from krm_fn.admission.qos import gate, pod_qos
+from krm_fn.admission.qos import api_gate, gate, pod_qos
 from krm_fn.admission.topology import BEYOND, AdmitPlan, NodeState, admit
 from krm_fn.quantity import NANO
 
@@ -188,8 +188,8 @@ def pod_plan(pod: AdmittedPod, node: NodeModel) -> tuple:
     key = ("plan", id(pod))
     got = memo.get(key)
     if got is None or got[0] is not pod:
-        qos = pod_qos(pod, gate(node, "PodLevelResources"),
-                      gate(node, "PodLevelResourcesFixKubeletQOSClass"))
+        qos = pod_qos(pod, api_gate(node, "PodLevelResources"),
+                      api_gate(node, "PodLevelResourcesFixKubeletQOSClass"))
         got = memo[key] = (pod, pod_requests(pod, node), qos, AdmitPlan(pod, node, qos))
     return got[1:]
 

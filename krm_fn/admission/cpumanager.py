@@ -14,7 +14,8 @@ Rules modelled:
   "pod is using pod-level resources which are not supported by the static CPU manager
   policy"); from 1.36 the `PodLevelResourceManagers` gate (alpha in 1.36, beta and off by
   default in 1.37) lifts that (AllocatePod: one CPU set for the pod, partitioned among its
-  containers), which this model does not simulate;
+  containers), which this model does not simulate, and the pod is skipped also when the
+  kubelet's `PodLevelResources` is off (`skips_pod_level`);
 - the reserved CPUs are `reservedSystemCPUs`, else ceil(kubeReserved + systemReserved cpu)
   CPUs taken by takeByTopology from all CPUs, with the policy's options (NewStaticPolicy);
   the CPUs free for exclusive use are all CPUs minus those (with or without
@@ -50,7 +51,7 @@ from krm_fn.quantity import MILLI, NANO, ceil_div
 from krm_fn.admission import wide
 from krm_fn.admission.cpu_assignment import AssignmentError, CPUTopology
 from krm_fn.admission.model import APP, INIT, AdmittedPod, Container, NodeModel, node_memo
-from krm_fn.admission.qos import GUARANTEED, gate, pod_level_set
+from krm_fn.admission.qos import GUARANTEED, gate, known, pod_level_set
 
 STATIC_SRC = "kubernetes/kubernetes pkg/kubelet/cm/cpumanager/policy_static.go"
 DOCS = "https://kubernetes.io/docs/tasks/administer-cluster/cpu-management-policies/"
@@ -72,10 +73,16 @@ def is_static(node: NodeModel) -> bool:
 
 def skips_pod_level(pod: AdmittedPod, node: NodeModel) -> bool:
     """The static CPU and Memory Manager skip this pod because it sets pod-level resources
-    (policy_static.go Allocate/GetTopologyHints: `PodLevelResources` on, not
-    `PodLevelResourceManagers`)."""
-    return (gate(node, "PodLevelResources") and pod_level_set(pod)
-            and not gate(node, "PodLevelResourceManagers"))
+    (policy_static.go Allocate/GetTopologyHints): before the release that has
+    `PodLevelResourceManagers` (1.35), when the kubelet's `PodLevelResources` is on; from
+    it (v1.36.3, v1.37.2: `!PodLevelResourceManagers || !PodLevelResources`), unless both
+    are on, so also when the kubelet runs with `PodLevelResources` off while the API server
+    keeps the pod's spec.resources (qos.api_gate)."""
+    if not pod_level_set(pod):
+        return False
+    if not known(node, "PodLevelResourceManagers"):
+        return gate(node, "PodLevelResources")
+    return not (gate(node, "PodLevelResources") and gate(node, "PodLevelResourceManagers"))
 
 
 def guaranteed_cpus(container: Container, qos: str) -> int:

@@ -22,7 +22,7 @@ from krm_fn.admission.capacity import (Packer, allocatable, amount_text, fit, fi
 from krm_fn.admission.podresources import overcommit_allowed
 from krm_fn.admission.model import (DEPENDS, ERROR, HUGEPAGES, WARNING, AdmittedPod, Finding,
                                     NodeModel, node_memo)
-from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, from_pod_level, gate,
+from krm_fn.admission.qos import (GUARANTEED, QOS_SOURCE, api_gate, from_pod_level, gate,
                                   not_guaranteed, pod_level_set)
 from krm_fn.quantity import NANO
 
@@ -37,7 +37,8 @@ def _qos_findings(pod: AdmittedPod, node: NodeModel, qos: str, pod_level: bool) 
     designated = [c.name for c in pod.containers if c.designated]
     if qos == GUARANTEED or not designated:
         return []
-    if not from_pod_level(pod, pod_level, gate(node, "PodLevelResourcesFixKubeletQOSClass")):
+    if not from_pod_level(pod, pod_level,
+                          api_gate(node, "PodLevelResourcesFixKubeletQOSClass")):
         why = (f"not Guaranteed: {_names(not_guaranteed(pod))}; set cpu and memory requests "
                f"equal to limits in every container, init, sidecar and injected ones included")
     elif pod_level_set(pod):
@@ -67,11 +68,18 @@ def _cpu_findings(pod: AdmittedPod, node: NodeModel, qos: str, exclusive: tuple)
                            f"({cpumanager.DOCS})", "cpumanager", pod.path))
         return out
     if designated and qos == GUARANTEED and cpumanager.skips_pod_level(pod, node):
-        out.append(Finding(ERROR, f"pod sets pod-level spec.resources: with PodLevelResources "
-                           f"on (Kubernetes {node.version[0]}.{node.version[1]}) the static "
-                           f"CPU and Memory Managers skip it (\"pod is using pod-level "
-                           f"resources which are not supported by the static CPU manager "
-                           f"policy\"), so no container is pinned, not even "
+        ver = f"Kubernetes {node.version[0]}.{node.version[1]}"
+        why = (f"with PodLevelResources on ({ver}) the static CPU and Memory Managers skip it "
+               f"(\"pod is using pod-level resources which are not supported by the static "
+               f"CPU manager policy\")" if gate(node, "PodLevelResources") else
+               f"the pool's kubelet runs with PodLevelResources off, and on {ver} its static "
+               f"CPU and Memory Managers skip such a pod unless PodLevelResources and "
+               f"PodLevelResourceManagers are both on (\"pod is using pod-level resources "
+               f"but the PodLevelResourceManagers feature gate is not enabled\"); the API "
+               f"server, whose own PodLevelResources gate is on by default, keeps "
+               f"spec.resources")
+        out.append(Finding(ERROR, f"pod sets pod-level spec.resources: {why}, so no container "
+                           f"is pinned, not even "
                            f"{_names(c.name for c in designated)}; remove spec.resources from "
                            f"the pod spec "
                            f"({cpumanager.STATIC_SRC}; KEP-2837)", "cpumanager", pod.path))
@@ -402,7 +410,7 @@ def judge_detail(pod: AdmittedPod, node: NodeModel) -> tuple:
     numa_of {container name: NUMA ids of its exclusive CPUs}. Pure; raises
     krm_fn.quantity.QuantityError for a malformed reservedMemory quantity.
     """
-    pod_level = gate(node, "PodLevelResources")
+    pod_level = api_gate(node, "PodLevelResources")
     _, qos, plan = pod_plan(pod, node)
     adm = topology.admit(pod, node, _with_daemons(node), qos, plan)
     if not adm.admitted and node.daemons and _scheduler_refuses(pod, node):

@@ -33,6 +33,24 @@ def gate(node: NodeModel, name: str) -> bool:
     return memo[key]
 
 
+def known(node: NodeModel, name: str) -> bool:
+    """Whether the release of `node` has feature gate `name` at all (pkg/features/
+    kube_features.go of that release, through the generated data)."""
+    from krm_fn.node import upstream
+    return upstream.load(tuple(node.version)).gate_default(name) is not None
+
+
+def api_gate(node: NodeModel, name: str) -> bool:
+    """Whether feature gate `name` is on for the API server of `node`'s cluster: the default
+    of `node.version`. The pool's `featureGates` configure its kubelet only; the QoS class
+    the kubelet reads is the API server's (pkg/registry/core/pod/strategy.go PrepareForCreate
+    sets status.qosClass; pkg/apis/core/v1/helper/qos/qos.go GetPodQOS reads it first), and
+    the API server keeps and validates pod-level `spec.resources` by its own gate."""
+    from krm_fn.node import upstream
+    data = upstream.load(tuple(node.version))
+    return data.gate_default(name) is not None and data.gate_on(name, {})
+
+
 def _gate(node: NodeModel, name: str) -> bool:
     from krm_fn.node import upstream
     gates = (node.kubelet or {}).get("featureGates") or {}

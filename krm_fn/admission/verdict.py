@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from krm_fn import quantity
 from krm_fn.admission import capacity, containerresources, kubelet, scheduling
-from krm_fn.admission.qos import gate
+from krm_fn.admission.qos import api_gate
 from krm_fn.admission.cpumanager import CpuState, peak
 from krm_fn.admission.topology import BEYOND
 from krm_fn.admission.model import (ERROR, WARNING, AdmittedPod, Finding, NodeModel,
@@ -53,9 +53,10 @@ def _podlevel_findings(pod: AdmittedPod, node: NodeModel, spec: dict | None) -> 
     then pod-level cpu or memory requests (as the API server defaults them, given `spec`)
     below the aggregate of the container requests, injected containers included
     (validation runs after the mutating webhooks that inject the containers). Without the
-    PodLevelResources gate the API server drops the field (it validates nothing)."""
+    PodLevelResources gate of the API server (qos.api_gate) it drops the field and
+    validates nothing."""
     out: list = []
-    if pod.pod_requests is None or not gate(node, "PodLevelResources"):
+    if pod.pod_requests is None or not api_gate(node, "PodLevelResources"):
         return out
     from krm_fn.admission import podresources
     found, after = podresources.check(spec, pod, node.version)

@@ -92,6 +92,33 @@ def test_pod_level_resources_disable_exclusive_cpus_unless_their_gate_is_off():
     assert judge(p, off)[1] == (("server", 4),)
 
 
+def test_from_1_36_the_kubelet_skips_pod_level_pods_also_with_its_gate_off():
+    # policy_static.go of v1.36.3 and v1.37.2 Allocate / GetTopologyHints skip a pod with
+    # pod-level resources when `!PodLevelResourceManagers || !PodLevelResources`; the API
+    # server (its gate on by default) keeps spec.resources. v1.35.4 skips only with it on.
+    res = {"cpu": cores(4), "memory": 8 * GI}
+    p = pod(ctr("server", 4, 8), pod_requests=res, pod_limits=res)
+    for version in ((1, 36), (1, 37)):
+        off = node(version=version, featureGates={"PodLevelResources": False})
+        qos, exclusive, _, findings = judge(p, off)
+        assert (qos, exclusive) == ("Guaranteed", ())
+        assert ("the pool's kubelet runs with PodLevelResources off, and on Kubernetes "
+                f"1.{version[1]} its static CPU and Memory Managers skip such a pod") in \
+            findings[0].message
+
+
+def test_the_qos_class_is_the_api_servers_whatever_the_kubelets_gate():
+    # the API server sets status.qosClass (pkg/registry/core/pod/strategy.go
+    # PrepareForCreate) from the pod-level resources, with its own PodLevelResources gate
+    # (on by default); the kubelet's GetPodQOS reads it: a kubelet running with the gate off
+    # does not make a pod whose pod-level requests differ from its limits Guaranteed
+    p = pod(ctr("server", 4, 8), pod_requests={"cpu": cores(4), "memory": 8 * GI},
+            pod_limits={"cpu": cores(4), "memory": 16 * GI})
+    qos, exclusive, _, _ = judge(p, node(version=(1, 35), featureGates={
+        "PodLevelResources": False}))
+    assert (qos, exclusive) == ("Burstable", ())
+
+
 def test_full_pcpus_only_with_an_odd_cpu_count_is_smt_alignment_error():
     n = node(cpuManagerPolicyOptions={"full-pcpus-only": "true"}, **SMT_NODE)
     _, exclusive, numa, findings = judge(pod(ctr("server", 3, 8)), n)
