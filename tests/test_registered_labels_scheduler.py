@@ -4,7 +4,12 @@ kubernetes.io/arch and the beta.kubernetes.io/ twins), judged by the real kube-s
 (tests/controlplane): the scheduler binds the pod exactly when krm-fn's
 admission/scheduling.evaluate says every node of the pool matches, and leaves it Pending
 exactly when krm-fn says none does. The Node carries what a kubelet registers
-(placement.OneNode adds kubernetes.io/hostname) and the pool's own label."""
+(placement.OneNode adds kubernetes.io/hostname) and the pool's own label.
+
+The same Node judges topologySpreadConstraints (scheduling.spread): a DoNotSchedule
+constraint on a label the pool does not list (DEPENDS) leaves the pod Pending on a node
+without that label ("missing required label") and lets it bind on one with it; one krm-fn
+says nothing about binds."""
 from __future__ import annotations
 
 import itertools
@@ -41,3 +46,36 @@ def test_registered_label_affinity_matches_the_scheduler(controlplane, key, op):
         one.close()
     assert not str(got).startswith("invalid: "), got
     assert (got is True) == ok, (key, op, got, why)
+
+
+SPREADS = [(key, when) for key in ("topology.kubernetes.io/zone", "kubernetes.io/hostname",
+                                   "krm-fn.dev/cpu-pinning", "kubernetes.io/arch")
+           for when in ("DoNotSchedule", "ScheduleAnyway")]
+
+
+def _placed(cp, spec: dict, extra_labels: dict):
+    name = f"spread-{next(_ids)}-{int(time.time() * 1000) % 100000}"
+    one = placement.OneNode(cp, name, {"cpu": "8", "memory": "16Gi", "pods": "110"},
+                            {**KUBELET, **POOL, **extra_labels})
+    try:
+        return one.place(spec, name, {"app": "a"})
+    finally:
+        one.close()
+
+
+@pytest.mark.parametrize("key,when", SPREADS, ids=[f"{k}-{w}" for k, w in SPREADS])
+def test_topology_spread_matches_the_scheduler(controlplane, key, when):
+    from krm_fn.admission.model import NodeModel
+    spec = {"nodeSelector": dict(POOL), "containers": [{"name": "c", "image": "example/app:1"}],
+            "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": key,
+                                           "whenUnsatisfiable": when,
+                                           "labelSelector": {"matchLabels": {"app": "a"}}}]}
+    said = scheduling.spread(spec, NodeModel("p", scheduling.known_labels(POOL), {}, (1, 37),
+                                             ()))
+    got = _placed(controlplane, spec, {})
+    assert not str(got).startswith("invalid: "), got
+    if said:
+        assert got is not True and scheduling.SPREAD_MISSING in got, got
+        assert _placed(controlplane, spec, {key: "a"}) is True
+    else:
+        assert got is True, got

@@ -21,7 +21,9 @@ label is decided exactly; ERROR only when no node of the pool can ever match. Th
 the kubelet registers every node with (`kubernetes.io/hostname`, `kubernetes.io/arch` and
 the `beta.kubernetes.io/` twins, pkg/kubelet/kubelet_node_status.go initialNode) are on
 every node even where krm-fn does not know their value: `Exists` on one matches every node
-and `DoesNotExist` none (`REGISTERED`).
+and `DoesNotExist` none (`REGISTERED`). A `topologySpreadConstraints` entry with
+`whenUnsatisfiable: DoNotSchedule` keeps the pod off every node without its `topologyKey`
+(the PodTopologySpread filter): on a label the pool does not list, DEPENDS too (`spread`).
 
 Sources: k8s.io/component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go
 (`GetRequiredNodeAffinity`, `RequiredNodeAffinity.Match`, `nodeSelectorTerm.match`,
@@ -305,6 +307,46 @@ def check(node_selector: dict, affinity: object, labels: dict, pool: str,
                              f"carry them ({_SOURCE})",
                     "scheduling", f"{where}{'.'.join(REQUIRED)}"
                     if required_affinity(affinity) is not None else f"{where}nodeSelector"),)
+
+
+SPREAD = "topologySpreadConstraints"
+_SPREAD_SOURCE = ("pkg/scheduler/framework/plugins/podtopologyspread/filtering.go, "
+                  "https://kubernetes.io/docs/concepts/scheduling-eviction/"
+                  "topology-spread-constraints/")
+# the scheduler's words for a node without a constraint's topologyKey (podtopologyspread
+# plugin.go ErrReasonNodeLabelNotMatch, v1.37.2)
+SPREAD_MISSING = "node(s) didn't match pod topology spread constraints (missing required label)"
+
+
+def spread(spec: dict, node: NodeModel, path: str = "") -> tuple:
+    """DEPENDS findings (rule `scheduling`) for the `topologySpreadConstraints` of the pod
+    spec `spec` (plain) with `whenUnsatisfiable: DoNotSchedule` whose `topologyKey` is
+    neither a label of the pool (`node.labels`, with the twins) nor one the kubelet registers
+    every node with (REGISTERED): the scheduler's PodTopologySpread filter refuses a node
+    that does not carry that label (SPREAD_MISSING), so the pod lands only on the pool's
+    nodes that do, and on none when no node of the pool carries it. ScheduleAnyway
+    constraints only score nodes."""
+    constraints = spec.get(SPREAD) if isinstance(spec, dict) else None
+    labels = with_twins(node.labels)
+    sel = ", ".join(f"{k}={v}" for k, v in node.labels.items()) or "none"
+    where = f"{path}." if path else ""
+    out = []
+    for i, c in enumerate(constraints if isinstance(constraints, list) else ()):
+        if not isinstance(c, dict) or c.get("whenUnsatisfiable") != "DoNotSchedule":
+            continue
+        key = c.get("topologyKey")
+        if not isinstance(key, str) or key in labels or key in REGISTERED:
+            continue
+        out.append(Finding(DEPENDS, f"the pod schedules on node pool {node.pool!r} (node "
+                                    f"labels {sel}) only on the nodes that carry label {key}: "
+                                    f"{SPREAD}[{i}] spreads the pods over it with "
+                                    f"whenUnsatisfiable: DoNotSchedule, and the scheduler's "
+                                    f"PodTopologySpread filter refuses a node without it "
+                                    f"(\"{SPREAD_MISSING}\"); add {key} to the pool's "
+                                    f"nodeSelector when all its nodes carry it, or use "
+                                    f"whenUnsatisfiable: ScheduleAnyway ({_SPREAD_SOURCE})",
+                           "scheduling", f"{where}{SPREAD}[{i}].topologyKey"))
+    return tuple(out)
 
 
 def matches(pod: AdmittedPod, node: NodeModel) -> tuple:

@@ -116,6 +116,7 @@ def judge(pod: AdmittedPod, node: NodeModel, features: dict | None = None,
         numa = numa if exclusive else ()
     findings += found
     findings += scheduling.matches(pod, node)
+    findings += scheduling.spread(spec, node, pod.path)
     if node.taints:
         findings += _taint_findings(pod, node, features, spec)
     if features is not None:

@@ -2,7 +2,7 @@
 labels, as the scheduler's NodeAffinity filter evaluates them
 (k8s.io/component-helpers/scheduling/corev1/nodeaffinity)."""
 from krm_fn.admission.model import DEPENDS, ERROR, AdmittedPod, NodeModel
-from krm_fn.admission.scheduling import check, matches, requires
+from krm_fn.admission.scheduling import check, matches, requires, spread
 from krm_fn.results import Ref
 
 POOL = {"krm-fn.dev/cpu-pinning": "true", "cpus": "8"}
@@ -150,3 +150,33 @@ def test_values_of_the_labels_the_kubelet_registers_stay_unknown():
               expr("kubernetes.io/arch", "NotIn", "arm64")):
         assert one(check({}, affinity((e,)), POOL, "p")).severity == DEPENDS
     assert one(check({"kubernetes.io/hostname": "node-1"}, None, POOL, "p")).severity == DEPENDS
+
+
+def _spread(key, when="DoNotSchedule"):
+    return {"maxSkew": 1, "topologyKey": key, "whenUnsatisfiable": when,
+            "labelSelector": {"matchLabels": {"app": "a"}}}
+
+
+def test_a_hard_spread_over_a_label_the_pool_does_not_list_depends():
+    # podtopologyspread filtering.go: a node without the constraint's topologyKey is
+    # refused ("missing required label")
+    node = NodeModel("inference", POOL, {}, (1, 35), ())
+    spec = {"topologySpreadConstraints": [_spread("topology.kubernetes.io/zone")]}
+    f = one_spread(spread(spec, node, "spec"))
+    assert (f.severity, f.path) == (DEPENDS, "spec.topologySpreadConstraints[0].topologyKey")
+    assert "only on the nodes that carry label topology.kubernetes.io/zone" in f.message
+    assert "(missing required label)" in f.message
+
+
+def test_soft_spreads_and_spreads_over_known_labels_say_nothing():
+    node = NodeModel("inference", POOL, {}, (1, 35), ())
+    spec = {"topologySpreadConstraints": [
+        _spread("topology.kubernetes.io/zone", "ScheduleAnyway"), _spread("cpus"),
+        _spread("kubernetes.io/hostname"), _spread("kubernetes.io/arch")]}
+    assert spread(spec, node, "spec") == ()
+
+
+def one_spread(findings):
+    assert len(findings) == 1, findings
+    assert "podtopologyspread/filtering.go" in findings[0].message
+    return findings[0]
