@@ -12,6 +12,8 @@ import random
 import re
 from collections import Counter
 
+import pytest
+
 from krm_fn.admission import limitrange
 from krm_fn.admission.build import requests_limits
 from krm_fn.admission.model import APP, INIT, SIDECAR, AdmittedPod, Container
@@ -159,3 +161,46 @@ def test_limitrange_checks_against_the_api_server(controlplane):
     compared = CASES * 4 - invalid
     assert compared * 9 // 10 > refused > compared // 5 and invalid < CASES * 2, (refused,
                                                                                 invalid)
+
+
+@pytest.mark.parametrize("lr_ns,dep_ns", [(None, "default"), ("default", None), (None, None),
+                                          ("default", "default"), (None, "other")])
+def test_a_limitrange_without_a_namespace_or_of_a_workload_without_one_counts(lr_ns, dep_ns):
+    """An object without metadata.namespace lands where the tool that applies the render
+    puts it (`kubectl apply` without -n: the context's namespace, `default`), so a
+    LimitRange and a workload of which one names no namespace may share one: the API server
+    refuses every pod there, and krm-fn fails closed, as for an HPA (hpa.same_namespace).
+    Only two different namespaces, both written, keep them apart."""
+    from tests.test_verdict import config, render
+    lr = {"apiVersion": "v1", "kind": "LimitRange",
+          "metadata": {"name": "cap", **({"namespace": lr_ns} if lr_ns else {})},
+          "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "srv", **({"namespace": dep_ns} if dep_ns else {})},
+           "spec": {"selector": {"matchLabels": {"app": "srv"}},
+                    "template": {"metadata": {"labels": {"app": "srv"}}, "spec": {
+                        "containers": [{"name": "server", "image": "srv:1", "resources": {
+                            "requests": {"cpu": "4", "memory": "8Gi"},
+                            "limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+    code, results, _ = render(config(), lr, dep)
+    said = [m for s, m in results if s == "error" and m.startswith("LimitRange cap ")]
+    assert code == 1 and len(said) == 1, results
+    assert "\"maximum cpu usage per Container is 2, but limit is 4\"" in said[0]
+    if bool(lr_ns) != bool(dep_ns):
+        assert "(when the render is applied there: " in said[0]
+
+
+def test_limitranges_of_two_written_namespaces_stay_apart():
+    from tests.test_verdict import config, render
+    lr = {"apiVersion": "v1", "kind": "LimitRange",
+          "metadata": {"name": "cap", "namespace": "default"},
+          "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "srv", "namespace": "other"},
+           "spec": {"selector": {"matchLabels": {"app": "srv"}},
+                    "template": {"metadata": {"labels": {"app": "srv"}}, "spec": {
+                        "containers": [{"name": "server", "image": "srv:1", "resources": {
+                            "requests": {"cpu": "4", "memory": "8Gi"},
+                            "limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+    code, results, _ = render(config(), lr, dep)
+    assert code == 0, [m for s, m in results if s == "error"]

@@ -195,8 +195,8 @@ def undetermined(containers, limit_ranges, where: str | None = None) -> tuple:
 
 def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
     """ERROR Findings (rule `limitrange`) for each LimitRange of `limit_ranges` (plain
-    objects of the pod's namespace) the pod breaks, naming the container, the LimitRange
-    and the API server's message."""
+    objects that may sit in the pod's namespace: InjectionContext.limit_ranges_for) the pod
+    breaks, naming the container, the LimitRange and the API server's message."""
     out = []
     for lr in limit_ranges:
         md = lr.get("metadata") if isinstance(lr.get("metadata"), dict) else {}
@@ -217,6 +217,10 @@ def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
             for who, req, lim in pairs:
                 for msg in _violations(kind, req, lim, item):
                     ns = md.get("namespace") or pod.namespace or "default"
+                    if bool(md.get("namespace")) != bool(pod.namespace):
+                        ns += (" (when the render is applied there: "
+                               f"{'the workload' if md.get('namespace') else 'it'} names no "
+                               f"namespace)")
                     out.append(Finding(ERROR, f"LimitRange {name} of namespace {ns} refuses "
                                               f"{who}: \"{msg}\"; the API server refuses the "
                                               f"pod: change the container's resources or the "

@@ -64,8 +64,7 @@ def _as_tuned(item, run) -> list:
             out.append(build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod), ns,
                                           runtime_classes=run.ictx.runtime_classes,
                                           priority_classes=run.ictx.priority_classes,
-                                          limit_ranges=tuple(
-                                              run.ictx.limit_ranges.get(ns or "", ()))))
+                                          limit_ranges=run.ictx.limit_ranges_for(ns)))
     return out
 
 

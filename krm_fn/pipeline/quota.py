@@ -303,7 +303,7 @@ def _input_pod(i: int, obj: dict, ref, ns: str, run):
     return build.admitted_pod(view, frozenset(), run.injections(view), ns,
                               runtime_classes=run.ictx.runtime_classes,
                               priority_classes=run.ictx.priority_classes,
-                              limit_ranges=tuple(run.ictx.limit_ranges.get(ns, ())))
+                              limit_ranges=run.ictx.limit_ranges_for(ns))
 
 
 def _severity(obj: dict, cfg, strict: bool) -> str:

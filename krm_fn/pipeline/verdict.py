@@ -103,12 +103,11 @@ def judge(item: TunedItem, run) -> Outcome:
                                           pick.ref.namespace,
                                           runtime_classes=run.ictx.runtime_classes,
                                           priority_classes=run.ictx.priority_classes,
-                                          limit_ranges=tuple(
-                                              run.ictx.limit_ranges.get(namespace, ())))
+                                          limit_ranges=run.ictx.limit_ranges_for(namespace))
             quotas = run.ictx.quotas.get(namespace, ())
             meta = injectors.meta_of(tp.pod, ctx=run.ictx)
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
-                              run.ictx.limit_ranges.get(namespace, ()),
+                              run.ictx.limit_ranges_for(namespace),
                               _vpas_of(run, pick.ref, pick.obj, admitted.path), quotas,
                               _replicas(pick.obj, admitted.path) if quotas else 1,
                               _unmodelled(meta),

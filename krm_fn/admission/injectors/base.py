@@ -138,6 +138,19 @@ class InjectionContext(namedtuple(
         """`from_items` with the loaded config's `spec.workloads.injection`."""
         return cls.from_items(items, cfg.workloads.injection)
 
+    def limit_ranges_for(self, namespace: str | None) -> tuple:
+        """The input's LimitRanges that may sit in the namespace of a pod of `namespace`
+        ("" or None: the pod's workload names none): those hpa.same_namespace counts, so a
+        LimitRange without a namespace for a pod of any namespace, and any LimitRange for a
+        pod without one. An object without a namespace lands where the tool that applies the
+        render puts it (`kubectl apply`: the context's namespace, `default` unless set; Argo
+        CD's destination namespace, Flux's targetNamespace), so krm-fn fails closed rather
+        than assume another namespace (https://kubernetes.io/docs/concepts/policy/limit-range/:
+        the LimitRanger admission applies the LimitRanges of the pod's namespace)."""
+        from krm_fn.admission.hpa import same_namespace
+        return tuple(lr for lrs in self.limit_ranges.values() for lr in lrs
+                     if same_namespace(lr, namespace or ""))
+
     def configmap(self, name: str, namespace: str | None = None) -> dict | None:
         """The ConfigMap `name` (in `namespace`, or in any namespace when None)."""
         for (space, n), cm in self.configmaps.items():
