@@ -162,3 +162,27 @@ def test_a_name_the_api_server_counts_no_pod_against_is_an_info_not_silence():
         "(and counts no name of the kubernetes.io domain), so krm-fn does not check the "
         "render's pods against it " + EXT]
     assert not [m for _, m in results if "services" in m]
+
+
+@pytest.mark.parametrize("q_ns,dep_ns", [(None, "default"), ("default", None)])
+def test_a_quota_without_a_namespace_or_of_a_workload_without_one_counts(q_ns, dep_ns):
+    """`kubectl apply` without -n puts an object without metadata.namespace in the
+    context's namespace (`default`): a ResourceQuota and a workload of which one names no
+    namespace may share one, so the pod's quota check counts that quota (failing closed,
+    as hpa.same_namespace reads HPAs), and one pod above it is an error."""
+    from tests.test_verdict import config, render
+    quota = {"apiVersion": "v1", "kind": "ResourceQuota",
+             "metadata": {"name": "q", **({"namespace": q_ns} if q_ns else {})},
+             "spec": {"hard": {"limits.cpu": "2"}}}
+    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
+           "metadata": {"name": "srv", **({"namespace": dep_ns} if dep_ns else {})},
+           "spec": {"selector": {"matchLabels": {"app": "srv"}},
+                    "template": {"metadata": {"labels": {"app": "srv"}}, "spec": {
+                        "containers": [{"name": "server", "image": "srv:1", "resources": {
+                            "requests": {"cpu": "4", "memory": "8Gi"},
+                            "limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+    code, results, _ = render(config(), quota, dep)
+    assert code == 1
+    assert any(s == "error" and m.startswith("ResourceQuota q of namespace ") and
+               "one pod needs limits.cpu=4, above its hard limits.cpu=2" in m
+               for s, m in results), results

@@ -104,7 +104,7 @@ def judge(item: TunedItem, run) -> Outcome:
                                           runtime_classes=run.ictx.runtime_classes,
                                           priority_classes=run.ictx.priority_classes,
                                           limit_ranges=run.ictx.limit_ranges_for(namespace))
-            quotas = run.ictx.quotas.get(namespace, ())
+            quotas = run.ictx.quotas_for(namespace)
             meta = injectors.meta_of(tp.pod, ctx=run.ictx)
             v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
                               run.ictx.limit_ranges_for(namespace),

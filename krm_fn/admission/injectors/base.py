@@ -57,6 +57,15 @@ class Meta(namedtuple("Meta", "annotations labels owner_annotations ns_labels ns
             {} if ray_cluster is None else ray_cluster, ray_cluster_path)
 
 
+def _of_namespace(by_namespace: dict, namespace: str | None) -> tuple:
+    """The objects of `by_namespace` ({namespace or "": [plain objects]}) that
+    hpa.same_namespace counts for a pod of `namespace`: its namespace's, those without a
+    namespace, and every one for a pod without a namespace."""
+    from krm_fn.admission.hpa import same_namespace
+    return tuple(o for objs in by_namespace.values() for o in objs
+                 if same_namespace(o, namespace or ""))
+
+
 class InjectionContext(namedtuple(
         "InjectionContext", "namespaces configmaps storage_containers instrumentations "
         "collectors injection runtime_classes limit_ranges vpas quotas untuned "
@@ -147,9 +156,13 @@ class InjectionContext(namedtuple(
         CD's destination namespace, Flux's targetNamespace), so krm-fn fails closed rather
         than assume another namespace (https://kubernetes.io/docs/concepts/policy/limit-range/:
         the LimitRanger admission applies the LimitRanges of the pod's namespace)."""
-        from krm_fn.admission.hpa import same_namespace
-        return tuple(lr for lrs in self.limit_ranges.values() for lr in lrs
-                     if same_namespace(lr, namespace or ""))
+        return _of_namespace(self.limit_ranges, namespace)
+
+    def quotas_for(self, namespace: str | None) -> tuple:
+        """The input's ResourceQuotas that may sit in the namespace of a pod of `namespace`,
+        as `limit_ranges_for` reads them (the ResourceQuota admission counts the pod against
+        the quotas of its namespace: https://kubernetes.io/docs/concepts/policy/resource-quotas/)."""
+        return _of_namespace(self.quotas, namespace)
 
     def configmap(self, name: str, namespace: str | None = None) -> dict | None:
         """The ConfigMap `name` (in `namespace`, or in any namespace when None)."""
