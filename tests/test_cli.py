@@ -456,7 +456,8 @@ def test_a_plain_render_imports_only_what_it_uses():
         "krm_fn.admission.injectors.base"]
     assert len(NAMES) == 11
     # every container is vLLM or unrecognised; no Go or glibc option is set
-    assert _engine_modules(mods) == ["base", "ranks", "recognition", "vllm", "workers"]
+    assert _engine_modules(mods) == ["base", "programs", "ranks", "recognition", "vllm",
+                                     "workers"]
 
 
 # json (~1.3 ms of import: its decoder, scanner and encoder compile regular expressions):
@@ -521,8 +522,8 @@ def test_a_render_imports_the_engine_a_container_runs():
              "  metadata: {name: t}\n  spec:\n    selector: {matchLabels: {tier: inference}}\n"
              "    workloads: {threads: {mallocArenaMax: 2}}\n")
     mods = _imported([], text) - _started_with()
-    assert _engine_modules(mods) == ["base", "glibc", "jvm", "llama_cpp", "ranks", "recognition",
-                                     "vllm", "workers"]
+    assert _engine_modules(mods) == ["base", "glibc", "jvm", "llama_cpp", "programs", "ranks",
+                                     "recognition", "vllm", "workers"]
 
 
 # standard-library modules a render does not need, that an editable install's import hook

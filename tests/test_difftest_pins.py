@@ -209,7 +209,11 @@ def test_config_table_covers_every_changed_check():
 # `10000000000000000000Ei` the API server refuses or krm-fn cannot read (verdict,
 # admission/containerresources.py); engines-13, whose llama-server names no model (a router)
 # and whose `vllm serve --device` gets the warning of releases without --device; seed-18,
-# whose KServe runtime running vllm.entrypoints on no accelerator is now vLLM's CPU backend.
+# whose KServe runtime running vllm.entrypoints on no accelerator is now vLLM's CPU backend;
+# seed-18 again: its `python -m% vllm.entrypoints.openai.api_server` runs the module `%`
+# (python takes the rest of `-m%` as the module), so vllm.entrypoints is an argument, not
+# the program (engines are recognised in program position, krm_fn/rules/engines/programs.py):
+# no engine, the thread vars are the pinned CPUs.
 CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
 
 

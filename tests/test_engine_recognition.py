@@ -64,17 +64,20 @@ def test_each_engine_takes_its_recognition_from_the_table():
 # -- the lazy, pre-filtered detection equals searching every regex --------------------------
 
 def _eager_detect(c: ContainerView) -> list[str]:
-    """detect() as it was before recognition.py: every regex of every engine searched."""
+    """detect() as it was before recognition.py: every regex of every engine searched (a
+    command regex with a literal of its match in a word in program position)."""
     from krm_fn.rules.cmdline import env_names, text, tokens
+    from krm_fn.rules.engines.programs import spans
     image = str(c.data.get("image") or "").lower()
     image = image if len(image) <= engines.MAX_IMAGE_TEXT else ""
-    line, names = text(tokens(c)), env_names(c)
+    line, names, programs = text(tokens(c)), env_names(c), spans(tokens(c))
     key = c.path[-1] if c.path and isinstance(c.path[-1], str) else None
     found = []
     for e in recognition.TABLE:
         hit = any(re.search(p.regex, image) for p in e.images) or (key is not None and key in
                                                                     e.kserve)
-        if not hit and any(re.search(p.regex, line) for p in e.commands):
+        if not hit and any(recognition.found(p.regex, p.within, line, programs)
+                           for p in e.commands):
             hit = not e.needs or any(re.search(p.regex, line) for p in e.needs) or (
                 e.or_no_accelerator and not recognition.accelerator(c.data.get("resources")))
         if not hit and names & set(e.env_names):
@@ -179,7 +182,8 @@ def test_detect_imports_only_the_engines_it_recognises():
             "c = ContainerView('c', 'app', ('spec', 'containers', 0), {'image': %r})\n"
             "print([e.name for e in engines.detect(c)])\n"
             "print(sorted(m for m in sys.modules if m.startswith('krm_fn.rules.engines.')))\n")
-    base = ["krm_fn.rules.engines.base", "krm_fn.rules.engines.ranks",
+    base = ["krm_fn.rules.engines.base", "krm_fn.rules.engines.programs",
+            "krm_fn.rules.engines.ranks",
             "krm_fn.rules.engines.recognition", "krm_fn.rules.engines.workers"]
     for image, names, mods in (
             ("busybox", [], []),

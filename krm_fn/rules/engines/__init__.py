@@ -20,7 +20,7 @@ from krm_fn.lazy import submodule
 from krm_fn.pod import ContainerView
 from krm_fn.rules.cmdline import (MAX_COMMAND_TEXT, Token, env_names, text,  # noqa: F401
                                   tokens)
-from krm_fn.rules.engines import recognition, workers as _workers
+from krm_fn.rules.engines import programs as _programs, recognition, workers as _workers
 from krm_fn.rules.engines.base import Engine, Workers, version_text
 
 # Run in this order after the recognised engines' checks: the multi-worker check only when
@@ -93,19 +93,22 @@ def serving_names(c: ContainerView) -> tuple[str, ...]:
 
 def _inputs(c: ContainerView) -> tuple:
     """What recognition reads of container `c`: (lowercased image, "" when longer than
-    MAX_IMAGE_TEXT; command line; KServe framework key or None; env var names; whether it
-    asks for an accelerator, recognition.accelerator)."""
+    MAX_IMAGE_TEXT; command line; the spans of its words in program position,
+    programs.spans; KServe framework key or None; env var names; whether it asks for an
+    accelerator, recognition.accelerator)."""
     image = str(c.data.get("image") or "").lower()
     image = image if len(image) <= MAX_IMAGE_TEXT else ""
-    return (image, text(tokens(c)), _framework_key(c), env_names(c),
+    toks = tokens(c)
+    return (image, text(toks), _programs.spans(toks), _framework_key(c), env_names(c),
             recognition.accelerator(c.data.get("resources")))
 
 
 @functools.lru_cache(maxsize=4096)
-def _detect(image: str, line: str, key: str | None, names: frozenset,
+def _detect(image: str, line: str, programs: tuple, key: str | None, names: frozenset,
             accelerated: bool = False) -> tuple[str, ...]:
     """The modules of the engines recognised (recognition.TABLE), `not_with` applied."""
-    found = [r for r in recognition.TABLE if r.matches(image, line, key, names, accelerated)]
+    found = [r for r in recognition.TABLE
+             if r.matches(image, line, programs, key, names, accelerated)]
     return tuple(r.module for r in found if not any(o.name in r.not_with for o in found))
 
 

@@ -233,12 +233,14 @@ def _vllm(toks: list, nodes: int = 1):
 # The Intel Xeon launcher (engines/xeon_launcher.py) starts instances, each a process that
 # keeps an OMP_NUM_THREADS already set (torch/backends/xeon/run_cpu.py launch, set_env)
 SERVER = "Intel Xeon launcher"
-_LAUNCHERS = ("ipexrun", "intel_extension_for_pytorch.cpu.launch", "torch.backends.xeon.run_cpu")
+LAUNCHERS = ("ipexrun", "intel_extension_for_pytorch.cpu.launch", "torch.backends.xeon.run_cpu")
 # run_cpu.py's options (create_args, _add_*_params): those taking a value, by the name read
 _VALUE = {"--ncores-per-instance": "ncores", "--ncores_per_instance": "ncores",
           "--ninstances": "ninstances", "--rank": "rank", "--node-id": "", "--node_id": "",
           "--core-list": "cores", "--core_list": "cores", "--log-path": "", "--log_path": "",
           "--log-file-prefix": "", "--log_file_prefix": ""}
+# the options that take a value (engines/programs.py reads past them to the program)
+LAUNCHER_OPTIONS = tuple(_VALUE)
 _SWITCH = {"--multi-instance": "multi", "--multi_instance": "multi",
            "--latency-mode": "latency", "--latency_mode": "latency",
            "--throughput-mode": "throughput", "--throughput_mode": "throughput",
@@ -256,7 +258,7 @@ def _options(toks: list) -> dict | None:
     switches as (True, token); None when no launcher word is found or argparse would stop
     at an option (unknown or ambiguous)."""
     start = next((i for i, t in enumerate(toks)
-                  if t.text.rsplit("/", 1)[-1] in _LAUNCHERS), None)
+                  if t.text.rsplit("/", 1)[-1] in LAUNCHERS), None)
     if start is None:
         return None
     out: dict = {}

@@ -23,13 +23,50 @@ class Pattern(namedtuple("Pattern", "regex within")):
 
     __slots__ = ()
 
-    def search(self, text: str) -> bool:
+    def search(self, text: str, programs: tuple | None = None) -> bool:
         """Whether `regex` matches somewhere in `text` (the regex is compiled, by the re
-        module's cache, only when a literal of `within` is in `text`)."""
+        module's cache, only when a literal of `within` is in `text`); with `programs`
+        (programs.spans of the command line `text`), only a match that has a literal of
+        `within` in a word in program position counts (`found`)."""
         for w in self.within:
             if w in text:
-                return re.search(self.regex, text) is not None
+                if programs is None:
+                    return re.search(self.regex, text) is not None
+                return found(self.regex, self.within, text, programs)
         return False
+
+
+def found(regex: str, within: tuple, text: str, programs: tuple) -> bool:
+    """Whether `regex` matches in `text` with a literal of `within` in the match starting
+    inside one of the (start, end) spans `programs` (sorted): the words of a command line
+    in program position (engines/programs.py). Every match is tried, overlapping ones too
+    (`llama-server` named as an argument before the program runs it)."""
+    rx = re.compile(regex)
+    pos = 0
+    while pos <= len(text):
+        m = rx.search(text, pos)
+        if m is None:
+            return False
+        for w in within:
+            at = text.find(w, m.start(), m.end())
+            while at >= 0:
+                if _inside(programs, at):
+                    return True
+                at = text.find(w, at + 1, m.end())
+        pos = m.start() + 1
+    return False
+
+
+def _inside(spans: tuple, at: int) -> bool:
+    """Whether offset `at` is inside one of `spans` ((start, end) pairs, sorted, apart)."""
+    lo, hi = 0, len(spans)
+    while lo < hi:                      # the first span that starts after `at`
+        mid = (lo + hi) // 2
+        if spans[mid][0] <= at:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo > 0 and at < spans[lo - 1][1]
 
 
 def _p(regex: str, *within: str) -> Pattern:
@@ -41,9 +78,11 @@ class Recognition(namedtuple("Recognition", "name module images commands needs k
                              defaults=((), (), (), (), (), (), True, False))):
     """How the engine of module `module` (krm_fn/rules/engines/<module>.py), named `name`,
     is recognised in a container: a Pattern of `images` matches its image (lowercased), a
-    Pattern of `commands` matches command+args joined by spaces (and, when `needs` is
-    given, one of `needs` matches too, or with `or_no_accelerator` the container asks for
-    no accelerator: `accelerator`), the container is the KServe framework key of
+    Pattern of `commands` matches command+args joined by spaces with its literal in a word
+    in program position (the program a process runs, engines/programs.py, not a word that
+    only names it: `pgrep -f vllm`), and when `needs` is given, one of `needs` matches
+    too, or with `or_no_accelerator` the container asks for no accelerator
+    (`accelerator`); or the container is the KServe framework key of
     `kserve`, or an env var of `env_names` is present — unless an engine named in
     `not_with` is recognised in it too. `serving`: the engine serves models, so a
     container running it is the one to pin (krm_fn/rules/choice.py); False for a
@@ -52,9 +91,10 @@ class Recognition(namedtuple("Recognition", "name module images commands needs k
 
     __slots__ = ()
 
-    def matches(self, image: str, line: str, key: str | None, names: frozenset,
-                accelerated: bool = False) -> bool:
-        """Whether the container with lowercased `image`, command line `line`, KServe
+    def matches(self, image: str, line: str, programs: tuple, key: str | None,
+                names: frozenset, accelerated: bool = False) -> bool:
+        """Whether the container with lowercased `image`, command line `line` (whose words
+        in program position are the spans `programs`, programs.spans), KServe
         framework key `key` (or None), env var names `names` and, `accelerated`, a request
         of an accelerator is this engine's (before `not_with`)."""
         for p in self.images:
@@ -63,7 +103,7 @@ class Recognition(namedtuple("Recognition", "name module images commands needs k
         if key is not None and key in self.kserve:
             return True
         for p in self.commands:
-            if p.search(line):
+            if p.search(line, programs):
                 if not self.needs or (self.or_no_accelerator and not accelerated):
                     return True
                 for q in self.needs:

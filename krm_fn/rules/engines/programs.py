@@ -1,0 +1,296 @@
+"""Program position: the words of a container's command line that name the program a
+process runs, as opposed to its arguments. An engine is recognised from its program in
+program position only (recognition.Pattern.search), so a container that merely names one
+(`pgrep -f vllm`, a process-exporter's `-procnames llama-server`, `curl
+http://llama-server:8080/health`, `until nc -z vllm 8000`) is not taken for it.
+
+- Without a shell script the command line is one command: its first word runs (the
+  container's command, or its args when command is absent: the image's entrypoint is
+  unknown, and the kubelet hands it the args).
+- In a shell script (cmdline.script_start: `sh -c`, `bash -ec`, ...) the first word of
+  each simple command runs: after an operator (`;`, `&&`, `||`, `|`, `&`, a new line, `(`,
+  `$(`), a reserved word (`if`, `then`, `do`, `!`, `{`, ...) and `NAME=value` assignments
+  (POSIX Shell Command Language 2.9.1 Simple Commands, 2.4 Reserved Words:
+  https://pubs.opengroup.org/onlinepubs/9799919799/utilities/V3_chap02.html).
+- A wrapper that runs another program (`WRAPPERS`: `exec`, `env`, `nohup`, `numactl`,
+  `taskset`, `tini --`, `dumb-init`, `python -m module` or a script, `uvicorn module:app`,
+  `torchrun`, `deepspeed`, `accelerate launch`, the Intel Xeon launcher, ...) passes
+  program position on to the word it runs, read past its own options as its documentation
+  gives them (an option of `takes` takes the next word as its value, `--opt=value` and a
+  glued `-Cvalue` hold theirs).
+"""
+from __future__ import annotations
+
+from collections import namedtuple
+
+from krm_fn.rules.cmdline import SEPARATORS, SHELLS, Token, _name, script_start
+from krm_fn.rules.engines import ranks
+
+
+class Runs(namedtuple("Runs", "takes flags positional stops module sub assign",
+                      defaults=((), None, 0, (), (), (), False))):
+    """How a wrapper finds the program it runs: its options of `takes` take the next word
+    as their value, the others none; or, when `flags` is given, every option but those of
+    `flags` takes one (a launcher whose options mostly do). Then `positional` words of its
+    own (`taskset` MASK, `timeout` DURATION, `gosu` USER), then the program. An option of
+    `stops` means no program runs (`command -v`, `taskset -p`, `python -c`); the value of
+    an option of `module` is the program (`python -m module`). `sub`: the subcommand that
+    must come first (`accelerate launch`); `assign`: `NAME=value` words may come before the
+    program (`env`)."""
+
+    __slots__ = ()
+
+
+# the launchers of a Python program (a script, or a module with -m/--module), whose
+# options mostly take a value: those that take none
+_TORCHRUN = Runs(flags=("--standalone", "--no-python", "--no_python", "-m", "--module",
+                        "--run-path", "--run_path", "--use-env", "--use_env",
+                        "--virtual-local-rank", "--virtual_local_rank", "-h", "--help"))
+# the ASGI/WSGI servers: the app (`module:app`) is their program
+_UVICORN = Runs(flags=("--reload", "--factory", "--use-colors", "--no-use-colors",
+                       "--proxy-headers", "--no-proxy-headers", "--server-header",
+                       "--no-server-header", "--date-header", "--no-date-header",
+                       "--access-log", "--no-access-log", "--debug", "--version", "--help"))
+_GUNICORN = Runs(flags=("--reload", "--preload", "-D", "--daemon", "--check-config",
+                        "--print-config", "--spew", "--capture-output", "-R",
+                        "--enable-stdio-inheritance", "--no-sendfile", "--reuse-port",
+                        "--strip-header-spaces", "--proxy-protocol", "--version", "-v",
+                        "-h", "--help"))
+_LAUNCHER = Runs(takes=ranks.LAUNCHER_OPTIONS)
+PYTHON = Runs(takes=("-W", "-X", "--check-hash-based-pycs"), stops=("-c",), module=("-m",))
+
+# name (the word's last path part, or a module run with `python -m`): how it runs another,
+# with the options each documents: POSIX exec and command (Shell Command Language 2.15,
+# 2.9.1), bash exec; GNU coreutils env, nice, nohup, stdbuf, timeout
+# (https://www.gnu.org/software/coreutils/manual/), util-linux taskset and setsid, numactl(8),
+# tini and dumb-init (their --help), gosu/su-exec USER COMMAND; torchrun
+# (torch/distributed/run.py), deepspeed (deepspeed/launcher/runner.py), `accelerate launch`
+# (accelerate/commands/launch.py), uvicorn (uvicorn/main.py), gunicorn (gunicorn/config.py),
+# hypercorn (hypercorn/__main__.py), the Intel Xeon launcher (ranks.py)
+WRAPPERS = {
+    "exec": Runs(takes=("-a",)),                       # POSIX exec; bash exec [-cl] [-a name]
+    "command": Runs(stops=("-v", "-V")),
+    "env": Runs(takes=("-u", "--unset", "-C", "--chdir"), assign=True),   # coreutils env
+    "nohup": Runs(), "setsid": Runs(), "time": Runs(takes=("-f", "--format", "-o", "--output")),
+    "nice": Runs(takes=("-n", "--adjustment")),
+    "stdbuf": Runs(takes=("-i", "-o", "-e", "--input", "--output", "--error")),
+    "timeout": Runs(takes=("-s", "--signal", "-k", "--kill-after"), positional=1),
+    "numactl": Runs(takes=("-i", "--interleave", "-w", "--weighted-interleave", "-m",
+                           "--membind", "-N", "--cpunodebind", "-C", "--physcpubind", "-p",
+                           "--preferred", "-P", "--preferred-many", "-L", "--length", "-o",
+                           "--offset", "-M", "--shmmode", "-f", "--file", "-S", "--shm",
+                           "-I", "--shmid")),
+    "taskset": Runs(positional=1, stops=("-p", "--pid")),      # util-linux: MASK or LIST
+    "tini": Runs(takes=("-p", "-e")),
+    "dumb-init": Runs(takes=("-r", "--rewrite")),
+    "gosu": Runs(positional=1), "su-exec": Runs(positional=1),
+    "torchrun": _TORCHRUN, "torch.distributed.run": _TORCHRUN,
+    "torch.distributed.launch": _TORCHRUN,
+    "deepspeed": Runs(flags=("--module", "--no_python", "--no_local_rank", "--no_ssh_check",
+                             "--no_ssh", "--force_multi", "--save_pid", "--bind_cores_to_rank",
+                             "--elastic_training", "-h", "--help")),
+    "accelerate": Runs(sub=("launch",), flags=(
+        "--cpu", "--multi_gpu", "--multi-gpu", "--mps", "--tpu", "--use_deepspeed",
+        "--use-deepspeed", "--use_fsdp", "--use-fsdp", "--use_megatron_lm",
+        "--use-megatron-lm", "-m", "--module", "--no_python", "--no-python", "-q", "--quiet",
+        "--debug", "-h", "--help")),
+    "uvicorn": _UVICORN, "gunicorn": _GUNICORN,
+    "hypercorn": Runs(flags=("--debug", "--reload", "--verbose", "-h", "--help")),
+    **{name: _LAUNCHER for name in ranks.LAUNCHERS},
+}
+# words that open a command (a reserved word, not a program) and those after which the
+# words up to the next operator are no command (`for NAME in WORDS`, `case WORD in`)
+_RESERVED = frozenset(("!", "{", "}", "if", "then", "else", "elif", "fi", "do", "done",
+                       "while", "until", "esac"))
+_HEADERS = frozenset(("for", "case", "select"))
+
+
+def runs(word: str) -> Runs | None:
+    """How the program named by `word` (a path's last part, or a module) runs another, when
+    it is a wrapper: WRAPPERS, or a Python interpreter (`python`, `python3`, `python3.12`:
+    `python [options] -m module | script`, https://docs.python.org/3/using/cmdline.html)."""
+    name = word.rsplit("/", 1)[-1]
+    found = WRAPPERS.get(name)
+    if found is None and name.startswith("python") and \
+            all(ch.isdigit() or ch == "." for ch in name[6:]):
+        return PYTHON
+    return found
+
+
+def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
+    """The (start, end) offsets, in cmdline.text(toks), of the words (or parts of a script's
+    word, `(cd` or `a;exec`) in program position (module docstring), in order. A shell a
+    wrapper runs (`tini -- sh -c SCRIPT`) runs its script as one the command runs does."""
+    offsets, at = [], 0
+    for t in toks:
+        offsets.append(at)
+        at += len(t.text) + 1
+    out: list = []
+    first = 0
+    while first < len(toks):
+        start = script_start(toks[first:])
+        if start is not None:
+            start += first
+            if toks[start].text == "--" and start + 1 < len(toks):
+                start += 1              # `bash -lc -- SCRIPT`: the script follows `--`
+            path = toks[start].path
+            pieces = [p for i in range(start, len(toks)) if toks[i].path == path
+                      for p in _pieces(toks[i].text, offsets[i])]
+            for command in _commands(pieces):
+                out.extend((at, at + len(w)) for w, at in (command[i] for i in
+                                                            _programs(command)))
+            break
+        found = [first + i for i in _programs([(t.text, 0) for t in toks[first:]])]
+        out.extend((offsets[i], offsets[i] + len(toks[i].text)) for i in found)
+        if len(found) < 2 or toks[found[-1]].text.rsplit("/", 1)[-1] not in SHELLS:
+            break
+        first = found[-1]               # the shell a wrapper runs: its script, if any
+    return tuple(sorted(set(out)))
+
+
+def _pieces(word: str, at: int) -> list[tuple[str, int]]:
+    """A script's word (at offset `at`) as the shell reads it unquoted: `;`, `&&` and `||`
+    inside it, a leading `(` or `$(` that it does not close and a trailing `)` that it did
+    not open are operators of their own (shlex keeps `sleep 1;`, `(cd` and `$(pidof` one
+    word; `A=$(nproc)` is one assignment). A word with a blank was quoted: one piece. Each
+    piece is (text, offset); an operator's text is made of `;&|()$` only."""
+    if not any(ch in word for ch in ";&|()") or any(ch.isspace() for ch in word):
+        return [(word, at)]
+    out = []
+    unclosed = word.count("(") - word.count(")")
+    lead = len(word) - len(word.lstrip("($"))
+    if unclosed > 0 and lead and word[lead - 1] == "(":
+        out.append((word[:lead], at))
+    else:
+        lead = 0
+    end = len(word)
+    if unclosed < 0:
+        end = max(len(word.rstrip(")")), len(word) + unclosed)
+    i = start = lead
+    while i < end:
+        op = 1 if word[i] == ";" else 2 if word[i:i + 2] in ("&&", "||") else 0
+        if op:
+            if i > start:
+                out.append((word[start:i], at + start))
+            out.append((word[i:i + op], at + i))
+            i = start = i + op
+        else:
+            i += 1
+    if end > start:
+        out.append((word[start:end], at + start))
+    if end < len(word):
+        out.append((word[end:], at + end))
+    return out
+
+
+def _operator(text: str) -> bool:
+    """Whether a script's piece (_pieces) is an operator: one of cmdline.SEPARATORS, a run
+    of `;&|()`, or an opening `$(`."""
+    return text in SEPARATORS or bool(text) and (all(ch in ";&|()" for ch in text) or
+                                                 text.endswith("(") and not text.strip("$("))
+
+
+def _commands(pieces: list) -> list[list]:
+    """The script's pieces as simple commands (lists of pieces), split at the operators; the
+    pieces after a `)` up to the next operator (the rest of the command a `$(...)` is in)
+    belong to none."""
+    out: list[list] = [[]]
+    for piece in pieces:
+        text = piece[0]
+        if not _operator(text):
+            if out[-1] is not None:
+                out[-1].append(piece)
+        elif text.rstrip(")") == "" and text != "":
+            out.append(None)            # args of the command around a substitution
+        else:
+            out.append([])
+    return [c for c in out if c]
+
+
+def _programs(command: list) -> list[int]:
+    """The indices in `command` (a simple command's (word, offset) pieces) of the words in
+    program position: the first word after reserved words and assignments, unless it is an
+    option (args without command: `--flag` is the image entrypoint's), then each word a
+    wrapper runs (runs)."""
+    i, n = 0, len(command)
+    while i < n and command[i][0] in _RESERVED:
+        i += 1
+    if i < n and command[i][0] in _HEADERS:
+        return []
+    while i < n and _assignment(command[i][0]):
+        i += 1
+    out = []
+    while i < n and command[i][0][:1] != "-":      # an option is no program
+        out.append(i)
+        how = runs(command[i][0])
+        if how is None:
+            break
+        i = _runs_at(command, i, how)
+        if i is None:
+            break
+    return out
+
+
+def _assignment(word: str) -> bool:
+    name, eq, _ = word.partition("=")
+    return bool(eq) and _name(name)
+
+
+def _runs_at(command: list, i: int, how: Runs) -> int | None:
+    """The index of the word the wrapper at command[i] runs (`how`), or None when it runs
+    none there (an option of `stops`, a missing subcommand or program)."""
+    j, n = i + 1, len(command)
+    if how.sub:
+        if j >= n or command[j][0] not in how.sub:
+            return None
+        j += 1
+    positional, options = how.positional, True
+    while j < n:
+        w = command[j][0]
+        if options and w == "--":
+            options = False
+            j += 1
+        elif options and len(w) > 1 and w[0] == "-":
+            step = _option(w, how)
+            if step is None:
+                return None
+            if step < 0:
+                return j + 1 if j + 1 < n else None    # `-m module`: the module
+            if step == 0:
+                return j                               # `-mmodule`
+            j += step
+        elif how.assign and _assignment(w):
+            j += 1
+        elif positional:
+            positional -= 1
+            j += 1
+        else:
+            return j
+    return None
+
+
+def _option(word: str, how: Runs) -> int | None:
+    """How many words the option `word` of a wrapper (`how`) takes up: 1, 2 with its value,
+    -1 when the next word is the program (`module`), 0 when this one holds it (`-mmodule`),
+    None when no program runs (`stops`).
+    A one-dash word of several letters is a cluster of one-letter options (`-ac`, `-um`)
+    or one with its value glued (`-C0-3`, `-Wignore`)."""
+    name, eq, _ = word.partition("=")
+    if word[1] == "-" or len(word) == 2:
+        if name in how.stops:
+            return None
+        if name in how.module:
+            return 1 if eq else -1
+        takes = name not in how.flags if how.flags is not None else name in how.takes
+        return 1 if eq or not takes else 2
+    if how.flags is not None:
+        return 1
+    for k, ch in enumerate(word[1:], 2):
+        short = "-" + ch
+        if short in how.stops:
+            return None
+        if short in how.module:
+            return 0 if k < len(word) else -1
+        if short in how.takes:
+            return 1 if k < len(word) else 2
+    return 1

@@ -1,0 +1,160 @@
+"""Engines are recognised from the program a container runs (krm_fn/rules/engines/programs.py,
+recognition.Pattern.search), not from a word that only names one: a sidecar that watches,
+probes or waits for an engine is no engine and is left as it is, while every wrapper that
+runs the engine (exec, env, numactl, taskset, tini, python -m, uvicorn, torchrun, ...)
+still leads to it."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from krm_fn.pod import ContainerView
+from krm_fn.rules import engines
+from krm_fn.rules.cmdline import text, tokens
+from krm_fn.rules.engines import programs
+from tests.helpers import item, load, results, run_fn
+
+
+def _view(data: dict, path: tuple = ("spec", "containers", 1)) -> ContainerView:
+    return ContainerView("c", "side", path, {"image": "registry.example/side:1", **data})
+
+
+def _sh(script: str) -> dict:
+    return {"command": ["sh", "-c", script]}
+
+
+# containers that name an engine's program without running it
+NAMES_ONLY = {
+    "process-exporter -procnames": {"args": ["-procnames", "llama-server"]},
+    "process-exporter --procnames=": {"args": ["--procnames=llama-server,vllm"]},
+    "grep": {"command": ["grep", "llama-server", "/proc/1/cmdline"]},
+    "pgrep -f": {"command": ["pgrep", "-f", "vllm"]},
+    "pgrep -f 'vllm serve'": _sh("pgrep -f 'vllm serve' || exit 1"),
+    "curl probe": {"command": ["curl", "-fsS", "http://llama-server:8080/health"]},
+    "echo quoted": _sh('echo "starting llama-server"; sleep infinity'),
+    "echo words": _sh("echo starting ollama serve"),
+    "--model-server=tgi": {"command": ["/proxy"], "args": ["--model-server=tgi"]},
+    "wait-for script": _sh("until nc -z vllm 8000; do sleep 1; done"),
+    "kill $(pidof)": _sh("kill $(pidof ollama)"),
+    "ps | grep": _sh("ps aux | grep 'tritonserver' | grep -v grep"),
+    "watch a command line": {"command": ["/exporter", "--watch", "ollama serve"]},
+    "torchserve as a host name": {"command": ["wget", "-qO-", "http://torchserve:8080/ping"]},
+    "a wrapped shell's pgrep": {"command": ["tini", "--", "sh", "-c", "pgrep llama-server"]},
+}
+
+
+@pytest.mark.parametrize("data", NAMES_ONLY.values(), ids=NAMES_ONLY.keys())
+def test_a_container_that_only_names_an_engine_is_none(data):
+    assert engines.detect(_view(data)) == []
+
+
+def _deployment(sidecar: dict, init: bool) -> str:
+    engine = {"name": "llm", "image": "registry.example/llm:1",
+              "command": ["/app/llama-server", "-m", "/models/m.gguf"],
+              "resources": {"limits": {"cpu": "4", "memory": "8Gi"}}}
+    side = {"name": "side", "image": "registry.example/side:1",
+            "resources": {"requests": {"cpu": "250m", "memory": "64Mi"},
+                          "limits": {"cpu": "250m", "memory": "64Mi"}}, **sidecar}
+    spec = {"containers": [engine] if init else [engine, side]}
+    if init:
+        spec["initContainers"] = [side]
+    return json.dumps({
+        "apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+        "items": [{"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "d"},
+                   "spec": {"template": {"spec": spec}}}]}), side
+
+
+@pytest.mark.parametrize("data", NAMES_ONLY.values(), ids=NAMES_ONLY.keys())
+def test_the_container_that_only_names_an_engine_is_left_unchanged(data):
+    """Beside a llama-server container (pinned, tuned), the sidecar (or, running a
+    wait-for script, the init container) is written back as it came: not pinned, no
+    thread env, no result about it."""
+    init = "until" in json.dumps(data)
+    text_in, side = _deployment(data, init)
+    p = run_fn([], text_in)
+    assert p.returncode == 0, p.stderr
+    out = load(p.stdout)
+    spec = item(out, "Deployment", "d")["spec"]["template"]["spec"]
+    got = (spec["initContainers"] if init else spec["containers"])[-1]
+    assert got == side
+    assert "LLAMA_ARG_THREADS" in {e["name"] for e in spec["containers"][0]["env"]}
+    assert not [r for r in results(out) if "'side'" in r["message"]]
+
+
+# wrappers that run the engine: each still leads to it
+RUNS = {
+    "exec in a script": (_sh("set -e; exec llama-server --port 8080"), "llama.cpp"),
+    "assignments first": (_sh("A=1 B=2 exec /app/llama-server"), "llama.cpp"),
+    "after a wait loop": (_sh("until curl -s http://db:5432; do sleep 1; done; "
+                              "exec vllm serve m"), "vLLM CPU"),
+    "if/then": (_sh("if [ -f /m ]; then exec tritonserver --model-repository=/m; fi"),
+                "Triton"),
+    "subshell": (_sh("(cd /app && exec ./llama-server -m m)"), "llama.cpp"),
+    "glued ;": (_sh("cd /app;exec ollama serve"), "Ollama"),
+    "bash -lc --": ({"command": ["/bin/bash", "-lc", "--"],
+                     "args": ["ulimit -n 65536; ray start --head --block"]}, "Ray"),
+    "tini -- sh -c": ({"command": ["tini", "--", "sh", "-c", "exec llama-server"]},
+                      "llama.cpp"),
+    "dumb-init -- bash -ec": ({"command": ["/usr/bin/dumb-init", "--", "/bin/bash", "-ec"],
+                               "args": ["cd /srv; exec vllm serve m"]}, "vLLM CPU"),
+    "args only": ({"args": ["llama-server", "--port", "8080"]}, "llama.cpp"),
+    "env": ({"command": ["env", "-u", "X", "OMP_PROC_BIND=close", "llama-server"]},
+            "llama.cpp"),
+    "numactl": ({"command": ["numactl", "--cpunodebind=0", "--membind", "0",
+                             "llama-server"]}, "llama.cpp"),
+    "numactl -C": ({"command": ["numactl", "-C", "0-3", "ovms", "--port", "9000"]},
+                   "OpenVINO Model Server"),
+    "taskset -c": ({"command": ["taskset", "-c", "0-3", "llama-server"]}, "llama.cpp"),
+    "tini --": ({"command": ["tini", "--", "llama-server"]}, "llama.cpp"),
+    "dumb-init": ({"command": ["dumb-init", "--single-child", "vllm", "serve", "m"]},
+                  "vLLM CPU"),
+    "nohup": ({"command": ["nohup", "ollama", "serve"]}, "Ollama"),
+    "timeout": ({"command": ["timeout", "3600", "torchserve", "--start"]}, "TorchServe"),
+    "gosu": ({"command": ["gosu", "app", "/opt/tritonserver/bin/tritonserver"]}, "Triton"),
+    "python -m": ({"command": ["python3", "-u", "-m", "vllm.entrypoints.openai.api_server"]},
+                  "vLLM CPU"),
+    "python -m uvicorn": ({"command": ["python", "-m", "uvicorn", "--host", "0.0.0.0",
+                                       "--factory", "llama_cpp.server.app:create_app"]},
+                          "llama-cpp-python server"),
+    "uvicorn": ({"command": ["uvicorn", "--port", "8000", "--factory",
+                             "llama_cpp.server.app:create_app"]}, "llama-cpp-python server"),
+    "python script.py": ({"command": ["python", "/opt/bin/torchserve", "--start"]},
+                         "TorchServe"),
+    "torchrun -m": ({"command": ["torchrun", "--nproc-per-node", "2", "-m",
+                                 "vllm.entrypoints.openai.api_server"]}, "vLLM CPU"),
+    "python -m torch.distributed.run": (
+        {"command": ["python", "-m", "torch.distributed.run", "--nnodes=1", "-m",
+                     "llama_cpp.server"]}, "llama-cpp-python server"),
+    "deepspeed --module": ({"command": ["deepspeed", "--num_gpus", "1", "--module",
+                                        "vllm.entrypoints.openai.api_server"]}, "vLLM CPU"),
+    "accelerate launch": ({"command": ["accelerate", "launch", "--num_processes", "2", "-m",
+                                       "vllm.entrypoints.openai.api_server"]}, "vLLM CPU"),
+    "ipexrun": ({"command": ["ipexrun", "--ninstances", "2", "serve.py"]},
+                "Intel Xeon launcher (ipexrun)"),
+}
+
+
+@pytest.mark.parametrize("data,name", RUNS.values(), ids=RUNS.keys())
+def test_a_wrapper_leads_to_the_engine_it_runs(data, name):
+    assert [e.name for e in engines.detect(_view(data, ("spec", "containers", 0)))] == [name]
+
+
+def _positioned(data: dict) -> list[str]:
+    c = _view(data)
+    line = text(tokens(c))
+    return [line[a:b] for a, b in programs.spans(tokens(c))]
+
+
+def test_the_words_in_program_position():
+    assert _positioned({"command": ["numactl", "-C", "0-3", "--", "llama-server", "-m",
+                                    "x"]}) == ["numactl", "llama-server"]
+    assert _positioned(_sh("until nc -z vllm 8000; do sleep 1; done; exec vllm serve")) == [
+        "nc", "sleep", "exec", "vllm"]
+    assert _positioned(_sh("kill $(pidof ollama) && X=1 env -i Y=2 python -m a.b c")) == [
+        "kill", "pidof", "env", "python", "a.b"]
+    # no program runs: `command -v` looks it up, `taskset -p` changes a running process,
+    # `python -c` runs code, an option first is the unknown entrypoint's
+    assert _positioned(_sh("command -v llama-server; taskset -p 3 1; python -c 'x'")) == [
+        "command", "taskset", "python"]
+    assert _positioned({"args": ["--procnames", "llama-server"]}) == []
