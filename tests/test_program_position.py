@@ -41,6 +41,8 @@ NAMES_ONLY = {
     "watch a command line": {"command": ["/exporter", "--watch", "ollama serve"]},
     "torchserve as a host name": {"command": ["wget", "-qO-", "http://torchserve:8080/ping"]},
     "a wrapped shell's pgrep": {"command": ["tini", "--", "sh", "-c", "pgrep llama-server"]},
+    "an entrypoint's option": {"command": ["/entrypoint.sh"],
+                               "args": ["--procnames", "llama-server"]},
 }
 
 
@@ -130,6 +132,10 @@ RUNS = {
                                         "vllm.entrypoints.openai.api_server"]}, "vLLM CPU"),
     "accelerate launch": ({"command": ["accelerate", "launch", "--num_processes", "2", "-m",
                                        "vllm.entrypoints.openai.api_server"]}, "vLLM CPU"),
+    "entrypoint script": ({"command": ["/docker-entrypoint.sh"],
+                           "args": ["llama-server", "-m", "m.gguf"]}, "llama.cpp"),
+    "entrypoint, no extension": ({"command": ["/usr/local/bin/entrypoint"],
+                                  "args": ["ollama", "serve"]}, "Ollama"),
     "ipexrun": ({"command": ["ipexrun", "--ninstances", "2", "serve.py"]},
                 "Intel Xeon launcher (ipexrun)"),
 }

@@ -105,15 +105,26 @@ _RESERVED = frozenset(("!", "{", "}", "if", "then", "else", "elif", "fi", "do", 
 _HEADERS = frozenset(("for", "case", "select"))
 
 
+# an image's entrypoint script (`/docker-entrypoint.sh`, `/usr/local/bin/entrypoint`) that
+# ends in `exec "$@"`, the convention of Docker's official images
+# (https://docs.docker.com/build/building/best-practices/#entrypoint): the args' first
+# word is the program it runs (`command: [/entrypoint.sh], args: [llama-server, ...]`),
+# unless it is an option (of the script, which krm-fn does not know)
+ENTRYPOINT = Runs()
+
+
 def runs(word: str) -> Runs | None:
     """How the program named by `word` (a path's last part, or a module) runs another, when
-    it is a wrapper: WRAPPERS, or a Python interpreter (`python`, `python3`, `python3.12`:
-    `python [options] -m module | script`, https://docs.python.org/3/using/cmdline.html)."""
+    it is a wrapper: WRAPPERS, a Python interpreter (`python`, `python3`, `python3.12`:
+    `python [options] -m module | script`, https://docs.python.org/3/using/cmdline.html),
+    or an entrypoint script (a name holding `entrypoint`: ENTRYPOINT)."""
     name = word.rsplit("/", 1)[-1]
     found = WRAPPERS.get(name)
     if found is None and name.startswith("python") and \
             all(ch.isdigit() or ch == "." for ch in name[6:]):
         return PYTHON
+    if found is None and "entrypoint" in name.lower():
+        return ENTRYPOINT
     return found
 
 
@@ -240,6 +251,8 @@ def _runs_at(command: list, i: int, how: Runs) -> int | None:
     """The index of the word the wrapper at command[i] runs (`how`), or None when it runs
     none there (an option of `stops`, a missing subcommand or program)."""
     j, n = i + 1, len(command)
+    if how is ENTRYPOINT:       # its options are unknown: only a first word that is none
+        return j if j < n else None
     if how.sub:
         if j >= n or command[j][0] not in how.sub:
             return None
