@@ -169,7 +169,7 @@ def test_a_limitrange_without_a_namespace_or_of_a_workload_without_one_counts(lr
     """An object without metadata.namespace lands where the tool that applies the render
     puts it (`kubectl apply` without -n: the context's namespace, `default`), so a
     LimitRange and a workload of which one names no namespace may share one: the API server
-    refuses every pod there, and krm-fn fails closed, as for an HPA (hpa.same_namespace).
+    refuses every pod there, and krm-fn fails closed, as for an HPA (model.same_namespace).
     Only two different namespaces, both written, keep them apart."""
     from tests.test_verdict import config, render
     lr = {"apiVersion": "v1", "kind": "LimitRange",

@@ -169,7 +169,7 @@ def test_a_quota_without_a_namespace_or_of_a_workload_without_one_counts(q_ns, d
     """`kubectl apply` without -n puts an object without metadata.namespace in the
     context's namespace (`default`): a ResourceQuota and a workload of which one names no
     namespace may share one, so the pod's quota check counts that quota (failing closed,
-    as hpa.same_namespace reads HPAs), and one pod above it is an error."""
+    as model.same_namespace reads HPAs), and one pod above it is an error."""
     from tests.test_verdict import config, render
     quota = {"apiVersion": "v1", "kind": "ResourceQuota",
              "metadata": {"name": "q", **({"namespace": q_ns} if q_ns else {})},

@@ -21,21 +21,10 @@ Modelled, per HPA of the input that targets the workload:
 from __future__ import annotations
 
 from krm_fn import numbers
-from krm_fn.admission.model import ERROR, INFO, AdmittedPod, Finding
+from krm_fn.admission.model import ERROR, INFO, AdmittedPod, Finding, same_namespace
 
 SOURCE = ("https://kubernetes.io/docs/tasks/run-application/horizontal-pod-autoscale/; "
           "kubernetes/kubernetes pkg/controller/podautoscaler/horizontal.go")
-
-
-def same_namespace(obj: dict, namespace: str) -> bool:
-    """An autoscaler `obj` (plain object) may sit in the workload's `namespace`: the same
-    metadata.namespace, or either one unset. An object without a namespace lands where the
-    tool that applies it puts it (`kubectl apply -n`, Argo CD's destination namespace,
-    Flux's targetNamespace), which is where an Application's workloads go too, so krm-fn
-    counts it (failing closed) rather than assuming another namespace."""
-    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    mine = str(md.get("namespace") or "")
-    return not mine or not namespace or mine == namespace
 
 
 def targets(hpa: dict, kind: str, name: str, namespace: str) -> bool:

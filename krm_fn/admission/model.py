@@ -93,6 +93,17 @@ class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests po
             host_ports, {} if labels is None else labels, anti)
 
 
+def same_namespace(obj: dict, namespace: str) -> bool:
+    """An object `obj` (plain: an autoscaler, a LimitRange, a ResourceQuota) may sit in the workload's `namespace`: the same
+    metadata.namespace, or either one unset. An object without a namespace lands where the
+    tool that applies it puts it (`kubectl apply -n`, Argo CD's destination namespace,
+    Flux's targetNamespace), which is where an Application's workloads go too, so krm-fn
+    counts it (failing closed) rather than assuming another namespace."""
+    md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    mine = str(md.get("namespace") or "")
+    return not mine or not namespace or mine == namespace
+
+
 class NodeModel(namedtuple("NodeModel", "pool labels kubelet version cpus reserved_cpus "
                            "numa_memory allocatable daemons from_node taints")):
     """One node of a pool, as its kubelet runs.

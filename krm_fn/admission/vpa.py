@@ -48,8 +48,8 @@ _DEFAULT_RESOURCES = ("cpu", "memory")
 
 def targets(vpa: dict, kind: str, name: str, namespace: str) -> bool:
     """`vpa` (plain object) targets the workload `kind`/`name` in `namespace` (its
-    namespace as hpa.same_namespace reads it: either one unset counts)."""
-    from krm_fn.admission.hpa import same_namespace
+    namespace as model.same_namespace reads it: either one unset counts)."""
+    from krm_fn.admission.model import same_namespace
     ref = (vpa.get("spec") or {}).get("targetRef") if isinstance(vpa.get("spec"), dict) else None
     if not isinstance(ref, dict):
         return False

@@ -59,9 +59,9 @@ class Meta(namedtuple("Meta", "annotations labels owner_annotations ns_labels ns
 
 def _of_namespace(by_namespace: dict, namespace: str | None) -> tuple:
     """The objects of `by_namespace` ({namespace or "": [plain objects]}) that
-    hpa.same_namespace counts for a pod of `namespace`: its namespace's, those without a
+    model.same_namespace counts for a pod of `namespace`: its namespace's, those without a
     namespace, and every one for a pod without a namespace."""
-    from krm_fn.admission.hpa import same_namespace
+    from krm_fn.admission.model import same_namespace
     return tuple(o for objs in by_namespace.values() for o in objs
                  if same_namespace(o, namespace or ""))
 
@@ -149,7 +149,7 @@ class InjectionContext(namedtuple(
 
     def limit_ranges_for(self, namespace: str | None) -> tuple:
         """The input's LimitRanges that may sit in the namespace of a pod of `namespace`
-        ("" or None: the pod's workload names none): those hpa.same_namespace counts, so a
+        ("" or None: the pod's workload names none): those model.same_namespace counts, so a
         LimitRange without a namespace for a pod of any namespace, and any LimitRange for a
         pod without one. An object without a namespace lands where the tool that applies the
         render puts it (`kubectl apply`: the context's namespace, `default` unless set; Argo
