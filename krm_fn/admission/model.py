@@ -94,11 +94,12 @@ class AdmittedPod(namedtuple("AdmittedPod", "ref path containers pod_requests po
 
 
 def same_namespace(obj: dict, namespace: str) -> bool:
-    """An object `obj` (plain: an autoscaler, a LimitRange, a ResourceQuota) may sit in the workload's `namespace`: the same
-    metadata.namespace, or either one unset. An object without a namespace lands where the
-    tool that applies it puts it (`kubectl apply -n`, Argo CD's destination namespace,
-    Flux's targetNamespace), which is where an Application's workloads go too, so krm-fn
-    counts it (failing closed) rather than assuming another namespace."""
+    """An object `obj` (plain: an autoscaler, a LimitRange, a ResourceQuota) may sit in
+    the workload's `namespace`: the same metadata.namespace, or either one unset. An object
+    without a namespace lands where the tool that applies it puts it (`kubectl apply -n`,
+    Argo CD's destination namespace, Flux's targetNamespace), which is where an
+    Application's workloads go too, so krm-fn counts it (failing closed) rather than
+    assuming another namespace."""
     md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     mine = str(md.get("namespace") or "")
     return not mine or not namespace or mine == namespace

@@ -161,7 +161,8 @@ class InjectionContext(namedtuple(
     def quotas_for(self, namespace: str | None) -> tuple:
         """The input's ResourceQuotas that may sit in the namespace of a pod of `namespace`,
         as `limit_ranges_for` reads them (the ResourceQuota admission counts the pod against
-        the quotas of its namespace: https://kubernetes.io/docs/concepts/policy/resource-quotas/)."""
+        the quotas of its namespace:
+        https://kubernetes.io/docs/concepts/policy/resource-quotas/)."""
         return _of_namespace(self.quotas, namespace)
 
     def configmap(self, name: str, namespace: str | None = None) -> dict | None:
