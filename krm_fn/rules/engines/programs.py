@@ -27,8 +27,8 @@ from krm_fn.rules.cmdline import SEPARATORS, SHELLS, Token, _name, script_start
 from krm_fn.rules.engines import ranks
 
 
-class Runs(namedtuple("Runs", "takes flags positional stops module sub assign",
-                      defaults=((), None, 0, (), (), (), False))):
+class Runs(namedtuple("Runs", "takes flags positional stops module sub assign words",
+                      defaults=((), None, 0, (), (), (), False, False))):
     """How a wrapper finds the program it runs: its options of `takes` take the next word
     as their value, the others none; or, when `flags` is given, every option but those of
     `flags` takes one (a launcher whose options mostly do). Then `positional` words of its
@@ -36,7 +36,8 @@ class Runs(namedtuple("Runs", "takes flags positional stops module sub assign",
     `stops` means no program runs (`command -v`, `taskset -p`, `python -c`); the value of
     an option of `module` is the program (`python -m module`). `sub`: the subcommand that
     must come first (`accelerate launch`); `assign`: `NAME=value` words may come before the
-    program (`env`)."""
+    program (`env`); `words`: a one-dash option of several letters is one option, not a
+    cluster (`mpirun -np 2`)."""
 
     __slots__ = ()
 
@@ -57,6 +58,12 @@ _GUNICORN = Runs(flags=("--reload", "--preload", "-D", "--daemon", "--check-conf
                         "--strip-header-spaces", "--proxy-protocol", "--version", "-v",
                         "-h", "--help"))
 _LAUNCHER = Runs(takes=ranks.LAUNCHER_OPTIONS)
+_ENV_RUN = Runs(sub=("run",), takes=("-n", "--name", "-p", "--prefix", "--cwd", "-r",
+                                     "--root-prefix"))
+_MPIRUN = Runs(flags=("--allow-run-as-root", "--oversubscribe", "--report-bindings",
+                      "--tag-output", "--timestamp-output", "--display-map",
+                      "--use-hwthread-cpus", "-v", "--verbose", "-q", "--quiet", "-h",
+                      "--help", "-l", "-prepend-rank", "-print-rank-map"), words=True)
 PYTHON = Runs(takes=("-W", "-X", "--check-hash-based-pycs"), stops=("-c",), module=("-m",))
 
 # name (the word's last path part, or a module run with `python -m`): how it runs another,
@@ -94,6 +101,19 @@ WRAPPERS = {
         "--use-deepspeed", "--use_fsdp", "--use-fsdp", "--use_megatron_lm",
         "--use-megatron-lm", "-m", "--module", "--no_python", "--no-python", "-q", "--quiet",
         "--debug", "-h", "--help")),
+    # a project's or environment's runner: `uv run` (docs.astral.sh/uv/reference/cli/
+    # #uv-run), `conda run` (docs.conda.io: commands/run), micromamba and mamba alike,
+    # `poetry run`, `pipenv run`, `pdm run`, `hatch run` (each runs the command after `run`)
+    "uv": Runs(sub=("run",), module=("-m", "--module"), takes=(
+        "--with", "--with-editable", "--with-requirements", "-p", "--python", "--project",
+        "--directory", "--package", "--extra", "--group", "--only-group", "--no-group",
+        "--env-file", "--index", "--default-index", "--index-url", "--extra-index-url",
+        "--find-links", "-f", "--cache-dir", "--config-file", "-w")),
+    **{name: _ENV_RUN for name in ("conda", "mamba", "micromamba")},
+    **{name: Runs(sub=("run",)) for name in ("poetry", "pipenv", "pdm", "hatch")},
+    # Open MPI mpirun(1) and MPICH/Intel MPI mpiexec: every option but these flags takes one
+    # value (coarser: `--mca KEY VALUE` and `-genv NAME VALUE` take two)
+    **{name: _MPIRUN for name in ("mpirun", "mpiexec", "mpiexec.hydra", "orterun")},
     "uvicorn": _UVICORN, "gunicorn": _GUNICORN,
     "hypercorn": Runs(flags=("--debug", "--reload", "--verbose", "-h", "--help")),
     **{name: _LAUNCHER for name in ranks.LAUNCHERS},
@@ -289,7 +309,7 @@ def _option(word: str, how: Runs) -> int | None:
     A one-dash word of several letters is a cluster of one-letter options (`-ac`, `-um`)
     or one with its value glued (`-C0-3`, `-Wignore`)."""
     name, eq, _ = word.partition("=")
-    if word[1] == "-" or len(word) == 2:
+    if word[1] == "-" or len(word) == 2 or how.words:
         if name in how.stops:
             return None
         if name in how.module:
