@@ -171,17 +171,11 @@ def test_a_limitrange_without_a_namespace_or_of_a_workload_without_one_counts(lr
     LimitRange and a workload of which one names no namespace may share one: the API server
     refuses every pod there, and krm-fn fails closed, as for an HPA (model.same_namespace).
     Only two different namespaces, both written, keep them apart."""
-    from tests.test_verdict import config, render
+    from tests.test_verdict import config, deployment, render
     lr = {"apiVersion": "v1", "kind": "LimitRange",
           "metadata": {"name": "cap", **({"namespace": lr_ns} if lr_ns else {})},
           "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}
-    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
-           "metadata": {"name": "srv", **({"namespace": dep_ns} if dep_ns else {})},
-           "spec": {"selector": {"matchLabels": {"app": "srv"}},
-                    "template": {"metadata": {"labels": {"app": "srv"}}, "spec": {
-                        "containers": [{"name": "server", "image": "srv:1", "resources": {
-                            "requests": {"cpu": "4", "memory": "8Gi"},
-                            "limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+    dep = deployment(namespace=dep_ns)
     code, results, _ = render(config(), lr, dep)
     said = [m for s, m in results if s == "error" and m.startswith("LimitRange cap ")]
     assert code == 1 and len(said) == 1, results
@@ -191,16 +185,10 @@ def test_a_limitrange_without_a_namespace_or_of_a_workload_without_one_counts(lr
 
 
 def test_limitranges_of_two_written_namespaces_stay_apart():
-    from tests.test_verdict import config, render
+    from tests.test_verdict import config, deployment, render
     lr = {"apiVersion": "v1", "kind": "LimitRange",
           "metadata": {"name": "cap", "namespace": "default"},
           "spec": {"limits": [{"type": "Container", "max": {"cpu": "2"}}]}}
-    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
-           "metadata": {"name": "srv", "namespace": "other"},
-           "spec": {"selector": {"matchLabels": {"app": "srv"}},
-                    "template": {"metadata": {"labels": {"app": "srv"}}, "spec": {
-                        "containers": [{"name": "server", "image": "srv:1", "resources": {
-                            "requests": {"cpu": "4", "memory": "8Gi"},
-                            "limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+    dep = deployment(namespace="other")
     code, results, _ = render(config(), lr, dep)
     assert code == 0, [m for s, m in results if s == "error"]

@@ -170,17 +170,10 @@ def test_a_quota_without_a_namespace_or_of_a_workload_without_one_counts(q_ns, d
     context's namespace (`default`): a ResourceQuota and a workload of which one names no
     namespace may share one, so the pod's quota check counts that quota (failing closed,
     as model.same_namespace reads HPAs), and one pod above it is an error."""
-    from tests.test_verdict import config, render
     quota = {"apiVersion": "v1", "kind": "ResourceQuota",
              "metadata": {"name": "q", **({"namespace": q_ns} if q_ns else {})},
              "spec": {"hard": {"limits.cpu": "2"}}}
-    dep = {"apiVersion": "apps/v1", "kind": "Deployment",
-           "metadata": {"name": "srv", **({"namespace": dep_ns} if dep_ns else {})},
-           "spec": {"selector": {"matchLabels": {"app": "srv"}},
-                    "template": {"metadata": {"labels": {"app": "srv"}}, "spec": {
-                        "containers": [{"name": "server", "image": "srv:1", "resources": {
-                            "requests": {"cpu": "4", "memory": "8Gi"},
-                            "limits": {"cpu": "4", "memory": "8Gi"}}}]}}}}
+    dep = deployment(namespace=dep_ns)
     code, results, _ = render(config(), quota, dep)
     assert code == 1
     assert any(s == "error" and m.startswith("ResourceQuota q of namespace ") and

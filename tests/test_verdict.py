@@ -21,12 +21,16 @@ def config(version="1.35", pool=None, **spec) -> dict:
             "spec": {"kubernetesVersion": version, "nodePools": [pool or POOL], **spec}}
 
 
-def deployment(name="srv", annotations=None, labels=None, spec=None, meta=None) -> dict:
+def deployment(name="srv", annotations=None, labels=None, spec=None, meta=None,
+               namespace="ai") -> dict:
+    """A Deployment `name` in `namespace` (none when empty) whose one container `server`
+    asks for 4 CPUs and 8Gi as requests and limits, unless `spec` gives the pod spec."""
     pod_spec = spec or {"containers": [{"name": "server", "image": "srv:1",
                                         "resources": GUARANTEED_4}]}
     template_meta = {k: v for k, v in (("annotations", annotations), ("labels", labels)) if v}
     return {"apiVersion": "apps/v1", "kind": "Deployment",
-            "metadata": {"name": name, "namespace": "ai", **(meta or {})},
+            "metadata": {"name": name, **({"namespace": namespace} if namespace else {}),
+                         **(meta or {})},
             "spec": {"template": {"metadata": template_meta, "spec": pod_spec}}}
 
 
