@@ -12,6 +12,7 @@ matches (hypothesis) and the filtered detection against searching every regex.
 """
 from __future__ import annotations
 
+import bisect
 import re
 
 from collections import namedtuple
@@ -59,14 +60,12 @@ def found(regex: str, within: tuple, text: str, programs: tuple) -> bool:
 
 def _inside(spans: tuple, at: int) -> bool:
     """Whether offset `at` is inside one of `spans` ((start, end) pairs, sorted, apart)."""
-    lo, hi = 0, len(spans)
-    while lo < hi:                      # the first span that starts after `at`
-        mid = (lo + hi) // 2
-        if spans[mid][0] <= at:
-            lo = mid + 1
-        else:
-            hi = mid
+    lo = bisect.bisect_right(spans, at, key=_start)     # the first span after `at`
     return lo > 0 and at < spans[lo - 1][1]
+
+
+def _start(span: tuple) -> int:
+    return span[0]
 
 
 def _p(regex: str, *within: str) -> Pattern:
