@@ -99,7 +99,10 @@ def _inputs(c: ContainerView) -> tuple:
     image = str(c.data.get("image") or "").lower()
     image = image if len(image) <= MAX_IMAGE_TEXT else ""
     toks = tokens(c)
-    return (image, text(toks), _programs.spans(toks), _framework_key(c), env_names(c),
+    line = text(toks)
+    programs = (_programs.spans(toks) if any(w in line for w in recognition.COMMAND_LITERALS)
+                else ())            # (Pattern.search reads them only after such a literal)
+    return (image, line, programs, _framework_key(c), env_names(c),
             recognition.accelerator(c.data.get("resources")))
 
 

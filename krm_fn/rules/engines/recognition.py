@@ -183,6 +183,9 @@ TABLE: tuple[Recognition, ...] = (
                              "torch.backends.xeon.run_cpu"))),
 )
 BY_MODULE = {r.module: r for r in TABLE}
+# every literal a command pattern needs in the command line: without one, no Pattern.search
+# of `commands` gets as far as reading the words in program position
+COMMAND_LITERALS = frozenset(w for r in TABLE for p in r.commands for w in p.within)
 # extended resources of accelerators (device plugins' resource names): a container asking
 # for one runs an engine on it, not on the pinned CPUs
 ACCELERATORS = ("nvidia.com/", "amd.com/gpu", "gpu.intel.com/", "habana.ai/",
