@@ -61,9 +61,8 @@ def _of_namespace(by_namespace: dict, namespace: str | None) -> tuple:
     """The objects of `by_namespace` ({namespace or "": [plain objects]}) that
     model.same_namespace counts for a pod of `namespace`: its namespace's, those without a
     namespace, and every one for a pod without a namespace."""
-    from krm_fn.admission.model import same_namespace
     return tuple(o for objs in by_namespace.values() for o in objs
-                 if same_namespace(o, namespace or ""))
+                 if model.same_namespace(o, namespace or ""))
 
 
 class InjectionContext(namedtuple(
