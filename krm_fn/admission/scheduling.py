@@ -290,7 +290,7 @@ def check(node_selector: dict, affinity: object, labels: dict, pool: str,
     verdict, why = evaluate(node_selector, affinity, labels)
     if verdict is True:
         return ()
-    sel = ", ".join(f"{k}={v}" for k, v in labels.items()) or "none"
+    sel = _labels_text(labels)
     where = f"{path}." if path else ""
     if verdict is False:
         at = (f"{where}nodeSelector" if any(w.startswith("nodeSelector") for w in why)
@@ -307,6 +307,11 @@ def check(node_selector: dict, affinity: object, labels: dict, pool: str,
                              f"carry them ({_SOURCE})",
                     "scheduling", f"{where}{'.'.join(REQUIRED)}"
                     if required_affinity(affinity) is not None else f"{where}nodeSelector"),)
+
+
+def _labels_text(labels: dict) -> str:
+    """A pool's node labels as its messages name them: `k=v, k2=v2`, or `none`."""
+    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "none"
 
 
 SPREAD = "topologySpreadConstraints"
@@ -327,11 +332,13 @@ def spread(spec: dict, node: NodeModel, path: str = "") -> tuple:
     nodes that do, and on none when no node of the pool carries it. ScheduleAnyway
     constraints only score nodes."""
     constraints = spec.get(SPREAD) if isinstance(spec, dict) else None
+    if not isinstance(constraints, list) or not constraints:
+        return ()
     labels = with_twins(node.labels)
-    sel = ", ".join(f"{k}={v}" for k, v in node.labels.items()) or "none"
+    sel = _labels_text(node.labels)
     where = f"{path}." if path else ""
     out = []
-    for i, c in enumerate(constraints if isinstance(constraints, list) else ()):
+    for i, c in enumerate(constraints):
         if not isinstance(c, dict) or c.get("whenUnsatisfiable") != "DoNotSchedule":
             continue
         key = c.get("topologyKey")
