@@ -34,17 +34,20 @@ def _total(results: list) -> list:
     return [(s, m) for s, m in results if "the render's pods" in m or "not counted" in m]
 
 
-def test_two_workloads_that_fit_alone_exceed_the_quota_together():
-    code, results, items = render(config(), _quota(**{"requests.cpu": "10"}),
-                                  _dep("a", "4"), _dep("b", "4", replicas=2))
-    assert code == 1
-    assert _total(results) == [("error",
+TOGETHER_12 = (
         "ResourceQuota team of namespace ai: the render's pods in the namespace need "
         "requests.cpu=12 together (Deployment a 1 × requests.cpu=4, Deployment b 2 × "
         "requests.cpu=4), above its hard requests.cpu=10: created in render order, the API "
         "server admits 1 of the 2 pods of Deployment b and refuses the rest (\"exceeded "
         "quota: team\"; its controller reports FailedCreate); " + RACE + "; raise its hard "
-        "requests.cpu by 2 (to 12), or lower the replicas or the resources " + SRC)]
+        "requests.cpu by 2 (to 12), or lower the replicas or the resources " + SRC)
+
+
+def test_two_workloads_that_fit_alone_exceed_the_quota_together():
+    code, results, items = render(config(), _quota(**{"requests.cpu": "10"}),
+                                  _dep("a", "4"), _dep("b", "4", replicas=2))
+    assert code == 1
+    assert _total(results) == [("error", TOGETHER_12)]
     # b is left unchanged (fail closed); a keeps its changes
     assert "left unchanged because of the errors above" in errors(results)
 
@@ -171,3 +174,34 @@ def test_a_workload_the_namespace_total_leaves_unchanged_gets_no_change_result()
     assert [c.get("env") for d in items if d.get("kind") == "Deployment"
             for c in d["spec"]["template"]["spec"]["containers"]] == [
         None, [{"name": "OMP_NUM_THREADS", "value": "16"}]]
+
+
+def _unnamespaced(obj: dict) -> dict:
+    obj["metadata"].pop("namespace", None)
+    return obj
+
+
+def test_a_quota_without_a_namespace_counts_the_workloads_of_the_namespace_it_may_land_in():
+    # kubectl apply -n ai / Argo CD's destination namespace put the quota beside the
+    # Deployments of namespace ai: the API server counts their pods against it together
+    code, results, _ = render(config(), _unnamespaced(_quota(**{"requests.cpu": "10"})),
+                              _dep("a", "4"), _dep("b", "4", replicas=2))
+    assert code == 1
+    assert _total(results) == [("error", TOGETHER_12)]
+
+
+def test_workloads_without_a_namespace_count_against_the_quota_of_a_namespace():
+    code, results, _ = render(config(), _quota(**{"requests.cpu": "10"}),
+                              _dep("a", "4", namespace=""), _dep("b", "4", replicas=2,
+                                                                  namespace=""))
+    assert code == 1
+    assert _total(results) == [("error", TOGETHER_12)]
+
+
+def test_workloads_of_two_namespaces_are_not_added_up_against_a_quota_of_neither():
+    # the quota lands in one namespace: a's and b's pods never count against it together
+    code, results, _ = render(config(), _unnamespaced(_quota(**{"requests.cpu": "13"})),
+                              _dep("a", "4", replicas=2, namespace="x"),
+                              _dep("b", "4", replicas=2, namespace="y"))
+    assert _total(results) == []
+    assert code == 0

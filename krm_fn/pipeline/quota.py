@@ -28,64 +28,99 @@ TAGS = VERDICT_TAGS + (("part", "resourcequota"),)
 def judge(items: list, done: list, run) -> list:
     """Judge the namespace totals; `done`: [(Picked, TunedItem or None, Outcome or None)]
     in input order, the Outcomes changed in place (results added; an ERROR leaves the item
-    unchanged). Returns the results about items with no Outcome (after all items')."""
+    unchanged). Returns the results about items with no Outcome (after all items').
+    The namespaces judged are those of `_spaces`."""
     by_index = {p.index: (p, o) for p, _, o in done if o is not None}
-    spaces: dict = {}
+    spaces = _spaces(items, run)
+    rows_of: dict = {ns: [] for ns in spaces}
     tail: list = []
+    said: set = set()       # (item index, message): an item of several namespaces' once
+
+    def add(i, outcome, pick, result):
+        if (i, result.message) not in said:
+            said.add((i, result.message))
+            _add(tail, outcome, pick, result)
     for i, obj in enumerate(items):
         if not _creates_pods(obj, run):
             continue
-        ns = str((obj.get("metadata") or {}).get("namespace") or "")
-        if ns not in run.ictx.quotas:
+        mine = [ns for ns in spaces if not _written_ns(obj) or _written_ns(obj) == ns]
+        if not mine:
             continue
         pick, outcome = by_index.get(i, (None, None))
         problem = rq.count_problem(obj)
         if problem is not None:
-            _add(tail, outcome, pick, Result(problem[1], _severity(obj, run.cfg, True),
-                                             ref_of(obj), problem[0], tags=TAGS))
+            add(i, outcome, pick, Result(problem[1], _severity(obj, run.cfg, True),
+                                         ref_of(obj), problem[0], tags=TAGS))
             continue
         count, why = rq.pod_count(obj)
         if count == 0:
             continue
-        if count is None:
-            _add(tail, outcome, pick, Result(
-                f"{obj.get('kind')} {ref_of(obj).name} is not counted in the total of "
-                f"namespace {ns or 'default'} against its ResourceQuotas: {why}", INFO,
-                ref_of(obj), tags=TAGS))
-            continue
-        share, unknown, unstated = _share(i, obj, ns, count, outcome, run)
-        if share is not None:
-            spaces.setdefault(ns, []).append((i, obj, share))
-        if outcome is None:     # else resourcequota.refused has said it on the item
-            for name, what in unstated:
-                _add(tail, outcome, pick, Result(
-                    rq.unstated_message(name, ns, what), _severity(obj, run.cfg, False),
-                    ref_of(obj), _path(obj, run), tags=TAGS))
-            for why in unknown:
-                _add(tail, outcome, pick, Result(
+        for ns in mine:
+            if count is None:
+                add(i, outcome, pick, Result(
                     f"{obj.get('kind')} {ref_of(obj).name} is not counted in the total of "
-                    f"namespace {ns or 'default'} against {why}", INFO, ref_of(obj),
-                    tags=TAGS))
-    for ns, quotas in run.ictx.quotas.items():
+                    f"namespace {ns or 'default'} against its ResourceQuotas: {why}", INFO,
+                    ref_of(obj), tags=TAGS))
+                continue
+            share, unknown, unstated = _share(i, obj, ns, spaces[ns], count, outcome, run)
+            if share is not None:
+                rows_of[ns].append((i, obj, share))
+            if outcome is None:     # else resourcequota.refused has said it on the item
+                for name, what in unstated:
+                    add(i, outcome, pick, Result(
+                        rq.unstated_message(name, ns, what), _severity(obj, run.cfg, False),
+                        ref_of(obj), _path(obj, run), tags=TAGS))
+                for why in unknown:
+                    add(i, outcome, pick, Result(
+                        f"{obj.get('kind')} {ref_of(obj).name} is not counted in the total "
+                        f"of namespace {ns or 'default'} against {why}", INFO, ref_of(obj),
+                        tags=TAGS))
+    for quotas in run.ictx.quotas.values():
         for q in quotas:
             note = quotatotal.unmodelled(q)
             if note is not None:
                 tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
             for note in quotatotal.unmodelled_names(q):
                 tail.append(Result(note, INFO, ref_of(q), tags=TAGS))
-        rows = spaces.get(ns, [])
-        said: set = set()
+    for ns, quotas in spaces.items():
+        rows = rows_of[ns]
+        refused: set = set()
         for r in quotatotal.judge(ns, quotas, [s for _, _, s in rows]):
-            said.add(r.index)
+            refused.add(r.index)
             i, obj, share = rows[r.index]
             pick, outcome = by_index.get(i, (None, None))
             sev = _severity(obj, run.cfg, outcome is not None or r.broken)
-            _add(tail, outcome, pick, Result(r.message, sev, share.ref,
-                                             _path(obj, run), tags=TAGS))
-        _at_max(ns, quotas, rows, by_index, run, tail, said)
+            add(i, outcome, pick, Result(r.message, sev, share.ref, _path(obj, run),
+                                         tags=TAGS))
+        _at_max(ns, quotas, rows, by_index, run, tail, refused)
         rows = _reverted(ns, quotas, rows, by_index, run, tail)
         _rollouts(ns, quotas, rows, by_index, run, tail)
     return tail
+
+
+def _written_ns(obj: dict) -> str:
+    md = obj.get("metadata")
+    return str((md if isinstance(md, dict) else {}).get("namespace") or "")
+
+
+def _spaces(items: list, run) -> dict:
+    """{namespace: [its ResourceQuotas]}: each namespace the input's quotas may count pods
+    in. A quota or a workload without a namespace lands where the tool that applies the
+    render puts it (admission/model.same_namespace), so krm-fn judges each namespace the
+    input names, with the quotas written there and those written without one, and there
+    the workloads written there and those without one (failing closed: they may land
+    together); "" (the namespace of the apply) when the input names none. A workload of
+    one namespace is never added up with one of another, which the API server never
+    does (a quota counts the pods of its own namespace only:
+    https://kubernetes.io/docs/concepts/policy/resource-quotas/)."""
+    quotas = run.ictx.quotas
+    loose = list(quotas.get("", ()))
+    named = {ns for ns in quotas if ns}
+    if loose:
+        named |= {_written_ns(obj) for obj in items if _creates_pods(obj, run)} - {""}
+    if not named:
+        return {"": loose} if loose else {}
+    return {ns: list(quotas.get(ns, ())) + loose for ns in sorted(named)}
 
 
 def _at_max(ns: str, quotas: list, rows: list, by_index: dict, run, tail: list,
@@ -242,9 +277,10 @@ def _path(obj: dict, run) -> str:
     return path_str(locations(obj, run.extra)[0].spec)
 
 
-def _share(i: int, obj: dict, ns: str, count: int, outcome, run) -> tuple:
-    """(the quotatotal.Share of item `i`, or None when its pod spec cannot be read;
-    [ResourceQuota <name>: why] for each quota of the namespace krm-fn cannot tell counts
+def _share(i: int, obj: dict, ns: str, quotas: list, count: int, outcome, run) -> tuple:
+    """(the quotatotal.Share of item `i` in namespace `ns`, or None when its pod spec cannot
+    be read; [ResourceQuota <name>: why] for each of `quotas` (the namespace's) krm-fn
+    cannot tell counts
     the pod as rendered or not (quotascope.matches): it is not counted against those;
     [(quota name, what the containers do not state)] for each quota that counts the pod
     and refuses every one (resourcequota.unstated))."""
@@ -260,7 +296,7 @@ def _share(i: int, obj: dict, ns: str, count: int, outcome, run) -> tuple:
     # resourcequota.refused judged these very pods alone (same usage, same count)
     alone = (judged is not None and rq.replicas(obj, judged.path) == count
              and rq._usage(judged) == use)
-    quotas = [q for q in run.ictx.quotas.get(ns, ()) if rq.modelled(q)]
+    quotas = [q for q in quotas if rq.modelled(q)]
     counted, unknown = _counted(quotas, pod)
     unstated = []
     for q in quotas:
