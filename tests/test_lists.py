@@ -81,3 +81,18 @@ def test_report_reads_the_items_of_a_list(tmp_path):
     assert p.returncode == 0, p.stderr
     assert "Pod s/p" in p.stderr and "could not be built" not in p.stderr
     assert p.stdout.startswith("apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n")
+
+
+def test_results_about_an_item_of_a_list_name_the_lists_file():
+    # kpt and kustomize read the List from one file: its path and index annotations are
+    # where the item is; an item's own annotations win
+    ann = {"internal.config.kubernetes.io/path": "list.yaml",
+           "internal.config.kubernetes.io/index": "2"}
+    own = {**POD, "metadata": {**POD["metadata"], "name": "q", "annotations": {
+        "internal.config.kubernetes.io/path": "q.yaml"}}}
+    items = [{"apiVersion": "v1", "kind": "List", "metadata": {"annotations": ann},
+              "items": [POD, own]}]
+    out = transform(items, None)
+    files = {(r.ref.name, r.file["path"] if r.file else None, (r.file or {}).get("index"))
+             for r in out.results if r.ref is not None and r.ref.kind == "Pod"}
+    assert files == {("p", "list.yaml", 2), ("q", "q.yaml", None)}

@@ -121,6 +121,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     read as a string (resourcelist.retyped); None: no such scalar is known of.
     """
     out = Output(tuned={} if keep_tuned else None)
+    outer = items
     if any(o.__class__ is dict and str(o.get("kind", "")).endswith("List") for o in items):
         items, aliased, retyped = _expand_lists(items, out, aliased, retyped)
     # validate mode as asked, even when the config holding it turns out invalid: a check
@@ -131,7 +132,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     if run is None:
         return out
     run.aliased, run.set_path, run.retyped = aliased, set_path, retyped
-    run.origin = out.origin
+    run.origin, run.outer = out.origin, (outer if out.origin is not None else None)
     # the quantities of LimitRanges, ResourceQuotas, ... as the API server reads them
     out.results.extend(quantities.check(items, retyped))
     placement: dict = {}

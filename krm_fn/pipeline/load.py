@@ -26,7 +26,8 @@ class Run:
     `defaults_note`: the warning when no function config was given; `aliased`: indices of
     items that use YAML aliases; `set_path`: emitted objects get a kpt path annotation;
     `origin`: origin[i] = (input index, path prefix) of item i when the input held a
-    `kind: List` (pipeline/lists.py), else None;
+    `kind: List` (pipeline/lists.py), else None; `outer`: the input's items before their
+    Lists were read as objects (the Lists themselves), None without a List;
     `nodes[i]`: one node of pool i as the verdict models it (admission.model.NodeModel);
     `ictx`: what the admission-time injectors read from the input (Namespaces, cluster
     ConfigMaps and custom resources; admission.injectors.InjectionContext), and
@@ -36,8 +37,8 @@ class Run:
     import the webhook's tables)."""
 
     __slots__ = ("cfg", "fc_ref", "flat", "plans", "plan_results", "extra", "octx", "cluster",
-                 "defaults_note", "aliased", "set_path", "retyped", "origin", "nodes", "ictx",
-                 "namespaces", "knative_features", "pools")
+                 "defaults_note", "aliased", "set_path", "retyped", "origin", "outer", "nodes",
+                 "ictx", "namespaces", "knative_features", "pools")
 
     def __init__(self, cfg: object, fc_ref: Ref | None, flat: bool, plans: list,
                  plan_results: list, extra: dict, octx: objects.ObjectContext,
@@ -60,6 +61,7 @@ class Run:
         self.set_path = set_path
         self.retyped = retyped      # resourcelist.retyped(doc), or None
         self.origin = origin        # pipeline/lists.py: where each item is inside a List
+        self.outer = None           # the input items holding them (Lists), with origin
         self.nodes = [] if nodes is None else nodes
         self.ictx = ictx
         self.namespaces = {} if namespaces is None else namespaces

@@ -321,12 +321,22 @@ def _pick(i: int, obj: dict, ref: Ref, run) -> Picked | None:
                 f"matches for kind\"); left unchanged: write apiVersion: {wants[0]} "
                 f"(https://kubernetes.io/docs/reference/using-api/deprecation-guide/)",
                 ERROR, ref, "apiVersion")])
-    pick = Picked(i, obj, ref, tune=True, file=file_of(obj), handled=handled,
+    pick = Picked(i, obj, ref, tune=True, file=_file(i, obj, run), handled=handled,
                   kind_known=kind_known)
     if kind_known:
         pick.pool_index, pick.pool = pool_for(obj, run.cfg, ref, pick.pool_findings,
                                               run.extra)
     return pick
+
+
+def _file(i: int, obj: dict, run) -> dict | None:
+    """file_of(obj), or for an object inside a `kind: List` without a path of its own the
+    List's (the file kustomize and kpt read it from; its results' field paths stay the
+    object's own)."""
+    file = file_of(obj)
+    if file is None and run.origin is not None and run.origin[i][1]:
+        file = file_of(run.outer[run.origin[i][0]])
+    return file
 
 
 def pool_for(obj: dict, cfg, ref: Ref, results: list, extra: dict):
