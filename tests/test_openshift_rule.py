@@ -62,6 +62,19 @@ def test_runtime_class_follows_the_profile_name():
     assert _writes(out) == {SPEC + ("runtimeClassName",): "performance-low-latency"}
 
 
+def test_the_profiles_runtime_class_is_the_one_the_nto_creates_not_an_unknown_one():
+    # the NTO creates performance-<profile> (handler high-performance, scheduling
+    # nodeSelector the profile's): the verdict knows it, so no "not in the input" note
+    out = _run({"name": "low-latency", "runtimeClass": True})
+    assert [r.message for r in out.results if "is not in the input" in r.message] == []
+    # a RuntimeClass the input lacks and no profile gives is said to decide admission
+    item = copy.deepcopy(DEPLOYMENT)
+    item["spec"]["template"]["spec"]["runtimeClassName"] = "kata"
+    out = _run(None, item)
+    assert [(r.severity, r.path) for r in out.results if "is not in the input" in r.message] \
+        == [("info", "spec.template.spec.runtimeClassName")]
+
+
 def test_other_runtime_class_is_an_error():
     item = copy.deepcopy(DEPLOYMENT)
     item["spec"]["template"]["spec"]["runtimeClassName"] = "kata"

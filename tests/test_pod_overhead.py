@@ -76,6 +76,24 @@ def test_an_unknown_runtime_class_leaves_the_overhead_unchecked_and_counts_it():
         "5 per node (allocatable cpu 30: 4 + 2 each)"]
 
 
+def test_a_runtime_class_the_input_lacks_is_said_to_decide_admission_and_fit():
+    # the RuntimeClass admission refuses a pod whose RuntimeClass the cluster lacks, and
+    # adds its overhead and scheduling: none of it is known without the object
+    code, results, _ = render(config(), _pod("srv", "kata", None))
+    assert code == 0
+    assert [m for s, m in results if "RuntimeClass" in m] == [
+        "RuntimeClass kata is not in the input: the API server refuses the pod unless the "
+        "cluster has it (pod rejected: RuntimeClass \"kata\" not found), and krm-fn does not "
+        "count its overhead.podFixed (added to the pod's requests for the scheduler and "
+        "quotas) nor its scheduling.nodeSelector and tolerations (merged into the pod's); "
+        "add it to the input to have them judged (https://kubernetes.io/docs/concepts/"
+        "containers/runtime-class/; " + _SRC[1:-1] + ")"]
+    assert [s for s, m in results if "RuntimeClass kata" in m] == ["info"]
+    # in the input: judged, nothing to say
+    code, results, _ = render(config(), _KATA, _pod("srv", "kata-overhead", None))
+    assert code == 0 and not [m for s, m in results if "is not in the input" in m]
+
+
 def test_pod_overheads_against_the_api_server(controlplane, tmp_path):
     from tests.test_apiserver import _dump, refusals
     path = tmp_path / "runtimeclasses.yaml"

@@ -13,8 +13,8 @@ import functools
 
 from krm_fn import quantity
 from krm_fn.admission import priority
-from krm_fn.admission.model import (APP, ERROR, HUGEPAGES, WARNING, AdmittedPod, Container,
-                                    Finding, NodeModel)
+from krm_fn.admission.model import (APP, DEPENDS, ERROR, HUGEPAGES, WARNING, AdmittedPod,
+                                    Container, Finding, NodeModel)
 from krm_fn.pod import path_str
 
 MEMORY_SIGNAL = "memory.available"
@@ -102,6 +102,28 @@ _RC_SRC = ("plugin/pkg/admission/runtimeclass/admission.go setOverhead, validate
            "https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/")
 
 
+def _cluster_runtime_class(pod_spec: dict, runtime_classes: dict, at: str) -> tuple:
+    """(DEPENDS Finding,) when the pod spec at `at` names a RuntimeClass that is not among
+    `runtime_classes` (the input's), else (): the RuntimeClass admission controller
+    refuses the pod unless the cluster has it ("pod rejected: RuntimeClass %q not found"),
+    and copies its overhead.podFixed into the pod (counted by the scheduler and quotas)
+    and its scheduling.nodeSelector and tolerations into the pod's, which krm-fn does not
+    know (plugin/pkg/admission/runtimeclass/admission.go `prepareObjects`, `setOverhead`,
+    `setScheduling`)."""
+    name = pod_spec.get("runtimeClassName")
+    if not name or isinstance(runtime_classes.get(str(name)), dict):
+        return ()
+    return (Finding(DEPENDS, f"RuntimeClass {name} is not in the input: the API server "
+                             f"refuses the pod unless the cluster has it (pod rejected: "
+                             f"RuntimeClass \"{name}\" not found), and krm-fn does not count "
+                             f"its overhead.podFixed (added to the pod's requests for the "
+                             f"scheduler and quotas) nor its scheduling.nodeSelector and "
+                             f"tolerations (merged into the pod's); add it to the input to have "
+                             f"them judged (https://kubernetes.io/docs/concepts/containers/"
+                             f"runtime-class/; {_RC_SRC})", "validation",
+                    f"{at}.runtimeClassName"),)
+
+
 def own_overhead(pod_spec: dict, runtime_classes: dict, at: str) -> tuple:
     """(Finding or None, the overhead {resource: amount} the admitted pod has when the pod
     spec sets `spec.overhead` itself and the RuntimeClass it names is not in
@@ -185,6 +207,9 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
         findings = tuple(findings) + (refused,)
     if unchecked is not None:
         overhead = unchecked        # admitted only when its RuntimeClass defines the same
+    elif refused is None:
+        findings = tuple(findings) + _cluster_runtime_class(pod.spec, runtime_classes or {},
+                                                            path_str(pod.at.spec))
     selector = {str(k): str(v) for k, v in sel.items()} if isinstance(sel, dict) else {}
     clash = [k for k, v in rc_sel.items() if k in selector and selector[k] != v]
     if clash:

@@ -148,7 +148,25 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
         _as_rendered(items, is_tuned, run.octx), cfg)._replace(
             untuned=lambda obj: untuned_because(obj, cfg.selector))
     run.namespaces = run.ictx.namespaces
+    _nto_runtime_classes(run, plans)
     return run
+
+
+def _nto_runtime_classes(run: Run, plans: list) -> None:
+    """Add to run.ictx.runtime_classes the RuntimeClass the Node Tuning Operator creates for
+    the PerformanceProfile of each pool whose `performanceProfile.runtimeClass` the
+    openshift rule names in its pods (performance_profile.nto_runtime_class), unless the
+    input holds one of that name: the cluster has it once the profile is applied."""
+    known = dict(run.ictx.runtime_classes)
+    for pool, plan in zip(run.cfg.nodePools, plans):
+        conf = getattr(pool, "performanceProfile", None)
+        if conf is None or not conf.runtimeClass:
+            continue
+        from krm_fn.node.formats import performance_profile
+        rc = performance_profile.nto_runtime_class(pool, plan)
+        known.setdefault(rc["metadata"]["name"], rc)
+    if len(known) != len(run.ictx.runtime_classes):
+        run.ictx = run.ictx._replace(runtime_classes=known)
 
 
 def _from_node(pool, items: list) -> dict | None:

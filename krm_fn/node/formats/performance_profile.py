@@ -81,6 +81,19 @@ def runtime_class(name: str) -> str:
     return RUNTIME_CLASS_PREFIX + name
 
 
+def nto_runtime_class(pool, plan) -> dict:
+    """The RuntimeClass object (plain) the NTO creates for the PerformanceProfile of config
+    node pool `pool` (its node plan `plan`): `performance-<profile>`, handler
+    `high-performance`, `scheduling.nodeSelector` the profile's nodeSelector, no overhead
+    (openshift/cluster-node-tuning-operator pkg/performanceprofile/controller/
+    performanceprofile/components/runtimeclass/runtimeclass.go `New`, components/consts.go
+    `HighPerformanceRuntime`)."""
+    return {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
+            "metadata": {"name": runtime_class(profile_name(pool))},
+            "handler": "high-performance",
+            "scheduling": {"nodeSelector": dict(plan.node_selector)}}
+
+
 def page_size(text_: str) -> str:
     """A hugepage size as the PerformanceProfile spells it (`1Gi` -> `1G`, `2Mi` -> `2M`,
     `64Ki` -> `64k`). Raises ValueError for a size that is not whole KiB."""
