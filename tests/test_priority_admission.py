@@ -92,3 +92,36 @@ def test_no_class_and_no_global_default_in_the_input_is_a_warning():
         "admission plugin refuses every pod of the workload, which computes it from no "
         "PriorityClass (none is named, and the input holds no globalDefault one) unless the "
         "cluster has a globalDefault class of value 7")
+
+
+@pytest.mark.parametrize("name,said", [
+    ("krmfn-nowhere", True),                 # the cluster lacks it: refused
+    ("system-cluster-critical", False),      # every API server has these two
+    ("system-node-critical", False),
+])
+def test_a_class_the_input_lacks_is_said_to_decide_admission(controlplane, name, said):
+    doc = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+           "items": [_deployment({"priorityClassName": name})],
+           "functionConfig": {"apiVersion": "krm-fn.dev/v1alpha1", "kind": "InferenceTuning",
+                              "metadata": {"name": "t"}, "spec": {}}}
+    p = run_fn([], json.dumps(doc))
+    assert p.returncode == 0
+    notes = [(r["severity"], r["field"]["path"], r["message"]) for r in results(load(p.stdout))
+             if r["message"].startswith("PriorityClass ")]
+    assert notes == ([(
+        "info", "spec.template.spec.priorityClassName",
+        f"PriorityClass {name} is not in the input: the API server refuses the pod unless the "
+        f"cluster has it (no PriorityClass with name {name} was found), and krm-fn does not "
+        f"know its value (which pods preempt which, the quotas whose scopeSelector names it);"
+        f" add it to the input to have it judged (https://github.com/kubernetes/kubernetes/"
+        f"blob/master/plugin/pkg/admission/priority/admission.go)")] if said else [])
+    # the real plugin on a control plane without the class (system ones exist)
+    controlplane.ensure_namespace("prio")
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "prio"},
+           "spec": _deployment({"priorityClassName": name})["spec"]["template"]["spec"]}
+    status, body = controlplane.request("POST", "/api/v1/namespaces/prio/pods?dryRun=All", pod)
+    if said:
+        assert status == 403, body
+        assert f"no PriorityClass with name {name} was found" in body["message"]
+    else:
+        assert status == 201, body

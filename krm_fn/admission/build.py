@@ -225,6 +225,7 @@ def admitted_pod(pod, pinned: frozenset, injections: tuple = (), namespace: str 
     labels = pod.meta.get("labels") if isinstance(pod.meta, dict) else None
     findings = tuple(findings) + scheduling.os_refusals(pod.spec, labels, path_str(pod.at.spec))
     findings += priority.refusals(pod.spec, priority_classes or {}, path_str(pod.at.spec))
+    findings += priority.cluster_class(pod.spec, priority_classes or {}, path_str(pod.at.spec))
     tol = (tol if isinstance(tol, list) else []) + _runtime_class_tolerations(
         pod.spec, runtime_classes or {})
     return AdmittedPod(pod.ref, path_str(pod.at.spec), tuple(init + app), pod_requests,

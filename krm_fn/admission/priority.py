@@ -12,18 +12,39 @@ never run.
 
 Judged from the PriorityClasses of the input: an error when the class the plugin uses is
 there; a class named but not in the input is the cluster's, whose value krm-fn does not
-know (nothing said); with no class named and no globalDefault one in the input, a priority
+know (an info that the plugin refuses the pod unless the cluster has it: cluster_class); with no class named and no globalDefault one in the input, a priority
 other than 0 is refused unless the cluster has a globalDefault class of that value (a
 warning).
 """
 from __future__ import annotations
 
 from krm_fn import numbers
-from krm_fn.admission.model import ERROR, WARNING, Finding
+from krm_fn.admission.model import DEPENDS, ERROR, WARNING, Finding
 
 SOURCE = ("https://github.com/kubernetes/kubernetes/blob/master/plugin/pkg/admission/priority/"
           "admission.go")
 PREEMPT_LOWER = "PreemptLowerPriority"      # PriorityClass.preemptionPolicy's default
+# the PriorityClasses every API server creates itself (pkg/apis/scheduling/types.go
+# SystemClusterCritical, SystemNodeCritical; pkg/registry/scheduling/rest
+# storage_scheduling.go adds them at start-up)
+SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
+
+
+def cluster_class(spec: dict, classes: dict, at: str) -> tuple:
+    """(DEPENDS Finding,) when the pod spec `spec` (at `at`) names a PriorityClass that is
+    neither in `classes` (the input's, {name: PriorityClass}) nor one the API server
+    creates itself (SYSTEM_CLASSES), else (): the Priority admission plugin refuses the
+    pod unless the cluster has it (resolvePriorityClass: "no PriorityClass with name %v
+    was found"), and its value is not known here."""
+    name = spec.get("priorityClassName") if isinstance(spec, dict) else None
+    if not name or str(name) in SYSTEM_CLASSES or isinstance(classes.get(str(name)), dict):
+        return ()
+    return (Finding(DEPENDS, f"PriorityClass {name} is not in the input: the API server "
+                             f"refuses the pod unless the cluster has it (no PriorityClass "
+                             f"with name {name} was found), and krm-fn does not know its "
+                             f"value (which pods preempt which, the quotas whose "
+                             f"scopeSelector names it); add it to the input to have it "
+                             f"judged ({SOURCE})", "validation", f"{at}.priorityClassName"),)
 
 
 def default_class(classes: dict) -> tuple[str, dict] | None:
