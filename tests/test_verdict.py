@@ -562,6 +562,24 @@ def test_daemonset_pods_take_their_share_of_every_node_before_the_fit():
             "taken by DaemonSet pods: 4 each (OutOfcpu))") in [m for _, m in results]
 
 
+def test_a_daemonset_on_a_label_the_pool_does_not_list_is_named_in_the_summary():
+    # it may run on the pool's nodes or not: not counted, and the summary says so
+    agent = {"apiVersion": "apps/v1", "kind": "DaemonSet",
+             "metadata": {"name": "agent", "namespace": "monitoring"},
+             "spec": {"template": {"spec": {
+                 "nodeSelector": {"node-role.kubernetes.io/worker": ""},
+                 "containers": [{"name": "a", "image": "a:1", "resources": {
+                     "requests": {"cpu": "500m", "memory": "64Mi"}}}]}}}}
+    code, results, _ = render(config(selector={"kinds": ["Deployment"]}), agent, deployment())
+    assert code == 0
+    [summary] = [m for _, m in results if m.startswith("node pool 'p': 30 exclusive")]
+    assert summary.endswith(
+        "; DaemonSet agent may run on its nodes too (nodeSelector "
+        "node-role.kubernetes.io/worker=: a label the pool does not list), and its pods are "
+        "not counted")
+    assert "less the pods of DaemonSet" not in summary
+
+
 def test_a_runtime_class_whose_node_selector_conflicts_with_the_pool_refuses_the_pod():
     kata = {"apiVersion": "node.k8s.io/v1", "kind": "RuntimeClass",
             "metadata": {"name": "kata"}, "handler": "kata",

@@ -402,15 +402,19 @@ def node_model(plan, pool_cfg, version: tuple, node: dict | None = None) -> Node
                      per_numa, taints=taints.pool_taints(plan.merged, plan.kubelet, node))
 
 
-def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
+def daemon_pods(items: list, labels: dict, node_taints: tuple = (),
+                unsure: list | None = None) -> tuple:
     """AdmittedPods of the DaemonSets (apps/v1) among `items` (plain objects) whose pods run
     on every node with `labels` and `node_taints` (taints.Taint): their nodeSelector and
     required node affinity match them (krm_fn.admission.scheduling.evaluate is True) and
     their tolerations, with the DaemonSet controller's, tolerate every NoSchedule and
     NoExecute taint (the controller's nodeShouldRunDaemonPod; taints.untolerated), and the
     pool's Linux kubelet admits them (scheduling.os_refusals: a `spec.os.name: windows` pod
-    is refused, PodOSNotSupported, and takes nothing). Containers as written, API defaulting applied (a limit without a request gives request
-    = limit); none is designated."""
+    is refused, PodOSNotSupported, and takes nothing). Containers as written, API
+    defaulting applied (a limit without a request gives request = limit); none is
+    designated. `unsure`, when given, gets (DaemonSet name, [reasons]) for each DaemonSet
+    that may run there or not (evaluate is None: labels the pool does not list), which is
+    not counted."""
     from krm_fn.admission import scheduling, taints
     from krm_fn.admission.model import INIT, SIDECAR
     from krm_fn.results import Ref
@@ -424,8 +428,9 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
         if not isinstance(spec, dict):
             continue
         sel = spec.get("nodeSelector") if isinstance(spec.get("nodeSelector"), dict) else {}
-        if scheduling.evaluate({str(k): str(v) for k, v in sel.items()},
-                               spec.get("affinity"), labels)[0] is not True:
+        runs, why = scheduling.evaluate({str(k): str(v) for k, v in sel.items()},
+                                        spec.get("affinity"), labels)
+        if runs is False:
             continue
         tols = spec.get("tolerations") if isinstance(spec.get("tolerations"), list) else []
         if node_taints and taints.untolerated(node_taints, taints.admitted(
@@ -435,6 +440,11 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
         if scheduling.os_refusals(spec, (meta or {}).get("labels") if isinstance(
                 meta, dict) else {}):
             continue        # the Linux kubelet refuses the pod: it takes nothing there
+        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        if runs is None:
+            if unsure is not None:
+                unsure.append((str(md.get("name") or ""), why))
+            continue
         conts, raw = [], []
         for key, role in (("initContainers", INIT), ("containers", APP)):
             for c in spec.get(key) or []:
@@ -444,7 +454,6 @@ def daemon_pods(items: list, labels: dict, node_taints: tuple = ()) -> tuple:
                 r = SIDECAR if role == INIT and c.get("restartPolicy") == "Always" else role
                 req, lim = requests_limits(c.get("resources"))
                 conts.append(Container(str(c.get("name") or ""), r, req, lim, "daemonset"))
-        md = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         ns = str(md.get("namespace") or "")
         own = meta.get("labels") if isinstance(meta, dict) else None
         out.append(AdmittedPod(Ref(str(obj.get("apiVersion")), "DaemonSet",

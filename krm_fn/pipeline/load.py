@@ -38,7 +38,7 @@ class Run:
 
     __slots__ = ("cfg", "fc_ref", "flat", "plans", "plan_results", "extra", "octx", "cluster",
                  "defaults_note", "aliased", "set_path", "retyped", "origin", "outer", "nodes",
-                 "ictx", "namespaces", "knative_features", "pools")
+                 "ictx", "namespaces", "knative_features", "pools", "unsure_daemons")
 
     def __init__(self, cfg: object, fc_ref: Ref | None, flat: bool, plans: list,
                  plan_results: list, extra: dict, octx: objects.ObjectContext,
@@ -67,6 +67,8 @@ class Run:
         self.namespaces = {} if namespaces is None else namespaces
         self.knative_features = knative_features
         self.pools = [] if pools is None else pools    # pool_info(i) of each node pool
+        # per pool: (name, reasons) of the DaemonSets that may run on its nodes or not
+        self.unsure_daemons: list = []
 
     def injections(self, pod) -> tuple:
         """The admission.model.Injections that fire for `pod` (a tuned PodView)."""
@@ -138,8 +140,9 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     # their share of each node before the fit per node is counted (the ones it tunes are
     # added as it writes them: pipeline/daemons.py)
     untuned = [o for o, t in zip(items, is_tuned) if isinstance(o, dict) and not t]
-    run.nodes = [n._replace(daemons=daemon_pods(untuned, n.labels, n.taints))
-                 for n in run.nodes]
+    run.unsure_daemons = [[] for _ in run.nodes]
+    run.nodes = [n._replace(daemons=daemon_pods(untuned, n.labels, n.taints, unsure))
+                 for n, unsure in zip(run.nodes, run.unsure_daemons)]
     run.pools = [rules.PoolInfo.from_plan(pool, plan)._replace(
         pins_pod_level=podscope.pins_pod_level(node))
         for pool, plan, node in zip(cfg.nodePools, plans, run.nodes)]

@@ -300,4 +300,8 @@ def place(placement: dict, outcome: Outcome) -> None:
 def summarize(placement: dict, run) -> None:
     """Each placed pool's fit summary (admission/capacity.py), on the function config."""
     for i, p in placement.items():
-        p.summary = Result(judging.pool_summary(run.nodes[i], p.judged), INFO, run.fc_ref)
+        text = judging.pool_summary(run.nodes[i], p.judged)
+        for name, why in run.unsure_daemons[i] if i < len(run.unsure_daemons) else ():
+            text += (f"; DaemonSet {name} may run on its nodes too ({'; '.join(why)}), and "
+                     f"its pods are not counted")
+        p.summary = Result(text, INFO, run.fc_ref)
