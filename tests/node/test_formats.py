@@ -1270,8 +1270,9 @@ def test_gke_leaves_out_values_its_api_refuses():
     assert ("evictionSoft memory.available 5% is left out of the GKE output: the GKE API takes "
             "a quantity in Ki, Mi or Gi of at least 100Mi there, and refuses the node pool's "
             "system config otherwise") in said
-    assert ("maxParallelImagePulls 20 is left out of the GKE output: GKE accepts "
-            "maxParallelImagePulls from 2 to 5") in said
+    assert ("maxParallelImagePulls 20 is left out of the GKE output: the GKE API takes a "
+            "whole number from 2 to 5 there, and refuses the node pool's system config "
+            "otherwise") in said
     objs, _ = platform_run("gke", {"extra": {"maxParallelImagePulls": 3}})
     assert yaml.safe_load(objs[0]["data"]["system-config.yaml"])["kubeletConfig"][
         "maxParallelImagePulls"] == 3

@@ -5,10 +5,10 @@ Top-level `kubeletConfig:` with GKE's own field names, taken from krm_fn.node.fi
 entry's `platforms["gke"]`; gcloud `container/util.py` LoadSystemConfigFromYAML refuses unknown
 keys; https://cloud.google.com/kubernetes-engine/docs/how-to/node-system-config): e.g.
 topologyManagerPolicy -> topologyManager.policy, singleProcessOOMKill -> singleProcessOomKill,
-evictionMaxPodGracePeriod -> evictionMaxPodGracePeriodSeconds. Conversions by name:
-`pids-range` (GKE accepts podPidsLimit 1024 <= n < 4194304), `pulls-range`
-(maxParallelImagePulls 2 to 5), a field with `bounds` (the other fields GKE takes within
-a range, e.g. containerLogMaxFiles 2 to 10, imageMinimumGCAge at most 2m), `signals`
+evictionMaxPodGracePeriod -> evictionMaxPodGracePeriodSeconds. A field with `bounds` (the
+fields GKE takes within a range, e.g. podPidsLimit 1024 to 4194303, maxParallelImagePulls 2
+to 5, containerLogMaxFiles 2 to 10, imageMinimumGCAge at most 2m) is left out with a
+warning outside it. Conversions by name: `signals`
 (eviction signals renamed, e.g. memory.available -> memoryAvailable; a value the GKE API
 refuses, such as a percentage for memoryAvailable or a minimum reclaim above 10%, left out
 with a warning), `cgroup-mode` (`failCgroupV1: true` becomes
@@ -25,7 +25,6 @@ from krm_fn.yaml import emit
 
 DATA_KEY = "system-config.yaml"
 PLATFORM = "GKE"
-PIDS_MIN, PIDS_MAX = 1024, 4194304      # GKE: podPidsLimit >= 1024 and < 4194304
 CGROUP_V2 = "CGROUP_MODE_V2"
 
 NAMES = fields.platform_names("gke")
@@ -40,28 +39,17 @@ SIGNALS = {
 }
 
 
-def _pids_range(key: str, value, rep: Report):
-    """podPidsLimit within GKE's range, or None with a warning."""
-    if isinstance(value, int) and PIDS_MIN <= value < PIDS_MAX:
-        return value
-    rep.add(WARNING, key, f"{key} {value} is left out of the {PLATFORM} output: GKE accepts "
-            f"{key} from {PIDS_MIN} to {PIDS_MAX - 1}, so pods get GKE's default pids limit; "
-            f"set kubelet.{key} within that range", current=value)
-    return None
-
-
 # what the GKE API takes (google.container.v1 EvictionSignals, EvictionMinimumReclaim,
 # NodeKubeletConfig; https://cloud.google.com/kubernetes-engine/docs/reference/rest/v1/
 # NodeConfig): memoryAvailable a quantity in Ki, Mi or Gi of at least 100Mi, nodefsAvailable
 # a percentage from 10% to 50%, imagefsAvailable from 15% to 50%; a minimum reclaim a
-# percentage of at most 10%; maxParallelImagePulls from 2 to 5
+# percentage of at most 10%
 SOFT_RANGES = {"memory.available": ("quantity", 100 * 2**20, None),
                "nodefs.available": ("percent", 10, 50),
                "imagefs.available": ("percent", 15, 50),
                "nodefs.inodesFree": ("percent", 5, 50),
                "imagefs.inodesFree": ("percent", 5, 50),
                "pid.available": ("percent", 10, 50)}
-PARALLEL_PULLS = (2, 5)
 def _in_range(bounds: tuple, value) -> str | None:
     """None when GKE takes `value` within `bounds` (fields.On.bounds), else what it takes."""
     kind, low, high = bounds
@@ -150,16 +138,6 @@ def _signals(key: str, value, rep: Report):
     return out or None
 
 
-def _pulls_range(key: str, value, rep: Report):
-    """maxParallelImagePulls within what GKE takes, or None with a warning."""
-    low, high = PARALLEL_PULLS
-    if isinstance(value, int) and low <= value <= high:
-        return value
-    rep.add(WARNING, key, f"{key} {value} is left out of the {PLATFORM} output: GKE accepts "
-            f"{key} from {low} to {high}", current=value)
-    return None
-
-
 def _cgroup_mode(key: str, value, rep: Report):
     """CGROUP_MODE_V2 for `true`; None with a warning otherwise."""
     if value is True:
@@ -168,8 +146,7 @@ def _cgroup_mode(key: str, value, rep: Report):
     return None
 
 
-CONVERT = {"pids-range": _pids_range, "signals": _signals, "cgroup-mode": _cgroup_mode,
-           "pulls-range": _pulls_range}
+CONVERT = {"signals": _signals, "cgroup-mode": _cgroup_mode}
 
 
 def system_config(plan, rep: Report, ctx=None) -> dict:
