@@ -14,7 +14,7 @@ the fit summary says how many of each pod fit on one node (admission/capacity.py
 from __future__ import annotations
 
 from krm_fn import changes as changes_mod
-from krm_fn.admission import build, injectors
+from krm_fn.admission import build, injectors, updates
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
@@ -23,6 +23,7 @@ from krm_fn.results import ERROR, INFO, WARNING, Result
 
 LEFT_UNCHANGED = "left unchanged because of the errors above"
 VERDICT_TAGS = (("rule", "verdict"),)
+_FIXED_KINDS = frozenset(kind for _, kind in updates.FIXED)
 
 
 class Outcome:
@@ -258,6 +259,11 @@ def _outcome(item: TunedItem, run) -> Outcome:
         findings = [f for f in findings if f.severity == ERROR or (
             f.__class__ is not changes_mod.Change and (f.severity != INFO or
                                                        f.tags[:1] == VERDICT_TAGS))]
+    if changes and pick.ref.kind in _FIXED_KINDS:
+        fixed = updates.note(pick.ref, changes)
+        if fixed is not None:
+            findings.append(Result(fixed, INFO, pick.ref, tags=VERDICT_TAGS + (
+                ("part", "update"),)))
     results = changes_mod.results(findings, pick.file)
     changes = [c if c.index == pick.index else _indexed(c, pick.index) for c in changes]
     return Outcome(changes, results, pool_index, work if changes else None)
