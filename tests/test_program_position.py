@@ -10,7 +10,7 @@ import json
 import pytest
 
 from krm_fn.pod import ContainerView
-from krm_fn.rules import engines
+from krm_fn.rules import cmdline, engines
 from krm_fn.rules.cmdline import text, tokens
 from krm_fn.rules.engines import programs
 from tests.helpers import item, load, results, run_fn
@@ -177,3 +177,27 @@ def test_the_words_in_program_position():
     assert _positioned(_sh("command -v llama-server; taskset -p 3 1; python -c 'x'")) == [
         "command", "taskset", "python"]
     assert _positioned({"args": ["--procnames", "llama-server"]}) == []
+
+
+# -- a program's own command (cmdline.own_command): from the program in program position
+
+def _own(data: dict, names: tuple) -> list[str]:
+    toks = tokens(_view(data))
+    return [t.text for t in cmdline.own_command(toks, names, programs.spans(toks))]
+
+
+def test_own_command_is_the_command_of_the_program_in_program_position():
+    assert _own(_sh("exec gunicorn -w 2 app:app; echo gunicorn -w 9"), ("gunicorn",)) == [
+        "gunicorn", "-w", "2", "app:app"]
+    assert _own({"command": ["tini", "--", "sh", "-c",
+                             "curl -w 5 http://db/; exec gunicorn a:b"]}, ("gunicorn",)) == [
+        "gunicorn", "a:b"]
+    assert _own(_sh("cd /app;gunicorn -w 2 a:b"), ("gunicorn",)) == ["gunicorn", "-w", "2", "a:b"]
+    assert _own(_sh("gunicorn --check-config a:b && exec /usr/bin/gunicorn -w 2 a:b"),
+                ("gunicorn",)) == ["/usr/bin/gunicorn", "-w", "2", "a:b"]
+    assert _own({"command": ["numactl", "-C", "0-3", "llama-server", "-t", "4"]},
+                ("llama-server",)) == ["llama-server", "-t", "4"]
+    # no such program in program position: every word (the image's entrypoint may run it)
+    assert _own(_sh("echo gunicorn -w 4"), ("gunicorn",)) == ["sh", "-c", "echo", "gunicorn",
+                                                               "-w", "4"]
+    assert _own({"args": ["-t", "4"]}, ("llama-server",)) == ["-t", "4"]

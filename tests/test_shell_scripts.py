@@ -19,6 +19,7 @@ import pytest
 
 from krm_fn.pod import ContainerView
 from krm_fn.rules import cmdline
+from krm_fn.rules.engines.programs import spans
 from tests.helpers import load, results, run_fn
 
 SHELLS = [s for s in ("dash", "bash") if shutil.which(s)]
@@ -65,7 +66,7 @@ def _predicted(command, args, env) -> dict:
     every word is known) and the env of NAMES (the container's, replaced by the command
     line's assignments)."""
     c = _view(command, args, env)
-    toks = cmdline.own_command(cmdline.tokens(c), ("prog",))
+    toks = cmdline.own_command(cmdline.tokens(c), ("prog",), spans(cmdline.tokens(c)))
     words = [t.text for t in toks]
     got = {n: env.get(n) for n in NAMES}
     for n, (value, _) in cmdline.assignments(c).items():

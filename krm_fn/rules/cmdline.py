@@ -211,22 +211,26 @@ def script_start(toks: list[Token]) -> int | None:
 SEPARATORS = (";", "&&", "||", "|", "&", "|&")
 
 
-def own_command(toks: list[Token], programs: tuple) -> list[Token]:
-    """In a shell script (`shell_script`), the words of the simple command that runs one of
-    `programs` (a word whose last path part is one of them), from that word to the next
-    separator (the last such command when there are several): another command's flags
-    (`ls -t`, `curl -w`) are not the program's. The whole `toks` otherwise: no shell, or
-    no such word (the image's entrypoint is the program, the words its args)."""
-    if not shell_script(toks):
+def own_command(toks: list[Token], programs: tuple, spans: tuple) -> list[Token]:
+    """The words of the simple command that runs one of `programs` (a word whose last path
+    part is one of them) in program position, from that word to the next separator (the
+    last such command when there are several): not another command's flags (`curl -w`),
+    the words that only name the program (`echo gunicorn -w 4`) or a wrapper's options
+    before it (`numactl -C 0-3`). `spans`: the words in program position, (start, end)
+    offsets in text(toks) (engines/programs.py spans(toks)); a word glued after `;` (`cd
+    /a;prog`) starts at its offset. The whole `toks` when no such word is in program
+    position (the image's entrypoint may be the program, the words its args)."""
+    line = text(toks) if spans else ""
+    at = next((a for a, b in reversed(spans) if line[a:b].rsplit("/", 1)[-1] in programs), -1)
+    if at < 0:
         return toks
-    start = None
-    for i, t in enumerate(toks):
-        if t.text.rsplit("/", 1)[-1] in programs:
-            start = i
-    if start is None:
-        return toks
+    offset = i = 0
+    while offset + len(toks[i].text) < at:
+        offset += len(toks[i].text) + 1
+        i += 1
+    first = toks[i] if at == offset else Token(toks[i].text[at - offset:], toks[i].path)
     out = []
-    for t in toks[start:]:
+    for t in [first, *toks[i + 1:]]:
         if t.text in SEPARATORS:
             break
         if t.text.endswith(";"):

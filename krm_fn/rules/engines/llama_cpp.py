@@ -36,7 +36,7 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, env_entry, env_from, env_value, own_command,
                                   runtime_only, shell_script, shell_value, tokens)
-from krm_fn.rules.engines import recognition
+from krm_fn.rules.engines import programs, recognition
 from krm_fn.rules.engines.base import Engine, EnvSpec, Release, release_for
 from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
 
@@ -171,7 +171,7 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     error for a thread flag llama-server refuses at start-up."""
     cnt, cfg = f.count, ctx.cfg
     whole = tokens(c)
-    toks, script = own_command(whole, PROGRAMS), shell_script(whole)
+    toks, script = own_command(whole, PROGRAMS, programs.spans(whole)), shell_script(whole)
     want = str(cnt.count)
     spec = ENGINE.env[0]
     threads = read_args(toks, spec.flags, c, script)

@@ -39,7 +39,7 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, env_entry, own_command, runtime_only, shell_script,
                                   shell_value, tokens)
-from krm_fn.rules.engines import recognition
+from krm_fn.rules.engines import programs, recognition
 from krm_fn.rules.engines.base import Engine, EnvSpec
 from krm_fn.rules.envvars import downward_ok, downward_refused, set_env
 
@@ -147,7 +147,7 @@ def argv_of(c: ContainerView) -> tuple[list, bool, bool]:
     is a shell script; whether the module's argparse runs at all)."""
     whole = tokens(c)
     script = shell_script(whole)
-    toks = own_command(whole, (MODULE,)) if script else whole
+    toks = own_command(whole, (MODULE,), programs.spans(whole)) if script else whole
     for i, t in enumerate(toks):
         if t.text == MODULE:
             return toks[i + 1:], script, True

@@ -47,6 +47,7 @@ TGI = "Text Generation Inference (CPU)"
 SERVERS = ("torchrun", VLLM, TGI)      # the `server` of the Workers read here
 TORCHRUN = Pattern(r"(^|[\s/])torchrun(\s|$)|\btorch\.distributed\.run\b",
                    ("torchrun", "torch.distributed.run"))
+VLLM_PROGRAM = "vllm"                   # the program of `vllm serve`
 NPROC = ("--nproc-per-node", "--nproc_per_node")
 TP = ("--tensor-parallel-size", "-tp", "--tensor_parallel_size")
 PP = ("--pipeline-parallel-size", "-pp", "--pipeline_parallel_size")
@@ -72,11 +73,12 @@ FROM_FILE = "<the --config file>"   # the raw text of a count only that file giv
 _LONG = tuple(names[0] for names in (TP, PP, DP, DPL, DPN, DPE, BACKEND, DP_BACKEND))
 
 
-def read(c, toks: list, line: str, names: set):
+def read(c, toks: list, line: str, names: set, spans: tuple):
     """The rank process count of the container as (server, what, field path, the text
     found, the count or None when a size is not a whole number), at most one; nothing when
     no rank size is written. `toks`/`line`: its command words and their text; `names`:
-    the names of the engines recognised in it."""
+    the names of the engines recognised in it; `spans`: the words of `line` in program
+    position (engines/programs.py spans(toks))."""
     if TORCHRUN.search(line):
         found = flag(toks, NPROC)
         if found is not None:
@@ -89,7 +91,7 @@ def read(c, toks: list, line: str, names: set):
                    env_path(c, "PET_NPROC_PER_NODE"), value, count_text(value))
             return
     if VLLM in names:
-        words = flexible(own_command(toks, ("vllm",)))
+        words = flexible(own_command(toks, (VLLM_PROGRAM,), spans))
         nodes = _nodes(words)
         if nodes is not None and not _elsewhere(words, line, names):
             config = flag(words, CONFIG)

@@ -9,7 +9,7 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.rules.cmdline import (Token, count_text, env_path, env_value, flag, own_command,
                                   shell_script, shell_value, text, tokens, words)
-from krm_fn.rules.engines import ranks
+from krm_fn.rules.engines import programs, ranks
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
 from krm_fn.rules.engines.recognition import Pattern, Recognition
 
@@ -37,6 +37,10 @@ SOURCES: tuple[WorkerSource, ...] = (
                  engine="TorchServe"),
     WorkerSource("", None, ("--workers",)),
 )
+# the words whose presence in the command line makes _read find the words in program
+# position (programs.spans, not paid by every container): the servers', torchrun's, vLLM's
+NAMED = frozenset((*(w for s in SOURCES if s.command is not None for w in s.command.within),
+                   *ranks.TORCHRUN.within, ranks.VLLM_PROGRAM))
 
 
 def _resolved(c: ContainerView, toks: list[Token]) -> list[Token]:
@@ -60,7 +64,8 @@ def _read(c: ContainerView, engines: tuple):
     toks = _resolved(c, tokens(c))     # `-tp $TP` in a script reads TP's known value
     line = text(toks)
     names = {e.name for e in engines}
-    yield from ranks.read(c, toks, line, names)
+    spans = programs.spans(toks) if any(w in line for w in NAMED) else ()
+    yield from ranks.read(c, toks, line, names, spans)
     if "Intel Xeon launcher (ipexrun)" in names:
         yield from ranks.launcher_instances(toks)
     for src in SOURCES:
@@ -70,7 +75,7 @@ def _read(c: ContainerView, engines: tuple):
         elif src.command is not None and not src.command.search(line):
             continue
         if src.flags:
-            found = flag(own_command(toks, (src.server,)) if src.command is not None
+            found = flag(own_command(toks, (src.server,), spans) if src.command is not None
                          else toks, src.flags)
             if found is not None:
                 yield (src.server, f"{src.server} {numbers.brief(found[2])}".strip(), found[1].path,
