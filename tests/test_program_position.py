@@ -14,6 +14,7 @@ from krm_fn.rules import cmdline, engines
 from krm_fn.rules.cmdline import text, tokens
 from krm_fn.rules.engines import programs
 from tests.helpers import item, load, results, run_fn
+from tests.test_engines import pod_list, res
 
 
 def _view(data: dict, path: tuple = ("spec", "containers", 1)) -> ContainerView:
@@ -201,3 +202,84 @@ def test_own_command_is_the_command_of_the_program_in_program_position():
     assert _own(_sh("echo gunicorn -w 4"), ("gunicorn",)) == ["sh", "-c", "echo", "gunicorn",
                                                                "-w", "4"]
     assert _own({"args": ["-t", "4"]}, ("llama-server",)) == ["-t", "4"]
+
+
+# -- worker counts (engines/workers.py): a server's flags and env count only when that
+# server is the program in program position ------------------------------------------------
+
+def _env(**kv) -> list:
+    return [{"name": k, "value": v} for k, v in kv.items()]
+
+
+# each names a multi-worker server (with a worker count) without running it
+NAMES_A_SERVER = {
+    "echo gunicorn -w": _sh("echo gunicorn -w 4; exec python app.py"),
+    "echo hypercorn -w": _sh("echo hypercorn -w 2; exec python app.py"),
+    "pgrep -f gunicorn, WEB_CONCURRENCY": {"command": ["pgrep", "-f", "gunicorn"],
+                                          "env": _env(WEB_CONCURRENCY="4")},
+    "wait for uvicorn, UVICORN_WORKERS": {
+        **_sh("until nc -z uvicorn 8000; do sleep 1; done; exec python app.py"),
+        "env": _env(UVICORN_WORKERS="4")},
+}
+
+
+def _workers(data: dict) -> tuple:
+    """(count, server, what) of the worker count engines.workers_read finds, or None; and
+    the unreadable one it reports."""
+    c = _view(data, ("spec", "containers", 0))
+    found, bad = engines.workers_read(c, tuple(engines.detect(c)))
+    return (None if found is None else (found.count, found.server, found.what)), bad
+
+
+@pytest.mark.parametrize("data", NAMES_A_SERVER.values(), ids=NAMES_A_SERVER.keys())
+def test_a_server_only_named_gives_no_worker_count(data):
+    assert _workers(data) == (None, None)
+
+
+# the server in program position: counted as before
+RUNS_A_SERVER = {
+    "exec gunicorn -w": (_sh("echo start; exec gunicorn -w 2 app:app"),
+                         (2, "gunicorn", "gunicorn -w 2")),
+    "numactl gunicorn": ({"command": ["numactl", "-C", "0-3", "gunicorn", "-w", "2", "a:b"]},
+                         (2, "gunicorn", "gunicorn -w 2")),
+    "python -m gunicorn": ({"command": ["python", "-m", "gunicorn", "--workers=3", "a:b"]},
+                           (3, "gunicorn", "gunicorn --workers=3")),
+    "glued ; gunicorn": (_sh("cd /app;gunicorn -w 2 app:app"), (2, "gunicorn", "gunicorn -w 2")),
+    "uvicorn, UVICORN_WORKERS": ({"command": ["uvicorn", "a:b"], "env": _env(UVICORN_WORKERS="2")},
+                                 (2, "uvicorn", "uvicorn UVICORN_WORKERS=2")),
+    "exec hypercorn -w": (_sh("exec hypercorn -w 2 a:b"), (2, "hypercorn", "hypercorn -w 2")),
+    # the flags of the server's own command, not another command's
+    "curl -w before a wrapped shell's gunicorn": (
+        {"command": ["tini", "--", "sh", "-c", "curl -w 5 http://db/; exec gunicorn a:b"]},
+        None),
+    "a later command's gunicorn -w": (
+        _sh("exec gunicorn -w 2 app:app; echo gunicorn -w 9"), (2, "gunicorn", "gunicorn -w 2")),
+}
+
+
+@pytest.mark.parametrize("data,want", RUNS_A_SERVER.values(), ids=RUNS_A_SERVER.keys())
+def test_the_server_in_program_position_gives_its_count(data, want):
+    assert _workers(data) == (want, None)
+
+
+def _pinned(data: dict) -> tuple:
+    """(the thread env, the warnings) of a pinned container (4 CPUs) holding `data`."""
+    c = {"name": "api", "image": "api:1", "resources": res(), **data}
+    p = run_fn([], pod_list(c))
+    assert p.returncode == 0, p.stderr
+    out = load(p.stdout)
+    got = item(out, "Pod", "p")["spec"]["containers"][0]
+    return ({e["name"]: e.get("value") for e in got.get("env") or []
+             if e["name"] in ("OMP_NUM_THREADS", "WEB_CONCURRENCY")},
+            [r["message"] for r in results(out, "warning")])
+
+
+def test_a_named_server_does_not_divide_the_thread_vars():
+    """A script that only echoes gunicorn's `-w 4` keeps its 4 threads and gets no worker
+    warning; the same script running gunicorn -w 4 is divided as before."""
+    env, warnings = _pinned(_sh("echo gunicorn -w 4; exec python app.py"))
+    assert env == {"OMP_NUM_THREADS": "4"}
+    assert [m for m in warnings if "worker" in m] == []
+    env, warnings = _pinned(_sh("echo start; exec gunicorn -w 4 app:app"))
+    assert env == {"OMP_NUM_THREADS": "1"}
+    assert [m for m in warnings if "memory.oom.group" in m and "(gunicorn -w 4)" in m]

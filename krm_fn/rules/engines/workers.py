@@ -13,21 +13,24 @@ from krm_fn.rules.engines import programs, ranks
 from krm_fn.rules.engines.base import Engine, WorkerSource, Workers
 from krm_fn.rules.engines.recognition import Pattern, Recognition
 
+# a server's worker flags and env count only when it is the program in program position
+# (engines/programs.py): `echo gunicorn -w 4`, `pgrep -f uvicorn` run no server. The regexes
+# find it glued after `;`, `&`, `|` or `(` too (`cd /app;gunicorn`), as the shell reads them.
 # gunicorn's worker flags, also read in GUNICORN_CMD_ARGS (gunicorn 23.0.0 app/base.py
 # load_config: the config file, then GUNICORN_CMD_ARGS, then the command line)
 GUNICORN_FLAGS = ("--workers", "-w")
 SOURCES: tuple[WorkerSource, ...] = (
-    WorkerSource("gunicorn", Pattern(r"(^|[\s/])gunicorn(\s|$)", ("gunicorn",)),
+    WorkerSource("gunicorn", Pattern(r"(^|[\s/;&|(])gunicorn(\s|$)", ("gunicorn",)),
                  GUNICORN_FLAGS, ("GUNICORN_CMD_ARGS", "WEB_CONCURRENCY")),
     # uvicorn's CLI reads every option from UVICORN_<NAME> too (click auto_envvar_prefix);
     # WEB_CONCURRENCY only when --workers is unset (uvicorn/config.py)
-    WorkerSource("uvicorn", Pattern(r"(^|[\s/])uvicorn(\s|$)", ("uvicorn",)), ("--workers",),
+    WorkerSource("uvicorn", Pattern(r"(^|[\s/;&|(])uvicorn(\s|$)", ("uvicorn",)), ("--workers",),
                  ("UVICORN_WORKERS", "WEB_CONCURRENCY")),
-    WorkerSource("hypercorn", Pattern(r"(^|[\s/])hypercorn(\s|$)", ("hypercorn",)),
+    WorkerSource("hypercorn", Pattern(r"(^|[\s/;&|(])hypercorn(\s|$)", ("hypercorn",)),
                  ("--workers", "-w")),
     # `fastapi run` (fastapi-cli 0.0.16 src/fastapi_cli/cli.py): --workers, passed to
     # uvicorn.run, whose Config reads WEB_CONCURRENCY when it is None
-    WorkerSource("fastapi", Pattern(r"(^|[\s/])fastapi\s+run(\s|$)", ("fastapi",)),
+    WorkerSource("fastapi", Pattern(r"(^|[\s/;&|(])fastapi\s+run(\s|$)", ("fastapi",)),
                  ("--workers",), ("WEB_CONCURRENCY",)),
     # the uvicorn-gunicorn images run gunicorn -c gunicorn_conf.py, which reads
     # WEB_CONCURRENCY (python_web.py); GUNICORN_CMD_ARGS comes after the config file
@@ -72,7 +75,7 @@ def _read(c: ContainerView, engines: tuple):
         if src.engine is not None:
             if src.engine not in names:
                 continue
-        elif src.command is not None and not src.command.search(line):
+        elif src.command is not None and not src.command.search(line, spans):
             continue
         if src.flags:
             found = flag(own_command(toks, (src.server,), spans) if src.command is not None
@@ -199,10 +202,11 @@ ROW = Engine(
                "not divided); any "
                "`--workers N` arg; `$(VAR)` in command and args expanded from the "
                "container's env as the kubelet does (a count that stays unreadable, e.g. "
-               "from a ConfigMap, hides that server's lower-precedence sources); in a shell "
-               "script a server's flags only in its own command (`curl -w` is not "
-               "gunicorn's `-w`), and a `$VAR` word as the value the env or the script gives "
-               "it (`-tp $TP` with `TP=2`)",
+               "from a ConfigMap, hides that server's lower-precedence sources); a server "
+               "only as the program a command runs, after any wrapper (`echo gunicorn -w "
+               "4` and `pgrep -f uvicorn` run none), and its flags only in its "
+               "own command (`curl -w` is not gunicorn's `-w`); in a shell script a `$VAR` "
+               "word as the value the env or the script gives it (`-tp $TP` with `TP=2`)",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`; "
          "more rank processes than CPUs is an **error** (each runs at least one thread)",
     warns="from Kubernetes 1.28 on cgroup v2 one OOM kills the whole container "
