@@ -204,14 +204,14 @@ def test_own_command_is_the_command_of_the_program_in_program_position():
     assert _own({"args": ["-t", "4"]}, ("llama-server",)) == ["-t", "4"]
 
 
-# -- worker counts (engines/workers.py): a server's flags and env count only when that
-# server is the program in program position ------------------------------------------------
+# -- worker and rank counts (engines/workers.py, ranks.py): a server's or torchrun's flags
+# and env count only when it is the program in program position ---------------------------
 
 def _env(**kv) -> list:
     return [{"name": k, "value": v} for k, v in kv.items()]
 
 
-# each names a multi-worker server (with a worker count) without running it
+# each names a multi-worker server or torchrun (with a worker or rank count) without running it
 NAMES_A_SERVER = {
     "echo gunicorn -w": _sh("echo gunicorn -w 4; exec python app.py"),
     "echo hypercorn -w": _sh("echo hypercorn -w 2; exec python app.py"),
@@ -220,6 +220,12 @@ NAMES_A_SERVER = {
     "wait for uvicorn, UVICORN_WORKERS": {
         **_sh("until nc -z uvicorn 8000; do sleep 1; done; exec python app.py"),
         "env": _env(UVICORN_WORKERS="4")},
+    "echo torchrun --nproc-per-node": _sh("echo torchrun --nproc-per-node 4; "
+                                          "exec python serve.py"),
+    "pgrep torchrun, PET_NPROC_PER_NODE": {"command": ["pgrep", "-f", "torchrun"],
+                                           "env": _env(PET_NPROC_PER_NODE="2")},
+    "echo python -m torch.distributed.run": _sh(
+        "echo python -m torch.distributed.run --nproc-per-node=2; exec python s.py"),
 }
 
 
@@ -248,12 +254,25 @@ RUNS_A_SERVER = {
     "uvicorn, UVICORN_WORKERS": ({"command": ["uvicorn", "a:b"], "env": _env(UVICORN_WORKERS="2")},
                                  (2, "uvicorn", "uvicorn UVICORN_WORKERS=2")),
     "exec hypercorn -w": (_sh("exec hypercorn -w 2 a:b"), (2, "hypercorn", "hypercorn -w 2")),
+    "exec torchrun": (_sh("exec torchrun --nproc-per-node 4 serve.py"),
+                      (4, "torchrun", "torchrun --nproc-per-node 4")),
+    "env python -m torch.distributed.run": (
+        {"command": ["env", "X=1", "python", "-m", "torch.distributed.run",
+                     "--nproc-per-node=2", "s.py"]},
+        (2, "torchrun", "torchrun --nproc-per-node=2")),
+    "numactl torchrun, PET_NPROC_PER_NODE": (
+        {"command": ["numactl", "-C", "0-7", "torchrun", "s.py"],
+         "env": _env(PET_NPROC_PER_NODE="2")},
+        (2, "torchrun", "torchrun PET_NPROC_PER_NODE=2")),
     # the flags of the server's own command, not another command's
     "curl -w before a wrapped shell's gunicorn": (
         {"command": ["tini", "--", "sh", "-c", "curl -w 5 http://db/; exec gunicorn a:b"]},
         None),
     "a later command's gunicorn -w": (
         _sh("exec gunicorn -w 2 app:app; echo gunicorn -w 9"), (2, "gunicorn", "gunicorn -w 2")),
+    "a later command's --nproc-per-node": (
+        _sh("torchrun --nproc-per-node 2 serve.py; python report.py --nproc-per-node 8"),
+        (2, "torchrun", "torchrun --nproc-per-node 2")),
 }
 
 
@@ -275,11 +294,16 @@ def _pinned(data: dict) -> tuple:
 
 
 def test_a_named_server_does_not_divide_the_thread_vars():
-    """A script that only echoes gunicorn's `-w 4` keeps its 4 threads and gets no worker
-    warning; the same script running gunicorn -w 4 is divided as before."""
+    """A script that only echoes gunicorn's `-w 4` (torchrun's `--nproc-per-node 4`)
+    keeps its 4 threads and gets no worker warning; the same script running it is divided
+    as before."""
     env, warnings = _pinned(_sh("echo gunicorn -w 4; exec python app.py"))
     assert env == {"OMP_NUM_THREADS": "4"}
     assert [m for m in warnings if "worker" in m] == []
     env, warnings = _pinned(_sh("echo start; exec gunicorn -w 4 app:app"))
     assert env == {"OMP_NUM_THREADS": "1"}
     assert [m for m in warnings if "memory.oom.group" in m and "(gunicorn -w 4)" in m]
+    env, _ = _pinned(_sh("echo torchrun --nproc-per-node 4; exec python serve.py"))
+    assert env == {"OMP_NUM_THREADS": "4"}
+    env, _ = _pinned(_sh("exec torchrun --nproc-per-node 4 serve.py"))
+    assert env == {"OMP_NUM_THREADS": "1"}

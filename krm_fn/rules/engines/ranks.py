@@ -45,7 +45,9 @@ from krm_fn.rules.engines.recognition import Pattern
 VLLM = "vLLM CPU"
 TGI = "Text Generation Inference (CPU)"
 SERVERS = ("torchrun", VLLM, TGI)      # the `server` of the Workers read here
-TORCHRUN = Pattern(r"(^|[\s/])torchrun(\s|$)|\btorch\.distributed\.run\b",
+# torchrun counts only as the program in program position (engines/programs.py): the words
+# it runs are those of its own command (cmdline.own_command), not `echo torchrun ...`
+TORCHRUN = Pattern(r"(^|[\s/;&|(])torchrun(\s|$)|\btorch\.distributed\.run\b",
                    ("torchrun", "torch.distributed.run"))
 VLLM_PROGRAM = "vllm"                   # the program of `vllm serve`
 NPROC = ("--nproc-per-node", "--nproc_per_node")
@@ -78,9 +80,9 @@ def read(c, toks: list, line: str, names: set, spans: tuple):
     found, the count or None when a size is not a whole number), at most one; nothing when
     no rank size is written. `toks`/`line`: its command words and their text; `names`:
     the names of the engines recognised in it; `spans`: the words of `line` in program
-    position (engines/programs.py spans(toks))."""
-    if TORCHRUN.search(line):
-        found = flag(toks, NPROC)
+    position (engines/programs.py spans(toks)), where torchrun must be for its count."""
+    if TORCHRUN.search(line, spans):
+        found = flag(own_command(toks, TORCHRUN.within, spans), NPROC)
         if found is not None:
             yield ("torchrun", f"torchrun {numbers.brief(found[2])}", found[1].path, found[0],
                    count_text(found[0]))

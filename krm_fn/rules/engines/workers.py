@@ -203,8 +203,8 @@ ROW = Engine(
                "`--workers N` arg; `$(VAR)` in command and args expanded from the "
                "container's env as the kubelet does (a count that stays unreadable, e.g. "
                "from a ConfigMap, hides that server's lower-precedence sources); a server "
-               "only as the program a command runs, after any wrapper (`echo gunicorn -w "
-               "4` and `pgrep -f uvicorn` run none), and its flags only in its "
+               "or torchrun only as the program a command runs, after any wrapper (`echo "
+               "gunicorn -w 4` and `pgrep -f torchrun` run none), and its flags only in its "
                "own command (`curl -w` is not gunicorn's `-w`); in a shell script a `$VAR` "
                "word as the value the env or the script gives it (`-tp $TP` with `TP=2`)",
     sets="thread vars = N ÷ workers (floor, at least 1): 4 CPUs, `--workers 4` → `\"1\"`; "
