@@ -307,3 +307,20 @@ def test_a_named_server_does_not_divide_the_thread_vars():
     assert env == {"OMP_NUM_THREADS": "4"}
     env, _ = _pinned(_sh("exec torchrun --nproc-per-node 4 serve.py"))
     assert env == {"OMP_NUM_THREADS": "1"}
+
+
+# -- monitoring (krm_fn/monitoring/targets.py): an engine seen only for its metrics ----------
+
+@pytest.mark.parametrize("data,engine", [
+    ({"command": ["pgrep", "-f", "text-generation-launcher"]}, None),
+    (_sh("echo text-generation-launcher; exec python app.py"), None),
+    ({"command": ["/exporter", "--watch", "text-generation-router"]}, None),
+    ({"command": ["text-generation-launcher", "--model-id", "m"]}, "TGI"),
+    ({"command": ["tini", "--", "/usr/local/bin/text-generation-launcher"]}, "TGI"),
+    (_sh("echo start; exec text-generation-router --port 80"), "TGI"),
+    ({"command": ["/entrypoint.sh"], "args": ["text-generation-launcher"]}, "TGI"),
+])
+def test_monitoring_reads_the_engine_in_program_position(data, engine):
+    from krm_fn.monitoring import targets
+    found = targets._metrics_of(_view(data, ("spec", "containers", 0)))
+    assert (found and found.engine) == engine

@@ -24,6 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from krm_fn.rules.engines import vllm
+from krm_fn.rules.engines.recognition import Pattern
 
 VLLM_SRC = "https://github.com/vllm-project/vllm/blob/v{v}/{path}"
 
@@ -67,8 +68,10 @@ class Signal:
 @dataclass(frozen=True)
 class EngineMetrics:
     """`engine`: the engine's name (krm_fn.rules.engines ENGINE.name, or the name here for
-    an engine recognised only by `images` / `commands`); `signals` (Signal); `images` /
-    `commands`: regexes recognising an engine that is not in the thread-tuning registry."""
+    an engine recognised only by `images` / `commands`); `signals` (Signal); `images`
+    (regexes of the lowercased image) and `commands` (recognition.Pattern, matched as the
+    registry's are: in a word in program position, engines/programs.py) recognise an engine
+    that is not in the thread-tuning registry."""
 
     engine: str
     signals: tuple
@@ -122,7 +125,8 @@ ENGINES: tuple[EngineMetrics, ...] = (
                     "https://github.com/huggingface/text-generation-inference/blob/v3.3.7/"
                     "router/src/server.rs")),)),),
         images=(r"(^|/)text-generation-inference(:|@|$)",),
-        commands=(r"(^|[\s/])text-generation-(launcher|router)(\s|$)",)),
+        commands=(Pattern(r"(^|[\s/])text-generation-(launcher|router)(\s|$)",
+                          ("text-generation-launcher", "text-generation-router")),)),
 )
 
 BY_ENGINE = {e.engine: e for e in ENGINES}

@@ -44,15 +44,22 @@ class Target:
 
 
 def _metrics_of(c):
+    """The EngineMetrics of the engine container `c` (a ContainerView) runs, or None: an
+    engine of the registry recognised in it (engines.detect), else one of data.ENGINES whose
+    image regex matches its image or whose command Pattern matches a word in program
+    position of its command line (engines/programs.py: `pgrep -f text-generation-launcher`
+    runs no TGI)."""
     from krm_fn.rules import engines
     from krm_fn.rules.cmdline import text, tokens
+    from krm_fn.rules.engines import programs
     for e in engines.detect(c):
         if e.name in BY_ENGINE:
             return BY_ENGINE[e.name]
     image = str(c.data.get("image") or "")[:512].lower()
-    line = text(tokens(c))
+    toks = tokens(c)
+    line, spans = text(toks), programs.spans(toks)
     for m in ENGINES:
-        if any(re.search(p, image) for p in m.images) or any(re.search(p, line)
+        if any(re.search(p, image) for p in m.images) or any(p.search(line, spans)
                                                              for p in m.commands):
             return m
     return None
