@@ -324,3 +324,44 @@ def test_monitoring_reads_the_engine_in_program_position(data, engine):
     from krm_fn.monitoring import targets
     found = targets._metrics_of(_view(data, ("spec", "containers", 0)))
     assert (found and found.engine) == engine
+
+
+# -- recognised in program position wherever it is: java ----------------------------------
+
+PROGRAM_POSITION = {
+    "exec java in a script": (_sh("cd /app && exec java -jar /app.jar"), ["JVM"]),
+    "tini -- java": ({"command": ["tini", "--", "java", "-jar", "a.jar"]}, ["JVM"]),
+    "numactl /opt/java/bin/java": ({"command": ["numactl", "-C", "0-3", "/opt/java/bin/java",
+                                                "-jar", "a.jar"]}, ["JVM"]),
+    "java": ({"command": ["java", "-jar", "a.jar"]}, ["JVM"]),
+    "pgrep -f java": ({"command": ["pgrep", "-f", "java"]}, []),
+    "echo java": (_sh("echo java; exec python app.py"), []),
+}
+
+
+@pytest.mark.parametrize("data,names", PROGRAM_POSITION.values(), ids=PROGRAM_POSITION.keys())
+def test_recognised_in_program_position(data, names):
+    assert [e.name for e in engines.detect(_view(data, ("spec", "containers", 0)))] == names
+
+
+def _tuned(data: dict) -> tuple:
+    """(the env, the warnings) of a pinned container (4 CPUs, image `app:1`) of `data`."""
+    c = {"name": "api", "image": "app:1", "resources": res(), **data}
+    p = run_fn([], pod_list(c))
+    assert p.returncode == 0, p.stderr
+    out = load(p.stdout)
+    got = item(out, "Pod", "p")["spec"]["containers"][0]
+    return got.get("env"), sorted(r["message"] for r in results(out, "warning"))
+
+
+@pytest.mark.parametrize("data,same,mark", [
+    (_sh("exec java -jar /app.jar"), {"command": ["java", "-jar", "/app.jar"]},
+     "-XX:ActiveProcessorCount=4 not added"),
+])
+def test_tuned_as_the_program_run_directly(data, same, mark):
+    """The program in program position through a script is tuned
+    as the same program run directly: the same env, the same warnings (`mark` among them:
+    the engine's own)."""
+    got = _tuned(data)
+    assert got == _tuned(same)
+    assert mark in repr(got)

@@ -168,7 +168,9 @@ TABLE: tuple[Recognition, ...] = (
     Recognition("JVM", "jvm",
                 images=(Pattern(r"(^|/)(" + "|".join(_JVM_IMAGES) + r")(:|@|$)",
                                 tuple(n.partition("[")[0] for n in _JVM_IMAGES)),),
-                commands=(_p(r"^(\S*/)?java(\s|$)", "java"),),
+                # java wherever it is the program (`exec java` in a script, `tini -- java`),
+                # not only as the first word (program position, engines/programs.py)
+                commands=(_p(r"(^|[\s/])java(\s|$)", "java"),),
                 env_names=("JAVA_TOOL_OPTIONS", "JAVA_OPTS", "JDK_JAVA_OPTIONS"),
                 serving=False),
     Recognition("uvicorn-gunicorn images", "python_web",
