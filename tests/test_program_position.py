@@ -326,7 +326,7 @@ def test_monitoring_reads_the_engine_in_program_position(data, engine):
     assert (found and found.engine) == engine
 
 
-# -- recognised in program position wherever it is: java ----------------------------------
+# -- recognised in program position wherever it is: java, `python -um llama_cpp.server` ---
 
 PROGRAM_POSITION = {
     "exec java in a script": (_sh("cd /app && exec java -jar /app.jar"), ["JVM"]),
@@ -336,6 +336,15 @@ PROGRAM_POSITION = {
     "java": ({"command": ["java", "-jar", "a.jar"]}, ["JVM"]),
     "pgrep -f java": ({"command": ["pgrep", "-f", "java"]}, []),
     "echo java": (_sh("echo java; exec python app.py"), []),
+    "python -um": ({"command": ["python3", "-um", "llama_cpp.server", "--model", "m"]},
+                   ["llama-cpp-python server"]),
+    "python -X dev -m": ({"command": ["python3", "-X", "dev", "-m", "llama_cpp.server"]},
+                         ["llama-cpp-python server"]),
+    "uv run --module": ({"command": ["uv", "run", "--module", "llama_cpp.server"]},
+                        ["llama-cpp-python server"]),
+    "echo python -m": (_sh("echo python -m llama_cpp.server; exec python app.py"), []),
+    "a script's target": ({"command": ["python3", "/app/bench.py", "--target",
+                                       "llama_cpp.server"]}, []),
 }
 
 
@@ -357,9 +366,12 @@ def _tuned(data: dict) -> tuple:
 @pytest.mark.parametrize("data,same,mark", [
     (_sh("exec java -jar /app.jar"), {"command": ["java", "-jar", "/app.jar"]},
      "-XX:ActiveProcessorCount=4 not added"),
+    ({"command": ["python3", "-um", "llama_cpp.server", "--n_threads", "8"]},
+     {"command": ["python3", "-u", "-m", "llama_cpp.server", "--n_threads", "8"]},
+     "N_THREADS_BATCH"),
 ])
 def test_tuned_as_the_program_run_directly(data, same, mark):
-    """The program in program position through a script is tuned
+    """The program in program position through a script or combined flags is tuned
     as the same program run directly: the same env, the same warnings (`mark` among them:
     the engine's own)."""
     got = _tuned(data)

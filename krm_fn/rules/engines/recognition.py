@@ -138,8 +138,10 @@ TABLE: tuple[Recognition, ...] = (
     Recognition("llama-cpp-python server", "llama_cpp_python",
                 images=(_p(r"(^|/)abetlen/llama-cpp-python(:|@|$)",
                            "abetlen/llama-cpp-python"),),
-                # `python -m llama_cpp.server`, or its app factory run by uvicorn
-                commands=(_p(r"(^|\s)-m\s+llama_cpp\.server(\s|$)", "llama_cpp.server"),
+                # `python -m llama_cpp.server` (the module in program position whatever
+                # comes before it: `python -um`, `-X dev -m`, `uv run --module`), or its app
+                # factory run by uvicorn
+                commands=(_p(r"(^|\s)llama_cpp\.server(\s|$)", "llama_cpp.server"),
                           _p(r"(^|[\s=])llama_cpp\.server\.app:create_app(\s|$)",
                              "llama_cpp.server.app:create_app"))),
     Recognition("Ollama", "ollama",
