@@ -326,7 +326,11 @@ def test_monitoring_reads_the_engine_in_program_position(data, engine):
     assert (found and found.engine) == engine
 
 
-# -- recognised in program position wherever it is: java, `python -um llama_cpp.server` ---
+# -- in program position wherever it is: java, `python -um`, `sh -c 'exec "$@"' NAME ARGS` --
+
+def _run_args(script: str, name: str, *args: str) -> dict:
+    return {"command": ["sh", "-c", script, name, *args]}
+
 
 PROGRAM_POSITION = {
     "exec java in a script": (_sh("cd /app && exec java -jar /app.jar"), ["JVM"]),
@@ -345,12 +349,30 @@ PROGRAM_POSITION = {
     "echo python -m": (_sh("echo python -m llama_cpp.server; exec python app.py"), []),
     "a script's target": ({"command": ["python3", "/app/bench.py", "--target",
                                        "llama_cpp.server"]}, []),
+    'exec "$@" --': ({"command": ["sh", "-c", 'exec "$@"', "--"],
+                      "args": ["llama-server", "--threads", "4"]}, ["llama.cpp"]),
+    'exec "${@}" NAME': (_run_args('set -e; exec "${@}"', "bash", "numactl", "-C", "0-3",
+                                   "vllm", "serve", "m"), ["vLLM CPU"]),
+    '"$@" alone': (_run_args('"$@"', "sh", "ollama", "serve"), ["Ollama"]),
+    'tini -- sh -c exec "$@"': ({"command": ["tini", "--", "sh", "-c", 'exec "$@"', "x",
+                                             "tritonserver"]}, ["Triton"]),
+    'echo "$@"': (_run_args('echo "$@"', "--", "llama-server"), []),
+    "the $0 slot only": (_run_args('exec "$@"', "llama-server"), []),
+    'exec "$@" of an option': (_run_args('exec "$@"', "--", "--procnames", "llama-server"), []),
 }
 
 
 @pytest.mark.parametrize("data,names", PROGRAM_POSITION.values(), ids=PROGRAM_POSITION.keys())
 def test_recognised_in_program_position(data, names):
     assert [e.name for e in engines.detect(_view(data, ("spec", "containers", 0)))] == names
+
+
+def test_the_positional_args_of_a_script_are_its_programs():
+    assert _positioned(_run_args('exec "$@"', "--", "numactl", "-C", "0", "llama-server")) == [
+        "exec", "$@", "numactl", "llama-server"]
+    assert _positioned(_run_args('echo "$@"', "--", "llama-server")) == ["echo"]
+    assert _own(_run_args('exec "$@"', "--", "gunicorn", "-w", "2", "a:b"), ("gunicorn",)) == [
+        "gunicorn", "-w", "2", "a:b"]
 
 
 def _tuned(data: dict) -> tuple:
@@ -369,9 +391,11 @@ def _tuned(data: dict) -> tuple:
     ({"command": ["python3", "-um", "llama_cpp.server", "--n_threads", "8"]},
      {"command": ["python3", "-u", "-m", "llama_cpp.server", "--n_threads", "8"]},
      "N_THREADS_BATCH"),
+    ({"command": ["sh", "-c", 'exec "$@"', "--"], "args": ["llama-server", "-t", "8"]},
+     {"command": ["llama-server", "-t", "8"]}, "llama.cpp -t 8 asks for more threads"),
 ])
 def test_tuned_as_the_program_run_directly(data, same, mark):
-    """The program in program position through a script or combined flags is tuned
+    """The program in program position through a script, combined flags or "$@" is tuned
     as the same program run directly: the same env, the same warnings (`mark` among them:
     the engine's own)."""
     got = _tuned(data)

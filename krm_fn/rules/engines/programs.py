@@ -11,7 +11,10 @@ http://llama-server:8080/health`, `until nc -z vllm 8000`) is not taken for it.
   each simple command runs: after an operator (`;`, `&&`, `||`, `|`, `&`, a new line, `(`,
   `$(`), a reserved word (`if`, `then`, `do`, `!`, `{`, ...) and `NAME=value` assignments
   (POSIX Shell Command Language 2.9.1 Simple Commands, 2.4 Reserved Words:
-  https://pubs.opengroup.org/onlinepubs/9799919799/utilities/V3_chap02.html).
+  https://pubs.opengroup.org/onlinepubs/9799919799/utilities/V3_chap02.html). A script
+  whose program is "$@" runs its positional parameters: in `sh -c SCRIPT NAME ARGS...`
+  NAME is $0 and ARGS the command line it runs (2.5.2 Special Parameters; `sh -c 'exec
+  "$@"' -- llama-server`).
 - A wrapper that runs another program (`WRAPPERS`: `exec`, `env`, `nohup`, `numactl`,
   `taskset`, `tini --`, `dumb-init`, `python -m module` or a script, `uvicorn module:app`,
   `torchrun`, `deepspeed`, `accelerate launch`, the Intel Xeon launcher, ...) passes
@@ -125,6 +128,12 @@ _RESERVED = frozenset(("!", "{", "}", "if", "then", "else", "elif", "fi", "do", 
 _HEADERS = frozenset(("for", "case", "select"))
 
 
+# a script's word that runs its positional parameters, the words after the script and the
+# $0 slot (`sh -c 'exec "$@"' NAME ARGS...`: "$@" expands to ARGS; POSIX sh: `sh -c
+# command_string [command_name [argument...]]`, Special Parameters 2.5.2)
+POSITIONAL = ("$@", "${@}")
+
+
 # an image's entrypoint script (`/docker-entrypoint.sh`, `/usr/local/bin/entrypoint`) that
 # ends in `exec "$@"`, the convention of Docker's official images
 # (https://docs.docker.com/build/building/best-practices/#entrypoint): the args' first
@@ -151,7 +160,9 @@ def runs(word: str) -> Runs | None:
 def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
     """The (start, end) offsets, in cmdline.text(toks), of the words (or parts of a script's
     word, `(cd` or `a;exec`) in program position (module docstring), in order. A shell a
-    wrapper runs (`tini -- sh -c SCRIPT`) runs its script as one the command runs does."""
+    wrapper runs (`tini -- sh -c SCRIPT`) runs its script as one the command runs does; a
+    script that runs "$@" in program position (POSITIONAL) runs the words after its $0
+    slot as a command line of their own (`sh -c 'exec "$@"' -- llama-server`)."""
     offsets, at = [], 0
     for t in toks:
         offsets.append(at)
@@ -165,12 +176,19 @@ def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
             if toks[start].text == "--" and start + 1 < len(toks):
                 start += 1              # `bash -lc -- SCRIPT`: the script follows `--`
             path = toks[start].path
-            pieces = [p for i in range(start, len(toks)) if toks[i].path == path
-                      for p in _pieces(toks[i].text, offsets[i])]
+            end = start
+            while end < len(toks) and toks[end].path == path:
+                end += 1                # the script's words: those of its entry
+            pieces = [p for i in range(start, end) for p in _pieces(toks[i].text, offsets[i])]
+            positional = False
             for command in _commands(pieces):
-                out.extend((at, at + len(w)) for w, at in (command[i] for i in
-                                                            _programs(command)))
-            break
+                for w, at in (command[i] for i in _programs(command)):
+                    out.append((at, at + len(w)))
+                    positional = positional or w in POSITIONAL
+            if not positional:
+                break
+            first = end + 1             # `sh -c SCRIPT NAME ARGS`: "$@" runs ARGS ($0 is NAME)
+            continue
         found = [first + i for i in _programs([(t.text, 0) for t in toks[first:]])]
         out.extend((offsets[i], offsets[i] + len(toks[i].text)) for i in found)
         if len(found) < 2 or toks[found[-1]].text.rsplit("/", 1)[-1] not in SHELLS:
