@@ -376,7 +376,8 @@ def test_the_positional_args_of_a_script_are_its_programs():
 
 
 def _tuned(data: dict) -> tuple:
-    """(the env, the warnings) of a pinned container (4 CPUs, image `app:1`) of `data`."""
+    """(the env, the warnings) of a pinned container (4 CPUs, image `app:1` unless `data`
+    names one) of `data`."""
     c = {"name": "api", "image": "app:1", "resources": res(), **data}
     p = run_fn([], pod_list(c))
     assert p.returncode == 0, p.stderr
@@ -401,3 +402,22 @@ def test_tuned_as_the_program_run_directly(data, same, mark):
     got = _tuned(data)
     assert got == _tuned(same)
     assert mark in repr(got)
+
+
+@pytest.mark.parametrize("command,warned", [
+    (["sh", "-c", "echo java -XX:ActiveProcessorCount=16 && exec java -jar /app.jar"], False),
+    (["sh", "-c", "pgrep -f java -XX:ActiveProcessorCount=16 || exec java -jar /a.jar"],
+     False),
+    (["sh", "-c", "echo starting; exec java -XX:ActiveProcessorCount=16 -jar /app.jar"], True),
+    (["tini", "--", "java", "-XX:ActiveProcessorCount=16", "-jar", "/app.jar"], True),
+    # no java in program position: the image's entrypoint may run it with these words
+    (["/app/start.sh", "-XX:ActiveProcessorCount=16"], True),
+])
+def test_the_jvm_options_are_those_of_a_java_in_program_position(command, warned):
+    env, warnings = _tuned({"image": "eclipse-temurin:21-jre", "command": command})
+    assert {e["name"]: e["value"] for e in env}["JAVA_TOOL_OPTIONS"] == \
+        "-XX:ActiveProcessorCount=4"
+    assert [m for m in warnings if "ActiveProcessorCount=16 in the command line" in m] == ([
+        "container 'api': -XX:ActiveProcessorCount=16 in the command line comes after "
+        "JAVA_TOOL_OPTIONS on the JVM command line and wins; set it to 4 or remove it"]
+        if warned else [])

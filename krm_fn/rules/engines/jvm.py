@@ -24,7 +24,7 @@ from krm_fn import numbers
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import INFO, WARNING
 from krm_fn.rules.cmdline import count_text, env_entry, tokens
-from krm_fn.rules.engines import recognition
+from krm_fn.rules.engines import programs, recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for
 from krm_fn.rules.envvars import add_env
 
@@ -137,12 +137,13 @@ _WITH_VALUE = frozenset(("-cp", "-classpath", "--class-path", "-p", "--module-pa
 
 def jvm_options(toks: list) -> list:
     """The words of `toks` that a java launcher reads as its own options: after each `java`
-    word (a path ending in /java too; a script may run java more than once) up to the
-    main class, `-jar <file>` or `-m`/`--module <module>` (java -help: what follows them is
-    the application's arguments); an `@argfile` word is kept in place (the launcher
-    expands it there and reads on). All of `toks` when no word runs java (the image's
+    word in program position (engines/programs.py: not `echo java ...`; a path ending in
+    /java too; a script may run java more than once) up to the main class, `-jar <file>`
+    or `-m`/`--module <module>` (java -help: what follows them is the application's
+    arguments); an `@argfile` word is kept in place (the launcher expands it there and
+    reads on). All of `toks` when no word in program position runs java (the image's
     entrypoint does, and which of the words are its options is not known)."""
-    starts = [i for i, t in enumerate(toks) if t.text.rsplit("/", 1)[-1] == "java"]
+    starts = programs.named(toks, ("java",))
     if not starts:
         return toks
     out = []

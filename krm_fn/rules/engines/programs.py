@@ -197,6 +197,18 @@ def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
     return tuple(sorted(set(out)))
 
 
+def named(toks: list[Token], names: tuple) -> list[int]:
+    """The indices in `toks` of the words in program position (spans) whose last path part
+    is one of `names` (`java`, `/opt/java/bin/java`), in order."""
+    starts = {start for start, _ in spans(toks)}
+    out, at = [], 0
+    for i, t in enumerate(toks):
+        if at in starts and t.text.rsplit("/", 1)[-1] in names:
+            out.append(i)
+        at += len(t.text) + 1
+    return out
+
+
 def _pieces(word: str, at: int) -> list[tuple[str, int]]:
     """A script's word (at offset `at`) as the shell reads it unquoted: `;`, `&&` and `||`
     inside it, a leading `(` or `$(` that it does not close and a trailing `)` that it did
