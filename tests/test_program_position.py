@@ -46,6 +46,12 @@ NAMES_ONLY = {
     "conda list": {"command": ["conda", "list", "llama-cpp-python"]},
     "an entrypoint's option": {"command": ["/entrypoint.sh"],
                                "args": ["--procnames", "llama-server"]},
+    "pgrep -f java": {"command": ["pgrep", "-f", "java"]},
+    "echo python -um": _sh("echo python -um llama_cpp.server"),
+    'echo "$@"': {"command": ["sh", "-c", 'echo "$@"', "--", "llama-server"]},
+    'exec "$@" with llama-server as $0': {"command": ["sh", "-c", 'exec "$@"', "llama-server"]},
+    "echo gunicorn -w, torchrun": _sh("echo gunicorn -w 4 torchrun --nproc-per-node 2"),
+    "pgrep text-generation-launcher": {"command": ["pgrep", "text-generation-launcher"]},
 }
 
 
@@ -181,6 +187,17 @@ def test_the_words_in_program_position():
 
 
 # -- a program's own command (cmdline.own_command): from the program in program position
+
+@pytest.mark.parametrize("named", [
+    "echo gunicorn -w 4", "echo hypercorn -w 2", "echo torchrun --nproc-per-node 4",
+    "echo python -m torch.distributed.run --nproc-per-node=2", "echo java -XX:+UseG1GC",
+])
+def test_a_script_naming_a_server_is_tuned_as_one_naming_none(named):
+    """Exactly: the same env and warnings as the same script echoing something else."""
+    script = named + "; exec python app.py"
+    assert _pinned(_sh(script)) == _pinned(_sh("echo hello; exec python app.py"))
+    assert _tuned(_sh(script)) == _tuned(_sh("echo hello; exec python app.py"))
+
 
 def _own(data: dict, names: tuple) -> list[str]:
     toks = tokens(_view(data))
