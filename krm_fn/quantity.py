@@ -17,7 +17,9 @@ nanocores (int) and memory in bytes (int; `Quantity.whole`, exact for parse_memo
 refuses fractions of a byte); nothing is ever a float or a rational. Kubernetes silently
 rounds values finer than 1n up and caps values above 2^63-1; krm-fn refuses both for cpu and
 memory instead, because a manifest that relies on that rounding is almost always a typo
-(`0.0001m`, `1e400`).
+(`1e-10`, `1e400`). A cpu amount finer than 1m (`3999999999n`) is read exactly, as the API
+server keeps it and compares it (Quantity.Cmp, Equal); the kubelet and the scheduler see it
+rounded up to 1m (Quantity.MilliValue): `milli_ceil`, `kubelet_cpus`.
 """
 from __future__ import annotations
 
@@ -28,7 +30,8 @@ from collections import namedtuple
 from krm_fn.matching import DIGITS, digits, only, span
 
 __all__ = ["NANO", "MILLI", "Quantity", "QuantityError", "ceil_div", "trunc_div", "ratio", "parse",
-           "parse_cpu", "parse_memory", "format_cpu", "format_decimal_si",
+           "parse_cpu", "parse_milli_cpu", "parse_memory", "milli_ceil", "kubelet_cpus",
+           "format_cpu", "format_decimal_si",
            "format_binary_si", "format_bytes", "format_cpu_rounded", "format_like"]
 
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -41,6 +44,25 @@ _SUFFIX_CHARS = "eEinumkKMGTP"
 _MAX = 2 ** 63 - 1
 NANO = 10 ** 9      # nano-units in one unit: a cpu amount in nanocores is cores * NANO
 MILLI = NANO // 1000    # nano-units in one thousandth (1m): nanocores in a millicore
+
+
+def milli_ceil(nanos: int) -> int:
+    """`nanos` nano-units (int >= 0) rounded up to a whole thousandth (1m), in nano-units: the
+    amount Quantity.MilliValue() gives (ceil(q * 1000); k8s.io/apimachinery/pkg/api/resource/
+    quantity.go ScaledValue), which the scheduler's and the kubelet's cpu sums read
+    (pkg/scheduler/framework/types.go Resource.Add: MilliCPU += MilliValue()).
+    3999999999 -> 4000000000."""
+    return -(-nanos // MILLI) * MILLI
+
+
+def kubelet_cpus(nanos: int) -> int:
+    """The exclusive CPUs the static CPU Manager gives a Guaranteed container whose cpu
+    request is `nanos` nanocores (int >= 0): Value() (rounded up) when Value()*1000 ==
+    MilliValue() (rounded up), else 0 (pkg/kubelet/cm/cpumanager/policy_static.go
+    isIntegralCPUAmount, guaranteedCPUs). 3999999999 -> 4 (4, 4000m); 1500000001 -> 0 (2,
+    1501m); 4 * NANO -> 4."""
+    whole = -(-nanos // NANO)
+    return whole if whole * 1000 == -(-nanos // MILLI) else 0
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -96,9 +118,12 @@ class Quantity(namedtuple("Quantity", "nanos fmt text")):
 
     @property
     def is_integer(self) -> bool:
-        """True when the value is a whole number: the static CPU Manager's test
-        (`value*1000 == milliValue`, policy_static.go) for exclusive CPUs."""
-        return self.nanos % NANO == 0
+        """True when the value is a whole number as the kubelet and the API server test it,
+        at milli scale (`Value()*1000 == MilliValue()`, both rounded up): the static CPU
+        Manager's isIntegralCPUAmount (pkg/kubelet/cm/cpumanager/policy_static.go) and
+        validation.go's integer check of an extended resource. `3999999999n` is one (4, 4000m);
+        `1500000001n` is not (2, 1501m)."""
+        return kubelet_cpus(self.nanos) > 0 or self.nanos == 0
 
     def __str__(self) -> str:
         return self.text
@@ -276,13 +301,9 @@ def format_cpu_rounded(nanocores: int) -> str:
 
 @functools.lru_cache(maxsize=4096)
 def format_cpu(nanocores: int) -> str:
-    """Canonical CPU string of `nanocores` (int): whole cores as "4", fractions as
-    millicores "500m".
-
-    Raises QuantityError if `nanocores` is finer than 1m (Kubernetes CPU granularity).
-    """
-    if nanocores % MILLI:
-        raise QuantityError(f"{nanocores / NANO} cores is finer than 1m")
+    """Canonical CPU string of `nanocores` (int), as the API server writes it (DecimalSI,
+    quantity.go CanonicalizeBytes): whole cores as "4", fractions as millicores "500m", an
+    amount finer than 1m in micro- or nanocores ("3999999999n")."""
     return format_decimal_si(nanocores)
 
 
@@ -303,14 +324,22 @@ def _text_of(text: object) -> str:
 
 
 def parse_cpu(text: object) -> Quantity:
-    """Parse a cpu quantity (`nanos`: nanocores). Raises QuantityError also when the value
-    is finer than 1m, the CPU granularity Kubernetes keeps (it would round `0.0001m` up to
+    """Parse a cpu quantity of a Kubernetes object (`nanos`: nanocores, exact; an amount
+    finer than 1m such as `3999999999n` is kept as the API server keeps it). Raises
+    QuantityError as parse() does."""
+    return _parse(_text_of(text))
+
+
+def parse_milli_cpu(text: object) -> Quantity:
+    """Parse a cpu quantity of krm-fn's own configuration (`nanos`: nanocores). Raises
+    QuantityError also when the value is finer than 1m: a CPU amount krm-fn is told to write
+    or reserve is kept to the millicores the kubelet counts (it would round `0.0001m` up to
     `1m`)."""
-    return _parse_cpu(_text_of(text))
+    return _parse_milli_cpu(_text_of(text))
 
 
 @functools.lru_cache(maxsize=4096)
-def _parse_cpu(s: str) -> Quantity:
+def _parse_milli_cpu(s: str) -> Quantity:
     q = _parse(s)
     if q.nanos % MILLI:
         raise QuantityError(f"{q.text!r} is finer than 1m, the smallest CPU unit; "

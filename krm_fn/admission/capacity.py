@@ -43,7 +43,9 @@ def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
     container plus the sidecars started before it, app containers plus sidecars), KEP-753);
     with `PodLevelResources` on and pod-level requests set, the pod-level amount replaces it
     for cpu, memory and hugepages (applyPodLevelResources); the RuntimeClass's pod overhead
-    is added (KEP-688, https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/)."""
+    is added (KEP-688, https://kubernetes.io/docs/concepts/scheduling-eviction/pod-overhead/).
+    The cpu total is rounded up to 1m, as the scheduler and the kubelet read it
+    (pkg/scheduler/framework/types.go Resource.Add: MilliValue())."""
     names = {"cpu", "memory"}
     for c in pod.containers:
         names.update(c.requests)
@@ -55,6 +57,7 @@ def pod_requests(pod: AdmittedPod, node: NodeModel) -> dict:
     for r, v in (pod.overhead or {}).items():
         out[r] = out.get(r, 0) + v
     out["memory"] = int(out["memory"])
+    out["cpu"] = quantity.milli_ceil(out["cpu"])    # Resource.Add: MilliCPU += MilliValue()
     return out
 
 
@@ -168,9 +171,9 @@ def each_cpu(pod: AdmittedPod, node: NodeModel, req: int, qos: str) -> str:
     """The cpu one replica takes from allocatable, `req` (nanocores), for a message: `4 + 50m`
     when the regular and sidecar containers (and the pod overhead) make it up and part of
     it is exclusive (4 exclusive CPUs; 50m in the shared pool or overhead), else `req`
-    alone (`4050m`, `4`)."""
-    apps = sum(c.requests.get("cpu", 0) for c in pod.containers if c.role != INIT) \
-        + (pod.overhead or {}).get("cpu", 0)
+    alone (`4050m`, `4`). `req` is rounded up to 1m (pod_requests), so is the sum."""
+    apps = quantity.milli_ceil(sum(c.requests.get("cpu", 0) for c in pod.containers
+                                   if c.role != INIT) + (pod.overhead or {}).get("cpu", 0))
     pinned = {n for n, _ in exclusive_requests(pod, node, qos)}
     excl = sum(c.requests.get("cpu", 0) for c in pod.containers
                if c.role != INIT and c.name in pinned)

@@ -110,7 +110,7 @@ def _container_refusals(name, res: dict, at: str) -> list:
                 pass            # the resources rule reports a negative cpu or memory
             elif (found := amount_refusal(r, nanos, shown, f"{at}.{part}")) is not None:
                 said.append(found)
-            elif extended(r) and nanos % NANO:
+            elif extended(r) and quantity.milli_ceil(nanos) % NANO:     # MilliValue()%1000
                 said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{shown}\": must be an "
                              f"integer", f"an extended resource is counted in whole units: "
                              f"request a whole number of {r}"))

@@ -46,7 +46,7 @@ from __future__ import annotations
 from itertools import combinations
 
 from krm_fn import quantity
-from krm_fn.quantity import MILLI, NANO, ceil_div
+from krm_fn.quantity import MILLI, NANO, ceil_div, kubelet_cpus
 
 from krm_fn.admission import wide
 from krm_fn.admission.cpu_assignment import AssignmentError, CPUTopology
@@ -87,13 +87,14 @@ def skips_pod_level(pod: AdmittedPod, node: NodeModel) -> bool:
 
 def guaranteed_cpus(container: Container, qos: str) -> int:
     """Exclusive CPUs `container` asks for (policy_static.go guaranteedCPUs): its cpu
-    request when the pod is Guaranteed and the request is a whole number, else 0."""
+    request rounded up (Value()) when the pod is Guaranteed and the request is a whole number
+    at milli scale (isIntegralCPUAmount: `3999999999n` is 4), else 0."""
     if qos != GUARANTEED:
         return 0
     cpu = container.requests.get("cpu")
-    if cpu is None or cpu <= 0 or cpu % NANO:
+    if cpu is None or cpu <= 0:
         return 0
-    return cpu // NANO
+    return kubelet_cpus(cpu)
 
 
 def peak(values: list[tuple[str, int]]) -> int:

@@ -186,11 +186,11 @@ def _refusal(pod: AdmittedPod, node: NodeModel, adm) -> Finding:
         fix = (f"request a multiple of {node.threads_per_core} CPUs that whole free cores "
                f"can hold")
         if c is not None and not c.designated:
-            cpu = c.requests.get("cpu", 0)
+            cpu = quantity.kubelet_cpus(c.requests.get("cpu", 0))
             added = "" if c.source == "manifest" else f", added by {c.source}"
             fix = (f"{where} is not one krm-fn pins{added}: give it a fractional cpu with "
-                   f"requests == limits (e.g. {cpu // NANO * 1000 - 100}m instead of "
-                   f"{cpu // NANO}) so it runs in the shared pool, or {fix}")
+                   f"requests == limits (e.g. {cpu * 1000 - 100}m instead of "
+                   f"{cpu}) so it runs in the shared pool, or {fix}")
         return Finding(ERROR, f"{where} fails with SMTAlignmentError on pool {node.pool!r} "
                        f"(full-pcpus-only): {adm.message}; {fix} "
                        f"({cpumanager.STATIC_SRC} Allocate; {cpumanager.DOCS})",

@@ -8,7 +8,7 @@ from __future__ import annotations
 from krm_fn.admission import cpumanager, topology
 from krm_fn.admission.model import ERROR, WARNING, AdmittedPod, Finding, NodeModel
 from krm_fn.admission.qos import GUARANTEED, gate, pod_level_set
-from krm_fn.quantity import NANO
+from krm_fn.quantity import kubelet_cpus
 
 
 PLRM_SRC = ("KEP-5526, https://github.com/kubernetes/enhancements/tree/master/keps/sig-node/"
@@ -39,7 +39,7 @@ def findings(pod: AdmittedPod, node: NodeModel, qos: str) -> list:
         return []
     pinned = [c.name for c in pod.containers if c.designated]
     cpu = (pod.pod_requests or {}).get("cpu")
-    total = cpu // NANO if qos == GUARANTEED and cpu and cpu % NANO == 0 else 0
+    total = kubelet_cpus(cpu) if qos == GUARANTEED and cpu and cpu > 0 else 0
     if not total:
         if not pinned:
             return []

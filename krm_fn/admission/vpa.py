@@ -37,7 +37,6 @@ from __future__ import annotations
 
 from krm_fn import quantity
 from krm_fn.admission.model import APP, ERROR, AdmittedPod, Finding
-from krm_fn.quantity import NANO
 
 TAG = "vertical-pod-autoscaler/v1.7.1"
 SOURCE = (f"https://github.com/kubernetes/autoscaler/tree/{TAG}/vertical-pod-autoscaler/pkg/"
@@ -162,7 +161,7 @@ def _exclusive(container) -> bool:
     if container.designated:
         return True
     cpu = container.requests.get("cpu")
-    return cpu is not None and cpu > 0 and cpu % NANO == 0
+    return cpu is not None and cpu > 0 and quantity.kubelet_cpus(cpu) > 0
 
 
 def _fix(c, broken: tuple, moved: bool) -> str:

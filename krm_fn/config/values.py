@@ -144,7 +144,7 @@ def parse_quantity(s: str, kind: str, path: str) -> quantity.Quantity:
                                 f"{MAX_QUANTITY_TEXT} characters")
     try:
         if kind == "cpu":
-            return quantity.parse_cpu(s)
+            return quantity.parse_milli_cpu(s)
         q = quantity.parse_memory(s)
     except ValueError as e:  # QuantityError, or int() refusing a huge digit string
         if kind == "count" and "whole number of bytes" in str(e):

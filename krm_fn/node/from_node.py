@@ -99,7 +99,7 @@ def _memory(text: Any, path: str) -> int:
 
 def _count(text: Any, path: str) -> int:
     try:
-        q = quantity.parse_cpu(text)
+        q = quantity.parse_milli_cpu(text)
     except ValueError as e:
         raise SourceError(path, f"{text!r} is not a CPU count: {e}") from None
     if not q.is_integer or q.nanos < quantity.NANO:

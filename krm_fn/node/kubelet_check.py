@@ -441,7 +441,7 @@ def _reservations(config: dict, version, node_memory: int | None,
         # memory is memory / scale bytes exactly: a percentage of the node's memory need not
         # be whole bytes
         memory, scale = _reserved_amount(config, "memory", quantity.parse_memory) // NANO, 1
-        cpu = _reserved_amount(config, "cpu", quantity.parse_cpu)       # nanocores
+        cpu = _reserved_amount(config, "cpu", quantity.parse_milli_cpu)       # nanocores
         hard = config.get("evictionHard") if isinstance(config.get("evictionHard"),
                                                         dict) else {}
         evict = hard.get("memory.available")

@@ -166,7 +166,7 @@ def check_dropped_cpu(k, reserved: list[int], opts: dict, kubelet: dict, res) ->
     dropped = {n: str(v["cpu"]) for n in RESERVATIONS
                for v in [getattr(k, n) or {}] if "cpu" in v}
     if dropped and reserved:
-        asked = sum(quantity.parse_cpu(v).nanos for v in dropped.values())    # nanocores
+        asked = sum(quantity.parse_milli_cpu(v).nanos for v in dropped.values())    # nanocores
         if asked != len(reserved) * quantity.NANO:
             terms = " + ".join(f"{n}.cpu {v}" for n, v in dropped.items())
             strict = opts.get("strict-cpu-reservation") == "true"

@@ -135,16 +135,16 @@ def _equalize(key: str, raw: str, conf: dict, cfg, t: int):
         value = big.nanos           # nano-units (nanocores for cpu)
         new = quantity.format_cpu(value) if res == "cpu" else big.text
         note = ""
-        if res == "cpu" and value % NANO == 0:
+        if res == "cpu" and quantity.kubelet_cpus(value):
             if key == "storageInitializer":
                 ic = cfg.workloads.initContainerCpu
                 value, new = ic.nanos, ic.text
                 note = (f" (a whole-number cpu would give the init container exclusive "
                         f"CPUs, kubernetes/kubernetes#112228: spec.workloads."
                         f"initContainerCpu {ic.text} instead)")
-            elif value // NANO % t:
-                m = math.ceil(value // NANO / t) * t
-                note = (f" (raised from {value // NANO} to {m}: a whole-number cpu is pinned "
+            elif (n := quantity.kubelet_cpus(value)) % t:
+                m = math.ceil(n / t) * t
+                note = (f" (raised from {n} to {m}: a whole-number cpu is pinned "
                         f"by the kubelet, and with full-pcpus-only and {t} threads per "
                         f"core anything else fails the pod with SMTAlignmentError; set a "
                         f"fractional value such as 500m to keep it in the shared pool)")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections import namedtuple
 from types import SimpleNamespace
 
-from krm_fn.quantity import NANO
+from krm_fn.quantity import kubelet_cpus
 from krm_fn.rules import (canonical, cgroup, facts, injector_annotations, merged, openshift,
                           placement, platform_containers, podlevel, ray, resources,
                           serving_engines, threads)
@@ -136,6 +136,6 @@ def pinned_whole(pod, ctx: RuleContext) -> frozenset:
     for c in pod.containers:
         f = ctx.facts.get(c.path)
         if f is not None and f.cpu is not None and f.cpu.pinned and f.limit \
-                and f.limit % NANO == 0:
+                and kubelet_cpus(f.limit):
             out.add(c.name)
     return frozenset(out)

@@ -20,7 +20,7 @@ pinnedContainers named the containers to pin without it (then an info).
 """
 from __future__ import annotations
 
-from krm_fn.quantity import NANO
+from krm_fn.quantity import kubelet_cpus
 from krm_fn.results import ERROR, INFO, WARNING
 from krm_fn.rules import engines
 from krm_fn.workloads import model_names
@@ -98,7 +98,7 @@ def notes(pod, ctx) -> list:
         f = ctx.facts.get(c.path)
         plan = getattr(f, "cpu", None)
         if c.role == "init" or plan is None or not plan.shaped or plan.pinned \
-                or (f.limit is not None and f.limit % NANO == 0):
+                or (f.limit is not None and kubelet_cpus(f.limit)):
             continue            # pinned by krm-fn, or by the kubelet (a whole number)
         found = engines.serving_names(c)
         if not found:

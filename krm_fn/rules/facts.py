@@ -21,7 +21,7 @@ import math
 from collections import namedtuple
 
 from krm_fn import numbers, quantity
-from krm_fn.quantity import NANO, ceil_div
+from krm_fn.quantity import NANO, ceil_div, kubelet_cpus
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import ERROR, WARNING
 from krm_fn.rules import engines as serving
@@ -194,8 +194,9 @@ def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
 def _pinned_target(c: ContainerView, value: int, override: bool, ctx,
                    largest_app: int | None, notes: list):
     """The target of a pinned container (whole CPUs unless cpuRounding keeps it); `value`
-    in nanocores (int)."""
-    if value % NANO:
+    in nanocores (int): whole CPUs as the kubelet counts them (quantity.kubelet_cpus:
+    `3999999999n` is 4)."""
+    if not kubelet_cpus(value):
         mode = ctx.cfg.workloads.cpuRounding
         old = quantity.format_cpu(value)
         if mode == "keep":
@@ -214,7 +215,7 @@ def _pinned_target(c: ContainerView, value: int, override: bool, ctx,
                       f"container {c.name!r}: cpu {old} rounded {mode} to {n}: the static "
                       f"CPU Manager gives exclusive CPUs only to whole-number requests"))
     else:
-        n = value // NANO
+        n = kubelet_cpus(value)
     n = _smt(c, n, ctx, "the CPUs of a pinned container", notes, pinned=True)
     if _beyond_pool(c, n, ctx, "would need {n} exclusive CPUs", notes, pinned=True):
         return None
@@ -249,7 +250,7 @@ def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, not
     value, override = found
     if pinned:
         return _pinned_target(c, value, override, ctx, largest_app, notes)
-    if value % NANO == 0:
+    if kubelet_cpus(value):
         if c.role == "init":
             new = ctx.cfg.workloads.initContainerCpu
             return new.text, new.nanos, (
@@ -257,7 +258,7 @@ def cpu_target(c: ContainerView, pinned: bool, ctx, largest_app: int | None, not
                 "fail admission (kubernetes/kubernetes#112228); it runs in the shared pool "
                 "with spec.workloads.initContainerCpu instead — list it in "
                 "spec.workloads.pinnedContainers to pin it")
-        n = _smt(c, value // NANO, ctx, "a container that asks for whole CPUs (it is "
+        n = _smt(c, kubelet_cpus(value), ctx, "a container that asks for whole CPUs (it is "
                                      "pinned by the kubelet)", notes)
         if _beyond_pool(c, n, ctx, "asks for {n} whole CPUs", notes):
             return None
@@ -274,7 +275,7 @@ def cap_init(c: ContainerView, value: int, largest: int, ctx, notes: list):
     if value <= largest:
         return None
     old = quantity.format_cpu(value)
-    if largest % NANO:
+    if not kubelet_cpus(largest):
         new = largest
     else:
         ic = ctx.cfg.workloads.initContainerCpu.nanos
@@ -323,8 +324,8 @@ def plan_cpus(pod: PodView, ctx) -> dict:
             value = target[1]
             if c.role == "app":
                 largest_any = value if largest_any is None else max(largest_any, value)
-                if value % NANO == 0:
-                    largest_app = max(largest_app or 0, value // NANO)
+                if kubelet_cpus(value):
+                    largest_app = max(largest_app or 0, kubelet_cpus(value))
             elif c.role == "init" and not pinned and largest_any is not None:
                 target = cap_init(c, value, largest_any, ctx, notes) or target
         plans[c.path] = CpuPlan(tuple(notes), target, pinned)
@@ -357,9 +358,9 @@ def count_for(c: ContainerView, limit: int | None, cfg, pinned: bool,
     processes (Engine.reserve); the larger of it and threads.reservedCpus is taken off."""
     if limit is None or limit <= 0:
         return None
-    whole = limit % NANO == 0
+    whole = kubelet_cpus(limit) > 0
     if whole:
-        cpus = limit // NANO
+        cpus = kubelet_cpus(limit)
     elif pinned:
         cpus = max(1, limit // NANO)
     else:

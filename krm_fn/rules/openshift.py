@@ -35,7 +35,7 @@ hooks skip Burstable and BestEffort pods and containers with a fractional CPU
 from __future__ import annotations
 
 from krm_fn.pod import PodView
-from krm_fn.quantity import NANO
+from krm_fn.quantity import kubelet_cpus
 
 ID = "openshift"
 OPTIONS = ("nodePools.performanceProfile.runtimeClass",
@@ -73,7 +73,7 @@ def _pinned(ctx) -> bool:
     """At least one container of the pod gets exclusive CPUs: pinned by the resources rule,
     with a whole-number cpu limit once it has written (a kept fractional cpu is shared)."""
     return any(f.cpu is not None and f.cpu.pinned and f.limit is not None
-               and f.limit > 0 and f.limit % NANO == 0 for f in ctx.facts.values())
+               and f.limit > 0 and kubelet_cpus(f.limit) for f in ctx.facts.values())
 
 
 def apply(pod: PodView, ctx) -> None:

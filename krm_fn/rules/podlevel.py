@@ -153,7 +153,7 @@ def _block(value: int, ctx) -> tuple[int, str] | None:
     pool = getattr(ctx, "pool", None)
     mode = ctx.cfg.workloads.cpuRounding
     if pool is None or not pool.pins_pod_level or mode == "error" or (
-            mode == "keep" and value % NANO):
+            mode == "keep" and not quantity.kubelet_cpus(value)):
         return None     # kept as written: the verdict says why the pod is not pinned
     per = pool.threads_per_core if pool.full_pcpus_only else 1
     unit = NANO * per

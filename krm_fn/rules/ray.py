@@ -47,7 +47,7 @@ def _ray_cpus(pod: PodView, ctx) -> tuple[str, int] | None:
             limit = ctx.facts[c.path].limit
             if limit is None or limit <= 0:
                 return None
-            return c.name, limit // NANO if limit % NANO == 0 else max(1, limit // NANO)
+            return c.name, quantity.kubelet_cpus(limit) or max(1, limit // NANO)
     return None
 
 
@@ -69,7 +69,7 @@ def apply(pod: PodView, ctx) -> None:
         return
     have = (params or {}).get(KEY)
     limit = ctx.facts[pod.spec_path("containers", 0)].limit
-    has = (f"has {n} pinned CPUs" if limit % NANO == 0 else
+    has = (f"has {n} pinned CPUs" if quantity.kubelet_cpus(limit) else
            f"has a cpu limit of {quantity.format_cpu(limit)}, not a whole number, so it runs "
            f"in the shared pool, {n} CPUs of it counted")
     why = (f"the Ray container {name!r} {has}; Ray schedules "
@@ -124,7 +124,8 @@ def _autoscaler(pod: PodView) -> None:
             pod.warn(base, f"{where}: the autoscaler's cpu {raw} is a whole number; with "
                            f"requests != limits the head pod is Burstable, and as requests "
                            f"== limits the kubelet would pin the autoscaler; set both to a "
-                           f"fractional value such as {big.nanos // NANO * 1000 - 100}m "
+                           f"fractional value such as "
+                           f"{quantity.kubelet_cpus(big.nanos) * 1000 - 100}m "
                            f"({AUTOSCALER_SOURCE})")
             continue
         text = quantity.format_cpu(big.nanos) if r == "cpu" else str(raw)
