@@ -72,7 +72,8 @@ def _typed(text: str) -> Builder:
     `text`: YAML 1.2 core scalars (a plain scalar with an explicit `!!str` tag stays a
     string), with the number spellings other readers take otherwise refused
     (numbers.yaml_disagreement)."""
-    return Builder(typed=True, number_check=numbers.yaml_disagreement, text=text)
+    return Builder(typed=True, number_check=numbers.yaml_disagreement, text=text,
+                   tag_check=tag_refusal)
 
 
 def parse(text: str, require_resource_list: bool) -> Document:
@@ -92,7 +93,7 @@ def parse(text: str, require_resource_list: bool) -> Document:
                              "(run it through kustomize or kpt, or use `krm-fn run`)")
         raise InputError("input is not a ResourceList (kind: ResourceList, apiVersion: "
                          "config.kubernetes.io/v1); use `krm-fn run` for plain YAML")
-    builder = Builder(typed=False)
+    builder = Builder(typed=False, tag_check=tag_refusal)
     items = [builder.build(n, f"document {i + 1}", text) for i, n in enumerate(nodes)]
     return Document(text, "multidoc", items, [item_span(text, n) for n in nodes],
                     nodes=nodes, aliased=builder.aliased)
@@ -119,7 +120,7 @@ def _parse_resource_list(text: str, root) -> Document:
     items_key, items_node = fields["items"]
     doc = Document(text, "resourcelist", [], [], api_version=av, root=root,
                    flow=root.flow_style is True, items_key=items_key)
-    builder = Builder(typed=False)
+    builder = Builder(typed=False, tag_check=tag_refusal)
     if isinstance(items_node, yaml.ScalarNode) and is_null(items_node):
         doc.items_node = None
     elif not isinstance(items_node, yaml.SequenceNode):
@@ -249,6 +250,34 @@ def yaml_type(value: str, style: str | None, tag: str) -> str | None:
     if value in _YAML11_NULLS:
         return "null"
     return "number" if numbers.yaml11(value) is not None else "string"
+
+
+_GO_YAML = ("the API server's YAML reader (sigs.k8s.io/yaml, go-yaml resolve.go) refuses "
+            "it")
+
+
+def tag_refusal(value: str, tag: str) -> str | None:
+    """Why a scalar written `value` with the explicit standard tag `tag` (other than !!str)
+    cannot be read as written, or None: go-yaml v2 (sigs.k8s.io/yaml, what kubectl and the
+    API server read YAML with; resolve.go `resolve`) refuses a !!null, !!bool, !!int or
+    !!float whose value it reads as another type ("cannot decode !!str `foo` as a !!null";
+    a !!float takes an int), and reads !!binary (the decoded bytes) and !!timestamp (a time,
+    as JSON) as another string than written, which krm-fn cannot keep. A message for
+    InputError (the loader names the item, the field and the line)."""
+    short = "!!" + tag.rsplit(":", 1)[1]
+    shown = f"{short} {numbers.brief(value)}".rstrip()
+    if short in ("!!binary", "!!timestamp"):
+        return (f"{shown}: the API server's YAML reader (sigs.k8s.io/yaml) reads another "
+                f"string than written ({'the decoded bytes' if short == '!!binary' else 'a time'}"
+                f"); krm-fn cannot keep it: write the string it stands for, quoted")
+    got = yaml_type(value, None, "tag:yaml.org,2002:str")      # as go-yaml reads it untagged
+    number = numbers.yaml11(value) if got == "number" else None
+    read = {"string": "!!str", "boolean": "!!bool", "null": "!!null"}.get(
+        got, "!!int" if isinstance(number, int) else "!!float")
+    if read == short or (short == "!!float" and read == "!!int"):
+        return None
+    return (f"{shown}: {_GO_YAML}: \"cannot decode {read} `{numbers.brief(value)}` as a "
+            f"{short}\"; write a value of that type, or drop the tag")
 
 
 def has_path_annotations(doc: Document) -> bool:

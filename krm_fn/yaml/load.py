@@ -74,6 +74,8 @@ class InputError(ValueError):
 
 
 _NULL = {"", "~", "null", "Null", "NULL"}
+_STR_TAG = "tag:yaml.org,2002:str"      # what the loader gives an untagged node too
+_NULL_TAG = "tag:yaml.org,2002:null"
 _BOOL = {"true": True, "True": True, "TRUE": True, "false": False, "False": False,
          "FALSE": False}
 _PLAIN_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "float", "str",
@@ -110,6 +112,13 @@ def _str_tagged(text: str, node) -> bool:
         words[0][:1] == "&" and len(words) > 1 and words[1][:1] == "!"))
 
 
+def _property_before(node) -> bool:
+    """Whether the plain scalar `node`, whose value reads as null untagged (`null`, `~`,
+    empty: one line, nothing escaped), is written with a property before it (`!!str null`,
+    `! ~`, `&a null`): its text is longer than its value."""
+    return node.end_mark.index - node.start_mark.index != len(node.value)
+
+
 class WrittenInt(int):
     """An int YAML 1.2 reads from a plain scalar that str() does not write back (`07`,
     `0x0A`, `+5`): `text` is the scalar as written, for a reader that wants text (a label
@@ -130,10 +139,14 @@ class Builder:
     could not resolve it); `aliased` holds the indices (call numbers, from 0) of the items
     that use an alias inside themselves. `expanded` is the count of nodes so far."""
 
-    def __init__(self, typed: bool = False, number_check=None, text: str | None = None):
+    def __init__(self, typed: bool = False, number_check=None, text: str | None = None,
+                 tag_check=None):
         self.typed = typed
         self.text = text        # the text the nodes come from: explicit tags are seen in it
         self.number_check = number_check
+        # (value, tag) -> why a scalar with that explicit standard tag (other than !!str)
+        # cannot be read, or None: the caller's judgement (resourcelist.tag_refusal)
+        self.tag_check = tag_check
         self.expanded = 0
         self.memo: dict[int, object] = {}
         self.size: dict[int, int] = {}
@@ -149,6 +162,8 @@ class Builder:
         paths; anything the fast path would refuse is built again by the full builder for
         the exact message. Raises InputError."""
         self.item += 1
+        if text is not None:
+            self.text = text
         if text is None or self.typed or not _alias_free(text, node):
             return self._build(node, where)
         count = [0]
@@ -163,10 +178,18 @@ class Builder:
         """A scalar node's value: None for null, a string, or with `typed` the YAML 1.2
         core bool/int/float of a plain scalar. Raises InputError for an integer literal of
         more than MAX_INT_DIGITS digits, and for a number spelling `number_check` refuses
-        (`_check_number`)."""
+        (`_check_number`), and for an explicit tag `tag_check` refuses. A plain scalar
+        explicitly tagged `!!str` (or `!`) is the string written, `!!str null` too."""
         v = node.value
-        plain = not node.style and node.tag in _PLAIN_TAGS
-        if node.tag == "tag:yaml.org,2002:null" or (plain and v in _NULL):
+        tag = node.tag
+        if tag != _STR_TAG and self.tag_check is not None and tag in _SCALAR_ONLY_TAGS:
+            why = self.tag_check(v, tag)
+            if why:
+                raise InputError(f"{where} (line {_line(node)}): {why}")
+        plain = not node.style and tag in _PLAIN_TAGS
+        if tag == _NULL_TAG or (plain and v in _NULL and not (
+                tag == _STR_TAG and _property_before(node)
+                and (self.text is None or _str_tagged(self.text, node)))):
             return None
         if not self.typed or not plain or (self.text is not None and _str_tagged(self.text,
                                                                                node)):
@@ -270,8 +293,6 @@ class _Refused(Exception):
     """The fast path met something only the full builder reports (with the field path)."""
 
 
-_NULL_TAG = "tag:yaml.org,2002:null"
-_MERGE_TAG = "tag:yaml.org,2002:merge"
 
 
 def _line(node) -> str:
@@ -281,17 +302,20 @@ def _line(node) -> str:
 
 
 def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
-                 _seq=yaml.SequenceNode, _null=_NULL, _plain=_PLAIN_TAGS):
+                 _seq=yaml.SequenceNode, _null=_NULL):
     """Builder(typed=False)._build for a node graph without aliases: the same plain data
     (scalars as strings, null as None), its nodes added to count[0]; raises _Refused where
-    build raises InputError."""
+    build raises InputError, and for a scalar with an explicit tag other than !!str (the
+    full builder judges it). With no anchor in the text, a plain null spelling with a
+    property before it is explicitly tagged !!str (or !): a string."""
     if depth > MAX_DEPTH:
         raise _Refused
     count[0] += 1
     cls = node.__class__
     if cls is _scalar:
-        tag = node.tag
-        if tag == _NULL_TAG or (not node.style and node.value in _null and tag in _plain):
+        if node.tag != _STR_TAG:
+            raise _Refused
+        if not node.style and node.value in _null and not _property_before(node):
             return None
         return node.value
     if node.tag in _SCALAR_ONLY_TAGS:
@@ -303,10 +327,10 @@ def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
     for k, v in node.value:
         if k.__class__ is not _scalar:
             raise _Refused
-        kv, tag = k.value, k.tag
-        if tag == _MERGE_TAG or (kv == "<<" and not k.style):
+        kv = k.value
+        if k.tag != _STR_TAG or (kv == "<<" and not k.style):
             raise _Refused
-        if tag == _NULL_TAG or (not k.style and kv in _null and tag in _plain):
+        if not k.style and kv in _null and not _property_before(k):
             kv = ""
         if kv in out:
             raise _Refused
@@ -317,15 +341,15 @@ def _build_plain(node, depth: int, count: list, _scalar=yaml.ScalarNode,
 
 def plain_key(k):
     """The plain key `_build_plain` makes of the key node `k` (its value; "" for a null
-    key), or None where it refuses the key (a collection, a merge key). _build_plain
-    inlines the same rule (a call per key would cost ~20 ms of a 2,000-item render);
-    tests/test_yaml_layer.py compares the two."""
+    key), or None where it refuses the key (a collection, a merge key, an explicit tag
+    other than !!str). _build_plain inlines the same rule (a call per key would cost ~20 ms
+    of a 2,000-item render); tests/test_yaml_layer.py compares the two."""
     if k.__class__ is not yaml.ScalarNode:
         return None
-    kv, tag = k.value, k.tag
-    if tag == _MERGE_TAG or (kv == "<<" and not k.style):
+    kv = k.value
+    if k.tag != _STR_TAG or (kv == "<<" and not k.style):
         return None
-    if tag == _NULL_TAG or (not k.style and kv in _NULL and tag in _PLAIN_TAGS):
+    if not k.style and kv in _NULL and not _property_before(k):
         return ""
     return kv
 
