@@ -3,6 +3,7 @@ each pod after admission, and when it fails closed. Each test gives a small inpu
 asserts the exact verdict line or finding."""
 from __future__ import annotations
 
+import pytest
 import yaml
 
 from tests.helpers import run_fn
@@ -767,6 +768,43 @@ def test_pod_level_resources_with_the_gate_off_are_skipped_from_1_36():
     assert any("the pool's kubelet runs with PodLevelResources off, and on Kubernetes 1.37 "
                "its static CPU and Memory Managers skip such a pod" in m
                for m in errors(results))
+
+
+GATE_OFF_1_36 = {"extra": {"featureGates": {
+    "PodLevelResources": False, "InPlacePodLevelResourcesVerticalScaling": False}}}
+
+
+@pytest.mark.parametrize("version, kubelet, notes", [
+    # v1.35.4 policy_static.go skips a pod with pod-level resources only while the kubelet's
+    # PodLevelResources is on: off, the containers are pinned one by one (no warning)
+    ("1.35", GATE_OFF, []),
+    # v1.36.3 and v1.37.2: skipped unless PodLevelResources and PodLevelResourceManagers
+    # are both on, so also with PodLevelResources off
+    ("1.36", GATE_OFF_1_36, [
+        "on Kubernetes 1.36 the static CPU Manager gives a pod with pod-level resources no "
+        "exclusive CPUs (KEP-2837; the pool's kubelet runs with the PodLevelResources gate "
+        "off, and from Kubernetes 1.36 skips such a pod unless PodLevelResources and "
+        "PodLevelResourceManagers are both on), so no container is pinned"]),
+    ("1.37", GATES_OFF_1_37, [
+        "on Kubernetes 1.37 the static CPU Manager gives a pod with pod-level resources no "
+        "exclusive CPUs (KEP-2837; the pool's kubelet runs with the PodLevelResources gate "
+        "off, and from Kubernetes 1.36 skips such a pod unless PodLevelResources and "
+        "PodLevelResourceManagers are both on), so no container is pinned"]),
+    # both gates on, the Topology Manager's container scope: pinned container by container
+    ("1.37", {"topologyManagerScope": "container",
+              "extra": {"featureGates": {"PodLevelResourceManagers": True}}}, []),
+])
+def test_the_pod_level_warning_follows_each_releases_cpu_manager(version, kubelet, notes):
+    spec = {"resources": GUARANTEED_4,
+            "containers": [{"name": "server", "image": "srv:1", "resources": GUARANTEED_4}]}
+    _, results, _ = render(config(version, {**POOL, "kubelet": kubelet}), deployment(spec=spec))
+    head = "spec.template.spec.resources sets pod-level resources: "
+    tail = "; remove spec.template.spec.resources and keep the container resources."
+    assert [m for s, m in results if s == "warning" and m.startswith(head)] == [
+        head + n + tail for n in notes]
+    pinned = verdicts(results)[0].startswith(
+        "verdict: Guaranteed after admission; exclusive CPUs server 4")
+    assert pinned == (not notes)
 
 
 def test_an_empty_pod_level_resources_is_best_effort_before_1_37_and_ignored_from_it():

@@ -73,13 +73,19 @@ def is_static(node: NodeModel) -> bool:
 
 def skips_pod_level(pod: AdmittedPod, node: NodeModel) -> bool:
     """The static CPU and Memory Manager skip this pod because it sets pod-level resources
-    (policy_static.go Allocate/GetTopologyHints): before the release that has
-    `PodLevelResourceManagers` (1.35), when the kubelet's `PodLevelResources` is on; from
-    it (v1.36.3, v1.37.2: `!PodLevelResourceManagers || !PodLevelResources`), unless both
-    are on, so also when the kubelet runs with `PodLevelResources` off while the API server
-    keeps the pod's spec.resources (qos.api_gate)."""
-    if not pod_level_set(pod):
-        return False
+    (skips_pod_level_resources)."""
+    return pod_level_set(pod) and skips_pod_level_resources(node)
+
+
+def skips_pod_level_resources(node: NodeModel) -> bool:
+    """Whether the static CPU and Memory Manager of `node`'s kubelet skip every pod that
+    sets pod-level resources (policy_static.go Allocate/GetTopologyHints): before the
+    release that has `PodLevelResourceManagers` (v1.35.4: `PodLevelResources &&
+    IsPodLevelResourcesSet`), when the kubelet's `PodLevelResources` is on; from it
+    (v1.36.3, v1.37.2: `!PodLevelResourceManagers || !PodLevelResources`), unless both are
+    on, so also when the kubelet runs with `PodLevelResources` off while the API server
+    keeps the pod's spec.resources (qos.api_gate). The one definition the verdict and the
+    podlevel rule (rules.PoolInfo.skips_pod_level) read."""
     if not known(node, "PodLevelResourceManagers"):
         return gate(node, "PodLevelResources")
     return not (gate(node, "PodLevelResources") and gate(node, "PodLevelResourceManagers"))

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from krm_fn import config as config_mod
 from krm_fn import objects, rules, workloads
-from krm_fn.admission import injectors, podscope, serving_mode
+from krm_fn.admission import cpumanager, injectors, podscope, serving_mode
+from krm_fn.admission.qos import gate
 from krm_fn.admission.build import daemon_pods, node_model
 from krm_fn.node import plan as plan_mod
 from krm_fn.pod import Edits
@@ -144,7 +145,9 @@ def prepare(items: list, function_config: dict | None, results: list) -> Run | N
     run.nodes = [n._replace(daemons=daemon_pods(untuned, n.labels, n.taints, unsure))
                  for n, unsure in zip(run.nodes, run.unsure_daemons)]
     run.pools = [rules.PoolInfo.from_plan(pool, plan)._replace(
-        pins_pod_level=podscope.pins_pod_level(node))
+        pins_pod_level=podscope.pins_pod_level(node),
+        skips_pod_level=cpumanager.skips_pod_level_resources(node),
+        pod_level_gate=gate(node, "PodLevelResources"))
         for pool, plan, node in zip(cfg.nodePools, plans, run.nodes)]
     run.octx = objects.ObjectContext(cfg, run.pools, items, tuned)
     run.ictx = injectors.InjectionContext.for_config(

@@ -29,8 +29,9 @@ from krm_fn.rules import (canonical, cgroup, facts, injector_annotations, merged
 
 
 class PoolInfo(namedtuple("PoolInfo", "name node_selector threads_per_core full_pcpus_only "
-                          "exclusive_cpus single_process_oom_kill pins_pod_level",
-                          defaults=(False, False))):
+                          "exclusive_cpus single_process_oom_kill pins_pod_level "
+                          "skips_pod_level pod_level_gate",
+                          defaults=(False, False, True, True))):
     """What the rules need to know of the node pool a workload is placed in.
 
     `threads_per_core`: SMT siblings per core; `full_pcpus_only`: the static policy option
@@ -41,7 +42,10 @@ class PoolInfo(namedtuple("PoolInfo", "name node_selector threads_per_core full_
     reservedSystemCPUs); `single_process_oom_kill`: the kubelet runs with
     `singleProcessOOMKill: true` (an OOM kills one process, not the container's whole
     cgroup); `pins_pod_level`: the kubelet pins pods with pod-level resources
-    (admission.podscope.pins_pod_level: PodLevelResourceManagers on, pod scope).
+    (admission.podscope.pins_pod_level: PodLevelResourceManagers on, pod scope);
+    `skips_pod_level`: its static CPU Manager gives such pods no exclusive CPUs at all
+    (admission.cpumanager.skips_pod_level_resources, per release); `pod_level_gate`: its
+    PodLevelResources feature gate is on.
     """
 
     __slots__ = ()

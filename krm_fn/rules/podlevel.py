@@ -137,6 +137,8 @@ def apply(pod: PodView, ctx) -> None:
               if pod.at.platform == "kserve" else "")
     if getattr(ctx.pool, "pins_pod_level", False):
         return      # the pool's kubelet pins it as one block: the verdict says how
+    if not getattr(ctx.pool, "skips_pod_level", True):
+        return      # the pool's kubelet pins its containers one by one: the verdict says so
     pod.warn(base, f"{where} sets pod-level resources: {_version_note(ctx)}; remove {where} "
                    f"and keep the container resources." + kserve)
 
@@ -168,16 +170,24 @@ def _block(value: int, ctx) -> tuple[int, str] | None:
 
 
 def _version_note(ctx) -> str:
-    """What pod-level resources do on the config's Kubernetes version (KEP-2837: the
-    PodLevelResources gate is on by default in every supported version, and the static CPU
-    Manager skips such pods unless the PodLevelResourceManagers gate, from 1.36, is on; its
-    stage and default from the generated upstream data, krm_fn.node.upstream)."""
+    """What pod-level resources do on the config's Kubernetes version, for a pool whose
+    kubelet skips such pods (PoolInfo.skips_pod_level: KEP-2837; the PodLevelResources gate
+    is on by default in every supported version, and the static CPU Manager skips such pods
+    unless the PodLevelResourceManagers gate, from 1.36, is on, or from 1.36 whenever the
+    kubelet's PodLevelResources is off; its stage and default from the generated upstream
+    data, krm_fn.node.upstream)."""
     from krm_fn.node import upstream
     version = tuple(ctx.cfg.kubernetesVersion)
     data = upstream.load(version)
     gate = "PodLevelResourceManagers"
-    unless = ("" if gate not in data.gates else
-              f"; unless the {gate} gate ({data.gate_text(gate)}) is on")
+    if gate not in data.gates:
+        unless = ""
+    elif not getattr(ctx.pool, "pod_level_gate", True):
+        unless = (f"; the pool's kubelet runs with the PodLevelResources gate off, and from "
+                  f"Kubernetes 1.36 skips such a pod unless PodLevelResources and {gate} are "
+                  f"both on")
+    else:
+        unless = f"; unless the {gate} gate ({data.gate_text(gate)}) is on"
     return (f"on Kubernetes {upstream.version_str(version)} the static CPU Manager gives a pod "
             f"with pod-level resources no exclusive CPUs (KEP-2837{unless}), so no container "
             f"is pinned")
