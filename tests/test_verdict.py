@@ -836,3 +836,29 @@ def test_an_empty_pod_level_resources_from_1_37_leaves_the_class_to_the_containe
                               deployment(annotations=DAPR, spec=spec))
     said = [m for _, m in results if m.startswith("pod is Burstable after admission")]
     assert len(said) == 1 and "not Guaranteed: 'daprd'" in said[0], said
+
+
+# --- an item left unchanged: its verdict describes the pod as written -----------------------
+
+BURSTABLE_2_4 = {"containers": [{"name": "server", "image": "srv:1", "resources": {
+    "requests": {"cpu": "2", "memory": "8Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}}]}
+
+
+def test_the_verdict_of_an_item_left_unchanged_describes_the_pod_as_written():
+    # the annotation's error leaves the item as written (requests.cpu 2, limits.cpu 4:
+    # Burstable), not as krm-fn would have written it (4 and 4, 4 exclusive CPUs)
+    code, results, items = render(config(), deployment(spec=BURSTABLE_2_4,
+                                                       annotations={"krm-fn.dev/cpus": "abc"}))
+    assert code == 1
+    assert items[0]["spec"]["template"]["spec"] == BURSTABLE_2_4
+    assert verdicts(results) == [
+        "verdict: Burstable after admission; no exclusive CPUs; 7 per node (allocatable "
+        "memory 62.93Gi: 8Gi each); will not run pinned (see the errors)"]
+
+
+def test_the_verdict_of_a_tuned_item_describes_the_pod_krm_fn_writes():
+    code, results, _ = render(config(), deployment(spec=BURSTABLE_2_4))
+    assert code == 0
+    assert verdicts(results) == [
+        "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 7 per node "
+        "(allocatable cpu 30: 4 each)"]

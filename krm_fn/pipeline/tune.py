@@ -21,16 +21,17 @@ class TunedPod:
     """One pod spec after the rules: its findings are the item's `findings[:end]` after
     those of the pod specs before it; `pod`: the PodView (None when it was not tuned);
     `pinned`: names of the containers krm-fn pins in it; `verdict`: the verdict step's
-    results for it."""
+    results for it; `at`: where the pod spec is in the item (workloads.locations)."""
 
-    __slots__ = ("end", "pod", "pinned", "verdict")
+    __slots__ = ("end", "pod", "pinned", "verdict", "at")
 
     def __init__(self, end: int, pod: object = None, pinned: frozenset = frozenset(),
-                 verdict: list | None = None) -> None:
+                 verdict: list | None = None, at: object = None) -> None:
         self.end = end
         self.pod = pod
         self.pinned = pinned
         self.verdict = [] if verdict is None else verdict
+        self.at = at
 
 
 class TunedItem:
@@ -96,7 +97,7 @@ def _tune_pods(item: TunedItem, run) -> None:
     metas, specs = [], []
     for at in locations(pick.obj, run.extra):
         tuned, chosen = _tune_pod(item, at, edits, info, listed_at, run)
-        item.pods.append(TunedPod(len(findings), tuned, chosen))
+        item.pods.append(TunedPod(len(findings), tuned, chosen, at=at))
         metas.append(tuple(at.meta or ()))
         specs.append(at.spec)
     if run.cfg.output.admissionPolicy.enabled and info is not None:
@@ -109,6 +110,23 @@ def _tune_pods(item: TunedItem, run) -> None:
                                 f"workload (containers: {', '.join(listed_at['names'])})",
                                 ERROR, pick.ref, path_str(listed_at["path"])))
     item.changes = edits.changes
+
+
+def as_written(item: TunedItem, tp: TunedPod, run):
+    """The PodView of the pod spec of `tp` as the input item writes it, with the containers
+    a controller merges in (rules.merge), for the verdict on an item left unchanged; the
+    tuned view `tp.pod` when the written one cannot be built."""
+    pick = item.pick
+    work = copy_item(pick.obj)
+    edits = Edits(work, index=pick.index, ref=pick.ref, retyped=run.retyped)
+    try:
+        pod = build_views(work, tp.at, pick.ref, edits, Findings(edits))
+    except ShapeError:
+        return tp.pod
+    if pod is None:
+        return tp.pod
+    rules.merge(pod, run.cfg)
+    return pod
 
 
 def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):

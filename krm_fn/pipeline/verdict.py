@@ -18,7 +18,7 @@ from krm_fn.admission import build, injectors, updates
 from krm_fn.admission import verdict as judging
 from krm_fn.admission.model import DEPENDS
 from krm_fn.pipeline.select import VERDICT_ANNOTATION, annotations_of
-from krm_fn.pipeline.tune import TunedItem
+from krm_fn.pipeline.tune import TunedItem, as_written
 from krm_fn.results import ERROR, INFO, WARNING, Result
 
 LEFT_UNCHANGED = "left unchanged because of the errors above"
@@ -91,7 +91,7 @@ def judge(item: TunedItem, run) -> Outcome:
     verdicts = []
     # an item with YAML aliases is left unchanged when krm-fn would change it (_outcome),
     # and so is one with an error of its own or of any of its pod specs: none of its pods
-    # will run as tuned
+    # will run as tuned, so each is judged as written
     unchanged = (bool(item.changes) and pick.index in run.aliased) or \
         _has_error(item.object_findings) or _has_error(item.findings)
     if pick.pool is not None:
@@ -99,21 +99,22 @@ def judge(item: TunedItem, run) -> Outcome:
         for tp in item.pods:
             if tp.pod is None:
                 continue
+            pod = as_written(item, tp, run) if unchanged and item.changes else tp.pod
             namespace = pick.ref.namespace or ""
-            admitted = build.admitted_pod(tp.pod, tp.pinned, run.injections(tp.pod),
+            admitted = build.admitted_pod(pod, tp.pinned, run.injections(pod),
                                           pick.ref.namespace,
                                           runtime_classes=run.ictx.runtime_classes,
                                           priority_classes=run.ictx.priority_classes,
                                           limit_ranges=run.ictx.limit_ranges_for(namespace))
             quotas = run.ictx.quotas_for(namespace)
-            meta = injectors.meta_of(tp.pod, ctx=run.ictx)
-            v = judging.judge(admitted, node, run.features_for(tp.pod), tp.pod.spec,
+            meta = injectors.meta_of(pod, ctx=run.ictx)
+            v = judging.judge(admitted, node, run.features_for(pod), pod.spec,
                               run.ictx.limit_ranges_for(namespace),
                               _vpas_of(run, pick.ref, pick.obj, admitted.path), quotas,
                               _replicas(pick.obj, admitted.path) if quotas else 1,
                               _unmodelled(meta),
                               hpas=_hpas_of(run, pick.ref, admitted.path),
-                              security=_pod_security(meta, tp.pod, node, admitted.path,
+                              security=_pod_security(meta, pod, node, admitted.path,
                                                      pick.ref.namespace))
             verdicts.append((admitted, v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
