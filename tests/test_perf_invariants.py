@@ -85,6 +85,14 @@ _YAML_FILES = sorted(
     sorted((_ROOT.parent / "shared" / "corpus" / "public").glob("*/*.yaml")))
 
 
+def _tagged(n) -> bool:
+    """Some scalar under `n` has an explicit tag other than !!str."""
+    if isinstance(n, yaml.ScalarNode):
+        return n.tag != "tag:yaml.org,2002:str"
+    kids = n.value if isinstance(n, yaml.SequenceNode) else [c for kv in n.value for c in kv]
+    return any(_tagged(c) for c in kids)
+
+
 def _both(text: str):
     """(fast, slow) plain data of every document of `text`, or of its largest parts
     without anchors or aliases (the parts the fast path builds); None when libyaml
@@ -114,7 +122,10 @@ def _both(text: str):
         try:
             fast = load._build_plain(n, 0, count)
         except load._Refused:
-            fast = slow if isinstance(slow, tuple) else "fast refused what slow accepts"
+            # the fast path leaves a scalar with an explicit tag other than !!str to the
+            # full builder, which judges it (Builder.tag_check)
+            fast = slow if isinstance(slow, tuple) or _tagged(n) else \
+                "fast refused what slow accepts"
         else:
             builder.build(n, "x")
             assert count[0] == builder.expanded     # the same nodes count to the budget

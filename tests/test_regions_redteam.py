@@ -138,17 +138,19 @@ def test_a_kept_literal_header_reads_in_the_document_as_both_checks_say():
   metadata:
     name: t
   data:
-    conf: !null |
-      a
-      b
+    conf: !null |-
+      null
 """
+    # (`!!null` on content go-yaml reads as null: on other content the input is refused,
+    # tests/test_yaml_tags.py)
     ops = [(("data", "conf"), "x\ny\n")]
     doc = parse(text, True)
     assert doc.items[0]["data"]["conf"] is None            # `!null` is !!null here
     _, full, _ = _answers(text, ops)          # today: yes (read_back is off: a directive)
     mine = item_edits(text, doc.nodes[0], ops, "\n", KEY_ORDER)
-    got = parse(splice(text, mine), True).items[0]["data"]["conf"]
-    assert not full or got == "x\ny\n", (full, got)        # today the output reads null
+    if full:
+        got = parse(splice(text, mine), True).items[0]["data"]["conf"]
+        assert got == "x\ny\n", (full, got)
 
 
 def test_a_new_literal_block_at_the_item_end_keeps_the_comment_after_it_out():
