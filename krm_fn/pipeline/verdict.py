@@ -8,7 +8,9 @@ becomes a result. A finding that the pod will not get exclusive CPUs for its pin
 containers (not Guaranteed after admission, refused by a webhook, never schedulable, never
 admitted) is an error: the render fails closed, unless `spec.verdict.onFailure` or the
 workload's `krm-fn.dev/verdict` annotation lowers it to a warning. An item with an error is
-left unchanged: its changes are dropped, and so are the infos describing them. Per pool,
+left unchanged: its changes are dropped, and so are the infos describing them; when the error
+is known before the verdict (the item's own, a pod spec's, YAML aliases), each of its pods is
+judged as the input writes it (tune.as_written), since that is the pod the cluster gets. Per pool,
 the fit summary says how many of each pod fit on one node (admission/capacity.py).
 """
 from __future__ import annotations
@@ -60,21 +62,22 @@ INDEPENDENT = ("injection", "webhook", "scheduling", "podlevel", "limitrange", "
                "resourcequota", "validation", "hpa", "podsecurity")
 
 
-def _results(v, admitted, on_failure, rules_failed: bool) -> list:
+def _results(v, admitted, on_failure, rules_failed: bool, written=None) -> list:
     """The results of one pod's verdict: the one-line summary, then each finding (an
     ERROR finding as `on_failure()`, called only for one; DEPENDS as an info).
     `rules_failed`: the rules reported an error on this pod (it is left unchanged, so it
     will not run pinned): the kubelet's findings on the pod as the rules left it would
     mostly restate that error, so only the ERROR findings of the INDEPENDENT parts are
-    given, so that one render names every fix."""
+    given, so that one render names every fix; `written`: the verdict on the pod as the
+    input writes it, which the summary line then describes (`v` is the tuned pod's)."""
     ref, path = admitted.ref, admitted.path
     shown = v.findings if not rules_failed else [
         f for f in v.findings if f.severity == ERROR and f.rule in INDEPENDENT]
     severity = {DEPENDS: INFO}
     if not rules_failed and any(f.severity == ERROR for f in shown):
         severity[ERROR] = on_failure()
-    out = [Result(f"verdict: {judging.line(v, rules_failed, severity.get(ERROR, ERROR))}",
-                  INFO, ref, path, tags=VERDICT_TAGS)]
+    summary = judging.line(written or v, rules_failed, severity.get(ERROR, ERROR))
+    out = [Result(f"verdict: {summary}", INFO, ref, path, tags=VERDICT_TAGS)]
     for f in shown:
         if f.severity == ERROR and ERROR not in severity:
             severity[ERROR] = on_failure()
@@ -99,26 +102,14 @@ def judge(item: TunedItem, run) -> Outcome:
         for tp in item.pods:
             if tp.pod is None:
                 continue
-            pod = as_written(item, tp, run) if unchanged and item.changes else tp.pod
-            namespace = pick.ref.namespace or ""
-            admitted = build.admitted_pod(pod, tp.pinned, run.injections(pod),
-                                          pick.ref.namespace,
-                                          runtime_classes=run.ictx.runtime_classes,
-                                          priority_classes=run.ictx.priority_classes,
-                                          limit_ranges=run.ictx.limit_ranges_for(namespace))
-            quotas = run.ictx.quotas_for(namespace)
-            meta = injectors.meta_of(pod, ctx=run.ictx)
-            v = judging.judge(admitted, node, run.features_for(pod), pod.spec,
-                              run.ictx.limit_ranges_for(namespace),
-                              _vpas_of(run, pick.ref, pick.obj, admitted.path), quotas,
-                              _replicas(pick.obj, admitted.path) if quotas else 1,
-                              _unmodelled(meta),
-                              hpas=_hpas_of(run, pick.ref, admitted.path),
-                              security=_pod_security(meta, pod, node, admitted.path,
-                                                     pick.ref.namespace))
-            verdicts.append((admitted, v))
+            admitted, v, meta = _judge_pod(tp.pod, tp, item, node, run)
+            judged, written = admitted, None
+            if unchanged and item.changes:      # the pod the cluster gets is the input's
+                judged, written, _ = _judge_pod(as_written(item, tp, run), tp, item, node,
+                                                run)
+            verdicts.append((judged, written or v))
             tp.verdict = _results(v, admitted, lambda tp=tp: severity_on_failure(
-                item, tp.pod, run.cfg), unchanged)
+                item, tp.pod, run.cfg), unchanged, written)
             unseen = injectors.unseen_namespace(meta, run.ictx, run.flat)
             if unseen:
                 tp.verdict.append(Result(unseen, INFO, admitted.ref, admitted.path,
@@ -127,8 +118,49 @@ def judge(item: TunedItem, run) -> Outcome:
                                   tags=VERDICT_TAGS + (("part", "injection"),))
                            for m in injectors.pod_security(meta, admitted.injections)]
     outcome = _outcome(item, run)
+    if item.changes and not outcome.changes and not unchanged and verdicts:
+        # the verdict's own errors leave the item as written: its lines describe that pod
+        verdicts = _as_written_lines(item, run)
+        outcome = _outcome(item, run)
     outcome.verdicts = verdicts
     return outcome
+
+
+def _as_written_lines(item: TunedItem, run) -> list:
+    """Each judged pod of `item`, which the verdict's errors leave unchanged, judged again
+    as the input writes it: its summary line (the first of `tp.verdict`) replaced by that
+    pod's; returns (AdmittedPod, PodVerdict) of each, as `judge` keeps them."""
+    node = run.nodes[item.pick.pool_index]
+    out = []
+    for tp in item.pods:
+        if tp.pod is None:
+            continue
+        admitted, v, _ = _judge_pod(as_written(item, tp, run), tp, item, node, run)
+        first = tp.verdict[0]
+        tp.verdict[0] = first._replace(message=f"verdict: {judging.line(v, True)}")
+        out.append((admitted, v))
+    return out
+
+
+def _judge_pod(pod, tp, item: TunedItem, node, run) -> tuple:
+    """(AdmittedPod, PodVerdict, injector meta) of the PodView `pod` (the tuned pod spec of
+    `tp`, or the same spec as written) on `node`, the model of its pool."""
+    pick = item.pick
+    namespace = pick.ref.namespace or ""
+    admitted = build.admitted_pod(pod, tp.pinned, run.injections(pod), pick.ref.namespace,
+                                  runtime_classes=run.ictx.runtime_classes,
+                                  priority_classes=run.ictx.priority_classes,
+                                  limit_ranges=run.ictx.limit_ranges_for(namespace))
+    quotas = run.ictx.quotas_for(namespace)
+    meta = injectors.meta_of(pod, ctx=run.ictx)
+    v = judging.judge(admitted, node, run.features_for(pod), pod.spec,
+                      run.ictx.limit_ranges_for(namespace),
+                      _vpas_of(run, pick.ref, pick.obj, admitted.path), quotas,
+                      _replicas(pick.obj, admitted.path) if quotas else 1, _unmodelled(meta),
+                      hpas=_hpas_of(run, pick.ref, admitted.path),
+                      security=_pod_security(meta, pod, node, admitted.path,
+                                             pick.ref.namespace))
+    return admitted, v, meta
 
 
 def _unmodelled(meta) -> tuple:
@@ -255,8 +287,9 @@ def _outcome(item: TunedItem, run) -> Outcome:
     if _has_error(findings):
         # the item is left unchanged: drop the changes not made, whatever their severity
         # (a warning such as "OMP_NUM_THREADS 16 -> 2" would claim a value not written),
-        # and the infos that describe them (the verdict's stay: they say what the pod
-        # would have been), before changes.results raises some infos to warnings
+        # and the infos that describe them (the verdict's stay: they say what the pod is
+        # as written, or would be as tuned when the verdict itself failed it), before
+        # changes.results raises some infos to warnings
         findings = [f for f in findings if f.severity == ERROR or (
             f.__class__ is not changes_mod.Change and (f.severity != INFO or
                                                        f.tags[:1] == VERDICT_TAGS))]
