@@ -183,6 +183,17 @@ def _regressions() -> dict:
             _node(sockets=1, cores=4, threads=1, version=(1, 37), reservedSystemCPUs="0",
                   reserved={0}),
             [pod(ctr("app0", 2, 1), pod_requests={}, pod_limits={})], 0),
+        # a cpu finer than 1m: 3999999999n is 4 exclusive CPUs (Value 4, MilliValue 4000:
+        # isIntegralCPUAmount), and the resource fit counts 428500000n as 429m, so 6 fit
+        # in 3 CPUs, not the 7 of its exact sum (2.9995)
+        "fine-cpu-3999999999n-pins-four": (
+            _node(sockets=1, cores=8, threads=1, version=(1, 37), reservedSystemCPUs="0",
+                  reserved={0}),
+            [pod(ctr("app0", "3999999999n", 1))], 1),
+        "fine-cpu-counted-in-millicores": (
+            _node(sockets=1, cores=4, threads=1, version=(1, 35), reservedSystemCPUs="0",
+                  reserved={0}),
+            [pod(ctr("app0", "428500000n", 0.25))], 10),
     }
 
 

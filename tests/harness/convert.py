@@ -21,13 +21,12 @@ UNDESCRIBED_MEMORY = AMPLE
 
 
 def quantity(resource: str, amount) -> str:
-    """`amount` of `resource` as a Kubernetes quantity string: cpu in millicores, others
-    as an integer count of bytes (or units)."""
+    """`amount` of `resource` as a Kubernetes quantity string: cpu in millicores (in
+    nanocores when finer than 1m, as the kubelet reads it), others as an integer count of
+    bytes (or units)."""
     if resource == "cpu":
         milli, finer = divmod(amount, MILLI)        # the model's cpu is in nanocores
-        if finer:
-            raise ValueError(f"cpu {amount}n is finer than 1m")
-        return f"{milli}m"
+        return f"{amount}n" if finer else f"{milli}m"
     return str(int(amount))
 
 
