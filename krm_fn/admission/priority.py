@@ -12,9 +12,9 @@ never run.
 
 Judged from the PriorityClasses of the input: an error when the class the plugin uses is
 there; a class named but not in the input is the cluster's, whose value krm-fn does not
-know (an info that the plugin refuses the pod unless the cluster has it: cluster_class); with no class named and no globalDefault one in the input, a priority
-other than 0 is refused unless the cluster has a globalDefault class of that value (a
-warning).
+know (an info that the plugin refuses the pod unless the cluster has it: cluster_class);
+with no class named and no globalDefault one in the input, a priority other than 0 is
+refused unless the cluster has a globalDefault class of that value (a warning).
 """
 from __future__ import annotations
 

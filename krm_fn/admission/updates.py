@@ -8,7 +8,8 @@ created, so krm-fn's edits reach only an object created from the render:
   change of `spec` other than the containers' images, activeDeadlineSeconds, added
   tolerations and terminationGracePeriodSeconds ("pod updates may not change fields other
   than ..."; container resources change only through the `resize` subresource, which none
-  of those tools uses): https://kubernetes.io/docs/concepts/workloads/pods/#pod-update-and-replacement
+  of those tools uses):
+  https://kubernetes.io/docs/concepts/workloads/pods/#pod-update-and-replacement
 - a Job: `validatePodTemplateUpdate` (pkg/apis/batch/validation/validation.go) refuses any
   change of `spec.template` of a Job that is not suspended ("field is immutable"):
   https://kubernetes.io/docs/concepts/workloads/controllers/job/
