@@ -19,7 +19,8 @@ RULE_MODULES = {m.__name__ for m in ALL}
 HELPERS = {"krm_fn.rules.facts", "krm_fn.rules.choice", "krm_fn.rules.cmdline",
            "krm_fn.rules.envvars",
            "krm_fn.rules.engines", "krm_fn.rules.engines.base",
-           "krm_fn.rules.engines.recognition", "krm_fn.rules.engines.ranks"}
+           "krm_fn.rules.engines.recognition", "krm_fn.rules.engines.ranks",
+           "krm_fn.rules.engines.programs"}      # which words are in program position
 
 
 def _imports(path: Path, package: str) -> set[str]:

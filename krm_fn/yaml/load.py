@@ -115,8 +115,10 @@ def _str_tagged(text: str, node) -> bool:
 def _property_before(node) -> bool:
     """Whether the plain scalar `node`, whose value reads as null untagged (`null`, `~`,
     empty: one line, nothing escaped), is written with a property before it (`!!str null`,
-    `! ~`, `&a null`): its text is longer than its value."""
-    return node.end_mark.index - node.start_mark.index != len(node.value)
+    `! ~`, `&a null`): its text is longer than its value. False for a node built without
+    marks (not read from text: nothing is written before it)."""
+    start, end = node.start_mark, node.end_mark
+    return start is not None and end is not None and end.index - start.index != len(node.value)
 
 
 class WrittenInt(int):
