@@ -103,6 +103,167 @@ def _named(item: dict) -> list:
     return [r for r in RESOURCES if r in names] + sorted(names - set(RESOURCES))
 
 
+# pkg/apis/core/helper/helpers.go standardLimitRangeTypes
+LIMIT_TYPES = ("Pod", "Container", "PersistentVolumeClaim")
+OBJECT_SRC = "kubernetes/kubernetes pkg/apis/core/validation/validation.go ValidateLimitRange"
+
+
+def object_errors(lr) -> list[str]:
+    """The API server's field errors for LimitRange `lr` (plain data), as it validates the
+    object after defaulting it (pkg/apis/core/v1/defaults.go SetDefaults_LimitRangeItem,
+    then validation.go ValidateLimitRange, v1.37.2): a limit type that is neither standard
+    nor qualified, a type twice, a resource name the type may not bound, `default` or
+    `defaultRequest` on a `type: Pod` item, a PersistentVolumeClaim item without storage,
+    and the comparisons of `min`, `max`, `default`, `defaultRequest` and
+    `maxLimitRequestRatio`. [] when it accepts the object: such a LimitRange is never
+    created, so none of it applies to a pod. Each error as the API server writes it
+    (`spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value
+    1`), item by item; within an item the API server's order is a Go map's, krm-fn's
+    sorted by resource. Amounts that are no quantity are left to the quantity checks
+    (pipeline/quantities.py); a DecimalExponent amount is shown in SI form (coarser)."""
+    spec = lr.get("spec") if isinstance(lr, dict) else None
+    items = spec.get("limits") if isinstance(spec, dict) else None
+    out: list = []
+    seen: set = set()
+    for i, item in enumerate(items if isinstance(items, list) else ()):
+        if isinstance(item, dict):
+            out += _item_errors(item, f"spec.limits[{i}]", seen)
+    return out
+
+
+def accepted(limit_ranges) -> tuple:
+    """The LimitRanges of `limit_ranges` the API server creates (object_errors finds
+    nothing), in order."""
+    return tuple(lr for lr in limit_ranges or () if not object_errors(lr))
+
+
+def _item_errors(item: dict, at: str, seen: set) -> list[str]:
+    from krm_fn.apivalidation import go_quote
+    kind = str(item.get("type") or "")
+    out = [f"{at}.type: Invalid value: {go_quote(kind)}: {m}" for m in _type_errors(kind)]
+    if kind in seen:
+        out.append(f"{at}.type: Duplicate value: {go_quote(kind)}")
+    seen.add(kind)
+    parts = {key: _signed(item.get(key)) for key in
+             ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio")}
+    if kind == "Container":        # SetDefaults_LimitRangeItem, before validation
+        parts["default"] = {**parts["max"], **parts["default"]}
+        parts["defaultRequest"] = {**parts["min"], **parts["default"],
+                                   **parts["defaultRequest"]}
+    for key in ("max", "min", "default", "defaultRequest", "maxLimitRequestRatio"):
+        if kind == "Pod" and key in ("default", "defaultRequest"):
+            if parts[key]:
+                out.append(f"{at}.{key}: Forbidden: may not be specified when `type` is 'Pod'")
+            parts[key] = {}
+            continue
+        for res in parts[key]:
+            out += [f"{at}.{key}[{res}]: Invalid value: {go_quote(res)}: {m}"
+                    for m in _name_errors(kind, res)]
+    if kind == "PersistentVolumeClaim" and "storage" not in parts["min"] and \
+            "storage" not in parts["max"]:
+        out.append(f"{at}.limits: Required value: either minimum or maximum storage value "
+                   f"is required, but neither was provided")
+    for res in sorted(set().union(*parts.values())):
+        out += [f"{at}.{key}[{res}]: Invalid value: \"{shown}\": {m}"
+                for key, shown, m in _comparisons(res, *(parts[k].get(res) for k in (
+                    "min", "max", "default", "defaultRequest", "maxLimitRequestRatio")))]
+    return out
+
+
+def _signed(part) -> dict:
+    """{resource: (signed nano-units, the amount as the API server shows it)} of a
+    mapping of quantities; entries that are no quantity are left out."""
+    out = {}
+    for res, text in (part.items() if isinstance(part, dict) else ()):
+        got = quantity.parse_signed(text)
+        if got is not None:
+            out[str(res)] = got
+    return out
+
+
+def _type_errors(kind: str) -> list[str]:
+    """validateLimitRangeTypeName: a qualified name, and a standard type unless it has a
+    domain."""
+    from krm_fn.apivalidation import label_key_errors
+    errs = label_key_errors(kind)
+    if not errs and "/" not in kind and kind not in LIMIT_TYPES:
+        errs = ["must be a standard limit type or fully qualified"]
+    return errs
+
+
+def _name_errors(kind: str, res: str) -> list[str]:
+    """validateLimitRangeResourceName: validateResourceName for every type, and for Pod
+    and Container items ValidateContainerResourceName's own test after it."""
+    from krm_fn.admission.containerresources import CONTAINER_RESOURCES, extended
+    from krm_fn.admission.model import HUGEPAGES
+    from krm_fn.admission.quotascope import standard_quota
+    from krm_fn.apivalidation import label_key_errors
+    errs = label_key_errors(res)
+    if errs:
+        return errs
+    if "/" not in res and not standard_quota(res) and res != "storage":
+        errs.append("must be a standard resource type or fully qualified")
+    if kind in ("Pod", "Container"):
+        if "/" not in res:
+            if res not in CONTAINER_RESOURCES and not res.startswith(HUGEPAGES):
+                errs.append("must be a standard resource for containers")
+        elif "kubernetes.io/" not in res and not extended(res):
+            errs.append("doesn't follow extended resource name standard")
+    return errs
+
+
+def _comparisons(res: str, low, high, default, request, ratio) -> list[tuple]:
+    """ValidateLimitRange's checks of one resource of an item: (field key, the value the
+    error shows, message), in the API server's order. Each argument is (signed nano-units,
+    shown) or None."""
+    from krm_fn.admission.podresources import overcommit_allowed
+    out = []
+    if low and high and low[0] > high[0]:
+        out.append(("min", low[1], f"min value {low[1]} is greater than max value {high[1]}"))
+    if request and low and low[0] > request[0]:
+        out.append(("defaultRequest", request[1], f"min value {low[1]} is greater than "
+                                                  f"default request value {request[1]}"))
+    if request and high and request[0] > high[0]:
+        out.append(("defaultRequest", request[1], f"default request value {request[1]} is "
+                                                  f"greater than max value {high[1]}"))
+    if request and default and request[0] > default[0]:
+        out.append(("defaultRequest", request[1], f"default request value {request[1]} is "
+                                                  f"greater than default limit value "
+                                                  f"{default[1]}"))
+    if default and low and low[0] > default[0]:
+        out.append(("default", low[1], f"min value {low[1]} is greater than default value "
+                                       f"{default[1]}"))
+    if default and high and default[0] > high[0]:
+        out.append(("default", high[1], f"default value {default[1]} is greater than max "
+                                        f"value {high[1]}"))
+    if ratio and ratio[0] < NANO:
+        out.append(("maxLimitRequestRatio", ratio[1], f"ratio {ratio[1]} is less than 1"))
+    if ratio and low and high:
+        bound = _max_over_min(ratio[0], low[0], high[0])
+        if bound is not None and bound[0] > bound[1]:
+            out.append(("maxLimitRequestRatio", ratio[1], f"ratio {ratio[1]} is greater than "
+                                                          f"max/min = {bound[1]:f}"))
+    if not overcommit_allowed(res) and default and request and default[0] != request[0]:
+        out.append(("defaultRequest", request[1], f"default value {default[1]} must equal to "
+                                                  f"defaultRequest value {request[1]} in {res}"))
+    return out
+
+
+def _max_over_min(ratio: int, low: int, high: int) -> tuple | None:
+    """(the ratio, max / min) as ValidateLimitRange compares them, float64 from milli-units
+    (Quantity.MilliValue, rounded up) when all three are below MaxMilliValue, else from
+    whole units (Value); None when min is 0 (max / min is +Inf or NaN, never below)."""
+    def scaled(nanos: int, unit: int) -> int:
+        return quantity.ceil_div(nanos, unit)
+    limit = (2**63 - 1) // 1000                     # resource.MaxMilliValue
+    if all(scaled(v, NANO) < limit for v in (ratio, low, high)):
+        r, lo, hi = scaled(ratio, NANO // 1000) / 1000, scaled(low, NANO // 1000), \
+            scaled(high, NANO // 1000)
+    else:
+        r, lo, hi = float(scaled(ratio, NANO)), scaled(low, NANO), scaled(high, NANO)
+    return None if lo == 0 else (r, float(hi) / float(lo))
+
+
 def defaults(limit_ranges) -> tuple:
     """((default requests, default limits), ...) per LimitRange of `limit_ranges` (plain
     objects, in the order the LimitRanger sees them), each {resource: amount} as
@@ -114,7 +275,7 @@ def defaults(limit_ranges) -> tuple:
     LimitRanges without a Container default are left out."""
     from krm_fn.admission.build import resource_map
     out = []
-    for lr in limit_ranges or ():
+    for lr in accepted(limit_ranges):
         spec = lr.get("spec") if isinstance(lr, dict) and isinstance(lr.get("spec"), dict) \
             else {}
         requests, limits = {}, {}
@@ -163,7 +324,7 @@ def undetermined(containers, limit_ranges, where: str | None = None) -> tuple:
     default wins (mergeContainerResources), so the container gets either one. `where`: the
     pod spec's field path, for the findings."""
     named = [(str((lr.get("metadata") or {}).get("name") or f"#{i}"), d)
-             for i, lr in enumerate(limit_ranges or ()) if isinstance(lr, dict)
+             for i, lr in enumerate(accepted(limit_ranges)) if isinstance(lr, dict)
              for d in defaults([lr])]
     if len(named) < 2:
         return ()
@@ -202,6 +363,10 @@ def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
         md = lr.get("metadata") if isinstance(lr.get("metadata"), dict) else {}
         name = md.get("name")
         spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
+        bad = object_errors(lr)
+        if bad:
+            out.append(_object_refused(name, _namespace(md, pod), bad, pod.path))
+            continue
         for item in spec.get("limits") or []:
             if not isinstance(item, dict):
                 continue
@@ -216,16 +381,33 @@ def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
                 continue
             for who, req, lim in pairs:
                 for msg in _violations(kind, req, lim, item):
-                    ns = md.get("namespace") or pod.namespace or "default"
-                    if bool(md.get("namespace")) != bool(pod.namespace):
-                        ns += (" (when the render is applied there: "
-                               f"{'the workload' if md.get('namespace') else 'it'} names no "
-                               f"namespace)")
+                    ns = _namespace(md, pod)
                     out.append(Finding(ERROR, f"LimitRange {name} of namespace {ns} refuses "
                                               f"{who}: \"{msg}\"; the API server refuses the "
                                               f"pod: change the container's resources or the "
                                               f"LimitRange ({SOURCE})", "limitrange", pod.path))
     return tuple(out)
+
+
+def _namespace(md: dict, pod: AdmittedPod) -> str:
+    """The namespace a LimitRange (its metadata `md`) and `pod` share, for a message."""
+    ns = md.get("namespace") or pod.namespace or "default"
+    if bool(md.get("namespace")) != bool(pod.namespace):
+        ns += (" (when the render is applied there: "
+               f"{'the workload' if md.get('namespace') else 'it'} names no namespace)")
+    return ns
+
+
+def _object_refused(name, ns: str, errors: list, path: str) -> Finding:
+    """The ERROR Finding for a LimitRange the API server refuses to create (object_errors),
+    in the API server's words (`LimitRange "lr" is invalid: [...]`)."""
+    said = errors[0] if len(errors) == 1 else "[" + ", ".join(errors) + "]"
+    return Finding(ERROR, f"the API server refuses LimitRange {name} of namespace {ns} "
+                          f"(LimitRange \"{name}\" is invalid: {said}): it is never created, "
+                          f"so its defaults and limits do not apply to the pod; fix the "
+                          f"LimitRange ({OBJECT_SRC}, "
+                          f"https://kubernetes.io/docs/concepts/policy/limit-range/)",
+                   "limitrange", path)
 
 
 def _sum(pod: AdmittedPod, part: str) -> dict:
