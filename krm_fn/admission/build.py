@@ -132,11 +132,18 @@ def own_overhead(pod_spec: dict, runtime_classes: dict, at: str) -> tuple:
     runtimeClassName, or naming a RuntimeClass without `overhead` ("pod rejected: Pod
     Overhead set without corresponding RuntimeClass defined Overhead"), or one whose
     `overhead.podFixed` is another (amounts compared as quantities; "pod rejected: Pod's
-    Overhead doesn't match RuntimeClass's defined Overhead"). `at`: the pod spec's path."""
+    Overhead doesn't match RuntimeClass's defined Overhead"). Before that, the Finding of
+    a RuntimeClass of the input the pod names that the API server refuses to create
+    (runtimeclass.refusal: the pod is refused as naming none). `at`: the pod spec's path."""
+    name = pod_spec.get("runtimeClassName")
+    if name and isinstance(runtime_classes.get(str(name)), dict):
+        from krm_fn.admission import runtimeclass
+        refused = runtimeclass.refusal(pod_spec, runtime_classes, at)
+        if refused is not None:
+            return refused, None
     own = pod_spec.get("overhead")
     if own is None:
         return None, None
-    name = pod_spec.get("runtimeClassName")
     fix = (f"remove spec.overhead: the RuntimeClass admission controller sets it from the "
            f"pod's RuntimeClass ({_RC_SRC})")
     if not name:

@@ -83,7 +83,30 @@ def resource_refusals(spec: dict | None, at: str) -> list:
     return out
 
 
+def requirement_errors(res: dict, at: str) -> list[str]:
+    """The API server's errors (`overhead.limits[cpu]: Invalid value: "-1": must be greater
+    than or equal to 0`) for a ResourceRequirements `res` (plain data) at field path `at`
+    that is no container's, as ValidateContainerResourceRequirements checks it (a
+    RuntimeClass's `overhead.podFixed` as `{"limits": podFixed}`: node/validation
+    validation.go validateOverhead): the checks of `_container_refusals`, negative cpu and
+    memory included; a resource name's first error only."""
+    return [f"{path}: {words}" for path, words, *_ in _said(None, res, at, ())]
+
+
 def _container_refusals(name, res: dict, at: str) -> list:
+    said = _said(name, res, at, _RULE_READS)
+    out = []
+    for path, words, fix, *more in said:
+        who, src = (more + [None, None])[:2]
+        who = who or f"the API server refuses the pod's container {name!r}"
+        out.append(Finding(ERROR, f"{path}: {words}: {who}; {fix} ({src or RESOURCES_SRC}; "
+                                  f"{DOCS})", "validation", path))
+    return out
+
+
+def _said(name, res: dict, at: str, rule_reads: tuple) -> list:
+    """(path, words, fix[, who, source]) of each refusal in `res` at `at`; `rule_reads`:
+    the resources a rule reads and reports itself (left out here)."""
     said = []
     parsed: dict = {}
     for part in ("limits", "requests"):
@@ -95,18 +118,18 @@ def _container_refusals(name, res: dict, at: str) -> list:
                 said.append((f"{at}.{part}[{r}]", f"Invalid value: \"{r}\": {bad}",
                              _rename(r), None, NAME_SRC))
                 continue
-            if r not in _RULE_READS:        # the resources rule reads cpu and memory
+            if r not in rule_reads:        # the resources rule reads cpu and memory
                 bad = _read_otherwise(r, text, f"{at}.{part}[{r}]", name)
                 if bad is not None:
                     said.append(bad)
                     continue
             got = quantity.parse_signed(text)
             if got is None:
-                if isinstance(text, str) and r not in _RULE_READS:
+                if isinstance(text, str) and r not in rule_reads:
                     said.append(_unread(r, text, f"{at}.{part}[{r}]", name))
                 continue
             nanos, shown = got
-            if nanos < 0 and r in _RULE_READS:
+            if nanos < 0 and r in rule_reads:
                 pass            # the resources rule reports a negative cpu or memory
             elif (found := amount_refusal(r, nanos, shown, f"{at}.{part}")) is not None:
                 said.append(found)
@@ -125,13 +148,7 @@ def _container_refusals(name, res: dict, at: str) -> list:
     if any(r.startswith(HUGEPAGES) for r in names) and not names & {"cpu", "memory"}:
         said.append((at, "Forbidden: HugePages require cpu or memory",
                      "request cpu or memory with the huge pages"))
-    out = []
-    for path, words, fix, *more in said:
-        who, src = (more + [None, None])[:2]
-        who = who or f"the API server refuses the pod's container {name!r}"
-        out.append(Finding(ERROR, f"{path}: {words}: {who}; {fix} ({src or RESOURCES_SRC}; "
-                                  f"{DOCS})", "validation", path))
-    return out
+    return said
 
 
 def _rename(r: str) -> str:
