@@ -47,13 +47,49 @@ def cluster_class(spec: dict, classes: dict, at: str) -> tuple:
                              f"judged ({SOURCE})", "validation", f"{at}.priorityClassName"),)
 
 
+# pkg/apis/scheduling/types.go HighestUserDefinablePriority, and the system classes every
+# cluster holds (SystemPriorityClasses: name, value; neither is globalDefault)
+HIGHEST_USER = 1000000000
+SYSTEM = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
+VALIDATION = ("kubernetes/kubernetes pkg/apis/scheduling/validation/validation.go "
+              "ValidatePriorityClass")
+
+
+def class_errors(name: str, pc: dict) -> list[str]:
+    """The API server's errors for PriorityClass `name` (`pc`, plain data), as
+    ValidatePriorityClass writes them: a `system-` name that is not one of the system
+    classes with its value (and no globalDefault), a `value` above HIGHEST_USER for any
+    other name, a `preemptionPolicy` other than PreemptLowerPriority or Never. [] when it
+    accepts the object (its metadata is not checked here)."""
+    out = []
+    value = numbers.api_int(pc.get("value", 0))[0] or 0
+    if name.startswith("system-"):
+        default = str(pc.get("globalDefault")).lower() == "true"
+        if SYSTEM.get(name) != value or default:
+            why = (f"{name} is not a known system priority class" if name not in SYSTEM
+                   else f"{name} is a known system priority class, but its value or "
+                        f"globalDefault differs")
+            out.append("metadata.name: Forbidden: priority class names with 'system-' "
+                       f"prefix are reserved for system use only. error: {why}")
+    elif value > HIGHEST_USER:
+        out.append(f"value: Forbidden: maximum allowed value of a user defined priority is "
+                   f"{HIGHEST_USER}")
+    policy = pc.get("preemptionPolicy")
+    if policy is not None and str(policy) not in (PREEMPT_LOWER, "Never"):
+        out.append(f'preemptionPolicy: Unsupported value: "{policy}": supported values: '
+                   f'"PreemptLowerPriority", "Never"')
+    return out
+
+
 def default_class(classes: dict) -> tuple[str, dict] | None:
     """(name, PriorityClass) of the globalDefault PriorityClass of `classes` ({name:
     PriorityClass, plain data}), the lowest `value` among several (getDefaultPriorityClass);
-    None when there is none."""
+    None when there is none. A class the API server refuses to create (class_errors) is
+    none."""
     best = None
     for name, pc in classes.items():
-        if not isinstance(pc, dict) or str(pc.get("globalDefault")).lower() != "true":
+        if not isinstance(pc, dict) or str(pc.get("globalDefault")).lower() != "true" or \
+                class_errors(str(name), pc):
             continue
         value = numbers.api_int(pc.get("value", 0))[0] or 0
         if best is None or value < best[0]:
@@ -64,11 +100,25 @@ def default_class(classes: dict) -> tuple[str, dict] | None:
 def refusals(spec: dict, classes: dict, at: str) -> tuple:
     """Findings for the pod spec `spec` (plain data) whose `priority` or `preemptionPolicy`
     the Priority admission plugin refuses, given the input's PriorityClasses `classes`
-    ({name: PriorityClass}); `at` is the pod spec's field path."""
-    if not isinstance(spec, dict) or (spec.get("priority") is None
-                                      and spec.get("preemptionPolicy") is None):
+    ({name: PriorityClass}); `at` is the pod spec's field path. A class of the input the
+    pod names that the API server refuses to create (class_errors) does not exist, so the
+    plugin refuses the pod ("no PriorityClass with name high was found")."""
+    if not isinstance(spec, dict):
         return ()
     name = spec.get("priorityClassName")
+    named = classes.get(str(name)) if name else None
+    bad = class_errors(str(name), named) if isinstance(named, dict) else []
+    if bad:
+        said = bad[0] if len(bad) == 1 else "[" + ", ".join(bad) + "]"
+        return (Finding(ERROR, f"the API server refuses PriorityClass {name} "
+                               f"(PriorityClass.scheduling.k8s.io \"{name}\" is invalid: "
+                               f"{said}): it is never created, so the Priority admission "
+                               f"plugin refuses the pod (no PriorityClass with name {name} was "
+                               f"found) unless the cluster holds one of that name already; fix "
+                               f"the PriorityClass ({VALIDATION}; {SOURCE})", "validation",
+                        f"{at}.priorityClassName"),)
+    if spec.get("priority") is None and spec.get("preemptionPolicy") is None:
+        return ()
     if name:
         pc = classes.get(str(name))
         if not isinstance(pc, dict):
