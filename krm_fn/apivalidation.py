@@ -279,6 +279,54 @@ def workload_fields(obj: dict, metadata: bool = True, specs: list = ()) -> list:
     return out
 
 
+_MAPS = ("labels", "annotations", "nodeSelector")
+MAPS_SRC = ("kubernetes/kubernetes staging/src/k8s.io/apimachinery/pkg/apis/meta/v1/validation/"
+            "validation.go ValidateLabels, staging/src/k8s.io/apimachinery/pkg/api/validation/"
+            "objectmeta.go ValidateAnnotations; https://kubernetes.io/docs/concepts/overview/"
+            "working-with-objects/labels/#syntax-and-character-set")
+
+
+def map_errors(fields: list, what: str) -> list:
+    """[(path, message)] of the entries of `fields` ((path, API type, value) as pod_fields
+    and workload_fields give them) in a `labels`, `annotations` or `nodeSelector` map whose
+    key or value the API server refuses: a label or node selector key that is no qualified
+    name (content.IsLabelKey) or a value that is no label value (IsLabelValue; a value
+    that is no string is type_errors' business), an annotation key that is no qualified
+    name once lower-cased (ValidateAnnotations). Each message gives the API server's
+    error (`metadata.labels: Invalid value: "a b": ...`); `what`: "pod" or "workload"."""
+    out = []
+    for path, _, value in fields:
+        if len(path) < 2 or path[-2] not in _MAPS or path[-1].__class__ is not str:
+            continue
+        key = path[-1]
+        if path[-2] == "annotations":
+            said = [(key, m) for m in _key_errors(key.lower())]
+        else:
+            said = [(key, m) for m in _key_errors(key)]
+            if value.__class__ is str and (len(value) > 63
+                                           or value and not _label_chars(value)):
+                said += [(value, m) for m in label_value_errors(value)]
+        # a pod template's labels and annotations are validated at spec.template.labels
+        # (ValidatePodTemplateSpec: fldPath.Child("labels")), a workload's at metadata.labels
+        where = path_str(path[:1] + tuple(p for p in path[1:-1] if p != "metadata"))
+        for shown, msg in said:
+            out.append((path, f"{where}: Invalid value: {go_quote(shown)}: "
+                              f"{msg}: the API server refuses the {what}; write a "
+                              f"{'key' if shown is key else 'value'} it accepts ({MAPS_SRC})"))
+    return out
+
+
+def _key_errors(key: str) -> list:
+    """label_key_errors, with a character test first for the common key (`app`,
+    `app.kubernetes.io/name`)."""
+    name = key.rpartition("/")[2]
+    if 0 < len(name) <= 63 and _label_chars(name) and key.count("/") <= 1 and (
+            "/" not in key or (0 < len(key) - len(name) - 1 <= 253
+                               and _dns_subdomain(key[:-len(name) - 1]))):
+        return []
+    return label_key_errors(key)
+
+
 def _written(path: tuple, written: set) -> bool:
     """True when krm-fn wrote `path` or a field on the way to it."""
     for n in range(len(path), 0, -1):

@@ -172,11 +172,18 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
 def _json_types(fields: list, item: TunedItem, edits: Edits, out: list) -> None:
     """An ERROR result in `out` per field of `fields` whose scalar the input writes with
     another JSON type than the API's (apivalidation.type_errors), unless krm-fn wrote it;
-    nothing when the input's scalar types are not known (Edits.yaml_type)."""
-    if getattr(edits.retyped, "type_of", None) is None or edits.index is None:
-        return
+    nothing when the input's scalar types are not known (Edits.yaml_type). Before that,
+    an ERROR per label, annotation or nodeSelector entry whose key or value the API server
+    refuses (apivalidation.map_errors), whoever wrote it."""
     pick = item.pick
     what = "pod" if pick.ref.kind == "Pod" else "workload"
+    # a custom resource's schema leaves label syntax alone: its controller's pods fail
+    builtin = pick.ref.api_version.partition("/")[0] in ("v1", "apps", "batch")
+    for path, message in apivalidation.map_errors(
+            fields, what if builtin else "pods the workload's controller creates"):
+        out.append(Result(message, ERROR, pick.ref, path_str(path)))
+    if getattr(edits.retyped, "type_of", None) is None or edits.index is None:
+        return
     for path, message in apivalidation.type_errors(fields, edits.yaml_type,
                                                    {c.path for c in edits.changes}, what):
         out.append(Result(message, ERROR, pick.ref, path_str(path)))
