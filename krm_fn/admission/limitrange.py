@@ -27,8 +27,12 @@ applies them), which can change a container's QoS and what a quota counts.
 from __future__ import annotations
 
 from krm_fn import quantity
+from krm_fn.admission.containerresources import CONTAINER_RESOURCES, extended
 from krm_fn.admission.cpumanager import aggregate
-from krm_fn.admission.model import ERROR, AdmittedPod, Finding
+from krm_fn.admission.model import ERROR, HUGEPAGES, AdmittedPod, Finding
+from krm_fn.admission.podresources import overcommit_allowed
+from krm_fn.admission.quotascope import standard_quota
+from krm_fn.apivalidation import go_quote, label_key_errors
 from krm_fn.quantity import NANO
 
 SOURCE = ("kubernetes/kubernetes plugin/pkg/admission/limitranger/admission.go, "
@@ -138,7 +142,6 @@ def accepted(limit_ranges) -> tuple:
 
 
 def _item_errors(item: dict, at: str, seen: set) -> list[str]:
-    from krm_fn.apivalidation import go_quote
     kind = str(item.get("type") or "")
     out = [f"{at}.type: Invalid value: {go_quote(kind)}: {m}" for m in _type_errors(kind)]
     if kind in seen:
@@ -184,7 +187,6 @@ def _signed(part) -> dict:
 def _type_errors(kind: str) -> list[str]:
     """validateLimitRangeTypeName: a qualified name, and a standard type unless it has a
     domain."""
-    from krm_fn.apivalidation import label_key_errors
     errs = label_key_errors(kind)
     if not errs and "/" not in kind and kind not in LIMIT_TYPES:
         errs = ["must be a standard limit type or fully qualified"]
@@ -194,10 +196,6 @@ def _type_errors(kind: str) -> list[str]:
 def _name_errors(kind: str, res: str) -> list[str]:
     """validateLimitRangeResourceName: validateResourceName for every type, and for Pod
     and Container items ValidateContainerResourceName's own test after it."""
-    from krm_fn.admission.containerresources import CONTAINER_RESOURCES, extended
-    from krm_fn.admission.model import HUGEPAGES
-    from krm_fn.admission.quotascope import standard_quota
-    from krm_fn.apivalidation import label_key_errors
     errs = label_key_errors(res)
     if errs:
         return errs
@@ -216,7 +214,6 @@ def _comparisons(res: str, low, high, default, request, ratio) -> list[tuple]:
     """ValidateLimitRange's checks of one resource of an item: (field key, the value the
     error shows, message), in the API server's order. Each argument is (signed nano-units,
     shown) or None."""
-    from krm_fn.admission.podresources import overcommit_allowed
     out = []
     if low and high and low[0] > high[0]:
         out.append(("min", low[1], f"min value {low[1]} is greater than max value {high[1]}"))

@@ -8,6 +8,7 @@ the cluster holds a RuntimeClass of that name already.
 from __future__ import annotations
 
 from krm_fn import apivalidation
+from krm_fn.admission.containerresources import requirement_errors
 from krm_fn.admission.model import ERROR, Finding
 from krm_fn.matching import DIGITS, LOWER, only
 
@@ -47,7 +48,6 @@ def errors(rc) -> list[str]:
     overhead = rc.get("overhead")
     fixed = overhead.get("podFixed") if isinstance(overhead, dict) else None
     if isinstance(fixed, dict):
-        from krm_fn.admission.containerresources import requirement_errors
         out += requirement_errors({"limits": fixed}, "overhead")
     scheduling = rc.get("scheduling")
     if isinstance(scheduling, dict):
