@@ -313,6 +313,50 @@ def _tolerations(spec: dict, at: PodSpecAt, ref: Ref) -> None:
         raise ShapeError(*refused)
 
 
+_PROBES = ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe")
+
+
+def _container_refusal(c: dict, role: str, p: tuple, spec: dict, at: PodSpecAt,
+                       ref: Ref) -> None:
+    """Raise ShapeError when the API server refuses container `c` (at `p`, of pod spec
+    `spec`): a regular init container (`role` "init") with `lifecycle` or a probe, which
+    only a sidecar (restartPolicy Always) may have (validateInitContainers: "may not be set
+    for init containers without restartPolicy=Always"); a `resources.claims` entry naming
+    no entry of the pod's `resourceClaims` (validateResourceClaimNames: Not found)."""
+    what = "pod" if ref.kind == "Pod" and tuple(at.spec) == ("spec",) else "workload"
+    if ref.api_version.partition("/")[0] not in ("v1", "apps", "batch"):
+        what = "pods the workload's controller creates"     # a custom resource's schema
+    for field in _PROBES if role == "init" else ():
+        if c.get(field) is not None:
+            raise ShapeError(p + (field,), f"Forbidden: may not be set for init containers "
+                                           f"without restartPolicy=Always: the API server "
+                                           f"refuses the {what}; remove {field}, or make the "
+                                           f"container a sidecar (restartPolicy: Always) "
+                                           f"({VALIDATION_SRC} validateInitContainers)")
+    claims = c.get("resources").get("claims") if isinstance(c.get("resources"), dict) else None
+    if not isinstance(claims, list):
+        return
+    pod_claims = spec.get("resourceClaims")
+    names = sorted({str(r.get("name")) for r in pod_claims if isinstance(r, dict)}
+                   if isinstance(pod_claims, list) else ())
+    for j, claim in enumerate(claims):
+        name = claim.get("name") if isinstance(claim, dict) else None
+        if isinstance(name, str) and name not in names:
+            raise ShapeError(p + ("resources", "claims", j), (
+                f"Not found: {_quote(name)}: must be one of the names in pod.spec."
+                f"resourceClaims" + (f": {', '.join(names)}" if names else " which is empty")
+                + f": the API server refuses the {what}; add a resourceClaims entry of that "
+                  f"name to the pod spec, or remove the claim ({VALIDATION_SRC} "
+                  f"validateResourceClaimNames; https://kubernetes.io/docs/concepts/"
+                  f"scheduling-eviction/dynamic-resource-allocation/)"))
+
+
+def _quote(s: str) -> str:
+    """%q of a Go string (apivalidation.go_quote), imported only for a refusal."""
+    from krm_fn.apivalidation import go_quote
+    return go_quote(s)
+
+
 def _unique(containers: list, name: str, path: tuple) -> None:
     """Raise ShapeError at `path` + name when `name` is already the name of one of
     `containers`: container names are one namespace across containers, initContainers
@@ -373,6 +417,8 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
             role = "app"
             if list_key == "initContainers":
                 role = "sidecar" if c.get("restartPolicy") == "Always" else "init"
+            if role == "init" or c.get("resources"):
+                _container_refusal(c, role, p, spec, at, ref)
             containers.append(ContainerView(name, role, p, c))
     for key in at.container_keys:
         c = spec.get(key)
