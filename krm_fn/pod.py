@@ -313,6 +313,48 @@ def _tolerations(spec: dict, at: PodSpecAt, ref: Ref) -> None:
         raise ShapeError(*refused)
 
 
+_APPS_KINDS = ("Deployment", "ReplicaSet", "StatefulSet", "DaemonSet")
+_APPS_SRC = "kubernetes/kubernetes pkg/apis/apps/validation/validation.go"
+_JOB_SRC = "kubernetes/kubernetes pkg/apis/batch/validation/validation.go validateJobSpec"
+
+
+def _restart_policy(obj: dict, spec: dict, at: PodSpecAt, ref: Ref) -> None:
+    """Raise ShapeError when the API server refuses the `restartPolicy` of pod template spec
+    `spec` (of workload `obj`, at `at`) for the workload's kind: a Deployment's,
+    ReplicaSet's, StatefulSet's or DaemonSet's must be Always (apps validation.go:
+    NotSupported); a Job's or CronJob's OnFailure or Never, and
+    unset is defaulted to Always and refused (validateJobSpec: Required); only Never with a
+    podFailurePolicy."""
+    policy = spec.get("restartPolicy")
+    policy = "" if policy is None else str(policy)
+    if ref.kind in _APPS_KINDS and ref.api_version.startswith("apps/"):
+        if policy in ("", "Always"):
+            return
+        said, fix, src = (f"Unsupported value: {_quote(policy)}: supported values: "
+                          f"\"Always\"", "remove restartPolicy or write Always", _APPS_SRC)
+    elif ref.kind in ("Job", "CronJob") and ref.api_version.startswith("batch/"):
+        job = get_path(obj, at.spec[:-2])       # the Job spec holding the template
+        if policy in ("", "Always"):
+            said = 'Required value: valid values: "OnFailure", "Never"'
+        elif policy not in ("OnFailure", "Never"):
+            said = (f"Unsupported value: {_quote(policy)}: supported values: \"OnFailure\", "
+                    f"\"Never\"")
+        elif policy != "Never" and isinstance(job, dict) and job.get("podFailurePolicy"):
+            said = (f"Invalid value: {_quote(policy)}: only \"Never\" is supported when "
+                    f"podFailurePolicy is specified")
+        else:
+            return
+        fix, src = ("write restartPolicy: " + ("Never" if policy == "OnFailure" else
+                                               "OnFailure or Never")
+                    + " in the Job's pod template", _JOB_SRC)
+    else:
+        return
+    raise ShapeError(at.spec + ("restartPolicy",),
+                     f"{said}: the API server refuses the workload; {fix} ({src}; "
+                     f"https://kubernetes.io/docs/concepts/workloads/pods/pod-lifecycle/"
+                     f"#restart-policy)")
+
+
 _PROBES = ("lifecycle", "livenessProbe", "readinessProbe", "startupProbe")
 
 
@@ -394,6 +436,8 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
     spec = cur
     meta = get_path(obj, at.meta) if at.meta is not None else None
     _no_ephemeral(spec, at, ref)
+    if ref.api_version.startswith(("apps/", "batch/")):
+        _restart_policy(obj, spec, at, ref)
     if spec.get("tolerations"):
         _tolerations(spec, at, ref)
     containers: list[ContainerView] = []

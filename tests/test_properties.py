@@ -410,6 +410,11 @@ def workload(draw, key: tuple, name: str, labels: dict):
             spec = draw(pod_spec(at, f"l{n}{''.join(map(str, idx))}-"))
             for k, v in spec.items():
                 target.setdefault(k, v)
+            if key in (("batch", "Job"), ("batch", "CronJob")):
+                # the API server refuses a Job's pod template without OnFailure or Never
+                # (batch validation.go validateJobSpec: krm_fn/pod.py _restart_policy)
+                target.setdefault("restartPolicy", draw(st.sampled_from(("OnFailure",
+                                                                         "Never"))))
             locs.append((at, path, _fill(at.meta, idx) if at.meta is not None else None))
     # the platform's model container name on a later app container, sometimes
     for at, path, meta in locs:
