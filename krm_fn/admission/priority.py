@@ -24,20 +24,16 @@ from krm_fn.admission.model import DEPENDS, ERROR, WARNING, Finding
 SOURCE = ("https://github.com/kubernetes/kubernetes/blob/master/plugin/pkg/admission/priority/"
           "admission.go")
 PREEMPT_LOWER = "PreemptLowerPriority"      # PriorityClass.preemptionPolicy's default
-# the PriorityClasses every API server creates itself (pkg/apis/scheduling/types.go
-# SystemClusterCritical, SystemNodeCritical; pkg/registry/scheduling/rest
-# storage_scheduling.go adds them at start-up)
-SYSTEM_CLASSES = ("system-cluster-critical", "system-node-critical")
 
 
 def cluster_class(spec: dict, classes: dict, at: str) -> tuple:
     """(DEPENDS Finding,) when the pod spec `spec` (at `at`) names a PriorityClass that is
     neither in `classes` (the input's, {name: PriorityClass}) nor one the API server
-    creates itself (SYSTEM_CLASSES), else (): the Priority admission plugin refuses the
+    creates itself (SYSTEM), else (): the Priority admission plugin refuses the
     pod unless the cluster has it (resolvePriorityClass: "no PriorityClass with name %v
     was found"), and its value is not known here."""
     name = spec.get("priorityClassName") if isinstance(spec, dict) else None
-    if not name or str(name) in SYSTEM_CLASSES or isinstance(classes.get(str(name)), dict):
+    if not name or str(name) in SYSTEM or isinstance(classes.get(str(name)), dict):
         return ()
     return (Finding(DEPENDS, f"PriorityClass {name} is not in the input: the API server "
                              f"refuses the pod unless the cluster has it (no PriorityClass "
@@ -48,7 +44,8 @@ def cluster_class(spec: dict, classes: dict, at: str) -> tuple:
 
 
 # pkg/apis/scheduling/types.go HighestUserDefinablePriority, and the system classes every
-# cluster holds (SystemPriorityClasses: name, value; neither is globalDefault)
+# API server creates at start-up (SystemPriorityClasses: name, value; neither is
+# globalDefault; pkg/registry/scheduling/rest storage_scheduling.go)
 HIGHEST_USER = 1000000000
 SYSTEM = {"system-cluster-critical": 2000000000, "system-node-critical": 2000001000}
 VALIDATION = ("kubernetes/kubernetes pkg/apis/scheduling/validation/validation.go "
