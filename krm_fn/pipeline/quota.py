@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from krm_fn.admission import build, quotascope, quotatotal
 from krm_fn.admission import resourcequota as rq
-from krm_fn.admission.model import ERROR
+from krm_fn.admission.model import ERROR, same_namespace
 from krm_fn.changes import results as file_results
 from krm_fn.pipeline.select import (VERDICT_ANNOTATION, annotations_of, is_local_config,
                                     ref_of)
@@ -43,7 +43,7 @@ def judge(items: list, done: list, run) -> list:
     for i, obj in enumerate(items):
         if not _creates_pods(obj, run):
             continue
-        mine = [ns for ns in spaces if not _written_ns(obj) or _written_ns(obj) == ns]
+        mine = [ns for ns in spaces if same_namespace(obj, ns)]
         if not mine:
             continue
         pick, outcome = by_index.get(i, (None, None))
