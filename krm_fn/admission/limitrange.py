@@ -289,6 +289,37 @@ def defaults(limit_ranges) -> tuple:
     return tuple(out)
 
 
+def container_bounds(limit_ranges) -> dict:
+    """{(resource, "min" or "max"): (quantity.Quantity, LimitRange name)} for cpu and
+    memory: the largest `min` and the smallest `max` of the `type: Container` items of the
+    LimitRanges of `limit_ranges` (plain objects that may sit in the pod's namespace:
+    InjectionContext.limit_ranges_for) that the API server creates (`accepted`). Every
+    container's request must be at least each `min` and its limit at most each `max`
+    (plugin/pkg/admission/limitranger/admission.go minConstraint, maxConstraint); an amount
+    krm-fn cannot read is left out (`refused` reports the pod). {} for no LimitRange."""
+    out: dict = {}
+    for lr in accepted(limit_ranges) if limit_ranges else ():
+        md, spec = lr.get("metadata"), lr.get("spec")
+        name = str(md.get("name")) if isinstance(md, dict) else "?"
+        items = spec.get("limits") if isinstance(spec, dict) else None
+        for item in items if isinstance(items, list) else ():
+            if not isinstance(item, dict) or item.get("type") != "Container":
+                continue
+            for key, sign in (("min", 1), ("max", -1)):
+                amounts = item.get(key)
+                for res in RESOURCES:
+                    text = amounts.get(res) if isinstance(amounts, dict) else None
+                    try:
+                        q = (quantity.parse_cpu if res == "cpu" else quantity.parse_memory)(
+                            text)
+                    except (quantity.QuantityError, TypeError):
+                        continue
+                    old = out.get((res, key))
+                    if old is None or sign * (q.nanos - old[0].nanos) > 0:
+                        out[(res, key)] = (q, name)
+    return out
+
+
 def with_defaults(containers, defaults_: tuple) -> list:
     """`containers` (model.Container: the pod's own, and the injected ones, which the
     LimitRanger sees when it runs again after the webhooks: build._limit_range_defaults)

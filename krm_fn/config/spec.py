@@ -255,7 +255,8 @@ WORKLOADS = Object(Workloads, (
     Field("sidecarResources", Object(Resources, (
         Field("cpu", Cpu(), "100m", "CPU (shared pool).", flat="sidecarCpu"),
         Field("memory", Memory(), "128Mi", "Memory.", flat="sidecarMemory"),
-    )), None, "Resources for non-pinned containers that declare none."),
+    )), None, "Resources for non-pinned containers that declare none (kept within the "
+              "min and max per container of the LimitRanges of the pod's namespace)."),
     Field("initContainerCpu", Cpu(), "500m", "CPU given to a regular init container that "
           "asks for whole CPUs, so it runs in the shared pool instead of taking exclusive "
           "CPUs (kubernetes/kubernetes#112228). List it in pinnedContainers to pin it."),

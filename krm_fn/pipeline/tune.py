@@ -125,8 +125,19 @@ def as_written(item: TunedItem, tp: TunedPod, run):
         return tp.pod
     if pod is None:
         return tp.pod
-    rules.merge(pod, run.cfg)
+    rules.merge(pod, run.cfg, _bounds(pick, run))
     return pod
+
+
+def _bounds(pick: Picked, run) -> dict:
+    """RuleContext.bounds of the pods of `pick`: what the LimitRanges that may sit in its
+    namespace set per container (admission.limitrange.container_bounds); {} without a
+    LimitRange in the input (its module is then not imported: start-up)."""
+    limit_ranges = run.ictx.limit_ranges_for(pick.ref.namespace or "")
+    if not limit_ranges:
+        return {}
+    from krm_fn.admission import limitrange
+    return limitrange.container_bounds(limit_ranges)
 
 
 def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
@@ -142,7 +153,8 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     if pod is None:
         return None, frozenset()
     item.found = True
-    rules.merge(pod, cfg)
+    bounds = _bounds(pick, run)
+    rules.merge(pod, cfg, bounds)
     cpus, listed, lpath = overrides(pick.obj, at, pick.ref, findings)
     if not _listed_ok(pod, listed, lpath, listed_at, findings):
         return None, frozenset()
@@ -153,7 +165,8 @@ def _tune_pod(item: TunedItem, at, edits: Edits, info, listed_at: dict, run):
     ctx = rules.RuleContext(cfg, info, chosen, cpus=cpus, explicit=explicit, chosen_by=how,
                             cluster=run.cluster,
                             namespaces=run.namespaces,
-                            knative_features=run.features_for(pod), ictx=run.ictx)
+                            knative_features=run.features_for(pod), ictx=run.ictx,
+                            bounds=bounds)
     ctx = rules.run(pod, ctx)
     # the input's own scalars, read from the input item: what the rules added or changed
     # is krm-fn's (written, so skipped by type_errors), and they only add entries, so the

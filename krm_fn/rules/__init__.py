@@ -65,7 +65,7 @@ class PoolInfo(namedtuple("PoolInfo", "name node_selector threads_per_core full_
 
 
 class RuleContext(namedtuple("RuleContext", "cfg pool pinned cpus explicit chosen_by cluster "
-                             "facts namespaces knative_features ictx")):
+                             "facts namespaces knative_features ictx bounds")):
     """Config and placement for one pod: `cfg` is the loaded config (config.load),
     `pool` the PoolInfo or None when no node pool is configured, `pinned` the names of the
     containers to pin in this pod. `facts`: {container path: facts.ContainerFacts},
@@ -73,7 +73,10 @@ class RuleContext(namedtuple("RuleContext", "cfg pool pinned cpus explicit chose
     feature flags for this input when the pod is a Knative revision's
     (admission.knative.Features; None: the defaults, or not a Knative pod).
     `ictx`: the input objects the admission-time injectors read (Namespaces, cluster
-    ConfigMaps, custom resources), so a rule can size what they add."""
+    ConfigMaps, custom resources), so a rule can size what they add. `bounds`: the cpu and
+    memory bounds the LimitRanges of the pod's namespace set on each container
+    (admission.limitrange.container_bounds; empty when none), so a size krm-fn chooses
+    itself stays within them."""
 
     __slots__ = ()
 
@@ -90,11 +93,11 @@ class RuleContext(namedtuple("RuleContext", "cfg pool pinned cpus explicit chose
                 explicit: frozenset = frozenset(), chosen_by: str = "",
                 cluster: frozenset = frozenset(), facts: dict | None = None,
                 namespaces: dict | None = None, knative_features: dict | None = None,
-                ictx: object | None = None):
+                ictx: object | None = None, bounds: dict | None = None):
         return super().__new__(cls, cfg, pool, pinned, cpus, explicit, chosen_by, cluster,
                                {} if facts is None else facts,
                                {} if namespaces is None else namespaces, knative_features,
-                               ictx)
+                               ictx, {} if bounds is None else bounds)
 
 
 RULES = (resources, ray, injector_annotations, platform_containers, podlevel, threads,
@@ -111,12 +114,13 @@ def rule_id(module) -> str:
 _RULE_IDS = tuple((rule, rule_id(rule)) for rule in RULES)
 
 
-def merge(pod, cfg) -> None:
+def merge(pod, cfg, bounds: dict | None = None) -> None:
     """Add the containers a controller merges in by name (rules/merged.py) to `pod` (a
     PodView); runs before the per-workload annotations are read, since it changes which
-    containers the pod has. Writes are attributed to the `merged` rule (`pod.rule`)."""
+    containers the pod has. Writes are attributed to the `merged` rule (`pod.rule`).
+    `bounds`: RuleContext.bounds of the pod."""
     pod.rule = rule_id(merged)
-    merged.apply(pod, cfg)
+    merged.apply(pod, cfg, bounds or {})
     pod.rule = None
 
 

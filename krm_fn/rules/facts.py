@@ -186,9 +186,33 @@ def _requested(c: ContainerView, pinned: bool, ctx, req, lim, notes: list):
         base, why = default, "spec.workloads.defaultCpus"
     else:
         base, why = cfg.workloads.sidecarResources.cpu, "spec.workloads.sidecarResources.cpu"
+    base, why = bounded(base, why, "cpu", ctx.bounds)
     notes.append((WARNING, c.path + _LIMIT,
                   f"container {c.name!r} sets no cpu; using {base.text} from {why}"))
     return base.nanos, False
+
+
+def bounded(q, why: str, res: str, bounds: dict) -> tuple:
+    """(quantity, where it comes from) for a `res` (cpu or memory) amount krm-fn chooses
+    itself for a container that sets none: `q` (a quantity.Quantity from the config
+    option `why`) as it is, or raised to the largest `min` / lowered to the smallest `max`
+    that the LimitRanges of the pod's namespace set per container (`bounds`:
+    admission.limitrange.container_bounds; the LimitRanger refuses a pod whose container
+    asks for less or more: plugin/pkg/admission/limitranger/admission.go minConstraint,
+    maxConstraint). Bounds that contradict each other leave `q` (the verdict reports the
+    refusal)."""
+    if not bounds:
+        return q, why
+    low, high = bounds.get((res, "min")), bounds.get((res, "max"))
+    if low is not None and high is not None and low[0].nanos > high[0].nanos:
+        return q, why
+    if low is not None and q.nanos < low[0].nanos:
+        return low[0], (f"the minimum {res} per container of LimitRange {low[1]} ({why} is "
+                        f"{q.text}: the API server refuses less)")
+    if high is not None and q.nanos > high[0].nanos:
+        return high[0], (f"the maximum {res} per container of LimitRange {high[1]} ({why} "
+                         f"is {q.text}: the API server refuses more)")
+    return q, why
 
 
 def _pinned_target(c: ContainerView, value: int, override: bool, ctx,

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 from krm_fn.pod import ContainerView, PodView
 from krm_fn.results import WARNING
+from krm_fn.rules import facts
 from krm_fn.workloads import MergedContainer, get_path
 
 ID = "merged"
@@ -48,9 +49,11 @@ def _applies(root: dict, m: MergedContainer) -> bool:
     return True
 
 
-def apply(pod: PodView, cfg) -> None:
+def apply(pod: PodView, cfg, bounds: dict) -> None:
     """Add a by-name entry, with equal requests and limits, for every merged container of
-    the pod spec that applies and is not written yet; see the module docstring."""
+    the pod spec that applies and is not written yet; see the module docstring. `bounds`:
+    the LimitRange bounds per container of the pod's namespace (RuleContext.bounds), which
+    the sizes taken from sidecarResources are kept within (facts.bounded)."""
     names = {c.name for c in pod.containers}
     for m in pod.at.merged:
         if m.name in names or not _applies(pod.edits.root, m):
@@ -69,13 +72,19 @@ def apply(pod: PodView, cfg) -> None:
         index = len(lst or [])
         side = cfg.workloads.sidecarResources
         if m.sidecar:
-            cpu, why_cpu = side.cpu.text, "spec.workloads.sidecarResources.cpu"
+            cpu, why_cpu = facts.bounded(side.cpu, "spec.workloads.sidecarResources.cpu",
+                                         "cpu", bounds)
+            cpu = cpu.text
         else:
             cpu, why_cpu = (cfg.workloads.initContainerCpu.text,
                             "spec.workloads.initContainerCpu")
-        memory = m.memory or side.memory.text
-        why_mem = "the controller's default limit" if m.memory else \
-            "spec.workloads.sidecarResources.memory"
+        if m.memory:
+            memory, why_mem = m.memory, "the controller's default limit"
+        else:
+            memory, why_mem = facts.bounded(side.memory,
+                                            "spec.workloads.sidecarResources.memory",
+                                            "memory", bounds)
+            memory = memory.text
         entry: dict = {"name": m.name}
         if m.sidecar:
             entry["restartPolicy"] = "Always"

@@ -29,7 +29,10 @@ What the rule does, per container:
   container with no cpu or no memory takes `defaultCpus` / `defaultMemory` (warning) or
   is an error.
 - Every other container gets requests == limits too (cpu may stay fractional: it runs in
-  the shared pool). Missing values come from `sidecarResources` (warning). An app or
+  the shared pool). Missing values come from `sidecarResources` (warning). A value taken
+  from `sidecarResources`, `defaultCpus` or `defaultMemory` is kept within the `min` and
+  `max` per container of the LimitRanges of the pod's namespace in the input (warning
+  naming the LimitRange: plugin/pkg/admission/limitranger/admission.go). An app or
   sidecar container that already asks for whole CPUs is pinned by the kubelet anyway, so
   it gets the same SMT rounding.
 - A regular init container that asks for whole CPUs is moved to the shared pool with
@@ -111,7 +114,10 @@ def _write(pod: PodView, c: ContainerView, res: str, text: str, value: int,
         pod.set(path, text, msg, raw)
 
 
-def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
+def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg, bounds: dict | None = None
+            ) -> bool:
+    """Write the memory of container `c` (requests == limits); `bounds`: RuleContext.bounds
+    (a size taken from the config is kept within them). False after an error."""
     req, lim, ok = _read(pod, c, "memory", "memory")
     if not ok:
         return False
@@ -129,6 +135,7 @@ def _memory(pod: PodView, c: ContainerView, pinned: bool, cfg) -> bool:
         else:
             chosen, why = cfg.workloads.sidecarResources.memory, \
                 "spec.workloads.sidecarResources.memory"
+        chosen, why = facts.bounded(chosen, why, "memory", bounds)
         pod.warn(c.path + ("resources", "limits", "memory"),
                  f"container {c.name!r} sets no memory; using {chosen.text} from {why}")
     else:
@@ -152,4 +159,4 @@ def apply(pod: PodView, ctx) -> None:
         if plan.target is not None:
             text, value, reason = plan.target
             _write(pod, c, "cpu", text, value, reason)
-        _memory(pod, c, plan.pinned, ctx.cfg)
+        _memory(pod, c, plan.pinned, ctx.cfg, ctx.bounds)
