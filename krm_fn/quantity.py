@@ -11,15 +11,18 @@ Source of the rules: k8s.io/apimachinery/pkg/api/resource/quantity.go (`ParseQua
     <decimalExponent> ::= "e" <signedNumber> | "E" <signedNumber>
 
 Values are held as Kubernetes holds them, as exact integers at a fixed scale: a Quantity's
-`nanos` is its value in nano-units (int; nanocores for cpu, nanobytes for memory), exact for
-every accepted quantity because values finer than 1n are refused. Callers keep cpu in
-nanocores (int) and memory in bytes (int; `Quantity.whole`, exact for parse_memory, which
-refuses fractions of a byte); nothing is ever a float or a rational. Kubernetes silently
-rounds values finer than 1n up and caps values above 2^63-1; krm-fn refuses both for cpu and
-memory instead, because a manifest that relies on that rounding is almost always a typo
-(`1e-10`, `1e400`). A cpu amount finer than 1m (`3999999999n`) is read exactly, as the API
-server keeps it and compares it (Quantity.Cmp, Equal); the kubelet and the scheduler see it
-rounded up to 1m (Quantity.MilliValue): `milli_ceil`, `kubelet_cpus`.
+`nanos` is its value in nano-units (int; nanocores for cpu, nanobytes for memory), rounded up
+to 1n as ParseQuantity rounds a non-zero amount finer than that (`0.0000000001` is 1n).
+Callers keep cpu in nanocores (int) and memory in bytes (int; `Quantity.whole`, exact for
+parse_memory, which refuses fractions of a byte); nothing is ever a float or a rational.
+Kubernetes caps BinarySI values above 2^63-1 and keeps larger decimal ones that Value()
+cannot hold; krm-fn refuses both, because a manifest that relies on them is almost always a
+typo (`1e400`). An amount of a resource list (a container's requests and limits, a
+LimitRange's bounds) is stored rounded up to 1m (pkg/apis/core/v1/defaults.go
+SetDefaults_ResourceList): `stored` and `parse_cpu` read it so (`3999999999n` is stored as
+`4`), and `stored` gives the text the API server then keeps and shows (Quantity.String()).
+The kubelet and the scheduler read that stored amount (Quantity.MilliValue): `milli_ceil`,
+`kubelet_cpus`.
 """
 from __future__ import annotations
 
@@ -31,7 +34,7 @@ from krm_fn.matching import DIGITS, digits, only, span
 
 __all__ = ["NANO", "MILLI", "Quantity", "QuantityError", "ceil_div", "trunc_div", "ratio", "parse",
            "parse_cpu", "parse_milli_cpu", "parse_memory", "milli_ceil", "kubelet_cpus",
-           "format_cpu", "format_decimal_si",
+           "format_cpu", "format_decimal_si", "format_quantity", "stored",
            "format_binary_si", "format_bytes", "format_cpu_rounded", "format_like"]
 
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
@@ -42,6 +45,7 @@ _BINARY_BY_EXP = {v: k for k, v in _BINARY.items()}
 # parseQuantityString's scanner (characters "eEinumkKMGTP", then [+-]?[0-9]*).
 _SUFFIX_CHARS = "eEinumkKMGTP"
 _MAX = 2 ** 63 - 1
+_INT64 = 2 ** 63
 NANO = 10 ** 9      # nano-units in one unit: a cpu amount in nanocores is cores * NANO
 MILLI = NANO // 1000    # nano-units in one thousandth (1m): nanocores in a millicore
 
@@ -96,7 +100,7 @@ def ratio(text: str) -> tuple[int, int]:
 
 class QuantityError(ValueError):
     """A string that Kubernetes would not accept as a resource quantity (or that krm-fn
-    refuses for cpu/memory: negative, finer than 1n, larger than 2^63-1)."""
+    refuses for cpu/memory: negative, larger than 2^63-1)."""
 
 
 class Quantity(namedtuple("Quantity", "nanos fmt text")):
@@ -161,10 +165,11 @@ def _parse(s: str) -> Quantity:
         fmt, num = "BinarySI", num * 2 ** _BINARY[full_suffix]
     elif full_suffix in _DECIMAL:
         fmt, exp = "DecimalSI", _DECIMAL[full_suffix]
-    elif suf in ("e", "E") and re.fullmatch(r"[+-]?[0-9]+", expdigits or ""):
-        exp = int(expdigits)
-        if abs(exp) > 400:
-            raise QuantityError(f"{s!r} is out of range")
+    elif suf in ("e", "E") and re.fullmatch(r"[+-]?[0-9]+", expdigits or "") and \
+            -_INT64 <= int(expdigits) < _INT64:
+        # interpret keeps int32(exponent): 1e4294967296 is 1; past +-100 the value (at most
+        # 64 digits) is finer than 1n or above 2^63-1 whatever the digits, so it is clamped
+        exp = max(-100, min(100, _int32(int(expdigits))))
         fmt = "DecimalExponent"
     else:
         raise QuantityError(f"{s!r} has an unknown suffix {full_suffix!r} (use one of "
@@ -175,9 +180,9 @@ def _parse(s: str) -> Quantity:
         raise QuantityError(f"{s!r} is negative")
     if num > _MAX * den:
         raise QuantityError(f"{s!r} is larger than 2^63-1, the largest quantity Kubernetes keeps")
-    nanos, finer = divmod(num * NANO, den)
-    if finer:
-        raise QuantityError(f"{s!r} is finer than 1n; Kubernetes would round it up")
+    nanos = ceil_div(num * NANO, den)       # ParseQuantity rounds finer than 1n up
+    if fmt == "BinarySI" and 0 < nanos < NANO:
+        fmt = "DecimalSI"                   # ParseQuantity: a BinarySI amount below 1
     return Quantity(nanos, fmt, s)
 
 
@@ -211,8 +216,7 @@ def api_error(text: str) -> str | None:
     """The error apimachinery's ParseQuantity gives for the string `text` as the API server
     decodes it (Quantity.UnmarshalJSON trims white space first): FORMAT_WRONG when it is
     empty or not a number then a suffix, SUFFIX_WRONG when the suffix is none it knows; None
-    when Kubernetes reads it, possibly rounding or capping it where parse() refuses it (no
-    digits, finer than 1n, above 2^63-1, an exponent beyond 400)."""
+    when Kubernetes reads it, possibly where parse() refuses it (no digits, above 2^63-1)."""
     s = text.strip()
     parts = _split(s) if s else None
     if parts is None:
@@ -270,18 +274,75 @@ def format_bytes(n: int) -> str:
     return format_binary_si(n * NANO)
 
 
+def _int32(n: int) -> int:
+    """`n` (int) wrapped to 32 bits as Go's int32(n)."""
+    return (n + 2 ** 31) % 2 ** 32 - 2 ** 31
+
+
+def _kept_as_written(s: str) -> bool:
+    """True when the API server stores the amount `s` (a string parse() reads, trimmed) of a
+    resource list as written: ParseQuantity keeps the text of an amount on its int64 path
+    that is already canonical (no multiple of 1000 in the digits, no leading zero, a scale
+    that is a multiple of 3; for BinarySI a number not a multiple of 8), and
+    SetDefaults_ResourceList's RoundUp(-3) keeps it when its scale is at least milli
+    (k8s.io/apimachinery/pkg/api/resource/quantity.go ParseQuantity, RoundUp;
+    pkg/apis/core/v1/defaults.go SetDefaults_ResourceList). `+1`, `5.`, `1E3`, `1500e0` are
+    kept; `1.5e3`, `10e2`, `-0`, `1000m` are not."""
+    if s == "0":
+        return True
+    _, whole, frac, suf, expdigits = _split(s)
+    num, denom = whole.lstrip("0") or "0", frac or ""
+    shifted = num + denom
+    if suf + expdigits in _BINARY:
+        exp = _BINARY[suf + expdigits]
+        return (not denom and 15 - len(num) - exp * 3 // 10 - 1 >= 0
+                and int(num) << exp < _INT64 and int(num) % 8 != 0)
+    exp = _DECIMAL.get(suf + expdigits)
+    scale = (_int32(int(expdigits)) if exp is None else exp) - len(denom)
+    return (len(shifted) <= 18 and scale >= -3 and scale % 3 == 0
+            and not shifted.endswith("000") and shifted[0] != "0")
+
+
+def format_quantity(nanos: int, fmt: str) -> str:
+    """Quantity.String() of a value of `nanos` nano-units (int, may be negative) in the
+    Format `fmt` ("DecimalSI", "BinarySI" or "DecimalExponent"): its canonical form
+    (k8s.io/apimachinery/pkg/api/resource/quantity.go CanonicalizeBytes). 1500 * NANO in
+    DecimalExponent -> "1500", NANO // 1000 -> "1e-3"; 1536 * 2**20 * NANO in BinarySI ->
+    "1536Mi"."""
+    sign, nanos = ("-" if nanos < 0 else ""), abs(nanos)
+    if fmt == "BinarySI":
+        return sign + format_binary_si(nanos)
+    if fmt == "DecimalExponent" and nanos:
+        mant, exp = _canonical_decimal(nanos)
+        return f"{sign}{mant}e{exp}" if exp else f"{sign}{mant}"
+    return sign + format_decimal_si(nanos) if nanos else "0"
+
+
+def stored(text: object) -> tuple[int, str]:
+    """(signed nano-units, text) the API server stores for the amount `text` of a resource
+    list (a container's requests or limits, a LimitRange's min or max): ParseQuantity
+    (white space trimmed, rounded up to 1n), then SetDefaults_ResourceList's RoundUp(-3)
+    (up to 1m, away from zero), and the text it then writes and `kubectl get -o yaml` shows
+    (Quantity.String(): as written when _kept_as_written, else format_quantity)
+    (k8s.io/apimachinery/pkg/api/resource/quantity.go; pkg/apis/core/v1/defaults.go).
+    `0.0000000001` -> (MILLI, "1m"), `1e-12` -> (MILLI, "1e-3"), `+1` -> (NANO, "+1"),
+    `-0` -> (0, "0"). Raises QuantityError as parse() does, except for a minus sign."""
+    s = text.strip() if isinstance(text, str) else _text_of(text)
+    negative = s.startswith("-")
+    q = parse(s[1:] if negative else s)
+    nanos = milli_ceil(q.nanos)
+    if _kept_as_written(s):
+        return (-nanos if negative else nanos), s
+    nanos = -nanos if negative else nanos
+    return nanos, format_quantity(nanos, q.fmt)
+
+
 def parse_signed(text: object) -> tuple[int, str] | None:
-    """(signed nano-units, the amount as the API server shows it: "-" then format_like) of a
-    resource amount as written, which may start with a minus sign (Quantity holds no sign);
-    None when it is no quantity."""
-    s = text.strip() if isinstance(text, str) else text
-    negative = isinstance(s, str) and s.startswith("-")
+    """stored(text), or None when it is no quantity (Quantity holds no sign)."""
     try:
-        q = parse(s[1:] if negative else s)
+        return stored(text)
     except (QuantityError, TypeError):
         return None
-    shown = ("-" if negative and q.nanos else "") + format_like(q.nanos, q)
-    return (-q.nanos if negative else q.nanos), shown
 
 
 def format_amount(resource: str, amount: int) -> str:
@@ -324,10 +385,16 @@ def _text_of(text: object) -> str:
 
 
 def parse_cpu(text: object) -> Quantity:
-    """Parse a cpu quantity of a Kubernetes object (`nanos`: nanocores, exact; an amount
-    finer than 1m such as `3999999999n` is kept as the API server keeps it). Raises
-    QuantityError as parse() does."""
-    return _parse(_text_of(text))
+    """Parse a cpu quantity of a Kubernetes object as the API server stores it (`nanos`:
+    nanocores, rounded up to 1m as stored(): `3999999999n` is stored as `4`,
+    `0.0000000001` as `1m`; `text` as written). Raises QuantityError as parse() does."""
+    return _parse_cpu(_text_of(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _parse_cpu(s: str) -> Quantity:
+    q = _parse(s)
+    return q if q.nanos % MILLI == 0 else Quantity(milli_ceil(q.nanos), q.fmt, q.text)
 
 
 def parse_milli_cpu(text: object) -> Quantity:

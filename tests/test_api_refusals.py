@@ -622,9 +622,8 @@ RESOURCES.update({
                    _C0 + ".limits[nvidia.com/gpu]: Invalid value: \"1e\": unable to parse "
                          "quantity's suffix"),
     "gpu-finer-than-1n": (_with("nvidia.com/gpu", "1.0000000001"),
-                          _C0 + ".limits[nvidia.com/gpu]: Invalid value: \"1.0000000001\": "
-                                "'1.0000000001' is finer than 1n; Kubernetes would round "
-                                "it up"),
+                          _C0 + ".limits[nvidia.com/gpu]: Invalid value: \"1001m\": must be "
+                                "an integer"),
     "storage-spaced": (_with("ephemeral-storage", " 1Gi "), None),
     "name-Memory": (_with("Memory", "4Gi"),
                     _C0 + ".limits[Memory]: Invalid value: \"Memory\": must be a standard "
@@ -652,8 +651,8 @@ RESOURCES.update({
                      _C0 + ".limits[ephemeral-storage]: Invalid value: " + _REGEX),
 })
 # what the API server's answer holds where it is not krm-fn's words: a quantity it cannot
-# parse fails the decoding of the whole object (no field path); one finer than 1n it rounds
-# up (shown as 1001m here) and then refuses as no integer
+# parse fails the decoding of the whole object (no field path); one finer than 1m it stores
+# rounded up (1001m here, as krm-fn says it) and then refuses as no integer
 API_WORDS = {"storage-10GB": _REGEX, "gpu-word": _REGEX, "hugepages-2MB": _REGEX,
              "gpu-suffix": "unable to parse quantity's suffix",
              "gpu-finer-than-1n": "Invalid value: \"1001m\": must be an integer",

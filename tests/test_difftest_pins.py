@@ -41,11 +41,24 @@ def _mismatches(rows, *fns) -> list:
             if [_result(f, row[0]) for f in fns] != row[1:]]
 
 
+# Spellings whose reading changed on purpose: an amount finer than 1n (`1e-308`) is read as
+# ParseQuantity reads it, rounded up to 1n (tests/test_quantity_apiserver.py checks the real
+# API server), so krm-fn's config refuses it as finer than 1m (cpu) or as no whole number of
+# bytes (memory), no longer as finer than 1n.
+_FINER = "'1e-308' is finer than 1m, the smallest CPU unit; Kubernetes would round it up"
+_NOT_BYTES = "'1e-308' is not a whole number of bytes (did you mean a byte count?)"
+QUANTITY_NOW = {"1e-308": [["ok", "1/1000000000", "DecimalExponent", "1e-308"],
+                           ["error", "QuantityError", _FINER],
+                           ["error", "QuantityError", _NOT_BYTES]]}
+
+
 def test_quantity_spellings_parse_as_before():
-    rows = PINS["quantity"]
+    rows = [[r[0], *QUANTITY_NOW[r[0]]] if r[0] in QUANTITY_NOW else r
+            for r in PINS["quantity"]]
     assert len(rows) == 87
     # the pinned cpu reader refused amounts finer than 1m: krm-fn's own config still does
-    # (parse_milli_cpu), a pod's cpu is read exactly since (parse_cpu: tests/test_fine_cpu.py)
+    # (parse_milli_cpu), a pod's cpu is read as the API server stores it since (parse_cpu:
+    # tests/test_fine_cpu.py)
     assert _mismatches(rows, quantity.parse, quantity.parse_milli_cpu,
                        quantity.parse_memory) == []
 
@@ -117,7 +130,12 @@ CONFIG_PATHS = sorted({row[0] for row in PINS["config"]})
 # since issue #34's hostile round.
 CONFIG_NOW = {("output.monitoring.rateWindow", "0s"): [
     "error", "ConfigError", "spec.output.monitoring.rateWindow: must be longer than zero "
-    "(rate() needs a range), found '0s'"]}
+    "(rate() needs a range), found '0s'"],
+    # an amount finer than 1n is read rounded up to 1n (QUANTITY_NOW above)
+    ("workloads.defaultCpus", "1e-308"): [
+        "error", "ConfigError", f"spec.workloads.defaultCpus: {_FINER}"],
+    ("workloads.defaultMemory", "1e-308"): [
+        "error", "ConfigError", f"spec.workloads.defaultMemory: {_NOT_BYTES}"]}
 
 
 # evictionHard percentages: the kubelet takes 0% too (it ignores exactly "0%" and "100%",
@@ -219,7 +237,9 @@ def test_config_table_covers_every_changed_check():
 # no engine, the thread vars are the pinned CPUs; rawtext-25 and rawtext-26 again: an item
 # left unchanged has its verdict line describe the pod as the input writes it (1m of cpu
 # as requests and limits: no exclusive CPUs; a memory request of 1E above its limit:
-# Burstable), not the pod krm-fn would have written.
+# Burstable), not the pod krm-fn would have written; quantity-1 again: the note on the
+# `10000000000000000000Ei` it cannot read no longer says Kubernetes rounds an amount finer
+# than 1n (krm-fn reads such an amount as stored since: quantity.stored).
 CLI_CASES = json.loads((Path(__file__).parent / "difftest" / "cli_cases.json").read_text())
 
 

@@ -38,7 +38,8 @@ def test_parse(text, value, fmt):
     assert (q.nanos, q.fmt) == (value, fmt)
 
 
-@pytest.mark.parametrize("text", ["1.5.0", "-2", "abc", "1e400", "", ".", "1e", "1Ki5", "1mi",
+@pytest.mark.parametrize("text", ["1.5.0", "-2", "abc", "1e400", "1e-9223372036854775809",
+                                  "", ".", "1e", "1Ki5", "1mi",
                                   "1 Gi", "0x10", "1.0e", "Gi", None, True])
 def test_parse_rejects(text):
     with pytest.raises(QuantityError):
@@ -51,7 +52,8 @@ def test_config_cpu_finer_than_a_millicore_is_refused():
         parse_milli_cpu("0.0001m")
     with pytest.raises(QuantityError, match="finer than 1m"):
         parse_milli_cpu("1500.5m")
-    assert parse_cpu("1500.5m").nanos == 1500500 * 1000
+    # a pod's is stored rounded up to 1m (pkg/apis/core/v1/defaults.go RoundUp(-3))
+    assert parse_cpu("1500.5m").nanos == 1501 * 1000 * 1000
 
 
 def test_memory_must_be_whole_bytes():
@@ -92,9 +94,15 @@ def test_whole_rounds_up_as_value():
     assert parse("5n").whole == 1
 
 
-def test_finer_than_a_nano_and_too_large_are_refused():
-    with pytest.raises(QuantityError, match="finer than 1n"):
-        parse("0.1n")
+def test_finer_than_a_nano_rounds_up_and_too_large_is_refused():
+    # ParseQuantity rounds a non-zero amount finer than 1n up to 1n (inf.RoundUp)
+    assert parse("0.1n").nanos == 1 and parse("1e-400").nanos == 1
+    assert parse("1.0000000001").nanos == N + 1
+    assert parse("0e-400").nanos == 0
+    # a BinarySI amount below 1 becomes DecimalSI
+    assert parse("0.0000000001Ki").fmt == "DecimalSI" and parse("0.5Ki").fmt == "BinarySI"
+    # interpret keeps int32(exponent): 2^32 wraps to 0
+    assert parse("1e4294967296").nanos == N and parse("1e4294967299").nanos == 1000 * N
     with pytest.raises(QuantityError, match="larger than 2"):
         parse("9223372036854775808")
     assert parse("9223372036854775807").nanos == (2 ** 63 - 1) * N

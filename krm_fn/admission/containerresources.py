@@ -7,8 +7,9 @@ amounts the resources rule reads and what the kubelet's model judges:
   a domain must be a qualified name and, outside kubernetes.io, an extended resource name):
   `Memory`, `storage`, `requests.cpu`, `gpu`;
 - an amount that is no quantity (apimachinery quantity.go ParseQuantity, run when the API
-  server decodes the object: `10GB`, `1Gb`, `one`), or one krm-fn does not read (finer than
-  1n, above 2^63-1: Kubernetes rounds or caps it), for every resource but cpu and memory;
+  server decodes the object: `10GB`, `1Gb`, `one`), or one krm-fn does not read (above
+  2^63-1: Kubernetes caps it or keeps more than Value() holds; one finer than 1m is read as
+  stored, rounded up: quantity.stored), for every resource but cpu and memory;
 - a negative amount, an extended resource that is no integer, huge pages that are no whole
   number of pages, a request above its limit, huge pages without cpu or memory.
 
@@ -193,5 +194,5 @@ def _unread(r: str, text: str, path: str, name) -> tuple:
     return (path, f"Invalid value: \"{text}\": {why}",
             f"write {r} as a plain quantity such as 10Gi or 1",
             f"krm-fn does not read the amount, so it cannot tell what the API server and the "
-            f"kubelet make of container {name!r} (Kubernetes rounds an amount finer than 1n "
-            f"up and caps one above 2^63-1)")
+            f"kubelet make of container {name!r} (Kubernetes caps an amount above 2^63-1 "
+            f"or keeps more than the kubelet's int64 holds)")

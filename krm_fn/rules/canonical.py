@@ -4,8 +4,10 @@ server stores them.
 The API server keeps a resource quantity in canonical form (apimachinery
 `resource.Quantity`, k8s.io/apimachinery/pkg/api/resource/quantity.go `CanonicalizeBytes`):
 `1000m` of cpu is stored as `1`, `0.5` and `"0.5"` as `500m`, `2000m` as `2`, `1.0` as `1`;
-memory keeps its family (binary `Mi`/`Gi`, or decimal) with the largest exact suffix,
-`1024Mi` as `1Gi`, `1.5Gi` as `1536Mi`. A GitOps tool that compares the rendered manifest
+an amount keeps its family (binary `Mi`/`Gi`, decimal, or `e<exponent>`) with the largest
+exact suffix, `1024Mi` as `1Gi`, `1.5Gi` as `1536Mi`, `10e2` as `1e3`; one already in that
+form is kept as written (`+1`, `5.`, `1E3`); an amount finer than 1m is stored rounded up
+(`3999999999n` as `4`): quantity.stored. A GitOps tool that compares the rendered manifest
 with the live object (Argo CD, Flux's drift detection) then shows a difference for every
 quantity written another way. krm-fn writes its own values canonically; in a container it
 changes (any rule's write inside the container), this rule rewrites the other cpu and memory
@@ -41,14 +43,10 @@ def _canonical_text(res: str, text: str) -> str | None:
 def _canonical(res: str, text: object) -> str | None:
     parse = dict(_RESOURCES)[res]
     try:
-        q = parse(text)
+        parse(text)
     except quantity.QuantityError:
         return None
-    if q.fmt == "DecimalExponent":        # `1e9`: stored in that form too
-        return str(text)
-    if res == "cpu":
-        return quantity.format_decimal_si(q.nanos) if q.fmt == "DecimalSI" else str(text)
-    return quantity.format_like(q.nanos, q)
+    return quantity.stored(text)[1]
 
 
 def apply(pod: PodView, ctx) -> None:
