@@ -618,3 +618,18 @@ def test_an_unquoted_integer_written_otherwise_is_refused_as_a_label_value(writt
     assert e.value.path == "spec.nodePools[0].nodeSelector.rack"
     assert e.value.message.startswith(f"an unquoted number written {written!r}, which YAML "
                                       f"reads as the number ")
+
+
+@pytest.mark.parametrize("spec, path, text", [
+    ({"workloads": {"defaultCpus": "1e-12"}}, "spec.workloads.defaultCpus", "1e-12"),
+    ({"workloads": {"sidecarResources": {"cpu": "1500.5m", "memory": "128Mi"}}},
+     "spec.workloads.sidecarResources.cpu", "1500.5m"),
+    ({"nodePools": [{"name": "a", "kubelet": {"kubeReserved": {"cpu": "0.0000000001"}}}]},
+     "spec.nodePools[0].kubelet.kubeReserved.cpu", "0.0000000001"),
+])
+def test_config_cpu_finer_than_1m_is_an_error_naming_the_field(spec, path, text):
+    # krm-fn's own cpu amounts are whole millicores (docs/configuration.md); a pod's cpu
+    # finer than 1m is read as the API server stores it instead (tests/test_fine_cpu.py)
+    assert str(load_error(typed(spec))) == (
+        f"{path}: '{text}' is finer than 1m, the smallest CPU unit; Kubernetes would round "
+        f"it up")
