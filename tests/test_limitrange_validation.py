@@ -192,3 +192,49 @@ def test_limitranges_of_two_written_namespaces_stay_apart():
     dep = deployment(namespace="other")
     code, results, _ = render(config(), lr, dep)
     assert code == 0, [m for s, m in results if s == "error"]
+
+
+# bounds written in other Formats than the canonical DecimalSI: the API server's message
+# shows each as it stores it (Quantity.String(): `1e9`, `500e-3`, `1500e-3`, `1G`)
+SPELLED = [
+    ({"type": "Container", "min": {"memory": "1e9"}},
+     "minimum memory usage per Container is 1e9, but request is 512Mi"),
+    ({"type": "Container", "max": {"cpu": "5E-1"}},
+     "maximum cpu usage per Container is 500e-3, but limit is 1"),
+    ({"type": "Container", "maxLimitRequestRatio": {"cpu": "15e-1"}},
+     "cpu max limit to request ratio per Container is 1500e-3, but provided ratio is "
+     "2.000000"),
+    ({"type": "Container", "min": {"memory": "1G"}},
+     "minimum memory usage per Container is 1G, but request is 512Mi"),
+]
+_SPELLED_POD = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+                "spec": {"containers": [{"name": "c", "image": "srv:1", "resources": {
+                    "requests": {"cpu": "500m", "memory": "512Mi"},
+                    "limits": {"cpu": "1", "memory": "512Mi"}}}]}}
+
+
+def test_limitrange_bounds_are_shown_as_stored():
+    for item, want in SPELLED:
+        lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+              "spec": {"limits": [item]}}
+        said = [_QUOTED.search(f.message).group(1) for f in
+                limitrange.refused(_model(_SPELLED_POD, [lr]), [lr])]
+        assert said == [want], (item, said)
+
+
+def test_limitrange_bounds_are_shown_as_the_api_server_shows_them(controlplane):
+    from tests.controlplane.cluster import wait
+    for k, (item, want) in enumerate(SPELLED):
+        ns = controlplane.pod_namespace(f"lr-spelled-{k}")
+        lr = {"apiVersion": "v1", "kind": "LimitRange", "metadata": {"name": "lr"},
+              "spec": {"limits": [item]}}
+        status, got = controlplane.request("POST", f"/api/v1/namespaces/{ns}/limitranges", lr)
+        assert status == 201, got
+
+        def refused():
+            status, got = controlplane.request(
+                "POST", f"/api/v1/namespaces/{ns}/pods?dryRun=All", _SPELLED_POD)
+            return got.get("message") if status == 403 else None
+        wait("the LimitRange in the LimitRanger", refused)
+        assert _split(refused()) == [want]
+        controlplane.request("DELETE", f"/api/v1/namespaces/{ns}")

@@ -60,34 +60,38 @@ def _violations(kind: str, req: dict, lim: dict, item: dict) -> list[str]:
     `spec.limits` item of `kind` (Container or Pod), for every resource the item names
     (cpu and memory first)."""
     out = []
+    bounds = {key: _signed(item.get(key)) for key in ("min", "max", "maxLimitRequestRatio")}
     for res in _named(item):
-        low = _amount(res, (item.get("min") or {}).get(res))
-        high = _amount(res, (item.get("max") or {}).get(res))
+        # each bound as the model reads it, and as the API server shows it (enforced.String())
+        low, high = _amount(res, (item.get("min") or {}).get(res)), \
+            _amount(res, (item.get("max") or {}).get(res))
+        low_, high_, ratio_ = (bounds[key].get(res, (None, ""))[1]
+                               for key in ("min", "max", "maxLimitRequestRatio"))
         # the ratio read as a cpu quantity: nano-units (ratio * NANO)
         ratio = _amount("cpu", (item.get("maxLimitRequestRatio") or {}).get(res))
         r, li = req.get(res), lim.get(res)
         if low is not None:     # minConstraint: the first failing check
             if r is None:
-                out.append(f"minimum {res} usage per {kind} is {_show(res, low)}.  No request "
+                out.append(f"minimum {res} usage per {kind} is {low_}.  No request "
                            f"is specified")
             elif r < low:
-                out.append(f"minimum {res} usage per {kind} is {_show(res, low)}, but "
+                out.append(f"minimum {res} usage per {kind} is {low_}, but "
                            f"request is {_show(res, r)}")
             elif li is not None and li < low:
-                out.append(f"minimum {res} usage per {kind} is {_show(res, low)}, but "
+                out.append(f"minimum {res} usage per {kind} is {low_}, but "
                            f"limit is {_show(res, li)}")
         if high is not None:    # maxConstraint: the first failing check
             if li is None:
-                out.append(f"maximum {res} usage per {kind} is {_show(res, high)}.  No limit "
+                out.append(f"maximum {res} usage per {kind} is {high_}.  No limit "
                            f"is specified")
             elif li > high:
-                out.append(f"maximum {res} usage per {kind} is {_show(res, high)}, but limit "
+                out.append(f"maximum {res} usage per {kind} is {high_}, but limit "
                            f"is {_show(res, li)}")
             elif r is not None and r > high:
-                out.append(f"maximum {res} usage per {kind} is {_show(res, high)}, but "
+                out.append(f"maximum {res} usage per {kind} is {high_}, but "
                            f"request is {_show(res, r)}")
         if ratio is not None:   # limitRequestRatioConstraint
-            said = f"{res} max limit to request ratio per {kind} is {quantity.format_cpu(ratio)}"
+            said = f"{res} max limit to request ratio per {kind} is {ratio_}"
             if not r:
                 out.append(f"{said}, but no request is specified or request is 0")
             elif not li:
@@ -124,7 +128,8 @@ def object_errors(lr) -> list[str]:
     (`spec.limits[0].min[cpu]: Invalid value: "2": min value 2 is greater than max value
     1`), item by item; within an item the API server's order is a Go map's, krm-fn's
     sorted by resource. Amounts that are no quantity are left to the quantity checks
-    (pipeline/quantities.py); a DecimalExponent amount is shown in SI form (coarser)."""
+    (pipeline/quantities.py); each amount is shown as the API server stores it
+    (quantity.stored: `1e3` stays `1e3`, `1000m` is `1`)."""
     spec = lr.get("spec") if isinstance(lr, dict) else None
     items = spec.get("limits") if isinstance(spec, dict) else None
     out: list = []
