@@ -35,7 +35,7 @@ from krm_fn.matching import DIGITS, digits, only, span
 __all__ = ["NANO", "MILLI", "Quantity", "QuantityError", "ceil_div", "trunc_div", "ratio", "parse",
            "parse_cpu", "parse_milli_cpu", "parse_memory", "milli_ceil", "kubelet_cpus",
            "format_cpu", "format_decimal_si", "format_quantity", "stored",
-           "format_binary_si", "format_bytes", "format_cpu_rounded", "format_like"]
+           "format_binary_si", "format_bytes", "format_cpu_rounded", "format_like", "int32"]
 
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
@@ -169,7 +169,7 @@ def _parse(s: str) -> Quantity:
             -_INT64 <= int(expdigits) < _INT64:
         # interpret keeps int32(exponent): 1e4294967296 is 1; past +-100 the value (at most
         # 64 digits) is finer than 1n or above 2^63-1 whatever the digits, so it is clamped
-        exp = max(-100, min(100, _int32(int(expdigits))))
+        exp = max(-100, min(100, int32(int(expdigits))))
         fmt = "DecimalExponent"
     else:
         raise QuantityError(f"{s!r} has an unknown suffix {full_suffix!r} (use one of "
@@ -274,8 +274,9 @@ def format_bytes(n: int) -> str:
     return format_binary_si(n * NANO)
 
 
-def _int32(n: int) -> int:
-    """`n` (int) wrapped to 32 bits as Go's int32(n)."""
+def int32(n: int) -> int:
+    """`n` (int) wrapped to 32 bits as Go's int32(n): quantitySuffixer.interpret keeps an
+    exponent so (k8s.io/apimachinery/pkg/api/resource/suffix.go), `1e4294967296` is 1."""
     return (n + 2 ** 31) % 2 ** 32 - 2 ** 31
 
 
@@ -298,7 +299,7 @@ def _kept_as_written(s: str) -> bool:
         return (not denom and 15 - len(num) - exp * 3 // 10 - 1 >= 0
                 and int(num) << exp < _INT64 and int(num) % 8 != 0)
     exp = _DECIMAL.get(suf + expdigits)
-    scale = (_int32(int(expdigits)) if exp is None else exp) - len(denom)
+    scale = (int32(int(expdigits)) if exp is None else exp) - len(denom)
     return (len(shifted) <= 18 and scale >= -3 and scale % 3 == 0
             and not shifted.endswith("000") and shifted[0] != "0")
 

@@ -149,3 +149,29 @@ def test_ratio_refuses_as_fractions_does(text, error):
     with pytest.raises(error) as theirs:
         Fraction(text)
     assert str(mine.value) == str(theirs.value)
+
+
+def test_the_kubelet_reads_a_wrapped_exponent_as_the_api_server_does():
+    """Hostile test: `1e4294967296` is 1 to ParseQuantity (interpret keeps int32(exponent));
+    krm-fn's config took it since the exponent wraps, and the kubelet model
+    (node/go_quantity.py) then computed 10^4294967296 and hung. Both wrap it now."""
+    from krm_fn.node import go_quantity
+    assert go_quantity.go_quantity("1e4294967296") == (N, "DecimalExponent")
+    assert go_quantity.go_quantity("1e-2147483648") == (1, "DecimalExponent")
+    assert go_quantity.go_quantity("1e4294967299") == (1000 * N, "DecimalExponent")
+    assert go_quantity.quantity_string(go_quantity.parse_quantity("0e2147483647")) == "0"
+
+
+def test_a_render_with_a_wrapped_exponent_in_kube_reserved_finishes():
+    import yaml
+    from tests.helpers import run_fn
+    from tests.test_verdict import config, deployment
+    cfg = config()
+    cfg["spec"]["nodePools"][0].setdefault("kubelet", {})["kubeReserved"] = {
+        "cpu": "@A@", "memory": "@A@"}
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+          "items": [deployment()], "functionConfig": cfg}
+    # quoted: unquoted, YAML 1.2 reads 1e4294967296 as a float (inf)
+    text = yaml.safe_dump(rl, sort_keys=False).replace("'@A@'", '"1e4294967296"')
+    p = run_fn([], text)
+    assert p.returncode == 0 and "1e4294967296" in text, p.stderr

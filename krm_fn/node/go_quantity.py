@@ -6,7 +6,7 @@ quotes are computed the way the kubelet computes them.
 from __future__ import annotations
 
 from krm_fn.node.kubelet_says import atoi, strconv_error
-from krm_fn.quantity import NANO, ceil_div
+from krm_fn.quantity import NANO, ceil_div, int32
 
 _DECIMAL_EXP = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15,
                 "E": 18}
@@ -67,7 +67,7 @@ def _split(text: str):
     if suffix in _DECIMAL_EXP:
         return negative, num, denom, "DecimalSI", _DECIMAL_EXP[suffix]
     if len(suffix) > 1 and suffix[0] in ("e", "E") and atoi(suffix[1:])[1] is None:
-        return negative, num, denom, "DecimalExponent", int(suffix[1:])
+        return negative, num, denom, "DecimalExponent", int32(int(suffix[1:]))
     return QUANTITY_SUFFIX
 
 
@@ -144,6 +144,8 @@ def quantity_string(q: GoQuantity) -> str:
     BinarySI below 1024 or not whole bytes falls back to DecimalSI; DecimalExponent writes
     e<exponent>)."""
     from krm_fn import quantity
+    if q.value == 0:            # 0e2147483647: no power of ten to compute
+        return "0"
     if q.scale >= -9:
         value = q.value * 10 ** (q.scale + 9)       # in nano-units
     else:
@@ -212,6 +214,9 @@ def go_quantity(text: str):
         return parts
     negative, num, denom, fmt, exponent = parts
     base = 2 if fmt == "BinarySI" else 10
+    # an exponent past +-400 is finer than 1n or beyond int64 whatever the (at most a few
+    # dozen) digits: clamped, so that 1e-2147483648 is not computed digit by digit
+    exponent = max(-400, min(400, exponent))
     # the value is top / bottom exactly: the digits over 10^(fraction digits), times the
     # suffix's base^exponent; in nano-units, rounded up to 1n
     top, bottom = int(num + denom) * NANO, 10 ** len(denom)
