@@ -53,6 +53,9 @@ def test_container_bounds_take_the_largest_min_and_the_smallest_max():
         ("cpu", "min"): ("300m", "b"), ("memory", "min"): ("64Mi", "a"),
         ("cpu", "max"): ("2", "b"), ("memory", "max"): ("1Gi", "b")}
     assert limitrange.container_bounds(()) == {}
+    # as the API server stores and shows them (SetDefaults_ResourceList, Quantity.String())
+    assert _shown(limitrange.container_bounds([_lr(min={"cpu": "0.3", "memory": "1.5Gi"})])) \
+        == {("cpu", "min"): ("300m", "floor"), ("memory", "min"): ("1536Mi", "floor")}
 
 
 def test_a_sidecar_without_resources_gets_the_limitrange_min():

@@ -298,7 +298,8 @@ def container_bounds(limit_ranges) -> dict:
     """{(resource, "min" or "max"): (quantity.Quantity, LimitRange name)} for cpu and
     memory: the largest `min` and the smallest `max` of the `type: Container` items of the
     LimitRanges of `limit_ranges` (plain objects that may sit in the pod's namespace:
-    InjectionContext.limit_ranges_for) that the API server creates (`accepted`). Every
+    InjectionContext.limit_ranges_for) that the API server creates (`accepted`), each with
+    the text the API server stores (quantity.stored: `0.3` is `300m`). Every
     container's request must be at least each `min` and its limit at most each `max`
     (plugin/pkg/admission/limitranger/admission.go minConstraint, maxConstraint); an amount
     krm-fn cannot read is left out (`refused` reports the pod). {} for no LimitRange."""
@@ -317,6 +318,7 @@ def container_bounds(limit_ranges) -> dict:
                     try:
                         q = (quantity.parse_cpu if res == "cpu" else quantity.parse_memory)(
                             text)
+                        q = q._replace(text=quantity.stored(text)[1])   # as the API shows it
                     except (quantity.QuantityError, TypeError):
                         continue
                     old = out.get((res, key))
