@@ -327,8 +327,19 @@ def stored(text: object) -> tuple[int, str]:
     (Quantity.String(): as written when _kept_as_written, else format_quantity)
     (k8s.io/apimachinery/pkg/api/resource/quantity.go; pkg/apis/core/v1/defaults.go).
     `0.0000000001` -> (MILLI, "1m"), `1e-12` -> (MILLI, "1e-3"), `+1` -> (NANO, "+1"),
-    `-0` -> (0, "0"). Raises QuantityError as parse() does, except for a minus sign."""
-    s = text.strip() if isinstance(text, str) else _text_of(text)
+    `-0` -> (0, "0"). Raises QuantityError as parse() does, except for a minus sign.
+    Kept per string: the same few amounts repeat across the containers of a render."""
+    if text.__class__ is str:
+        return _stored_text(text)
+    return _stored(_text_of(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _stored_text(text: str) -> tuple[int, str]:
+    return _stored(text.strip())
+
+
+def _stored(s: str) -> tuple[int, str]:
     negative = s.startswith("-")
     q = parse(s[1:] if negative else s)
     nanos = milli_ceil(q.nanos)

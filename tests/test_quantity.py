@@ -166,7 +166,8 @@ def test_a_render_with_a_wrapped_exponent_in_kube_reserved_finishes():
     import yaml
     from tests.helpers import run_fn
     from tests.test_verdict import config, deployment
-    cfg = config()
+    import copy
+    cfg = copy.deepcopy(config())       # config() shares test_verdict's POOL: not changed
     cfg["spec"]["nodePools"][0].setdefault("kubelet", {})["kubeReserved"] = {
         "cpu": "@A@", "memory": "@A@"}
     rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
