@@ -220,17 +220,17 @@ def test_a_pod_whose_scope_krm_fn_cannot_tell_is_said_and_not_counted():
 
 
 def test_a_quota_the_api_server_refuses_is_said_once():
+    # refused by the API server's validation (validateResourceQuotaScopes): an error on
+    # the quota (pipeline/refused.py), which counts no pod
     quota = _quota("be", {"requests.cpu": "1"}, scopes=["BestEffort"])
     code, results, _ = render(config(), quota, _dep("a", "4"), _dep("b", "4"))
-    assert code == 0
+    assert code == 1
     assert _quota_results(results) == [(
-        "info", "ResourceQuota be of namespace ai: krm-fn cannot evaluate its scopes (scope "
-                "BestEffort does not apply to requests.cpu: the API server allows only pods "
-                "with it), so it counts no pod of the render against it (https://kubernetes."
-                "io/docs/concepts/policy/resource-quotas/#quota-scopes; kubernetes/kubernetes "
-                "pkg/quota/v1/evaluator/core/pods.go (podMatchesScopeFunc); pkg/apis/core/"
-                "validation/validation.go validateResourceQuotaScopes, "
-                "validateScopedResourceSelectorRequirement)")]
+        "error", 'the API server refuses ResourceQuota be of namespace ai (ResourceQuota "be" '
+                 'is invalid: spec.scopes: Invalid value: ["BestEffort"]: unsupported scope '
+                 'applied to resource): it is never created, so it counts no pod of the '
+                 'render; fix the ResourceQuota (kubernetes/kubernetes pkg/apis/core/'
+                 'validation/validation.go ValidateResourceQuota)')]
 
 
 def test_a_terminating_quota_counts_only_the_pods_with_a_deadline():

@@ -44,7 +44,7 @@ _STANDARD_QUOTA = _POD + ("ephemeral-storage", "requests.storage", "requests.eph
                           "limits.ephemeral-storage", "resourcequotas", "services",
                           "replicationcontrollers", "secrets", "persistentvolumeclaims",
                           "configmaps", "services.nodeports", "services.loadbalancers")
-_CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
+CONFLICTS = (("BestEffort", "NotBestEffort"), ("Terminating", "NotTerminating"))
 _ALNUM = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789"
 
 
@@ -96,21 +96,28 @@ def problem(quota: dict) -> str | None:
             return f"{shown}: {op} needs at least one value"
         if op in ("Exists", "DoesNotExist") and values:
             return f"{shown}: {op} takes no values"
-        allowed = _ALLOWED.get(name, _POD)
-        wrong = sorted(str(k) for k in hard if standard_quota(str(k)) and str(k) not in allowed)
+        ok = allowed(name)
+        wrong = sorted(str(k) for k in hard if standard_quota(str(k)) and str(k) not in ok)
         if wrong:
             return (f"{shown} does not apply to {', '.join(wrong)}: the API server allows "
-                    f"only {', '.join(allowed)} with it")
+                    f"only {', '.join(ok)} with it")
         bad = [v for v in values if not _label_value(v)]
         if bad:
             return (f"{shown}: {bad[0]} is no label value, so the API server cannot match "
                     f"the selector")
         names.setdefault(shown.split(" ")[0], set()).add(name)
     for where, got in names.items():
-        for pair in _CONFLICTS:
+        for pair in CONFLICTS:
             if all(p in got for p in pair):
                 return f"its {where} names both {' and '.join(pair)}"
     return None
+
+
+def allowed(scope: str) -> tuple | None:
+    """The standard quota resources `scope` allows (helpers.go
+    IsResourceQuotaScopeValidForResource); None for a scope it does not know (every
+    resource)."""
+    return _ALLOWED.get(scope, _POD) if scope in SCOPES else None
 
 
 def standard_quota(resource: str) -> bool:

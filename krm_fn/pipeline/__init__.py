@@ -15,7 +15,7 @@ No YAML here: the YAML layer writes the changes' values into the input text
 from __future__ import annotations
 
 from krm_fn import changes as changes_mod
-from krm_fn.pipeline import emit, load, quantities, select, tune, verdict
+from krm_fn.pipeline import emit, load, quantities, refused, select, tune, verdict
 from krm_fn.pipeline.select import (CPUS_ANNOTATION, DEFAULT_CONTAINER, LOCAL_CONFIG,
                                     PINNED_ANNOTATION, POOL_ANNOTATION, SKIP_ANNOTATION,
                                     annotations_of, file_of, is_local_config, ref_of)
@@ -135,6 +135,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     run.origin, run.outer = out.origin, (outer if out.origin is not None else None)
     # the quantities of LimitRanges, ResourceQuotas, ... as the API server reads them
     out.results.extend(quantities.check(items, retyped))
+    # the ResourceQuotas, HPAs and Namespaces the API server never creates
+    out.results.extend(refused.check(items))
     placement: dict = {}
     watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
     # spec.output.admissionPolicy: (TunedItem, pool index) of each placed item

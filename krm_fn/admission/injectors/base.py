@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from krm_fn import quantity
-from krm_fn.admission import model
+from krm_fn.admission import apiobjects, model
 from krm_fn.numbers import yaml11_bool
 from krm_fn.workloads import get_path
 
@@ -105,7 +105,9 @@ class InjectionContext(namedtuple(
 
     @classmethod
     def from_items(cls, items: list, injection=None):
-        """Collect the objects above from the input `items` (plain dicts; others ignored)."""
+        """Collect the objects above from the input `items` (plain dicts; others ignored),
+        without the Namespaces, ResourceQuotas and HorizontalPodAutoscalers the API server
+        refuses to create (admission/apiobjects.py)."""
         ns, cms, scs, insts, cols, rcs, lrs, vpas, rqs = {}, {}, [], {}, {}, {}, {}, [], {}
         pcs: dict = {}
         hpas: list = []
@@ -116,6 +118,8 @@ class InjectionContext(namedtuple(
             md = md if isinstance(md, dict) else {}
             name, space = str(md.get("name") or ""), str(md.get("namespace") or "")
             group = str(it.get("apiVersion") or "").rpartition("/")[0]
+            if kind in apiobjects.KINDS and apiobjects.errors(it):
+                continue        # never created: pipeline/refused.py says so
             if kind == "Namespace" and group == "":
                 ns[name] = it
             elif kind == "ConfigMap" and group == "":
