@@ -322,9 +322,9 @@ def _restart_policy(obj: dict, spec: dict, at: PodSpecAt, ref: Ref) -> None:
     """Raise ShapeError when the API server refuses the `restartPolicy` of pod template spec
     `spec` (of workload `obj`, at `at`) for the workload's kind: a Deployment's,
     ReplicaSet's, StatefulSet's or DaemonSet's must be Always (apps validation.go:
-    NotSupported); a Job's or CronJob's OnFailure or Never, and
-    unset is defaulted to Always and refused (validateJobSpec: Required); only Never with a
-    podFailurePolicy."""
+    NotSupported); a Job's (PodSpecAt.job_restart: a Job's, CronJob's or JobSet's) OnFailure
+    or Never, unset refused (defaulted to Always; validateJobSpec: Required) unless the
+    controller's webhook sets it (a JobSet's: OnFailure); only Never with a podFailurePolicy."""
     policy = spec.get("restartPolicy")
     policy = "" if policy is None else str(policy)
     if ref.kind in _APPS_KINDS and ref.api_version.startswith("apps/"):
@@ -332,8 +332,9 @@ def _restart_policy(obj: dict, spec: dict, at: PodSpecAt, ref: Ref) -> None:
             return
         said, fix, src = (f"Unsupported value: {_quote(policy)}: supported values: "
                           f"\"Always\"", "remove restartPolicy or write Always", _APPS_SRC)
-    elif ref.kind in ("Job", "CronJob") and ref.api_version.startswith("batch/"):
+    elif at.job_restart is not None:            # workloads.PodSpecAt.job_restart
         job = get_path(obj, at.spec[:-2])       # the Job spec holding the template
+        policy = policy or at.job_restart
         if policy in ("", "Always"):
             said = 'Required value: valid values: "OnFailure", "Never"'
         elif policy not in ("OnFailure", "Never"):
@@ -436,7 +437,7 @@ def build_views(obj: dict, at: PodSpecAt, ref: Ref, edits: Edits,
     spec = cur
     meta = get_path(obj, at.meta) if at.meta is not None else None
     _no_ephemeral(spec, at, ref)
-    if ref.api_version.startswith(("apps/", "batch/")):
+    if at.job_restart is not None or ref.api_version.startswith("apps/"):
         _restart_policy(obj, spec, at, ref)
     if spec.get("tolerations"):
         _tolerations(spec, at, ref)

@@ -43,8 +43,9 @@ class MergedContainer(namedtuple("MergedContainer", "name sidecar app when uri s
 
 class PodSpecAt(namedtuple("PodSpecAt", "spec meta container_keys model_container platform "
                            "optional unnamed_container ray_params merged needs_containers "
-                           "unless",
-                           defaults=((), None, None, False, None, None, (), False, None))):
+                           "unless job_restart",
+                           defaults=((), None, None, False, None, None, (), False, None,
+                                     None))):
     """Where one pod spec lives in an object. Paths are tuples of mapping keys; `"*"`
     stands for every entry of a list (`spec.workerGroupSpecs[*].template.spec`).
 
@@ -63,7 +64,12 @@ class PodSpecAt(namedtuple("PodSpecAt", "spec meta container_keys model_containe
     controller merges over another), so one without containers is refused by the API
     server (pkg/apis/core/validation/validation.go validateContainers: "Required value");
     `unless`: an object path that, when set, makes the controller ignore this pod spec
-    (an Argo Rollout's spec.template under spec.workloadRef).
+    (an Argo Rollout's spec.template under spec.workloadRef);
+    `job_restart`: the pod template is a Job's (its Job spec two keys up), whose
+    `restartPolicy` the API server allows only as OnFailure or Never (pkg/apis/batch/
+    validation/validation.go validateJobSpec): "" when unset is refused, else the policy
+    the controller's webhook sets when unset (JobSet: OnFailure, kubernetes-sigs/jobset
+    pkg/webhooks/jobset_webhook.go Default); None: not a Job's.
     """
 
     __slots__ = ()
@@ -155,8 +161,8 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
     ("apps", "StatefulSet"): (_t("spec", "template"),),
     ("apps", "DaemonSet"): (_t("spec", "template"),),
     ("apps", "ReplicaSet"): (_t("spec", "template"),),
-    ("batch", "Job"): (_t("spec", "template"),),
-    ("batch", "CronJob"): (_t("spec", "jobTemplate", "spec", "template"),),
+    ("batch", "Job"): (_t("spec", "template", job_restart=""),),
+    ("batch", "CronJob"): (_t("spec", "jobTemplate", "spec", "template", job_restart=""),),
     # KServe v1beta1: predictor (+ workers), transformer, explainer, every canary predictor.
     ("serving.kserve.io", "InferenceService"): (
         _kserve(("spec", "predictor"), KSERVE_FRAMEWORKS, optional=False),
@@ -195,7 +201,8 @@ KINDS: dict[tuple[str, str], tuple[PodSpecAt, ...]] = {
         _t("spec", "leaderWorkerTemplate", "workerTemplate"),
     ),
     ("jobset.x-k8s.io", "JobSet"): (
-        _t("spec", "replicatedJobs", "*", "template", "spec", "template"),),
+        _t("spec", "replicatedJobs", "*", "template", "spec", "template",
+           job_restart="OnFailure"),),
     # Argo Rollouts: spec.template, or spec.workloadRef naming a Deployment (krm_fn/objects/).
     ("argoproj.io", "Rollout"): (_t("spec", "template", optional=True,
                                     unless=("spec", "workloadRef")),),

@@ -10,7 +10,9 @@ be krm-fn's, and what it accepts krm-fn must pass."""
 from __future__ import annotations
 
 import pytest
+import yaml
 
+from tests.helpers import run_fn
 from tests.test_verdict import config, deployment, errors, render
 
 G = {"requests": {"cpu": "4", "memory": "8Gi"}, "limits": {"cpu": "4", "memory": "8Gi"}}
@@ -79,3 +81,59 @@ def test_krm_fn_refuses_what_the_api_server_refuses(controlplane, name):
         return
     said = [f"{c['field']}: {c['message']}" for c in got["details"]["causes"]]
     assert said == [f"{want[0]}: {want[1]}"], got
+
+
+def _jobset(policy=None, pfp=False) -> dict:
+    job = _job(policy, pfp)["spec"]
+    return {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet",
+            "metadata": {"name": "js"},
+            "spec": {"replicatedJobs": [{"name": "w", "replicas": 1,
+                                         "template": {"spec": job}}]}}
+
+
+# JobSet's replicated Jobs: the JobSet webhook sets an unset restartPolicy to OnFailure
+# (kubernetes-sigs/jobset pkg/webhooks/jobset_webhook.go Default), and the API server
+# refuses the Job the controller then creates as it refuses any Job's
+JOBSET = {"unset": (None, False, None), "never": ("Never", False, None),
+          "on-failure": ("OnFailure", False, None),
+          "always": ("Always", False, 'Required value: valid values: "OnFailure", "Never"'),
+          "sometimes": ("Sometimes", False, 'Unsupported value: "Sometimes": supported '
+                                            'values: "OnFailure", "Never"'),
+          "unset-with-pod-failure-policy": (None, True, 'Invalid value: "OnFailure": only '
+                                                        '"Never" is supported when '
+                                                        'podFailurePolicy is specified'),
+          "never-with-pod-failure-policy": ("Never", True, None)}
+
+
+@pytest.mark.parametrize("name", sorted(JOBSET))
+def test_a_jobset_job_template_is_a_jobs(controlplane, name):
+    policy, pfp, want = JOBSET[name]
+    obj = _jobset(policy, pfp)
+    code, results, _ = render(config(), obj)
+    if want is None:
+        assert code == 0 and errors(results) == []
+    else:
+        fix = ("write restartPolicy: Never in the Job's pod template" if pfp else _JOB_FIX)
+        assert errors(results) == [f"{want}: the API server refuses the workload; {fix} "
+                                   f"({JOB}; {DOC})",
+                                   "left unchanged because of the errors above"]
+    # the Job the JobSet controller creates, after the JobSet webhook's default
+    job = _job(policy or "OnFailure", pfp)
+    ns = controlplane.pod_namespace("restart-policy")
+    status, got = controlplane.request(
+        "POST", f"/apis/batch/v1/namespaces/{ns}/jobs?dryRun=All", job)
+    if want is None:
+        assert status == 201, got
+        return
+    said = [f"{c['field']}: {c['message']}" for c in got["details"]["causes"]]
+    # an unknown policy is also refused by the pod spec's own validation (a second error)
+    assert f"spec.template.spec.restartPolicy: {want}" in said, got
+
+
+def test_a_jobset_error_names_the_replicated_job_field():
+    rl = {"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList",
+          "items": [_jobset("Always")], "functionConfig": config()}
+    out = yaml.safe_load(run_fn([], yaml.safe_dump(rl)).stdout)
+    fields = [r.get("field", {}).get("path") for r in out["results"]
+              if r["severity"] == "error" and "restartPolicy" in r["message"]]
+    assert fields == ["spec.replicatedJobs[0].template.spec.template.spec.restartPolicy"]
