@@ -70,8 +70,8 @@ class Document:
 def _typed(text: str) -> Builder:
     """The Builder of typed documents (the function config, a config file) composed from
     `text`: YAML 1.2 core scalars (a plain scalar with an explicit `!!str` tag stays a
-    string), with the number spellings other readers take otherwise refused
-    (numbers.yaml_disagreement)."""
+    string; a quoted one tagged `!!bool`, `!!int` or `!!float` is read as that type), with
+    the number spellings other readers take otherwise refused (numbers.yaml_disagreement)."""
     return Builder(typed=True, number_check=numbers.yaml_disagreement, text=text,
                    tag_check=tag_refusal)
 
@@ -121,7 +121,7 @@ def _parse_resource_list(text: str, root) -> Document:
     doc = Document(text, "resourcelist", [], [], api_version=av, root=root,
                    flow=root.flow_style is True, items_key=items_key)
     builder = Builder(typed=False, tag_check=tag_refusal)
-    if isinstance(items_node, yaml.ScalarNode) and is_null(items_node):
+    if isinstance(items_node, yaml.ScalarNode) and is_null(items_node, text):
         doc.items_node = None
     elif not isinstance(items_node, yaml.SequenceNode):
         raise InputError("ResourceList items must be a list")
@@ -141,7 +141,8 @@ def _parse_resource_list(text: str, root) -> Document:
     if "results" in fields:
         doc.results_node = fields["results"][1]
         if not isinstance(doc.results_node, yaml.SequenceNode) and not (
-                isinstance(doc.results_node, yaml.ScalarNode) and is_null(doc.results_node)):
+                isinstance(doc.results_node, yaml.ScalarNode) and is_null(doc.results_node,
+                                                                        text)):
             raise InputError(f"ResourceList results must be a list (line "
                              f"{doc.results_node.start_mark.line + 1}); krm-fn appends its "
                              f"own to them")

@@ -123,3 +123,53 @@ def test_a_standard_tag_go_yaml_refuses_is_refused_with_item_and_field(value, me
         line = 8 + (2 if extra else 0)
         assert str(e.value).startswith(f"items[0].data.x (line {line}): ")
         assert message in str(e.value)
+
+
+# --- `!!str null` is no null where krm-fn reads the ResourceList's own fields --------------
+
+@pytest.mark.parametrize("field", ["items", "results"])
+def test_a_str_tagged_null_list_is_the_string_null(field):
+    # yaml/load.py is_null: one definition for the loader and the ResourceList's fields
+    head = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+    rest = "items: []\n" if field == "results" else ""
+    p = run_fn([], head + rest + f"{field}: !!str null\n")
+    assert p.returncode == 1
+    assert f"ResourceList {field} must be a list" in p.stderr
+    for null in ("null", '!!null ""', "~"):        # nulls: no items, no results
+        p = run_fn([], head + rest + f"{field}: {null}\n")
+        assert p.returncode == 0, (null, p.stderr)
+
+
+# --- a quoted scalar with an explicit type tag in the function config ----------------------
+
+FC_HEAD = ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\n"
+           "functionConfig:\n  apiVersion: krm-fn.dev/v1alpha1\n  kind: InferenceTuning\n"
+           "  metadata: {name: pin}\n")
+
+
+def test_a_typed_quoted_scalar_of_the_function_config_has_its_tags_type():
+    text = FC_HEAD + ('  data: {a: !!int "3", b: !!float "3", c: !!bool "false", '
+                      'd: !!int "0x10", e: !!float ".5", f: !!str "3", g: "3"}\n')
+    got = resourcelist.parse(text, True).function_config["data"]
+    assert got == {"a": 3, "b": 3.0, "c": False, "d": 16, "e": 0.5, "f": "3", "g": "3"}
+    assert [type(got[k]) for k in "abc"] == [int, float, bool]
+
+
+def test_a_float_tagged_version_is_the_number_kustomize_reads():
+    # go-yaml reads `!!float "1.30"` as the number 1.3, as it reads a plain 1.30
+    p = run_fn([], FC_HEAD + '  spec: {kubernetesVersion: !!float "1.30"}\n')
+    assert p.returncode == 1
+    assert ("spec.kubernetesVersion: invalid function config: must be a quoted string such "
+            "as \"1.35\", found the number 1.3") in p.stderr
+    p = run_fn([], FC_HEAD + '  spec: {kubernetesVersion: !!str "1.35"}\n')
+    assert "invalid function config" not in p.stdout, p.stdout
+
+
+def test_a_bool_tag_on_a_yaml_1_1_word_is_refused_in_the_function_config():
+    p = run_fn([], FC_HEAD + '  spec: {output: {monitoring: {enabled: !!bool "yes"}}}\n')
+    assert p.returncode == 1
+    assert ("functionConfig.spec.output.monitoring.enabled (line 8): !!bool 'yes': a YAML "
+            "1.2 reader (kyaml, go-yaml v3, as kustomize and kpt read the function config) "
+            "refuses it") in p.stderr
+    p = run_fn([], FC_HEAD + '  spec: {output: {monitoring: {enabled: !!bool "true"}}}\n')
+    assert "monitoring.enabled" not in p.stdout + p.stderr

@@ -100,6 +100,10 @@ _SCALAR_ONLY_TAGS = {"tag:yaml.org,2002:" + t for t in ("null", "bool", "int", "
                                                         "str", "binary", "timestamp")}
 
 
+# explicit tags that type a quoted scalar in a typed document (Builder._tagged)
+_TYPED_TAGS = {"tag:yaml.org,2002:" + t for t in ("bool", "int", "float")}
+
+
 def _str_tagged(text: str, node) -> bool:
     """Whether the str-tagged plain scalar `node` of `text` carries its tag explicitly
     (`!!str 1.35`, `&a !!str 1.35`): the loader gives an untagged scalar the same tag, but
@@ -181,7 +185,9 @@ class Builder:
         core bool/int/float of a plain scalar. Raises InputError for an integer literal of
         more than MAX_INT_DIGITS digits, and for a number spelling `number_check` refuses
         (`_check_number`), and for an explicit tag `tag_check` refuses. A plain scalar
-        explicitly tagged `!!str` (or `!`) is the string written, `!!str null` too."""
+        explicitly tagged `!!str` (or `!`) is the string written, `!!str null` too; with
+        `typed`, a quoted one tagged `!!bool`, `!!int` or `!!float` is read as that type
+        (`_tagged`)."""
         v = node.value
         tag = node.tag
         if tag != _STR_TAG and self.tag_check is not None and tag in _SCALAR_ONLY_TAGS:
@@ -189,13 +195,36 @@ class Builder:
             if why:
                 raise InputError(f"{where} (line {_line(node)}): {why}")
         plain = not node.style and tag in _PLAIN_TAGS
-        if tag == _NULL_TAG or (plain and v in _NULL and not (
-                tag == _STR_TAG and _property_before(node)
-                and (self.text is None or _str_tagged(self.text, node)))):
+        if is_null(node, self.text):
             return None
+        if self.typed and node.style and tag in _TYPED_TAGS:
+            return self._tagged(v, node, where)
         if not self.typed or not plain or (self.text is not None and _str_tagged(self.text,
                                                                                node)):
             return v
+        return self._typed(v, node, where)
+
+    def _tagged(self, v: str, node, where: str):
+        """The value of the quoted or block scalar `v` (`node`) of a typed document with the
+        explicit tag !!bool, !!int or !!float: its text read as a plain scalar is (`!!int
+        "3"` is 3, `!!float "3"` 3.0, as go-yaml reads an explicitly tagged scalar:
+        resolve.go `resolve`). Raises InputError when that reading is of another type
+        (`!!bool "yes"`: `yes` is no YAML 1.2 boolean)."""
+        got = self._typed(v, node, where)
+        kind = node.tag.rsplit(":", 1)[1]
+        if kind == "float" and got.__class__ in (int, WrittenInt):
+            return float(got)
+        if {"bool": bool, "int": int, "float": float}[kind] is got.__class__ or (
+                kind == "int" and got.__class__ is WrittenInt):
+            return got
+        raise InputError(f"{where} (line {_line(node)}): !!{kind} {v!r}: a YAML 1.2 reader "
+                         f"(kyaml, go-yaml v3, as kustomize and kpt read the function config) "
+                         f"refuses it: {v!r} is no {kind}; write a value of that type, or "
+                         f"drop the tag")
+
+    def _typed(self, v: str, node, where: str):
+        """The YAML 1.2 core value of the plain scalar `v` (`node`): a bool, an int, a
+        float, else the string."""
         if v in _BOOL:
             return _BOOL[v]
         if v[:1] not in _NUMBER_START:      # neither pattern can match
@@ -414,11 +443,19 @@ def documents(text: str) -> list:
     return [n for n in nodes if n is not None and not _is_empty_doc(n)]
 
 
-def is_null(node) -> bool:
-    """True for a scalar node that reads as null: explicitly tagged, or plain `~`, `null`,
-    empty."""
-    return node.tag == "tag:yaml.org,2002:null" or (
-        not node.style and node.tag in _PLAIN_TAGS and node.value in _NULL)
+def is_null(node, text: str | None = None) -> bool:
+    """True for a scalar node that reads as null (https://yaml.org/type/null.html): tagged
+    `!!null`, or plain `~`, `null`, empty and not explicitly tagged `!!str` (or `!`):
+    `!!str null` is the string "null" to every YAML reader. `text`: the text the node was
+    composed from, to tell `!!str null` from `&a null` (both carry the str tag here);
+    without it a plain null with any property before it is not null."""
+    tag = node.tag
+    if tag == _NULL_TAG:
+        return True
+    if node.style or tag not in _PLAIN_TAGS or node.value not in _NULL:
+        return False
+    return not (tag == _STR_TAG and _property_before(node)
+                and (text is None or _str_tagged(text, node)))
 
 
 def _is_empty_doc(node) -> bool:
