@@ -60,6 +60,27 @@ def _dns_subdomain(s: str) -> bool:
                for p in s.split("."))
 
 
+_DNS_LABEL_FMT = "[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+DNS_LABEL_MSG = ("a lowercase RFC 1123 label must consist of lower case alphanumeric "
+                 "characters or '-', and must start and end with an alphanumeric character")
+
+
+def dns_name_errors(value: str, label: bool) -> list:
+    """content.IsDNS1123Label (`label`: a Namespace's name, NameIsDNSLabel) or
+    IsDNS1123Subdomain (most objects' names, NameIsDNSSubdomain): its messages, [] when
+    valid."""
+    if label:
+        errs = ["must be no more than 63 characters"] if len(value) > 63 else []
+        if not (value and "." not in value and _dns_subdomain(value)):
+            errs.append("must not contain dots" if value and _dns_subdomain(value) else
+                        _regex_error(DNS_LABEL_MSG, _DNS_LABEL_FMT, "my-name", "123-abc"))
+        return errs
+    errs = ["must be no more than 253 characters"] if len(value) > 253 else []
+    if not (value and _dns_subdomain(value)):
+        errs.append(_regex_error(_DNS_MSG, _DNS_FMT, "example.com"))
+    return errs
+
+
 def label_key_errors(value: str) -> list:
     """content.IsLabelKey (validation.IsQualifiedName): its messages, [] when valid."""
     errs = []

@@ -21,7 +21,8 @@ import json
 
 from krm_fn import numbers, quantity
 from krm_fn.admission import quotascope
-from krm_fn.apivalidation import go_quote, label_key_errors, label_value_errors
+from krm_fn.apivalidation import (dns_name_errors, go_quote, label_key_errors,
+                                  label_value_errors)
 from krm_fn.quantity import NANO
 
 CORE = "kubernetes/kubernetes pkg/apis/core/validation/validation.go"
@@ -152,15 +153,21 @@ def _selector_errors(exprs: list, names: list) -> list[str]:
     return out + [f"{at}: Invalid value: ...: conflicting scopes"] * _conflicts(seen)
 
 
-def meta_errors(obj) -> list[str]:
-    """ValidateObjectMeta's checks of `obj`'s labels and annotations (every object's):
-    a label key that is no qualified name, a label value that is no label value
+def meta_errors(obj, label_name: bool = False) -> list[str]:
+    """ValidateObjectMeta's checks of `obj`'s name (required; a DNS-1123 subdomain, or with
+    `label_name` a DNS-1123 label: NameIsDNSSubdomain, NameIsDNSLabel), labels and
+    annotations (every object's): a label key that is no qualified name, a label value that is no label value
     (ValidateLabels), an annotation key that is no qualified name once lower-cased, and
     annotations above 256 KiB together (ValidateAnnotations); labels and annotations in
     sorted order (the API server's is a Go map's)."""
     md = obj.get("metadata") if isinstance(obj, dict) else None
     md = md if isinstance(md, dict) else {}
-    out = []
+    name = md.get("name")
+    if name is None or name == "":
+        out = ["metadata.name: Required value: name or generateName is required"]
+    else:
+        out = [f"metadata.name: Invalid value: {go_quote(str(name))}: {m}"
+               for m in dns_name_errors(str(name), label_name)]
     labels = md.get("labels") if isinstance(md.get("labels"), dict) else {}
     for k in sorted(map(str, labels)):
         out += [f"metadata.labels: Invalid value: {go_quote(k)}: {m}"
@@ -248,9 +255,16 @@ def _group_version(text: str, core: bool) -> str:
 
 def namespace_errors(ns) -> list[str]:
     """The API server's errors for Namespace `ns` (plain data) that krm-fn reads: its
-    labels and annotations (ValidateNamespace's ValidateObjectMeta: meta_errors). []
-    when it accepts them."""
-    return meta_errors(ns)
+    name (a DNS-1123 label), labels (with the `kubernetes.io/metadata.name` label the API
+    server sets to the name) and annotations (ValidateNamespace's ValidateObjectMeta:
+    meta_errors). [] when it accepts them."""
+    md = ns.get("metadata") if isinstance(ns, dict) else None
+    if not isinstance(md, dict) or not md.get("name"):
+        return meta_errors(ns, label_name=True)
+    # pkg/apis/core/v1/defaults.go SetDefaults_Namespace: the name as a label too
+    labels = md.get("labels") if isinstance(md.get("labels"), dict) else {}
+    labels = {**labels, "kubernetes.io/metadata.name": str(md["name"])}
+    return meta_errors({**ns, "metadata": {**md, "labels": labels}}, label_name=True)
 
 
 def quota_all_errors(quota) -> list[str]:
