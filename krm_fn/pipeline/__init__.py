@@ -133,10 +133,8 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
         return out
     run.aliased, run.set_path, run.retyped = aliased, set_path, retyped
     run.origin, run.outer = out.origin, (outer if out.origin is not None else None)
-    # the quantities of LimitRanges, ResourceQuotas, ... as the API server reads them
-    out.results.extend(quantities.check(items, retyped))
-    # the ResourceQuotas, HPAs and Namespaces the API server never creates
-    out.results.extend(refused.check(items))
+    # quantities as the API server reads them (LimitRanges, ...); objects it never creates
+    out.results.extend(quantities.check(items, retyped) + refused.check(items))
     placement: dict = {}
     watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
     # spec.output.admissionPolicy: (TunedItem, pool index) of each placed item
