@@ -188,3 +188,22 @@ def test_a_refused_namespace_labels_no_pod():
     assert verdicts(results) == [
         "verdict: Guaranteed after admission; exclusive CPUs server 4 on NUMA 0; 7 per node "
         "(allocatable cpu 30: 4 each)"]
+
+
+EXTERNAL = [{"type": "External", "external": {"metric": {"name": "queue"}, "target": {
+    "type": "Value", "value": "10"}}}]
+
+
+@pytest.mark.parametrize("version,refused", [("1.35", True), ("1.36", True), ("1.37", False)])
+def test_an_hpa_to_zero_is_refused_before_1_37(version, refused):
+    # HPAScaleToZero is beta and on by default from 1.37 (pkg/features/kube_features.go);
+    # before, minReplicas 0 is refused whatever the metrics
+    hpa = _hpa(0, 3)
+    hpa["spec"]["metrics"] = EXTERNAL
+    code, results, _ = render(config(version=version), hpa, deployment())
+    said = [m for m in errors(results) if "HorizontalPodAutoscaler" in m]
+    assert bool(said) == refused and code == int(refused)
+    if refused:
+        assert ('spec.minReplicas: Invalid value: 0: must be greater than or equal to 1'
+                in said[0])
+    assert apiobjects.errors(hpa, 36) and not apiobjects.errors(hpa)

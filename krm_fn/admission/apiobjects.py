@@ -156,10 +156,10 @@ def _selector_errors(exprs: list, names: list) -> list[str]:
 def meta_errors(obj, label_name: bool = False) -> list[str]:
     """ValidateObjectMeta's checks of `obj`'s name (required; a DNS-1123 subdomain, or with
     `label_name` a DNS-1123 label: NameIsDNSSubdomain, NameIsDNSLabel), labels and
-    annotations (every object's): a label key that is no qualified name, a label value that is no label value
-    (ValidateLabels), an annotation key that is no qualified name once lower-cased, and
-    annotations above 256 KiB together (ValidateAnnotations); labels and annotations in
-    sorted order (the API server's is a Go map's)."""
+    annotations (every object's): a label key that is no qualified name, a label value
+    that is no label value (ValidateLabels), an annotation key that is no qualified name
+    once lower-cased, and annotations above 256 KiB together (ValidateAnnotations); labels
+    and annotations in sorted order (the API server's is a Go map's)."""
     md = obj.get("metadata") if isinstance(obj, dict) else None
     md = md if isinstance(md, dict) else {}
     name = md.get("name")
@@ -186,11 +186,17 @@ def meta_errors(obj, label_name: bool = False) -> list[str]:
     return out
 
 
-def hpa_errors(hpa) -> list[str]:
+# pkg/features/kube_features.go HPAScaleToZero: beta, on by default, from 1.37
+# (pkg/registry/autoscaling/horizontalpodautoscaler/strategy.go: minReplicas 0 allowed)
+SCALE_TO_ZERO = 37
+
+
+def hpa_errors(hpa, minor: int = SCALE_TO_ZERO) -> list[str]:
     """The API server's errors for HorizontalPodAutoscaler `hpa` (plain data; autoscaling
-    v1 or v2, validated alike after conversion, `minReplicas` defaulted to 1) on create,
-    each as it writes them, in validateHorizontalPodAutoscalerSpec's order (v1.37, where
-    HPAScaleToZero is on by default: `minReplicas` may be 0): a negative `minReplicas`,
+    v1 or v2, validated alike after conversion, `minReplicas` defaulted to 1) on create
+    by an API server of release 1.`minor`, each as it writes them, in
+    validateHorizontalPodAutoscalerSpec's order: `minReplicas` below 1 (below 0 from 1.37,
+    where HPAScaleToZero is on by default),
     `maxReplicas` unset, 0 or below 1, `maxReplicas` below `minReplicas`, `scaleTargetRef`
     (kind and name required and usable as a path segment, an apiVersion with a group
     unless the kind is ReplicationController), and `minReplicas: 0` without an Object or
@@ -204,9 +210,10 @@ def hpa_errors(hpa) -> list[str]:
         else 1
     high = numbers.api_int(spec["maxReplicas"])[0] if spec.get("maxReplicas") is not None \
         else 0
-    if low is not None and low < 0:
+    bound = 0 if minor >= SCALE_TO_ZERO else 1
+    if low is not None and low < bound:
         out.append(f"spec.minReplicas: Invalid value: {low}: must be greater than or equal "
-                   f"to 0")
+                   f"to {bound}")
     if high == 0:
         out.append("spec.maxReplicas: Required value")
     elif high is not None and high < 0:
@@ -229,8 +236,8 @@ def hpa_errors(hpa) -> list[str]:
         out.append(f"spec.scaleTargetRef.apiVersion: Invalid value: {go_quote(version)}: "
                    f"{why}")
     metrics = spec.get("metrics") if isinstance(spec.get("metrics"), list) else []
-    if low == 0 and not any(isinstance(m, dict) and m.get("type") in ("Object", "External")
-                            for m in metrics):
+    if low == 0 and bound == 0 and not any(
+            isinstance(m, dict) and m.get("type") in ("Object", "External") for m in metrics):
         out.append("spec.metrics: Forbidden: must specify at least one Object or External "
                    "metric to support scaling to zero replicas")
     return out
@@ -253,7 +260,7 @@ def _group_version(text: str, core: bool) -> str:
     return ""
 
 
-def namespace_errors(ns) -> list[str]:
+def namespace_errors(ns, minor: int = SCALE_TO_ZERO) -> list[str]:
     """The API server's errors for Namespace `ns` (plain data) that krm-fn reads: its
     name (a DNS-1123 label), labels (with the `kubernetes.io/metadata.name` label the API
     server sets to the name) and annotations (ValidateNamespace's ValidateObjectMeta:
@@ -267,12 +274,13 @@ def namespace_errors(ns) -> list[str]:
     return meta_errors({**ns, "metadata": {**md, "labels": labels}}, label_name=True)
 
 
-def quota_all_errors(quota) -> list[str]:
+def quota_all_errors(quota, minor: int = SCALE_TO_ZERO) -> list[str]:
     """ValidateResourceQuota: meta_errors, then quota_errors."""
     return meta_errors(quota) + quota_errors(quota)
 
 
-# (apiVersion group, kind) -> its errors, [] when the API server creates it: the objects
+# (apiVersion group, kind) -> its errors (of the object and the API server's minor release),
+# [] when the API server creates it: the objects
 # InjectionContext.from_items leaves out when refused, and pipeline/refused.py reports
 CHECKS = {("", "ResourceQuota"): quota_all_errors,
           ("autoscaling", "HorizontalPodAutoscaler"): hpa_errors,
@@ -286,10 +294,11 @@ SOURCES = {"ResourceQuota": f"{CORE} ValidateResourceQuota",
            "Namespace": f"{CORE} ValidateNamespace"}
 
 
-def errors(obj) -> list[str]:
-    """The API server's errors for `obj` when it is of a kind of CHECKS, else []."""
+def errors(obj, minor: int | None = None) -> list[str]:
+    """The API server's errors for `obj` when it is of a kind of CHECKS, else [], by an API
+    server of release 1.`minor` (None: the newest krm-fn knows)."""
     if not isinstance(obj, dict) or obj.get("kind") not in KINDS:
         return []
     group = str(obj.get("apiVersion") or "").rpartition("/")[0]
     check = CHECKS.get((group, obj.get("kind")))
-    return check(obj) if check else []
+    return check(obj, SCALE_TO_ZERO if minor is None else minor) if check else []

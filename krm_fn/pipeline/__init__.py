@@ -134,7 +134,7 @@ def transform(items: list, function_config: dict | None, set_path: bool = False,
     run.aliased, run.set_path, run.retyped = aliased, set_path, retyped
     run.origin, run.outer = out.origin, (outer if out.origin is not None else None)
     # quantities as the API server reads them (LimitRanges, ...); objects it never creates
-    out.results.extend(quantities.check(items, retyped) + refused.check(items))
+    out.results.extend(quantities.check(items, retyped) + refused.check(items, run.cfg))
     placement: dict = {}
     watch = [] if run.cfg.output.monitoring.enabled else None   # spec.output.monitoring
     # spec.output.admissionPolicy: (TunedItem, pool index) of each placed item

@@ -13,14 +13,16 @@ from krm_fn.results import ERROR, Result
 TAGS = (("rule", "verdict"), ("part", "refused-object"))
 
 
-def check(items: list) -> list:
+def check(items: list, cfg) -> list:
     """ERROR Results for each object of `items` (plain objects) that
-    apiobjects.errors refuses, in input order."""
+    apiobjects.errors refuses on a cluster of the loaded config `cfg`'s
+    spec.kubernetesVersion ((1, minor)), in input order."""
+    minor = cfg.kubernetesVersion[1]
     out = []
     for obj in items:
         if obj.__class__ is not dict or obj.get("kind") not in apiobjects.KINDS:
             continue
-        bad = apiobjects.errors(obj)
+        bad = apiobjects.errors(obj, minor)
         if bad:
             out.append(_result(obj, bad))
     return out

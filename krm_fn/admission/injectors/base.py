@@ -104,10 +104,11 @@ class InjectionContext(namedtuple(
             untuned, d(priority_classes), hpas)
 
     @classmethod
-    def from_items(cls, items: list, injection=None):
+    def from_items(cls, items: list, injection=None, minor: int | None = None):
         """Collect the objects above from the input `items` (plain dicts; others ignored),
         without the Namespaces, ResourceQuotas and HorizontalPodAutoscalers the API server
-        refuses to create (admission/apiobjects.py)."""
+        refuses to create (admission/apiobjects.py; `minor`: the cluster's minor
+        release, None for the newest)."""
         ns, cms, scs, insts, cols, rcs, lrs, vpas, rqs = {}, {}, [], {}, {}, {}, {}, [], {}
         pcs: dict = {}
         hpas: list = []
@@ -118,7 +119,7 @@ class InjectionContext(namedtuple(
             md = md if isinstance(md, dict) else {}
             name, space = str(md.get("name") or ""), str(md.get("namespace") or "")
             group = str(it.get("apiVersion") or "").rpartition("/")[0]
-            if kind in apiobjects.KINDS and apiobjects.errors(it):
+            if kind in apiobjects.KINDS and apiobjects.errors(it, minor):
                 continue        # never created: pipeline/refused.py says so
             if kind == "Namespace" and group == "":
                 ns[name] = it
@@ -147,8 +148,9 @@ class InjectionContext(namedtuple(
 
     @classmethod
     def for_config(cls, items: list, cfg) -> "InjectionContext":
-        """`from_items` with the loaded config's `spec.workloads.injection`."""
-        return cls.from_items(items, cfg.workloads.injection)
+        """`from_items` with the loaded config's `spec.workloads.injection` and
+        `spec.kubernetesVersion`."""
+        return cls.from_items(items, cfg.workloads.injection, cfg.kubernetesVersion[1])
 
     def limit_ranges_for(self, namespace: str | None) -> tuple:
         """The input's LimitRanges that may sit in the namespace of a pod of `namespace`
