@@ -144,10 +144,12 @@ def _value(name: str, value: str, vt: Token, written: str, c, script: bool) -> A
 def argv_of(c: ContainerView) -> tuple[list, bool, bool]:
     """(the server's argv: the words after `llama_cpp.server`, [] when no word runs that
     module, as for the uvicorn factory or an image's own command; whether the command line
-    is a shell script; whether the module's argparse runs at all)."""
+    is a shell script; whether the module's argparse runs at all). The module in program
+    position starts the server's own command, also glued to its option
+    (`-mllama_cpp.server`: own_command gives the module as its first word)."""
     whole = tokens(c)
     script = shell_script(whole)
-    toks = own_command(whole, (MODULE,), programs.spans(whole)) if script else whole
+    toks = own_command(whole, (MODULE,), programs.spans(whole))
     for i, t in enumerate(toks):
         if t.text == MODULE:
             return toks[i + 1:], script, True

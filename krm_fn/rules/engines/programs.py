@@ -30,8 +30,8 @@ from krm_fn.rules.cmdline import SEPARATORS, SHELLS, Token, _name, script_start
 from krm_fn.rules.engines import ranks
 
 
-class Runs(namedtuple("Runs", "takes flags positional stops module sub assign words",
-                      defaults=((), None, 0, (), (), (), False, False))):
+class Runs(namedtuple("Runs", "takes flags positional stops module sub assign words known",
+                      defaults=((), None, 0, (), (), (), False, False, None))):
     """How a wrapper finds the program it runs: its options of `takes` take the next word
     as their value, the others none; or, when `flags` is given, every option but those of
     `flags` takes one (a launcher whose options mostly do). Then `positional` words of its
@@ -40,7 +40,8 @@ class Runs(namedtuple("Runs", "takes flags positional stops module sub assign wo
     an option of `module` is the program (`python -m module`). `sub`: the subcommand that
     must come first (`accelerate launch`); `assign`: `NAME=value` words may come before the
     program (`env`); `words`: a one-dash option of several letters is one option, not a
-    cluster (`mpirun -np 2`)."""
+    cluster (`mpirun -np 2`); `known`, when given: the wrapper refuses any other option,
+    and a long option with `=value` (its getopt reads no `=`), so that no program runs."""
 
     __slots__ = ()
 
@@ -67,7 +68,17 @@ _MPIRUN = Runs(flags=("--allow-run-as-root", "--oversubscribe", "--report-bindin
                       "--tag-output", "--timestamp-output", "--display-map",
                       "--use-hwthread-cpus", "-v", "--verbose", "-q", "--quiet", "-h",
                       "--help", "-l", "-prepend-rank", "-print-rank-map"), words=True)
-PYTHON = Runs(takes=("-W", "-X", "--check-hash-based-pycs"), stops=("-c",), module=("-m",))
+# CPython's command line (https://docs.python.org/3/using/cmdline.html; Python/getopt.c at
+# v3.13.0: SHORT_OPTS "bBc:dEhiIJm:OPqRsStuvVW:xX:?", `-J` refused, the long options
+# without `=`): one-letter options combine (`-um`, `-OO`), one that takes a value takes the
+# rest of its word (`-mllama_cpp.server`, `-Xdev`) or else the next word; `-c` runs code,
+# the help and version options exit, and any other option is refused.
+_PYTHON_FLAGS = tuple("-" + ch for ch in "bBdEiIOPqRsStuvx")
+_PYTHON_TAKES = ("-W", "-X", "--check-hash-based-pycs")
+_PYTHON_STOPS = ("-c", "-h", "-?", "-V", "--help", "--version", "--help-env",
+                 "--help-xoptions", "--help-all")
+PYTHON = Runs(takes=_PYTHON_TAKES, stops=_PYTHON_STOPS, module=("-m",),
+              known=(*_PYTHON_FLAGS, *_PYTHON_TAKES, *_PYTHON_STOPS, "-m"))
 
 # name (the word's last path part, or a module run with `python -m`): how it runs another,
 # with the options each documents: POSIX exec and command (Shell Command Language 2.15,
@@ -182,18 +193,20 @@ def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
             pieces = [p for i in range(start, end) for p in _pieces(toks[i].text, offsets[i])]
             positional = False
             for command in _commands(pieces):
-                for w, at in (command[i] for i in _programs(command)):
-                    out.append((at, at + len(w)))
+                for i, cut in _programs(command):
+                    w, at = command[i]
+                    out.append((at + cut, at + len(w)))
                     positional = positional or w in POSITIONAL
             if not positional:
                 break
             first = end + 1             # `sh -c SCRIPT NAME ARGS`: "$@" runs ARGS ($0 is NAME)
             continue
-        found = [first + i for i in _programs([(t.text, 0) for t in toks[first:]])]
-        out.extend((offsets[i], offsets[i] + len(toks[i].text)) for i in found)
-        if len(found) < 2 or toks[found[-1]].text.rsplit("/", 1)[-1] not in SHELLS:
+        found = [(first + i, cut) for i, cut in _programs([(t.text, 0) for t in toks[first:]])]
+        out.extend((offsets[i] + cut, offsets[i] + len(toks[i].text)) for i, cut in found)
+        last = found[-1][0] if found else 0
+        if len(found) < 2 or found[-1][1] or toks[last].text.rsplit("/", 1)[-1] not in SHELLS:
             break
-        first = found[-1]               # the shell a wrapper runs: its script, if any
+        first = last                    # the shell a wrapper runs: its script, if any
     return tuple(sorted(set(out)))
 
 
@@ -268,11 +281,12 @@ def _commands(pieces: list) -> list[list]:
     return [c for c in out if c]
 
 
-def _programs(command: list) -> list[int]:
-    """The indices in `command` (a simple command's (word, offset) pieces) of the words in
-    program position: the first word after reserved words and assignments, unless it is an
-    option (args without command: `--flag` is the image entrypoint's), then each word a
-    wrapper runs (runs)."""
+def _programs(command: list) -> list[tuple[int, int]]:
+    """The words in program position of `command` (a simple command's (word, offset)
+    pieces) as (index, cut): the word's text from offset `cut` on names the program (0,
+    or where a module glued to an option starts: `-mllama_cpp.server`). The first word
+    after reserved words and assignments, unless it is an option (args without command:
+    `--flag` is the image entrypoint's), then each word a wrapper runs (runs)."""
     i, n = 0, len(command)
     while i < n and command[i][0] in _RESERVED:
         i += 1
@@ -281,14 +295,16 @@ def _programs(command: list) -> list[int]:
     while i < n and _assignment(command[i][0]):
         i += 1
     out = []
-    while i < n and command[i][0][:1] != "-":      # an option is no program
-        out.append(i)
-        how = runs(command[i][0])
+    cut = 0
+    while i < n and (cut or command[i][0][:1] != "-"):     # an option is no program
+        out.append((i, cut))
+        how = runs(command[i][0][cut:])
         if how is None:
             break
-        i = _runs_at(command, i, how)
-        if i is None:
+        got = _runs_at(command, i, how)
+        if got is None:
             break
+        i, cut = got
     return out
 
 
@@ -297,12 +313,13 @@ def _assignment(word: str) -> bool:
     return bool(eq) and _name(name)
 
 
-def _runs_at(command: list, i: int, how: Runs) -> int | None:
-    """The index of the word the wrapper at command[i] runs (`how`), or None when it runs
-    none there (an option of `stops`, a missing subcommand or program)."""
+def _runs_at(command: list, i: int, how: Runs) -> tuple[int, int] | None:
+    """(index, cut) of the word the wrapper at command[i] runs (`how`), as _programs gives
+    them, or None when it runs none there (an option of `stops` or one it refuses, a
+    missing subcommand or program)."""
     j, n = i + 1, len(command)
     if how is ENTRYPOINT:       # its options are unknown: only a first word that is none
-        return j if j < n else None
+        return (j, 0) if j < n else None
     if how.sub:
         if j >= n or command[j][0] not in how.sub:
             return None
@@ -317,10 +334,10 @@ def _runs_at(command: list, i: int, how: Runs) -> int | None:
             step = _option(w, how)
             if step is None:
                 return None
+            if step == -1:
+                return (j + 1, 0) if j + 1 < n else None    # `-m module`: the module
             if step < 0:
-                return j + 1 if j + 1 < n else None    # `-m module`: the module
-            if step == 0:
-                return j                               # `-mmodule`
+                return (j, -step) if -step < len(w) else None   # `-mmodule`
             j += step
         elif how.assign and _assignment(w):
             j += 1
@@ -328,32 +345,35 @@ def _runs_at(command: list, i: int, how: Runs) -> int | None:
             positional -= 1
             j += 1
         else:
-            return j
+            return j, 0
     return None
 
 
 def _option(word: str, how: Runs) -> int | None:
-    """How many words the option `word` of a wrapper (`how`) takes up: 1, 2 with its value,
-    -1 when the next word is the program (`module`), 0 when this one holds it (`-mmodule`),
-    None when no program runs (`stops`).
+    """How many words the option `word` of a wrapper (`how`) takes up: 1, 2 with its value;
+    -1 when the next word is the program (`module`), -k when it starts at offset k of this
+    word (`-mmodule`, `-ummodule`, `--module=module`); None when no program runs (`stops`,
+    or an option `known` leaves out).
     A one-dash word of several letters is a cluster of one-letter options (`-ac`, `-um`)
     or one with its value glued (`-C0-3`, `-Wignore`)."""
     name, eq, _ = word.partition("=")
     if word[1] == "-" or len(word) == 2 or how.words:
+        if how.known is not None and (word not in how.known):
+            return None
         if name in how.stops:
             return None
         if name in how.module:
-            return 1 if eq else -1
+            return -(len(name) + 1) if eq else -1
         takes = name not in how.flags if how.flags is not None else name in how.takes
         return 1 if eq or not takes else 2
     if how.flags is not None:
         return 1
     for k, ch in enumerate(word[1:], 2):
         short = "-" + ch
-        if short in how.stops:
+        if short in how.stops or how.known is not None and short not in how.known:
             return None
         if short in how.module:
-            return 0 if k < len(word) else -1
+            return -k if k < len(word) else -1
         if short in how.takes:
             return 1 if k < len(word) else 2
     return 1

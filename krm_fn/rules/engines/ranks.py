@@ -40,14 +40,14 @@ from __future__ import annotations
 
 from krm_fn import numbers
 from krm_fn.rules.cmdline import Token, count_text, env_path, env_value, flag, own_command
-from krm_fn.rules.engines.recognition import Pattern
+from krm_fn.rules.engines.recognition import MODULE_AT, Pattern
 
 VLLM = "vLLM CPU"
 TGI = "Text Generation Inference (CPU)"
 SERVERS = ("torchrun", VLLM, TGI)      # the `server` of the Workers read here
 # torchrun counts only as the program in program position (engines/programs.py): the words
 # it runs are those of its own command (cmdline.own_command), not `echo torchrun ...`
-TORCHRUN = Pattern(r"(^|[\s/;&|(])torchrun(\s|$)|\btorch\.distributed\.run\b",
+TORCHRUN = Pattern(r"(^|[\s/;&|(])torchrun(\s|$)|" + MODULE_AT + r"torch\.distributed\.run\b",
                    ("torchrun", "torch.distributed.run"))
 VLLM_PROGRAM = "vllm"                   # the program of `vllm serve`
 NPROC = ("--nproc-per-node", "--nproc_per_node")

@@ -72,6 +72,15 @@ def _p(regex: str, *within: str) -> Pattern:
     return Pattern(regex, within)
 
 
+# what may come right before a module name that a Python launcher runs: a word boundary, or
+# the module glued to an option that takes it, `-m` alone or ending a cluster of Python's
+# options (`-mvllm.entrypoints...`, `-umllama_cpp.server`: Python/getopt.c reads the rest
+# of the word as the value) or uv's `--module=` (program position, engines/programs.py,
+# decides whether the option really runs it)
+GLUED_MODULE = r"(?:-[A-Za-z?]*m|--module=)"
+MODULE_AT = r"(?:\b|(?:^|\s)" + GLUED_MODULE + ")"
+
+
 class Recognition(namedtuple("Recognition", "name module images commands needs kserve "
                              "env_names not_with serving or_no_accelerator",
                              defaults=((), (), (), (), (), (), True, False))):
@@ -124,7 +133,7 @@ TABLE: tuple[Recognition, ...] = (
                 images=(_p(r"vllm[\w.-]*[-_]cpu", "vllm"),
                         _p(r"vllm[\w./-]*:[\w.-]*\bcpu\b", "vllm")),
                 commands=(_p(r"(^|[\s/])vllm\s+serve(\s|$)", "vllm"),
-                          _p(r"\bvllm\.entrypoints\.", "vllm.entrypoints.")),
+                          _p(MODULE_AT + r"vllm\.entrypoints\.", "vllm.entrypoints.")),
                 # `vllm serve` is the CPU backend where the pod asks for no accelerator
                 # (vLLM picks its platform from the machine; `--device` is gone from 0.10.0)
                 needs=(_p(r"(^|\s)--device(=|\s+)cpu(\s|$)", "--device"),),
@@ -141,7 +150,8 @@ TABLE: tuple[Recognition, ...] = (
                 # `python -m llama_cpp.server` (the module in program position whatever
                 # comes before it: `python -um`, `-X dev -m`, `uv run --module`), or its app
                 # factory run by uvicorn
-                commands=(_p(r"(^|\s)llama_cpp\.server(\s|$)", "llama_cpp.server"),
+                commands=(_p(r"(?:^|\s)" + GLUED_MODULE + r"?llama_cpp\.server(\s|$)",
+                             "llama_cpp.server"),
                           _p(r"(^|[\s=])llama_cpp\.server\.app:create_app(\s|$)",
                              "llama_cpp.server.app:create_app"))),
     Recognition("Ollama", "ollama",
@@ -181,9 +191,9 @@ TABLE: tuple[Recognition, ...] = (
                 serving=False),
     Recognition("Intel Xeon launcher (ipexrun)", "xeon_launcher",
                 commands=(_p(r"(^|[\s/])ipexrun(\s|$)", "ipexrun"),
-                          _p(r"\bintel_extension_for_pytorch\.cpu\.launch\b",
+                          _p(MODULE_AT + r"intel_extension_for_pytorch\.cpu\.launch\b",
                              "intel_extension_for_pytorch.cpu.launch"),
-                          _p(r"\btorch\.backends\.xeon\.run_cpu\b",
+                          _p(MODULE_AT + r"torch\.backends\.xeon\.run_cpu\b",
                              "torch.backends.xeon.run_cpu"))),
 )
 BY_MODULE = {r.module: r for r in TABLE}
