@@ -76,3 +76,14 @@ def test_a_variable_unknown_at_render_time_stays_unread(env):
         "env": env + [{"name": "WEB_CONCURRENCY", "value": "1"}]})
     assert engines.workers(c) is None
     assert engines.unread_workers(c, tuple(engines.detect(c)))[2] == "$(W)"
+
+
+@pytest.mark.parametrize("data", [
+    {"command": ["llama-server", "-t", "$(E)", "4"], "env": [{"name": "E", "value": ""}]},
+    {"command": ["llama-server", "-t", "", "4"]}])
+def test_an_empty_argument_is_still_a_word(data):
+    """The kubelet hands an entry that is (or expands to) "" to the program as an empty
+    argument: llama-server's -t then takes "" (which its parser refuses,
+    tests/engines/test_llama_args.py), not the 4 after it."""
+    c = ContainerView("c", "app", ("spec", "containers", 0), {"name": "c", **data})
+    assert [t.text for t in cmdline.tokens(c)] == ["llama-server", "-t", "", "4"]

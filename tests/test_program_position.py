@@ -397,6 +397,19 @@ PROGRAM_POSITION = {
     'echo "$@"': (_run_args('echo "$@"', "--", "llama-server"), []),
     "the $0 slot only": (_run_args('exec "$@"', "llama-server"), []),
     'exec "$@" of an option': (_run_args('exec "$@"', "--", "--procnames", "llama-server"), []),
+    # how the positional parameters expand (POSIX 2.5.2, 2.6.5; what dash runs): unquoted
+    # $@ and $* split each into fields, "$@" makes each one field, "$*" all one field
+    "exec $*": (_run_args("exec $*", "--", "llama-server", "-t", "4"), ["llama.cpp"]),
+    "exec ${*}": (_run_args("exec ${*}", "x", "ollama", "serve"), ["Ollama"]),
+    'exec "$*" of one word': (_run_args('exec "$*"', "--", "llama-server"), ["llama.cpp"]),
+    'exec "$*" of several: one name with blanks': (
+        _run_args('exec "$*"', "--", "llama-server", "-t", "4"), []),
+    'exec "$@", an empty $0': (_run_args('exec "$@"', "", "llama-server"), ["llama.cpp"]),
+    'exec "$@", an empty $1': (_run_args('exec "$@"', "x", "", "llama-server"), []),
+    "exec $@, an empty $1": (_run_args("exec $@", "x", "", "llama-server"), ["llama.cpp"]),
+    'exec "$@", a $1 with blanks': (_run_args('exec "$@"', "x", "ollama serve"), []),
+    "exec $@, a $1 with blanks": (_run_args("exec $@", "x", "ollama serve"), ["Ollama"]),
+    '"$@" inside a quoted word': (_run_args('echo "a "$@" b"', "x", "ollama", "serve"), []),
 }
 
 
@@ -407,7 +420,7 @@ def test_recognised_in_program_position(data, names):
 
 def test_the_positional_args_of_a_script_are_its_programs():
     assert _positioned(_run_args('exec "$@"', "--", "numactl", "-C", "0", "llama-server")) == [
-        "exec", "$@", "numactl", "llama-server"]
+        "exec", '"$@"', "numactl", "llama-server"]
     assert _positioned(_run_args('echo "$@"', "--", "llama-server")) == ["echo"]
     assert _own(_run_args('exec "$@"', "--", "gunicorn", "-w", "2", "a:b"), ("gunicorn",)) == [
         "gunicorn", "-w", "2", "a:b"]
@@ -436,6 +449,8 @@ def _tuned(data: dict) -> tuple:
     ({"command": ["python3", "-mtorch.distributed.run", "--nproc-per-node=2", "serve.py"]},
      {"command": ["torchrun", "--nproc-per-node=2", "serve.py"]}, "2 worker processes"),
     ({"command": ["sh", "-c", 'exec "$@"', "--"], "args": ["llama-server", "-t", "8"]},
+     {"command": ["llama-server", "-t", "8"]}, "llama.cpp -t 8 asks for more threads"),
+    ({"command": ["sh", "-c", "exec $*", ""], "args": ["llama-server", "-t", "8"]},
      {"command": ["llama-server", "-t", "8"]}, "llama.cpp -t 8 asks for more threads"),
 ])
 def test_tuned_as_the_program_run_directly(data, same, mark):

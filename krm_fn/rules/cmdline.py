@@ -42,10 +42,45 @@ def _split_words(text: str) -> tuple[str, ...]:
     if not any(ch in text for ch in "'\"\\"):
         return tuple(text.split())        # what shlex gives, without its cost
     import shlex                          # only for quoted words (start-up)
+    if '"$' in text:
+        text = _mark_parameters(text)
     try:
         return tuple(shlex.split(text))
     except ValueError:
         return tuple(text.split())
+
+
+# the special parameters that expand to the positional parameters (POSIX Shell Command
+# Language 2.5.2): unquoted, each parameter is split into fields; "$@" makes each one field,
+# "$*" all of them one field joined by a space
+PARAMETERS = ("$@", "${@}", "$*", "${*}")
+QUOTED_PARAMETERS = tuple(f'"{p}"' for p in PARAMETERS)
+
+
+def _mark_parameters(text: str) -> str:
+    """`text` with each word that is a double-quoted parameter of PARAMETERS (`"$@"`,
+    `"$*"`) outside other quotes put in single quotes, so that its word keeps its double
+    quotes (QUOTED_PARAMETERS): a shell expands it otherwise than the unquoted one."""
+    out, quote, start, i, n = [], "", True, 0, len(text)
+    while i < n:
+        ch = text[i]
+        if not quote and start and ch == '"':
+            p = next((p for p in QUOTED_PARAMETERS if text.startswith(p, i) and
+                      (i + len(p) == n or text[i + len(p)] in " \t;&|)")), None)
+            if p is not None:
+                out.append(f"'{p}'")
+                i += len(p)
+                start = False
+                continue
+        step = 2 if ch == "\\" and quote != "'" else 1
+        out.append(text[i:i + step])
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        start = not quote and (ch.isspace() or ch in ";&|(")
+        i += step
+    return "".join(out)
 
 
 def tokens(c: ContainerView) -> list[Token]:
@@ -79,7 +114,9 @@ def tokens(c: ContainerView) -> list[Token]:
             entry = str(entry)
             if mapping is not None and "$" in entry:
                 entry = expand(entry, mapping)
-            for n, line in enumerate(entry.splitlines() or [""]):
+            if not entry:
+                out.append(Token("", path))     # an empty argument is one word too
+            for n, line in enumerate(entry.splitlines()):
                 budget -= len(line) + 1
                 if budget < 0:
                     break

@@ -45,7 +45,8 @@ def _generated(n: int, seed: int = 32) -> list[list[str]]:
 
 NAMED = [["-t", "4"], ["--threads=4"], ["-t4"], ["-t", "0"], ["-t", "8x"],
          ["--threads_batch", "3"], ["-t"], ["-t", "four"], ["-t", "9", "-t", "3"],
-         ["-tb", "7"], ["-t", "5", "-tb", "-1"], ["-t", "99999999999"]]
+         ["-tb", "7"], ["-t", "5", "-tb", "-1"], ["-t", "99999999999"],
+         ["-t", "", "4"], ["-t", "6", "--threads", ""]]   # an empty argument is a value
 
 
 def _krm_fn(argv: list[str]) -> str:

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from krm_fn.rules.cmdline import SEPARATORS, SHELLS, Token, _name, script_start
+from krm_fn.rules.cmdline import (PARAMETERS, QUOTED_PARAMETERS, SEPARATORS, SHELLS, Token,
+                                  _name, script_start)
 from krm_fn.rules.engines import ranks
 
 
@@ -141,8 +142,10 @@ _HEADERS = frozenset(("for", "case", "select"))
 
 # a script's word that runs its positional parameters, the words after the script and the
 # $0 slot (`sh -c 'exec "$@"' NAME ARGS...`: "$@" expands to ARGS; POSIX sh: `sh -c
-# command_string [command_name [argument...]]`, Special Parameters 2.5.2)
-POSITIONAL = ("$@", "${@}")
+# command_string [command_name [argument...]]`, Special Parameters 2.5.2): `$@`, `$*`
+# unquoted, "$@" and "$*" (cmdline.PARAMETERS, QUOTED_PARAMETERS; _parameters)
+POSITIONAL = frozenset((*PARAMETERS, *QUOTED_PARAMETERS))
+_JOINED = frozenset(w for w in QUOTED_PARAMETERS if "*" in w)
 
 
 # an image's entrypoint script (`/docker-entrypoint.sh`, `/usr/local/bin/entrypoint`) that
@@ -173,7 +176,8 @@ def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
     word, `(cd` or `a;exec`) in program position (module docstring), in order. A shell a
     wrapper runs (`tini -- sh -c SCRIPT`) runs its script as one the command runs does; a
     script that runs "$@" in program position (POSITIONAL) runs the words after its $0
-    slot as a command line of their own (`sh -c 'exec "$@"' -- llama-server`)."""
+    slot as a command line of their own (`sh -c 'exec "$@"' -- llama-server`:
+    _parameters)."""
     offsets, at = [], 0
     for t in toks:
         offsets.append(at)
@@ -191,15 +195,15 @@ def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
             while end < len(toks) and toks[end].path == path:
                 end += 1                # the script's words: those of its entry
             pieces = [p for i in range(start, end) for p in _pieces(toks[i].text, offsets[i])]
-            positional = False
+            positional = None
             for command in _commands(pieces):
                 for i, cut in _programs(command):
                     w, at = command[i]
                     out.append((at + cut, at + len(w)))
-                    positional = positional or w in POSITIONAL
-            if not positional:
+                    positional = positional or (w if w in POSITIONAL else None)
+            first = _parameters(toks, end, positional) if positional else None
+            if first is None:
                 break
-            first = end + 1             # `sh -c SCRIPT NAME ARGS`: "$@" runs ARGS ($0 is NAME)
             continue
         found = [(first + i, cut) for i, cut in _programs([(t.text, 0) for t in toks[first:]])]
         out.extend((offsets[i] + cut, offsets[i] + len(toks[i].text)) for i, cut in found)
@@ -208,6 +212,29 @@ def spans(toks: list[Token]) -> tuple[tuple[int, int], ...]:
             break
         first = last                    # the shell a wrapper runs: its script, if any
     return tuple(sorted(set(out)))
+
+
+def _parameters(toks: list[Token], end: int, word: str) -> int | None:
+    """The index in `toks` of the word that a script's `word` of POSITIONAL in program
+    position runs, the first of its positional parameters: the words after the $0 entry
+    (that of toks[end], the entry after the script's: `sh -c SCRIPT NAME ARGS`). Unquoted,
+    each parameter is split into fields and an empty one gives none; "$@" makes each
+    parameter one field, so that a first one with blanks names no program; "$*" makes all
+    of them one field, a program only when they are one word (POSIX Shell Command Language
+    2.5.2, 2.6.5; dash alike). None when it runs none of them."""
+    if end >= len(toks):
+        return None
+    first = end
+    while first < len(toks) and toks[first].path == toks[end].path:
+        first += 1                      # the $0 slot, one entry
+    rest = toks[first:]
+    if word in _JOINED:
+        return first if len(rest) == 1 else None
+    if word in QUOTED_PARAMETERS:
+        return first if rest and (len(rest) == 1 or rest[1].path != rest[0].path) else None
+    while first < len(toks) and not toks[first].text:
+        first += 1                      # an empty parameter expands to no field
+    return first if first < len(toks) else None
 
 
 def named(toks: list[Token], names: tuple) -> list[int]:
