@@ -3,7 +3,8 @@ and args with the field path each came from, `--flag value` lookup, and env entr
 
 Shared by the per-container facts (krm_fn/rules/facts.py) and the serving-engine checks
 (krm_fn/rules/engines/); not a rule. Words are split with shell rules
-(https://docs.python.org/3/library/shlex.html), as a `bash -c` script is.
+(https://docs.python.org/3/library/shlex.html), as a `bash -c` script is
+(krm_fn/shellwords.py).
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from collections import namedtuple
 from krm_fn import numbers
 from krm_fn.matching import DIGITS, span
 from krm_fn.pod import ContainerView
+from krm_fn.shellwords import PARAMETERS, QUOTED_PARAMETERS, words  # noqa: F401
 
 # Engines are recognised from the first 64 KiB of a container's command and args (a
 # launcher script longer than that is not read further): the words and the regexes run
@@ -25,62 +27,6 @@ class Token(namedtuple("Token", "text path")):
     field path of the command/args entry it came from)."""
 
     __slots__ = ()
-
-
-def words(text: str) -> tuple[str, ...]:
-    """The shell words of one line. Short lines (flags, a model path) repeat across the
-    containers of a render and are cached; long ones (a script) are not kept."""
-    return _short_words(text) if len(text) <= 256 else _split_words(text)
-
-
-@functools.lru_cache(maxsize=4096)
-def _short_words(text: str) -> tuple[str, ...]:
-    return _split_words(text)
-
-
-def _split_words(text: str) -> tuple[str, ...]:
-    if not any(ch in text for ch in "'\"\\"):
-        return tuple(text.split())        # what shlex gives, without its cost
-    import shlex                          # only for quoted words (start-up)
-    if '"$' in text:
-        text = _mark_parameters(text)
-    try:
-        return tuple(shlex.split(text))
-    except ValueError:
-        return tuple(text.split())
-
-
-# the special parameters that expand to the positional parameters (POSIX Shell Command
-# Language 2.5.2): unquoted, each parameter is split into fields; "$@" makes each one field,
-# "$*" all of them one field joined by a space
-PARAMETERS = ("$@", "${@}", "$*", "${*}")
-QUOTED_PARAMETERS = tuple(f'"{p}"' for p in PARAMETERS)
-
-
-def _mark_parameters(text: str) -> str:
-    """`text` with each word that is a double-quoted parameter of PARAMETERS (`"$@"`,
-    `"$*"`) outside other quotes put in single quotes, so that its word keeps its double
-    quotes (QUOTED_PARAMETERS): a shell expands it otherwise than the unquoted one."""
-    out, quote, start, i, n = [], "", True, 0, len(text)
-    while i < n:
-        ch = text[i]
-        if not quote and start and ch == '"':
-            p = next((p for p in QUOTED_PARAMETERS if text.startswith(p, i) and
-                      (i + len(p) == n or text[i + len(p)] in " \t;&|)")), None)
-            if p is not None:
-                out.append(f"'{p}'")
-                i += len(p)
-                start = False
-                continue
-        step = 2 if ch == "\\" and quote != "'" else 1
-        out.append(text[i:i + step])
-        if quote:
-            quote = "" if ch == quote else quote
-        elif ch in "'\"":
-            quote = ch
-        start = not quote and (ch.isspace() or ch in ";&|(")
-        i += step
-    return "".join(out)
 
 
 def tokens(c: ContainerView) -> list[Token]:
