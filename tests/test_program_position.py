@@ -215,10 +215,19 @@ def test_own_command_is_the_command_of_the_program_in_program_position():
                 ("gunicorn",)) == ["/usr/bin/gunicorn", "-w", "2", "a:b"]
     assert _own({"command": ["numactl", "-C", "0-3", "llama-server", "-t", "4"]},
                 ("llama-server",)) == ["llama-server", "-t", "4"]
-    # no such program in program position: every word (the image's entrypoint may run it)
-    assert _own(_sh("echo gunicorn -w 4"), ("gunicorn",)) == ["sh", "-c", "echo", "gunicorn",
-                                                               "-w", "4"]
+    # no such program in program position: the command of the last program run, which may
+    # run it with its words (a script file, the image's entrypoint given the args), not
+    # the words of the commands a script runs before it; every word when none is a program
+    # (args starting with an option: the image's entrypoint gets them all)
+    assert _own(_sh("echo -t 8; exec /start.sh -t 4"), ("llama-server",)) == [
+        "/start.sh", "-t", "4"]
+    assert _own({"command": ["numactl", "-C", "0-3", "/start.sh", "-t", "4"]},
+                ("llama-server",)) == ["/start.sh", "-t", "4"]
+    assert _own({"args": ["serve", "m", "-tp", "2"]}, ("vllm",)) == ["serve", "m", "-tp", "2"]
     assert _own({"args": ["-t", "4"]}, ("llama-server",)) == ["-t", "4"]
+    # a shell given a script file runs it
+    assert _positioned({"command": ["bash", "-eo", "pipefail", "/opt/run.sh", "leader"]}) == [
+        "bash", "/opt/run.sh"]
 
 
 # -- worker and rank counts (engines/workers.py, ranks.py): a server's or torchrun's flags

@@ -253,3 +253,61 @@ def test_nobind_set_by_hand_on_0_20_is_an_error():
         f"no no-binding value ({V020_SRC}: with nobind its log loop indexes the empty CPU lists, "
         "IndexError, and anything else is read as CPU lists); remove it (auto) or use vLLM "
         "0.21.0 or later")
+
+
+def _vllm_command(command: list, cpu: str = "8") -> dict:
+    return {"name": "vllm", "image": REPO + "v0.11.1", "command": command,
+            "resources": res(cpu)}
+
+
+@pytest.mark.parametrize("command, threads", [
+    # 8 CPUs, vLLM 0.11.1 keeps 1 per rank of 2: 3 threads each; 8 when not divided.
+    # what only names --headless or the multi-node script runs no rank elsewhere
+    (["sh", "-c", "echo --headless; exec vllm serve m -tp 2"], "3"),
+    (["sh", "-c", "echo multi-node-serving.sh; exec vllm serve m -tp 2"], "3"),
+    (["vllm", "serve", "org/m--headless", "-tp", "2"], "3"),
+    # vLLM's own --headless (argparse also takes a prefix), the script run as a program
+    (["vllm", "serve", "m", "-tp", "2", "--headless"], "8"),
+    (["vllm", "serve", "m", "-tp", "2", "--headl"], "8"),
+    (["sh", "-c", "bash /opt/multi-node-serving.sh leader --ray_cluster_size=2; "
+                  "vllm serve m -pp 2"], "8"),
+    # the sizes are those of vLLM's own command, not of a command before it
+    (["sh", "-c", "echo -tp 8; exec vllm serve m -tp 2"], "3"),
+    (["sh", "-c", "echo -tp 8; exec /start.sh -tp 2"], "3"),
+    (["python3", "-mvllm.entrypoints.openai.api_server", "-tp", "2"], "3"),
+])
+def test_vllm_ranks_follow_program_position(command, threads):
+    """ranks._elsewhere and the vLLM sizes read vLLM's words where vLLM reads them (its own
+    command, engines/programs.py), not any word of the command line."""
+    p, out, after = run(_vllm_command(command))
+    assert p.returncode == 0, messages(out, "error")
+    assert env_of(after)["OMP_NUM_THREADS"] == threads
+
+
+def test_vllm_device_is_read_in_its_own_command():
+    p, out, after = run(_vllm_command(["sh", "-c", "echo --device cpu; exec vllm serve m"]))
+    assert p.returncode == 0, messages(out, "error")
+
+
+@pytest.mark.parametrize("command, threads", [
+    (["sh", "-c", "echo --num-shard 8; exec text-generation-launcher --num-shard 2"], "4"),
+    (["sh", "-c", "exec text-generation-launcher --model-id m"], "8"),
+])
+def test_tgi_num_shard_of_its_own_command(command, threads):
+    c = {"name": "tgi", "image": TGI, "command": command, "resources": res("8")}
+    p, out, after = run(c)
+    assert env_of(after)["OMP_NUM_THREADS"] == threads
+
+
+@pytest.mark.parametrize("args", [["--num-shard", "2", "--num-shard", "4"],
+                                  ["--num-shard=2", "--num-shard", "2"]])
+def test_tgi_refuses_num_shard_given_twice(args):
+    """clap 4 (the launcher's parser, launcher/Cargo.toml) refuses a `#[clap(long, env)]`
+    option given more than once: the launcher stops, so the render is an error."""
+    c = {"name": "tgi", "image": TGI, "args": ["--model-id", "m", *args], "resources": res("8")}
+    p, out, after = run(c)
+    assert p.returncode == 1
+    assert messages(out, "error")[0] == (
+        "container 'tgi': TGI --num-shard given 2 times: text-generation-launcher (clap 4) "
+        "refuses an option it sets once given again and stops at start-up; give --num-shard "
+        "once")

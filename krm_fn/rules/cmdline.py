@@ -158,7 +158,7 @@ SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
 
 
 # a shell's long options that take the next word as their argument (bash: --rcfile FILE)
-_SHELL_LONG_ARGS = ("--rcfile", "--init-file")
+SHELL_LONG_ARGS = ("--rcfile", "--init-file")
 
 
 def shell_script(toks: list[Token]) -> bool:
@@ -182,7 +182,7 @@ def script_start(toks: list[Token]) -> int | None:
         if len(w) < 2 or w[0] not in "-+" or w == "--":
             return None             # the script file, or the end of the options
         if w.startswith("--"):
-            i += 2 if w in _SHELL_LONG_ARGS else 1
+            i += 2 if w in SHELL_LONG_ARGS else 1
             continue
         i += 1 + w.count("o") + w.count("O")
         if w[0] == "-" and "c" in w[1:]:
@@ -201,12 +201,17 @@ def own_command(toks: list[Token], programs: tuple, spans: tuple) -> list[Token]
     the words that only name the program (`echo gunicorn -w 4`) or a wrapper's options
     before it (`numactl -C 0-3`). `spans`: the words in program position, (start, end)
     offsets in text(toks) (engines/programs.py spans(toks)); a word glued after `;` (`cd
-    /a;prog`) starts at its offset. The whole `toks` when no such word is in program
-    position (the image's entrypoint may be the program, the words its args)."""
-    line = text(toks) if spans else ""
-    at = next((a for a, b in reversed(spans) if line[a:b].rsplit("/", 1)[-1] in programs), -1)
-    if at < 0:
+    /a;prog`) starts at its offset. When no such word is in program
+    position: then the command of the last word in program position, which may run the
+    engine with its words (a script file, `/start.sh -tp 2`, or the image's entrypoint
+    given the args: `serve m -tp 2`), not the words of the commands a script runs before
+    it (`echo -tp 8; exec /start.sh`); the whole `toks` when no word is in program
+    position (args that start with an option: the image's entrypoint gets them all)."""
+    if not spans:
         return toks
+    line = text(toks)
+    at = next((a for a, b in reversed(spans) if line[a:b].rsplit("/", 1)[-1] in programs),
+              spans[-1][0])
     offset = i = 0
     while offset + len(toks[i].text) < at:
         offset += len(toks[i].text) + 1

@@ -26,8 +26,8 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-from krm_fn.rules.cmdline import (PARAMETERS, QUOTED_PARAMETERS, SEPARATORS, SHELLS, Token,
-                                  _name, script_start)
+from krm_fn.rules.cmdline import (PARAMETERS, QUOTED_PARAMETERS, SEPARATORS, SHELL_LONG_ARGS,
+                                  SHELLS, Token, _name, script_start)
 from krm_fn.rules.engines import ranks
 
 
@@ -132,6 +132,10 @@ WRAPPERS = {
     "uvicorn": _UVICORN, "gunicorn": _GUNICORN,
     "hypercorn": Runs(flags=("--debug", "--reload", "--verbose", "-h", "--help")),
     **{name: _LAUNCHER for name in ranks.LAUNCHERS},
+    # a shell given a script file runs it (`bash /opt/multi-node-serving.sh leader`): bash
+    # `[options] [-o option] [-O shopt_option] [file]`, dash `sh [-o option] [file]`;
+    # `-c` runs the string (cmdline.script_start), `-s` reads the commands from stdin
+    **{name: Runs(takes=("-o", "-O", *SHELL_LONG_ARGS), stops=("-c", "-s")) for name in SHELLS},
 }
 # words that open a command (a reserved word, not a program) and those after which the
 # words up to the next operator are no command (`for NAME in WORDS`, `case WORD in`)

@@ -50,6 +50,7 @@ SERVERS = ("torchrun", VLLM, TGI)      # the `server` of the Workers read here
 TORCHRUN = Pattern(r"(^|[\s/;&|(])torchrun(\s|$)|" + MODULE_AT + r"torch\.distributed\.run\b",
                    ("torchrun", "torch.distributed.run"))
 VLLM_PROGRAM = "vllm"                   # the program of `vllm serve`
+TGI_PROGRAM = "text-generation-launcher"
 NPROC = ("--nproc-per-node", "--nproc_per_node")
 TP = ("--tensor-parallel-size", "-tp", "--tensor_parallel_size")
 PP = ("--pipeline-parallel-size", "-pp", "--pipeline_parallel_size")
@@ -60,7 +61,11 @@ DPL = ("--data-parallel-size-local", "-dpl", "--data_parallel_size_local")
 # None` -> data_parallel_size_local = 1; --data-parallel-rank from 0.10.0, -dpe from 0.11)
 DPN = ("--data-parallel-rank", "-dpn", "--data_parallel_rank")
 DPE = ("--data-parallel-external-lb", "-dpe")
-ELSEWHERE = ("--headless", "multi-node-serving.sh", "--ray_cluster_size")
+# vLLM's --headless (no API server: this pod runs engine ranks of a server elsewhere), read
+# as vLLM reads it, in its own command; the script of vLLM's LeaderWorkerSet example that
+# starts a Ray cluster (examples/online_serving/multi-node-serving.sh), as a program run
+HEADLESS = ("--headless",)
+RAY_SCRIPT = "multi-node-serving.sh"
 # Ray places the data-parallel ranks (--data-parallel-backend / -dpb ray), maybe elsewhere
 DP_BACKEND = ("--data-parallel-backend", "-dpb")
 # the pods (nodes) one vLLM server's ranks are spread over with its mp backend
@@ -71,8 +76,14 @@ BACKEND = ("--distributed-executor-backend", "--distributed_executor_backend")
 # `vllm serve --config FILE`; the command line wins): the sizes it leaves open are unknown
 CONFIG = ("--config",)
 FROM_FILE = "<the --config file>"   # the raw text of a count only that file gives
+# TGI's launcher parses its options with clap 4 (launcher/Cargo.toml), whose `#[clap(long,
+# env)] num_shard: Option<usize>` is set once: given twice, clap refuses the command line
+# ("cannot be used multiple times") and no shard starts
+NUM_SHARD = ("--num-shard",)
+REPEATED = "<given more than once>"     # the raw text of a count the launcher refuses
 # the long flags read here, which an unambiguous prefix also names (flexible)
-_LONG = tuple(names[0] for names in (TP, PP, DP, DPL, DPN, DPE, BACKEND, DP_BACKEND))
+_LONG = tuple(names[0] for names in (TP, PP, DP, DPL, DPN, DPE, BACKEND, DP_BACKEND,
+                                     HEADLESS))
 
 
 def read(c, toks: list, line: str, names: set, spans: tuple):
@@ -95,7 +106,7 @@ def read(c, toks: list, line: str, names: set, spans: tuple):
     if VLLM in names:
         words = flexible(own_command(toks, (VLLM_PROGRAM,), spans))
         nodes = _nodes(words)
-        if nodes is not None and not _elsewhere(words, line, names):
+        if nodes is not None and not _elsewhere(words, line, names, spans):
             config = flag(words, CONFIG)
             if config is not None and _sizes_open(words):
                 yield (VLLM, f"vLLM {numbers.brief(config[2])}", config[1].path, FROM_FILE,
@@ -103,7 +114,13 @@ def read(c, toks: list, line: str, names: set, spans: tuple):
                 return
             yield from _vllm(words, nodes)
     if TGI in names:
-        found = flag(toks, ("--num-shard",))
+        words = own_command(toks, (TGI_PROGRAM,), spans)
+        found = flag(words, NUM_SHARD)
+        given = [t for t in words if t.text.partition("=")[0] in NUM_SHARD]
+        if len(given) > 1:
+            yield (TGI, f"TGI {NUM_SHARD[0]} given {len(given)} times", given[1].path, REPEATED,
+                   None)
+            return
         if found is not None:
             yield (TGI, f"TGI {numbers.brief(found[2])}", found[1].path, found[0],
                    count_text(found[0]))
@@ -161,10 +178,14 @@ def _nodes(toks: list) -> int | None:
     return n
 
 
-def _elsewhere(toks: list, line: str, names: set) -> bool:
-    """Whether vLLM's ranks may run on other pods too (see the module docstring); `toks`
-    as `flexible` gives them."""
-    if "Ray" in names or any(w in line for w in ELSEWHERE):
+def _elsewhere(toks: list, line: str, names: set, spans: tuple) -> bool:
+    """Whether vLLM's ranks may run on other pods too (see the module docstring): Ray in
+    the container, vLLM's `--headless` or a Ray backend in its own words `toks` (as
+    `flexible` gives them), or RAY_SCRIPT run as a program (one of `spans`, the words of
+    `line` in program position), not a word that only names it (`echo --headless`)."""
+    if "Ray" in names or any(t.text in HEADLESS for t in toks):
+        return True
+    if any(line[a:b].rsplit("/", 1)[-1] == RAY_SCRIPT for a, b in spans):
         return True
     return any(found is not None and found[0] == "ray"
                for found in (flag(toks, BACKEND), flag(toks, DP_BACKEND)))

@@ -46,8 +46,8 @@ from __future__ import annotations
 from krm_fn import numbers, quantity
 from krm_fn.pod import ContainerView, PodView, path_str
 from krm_fn.results import INFO, WARNING, Result
-from krm_fn.rules.cmdline import env_entry, image_version, tokens
-from krm_fn.rules.engines import ranks, recognition
+from krm_fn.rules.cmdline import env_entry, image_version, own_command, tokens
+from krm_fn.rules.engines import programs, ranks, recognition
 from krm_fn.rules.engines.base import Engine, Release, release_for, version_text
 from krm_fn.rules.envvars import add_env
 
@@ -129,7 +129,7 @@ def reserve(c: ContainerView, n: int) -> tuple | None:
     rel = release_for(RELEASES, version(c))
     if rel is None:
         return None
-    world, dpl = ranks.vllm_sizes(tokens(c))
+    world, dpl = ranks.vllm_sizes(own_words(c))
     keep = rel.facts["keep"]
     cores = {"none": 0, "world": n if world > 1 else 0, "multi": n if n > 1 else 0,
              "one": dpl, "rank": n}[keep]
@@ -181,6 +181,14 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
     _kvcache(pod, c)
 
 
+def own_words(c: ContainerView) -> list:
+    """The words of vLLM's own command in the container's command line: from `vllm` in
+    program position (engines/programs.py) to the end of its command, as
+    cmdline.own_command gives them (not `echo -tp 8` before it)."""
+    toks = tokens(c)
+    return own_command(toks, (ranks.VLLM_PROGRAM,), programs.spans(toks))
+
+
 NO_DEVICE = (0, 10, 0)      # the first release without `--device` (engine/arg_utils.py)
 
 
@@ -188,7 +196,7 @@ def _device(pod: PodView, c: ContainerView, v: tuple | None) -> None:
     """`--device` in command/args: vLLM 0.10.0 and later have no such option (its argument
     parser stops the server: unrecognized, or from 0.31.0 an ambiguous prefix of
     --device-ids), an error; a warning when the image names no version."""
-    for t in tokens(c):
+    for t in own_words(c):
         if t.text != "--device" and not t.text.startswith("--device="):
             continue
         src = f"{_SRC}v0.10.0/vllm/engine/arg_utils.py"

@@ -44,6 +44,8 @@ SOURCES: tuple[WorkerSource, ...] = (
 # position (programs.spans, not paid by every container): the servers', torchrun's, vLLM's
 NAMED = frozenset((*(w for s in SOURCES if s.command is not None for w in s.command.within),
                    *ranks.TORCHRUN.within, ranks.VLLM_PROGRAM))
+# the engines whose rank counts are read from their own command (cmdline.own_command)
+RANKED = frozenset((ranks.VLLM, ranks.TGI))
 
 
 def _resolved(c: ContainerView, toks: list[Token]) -> list[Token]:
@@ -67,7 +69,8 @@ def _read(c: ContainerView, engines: tuple):
     toks = _resolved(c, tokens(c))     # `-tp $TP` in a script reads TP's known value
     line = text(toks)
     names = {e.name for e in engines}
-    spans = programs.spans(toks) if any(w in line for w in NAMED) else ()
+    spans = programs.spans(toks) if any(w in line for w in NAMED) or \
+        not names.isdisjoint(RANKED) else ()
     yield from ranks.read(c, toks, line, names, spans)
     if "Intel Xeon launcher (ipexrun)" in names:
         yield from ranks.launcher_instances(toks)
@@ -146,6 +149,10 @@ def check(pod: PodView, c: ContainerView, f, ctx, seen: dict) -> None:
                              f"not divided by it ({cnt.count} per instance, each keeps it): "
                              f"write --ninstances N (with --ncores-per-instance), N × threads "
                              f"within the pinned CPUs (torch/backends/xeon/run_cpu.py launch)")
+        elif bad is not None and bad[2] == ranks.REPEATED:
+            pod.error(bad[1], f"container {c.name!r}: {bad[0]}: text-generation-launcher (clap "
+                              f"4) refuses an option it sets once given again and stops at "
+                              f"start-up; give {ranks.NUM_SHARD[0]} once")
         elif bad is not None and bad[2] == ranks.FROM_FILE:
             pod.warn(bad[1], f"container {c.name!r}: {bad[0]}: vLLM reads its options from "
                              f"that file too (FlexibleArgumentParser; the command line wins), "
