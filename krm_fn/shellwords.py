@@ -1,6 +1,7 @@
 """The shell words of one line of a container's command or args, as a shell splits them
 (https://docs.python.org/3/library/shlex.html, POSIX Shell Command Language 2.3): what
-krm_fn/rules/cmdline.py reads a command line with. Not a rule.
+krm_fn/rules/cmdline.py reads a command line with, and where a shell's script starts in
+them. Not a rule.
 """
 from __future__ import annotations
 
@@ -61,3 +62,39 @@ def _mark_parameters(text: str) -> str:
         start = not quote and (ch.isspace() or ch in ";&|(")
         i += step
     return "".join(out)
+
+
+SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
+
+
+# a shell's long options that take the next word as their argument (bash: --rcfile FILE)
+SHELL_LONG_ARGS = ("--rcfile", "--init-file")
+
+
+def script_start(toks: list) -> int | None:
+    """The index in `toks` (words with a `text`: cmdline.Token) of the first word of the
+    script a shell runs (cmdline.shell_script), or None when the command line is no shell
+    running a script."""
+    if not toks or toks[0].text.rsplit("/", 1)[-1] not in SHELLS:
+        return None
+    i = 1
+    while i < min(len(toks), 32):
+        w = toks[i].text
+        if len(w) < 2 or w[0] not in "-+" or w == "--":
+            return None             # the script file, or the end of the options
+        if w.startswith("--"):
+            i += 2 if w in SHELL_LONG_ARGS else 1
+            continue
+        i += 1 + w.count("o") + w.count("O")
+        if w[0] == "-" and "c" in w[1:]:
+            return i if i < len(toks) else None
+    return None
+
+
+def unquoted_parameters(script: str) -> bool:
+    """Whether the shell script `script` expands the positional parameters unquoted (a word
+    `$@` or `$*`, PARAMETERS): the shell then splits each parameter into fields at blanks
+    and an empty one gives none (POSIX Shell Command Language 2.6.5), so the words after the
+    script's $0 slot are read split (`sh -c 'exec $@' -- 'llama-server -t 4'`)."""
+    return any(p in script for p in PARAMETERS) and any(
+        w.rstrip(";") in PARAMETERS for line in script.splitlines() for w in words(line))

@@ -87,3 +87,25 @@ def test_an_empty_argument_is_still_a_word(data):
     tests/engines/test_llama_args.py), not the 4 after it."""
     c = ContainerView("c", "app", ("spec", "containers", 0), {"name": "c", **data})
     assert [t.text for t in cmdline.tokens(c)] == ["llama-server", "-t", "", "4"]
+
+
+@pytest.mark.parametrize("data, want", [
+    # the kubelet hands each entry to the program as one argument: llama-server gets
+    # "--threads 4", which is no -t (its parser refuses it), gunicorn `-w 4` as -w " 4"
+    ({"command": ["llama-server", "--threads 4"]}, ["llama-server", "--threads 4"]),
+    ({"command": ["gunicorn", "-w 4", "a:b"]}, ["gunicorn", "-w 4", "a:b"]),
+    # a shell splits its script; the $0 and the parameters after it stay whole ...
+    ({"command": ["sh", "-c", "exec llama-server -t 4"]},
+     ["sh", "-c", "exec", "llama-server", "-t", "4"]),
+    ({"command": ["tini", "--", "bash", "-ec", 'exec "$@"', "a b", "ollama serve"]},
+     ["tini", "--", "bash", "-ec", "exec", '"$@"', "a b", "ollama serve"]),
+    # ... unless the script expands them unquoted, when each is split into fields and an
+    # empty one gives none (POSIX 2.6.5)
+    ({"command": ["sh", "-c", "exec $@", "a b", "", "llama-server -t 4"]},
+     ["sh", "-c", "exec", "$@", "a b", "llama-server", "-t", "4"]),
+    # without command the image's entrypoint (maybe a shell) gets the args: split
+    ({"args": ["exec llama-server -t 4"]}, ["exec", "llama-server", "-t", "4"]),
+])
+def test_each_entry_is_one_argument_unless_a_shell_splits_it(data, want):
+    c = ContainerView("c", "app", ("spec", "containers", 0), {"name": "c", **data})
+    assert [t.text for t in cmdline.tokens(c)] == want

@@ -14,7 +14,8 @@ from collections import namedtuple
 from krm_fn import numbers
 from krm_fn.matching import DIGITS, span
 from krm_fn.pod import ContainerView
-from krm_fn.shellwords import PARAMETERS, QUOTED_PARAMETERS, words  # noqa: F401
+from krm_fn.shellwords import (PARAMETERS, QUOTED_PARAMETERS, SHELL_LONG_ARGS,  # noqa: F401
+                               SHELLS, script_start, unquoted_parameters, words)
 
 # Engines are recognised from the first 64 KiB of a container's command and args (a
 # launcher script longer than that is not read further): the words and the regexes run
@@ -46,34 +47,57 @@ def tokens(c: ContainerView) -> list[Token]:
     hit = c.memo.get("tokens")
     if hit is not None and hit[0] == key:
         return list(hit[1])
-    out: list[Token] = []
-    budget = MAX_COMMAND_TEXT
+    entries: list[tuple] = []
     for k, lst in (("command", command), ("args", args)):
-        if not isinstance(lst, list):
-            continue
-        for i, entry in enumerate(lst):
-            if budget < 0:
-                break
+        for i, entry in enumerate(lst if isinstance(lst, list) else ()):
             if isinstance(entry, (dict, list)) or entry is None:
                 continue
-            path = c.path + (k, i)
             entry = str(entry)
             if mapping is not None and "$" in entry:
                 entry = expand(entry, mapping)
-            if not entry:
-                out.append(Token("", path))     # an empty argument is one word too
-            for n, line in enumerate(entry.splitlines()):
-                budget -= len(line) + 1
-                if budget < 0:
-                    break
-                if n:
-                    out.append(Token(";", path))  # a script's next line
-                out.extend(Token(w, path) for w in words(line))
+            entries.append((entry, c.path + (k, i)))
+    script = _script_entry(entries) if isinstance(command, list) and command else None
+    fields = script is not None and script >= 0 and unquoted_parameters(entries[script][0])
+    out: list[Token] = []
+    budget = MAX_COMMAND_TEXT
+    for n, (entry, path) in enumerate(entries):
+        if budget < 0:
+            break
+        if fields and n > script + 1:     # a positional parameter the script splits ($@)
+            budget -= len(entry) + 1
+            out.extend(Token(w, path) for w in entry.split())
+            continue
+        if script is not None and n != script or not entry:
+            budget -= len(entry) + 1
+            if budget >= 0:
+                out.append(Token(entry, path))  # one argument, an empty one too
+            continue
+        for m, line in enumerate(entry.splitlines()):
+            budget -= len(line) + 1
+            if budget < 0:
+                break
+            if m:
+                out.append(Token(";", path))    # a script's next line
+            out.extend(Token(w, path) for w in words(line))
     start = script_start(out) if mapping else None
     if start is not None:
         out[start:] = _split_references(out[start:], mapping)
     c.memo["tokens"] = (key, tuple(out))
     return out
+
+
+def _script_entry(entries: list) -> int:
+    """The index in `entries` ((text, path) of each command and args entry) of the script a
+    shell in them runs (`sh -c SCRIPT`, `tini -- bash -ec SCRIPT`: script_start), which
+    is split into words with shell rules; -1 when no shell runs one: each entry is then
+    one argument, as the kubelet hands it to the program (`--threads 4` is one word)."""
+    for j, (entry, _) in enumerate(entries):
+        if entry.rsplit("/", 1)[-1] in SHELLS:
+            toks = [Token(e, p) for e, p in entries[j:j + 34]]
+            start = script_start(toks)
+            if start is not None:
+                return j + start + (toks[start].text == "--" and start + 1 < len(toks))
+    return -1
 
 
 def _split_references(toks: list[Token], mapping: dict) -> list[Token]:
@@ -154,13 +178,6 @@ def env_mapping(c: ContainerView) -> dict:
     return out
 
 
-SHELLS = ("sh", "bash", "dash", "ash", "zsh", "ksh")
-
-
-# a shell's long options that take the next word as their argument (bash: --rcfile FILE)
-SHELL_LONG_ARGS = ("--rcfile", "--init-file")
-
-
 def shell_script(toks: list[Token]) -> bool:
     """Whether the command line is a shell running a script (`sh -c '...'`, `bash -ec`,
     `/bin/sh -c`, `bash -euo pipefail -c`, `bash --norc -c`): its words then hold the
@@ -169,25 +186,6 @@ def shell_script(toks: list[Token]) -> bool:
     [options] [-o option] [-O shopt_option] -c string`): `-o` and `-O` (also `+o`, and in
     a cluster such as `-euo`) take the next word."""
     return script_start(toks) is not None
-
-
-def script_start(toks: list[Token]) -> int | None:
-    """The index in `toks` of the first word of the script a shell runs (shell_script),
-    or None when the command line is no shell running a script."""
-    if not toks or toks[0].text.rsplit("/", 1)[-1] not in SHELLS:
-        return None
-    i = 1
-    while i < min(len(toks), 32):
-        w = toks[i].text
-        if len(w) < 2 or w[0] not in "-+" or w == "--":
-            return None             # the script file, or the end of the options
-        if w.startswith("--"):
-            i += 2 if w in SHELL_LONG_ARGS else 1
-            continue
-        i += 1 + w.count("o") + w.count("O")
-        if w[0] == "-" and "c" in w[1:]:
-            return i if i < len(toks) else None
-    return None
 
 
 # what ends a simple command in a script's words (shlex keeps a `;` glued to the word before)

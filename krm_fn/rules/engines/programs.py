@@ -222,22 +222,18 @@ def _parameters(toks: list[Token], end: int, word: str) -> int | None:
     """The index in `toks` of the word that a script's `word` of POSITIONAL in program
     position runs, the first of its positional parameters: the words after the $0 entry
     (that of toks[end], the entry after the script's: `sh -c SCRIPT NAME ARGS`). Unquoted,
-    each parameter is split into fields and an empty one gives none; "$@" makes each
-    parameter one field, so that a first one with blanks names no program; "$*" makes all
-    of them one field, a program only when they are one word (POSIX Shell Command Language
-    2.5.2, 2.6.5; dash alike). None when it runs none of them."""
+    each parameter is split into fields and an empty one gives none (cmdline.tokens reads
+    them so); "$@" makes each parameter one field, so that a first one with blanks names
+    no program (_programs); "$*" makes all of them one field, a program only when they are
+    one word (POSIX Shell Command Language 2.5.2, 2.6.5; dash alike). None when it runs
+    none of them."""
     if end >= len(toks):
         return None
     first = end
     while first < len(toks) and toks[first].path == toks[end].path:
         first += 1                      # the $0 slot, one entry
-    rest = toks[first:]
-    if word in _JOINED:
-        return first if len(rest) == 1 else None
-    if word in QUOTED_PARAMETERS:
-        return first if rest and (len(rest) == 1 or rest[1].path != rest[0].path) else None
-    while first < len(toks) and not toks[first].text:
-        first += 1                      # an empty parameter expands to no field
+    if word in _JOINED and len(toks) - first > 1:
+        return None                     # one field of several words: no program's name
     return first if first < len(toks) else None
 
 
@@ -327,7 +323,9 @@ def _programs(command: list) -> list[tuple[int, int]]:
         i += 1
     out = []
     cut = 0
-    while i < n and (cut or command[i][0][:1] != "-"):     # an option is no program
+    while i < n and (cut or command[i][0][:1] != "-") and \
+            not any(ch.isspace() for ch in command[i][0]):  # an option, a name with blanks
+        #                                                      (quoted) is no program
         out.append((i, cut))
         how = runs(command[i][0][cut:])
         if how is None:
