@@ -311,3 +311,17 @@ def test_tgi_refuses_num_shard_given_twice(args):
         "container 'tgi': TGI --num-shard given 2 times: text-generation-launcher (clap 4) "
         "refuses an option it sets once given again and stops at start-up; give --num-shard "
         "once")
+
+
+@pytest.mark.parametrize("command", [
+    ["torchrun", "--nproc-per-node", "2", "serve.py", "--nproc-per-node", "8"],
+    ["sh", "-c", "cd /a;torchrun --nproc-per-node 2 -m serve --nproc-per-node 8"],
+    ["python3", "-mtorch.distributed.run", "--nproc_per_node=2", "serve.py",
+     "--nproc_per_node=8"],
+])
+def test_torchrun_reads_its_options_up_to_the_program_it_runs(command):
+    """torchrun's argparse leaves every word from the training script on to the script
+    (torch/distributed/run.py: training_script_args, nargs=REMAINDER): 2 ranks here."""
+    c = {"name": "t", "image": "app:1", "command": command, "resources": res("8")}
+    p, out, after = run(c)
+    assert env_of(after)["OMP_NUM_THREADS"] == "4"

@@ -192,7 +192,8 @@ def shell_script(toks: list[Token]) -> bool:
 SEPARATORS = (";", "&&", "||", "|", "&", "|&")
 
 
-def own_command(toks: list[Token], programs: tuple, spans: tuple) -> list[Token]:
+def own_command(toks: list[Token], programs: tuple, spans: tuple,
+                launcher: bool = False) -> list[Token]:
     """The words of the simple command that runs one of `programs` (a word whose last path
     part is one of them) in program position, from that word to the next separator (the
     last such command when there are several): not another command's flags (`curl -w`),
@@ -204,7 +205,11 @@ def own_command(toks: list[Token], programs: tuple, spans: tuple) -> list[Token]
     engine with its words (a script file, `/start.sh -tp 2`, or the image's entrypoint
     given the args: `serve m -tp 2`), not the words of the commands a script runs before
     it (`echo -tp 8; exec /start.sh`); the whole `toks` when no word is in program
-    position (args that start with an option: the image's entrypoint gets them all)."""
+    position (args that start with an option: the image's entrypoint gets them all).
+    `launcher`: the program is a launcher whose parser leaves the words from the program it
+    runs on to that program (argparse REMAINDER: `torchrun --nproc-per-node 2 serve.py
+    --nproc-per-node 8` runs 2), so its words end before the next word in program
+    position."""
     if not spans:
         return toks
     line = text(toks)
@@ -216,9 +221,11 @@ def own_command(toks: list[Token], programs: tuple, spans: tuple) -> list[Token]
         i += 1
     first = toks[i] if at == offset else Token(toks[i].text[at - offset:], toks[i].path)
     out = []
+    starts = {a for a, _ in spans if a > at} if launcher else ()
     for t in [first, *toks[i + 1:]]:
-        if t.text in SEPARATORS:
+        if t.text in SEPARATORS or offset in starts:
             break
+        offset += len(toks[i].text if t is first else t.text) + 1
         if t.text.endswith(";"):
             out.append(Token(t.text.rstrip(";"), t.path))
             break
@@ -337,11 +344,15 @@ def text(toks: list[Token]) -> str:
 def flag(toks: list[Token], names: tuple) -> tuple[str, Token, str] | None:
     """(value, token holding the value, the flag as written) of the last `--flag value` /
     `--flag=value` with a name in `names`, or None. A one-letter short option (`-w`) also
-    takes its value glued on (`-w4`), as argparse and click read it."""
+    takes its value glued on (`-w4`), as argparse and click read it. A `--` word ends the
+    options: the words after it are positional (argparse, click, clap and getopt alike),
+    `gunicorn -- app:app -w 3` sets no workers."""
     found = None
     short = tuple(n for n in names if len(n) == 2 and n[0] == "-" and n[1] != "-")
     for i, t in enumerate(toks):
         s = t.text
+        if s == "--":
+            break
         if "=" not in s and s not in names and not (short and s.startswith(short)):
             continue                # neither `--flag value` nor `--flag=value` (most words)
         for n in names:

@@ -64,6 +64,12 @@ CASES = [
     ("gunicorn", ["app:app"], {"GUNICORN_CMD_ARGS": "-w 5", "WEB_CONCURRENCY": "3"}),
     ("gunicorn", ["-w", "7", "app:app"], {"WEB_CONCURRENCY": "3"}),
     ("gunicorn", ["-k", "uvicorn.workers.UvicornWorker", "-w3", "app:app"], {}),
+    # `--` ends the options; each entry is one argument ("--workers 4" is a positional,
+    # "-w 4" is -w with the value " 4")
+    ("gunicorn", ["--", "app:app", "-w", "3"], {}),
+    ("gunicorn", ["-w", "2", "--", "app:app", "--workers", "3"], {}),
+    ("gunicorn", ["--workers 4", "app:app"], {}),
+    ("gunicorn", ["-w 4", "app:app"], {}),
     ("uvicorn", ["--workers", "4", "app:app"], {}),
     ("uvicorn", ["--workers=4", "app:app"], {}),
     ("uvicorn", ["app:app", "--workers", "2", "--workers", "5"], {}),

@@ -93,7 +93,7 @@ def read(c, toks: list, line: str, names: set, spans: tuple):
     the names of the engines recognised in it; `spans`: the words of `line` in program
     position (engines/programs.py spans(toks)), where torchrun must be for its count."""
     if TORCHRUN.search(line, spans):
-        found = flag(own_command(toks, TORCHRUN.within, spans), NPROC)
+        found = flag(own_command(toks, TORCHRUN.within, spans, launcher=True), NPROC)
         if found is not None:
             yield ("torchrun", f"torchrun {numbers.brief(found[2])}", found[1].path, found[0],
                    count_text(found[0]))
