@@ -419,6 +419,17 @@ PROGRAM_POSITION = {
     'exec "$@", a $1 with blanks': (_run_args('exec "$@"', "x", "ollama serve"), []),
     "exec $@, a $1 with blanks": (_run_args("exec $@", "x", "ollama serve"), ["Ollama"]),
     '"$@" inside a quoted word': (_run_args('echo "a "$@" b"', "x", "ollama", "serve"), []),
+    # a variable the shell expands to the program's name (the env's known value)
+    "exec $SERVER": ({**_sh("exec $SERVER -t 4"),
+                      "env": [{"name": "SERVER", "value": "llama-server"}]}, ["llama.cpp"]),
+    "cd; ${SERVER}": ({**_sh("cd /a; ${SERVER}"),
+                       "env": [{"name": "SERVER", "value": "/app/llama-server"}]},
+                      ["llama.cpp"]),
+    "echo $SERVER": ({**_sh("echo $SERVER"),
+                      "env": [{"name": "SERVER", "value": "llama-server"}]}, []),
+    "exec $SERVER the script sets": ({**_sh("SERVER=/bin/true; exec $SERVER"),
+                                      "env": [{"name": "SERVER", "value": "llama-server"}]},
+                                     []),
 }
 
 

@@ -105,8 +105,10 @@ def _split_references(toks: list[Token], mapping: dict) -> list[Token]:
     to an env var of the container whose known value (`mapping`, env_mapping) holds blanks
     replaced by that value's words: the shell splits an unquoted expansion at blanks
     (POSIX Shell Command Language 2.6.5, field splitting), so `exec server $EXTRA_ARGS`
-    with EXTRA_ARGS="-t 32" runs `server -t 32`. Not when the script assigns NAME itself
-    (_assigned, as `assignments` reads the script's words)."""
+    with EXTRA_ARGS="-t 32" runs `server -t 32`; a one-word value too where the word
+    starts a command or follows `exec` (the program it names runs: `exec $SERVER -t 4`).
+    Not when the script assigns NAME itself (_assigned, as `assignments` reads the
+    script's words)."""
     own: dict = {}
     _assigned([t for t in toks if t.path == toks[0].path], True, own)
     out: list[Token] = []
@@ -114,8 +116,10 @@ def _split_references(toks: list[Token], mapping: dict) -> list[Token]:
         w = t.text
         name = w[2:-1] if w.startswith("${") and w.endswith("}") else w[1:]
         value = mapping.get(name) if w[:1] == "$" and _name(name) else None
-        if value is not None and value.split() != [value] and value.strip() and \
-                name not in own:
+        if value is None or not value.strip() or name in own:
+            out.append(t)
+        elif value.split() != [value] or "$" not in value and (
+                not out or out[-1].text in (*SEPARATORS, "exec") or out[-1].text.endswith(";")):
             out.extend(Token(part, t.path) for part in value.split())
         else:
             out.append(t)
