@@ -585,7 +585,8 @@ def test_a_render_imports_the_api_refusal_checks_only_for_their_objects():
     mods = _imported([], text) - _started_with()
     assert _loaded(mods, _API_REFUSAL_MODULES) == ["krm_fn.admission.resourcequota"]
     hpa = ("- apiVersion: autoscaling/v2\n  kind: HorizontalPodAutoscaler\n  metadata: "
-           "{name: h}\n  spec:\n    scaleTargetRef: {kind: Deployment, name: nowhere}\n"
+           "{name: h}\n  spec:\n    scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, "
+           "name: nowhere}\n"
            "    maxReplicas: 3\n")
     text = _ten_items().replace("items:\n", "items:\n" + hpa.replace("nowhere", "llm-0"), 1)
     mods = _imported([], text) - _started_with()

@@ -17,8 +17,6 @@ scaleTargetRef apiVersion with a group).
 """
 from __future__ import annotations
 
-import json
-
 from krm_fn import numbers, quantity
 from krm_fn.admission import quotascope
 from krm_fn.apivalidation import (dns_name_errors, go_quote, label_key_errors,
@@ -111,7 +109,9 @@ def _conflicts(scopes) -> int:
 
 
 def _scope_errors(scopes: list, names: list) -> list[str]:
-    """validateResourceQuotaScopes: `spec.scopes` shown as JSON."""
+    """validateResourceQuotaScopes: `spec.scopes` shown as JSON (json imported here: only a
+    quota with scopes needs it, and a plain render imports no json: tests/test_cli.py)."""
+    import json
     shown = json.dumps(scopes, separators=(",", ":"), ensure_ascii=False)
     at = f"spec.scopes: Invalid value: {shown}"
     out = []
