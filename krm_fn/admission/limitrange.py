@@ -266,6 +266,13 @@ def _max_over_min(ratio: int, low: int, high: int) -> tuple | None:
     return None if lo == 0 else (r, float(hi) / float(lo))
 
 
+def _items(lr) -> list:
+    """The mapping entries of the LimitRange `lr`'s `spec.limits` (plain data), in order."""
+    spec = lr.get("spec") if isinstance(lr, dict) else None
+    items = spec.get("limits") if isinstance(spec, dict) else None
+    return [i for i in items if isinstance(i, dict)] if isinstance(items, list) else []
+
+
 def defaults(limit_ranges) -> tuple:
     """((default requests, default limits), ...) per LimitRange of `limit_ranges` (plain
     objects, in the order the LimitRanger sees them), each {resource: amount} as
@@ -278,11 +285,9 @@ def defaults(limit_ranges) -> tuple:
     from krm_fn.admission.build import resource_map
     out = []
     for lr in accepted(limit_ranges):
-        spec = lr.get("spec") if isinstance(lr, dict) and isinstance(lr.get("spec"), dict) \
-            else {}
         requests, limits = {}, {}
-        for item in spec.get("limits") or []:
-            if not isinstance(item, dict) or item.get("type") != "Container":
+        for item in _items(lr):
+            if item.get("type") != "Container":
                 continue
             default = {**resource_map(item.get("max")), **resource_map(item.get("default"))}
             request = {**resource_map(item.get("min")), **default,
@@ -305,11 +310,10 @@ def container_bounds(limit_ranges) -> dict:
     krm-fn cannot read is left out (`refused` reports the pod). {} for no LimitRange."""
     out: dict = {}
     for lr in accepted(limit_ranges) if limit_ranges else ():
-        md, spec = lr.get("metadata"), lr.get("spec")
+        md = lr.get("metadata")
         name = str(md.get("name")) if isinstance(md, dict) else "?"
-        items = spec.get("limits") if isinstance(spec, dict) else None
-        for item in items if isinstance(items, list) else ():
-            if not isinstance(item, dict) or item.get("type") != "Container":
+        for item in _items(lr):
+            if item.get("type") != "Container":
                 continue
             for key, sign in (("min", 1), ("max", -1)):
                 amounts = item.get(key)
@@ -397,14 +401,11 @@ def refused(pod: AdmittedPod, limit_ranges: list) -> tuple:
     for lr in limit_ranges:
         md = lr.get("metadata") if isinstance(lr.get("metadata"), dict) else {}
         name = md.get("name")
-        spec = lr.get("spec") if isinstance(lr.get("spec"), dict) else {}
         bad = object_errors(lr)
         if bad:
             out.append(_object_refused(name, _namespace(md, pod), bad, pod.path))
             continue
-        for item in spec.get("limits") or []:
-            if not isinstance(item, dict):
-                continue
+        for item in _items(lr):
             kind = str(item.get("type") or "")
             if kind == "Container":
                 pairs = [(f"container {c.name!r}" + ("" if c.source == "manifest"
